@@ -1,0 +1,3 @@
+module github.com/errandhq/errand
+
+go 1.26.8

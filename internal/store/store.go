@@ -1,0 +1,156 @@
+// Package store is errand's one storage seam. Every backend (sqlite,
+// postgres) implements Store and passes the conformance suite in storetest.
+//
+// Rules every backend keeps:
+//   - Errors are domain errors (*task.Error): task.ErrNotFound for a missing
+//     row, TASK_EXISTS / QUEUE_EXISTS / INSTANCE_EXISTS for conflicts,
+//     LEASE_LOST for a fenced write whose lease no longer holds. Backend errors
+//     are translated in one place per backend.
+//   - Every task, queue and count lookup is keyed by instance ID first; an
+//     instance is found only by (org, name) or (org, id), so no call reaches
+//     a foreign organization's rows.
+//   - Times are epoch milliseconds supplied by the caller (the engine's clock);
+//     a backend never reads its own clock for task times.
+//   - Writes that change a task's state go through a domain method of
+//     task.Task (Claim, Finish, Cancel, …): the backend stores the result,
+//     it never decides a transition itself.
+package store
+
+import (
+	"context"
+
+	"github.com/errandhq/errand/internal/task"
+)
+
+// Store is the storage seam.
+type Store interface {
+	// Close releases the backend; it is safe to call once.
+	Close() error
+
+	// InstanceCreate stores a new instance and its `default` queue (push, no
+	// target) in one transaction. INSTANCE_EXISTS if (org, name) is taken.
+	InstanceCreate(ctx context.Context, inst *task.Instance) error
+	// InstanceGet finds an instance by (org, name).
+	InstanceGet(ctx context.Context, org, name string) (*task.Instance, error)
+	// InstanceGetByID finds an instance by its ID (engine use).
+	InstanceGetByID(ctx context.Context, id string) (*task.Instance, error)
+	// InstanceList lists an organization's instances by name.
+	InstanceList(ctx context.Context, org string) ([]*task.Instance, error)
+	// InstanceUpdate applies fn to the instance under a write lock and stores
+	// what fn left (settings, webhook key).
+	InstanceUpdate(ctx context.Context, org, name string, fn func(*task.Instance) error) (*task.Instance, error)
+	// InstanceDelete removes an instance with its queues and tasks.
+	InstanceDelete(ctx context.Context, org, name string) error
+
+	// QueueCreate stores a new queue. QUEUE_EXISTS if the name is taken; a
+	// deadLetterQueue that does not exist in the instance is INVALID_ARGUMENT
+	// naming deadLetterQueue.
+	QueueCreate(ctx context.Context, q *task.Queue) error
+	// QueueGet finds one queue.
+	QueueGet(ctx context.Context, instanceID, name string) (*task.Queue, error)
+	// QueueList lists an instance's queues by name.
+	QueueList(ctx context.Context, instanceID string) ([]*task.Queue, error)
+	// QueueListAll lists every queue of every instance (the engine's view).
+	QueueListAll(ctx context.Context) ([]*task.Queue, error)
+	// QueueUpdate applies fn to the queue under a write lock and stores it,
+	// with the same deadLetterQueue check as QueueCreate.
+	QueueUpdate(ctx context.Context, instanceID, name string, fn func(*task.Queue) error) (*task.Queue, error)
+	// QueueDelete removes a queue and all its tasks; it returns how many
+	// tasks went with it.
+	QueueDelete(ctx context.Context, instanceID, name string) (int, error)
+	// QueuePurge removes every task of a queue and returns how many.
+	QueuePurge(ctx context.Context, instanceID, name string) (int, error)
+	// QueueCounts counts a queue's tasks by state, each count stopping at
+	// limit (so a count equal to limit means "at least limit").
+	QueueCounts(ctx context.Context, instanceID, name string, limit int) (map[task.State]int, error)
+
+	// TaskAdd stores tasks in one transaction, each one independently: a
+	// task whose name is already used in its queue (by a record still kept)
+	// gets a TASK_EXISTS result carrying the existing id and is not stored;
+	// the others are. The tasks' IDs are set by the caller. Results are in
+	// the order of tasks.
+	TaskAdd(ctx context.Context, tasks []*task.Task) ([]AddResult, error)
+	// TaskGet returns one task with payload, result and attempts.
+	TaskGet(ctx context.Context, instanceID, id string) (*task.Task, error)
+	// TaskList returns one page of a queue's tasks without payloads or
+	// results, in the contract's order (see ListParams).
+	TaskList(ctx context.Context, p *ListParams) (*ListPage, error)
+	// TaskUpdate reads one task under a write lock, applies fn (a domain
+	// method such as Cancel, Retry, RunNow, Extend) and stores the task if fn
+	// returned nil. fn's error is returned unchanged and nothing is written.
+	TaskUpdate(ctx context.Context, instanceID, id string, fn func(*task.Task) error) (*task.Task, error)
+
+	// TaskClaim claims up to p.Limit due tasks of one queue in runAt order:
+	// each is moved to RUNNING by task.Claim with a fresh lease, and
+	// returned with its payload. Claimed rows are locked so that no two
+	// claimers ever get the same task.
+	TaskClaim(ctx context.Context, p *ClaimParams) ([]*task.Task, error)
+	// TaskFinish stores the outcome of attempts in one transaction. Each
+	// write is fenced: it applies only while the row is RUNNING with the
+	// same LeaseID as p.LeaseID, else its result is LEASE_LOST. A
+	// p.DeadLetter, when set, is added in the same transaction (its ID set
+	// by the caller). Results are in the order of ps.
+	TaskFinish(ctx context.Context, ps []*FinishParams) ([]error, error)
+	// TaskExpired returns up to limit RUNNING tasks whose lease expired at
+	// or before now (for the rescuer), with payloads.
+	TaskExpired(ctx context.Context, now int64, limit int) ([]*task.Task, error)
+	// TaskNextDue returns the earliest runAt of a PENDING or RETRY_WAIT task
+	// of any queue and the earliest lease expiry of a RUNNING one; each is 0
+	// when there is none.
+	TaskNextDue(ctx context.Context) (runAt int64, leaseExpiry int64, err error)
+	// TaskDeleteFinished removes up to limit finished tasks (SUCCEEDED,
+	// FAILED, CANCELLED) whose FinishedAt is older than their instance's
+	// retentionDays at now, and never an unfinished one. It returns how many.
+	TaskDeleteFinished(ctx context.Context, now int64, limit int) (int, error)
+}
+
+// AddResult is the outcome of one task of a TaskAdd.
+type AddResult struct {
+	Task *task.Task  // the stored task (on success)
+	Err  *task.Error // TASK_EXISTS with ID set to the existing task's id
+}
+
+// ListParams selects one page of a queue's tasks.
+//
+// Order: with State set to PENDING, RUNNING or RETRY_WAIT, soonest runAt
+// first; with a finished state, latest FinishedAt first; with no state, newest
+// CreatedAt first. Ties break by ID in the same direction.
+type ListParams struct {
+	InstanceID string
+	Queue      string
+	State      task.State // "" for every state
+	// Pull narrows RUNNING to leased (true) or running (false); nil for both.
+	// Since a queue's mode is fixed, backends may ignore it when the queue's
+	// mode already answers it.
+	Pull   *bool
+	Name   string // exact name, "" for any
+	Limit  int    // 1–200
+	Cursor string // opaque, from the previous page; "" for the first
+}
+
+// ListPage is one page of tasks; Cursor is "" on the last page.
+type ListPage struct {
+	Tasks  []*task.Task
+	Cursor string
+}
+
+// ClaimParams selects the due tasks of one queue to claim.
+type ClaimParams struct {
+	Queue *task.Queue // the queue as the engine sees it (policy for Claim)
+	Now   int64
+	Limit int
+	// LeaseMs is how long each claim holds (pull: leaseSeconds; push: the
+	// deadline plus a grace).
+	LeaseMs int64
+	// NewLeaseID makes a lease id for each claimed task.
+	NewLeaseID func() string
+}
+
+// FinishParams is one attempt's outcome to store: Task is the task as
+// task.Finish left it (or as Extend left it), LeaseID the lease it held when
+// claimed.
+type FinishParams struct {
+	Task       *task.Task
+	LeaseID    string
+	DeadLetter *task.Task // a dead-letter copy to add, or nil
+}

@@ -1,0 +1,284 @@
+package task
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// moveTo is the only place a task's State changes. A transition outside the
+// table is an error, never a silent write.
+func (t *Task) moveTo(to State) error {
+	if !CanTransition(t.State, to) {
+		return Errorf(CodeInternal, "refused transition %s→%s for task %s", t.State, to, t.ID)
+	}
+	t.State = to
+	return nil
+}
+
+// AddInput is what a caller sends to add one task, already decoded.
+type AddInput struct {
+	Name            string
+	Payload         json.RawMessage
+	Params          json.RawMessage
+	Target          *Target
+	Delay           *float64 // seconds from now
+	RunAt           *int64   // epoch ms
+	DeadlineSeconds *int
+	Source          string
+	Depth           int
+}
+
+// NewTask validates in against q and returns the task to store, without an ID.
+// A push queue without a target refuses a task with none of its own
+// (NO_TARGET).
+func NewTask(q *Queue, in AddInput, now int64, rules URLRules) (*Task, error) {
+	if in.Name != "" {
+		if err := ValidateName(in.Name, "name"); err != nil {
+			return nil, err
+		}
+	}
+	if in.Payload == nil {
+		in.Payload = json.RawMessage("null")
+	}
+	if err := ValidateJSONBytes(in.Payload, "payload"); err != nil {
+		return nil, err
+	}
+	if IsJSONNull(in.Params) {
+		in.Params = nil
+	} else if err := ValidateJSONBytes(in.Params, "params"); err != nil {
+		return nil, err
+	}
+	if in.Target != nil {
+		if q.Mode == ModePull {
+			return nil, FieldErrorf(CodeInvalidArgument, "target", "a task on a pull queue has no target")
+		}
+		if err := ValidateTarget(in.Target, "target", rules); err != nil {
+			return nil, err
+		}
+	} else if q.Mode == ModePush && q.Target == nil {
+		return nil, Errorf(CodeNoTarget, "queue %q has no target and the task names none", q.Name)
+	}
+	if in.Delay != nil && in.RunAt != nil {
+		return nil, FieldErrorf(CodeInvalidArgument, "delay", "send delay or runAt, not both")
+	}
+	runAt := now
+	if in.Delay != nil {
+		d := *in.Delay
+		if !(d >= 0) || d > 365*86400 {
+			return nil, FieldErrorf(CodeInvalidArgument, "delay", "must be 0–31536000 seconds")
+		}
+		runAt = now + int64(d*1000)
+	}
+	if in.RunAt != nil {
+		if *in.RunAt < 0 || *in.RunAt > now+365*86400*1000 {
+			return nil, FieldErrorf(CodeInvalidArgument, "runAt", "must be epoch milliseconds within a year from now")
+		}
+		runAt = max(*in.RunAt, now)
+	}
+	if in.DeadlineSeconds != nil && (*in.DeadlineSeconds < 1 || *in.DeadlineSeconds > MaxDeadlineSeconds) {
+		return nil, FieldErrorf(CodeInvalidArgument, "deadlineSeconds", "must be 1–%d", MaxDeadlineSeconds)
+	}
+	if in.Depth > MaxDepth {
+		return nil, Errorf(CodeDepthExceeded, "a chain of adds more than %d deep is cut", MaxDepth)
+	}
+	if in.Source == "" {
+		in.Source = SourceAPI
+	}
+	t := &Task{
+		InstanceID:  q.InstanceID,
+		Queue:       q.Name,
+		Name:        in.Name,
+		State:       Pending,
+		Pull:        q.Mode == ModePull,
+		MaxAttempts: q.MaxAttempts,
+		RunAt:       runAt,
+		CreatedAt:   now,
+		Source:      in.Source,
+		Depth:       in.Depth,
+		Params:      in.Params,
+		Target:      in.Target,
+		Payload:     in.Payload,
+	}
+	if in.DeadlineSeconds != nil {
+		t.DeadlineSeconds = *in.DeadlineSeconds
+	}
+	return t, nil
+}
+
+// Due reports whether a PENDING or RETRY_WAIT task may be claimed at now.
+func (t *Task) Due(now int64) bool {
+	return (t.State == Pending || t.State == RetryWait) && t.RunAt <= now
+}
+
+// Claim starts an attempt: PENDING or RETRY_WAIT → RUNNING, the attempt
+// counter rises, and leaseID fences the attempt until leaseMs from now. For a
+// push task DeadlineAt is the queue's (or the task's own) deadline.
+func (t *Task) Claim(q *Queue, now int64, leaseID string, leaseMs int64) error {
+	if err := t.moveTo(Running); err != nil {
+		return err
+	}
+	t.Attempt++
+	t.MaxAttempts = q.MaxAttempts
+	t.StartedAt = now
+	t.LeaseID = leaseID
+	t.LeaseExpiresAt = now + leaseMs
+	t.DeadlineAt = 0
+	if !t.Pull {
+		t.DeadlineAt = now + int64(t.EffectiveDeadline(q))*1000
+	}
+	return nil
+}
+
+// EffectiveDeadline is the deadline in seconds for t's next push attempt.
+func (t *Task) EffectiveDeadline(q *Queue) int {
+	if t.DeadlineSeconds > 0 {
+		return t.DeadlineSeconds
+	}
+	return q.DeadlineSeconds
+}
+
+// CheckLease is the fence: it accepts only the current lease of a leased
+// task, strictly before it expires.
+func (t *Task) CheckLease(leaseID string, now int64) error {
+	if t.State != Running || leaseID == "" || t.LeaseID != leaseID || now >= t.LeaseExpiresAt {
+		return Errorf(CodeLeaseLost, "the lease is no longer held: it expired, was released, or the task was finished or leased again")
+	}
+	return nil
+}
+
+// Outcome says how an attempt ended, for Finish.
+type Outcome struct {
+	Status     string // one of the Attempt* statuses
+	HTTPStatus int
+	Error      string
+	Result     json.RawMessage // on success
+	// Delay is the wait before the next attempt for a deferral or a release;
+	// for a failure the queue's backoff decides.
+	Delay time.Duration
+}
+
+// Finish ends the attempt in flight. A success stores the result; a deferral
+// or a release without error goes back to RETRY_WAIT and gives the attempt
+// back; a failure, timeout or expired lease waits out the backoff or, with
+// the budget spent or maxAge passed, fails the task. It reports whether the
+// task FAILED (a dead-letter copy is due).
+func (t *Task) Finish(q *Queue, now int64, o Outcome) (failed bool, err error) {
+	if t.State != Running {
+		return false, Errorf(CodeInternal, "finish of task %s in state %s", t.ID, t.State)
+	}
+	a := Attempt{Attempt: t.Attempt, Status: o.Status, StartedAt: t.StartedAt, EndedAt: now, HTTPStatus: o.HTTPStatus, Error: truncate(o.Error, 500)}
+	t.Attempts = append(t.Attempts, a)
+	t.LeaseID, t.LeaseExpiresAt, t.DeadlineAt, t.StartedAt = "", 0, 0, 0
+	switch o.Status {
+	case AttemptSucceeded:
+		t.Result = o.Result
+		t.LastError = ""
+		t.FinishedAt = now
+		return false, t.moveTo(Succeeded)
+	case AttemptDeferred, AttemptReleased:
+		t.Attempt-- // not counted against maxAttempts
+		next := now + o.Delay.Milliseconds()
+		if t.pastMaxAge(q, next) {
+			t.LastError = "maxAgeSeconds passed"
+			t.FinishedAt = now
+			return true, t.moveTo(Failed)
+		}
+		t.RunAt = next
+		return false, t.moveTo(RetryWait)
+	case AttemptFailed, AttemptTimedOut, AttemptExpired:
+		t.LastError = a.Error
+		if t.LastError == "" {
+			t.LastError = o.Status
+		}
+		next := now + Backoff(t.Attempt, q.Backoff()).Milliseconds()
+		if t.Attempt >= q.MaxAttempts || t.pastMaxAge(q, next) {
+			t.FinishedAt = now
+			return true, t.moveTo(Failed)
+		}
+		t.RunAt = next
+		return false, t.moveTo(RetryWait)
+	}
+	return false, Errorf(CodeInternal, "unknown attempt status %q", o.Status)
+}
+
+func (t *Task) pastMaxAge(q *Queue, next int64) bool {
+	return q.MaxAgeSeconds > 0 && next > t.CreatedAt+q.MaxAgeSeconds*1000
+}
+
+// Extend lengthens a held lease to leaseSeconds from now.
+func (t *Task) Extend(leaseID string, now int64, leaseSeconds int) error {
+	if err := t.CheckLease(leaseID, now); err != nil {
+		return err
+	}
+	t.LeaseExpiresAt = now + int64(leaseSeconds)*1000
+	return nil
+}
+
+// Cancel stops a task that has not started or is waiting for a retry. A
+// running task is left running (RUNNING_NOT_CANCELLABLE); a finished one
+// answers NOT_CANCELLABLE.
+func (t *Task) Cancel(now int64) error {
+	switch t.State {
+	case Running:
+		return Errorf(CodeRunningNotCancellable, "the task is running; it is left running")
+	case Succeeded, Failed, Cancelled:
+		return Errorf(CodeNotCancellable, "the task is %s and cannot be cancelled", t.State.V1(t.Pull))
+	}
+	t.FinishedAt = now
+	return t.moveTo(Cancelled)
+}
+
+// Retry re-queues a FAILED task with a fresh budget; anything else answers
+// NOT_RETRYABLE.
+func (t *Task) Retry(now int64) error {
+	if t.State != Failed {
+		return Errorf(CodeNotRetryable, "only a failed task can be retried; this one is %s", t.State.V1(t.Pull))
+	}
+	t.Attempt = 0
+	t.RunAt = now
+	t.FinishedAt = 0
+	return t.moveTo(Pending)
+}
+
+// RunNow makes a PENDING or RETRY_WAIT task due now. A running task is left
+// as it is (it is already running); a finished one answers NOT_RUNNABLE.
+func (t *Task) RunNow(now int64) error {
+	switch t.State {
+	case Pending:
+		t.RunAt = now
+		return nil
+	case RetryWait:
+		t.RunAt = now
+		return t.moveTo(Pending)
+	case Running:
+		return nil
+	}
+	return Errorf(CodeNotRunnable, "the task is %s; only a scheduled or retrying task can be run now", t.State.V1(t.Pull))
+}
+
+// DeadLetter returns the copy of a FAILED task for the dead-letter queue dlq:
+// same payload and params, no name, deadLetterOf set, source deadletter.
+func (t *Task) DeadLetter(dlq *Queue, now int64) *Task {
+	return &Task{
+		InstanceID:   t.InstanceID,
+		Queue:        dlq.Name,
+		State:        Pending,
+		Pull:         dlq.Mode == ModePull,
+		MaxAttempts:  dlq.MaxAttempts,
+		RunAt:        now,
+		CreatedAt:    now,
+		Source:       SourceDeadLetter,
+		Depth:        t.Depth,
+		Params:       t.Params,
+		DeadLetterOf: t.ID,
+		Payload:      t.Payload,
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + fmt.Sprintf("… (%d bytes)", len(s))
+}

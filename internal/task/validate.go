@@ -1,0 +1,132 @@
+package task
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/url"
+	"strings"
+)
+
+// URLRules say which webhook URLs are acceptable where they are saved.
+type URLRules struct {
+	// AllowHTTP accepts http:// as well as https:// (dev mode).
+	AllowHTTP bool
+	// Check, if set, vets the parsed URL further (serve mode's address guard:
+	// private, loopback and metadata ranges). It must not be nil-dereferenced
+	// by callers; nil means no further check.
+	Check func(u *url.URL) error
+}
+
+// ValidateName checks a task name: 1–500 characters of letters, digits,
+// '-', '_' and '.'.
+func ValidateName(name, field string) error {
+	if name == "" || len(name) > MaxNameLen {
+		return FieldErrorf(CodeInvalidArgument, field, "must be 1–%d characters", MaxNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		if !nameByte(name[i]) {
+			return FieldErrorf(CodeInvalidArgument, field, "may hold only letters, digits, '-', '_' and '.'")
+		}
+	}
+	return nil
+}
+
+// ValidateQueueName checks a queue or instance name: 1–100 characters of
+// letters, digits, '-' and '_', starting with a letter or digit.
+func ValidateQueueName(name, field string) error {
+	if name == "" || len(name) > 100 {
+		return FieldErrorf(CodeInvalidArgument, field, "must be 1–100 characters")
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c == '.' || !nameByte(c) || (i == 0 && (c == '-' || c == '_')) {
+			return FieldErrorf(CodeInvalidArgument, field, "may hold only letters, digits, '-' and '_', and must start with a letter or digit")
+		}
+	}
+	return nil
+}
+
+func nameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
+}
+
+// ValidateJSONBytes checks raw bytes before anything decodes them: at most
+// 64 KiB (PAYLOAD_TOO_LARGE naming field) and valid JSON (INVALID_ARGUMENT).
+// The bytes are stored as they came.
+func ValidateJSONBytes(raw []byte, field string) error {
+	if len(raw) > MaxPayloadBytes {
+		return FieldErrorf(CodePayloadTooLarge, field, "is %d bytes; the cap is %d (64 KiB)", len(raw), MaxPayloadBytes)
+	}
+	if !json.Valid(raw) {
+		return FieldErrorf(CodeInvalidArgument, field, "is not valid JSON")
+	}
+	return nil
+}
+
+// IsJSONNull reports whether raw is absent or the JSON literal null.
+func IsJSONNull(raw []byte) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+// ValidateTarget checks that exactly one kind is set and that it is well
+// formed.
+func ValidateTarget(t *Target, field string, rules URLRules) error {
+	n := 0
+	for _, s := range []string{t.Webhook, t.Function, t.Channel} {
+		if s != "" {
+			n++
+		}
+	}
+	if n != 1 {
+		return FieldErrorf(CodeInvalidArgument, field, "must name exactly one of webhook, function or channel")
+	}
+	switch {
+	case t.Webhook != "":
+		return ValidateWebhookURL(t.Webhook, field+".webhook", rules)
+	case t.Function != "":
+		group, fn, ok := strings.Cut(t.Function, "/")
+		if !ok || ValidateQueueName(group, field) != nil || ValidateQueueName(fn, field) != nil {
+			return FieldErrorf(CodeInvalidArgument, field+".function", "must be GROUP/FUNCTION, e.g. app/send-receipt")
+		}
+	case t.Channel != "":
+		if err := ValidateQueueName(t.Channel, field+".channel"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidateWebhookURL applies the webhook URL rules: https (http too under
+// rules.AllowHTTP), a host, no userinfo, no fragment, at most 2,048
+// characters, then rules.Check.
+func ValidateWebhookURL(raw, field string, rules URLRules) error {
+	if len(raw) > MaxWebhookLen {
+		return FieldErrorf(CodeInvalidArgument, field, "is longer than %d characters", MaxWebhookLen)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
+		return FieldErrorf(CodeInvalidArgument, field, "is not an absolute URL")
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !rules.AllowHTTP {
+			return FieldErrorf(CodeInvalidArgument, field, "must use https")
+		}
+	default:
+		return FieldErrorf(CodeInvalidArgument, field, "must use https")
+	}
+	if u.User != nil {
+		return FieldErrorf(CodeInvalidArgument, field, "may not carry a username or password")
+	}
+	if u.Fragment != "" {
+		return FieldErrorf(CodeInvalidArgument, field, "may not carry a fragment")
+	}
+	if rules.Check != nil {
+		if err := rules.Check(u); err != nil {
+			return FieldErrorf(CodeInvalidArgument, field, "%v", err)
+		}
+	}
+	return nil
+}
