@@ -5,6 +5,7 @@ package id
 import (
 	"crypto/rand"
 	"encoding/base32"
+	"encoding/base64"
 	"encoding/hex"
 	"time"
 )
@@ -38,4 +39,13 @@ func Secret(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// WebhookKey returns a new signing key: "whsec_" and the base64 of 32 random
+// bytes, so it serves both errand's v1 signature (keyed with the whole
+// string) and the Standard Webhooks one (keyed with the decoded bytes).
+func WebhookKey() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return "whsec_" + base64.StdEncoding.EncodeToString(b)
 }

@@ -95,8 +95,9 @@ type Store interface {
 	// or before now (for the rescuer), with payloads.
 	TaskExpired(ctx context.Context, now int64, limit int) ([]*task.Task, error)
 	// TaskNextDue returns the earliest runAt of a PENDING or RETRY_WAIT task
-	// of any queue and the earliest lease expiry of a RUNNING one; each is 0
-	// when there is none.
+	// of any PUSH queue (Pull false: pull tasks wait for workers, not for the
+	// dispatcher) and the earliest lease expiry of a RUNNING task of any
+	// queue; each is 0 when there is none.
 	TaskNextDue(ctx context.Context) (runAt int64, leaseExpiry int64, err error)
 	// TaskDeleteFinished removes up to limit finished tasks (SUCCEEDED,
 	// FAILED, CANCELLED) whose FinishedAt is older than their instance's

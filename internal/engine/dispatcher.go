@@ -1,0 +1,334 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/errandhq/errand/internal/id"
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// claimBatch is the most tasks one claim takes from a queue.
+const claimBatch = 100
+
+// deadlineGrace is how long a push claim outlives the attempt's deadline
+// before the rescuer may take it (its node is then presumed dead).
+const deadlineGrace = 30 * time.Second
+
+// Dispatcher delivers due tasks of push queues to their targets. It wakes
+// on add, run, retry and queue changes, sleeps until the next runAt
+// otherwise, claims due tasks in batches, round-robin over queues so a busy
+// queue does not starve the others, and keeps each queue's ratePerSecond and
+// maxConcurrent and each instance's maxInFlight.
+type Dispatcher struct {
+	e       *Engine
+	log     *slog.Logger
+	targets map[string]Deliverer // by target kind
+	dev     bool
+
+	mu         sync.Mutex
+	inQueue    map[qkey]int // deliveries in flight per queue
+	inInstance map[string]int
+	limiters   map[qkey]*limiter
+	freed      chan struct{} // a slot was freed
+	wg         sync.WaitGroup
+
+	results chan finished
+}
+
+type qkey struct{ instance, queue string }
+
+type limiter struct {
+	rate float64
+	lim  *rate.Limiter
+}
+
+type finished struct {
+	fp  *store.FinishParams
+	q   *task.Queue
+	out DeliveryResult
+	dur time.Duration
+}
+
+func newDispatcher(e *Engine, targets map[string]Deliverer) *Dispatcher {
+	return &Dispatcher{
+		e: e, log: e.log.With("service", "dispatcher"), targets: targets, dev: e.dev,
+		inQueue: map[qkey]int{}, inInstance: map[string]int{}, limiters: map[qkey]*limiter{},
+		freed: make(chan struct{}, 1), results: make(chan finished, 1024),
+	}
+}
+
+func (d *Dispatcher) run(ctx context.Context) {
+	fin := make(chan struct{})
+	go func() { defer close(fin); d.finisher() }()
+	defer func() {
+		d.wg.Wait() // deliveries end with ctx
+		close(d.results)
+		<-fin
+	}()
+	for {
+		woken := d.e.waker.wait()
+		claimed, wait, err := d.pass(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			d.log.Warn("dispatch pass failed", "err", err)
+			wait = time.Second
+		}
+		if claimed > 0 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-woken:
+		case <-d.freed:
+		case <-d.e.clock.After(wait):
+		}
+	}
+}
+
+// pass claims and starts what it can, and returns how many it started and
+// how long to sleep if none.
+func (d *Dispatcher) pass(ctx context.Context) (int, time.Duration, error) {
+	queues, err := d.e.store.QueueListAll(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	now := d.e.clock.Now()
+	wait := d.e.cfg.Backstop
+	byKey := make(map[qkey]*task.Queue, len(queues))
+	for _, q := range queues {
+		byKey[qkey{q.InstanceID, q.Name}] = q
+	}
+	insts := map[string]*task.Instance{}
+	started := 0
+	for _, q := range queues {
+		if q.Mode != task.ModePush || q.Paused {
+			continue
+		}
+		inst, ok := insts[q.InstanceID]
+		if !ok {
+			inst, err = d.e.store.InstanceGetByID(ctx, q.InstanceID)
+			if err != nil {
+				if task.IsCode(err, task.CodeNotFound) {
+					continue
+				}
+				return started, 0, err
+			}
+			insts[q.InstanceID] = inst
+		}
+		n, retry := d.capacity(q, inst, now)
+		if n == 0 {
+			if retry > 0 && retry < wait {
+				wait = retry
+			}
+			continue
+		}
+		ts, err := d.e.store.TaskClaim(ctx, &store.ClaimParams{
+			Queue: q, Now: now.UnixMilli(), Limit: n,
+			LeaseMs:    int64(task.MaxDeadlineSeconds)*1000 + deadlineGrace.Milliseconds(),
+			NewLeaseID: id.Lease,
+		})
+		if err != nil {
+			return started, 0, err
+		}
+		d.take(q, now, len(ts))
+		for _, t := range ts {
+			started++
+			d.start(ctx, t, q, inst, byKey)
+		}
+	}
+	if started == 0 {
+		runAt, _, err := d.e.store.TaskNextDue(ctx)
+		if err != nil {
+			return 0, 0, err
+		}
+		if runAt > 0 {
+			if until := time.Duration(runAt-now.UnixMilli()) * time.Millisecond; until > 0 && until < wait {
+				wait = until
+			}
+		}
+	}
+	return started, wait, nil
+}
+
+// capacity is how many tasks q may start now, and if none, how soon the rate
+// limit lets one (0 when only a freed slot will).
+func (d *Dispatcher) capacity(q *task.Queue, inst *task.Instance, now time.Time) (int, time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k := qkey{q.InstanceID, q.Name}
+	n := claimBatch
+	if q.MaxConcurrent > 0 {
+		n = min(n, q.MaxConcurrent-d.inQueue[k])
+	}
+	n = min(n, inst.Settings.MaxInFlight-d.inInstance[q.InstanceID])
+	if n <= 0 {
+		return 0, 0
+	}
+	if q.RatePerSecond > 0 {
+		l := d.limiters[k]
+		if l == nil || l.rate != q.RatePerSecond {
+			burst := max(1, int(math.Ceil(q.RatePerSecond/10)))
+			l = &limiter{rate: q.RatePerSecond, lim: rate.NewLimiter(rate.Limit(q.RatePerSecond), burst)}
+			l.lim.AllowN(now, burst) // start empty: a new queue earns its first token
+			d.limiters[k] = l
+		}
+		tokens := int(l.lim.TokensAt(now))
+		if tokens < 1 {
+			r := l.lim.ReserveN(now, 1)
+			delay := r.DelayFrom(now)
+			r.CancelAt(now)
+			return 0, max(delay, time.Millisecond)
+		}
+		n = min(n, tokens)
+	}
+	return n, 0
+}
+
+// take books n started deliveries against q's slots and rate.
+func (d *Dispatcher) take(q *task.Queue, now time.Time, n int) {
+	if n == 0 {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k := qkey{q.InstanceID, q.Name}
+	d.inQueue[k] += n
+	d.inInstance[q.InstanceID] += n
+	if l := d.limiters[k]; l != nil {
+		l.lim.AllowN(now, n)
+	}
+}
+
+func (d *Dispatcher) release(q *task.Queue) {
+	d.mu.Lock()
+	k := qkey{q.InstanceID, q.Name}
+	d.inQueue[k]--
+	d.inInstance[q.InstanceID]--
+	d.mu.Unlock()
+	select {
+	case d.freed <- struct{}{}:
+	default:
+	}
+}
+
+// start delivers one claimed task in its own goroutine.
+func (d *Dispatcher) start(ctx context.Context, t *task.Task, q *task.Queue, inst *task.Instance, queues map[qkey]*task.Queue) {
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		defer d.release(q)
+		began := d.e.clock.Now()
+		res := d.deliver(ctx, t, q, inst)
+		now := d.e.clock.Now()
+		o := res.Outcome
+		if ctx.Err() != nil && o.Status != task.AttemptSucceeded {
+			// Shutting down mid-attempt: give the task back, uncounted.
+			o = task.Outcome{Status: task.AttemptReleased, Error: "the node shut down during the attempt"}
+		} else if res.Defer && q.TargetControl {
+			o = task.Outcome{Status: task.AttemptDeferred, HTTPStatus: o.HTTPStatus, Error: o.Error, Delay: res.DeferDelay}
+		}
+		lease := t.LeaseID
+		failed, err := t.Finish(q, now.UnixMilli(), o)
+		if err != nil {
+			d.log.Error("finish", "task", t.ID, "err", err)
+			return
+		}
+		fp := &store.FinishParams{Task: t, LeaseID: lease}
+		if failed && q.DeadLetterQueue != "" {
+			if dlq := queues[qkey{q.InstanceID, q.DeadLetterQueue}]; dlq != nil {
+				fp.DeadLetter = t.DeadLetter(dlq, now.UnixMilli())
+				fp.DeadLetter.ID = d.e.newID()
+			}
+		}
+		d.results <- finished{fp: fp, q: q, out: DeliveryResult{Outcome: o}, dur: now.Sub(began)}
+	}()
+}
+
+// deliver resolves the target for this attempt and calls it under the
+// attempt's deadline.
+func (d *Dispatcher) deliver(ctx context.Context, t *task.Task, q *task.Queue, inst *task.Instance) DeliveryResult {
+	target := t.Target
+	if target == nil {
+		target = q.Target
+	}
+	if target == nil {
+		return DeliveryResult{Outcome: task.Outcome{Status: task.AttemptFailed, Error: "no target: the queue has none and the task names none"}}
+	}
+	dl := d.targets[target.Kind()]
+	if dl == nil {
+		return DeliveryResult{Outcome: task.Outcome{Status: task.AttemptFailed, Error: target.Kind() + " targets are not served by this node"}}
+	}
+	actx, cancel := context.WithDeadline(ctx, time.UnixMilli(t.DeadlineAt))
+	defer cancel()
+	res := dl.Deliver(actx, &Delivery{Task: t, Queue: q, Instance: inst, Target: *target})
+	if actx.Err() == context.DeadlineExceeded && ctx.Err() == nil && res.Outcome.Status != task.AttemptSucceeded {
+		res.Outcome = task.Outcome{Status: task.AttemptTimedOut, Error: "deadline " + time.Duration(t.EffectiveDeadline(q)*int(time.Second)).String() + " exceeded"}
+		res.Defer = false
+	}
+	return res
+}
+
+// finisher stores outcomes in batches: every result waiting is written in
+// one transaction (group commit).
+func (d *Dispatcher) finisher() {
+	ctx := context.Background()
+	batch := make([]finished, 0, claimBatch)
+	for f := range d.results {
+		batch = append(batch[:0], f)
+	drain:
+		for len(batch) < cap(batch) {
+			select {
+			case f, ok := <-d.results:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, f)
+			default:
+				break drain
+			}
+		}
+		ps := make([]*store.FinishParams, len(batch))
+		for i, f := range batch {
+			ps[i] = f.fp
+		}
+		errs, err := d.e.store.TaskFinish(ctx, ps)
+		if err != nil {
+			d.log.Error("storing outcomes failed; their leases will run out and be retried", "n", len(ps), "err", err)
+			continue
+		}
+		for i, f := range batch {
+			d.logAttempt(f, errs[i])
+		}
+		d.e.waker.wake()
+	}
+}
+
+func (d *Dispatcher) logAttempt(f finished, err error) {
+	t := f.fp.Task
+	a := t.Attempts[len(t.Attempts)-1]
+	attrs := []any{"queue", t.Queue, "task", t.ID, "attempt", a.Attempt, "outcome", a.Status, "ms", f.dur.Milliseconds()}
+	if a.HTTPStatus != 0 {
+		attrs = append(attrs, "http", a.HTTPStatus)
+	}
+	if a.Error != "" {
+		attrs = append(attrs, "error", a.Error)
+	}
+	if err != nil {
+		attrs = append(attrs, "stored", err.Error())
+	}
+	if d.dev {
+		d.log.Info("attempt", attrs...)
+	} else {
+		d.log.Debug("attempt", attrs...)
+	}
+}

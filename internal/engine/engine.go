@@ -1,0 +1,117 @@
+// Package engine is errand's application core: the operations the API,
+// console, CLI and MCP call (instances, queues, tasks, leases), and the
+// long-lived services that move tasks through their lifecycle (dispatcher,
+// lease rescuer, retention cleaner). Each service has Start/Stop, a logger and
+// the engine's clock.
+package engine
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/errandhq/errand/internal/clock"
+	"github.com/errandhq/errand/internal/id"
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// Config configures an Engine. Zero values take the defaults noted.
+type Config struct {
+	Store  store.Store
+	Clock  clock.Clock  // default clock.Real{}
+	Logger *slog.Logger // default slog.Default()
+	// Dev is the emulator: instances are created on first use.
+	Dev bool
+	// URLRules vet webhook URLs when queues and tasks are saved.
+	URLRules task.URLRules
+	// CleanEvery is how often the retention cleaner runs (default 1 min).
+	CleanEvery time.Duration
+	// Targets deliver push attempts, by target kind ("webhook", "function",
+	// "channel"). A kind without a deliverer fails its attempts.
+	Targets map[string]Deliverer
+	// Backstop bounds how long a sleeping service waits without a wake-up,
+	// for work that another node wrote (default 1 min; a single node is
+	// always woken by its own writes).
+	Backstop time.Duration
+}
+
+// Engine holds the store and the services. It is safe for concurrent use.
+type Engine struct {
+	store  store.Store
+	clock  clock.Clock
+	log    *slog.Logger
+	dev    bool
+	rules  task.URLRules
+	waker  *waker
+	cfg    Config
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	cleaner    *Cleaner
+	rescuer    *Rescuer
+	dispatcher *Dispatcher
+}
+
+// New returns an engine; Start runs its services.
+func New(cfg Config) *Engine {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Backstop <= 0 {
+		cfg.Backstop = time.Minute
+	}
+	e := &Engine{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, dev: cfg.Dev, rules: cfg.URLRules, cfg: cfg, waker: newWaker()}
+	e.cleaner = &Cleaner{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger.With("service", "cleaner"), every: cfg.CleanEvery}
+	e.rescuer = &Rescuer{e: e, log: cfg.Logger.With("service", "rescuer"), backstop: cfg.Backstop}
+	e.dispatcher = newDispatcher(e, cfg.Targets)
+	return e
+}
+
+// Store returns the engine's store.
+func (e *Engine) Store() store.Store { return e.store }
+
+// Clock returns the engine's clock.
+func (e *Engine) Clock() clock.Clock { return e.clock }
+
+// Dev reports whether the engine runs as the emulator.
+func (e *Engine) Dev() bool { return e.dev }
+
+// Start runs the engine's services until Stop.
+func (e *Engine) Start(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cancel != nil {
+		return errors.New("engine: already started")
+	}
+	ctx, e.cancel = context.WithCancel(ctx)
+	for _, svc := range []interface{ run(context.Context) }{e.cleaner, e.rescuer, e.dispatcher} {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			svc.run(ctx)
+		}()
+	}
+	return nil
+}
+
+// Stop stops the services and waits for them; the store stays open.
+func (e *Engine) Stop() {
+	e.mu.Lock()
+	cancel := e.cancel
+	e.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	e.wg.Wait()
+}
+
+func (e *Engine) now() int64 { return e.clock.Now().UnixMilli() }
+
+func (e *Engine) newID() string { return id.New(e.clock.Now()) }

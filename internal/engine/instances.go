@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/errandhq/errand/internal/id"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// InstanceList lists org's instances.
+func (e *Engine) InstanceList(ctx context.Context, org string) ([]*task.Instance, error) {
+	return e.store.InstanceList(ctx, org)
+}
+
+// InstanceCreate creates an instance with its default queue and a fresh
+// webhook key.
+func (e *Engine) InstanceCreate(ctx context.Context, org, name string) (*task.Instance, error) {
+	if err := task.ValidateQueueName(name, "name"); err != nil {
+		return nil, err
+	}
+	inst := &task.Instance{
+		ID:         e.newID(),
+		Org:        org,
+		Name:       name,
+		CreatedAt:  e.now(),
+		Settings:   task.DefaultSettings(),
+		WebhookKey: id.WebhookKey(),
+	}
+	if err := e.store.InstanceCreate(ctx, inst); err != nil {
+		return nil, err
+	}
+	e.waker.wake()
+	return inst, nil
+}
+
+// InstanceDelete removes an instance with everything in it.
+func (e *Engine) InstanceDelete(ctx context.Context, org, name string) error {
+	if err := e.store.InstanceDelete(ctx, org, name); err != nil {
+		return err
+	}
+	e.waker.wake()
+	return nil
+}
+
+// Instance finds org's instance; in dev mode a missing one is created.
+func (e *Engine) Instance(ctx context.Context, org, name string) (*task.Instance, error) {
+	inst, err := e.store.InstanceGet(ctx, org, name)
+	if err == nil || !e.dev || !task.IsCode(err, task.CodeNotFound) {
+		return inst, err
+	}
+	if err := task.ValidateQueueName(name, "instance"); err != nil {
+		return nil, task.ErrNotFound
+	}
+	inst, err = e.InstanceCreate(ctx, org, name)
+	if task.IsCode(err, task.CodeInstanceExists) { // a concurrent first use
+		return e.store.InstanceGet(ctx, org, name)
+	}
+	return inst, err
+}
+
+// SettingsUpdate applies a settings patch.
+func (e *Engine) SettingsUpdate(ctx context.Context, org, name string, p *task.SettingsPatch) (*task.Instance, error) {
+	if _, err := e.Instance(ctx, org, name); err != nil {
+		return nil, err
+	}
+	return e.store.InstanceUpdate(ctx, org, name, func(inst *task.Instance) error { return p.Apply(&inst.Settings) })
+}
+
+// WebhookKeyRotate replaces the instance's signing key; the next delivery
+// uses the new one.
+func (e *Engine) WebhookKeyRotate(ctx context.Context, org, name string) (*task.Instance, error) {
+	if _, err := e.Instance(ctx, org, name); err != nil {
+		return nil, err
+	}
+	return e.store.InstanceUpdate(ctx, org, name, func(inst *task.Instance) error {
+		inst.WebhookKey = id.WebhookKey()
+		return nil
+	})
+}

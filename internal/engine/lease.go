@@ -1,0 +1,183 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/errandhq/errand/internal/id"
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// Lease bounds.
+const (
+	MaxLeaseCount   = 100
+	MaxLeaseSeconds = 86400
+	MaxWaitSeconds  = 30
+)
+
+// LeaseParams is a pull worker's lease request.
+type LeaseParams struct {
+	Count        int
+	LeaseSeconds int
+	WaitSeconds  int
+}
+
+// Lease claims up to p.Count due tasks of a pull queue for p.LeaseSeconds.
+// With WaitSeconds it holds the call until a task is available or the wait
+// runs out (long polling).
+func (e *Engine) Lease(ctx context.Context, org, instance, queue string, p LeaseParams) ([]*task.Task, error) {
+	if p.Count < 1 || p.Count > MaxLeaseCount {
+		return nil, task.FieldErrorf(task.CodeInvalidArgument, "count", "must be 1–%d", MaxLeaseCount)
+	}
+	if p.LeaseSeconds < 1 || p.LeaseSeconds > MaxLeaseSeconds {
+		return nil, task.FieldErrorf(task.CodeInvalidArgument, "leaseSeconds", "must be 1–%d", MaxLeaseSeconds)
+	}
+	if p.WaitSeconds < 0 || p.WaitSeconds > MaxWaitSeconds {
+		return nil, task.FieldErrorf(task.CodeInvalidArgument, "waitSeconds", "must be 0–%d", MaxWaitSeconds)
+	}
+	inst, err := e.Instance(ctx, org, instance)
+	if err != nil {
+		return nil, err
+	}
+	var deadline <-chan time.Time
+	if p.WaitSeconds > 0 {
+		deadline = e.clock.After(time.Duration(p.WaitSeconds) * time.Second)
+	}
+	for {
+		woken := e.waker.wait() // before the claim: no add slips between
+		q, err := e.store.QueueGet(ctx, inst.ID, queue)
+		if err != nil {
+			return nil, err
+		}
+		if q.Mode != task.ModePull {
+			return nil, task.Errorf(task.CodeWrongMode, "queue %q is a push queue; only a pull queue can be leased", queue)
+		}
+		var got []*task.Task
+		if !q.Paused {
+			got, err = e.store.TaskClaim(ctx, &store.ClaimParams{
+				Queue: q, Now: e.now(), Limit: p.Count,
+				LeaseMs: int64(p.LeaseSeconds) * 1000, NewLeaseID: id.Lease,
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+		if len(got) > 0 || deadline == nil {
+			if len(got) > 0 {
+				e.waker.wake() // the rescuer learns of the new expiries
+			}
+			return got, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-deadline:
+			return nil, nil
+		case <-woken:
+		}
+	}
+}
+
+// Ack finishes a leased task with an optional result.
+func (e *Engine) Ack(ctx context.Context, org, instance, taskID, leaseID string, result json.RawMessage) (*task.Task, error) {
+	if task.IsJSONNull(result) {
+		result = nil
+	} else if err := task.ValidateJSONBytes(result, "result"); err != nil {
+		return nil, err
+	}
+	return e.finishLeased(ctx, org, instance, taskID, leaseID, task.Outcome{Status: task.AttemptSucceeded, Result: result})
+}
+
+// Release gives a leased task back. With an error it is a failed attempt
+// (backoff, maxAttempts, dead letters); without one the task goes back
+// unharmed after delaySeconds and the attempt is not counted.
+func (e *Engine) Release(ctx context.Context, org, instance, taskID, leaseID, errMsg string, delaySeconds float64) (*task.Task, error) {
+	if !(delaySeconds >= 0) || delaySeconds > MaxLeaseSeconds {
+		return nil, task.FieldErrorf(task.CodeInvalidArgument, "delaySeconds", "must be 0–%d", MaxLeaseSeconds)
+	}
+	o := task.Outcome{Status: task.AttemptReleased, Delay: time.Duration(delaySeconds * float64(time.Second))}
+	if errMsg != "" {
+		o = task.Outcome{Status: task.AttemptFailed, Error: errMsg}
+	}
+	return e.finishLeased(ctx, org, instance, taskID, leaseID, o)
+}
+
+// Extend lengthens a held lease to leaseSeconds from now.
+func (e *Engine) Extend(ctx context.Context, org, instance, taskID, leaseID string, leaseSeconds int) (*task.Task, error) {
+	if leaseSeconds < 1 || leaseSeconds > MaxLeaseSeconds {
+		return nil, task.FieldErrorf(task.CodeInvalidArgument, "leaseSeconds", "must be 1–%d", MaxLeaseSeconds)
+	}
+	inst, err := e.Instance(ctx, org, instance)
+	if err != nil {
+		return nil, err
+	}
+	t, err := e.store.TaskUpdate(ctx, inst.ID, taskID, func(t *task.Task) error {
+		if !t.Pull {
+			return task.Errorf(task.CodeLeaseLost, "the task is not leased")
+		}
+		return t.Extend(leaseID, e.now(), leaseSeconds)
+	})
+	if err == nil {
+		e.waker.wake()
+	}
+	return t, err
+}
+
+// finishLeased ends a leased attempt: the domain checks the lease and decides
+// the next state; the store writes it fenced on the lease id, adding a
+// dead-letter copy in the same transaction when the task failed.
+func (e *Engine) finishLeased(ctx context.Context, org, instance, taskID, leaseID string, o task.Outcome) (*task.Task, error) {
+	inst, err := e.Instance(ctx, org, instance)
+	if err != nil {
+		return nil, err
+	}
+	t, err := e.store.TaskGet(ctx, inst.ID, taskID)
+	if err != nil {
+		return nil, err
+	}
+	now := e.now()
+	if !t.Pull {
+		return nil, task.Errorf(task.CodeLeaseLost, "the task is not leased")
+	}
+	if err := t.CheckLease(leaseID, now); err != nil {
+		return nil, err
+	}
+	if err := e.finish(ctx, t, now, o); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// finish applies o to the claimed task t and stores it fenced on its lease,
+// with a dead-letter copy if the task failed and its queue names one.
+func (e *Engine) finish(ctx context.Context, t *task.Task, now int64, o task.Outcome) error {
+	q, err := e.store.QueueGet(ctx, t.InstanceID, t.Queue)
+	if err != nil {
+		return err
+	}
+	lease := t.LeaseID
+	failed, err := t.Finish(q, now, o)
+	if err != nil {
+		return err
+	}
+	fp := &store.FinishParams{Task: t, LeaseID: lease}
+	if failed && q.DeadLetterQueue != "" {
+		if dlq, err := e.store.QueueGet(ctx, t.InstanceID, q.DeadLetterQueue); err == nil {
+			fp.DeadLetter = t.DeadLetter(dlq, now)
+			fp.DeadLetter.ID = e.newID()
+		} else if !task.IsCode(err, task.CodeNotFound) {
+			return err
+		}
+	}
+	errs, err := e.store.TaskFinish(ctx, []*store.FinishParams{fp})
+	if err != nil {
+		return err
+	}
+	if errs[0] != nil {
+		return errs[0]
+	}
+	e.waker.wake()
+	return nil
+}

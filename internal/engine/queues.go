@@ -1,0 +1,118 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/errandhq/errand/internal/task"
+)
+
+// CountLimit is where a queue's counts by state stop.
+const CountLimit = 10000
+
+// QueueView is a queue with its counts by state.
+type QueueView struct {
+	Queue  *task.Queue
+	Counts map[task.State]int
+}
+
+// QueueCreate creates a queue from a patch of settings over the defaults.
+func (e *Engine) QueueCreate(ctx context.Context, org, instance, name string, p *task.QueuePatch) (*task.Queue, error) {
+	inst, err := e.Instance(ctx, org, instance)
+	if err != nil {
+		return nil, err
+	}
+	if err := task.ValidateQueueName(name, "name"); err != nil {
+		return nil, err
+	}
+	mode := task.ModePush
+	if p.Mode != nil {
+		mode = *p.Mode
+	}
+	q := task.NewQueue(inst.ID, name, mode)
+	if err := p.Apply(q, true, e.rules); err != nil {
+		return nil, err
+	}
+	q.CreatedAt = e.now()
+	if err := e.store.QueueCreate(ctx, q); err != nil {
+		return nil, err
+	}
+	e.waker.wake()
+	return q, nil
+}
+
+// QueueGet returns one queue with its counts.
+func (e *Engine) QueueGet(ctx context.Context, org, instance, name string) (*QueueView, error) {
+	inst, err := e.Instance(ctx, org, instance)
+	if err != nil {
+		return nil, err
+	}
+	q, err := e.store.QueueGet(ctx, inst.ID, name)
+	if err != nil {
+		return nil, err
+	}
+	counts, err := e.store.QueueCounts(ctx, inst.ID, name, CountLimit)
+	if err != nil {
+		return nil, err
+	}
+	return &QueueView{Queue: q, Counts: counts}, nil
+}
+
+// QueueList returns an instance's queues with their counts.
+func (e *Engine) QueueList(ctx context.Context, org, instance string) ([]*QueueView, error) {
+	inst, err := e.Instance(ctx, org, instance)
+	if err != nil {
+		return nil, err
+	}
+	qs, err := e.store.QueueList(ctx, inst.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*QueueView, 0, len(qs))
+	for _, q := range qs {
+		counts, err := e.store.QueueCounts(ctx, inst.ID, q.Name, CountLimit)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &QueueView{Queue: q, Counts: counts})
+	}
+	return out, nil
+}
+
+// QueuePatch changes only the settings sent.
+func (e *Engine) QueuePatch(ctx context.Context, org, instance, name string, p *task.QueuePatch) (*task.Queue, error) {
+	inst, err := e.Instance(ctx, org, instance)
+	if err != nil {
+		return nil, err
+	}
+	q, err := e.store.QueueUpdate(ctx, inst.ID, name, func(q *task.Queue) error { return p.Apply(q, false, e.rules) })
+	if err != nil {
+		return nil, err
+	}
+	e.waker.wake()
+	return q, nil
+}
+
+// QueueDelete removes a queue and its tasks at once.
+func (e *Engine) QueueDelete(ctx context.Context, org, instance, name string) (int, error) {
+	inst, err := e.Instance(ctx, org, instance)
+	if err != nil {
+		return 0, err
+	}
+	n, err := e.store.QueueDelete(ctx, inst.ID, name)
+	if err == nil {
+		e.waker.wake()
+	}
+	return n, err
+}
+
+// QueuePurge removes every task of a queue at once.
+func (e *Engine) QueuePurge(ctx context.Context, org, instance, name string) (int, error) {
+	inst, err := e.Instance(ctx, org, instance)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := e.store.QueueGet(ctx, inst.ID, name); err != nil {
+		return 0, err
+	}
+	return e.store.QueuePurge(ctx, inst.ID, name)
+}

@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// AddResult is the outcome of one task of an add.
+type AddResult = store.AddResult
+
+// TaskAdd validates and stores tasks in one transaction. Any invalid task
+// refuses the whole call (nothing is added); a duplicate name refuses only
+// that task (TASK_EXISTS with the existing id).
+func (e *Engine) TaskAdd(ctx context.Context, org, instance, queue string, ins []task.AddInput) ([]AddResult, error) {
+	if len(ins) == 0 || len(ins) > task.MaxAddBatch {
+		return nil, task.FieldErrorf(task.CodeInvalidArgument, "tasks", "send 1–%d tasks", task.MaxAddBatch)
+	}
+	inst, err := e.Instance(ctx, org, instance)
+	if err != nil {
+		return nil, err
+	}
+	q, err := e.store.QueueGet(ctx, inst.ID, queue)
+	if err != nil {
+		return nil, err
+	}
+	now := e.now()
+	tasks := make([]*task.Task, len(ins))
+	for i, in := range ins {
+		t, err := task.NewTask(q, in, now, e.rules)
+		if err != nil {
+			return nil, indexed(err, i, len(ins))
+		}
+		t.ID = e.newID()
+		tasks[i] = t
+	}
+	res, err := e.store.TaskAdd(ctx, tasks)
+	if err != nil {
+		return nil, err
+	}
+	e.waker.wake()
+	return res, nil
+}
+
+// indexed prefixes the field of a batch item's error with tasks[i].
+func indexed(err error, i, n int) error {
+	te, ok := err.(*task.Error)
+	if !ok || n == 1 {
+		return err
+	}
+	c := *te
+	if c.Field != "" {
+		c.Field = "tasks[" + strconv.Itoa(i) + "]." + c.Field
+		c.Message = "tasks[" + strconv.Itoa(i) + "]." + c.Message
+	} else {
+		c.Message = "tasks[" + strconv.Itoa(i) + "]: " + c.Message
+	}
+	return &c
+}
+
+// TaskGet returns one task with payload, result and attempts.
+func (e *Engine) TaskGet(ctx context.Context, org, instance, id string) (*task.Task, error) {
+	inst, err := e.Instance(ctx, org, instance)
+	if err != nil {
+		return nil, err
+	}
+	return e.store.TaskGet(ctx, inst.ID, id)
+}
+
+// TaskList returns one page of a queue's tasks.
+func (e *Engine) TaskList(ctx context.Context, org, instance string, p store.ListParams) (*store.ListPage, error) {
+	inst, err := e.Instance(ctx, org, instance)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.store.QueueGet(ctx, inst.ID, p.Queue); err != nil {
+		return nil, err
+	}
+	p.InstanceID = inst.ID
+	return e.store.TaskList(ctx, &p)
+}
+
+// TaskRun makes a scheduled or retrying task due now.
+func (e *Engine) TaskRun(ctx context.Context, org, instance, id string) (*task.Task, error) {
+	return e.mutate(ctx, org, instance, id, func(t *task.Task) error { return t.RunNow(e.now()) })
+}
+
+// TaskCancel cancels a task that has not started or is waiting.
+func (e *Engine) TaskCancel(ctx context.Context, org, instance, id string) (*task.Task, error) {
+	return e.mutate(ctx, org, instance, id, func(t *task.Task) error { return t.Cancel(e.now()) })
+}
+
+// TaskRetry re-queues a failed task with a fresh budget.
+func (e *Engine) TaskRetry(ctx context.Context, org, instance, id string) (*task.Task, error) {
+	return e.mutate(ctx, org, instance, id, func(t *task.Task) error { return t.Retry(e.now()) })
+}
+
+func (e *Engine) mutate(ctx context.Context, org, instance, id string, fn func(*task.Task) error) (*task.Task, error) {
+	inst, err := e.Instance(ctx, org, instance)
+	if err != nil {
+		return nil, err
+	}
+	t, err := e.store.TaskUpdate(ctx, inst.ID, id, fn)
+	if err != nil {
+		return nil, err
+	}
+	e.waker.wake()
+	return t, nil
+}

@@ -1,0 +1,102 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/errandhq/errand/internal/auth"
+	"github.com/errandhq/errand/internal/task"
+)
+
+func (s *Server) listInstances(w http.ResponseWriter, r *http.Request, c *call) {
+	insts, err := s.eng.InstanceList(r.Context(), c.p.Org)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := []instanceJSON{}
+	for _, in := range insts {
+		if c.p.Allows(in.Name, auth.RoleRead) {
+			out = append(out, instanceJSON{Name: in.Name, CreatedAt: in.CreatedAt})
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"instances": out})
+}
+
+func (s *Server) createInstance(w http.ResponseWriter, r *http.Request, c *call) {
+	var body struct {
+		Name string `json:"name"`
+	}
+	if err := decodeBody(r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := task.ValidateQueueName(body.Name, "name"); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if c.p.Grants["*"] < auth.RoleFull {
+		s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "creating an instance needs the full grant on every instance (*)"))
+		return
+	}
+	inst, err := s.eng.InstanceCreate(r.Context(), c.p.Org, body.Name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"instance": instanceJSON{Name: inst.Name, CreatedAt: inst.CreatedAt}})
+}
+
+func (s *Server) deleteInstance(w http.ResponseWriter, r *http.Request, c *call) {
+	if r.URL.Query().Get("confirm") != "true" {
+		s.writeError(w, r, task.Errorf(task.CodeConfirmRequired, "deleting an instance removes every queue and task in it: add ?confirm=true"))
+		return
+	}
+	if err := s.eng.InstanceDelete(r.Context(), c.p.Org, c.instance); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"pending": false})
+}
+
+func (s *Server) getSettings(w http.ResponseWriter, r *http.Request, c *call) {
+	inst, err := s.eng.Instance(r.Context(), c.p.Org, c.instance)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"settings": toSettingsJSON(inst.Settings)})
+}
+
+func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request, c *call) {
+	var body settingsBody
+	if err := decodeBody(r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	inst, err := s.eng.SettingsUpdate(r.Context(), c.p.Org, c.instance, &task.SettingsPatch{
+		RetentionDays: body.RetentionDays, RateLimit: ptrPtr(body.RateLimit), MaxInFlight: body.MaxInFlight,
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"settings": toSettingsJSON(inst.Settings)})
+}
+
+func (s *Server) revealWebhookKey(w http.ResponseWriter, r *http.Request, c *call) {
+	inst, err := s.eng.Instance(r.Context(), c.p.Org, c.instance)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"webhookKey": inst.WebhookKey})
+}
+
+func (s *Server) rotateWebhookKey(w http.ResponseWriter, r *http.Request, c *call) {
+	inst, err := s.eng.WebhookKeyRotate(r.Context(), c.p.Org, c.instance)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"webhookKey": inst.WebhookKey})
+}

@@ -1,0 +1,91 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/errandhq/errand/internal/task"
+)
+
+func (s *Server) listQueues(w http.ResponseWriter, r *http.Request, c *call) {
+	views, err := s.eng.QueueList(r.Context(), c.p.Org, c.instance)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := make([]*queueJSON, 0, len(views))
+	for _, v := range views {
+		out = append(out, toQueueJSON(v.Queue, v.Counts))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"queues": out})
+}
+
+func (s *Server) createQueue(w http.ResponseWriter, r *http.Request, c *call) {
+	var body queueBody
+	if err := decodeBody(r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if body.Name == nil {
+		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "name", "is required"))
+		return
+	}
+	q, err := s.eng.QueueCreate(r.Context(), c.p.Org, c.instance, *body.Name, body.patch())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"queue": toQueueJSON(q, nil)})
+}
+
+func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, c *call) {
+	v, err := s.eng.QueueGet(r.Context(), c.p.Org, c.instance, r.PathValue("queue"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"queue": toQueueJSON(v.Queue, v.Counts)})
+}
+
+func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request, c *call) {
+	var body queueBody
+	if err := decodeBody(r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if body.Name != nil && *body.Name != r.PathValue("queue") {
+		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "name", "a queue cannot be renamed"))
+		return
+	}
+	q, err := s.eng.QueuePatch(r.Context(), c.p.Org, c.instance, r.PathValue("queue"), body.patch())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"queue": toQueueJSON(q, nil)})
+}
+
+func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request, c *call) {
+	if r.URL.Query().Get("confirm") != "true" {
+		s.writeError(w, r, task.Errorf(task.CodeConfirmRequired, "deleting a queue removes all its tasks: add ?confirm=true"))
+		return
+	}
+	n, err := s.eng.QueueDelete(r.Context(), c.p.Org, c.instance, r.PathValue("queue"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"pending": false, "deleted": n})
+}
+
+func (s *Server) purgeQueue(w http.ResponseWriter, r *http.Request, c *call) {
+	if r.URL.Query().Get("confirm") != "true" {
+		s.writeError(w, r, task.Errorf(task.CodeConfirmRequired, "purging removes every task of the queue: add ?confirm=true"))
+		return
+	}
+	n, err := s.eng.QueuePurge(r.Context(), c.p.Org, c.instance, r.PathValue("queue"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"pending": false, "deleted": n})
+}

@@ -1,0 +1,133 @@
+// Package httpapi is errand's HTTP layer: the v1 API, thin handlers over the
+// engine, the auth middleware, and one table from error codes to statuses.
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/errandhq/errand/internal/auth"
+	"github.com/errandhq/errand/internal/engine"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// Config configures a Server.
+type Config struct {
+	Engine *engine.Engine
+	Auth   auth.Authenticator // default auth.Dev{}
+	Logger *slog.Logger
+	// Extra mounts more handlers (metrics, console, MCP) on the same mux;
+	// each pattern is registered as given.
+	Extra map[string]http.Handler
+}
+
+// Server serves the v1 API.
+type Server struct {
+	eng  *engine.Engine
+	auth auth.Authenticator
+	log  *slog.Logger
+	mux  *http.ServeMux
+}
+
+// Route is one v1 route: the method and pattern as registered on the mux,
+// and the role the caller needs on the {instance} of the path (RoleNone for
+// routes without an instance, which check their own grants).
+type Route struct {
+	Method  string
+	Pattern string
+	Role    auth.Role
+	handle  func(s *Server, w http.ResponseWriter, r *http.Request, c *call)
+}
+
+// call is what every handler gets: the caller and the instance of the path.
+type call struct {
+	p        *auth.Principal
+	instance string
+}
+
+// Routes is THE route table of the v1 API.
+var Routes = []Route{
+	{"GET", "/v1/instances", auth.RoleNone, (*Server).listInstances},
+	{"POST", "/v1/instances", auth.RoleNone, (*Server).createInstance},
+	{"DELETE", "/v1/instances/{instance}", auth.RoleFull, (*Server).deleteInstance},
+
+	{"GET", "/v1/tasks/{instance}/queues", auth.RoleRead, (*Server).listQueues},
+	{"POST", "/v1/tasks/{instance}/queues", auth.RoleFull, (*Server).createQueue},
+	{"GET", "/v1/tasks/{instance}/queues/{queue}", auth.RoleRead, (*Server).getQueue},
+	{"PATCH", "/v1/tasks/{instance}/queues/{queue}", auth.RoleFull, (*Server).patchQueue},
+	{"DELETE", "/v1/tasks/{instance}/queues/{queue}", auth.RoleFull, (*Server).deleteQueue},
+	{"POST", "/v1/tasks/{instance}/queues/{queue}/purge", auth.RoleFull, (*Server).purgeQueue},
+	{"POST", "/v1/tasks/{instance}/queues/{queue}/tasks", auth.RoleWrite, (*Server).addTasks},
+	{"GET", "/v1/tasks/{instance}/queues/{queue}/tasks", auth.RoleRead, (*Server).listTasks},
+	{"POST", "/v1/tasks/{instance}/queues/{queue}/lease", auth.RoleWrite, (*Server).lease},
+
+	{"GET", "/v1/tasks/{instance}/tasks/{id}", auth.RoleRead, (*Server).getTask},
+	{"POST", "/v1/tasks/{instance}/tasks/{id}/run", auth.RoleWrite, (*Server).runTask},
+	{"POST", "/v1/tasks/{instance}/tasks/{id}/cancel", auth.RoleWrite, (*Server).cancelTask},
+	{"POST", "/v1/tasks/{instance}/tasks/{id}/retry", auth.RoleWrite, (*Server).retryTask},
+	{"POST", "/v1/tasks/{instance}/tasks/{id}/ack", auth.RoleWrite, (*Server).ack},
+	{"POST", "/v1/tasks/{instance}/tasks/{id}/extend", auth.RoleWrite, (*Server).extend},
+	{"POST", "/v1/tasks/{instance}/tasks/{id}/release", auth.RoleWrite, (*Server).release},
+
+	{"GET", "/v1/tasks/{instance}/settings", auth.RoleRead, (*Server).getSettings},
+	{"PATCH", "/v1/tasks/{instance}/settings", auth.RoleFull, (*Server).patchSettings},
+	{"GET", "/v1/tasks/{instance}/settings/webhook-key", auth.RoleFull, (*Server).revealWebhookKey},
+	{"POST", "/v1/tasks/{instance}/settings/webhook-key/rotate", auth.RoleFull, (*Server).rotateWebhookKey},
+}
+
+// New builds the server and its mux.
+func New(cfg Config) *Server {
+	if cfg.Auth == nil {
+		cfg.Auth = auth.Dev{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{eng: cfg.Engine, auth: cfg.Auth, log: cfg.Logger, mux: http.NewServeMux()}
+	for _, rt := range Routes {
+		s.mux.Handle(rt.Method+" "+rt.Pattern, s.wrap(rt))
+	}
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+	})
+	for pattern, h := range cfg.Extra {
+		s.mux.Handle(pattern, h)
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, task.Errorf(task.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
+	})
+	return s
+}
+
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// wrap authenticates the caller and checks its grant on the path's instance.
+// A caller with no grant at all on an instance is told NOT_FOUND, exactly as
+// for an instance that does not exist; a grant too small is
+// PERMISSION_DENIED.
+func (s *Server) wrap(rt Route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.auth.Authenticate(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		c := &call{p: p, instance: r.PathValue("instance")}
+		if rt.Role != auth.RoleNone {
+			if err := task.ValidateQueueName(c.instance, "instance"); err != nil {
+				s.writeError(w, r, task.ErrNotFound)
+				return
+			}
+			switch have := p.RoleOn(c.instance); {
+			case have == auth.RoleNone:
+				s.writeError(w, r, task.ErrNotFound)
+				return
+			case have < rt.Role:
+				s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "this call needs the %s grant on instance %q; the key has %s", rt.Role, c.instance, have))
+				return
+			}
+		}
+		rt.handle(s, w, r, c)
+	})
+}

@@ -1,0 +1,158 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// parseAdd reads one task, an array, or {"tasks": [...]}.
+func parseAdd(raw []byte) ([]task.AddInput, error) {
+	raw = bytes.TrimSpace(raw)
+	var items []json.RawMessage
+	prefix := func(i int) string { return "tasks[" + strconv.Itoa(i) + "]" }
+	switch {
+	case len(raw) > 0 && raw[0] == '[':
+		if err := decodeStrict(raw, &items, "tasks"); err != nil {
+			return nil, err
+		}
+	case len(raw) > 0 && raw[0] == '{':
+		var env map[string]json.RawMessage
+		if err := decodeStrict(raw, &env, ""); err != nil {
+			return nil, err
+		}
+		if t, ok := env["tasks"]; ok && len(env) == 1 {
+			if err := decodeStrict(t, &items, "tasks"); err != nil {
+				return nil, err
+			}
+		} else {
+			items = []json.RawMessage{raw}
+			prefix = func(int) string { return "" }
+		}
+	default:
+		return nil, task.FieldErrorf(task.CodeInvalidArgument, "body", "send a task object, an array of tasks, or {\"tasks\": [...]}")
+	}
+	if len(items) == 0 || len(items) > task.MaxAddBatch {
+		return nil, task.FieldErrorf(task.CodeInvalidArgument, "tasks", "send 1–%d tasks, not %d", task.MaxAddBatch, len(items))
+	}
+	ins := make([]task.AddInput, len(items))
+	for i, item := range items {
+		var b addTaskBody
+		if err := decodeStrict(item, &b, prefix(i)); err != nil {
+			return nil, err
+		}
+		ins[i] = task.AddInput{Name: b.Name, Payload: b.Payload, Params: b.Params, Target: b.Target,
+			Delay: b.Delay, RunAt: b.RunAt, DeadlineSeconds: b.DeadlineSeconds, Source: task.SourceAPI}
+	}
+	return ins, nil
+}
+
+func (s *Server) addTasks(w http.ResponseWriter, r *http.Request, c *call) {
+	raw, err := readBody(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ins, err := parseAdd(raw)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.eng.TaskAdd(r.Context(), c.p.Org, c.instance, r.PathValue("queue"), ins)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := make([]addResultJSON, len(res))
+	added := 0
+	var first *task.Error
+	for i, x := range res {
+		if x.Err != nil {
+			out[i] = addResultJSON{OK: false, Code: x.Err.Code, ID: x.Err.ID, Name: strPtr(ins[i].Name), Message: x.Err.Message}
+			if first == nil {
+				first = x.Err
+			}
+			continue
+		}
+		added++
+		out[i] = addResultJSON{OK: true, ID: x.Task.ID, Name: strPtr(x.Task.Name), State: x.Task.State.V1(x.Task.Pull), RunAt: x.Task.RunAt}
+	}
+	if added == 0 {
+		writeJSON(w, http.StatusConflict, map[string]any{"tasks": out, "error": errorDetail{Code: first.Code, Message: first.Message}})
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"tasks": out})
+}
+
+func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, c *call) {
+	q := r.URL.Query()
+	p := store.ListParams{Queue: r.PathValue("queue"), Name: q.Get("name"), Cursor: q.Get("cursor")}
+	if st := q.Get("state"); st != "" {
+		state, pull, ok := task.ParseV1State(st)
+		if !ok {
+			s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "state", "must be one of scheduled, running, leased, retrying, succeeded, failed, cancelled"))
+			return
+		}
+		p.State, p.Pull = state, pull
+	}
+	limit, err := queryInt(r, "limit", 50, 1, 200)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p.Limit = limit
+	page, err := s.eng.TaskList(r.Context(), c.p.Org, c.instance, p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := make([]*taskJSON, len(page.Tasks))
+	for i, t := range page.Tasks {
+		out[i] = toTaskJSON(t, false)
+	}
+	var cursor *string
+	if page.Cursor != "" {
+		cursor = &page.Cursor
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": out, "cursor": cursor})
+}
+
+func (s *Server) getTask(w http.ResponseWriter, r *http.Request, c *call) {
+	t, err := s.eng.TaskGet(r.Context(), c.p.Org, c.instance, r.PathValue("id"))
+	s.answerTask(w, r, t, err)
+}
+
+func (s *Server) runTask(w http.ResponseWriter, r *http.Request, c *call) {
+	s.taskOp(w, r, c, s.eng.TaskRun)
+}
+
+func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, c *call) {
+	s.taskOp(w, r, c, s.eng.TaskCancel)
+}
+
+func (s *Server) retryTask(w http.ResponseWriter, r *http.Request, c *call) {
+	s.taskOp(w, r, c, s.eng.TaskRetry)
+}
+
+type taskOpFunc = func(ctx contextT, org, instance, id string) (*task.Task, error)
+
+func (s *Server) taskOp(w http.ResponseWriter, r *http.Request, c *call, op taskOpFunc) {
+	if err := decodeBody(r, &struct{}{}); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	t, err := op(r.Context(), c.p.Org, c.instance, r.PathValue("id"))
+	s.answerTask(w, r, t, err)
+}
+
+func (s *Server) answerTask(w http.ResponseWriter, r *http.Request, t *task.Task, err error) {
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"task": toTaskJSON(t, true)})
+}

@@ -1,0 +1,237 @@
+package task
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func pushQueue() *Queue {
+	q := NewQueue("inst", "emails", ModePush)
+	q.Target = &Target{Webhook: "https://example.com/hook"}
+	return q
+}
+
+func TestNewTaskValidation(t *testing.T) {
+	now := int64(1_000_000)
+	q := pushQueue()
+	noTarget := NewQueue("inst", "default", ModePush)
+	pull := NewQueue("inst", "thumbs", ModePull)
+	f := func(v float64) *float64 { return &v }
+	i := func(v int) *int { return &v }
+	big := json.RawMessage(`"` + strings.Repeat("a", MaxPayloadBytes) + `"`)
+	cases := []struct {
+		name  string
+		q     *Queue
+		in    AddInput
+		code  Code
+		field string
+	}{
+		{"ok", q, AddInput{Payload: json.RawMessage(`{"a":1}`)}, "", ""},
+		{"bad name", q, AddInput{Name: "a b"}, CodeInvalidArgument, "name"},
+		{"long name", q, AddInput{Name: strings.Repeat("a", 501)}, CodeInvalidArgument, "name"},
+		{"bad json", q, AddInput{Payload: json.RawMessage(`{`)}, CodeInvalidArgument, "payload"},
+		{"too large", q, AddInput{Payload: big}, CodePayloadTooLarge, "payload"},
+		{"params too large", q, AddInput{Params: big}, CodePayloadTooLarge, "params"},
+		{"no target", noTarget, AddInput{}, CodeNoTarget, ""},
+		{"own target", noTarget, AddInput{Target: &Target{Function: "app/send"}}, "", ""},
+		{"bad own target", noTarget, AddInput{Target: &Target{Webhook: "ftp://x"}}, CodeInvalidArgument, "target.webhook"},
+		{"two targets", noTarget, AddInput{Target: &Target{Webhook: "https://x", Channel: "c"}}, CodeInvalidArgument, "target"},
+		{"pull with target", pull, AddInput{Target: &Target{Channel: "c"}}, CodeInvalidArgument, "target"},
+		{"pull ok", pull, AddInput{}, "", ""},
+		{"negative delay", q, AddInput{Delay: f(-1)}, CodeInvalidArgument, "delay"},
+		{"delay and runAt", q, AddInput{Delay: f(1), RunAt: &now}, CodeInvalidArgument, "delay"},
+		{"deadline", q, AddInput{DeadlineSeconds: i(841)}, CodeInvalidArgument, "deadlineSeconds"},
+		{"depth", q, AddInput{Depth: 9}, CodeDepthExceeded, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := NewTask(c.q, c.in, now, URLRules{})
+			if ErrorCode(err) != c.code {
+				t.Fatalf("code %q, want %q (%v)", ErrorCode(err), c.code, err)
+			}
+			if c.field != "" && err.(*Error).Field != c.field {
+				t.Fatalf("field %q, want %q", err.(*Error).Field, c.field)
+			}
+		})
+	}
+	tk, err := NewTask(q, AddInput{Delay: f(1.5)}, now, URLRules{})
+	if err != nil || tk.RunAt != now+1500 || tk.State != Pending || string(tk.Payload) != "null" || tk.Source != SourceAPI {
+		t.Fatalf("delay: %+v %v", tk, err)
+	}
+}
+
+func TestAttemptAccountingAndBackoff(t *testing.T) {
+	q := pushQueue()
+	q.MaxAttempts = 3
+	tk, _ := NewTask(q, AddInput{}, 0, URLRules{})
+	now := int64(0)
+	for n := 1; n <= 3; n++ {
+		if err := tk.Claim(q, now, "L", 1000); err != nil {
+			t.Fatal(err)
+		}
+		if tk.Attempt != n || tk.DeadlineAt != now+600_000 {
+			t.Fatalf("attempt %d deadline %d", tk.Attempt, tk.DeadlineAt)
+		}
+		failed, err := tk.Finish(q, now+5, Outcome{Status: AttemptFailed, Error: "HTTP 500"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < 3 {
+			wait := Backoff(n, q.Backoff()).Milliseconds()
+			if failed || tk.State != RetryWait || tk.RunAt != now+5+wait {
+				t.Fatalf("n=%d: %s runAt %d", n, tk.State, tk.RunAt)
+			}
+			now = tk.RunAt
+		} else if !failed || tk.State != Failed || tk.FinishedAt != now+5 {
+			t.Fatalf("budget spent but %s", tk.State)
+		}
+	}
+	if len(tk.Attempts) != 3 || tk.Attempts[2].Attempt != 3 || tk.LastError != "HTTP 500" {
+		t.Fatalf("history %+v", tk.Attempts)
+	}
+	if err := tk.Retry(now + 10); err != nil || tk.State != Pending || tk.Attempt != 0 {
+		t.Fatalf("retry: %v %s %d", err, tk.State, tk.Attempt)
+	}
+}
+
+func TestDeferDoesNotCount(t *testing.T) {
+	q := pushQueue()
+	q.MaxAttempts = 1
+	tk, _ := NewTask(q, AddInput{}, 0, URLRules{})
+	_ = tk.Claim(q, 0, "L", 1000)
+	failed, err := tk.Finish(q, 10, Outcome{Status: AttemptDeferred, HTTPStatus: 503, Delay: time.Minute})
+	if err != nil || failed || tk.State != RetryWait || tk.Attempt != 0 || tk.RunAt != 60_010 {
+		t.Fatalf("defer: %v %v %s attempt=%d runAt=%d", failed, err, tk.State, tk.Attempt, tk.RunAt)
+	}
+	_ = tk.Claim(q, 60_010, "M", 1000)
+	if tk.Attempt != 1 {
+		t.Fatalf("attempt %d", tk.Attempt)
+	}
+}
+
+func TestMaxAgeEndsRetriesAndDefers(t *testing.T) {
+	q := pushQueue()
+	q.MaxAgeSeconds = 30
+	tk, _ := NewTask(q, AddInput{}, 0, URLRules{})
+	_ = tk.Claim(q, 0, "L", 1000)
+	if failed, _ := tk.Finish(q, 25_000, Outcome{Status: AttemptFailed}); !failed || tk.State != Failed {
+		t.Fatalf("maxAge passed by backoff: %s", tk.State)
+	}
+	tk, _ = NewTask(q, AddInput{}, 0, URLRules{})
+	_ = tk.Claim(q, 0, "L", 1000)
+	if failed, _ := tk.Finish(q, 1000, Outcome{Status: AttemptDeferred, Delay: time.Minute}); !failed {
+		t.Fatalf("maxAge passed by defer: %s", tk.State)
+	}
+}
+
+func TestCancelRetryRunNowRefusals(t *testing.T) {
+	q := pushQueue()
+	mk := func(s State) *Task { return &Task{ID: "t", State: s, Pull: false} }
+	if err := mk(Running).Cancel(1); !IsCode(err, CodeRunningNotCancellable) {
+		t.Fatal(err)
+	}
+	for _, s := range []State{Succeeded, Failed, Cancelled} {
+		if err := mk(s).Cancel(1); !IsCode(err, CodeNotCancellable) {
+			t.Fatal(s, err)
+		}
+		if err := mk(s).RunNow(1); s != Failed && !IsCode(err, CodeNotRunnable) {
+			t.Fatal(s, err)
+		}
+	}
+	for _, s := range []State{Pending, Running, RetryWait, Succeeded, Cancelled} {
+		if err := mk(s).Retry(1); !IsCode(err, CodeNotRetryable) {
+			t.Fatal(s, err)
+		}
+	}
+	for _, s := range []State{Pending, RetryWait} {
+		tk := mk(s)
+		if err := tk.Cancel(5); err != nil || tk.State != Cancelled || tk.FinishedAt != 5 {
+			t.Fatal(s, err)
+		}
+		tk = mk(s)
+		if err := tk.RunNow(7); err != nil || tk.State != Pending || tk.RunAt != 7 {
+			t.Fatal(s, err)
+		}
+	}
+	_ = q
+}
+
+func TestLeaseFence(t *testing.T) {
+	q := NewQueue("inst", "thumbs", ModePull)
+	tk, _ := NewTask(q, AddInput{}, 0, URLRules{})
+	_ = tk.Claim(q, 1000, "L1", 30_000)
+	if tk.DeadlineAt != 0 || tk.LeaseExpiresAt != 31_000 {
+		t.Fatalf("pull claim: %+v", tk)
+	}
+	if err := tk.CheckLease("L1", 30_999); err != nil {
+		t.Fatal("just before expiry must be accepted:", err)
+	}
+	if err := tk.CheckLease("L1", 31_000); !IsCode(err, CodeLeaseLost) {
+		t.Fatal("at expiry must be lost:", err)
+	}
+	if err := tk.CheckLease("L0", 2000); !IsCode(err, CodeLeaseLost) {
+		t.Fatal("wrong lease:", err)
+	}
+	if err := tk.Extend("L1", 30_000, 60); err != nil || tk.LeaseExpiresAt != 90_000 {
+		t.Fatal(err)
+	}
+}
+
+func TestDeadLetterCopy(t *testing.T) {
+	q := pushQueue()
+	dlq := NewQueue("inst", "dead", ModePull)
+	tk, _ := NewTask(q, AddInput{Name: "n", Payload: json.RawMessage(`{"x":1}`), Params: json.RawMessage(`{"p":2}`)}, 0, URLRules{})
+	tk.ID = "abc"
+	d := tk.DeadLetter(dlq, 9)
+	if d.Name != "" || d.DeadLetterOf != "abc" || d.Source != SourceDeadLetter || d.Queue != "dead" || !d.Pull ||
+		string(d.Payload) != `{"x":1}` || string(d.Params) != `{"p":2}` || d.State != Pending {
+		t.Fatalf("%+v", d)
+	}
+}
+
+func TestQueuePatch(t *testing.T) {
+	q := NewQueue("i", "q", ModePush)
+	bad := -1
+	if err := (&QueuePatch{MaxAttempts: &bad}).Apply(q, false, URLRules{}); ErrorCode(err) != CodeInvalidArgument || err.(*Error).Field != "maxAttempts" {
+		t.Fatal(err)
+	}
+	pull := ModePull
+	if err := (&QueuePatch{Mode: &pull}).Apply(q, false, URLRules{}); err == nil {
+		t.Fatal("mode change allowed")
+	}
+	d := 900
+	if err := (&QueuePatch{DeadlineSeconds: &d}).Apply(q, false, URLRules{}); err == nil {
+		t.Fatal("deadline 900 allowed")
+	}
+	lo := 100.0
+	if err := (&QueuePatch{MinBackoffSeconds: &lo}).Apply(NewQueue("i", "q", ModePush), false, URLRules{}); err != nil {
+		t.Fatal(err)
+	}
+	hi := 5.0
+	if err := (&QueuePatch{MaxBackoffSeconds: &hi}).Apply(NewQueue("i", "q", ModePush), false, URLRules{}); err == nil {
+		t.Fatal("max below min allowed")
+	}
+}
+
+func TestWebhookURLRules(t *testing.T) {
+	for _, c := range []struct {
+		url  string
+		dev  bool
+		good bool
+	}{
+		{"https://example.com/x", false, true},
+		{"http://example.com/x", false, false},
+		{"http://127.0.0.1:8080/x", true, true},
+		{"https://user:pw@example.com/", false, false},
+		{"https://example.com/" + strings.Repeat("a", 2048), false, false},
+		{"example.com/x", false, false},
+		{"https:///x", false, false},
+	} {
+		err := ValidateWebhookURL(c.url, "target.webhook", URLRules{AllowHTTP: c.dev})
+		if (err == nil) != c.good {
+			t.Errorf("%q dev=%v: %v", c.url, c.dev, err)
+		}
+	}
+}
