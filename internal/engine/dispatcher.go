@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/id"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
@@ -29,7 +31,7 @@ const deadlineGrace = 30 * time.Second
 type Dispatcher struct {
 	e       *Engine
 	log     *slog.Logger
-	targets map[string]Deliverer // by target kind
+	targets deliver.Deliverer
 	dev     bool
 
 	mu         sync.Mutex
@@ -52,11 +54,10 @@ type limiter struct {
 type finished struct {
 	fp  *store.FinishParams
 	q   *task.Queue
-	out DeliveryResult
 	dur time.Duration
 }
 
-func newDispatcher(e *Engine, targets map[string]Deliverer) *Dispatcher {
+func newDispatcher(e *Engine, targets deliver.Deliverer) *Dispatcher {
 	return &Dispatcher{
 		e: e, log: e.log.With("service", "dispatcher"), targets: targets, dev: e.dev,
 		inQueue: map[qkey]int{}, inInstance: map[string]int{}, limiters: map[qkey]*limiter{},
@@ -230,12 +231,10 @@ func (d *Dispatcher) start(ctx context.Context, t *task.Task, q *task.Queue, ins
 		began := d.e.clock.Now()
 		res := d.deliver(ctx, t, q, inst)
 		now := d.e.clock.Now()
-		o := res.Outcome
+		o := res.OutcomeFor(q.TargetControl)
 		if ctx.Err() != nil && o.Status != task.AttemptSucceeded {
 			// Shutting down mid-attempt: give the task back, uncounted.
 			o = task.Outcome{Status: task.AttemptReleased, Error: "the node shut down during the attempt"}
-		} else if res.Defer && q.TargetControl {
-			o = task.Outcome{Status: task.AttemptDeferred, HTTPStatus: o.HTTPStatus, Error: o.Error, Delay: res.DeferDelay}
 		}
 		lease := t.LeaseID
 		failed, err := t.Finish(q, now.UnixMilli(), o)
@@ -250,29 +249,29 @@ func (d *Dispatcher) start(ctx context.Context, t *task.Task, q *task.Queue, ins
 				fp.DeadLetter.ID = d.e.newID()
 			}
 		}
-		d.results <- finished{fp: fp, q: q, out: DeliveryResult{Outcome: o}, dur: now.Sub(began)}
+		d.results <- finished{fp: fp, q: q, dur: now.Sub(began)}
 	}()
 }
 
-// deliver resolves the target for this attempt and calls it under the
-// attempt's deadline.
-func (d *Dispatcher) deliver(ctx context.Context, t *task.Task, q *task.Queue, inst *task.Instance) DeliveryResult {
+// deliver resolves the target for this attempt (it is looked up again on
+// every attempt) and calls it under the attempt's deadline.
+func (d *Dispatcher) deliver(ctx context.Context, t *task.Task, q *task.Queue, inst *task.Instance) deliver.Result {
 	target := t.Target
 	if target == nil {
 		target = q.Target
 	}
 	if target == nil {
-		return DeliveryResult{Outcome: task.Outcome{Status: task.AttemptFailed, Error: "no target: the queue has none and the task names none"}}
+		return deliver.Result{Outcome: task.Outcome{Status: task.AttemptFailed, Error: "no target: the queue has none and the task names none"}}
 	}
-	dl := d.targets[target.Kind()]
-	if dl == nil {
-		return DeliveryResult{Outcome: task.Outcome{Status: task.AttemptFailed, Error: target.Kind() + " targets are not served by this node"}}
+	if d.targets == nil {
+		return deliver.Result{Outcome: task.Outcome{Status: task.AttemptFailed, Error: "no deliverer on this node"}}
 	}
-	actx, cancel := context.WithDeadline(ctx, time.UnixMilli(t.DeadlineAt))
+	limit := time.Duration(t.DeadlineAt-d.e.now()) * time.Millisecond
+	actx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	res := dl.Deliver(actx, &Delivery{Task: t, Queue: q, Instance: inst, Target: *target})
+	res := d.targets.Deliver(actx, &deliver.Request{Task: t, Target: *target, Key: inst.WebhookKey, Now: d.e.clock.Now()})
 	if actx.Err() == context.DeadlineExceeded && ctx.Err() == nil && res.Outcome.Status != task.AttemptSucceeded {
-		res.Outcome = task.Outcome{Status: task.AttemptTimedOut, Error: "deadline " + time.Duration(t.EffectiveDeadline(q)*int(time.Second)).String() + " exceeded"}
+		res.Outcome = task.Outcome{Status: task.AttemptTimedOut, Error: fmt.Sprintf("deadline %ds exceeded", t.EffectiveDeadline(q))}
 		res.Defer = false
 	}
 	return res

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/errandhq/errand/internal/clock"
+	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/id"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
@@ -29,9 +30,9 @@ type Config struct {
 	URLRules task.URLRules
 	// CleanEvery is how often the retention cleaner runs (default 1 min).
 	CleanEvery time.Duration
-	// Targets deliver push attempts, by target kind ("webhook", "function",
-	// "channel"). A kind without a deliverer fails its attempts.
-	Targets map[string]Deliverer
+	// Deliverer carries push attempts to their targets (a deliver.Mux of
+	// webhook, function and channel deliverers); nil fails every attempt.
+	Deliverer deliver.Deliverer
 	// Backstop bounds how long a sleeping service waits without a wake-up,
 	// for work that another node wrote (default 1 min; a single node is
 	// always woken by its own writes).
@@ -70,7 +71,7 @@ func New(cfg Config) *Engine {
 	e := &Engine{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, dev: cfg.Dev, rules: cfg.URLRules, cfg: cfg, waker: newWaker()}
 	e.cleaner = &Cleaner{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger.With("service", "cleaner"), every: cfg.CleanEvery}
 	e.rescuer = &Rescuer{e: e, log: cfg.Logger.With("service", "rescuer"), backstop: cfg.Backstop}
-	e.dispatcher = newDispatcher(e, cfg.Targets)
+	e.dispatcher = newDispatcher(e, cfg.Deliverer)
 	return e
 }
 

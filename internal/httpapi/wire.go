@@ -115,7 +115,7 @@ type queueJSON struct {
 	Paused            bool           `json:"paused"`
 	CreatedAt         int64          `json:"createdAt"`
 	Counts            map[string]int `json:"counts,omitempty"`
-	Capped            []string       `json:"capped,omitempty"`
+	Capped            []string       `json:"capped"`
 }
 
 func toQueueJSON(q *task.Queue, counts map[task.State]int) *queueJSON {

@@ -1,0 +1,99 @@
+package deliver
+
+import (
+	"context"
+	"time"
+
+	"github.com/errandhq/errand/internal/task"
+)
+
+// Request is one delivery attempt.
+type Request struct {
+	// Task is the task as claimed: ID, Queue, Name, Attempt, MaxAttempts,
+	// RunAt, CreatedAt, DeadlineAt, Source, Depth, Params, DeadLetterOf and
+	// Payload are sent.
+	Task *task.Task
+	// Target is the target resolved for this attempt.
+	Target task.Target
+	// Key is the instance's whole `whsec_…` signing key.
+	Key string
+	// Now stamps the attempt (the timestamp headers, and the base of an
+	// HTTP-date retry-after); zero means time.Now().
+	Now time.Time
+}
+
+// Result is how the attempt ended.
+//
+// Outcome is the attempt as it stands with target control off: a 503 that
+// asked to defer is a failed attempt there like any other 503. When the
+// target asked to defer (503, `x-task-retry: defer` and a valid
+// `retry-after`), Defer is set and DeferDelay holds the wait; the engine,
+// which knows the queue's targetControl, calls OutcomeFor to get the outcome
+// to record.
+type Result struct {
+	// Outcome: Status is AttemptSucceeded or AttemptFailed; HTTPStatus is the
+	// answer's status (0 when none came); Error is short ("connect:
+	// connection refused", "HTTP 500: <first bytes>", "deadline exceeded");
+	// Result is a 2xx answer's body when it is JSON of at most 64 KiB.
+	Outcome task.Outcome
+	// Duration is how long the attempt took, from send to the answer's end.
+	Duration time.Duration
+	// Defer reports that the target asked to be tried again after
+	// DeferDelay without using an attempt.
+	Defer      bool
+	DeferDelay time.Duration
+}
+
+// OutcomeFor returns the outcome to record under the queue's targetControl
+// setting: a requested deferral becomes AttemptDeferred with Delay when
+// targetControl is on, and stays the failed Outcome when it is off.
+func (r Result) OutcomeFor(targetControl bool) task.Outcome {
+	if !r.Defer || !targetControl {
+		return r.Outcome
+	}
+	o := r.Outcome
+	o.Status = task.AttemptDeferred
+	o.Delay = r.DeferDelay
+	o.Error = "deferred by the target for " + r.DeferDelay.String()
+	return o
+}
+
+// Deliverer carries one attempt to its target. It never panics on a bad
+// target and never returns without an outcome; the context's deadline is
+// the attempt's time limit.
+type Deliverer interface {
+	Deliver(ctx context.Context, r *Request) Result
+}
+
+// Mux sends each attempt to the deliverer of its target's kind. A kind
+// without a deliverer fails the attempt.
+type Mux struct {
+	Webhook  Deliverer
+	Function Deliverer
+	Channel  Deliverer
+}
+
+// Deliver implements Deliverer.
+func (m *Mux) Deliver(ctx context.Context, r *Request) Result {
+	var d Deliverer
+	kind := r.Target.Kind()
+	switch kind {
+	case "webhook":
+		d = m.Webhook
+	case "function":
+		d = m.Function
+	case "channel":
+		d = m.Channel
+	}
+	if d == nil {
+		if kind == "" {
+			return failed(0, "no target")
+		}
+		return failed(0, kind+" targets are not served here")
+	}
+	return d.Deliver(ctx, r)
+}
+
+func failed(status int, msg string) Result {
+	return Result{Outcome: task.Outcome{Status: task.AttemptFailed, HTTPStatus: status, Error: msg}}
+}

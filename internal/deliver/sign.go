@@ -1,0 +1,129 @@
+package deliver
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/errandhq/errand/internal/id"
+)
+
+// The headers of a webhook delivery.
+const (
+	HeaderTimestamp = "X-Errand-Timestamp" // epoch milliseconds
+	HeaderSignature = "X-Errand-Signature" // v1=<hex HMAC-SHA256>
+	// The Standard Webhooks headers (standardwebhooks.com).
+	HeaderWebhookID        = "Webhook-Id"        // the task id
+	HeaderWebhookTimestamp = "Webhook-Timestamp" // epoch seconds
+	HeaderWebhookSignature = "Webhook-Signature" // v1,<base64 HMAC-SHA256>
+)
+
+// KeyPrefix starts every signing key.
+const KeyPrefix = "whsec_"
+
+// DefaultTolerance is how far a delivery's timestamp may be from the
+// receiver's clock before Verify refuses it as a replay.
+const DefaultTolerance = 5 * time.Minute
+
+// NewWebhookKey returns a new signing key: "whsec_" and the standard base64
+// of 32 random bytes. errand's own signature is keyed with the whole string;
+// the Standard Webhooks signature with the 32 decoded bytes.
+func NewWebhookKey() string { return id.WebhookKey() }
+
+// Sign returns errand's signature header value for a delivery:
+// "v1=" and the hex HMAC-SHA256, keyed with the whole key string (prefix
+// included), of "<ts>.<body>", where ts is the x-errand-timestamp value in
+// epoch milliseconds.
+func Sign(key string, ts int64, body []byte) string {
+	m := hmac.New(sha256.New, []byte(key))
+	var b [20]byte
+	m.Write(strconv.AppendInt(b[:0], ts, 10))
+	m.Write([]byte{'.'})
+	m.Write(body)
+	var out [3 + 2*sha256.Size]byte
+	copy(out[:], "v1=")
+	var sum [sha256.Size]byte
+	hex.Encode(out[3:], m.Sum(sum[:0]))
+	return string(out[:])
+}
+
+// standardKey returns the Standard Webhooks secret of key: the base64 after
+// the whsec_ prefix, decoded. ok is false for a key not in that form.
+func standardKey(key string) ([]byte, bool) {
+	rest, ok := strings.CutPrefix(key, KeyPrefix)
+	if !ok {
+		return nil, false
+	}
+	secret, err := base64.StdEncoding.DecodeString(rest)
+	if err != nil || len(secret) == 0 {
+		return nil, false
+	}
+	return secret, true
+}
+
+// SignStandard returns the Standard Webhooks signature header value:
+// "v1," and the base64 HMAC-SHA256, keyed with the decoded secret of key,
+// of "<msgID>.<ts>.<body>", where ts is in epoch seconds. ok is false when
+// key is not "whsec_" followed by standard base64.
+func SignStandard(key, msgID string, ts int64, body []byte) (sig string, ok bool) {
+	secret, ok := standardKey(key)
+	if !ok {
+		return "", false
+	}
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(msgID))
+	var b [22]byte
+	b[0] = '.'
+	m.Write(append(strconv.AppendInt(b[:1], ts, 10), '.'))
+	m.Write(body)
+	var sum [sha256.Size]byte
+	out := make([]byte, 3, 3+base64.StdEncoding.EncodedLen(sha256.Size))
+	copy(out, "v1,")
+	return string(base64.StdEncoding.AppendEncode(out, m.Sum(sum[:0]))), true
+}
+
+// Errors of Verify.
+var (
+	ErrNoSignature  = errors.New("no x-errand-signature or x-errand-timestamp header")
+	ErrBadSignature = errors.New("signature does not match")
+	ErrStale        = errors.New("timestamp outside the tolerance")
+)
+
+// Verify checks errand's signature of a received delivery the way a
+// receiver does: it recomputes Sign over the raw body with the timestamp
+// header and compares in constant time with every v1= value of the
+// signature header, then refuses a timestamp farther than tolerance from
+// now (DefaultTolerance when tolerance is 0 or less).
+func Verify(key string, h http.Header, body []byte, now time.Time, tolerance time.Duration) error {
+	tsText, sigs := h.Get(HeaderTimestamp), h.Get(HeaderSignature)
+	if tsText == "" || sigs == "" {
+		return ErrNoSignature
+	}
+	ts, err := strconv.ParseInt(tsText, 10, 64)
+	if err != nil {
+		return ErrBadSignature
+	}
+	want := []byte(Sign(key, ts, body))
+	match := false
+	for _, s := range strings.FieldsFunc(sigs, func(r rune) bool { return r == ' ' || r == ',' }) {
+		if hmac.Equal([]byte(s), want) {
+			match = true
+		}
+	}
+	if !match {
+		return ErrBadSignature
+	}
+	if tolerance <= 0 {
+		tolerance = DefaultTolerance
+	}
+	if d := now.Sub(time.UnixMilli(ts)); d > tolerance || d < -tolerance {
+		return ErrStale
+	}
+	return nil
+}

@@ -1,0 +1,182 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/errandhq/errand/internal/deliver"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// receiver is a real webhook target on loopback.
+type receiver struct {
+	*httptest.Server
+	got    chan http.Header
+	bodies chan []byte
+	answer atomic.Value // func(w http.ResponseWriter)
+}
+
+func newReceiver(t *testing.T) *receiver {
+	r := &receiver{got: make(chan http.Header, 100), bodies: make(chan []byte, 100)}
+	r.answer.Store(func(w http.ResponseWriter) { w.WriteHeader(200) })
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.answer.Load().(func(http.ResponseWriter))(w)
+		r.got <- req.Header.Clone()
+		r.bodies <- body
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *receiver) next(t *testing.T) (http.Header, []byte) {
+	t.Helper()
+	select {
+	case h := <-r.got:
+		return h, <-r.bodies
+	case <-time.After(10 * time.Second):
+		t.Fatal("no delivery")
+	}
+	return nil, nil
+}
+
+func TestPushDeliversSignedAndSucceeds(t *testing.T) {
+	b := setup(t)
+	rcv := newReceiver(t)
+	b.queue("emails", &task.QueuePatch{Target: targetPtr(rcv.URL + "/hook")})
+	id := b.add("emails", task.AddInput{Name: "receipt-o-1041", Payload: json.RawMessage(`{"orderId":"o-1041"}`)})
+	h, body := rcv.next(t)
+	inst, _ := b.eng.Instance(b.ctx, "dev", "jobs")
+	if err := deliver.Verify(inst.WebhookKey, h, body, b.clock.Now(), time.Minute); err != nil {
+		t.Fatalf("signature does not verify: %v", err)
+	}
+	var got struct {
+		Task    map[string]any  `json:"task"`
+		Payload json.RawMessage `json:"payload"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Task["id"] != id || got.Task["attempt"] != 1.0 || got.Task["name"] != "receipt-o-1041" || string(got.Payload) != `{"orderId":"o-1041"}` {
+		t.Fatalf("body %s", body)
+	}
+	tk := b.waitState(id, task.Succeeded)
+	if len(tk.Attempts) != 1 || tk.Attempts[0].Status != task.AttemptSucceeded || tk.Attempts[0].HTTPStatus != 200 {
+		t.Fatalf("%+v", tk.Attempts)
+	}
+}
+
+func TestPushRetriesWithBackoffThenDeadLetters(t *testing.T) {
+	b := setup(t)
+	rcv := newReceiver(t)
+	rcv.answer.Store(func(w http.ResponseWriter) { w.WriteHeader(500); _, _ = w.Write([]byte("down")) })
+	b.queue("dead", &task.QueuePatch{Mode: ptr(task.ModePull)})
+	b.queue("emails", &task.QueuePatch{Target: targetPtr(rcv.URL), MaxAttempts: ptr(3), DeadLetterQueue: ptr(ptr("dead"))})
+	id := b.add("emails", task.AddInput{Payload: json.RawMessage(`{"x":1}`), Params: json.RawMessage(`{"p":1}`)})
+	rcv.next(t)
+	tk := b.waitState(id, task.RetryWait)
+	if tk.Attempt != 1 || tk.RunAt != T0.UnixMilli()+10_000 || tk.LastError != "HTTP 500: down" {
+		t.Fatalf("after attempt 1: %+v", tk)
+	}
+	// Nothing happens before the backoff runs out.
+	b.clock.Advance(9 * time.Second)
+	select {
+	case <-rcv.got:
+		t.Fatal("delivered before its backoff")
+	case <-time.After(50 * time.Millisecond):
+	}
+	b.clock.Advance(time.Second)
+	rcv.next(t)
+	tk = b.waitState(id, task.RetryWait)
+	if tk.Attempt != 2 || tk.RunAt != T0.UnixMilli()+30_000 {
+		t.Fatalf("after attempt 2: %+v", tk)
+	}
+	b.clock.Advance(20 * time.Second)
+	rcv.next(t)
+	tk = b.waitState(id, task.Failed)
+	if len(tk.Attempts) != 3 {
+		t.Fatalf("%+v", tk.Attempts)
+	}
+	q, _ := b.eng.Store().QueueGet(b.ctx, tk.InstanceID, "dead")
+	ts, _ := b.eng.Store().TaskClaim(b.ctx, claimAll(q, b.clock.Now().UnixMilli()))
+	if len(ts) != 1 || ts[0].DeadLetterOf != id || ts[0].Source != task.SourceDeadLetter || string(ts[0].Payload) != `{"x":1}` || string(ts[0].Params) != `{"p":1}` || ts[0].Name != "" {
+		t.Fatalf("dead letter: %+v", ts)
+	}
+}
+
+func TestPushDeferDoesNotUseAnAttempt(t *testing.T) {
+	b := setup(t)
+	rcv := newReceiver(t)
+	rcv.answer.Store(func(w http.ResponseWriter) {
+		w.Header().Set("x-task-retry", "defer")
+		w.Header().Set("retry-after", "60")
+		w.WriteHeader(503)
+	})
+	b.queue("q", &task.QueuePatch{Target: targetPtr(rcv.URL), MaxAttempts: ptr(1)})
+	id := b.add("q", task.AddInput{})
+	rcv.next(t)
+	tk := b.waitState(id, task.RetryWait)
+	if tk.Attempt != 0 || tk.RunAt != T0.UnixMilli()+60_000 || tk.Attempts[0].Status != task.AttemptDeferred {
+		t.Fatalf("%+v", tk)
+	}
+	// targetControl off: the same answer is a failed attempt, and with one attempt the task fails.
+	if _, err := b.eng.QueuePatch(b.ctx, "dev", "jobs", "q", &task.QueuePatch{TargetControl: ptr(false)}); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(time.Minute)
+	rcv.next(t)
+	tk = b.waitState(id, task.Failed)
+	if tk.Attempts[1].Status != task.AttemptFailed || tk.Attempts[1].HTTPStatus != 503 {
+		t.Fatalf("%+v", tk.Attempts)
+	}
+}
+
+func TestPushKeepsMaxConcurrent(t *testing.T) {
+	b := setup(t)
+	var mu sync.Mutex
+	inFlight, peak := 0, 0
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		inFlight++
+		peak = max(peak, inFlight)
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	b.queue("q", &task.QueuePatch{Target: targetPtr(srv.URL), MaxConcurrent: ptr(ptr(3))})
+	var ids []string
+	for range 12 {
+		ids = append(ids, b.add("q", task.AddInput{}))
+	}
+	// Let the first wave arrive, then release the target one answer at a time.
+	deadline := time.Now().Add(10 * time.Second)
+	for done := 0; done < 12; {
+		mu.Lock()
+		n := inFlight
+		mu.Unlock()
+		if n > 0 {
+			release <- struct{}{}
+			done++
+		} else if time.Now().After(deadline) {
+			t.Fatal("stalled")
+		} else {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	for _, id := range ids {
+		b.waitState(id, task.Succeeded)
+	}
+	if peak != 3 {
+		t.Fatalf("peak concurrency %d, want exactly 3", peak)
+	}
+}

@@ -1,0 +1,102 @@
+package engine_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/errandhq/errand/internal/clock"
+	"github.com/errandhq/errand/internal/deliver"
+	"github.com/errandhq/errand/internal/engine"
+	"github.com/errandhq/errand/internal/store/sqlite"
+	"github.com/errandhq/errand/internal/task"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// T0 is where the fake clock starts.
+var T0 = time.UnixMilli(1_790_000_000_000)
+
+type bundle struct {
+	t     *testing.T
+	eng   *engine.Engine
+	clock *clock.Fake
+	ctx   context.Context
+}
+
+// setup starts a real engine on a real SQLite file with a real webhook
+// deliverer and a fake clock.
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "errand.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := clock.NewFake(T0)
+	wh := deliver.NewWebhook(deliver.WebhookOptions{})
+	eng := engine.New(engine.Config{
+		Store: st, Clock: fc, Dev: true, URLRules: task.URLRules{AllowHTTP: true},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Deliverer: &deliver.Mux{Webhook: wh},
+	})
+	if err := eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		eng.Stop()
+		wh.Close()
+		_ = st.Close()
+	})
+	return &bundle{t: t, eng: eng, clock: fc, ctx: ctx}
+}
+
+// queue creates a queue from a patch.
+func (b *bundle) queue(name string, p *task.QueuePatch) *task.Queue {
+	b.t.Helper()
+	q, err := b.eng.QueueCreate(b.ctx, "dev", "jobs", name, p)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return q
+}
+
+// add adds one task and returns its id.
+func (b *bundle) add(queue string, in task.AddInput) string {
+	b.t.Helper()
+	res, err := b.eng.TaskAdd(b.ctx, "dev", "jobs", queue, []task.AddInput{in})
+	if err != nil || res[0].Err != nil {
+		b.t.Fatalf("add: %v %v", err, res)
+	}
+	return res[0].Task.ID
+}
+
+// waitState polls the store (never the clock) until the task reaches state.
+func (b *bundle) waitState(id string, state task.State) *task.Task {
+	b.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tk, err := b.eng.TaskGet(b.ctx, "dev", "jobs", id)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		if tk.State == state {
+			return tk
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("task %s is %s, want %s (attempts %+v)", id, tk.State, state, tk.Attempts)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func targetPtr(url string) **task.Target {
+	t := &task.Target{Webhook: url}
+	return &t
+}
