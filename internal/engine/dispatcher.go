@@ -75,13 +75,13 @@ func (d *Dispatcher) run(ctx context.Context) {
 	}()
 	for {
 		woken := d.e.waker.wait()
-		claimed, wait, err := d.pass(ctx)
+		claimed, wakeAt, err := d.pass(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
 			d.log.Warn("dispatch pass failed", "err", err)
-			wait = time.Second
+			wakeAt = d.e.clock.Now().Add(time.Second)
 		}
 		if claimed > 0 {
 			continue
@@ -91,17 +91,18 @@ func (d *Dispatcher) run(ctx context.Context) {
 			return
 		case <-woken:
 		case <-d.freed:
-		case <-d.e.clock.After(wait):
+		case <-d.e.clock.After(wakeAt.Sub(d.e.clock.Now())):
 		}
 	}
 }
 
-// pass claims and starts what it can, and returns how many it started and
-// how long to sleep if none.
-func (d *Dispatcher) pass(ctx context.Context) (int, time.Duration, error) {
+// pass claims and starts what it can, and returns how many it started and,
+// if none, when to look again. The time is absolute so that a sleep computed
+// late (after the clock moved) still ends on time.
+func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, error) {
 	queues, err := d.e.store.QueueListAll(ctx)
 	if err != nil {
-		return 0, 0, err
+		return 0, time.Time{}, err
 	}
 	now := d.e.clock.Now()
 	wait := d.e.cfg.Backstop
@@ -122,7 +123,7 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Duration, error) {
 				if task.IsCode(err, task.CodeNotFound) {
 					continue
 				}
-				return started, 0, err
+				return started, time.Time{}, err
 			}
 			insts[q.InstanceID] = inst
 		}
@@ -139,7 +140,7 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Duration, error) {
 			NewLeaseID: id.Lease,
 		})
 		if err != nil {
-			return started, 0, err
+			return started, time.Time{}, err
 		}
 		d.take(q, now, len(ts))
 		for _, t := range ts {
@@ -150,7 +151,7 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Duration, error) {
 	if started == 0 {
 		runAt, _, err := d.e.store.TaskNextDue(ctx)
 		if err != nil {
-			return 0, 0, err
+			return 0, time.Time{}, err
 		}
 		if runAt > 0 {
 			if until := time.Duration(runAt-now.UnixMilli()) * time.Millisecond; until > 0 && until < wait {
@@ -158,7 +159,7 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Duration, error) {
 			}
 		}
 	}
-	return started, wait, nil
+	return started, now.Add(wait), nil
 }
 
 // capacity is how many tasks q may start now, and if none, how soon the rate

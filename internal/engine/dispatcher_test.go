@@ -158,20 +158,24 @@ func TestPushKeepsMaxConcurrent(t *testing.T) {
 	for range 12 {
 		ids = append(ids, b.add("q", task.AddInput{}))
 	}
-	// Let the first wave arrive, then release the target one answer at a time.
+	// Each time, wait for the full wave (3, or what is left) to be in the
+	// target, then let one answer.
 	deadline := time.Now().Add(10 * time.Second)
-	for done := 0; done < 12; {
-		mu.Lock()
-		n := inFlight
-		mu.Unlock()
-		if n > 0 {
-			release <- struct{}{}
-			done++
-		} else if time.Now().After(deadline) {
-			t.Fatal("stalled")
-		} else {
+	for done := 0; done < 12; done++ {
+		want := min(3, 12-done)
+		for {
+			mu.Lock()
+			n := inFlight
+			mu.Unlock()
+			if n == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("stalled with %d in flight, want %d", n, want)
+			}
 			time.Sleep(time.Millisecond)
 		}
+		release <- struct{}{}
 	}
 	for _, id := range ids {
 		b.waitState(id, task.Succeeded)

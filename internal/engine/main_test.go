@@ -34,7 +34,8 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "errand.db"), sqlite.Options{})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "errand.db"), sqlite.Options{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func setup(t *testing.T) *bundle {
 	wh := deliver.NewWebhook(deliver.WebhookOptions{})
 	eng := engine.New(engine.Config{
 		Store: st, Clock: fc, Dev: true, URLRules: task.URLRules{AllowHTTP: true},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Deliverer: &deliver.Mux{Webhook: wh},
+		Logger: log, Deliverer: &deliver.Mux{Webhook: wh},
 	})
 	if err := eng.Start(ctx); err != nil {
 		t.Fatal(err)

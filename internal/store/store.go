@@ -95,8 +95,8 @@ type Store interface {
 	// or before now (for the rescuer), with payloads.
 	TaskExpired(ctx context.Context, now int64, limit int) ([]*task.Task, error)
 	// TaskNextDue returns the earliest runAt of a PENDING or RETRY_WAIT task
-	// of any PUSH queue (Pull false: pull tasks wait for workers, not for the
-	// dispatcher) and the earliest lease expiry of a RUNNING task of any
+	// of any unpaused PUSH queue (pull tasks wait for workers, paused queues
+	// for a resume, not for the dispatcher) and the earliest lease expiry of a RUNNING task of any
 	// queue; each is 0 when there is none.
 	TaskNextDue(ctx context.Context) (runAt int64, leaseExpiry int64, err error)
 	// TaskDeleteFinished removes up to limit finished tasks (SUCCEEDED,
@@ -154,4 +154,39 @@ type FinishParams struct {
 	Task       *task.Task
 	LeaseID    string
 	DeadLetter *task.Task // a dead-letter copy to add, or nil
+}
+
+// KeyStore keeps API keys. Only a key's SHA-256 digest is stored; the secret
+// is shown once, when it is made, and never again.
+type KeyStore interface {
+	// KeyCreate stores a new key.
+	KeyCreate(ctx context.Context, k *APIKey) error
+	// KeyByDigest finds an unrevoked or revoked key by the SHA-256 digest of
+	// its secret (exact match); task.ErrNotFound if none.
+	KeyByDigest(ctx context.Context, digest []byte) (*APIKey, error)
+	// KeyList lists an organization's keys, oldest first; org "" lists every
+	// organization's (the operator's view).
+	KeyList(ctx context.Context, org string) ([]*APIKey, error)
+	// KeyRevoke marks a key revoked at now; task.ErrNotFound if org has no
+	// such key. Revoking twice keeps the first time.
+	KeyRevoke(ctx context.Context, org, id string, now int64) error
+	// KeyCount counts every key, revoked ones included.
+	KeyCount(ctx context.Context) (int, error)
+}
+
+// APIKey is a stored API key.
+type APIKey struct {
+	ID        string // public id, shown by `errand keys list`
+	Org       string
+	Digest    []byte // SHA-256 of the whole secret
+	Prefix    string // the first characters of the secret, for recognition
+	Grants    []Grant
+	CreatedAt int64
+	RevokedAt int64 // 0 while valid
+}
+
+// Grant is one role on one instance name ("*" for every instance).
+type Grant struct {
+	Instance string
+	Role     string // read, write or full
 }

@@ -1,0 +1,152 @@
+package engine_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/errandhq/errand/internal/engine"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// TestConcurrentLeasersNeverShare: many workers lease and ack thousands of
+// tasks; no task is ever held under two valid leases and each is acked
+// exactly once.
+func TestConcurrentLeasersNeverShare(t *testing.T) {
+	b := setup(t)
+	b.queue("work", &task.QueuePatch{Mode: ptr(task.ModePull)})
+	const n = 2000
+	for i := 0; i < n; i += 100 {
+		ins := make([]task.AddInput, 100)
+		res, err := b.eng.TaskAdd(b.ctx, "dev", "jobs", "work", ins)
+		if err != nil || len(res) != 100 {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	held := map[string]string{} // task → lease currently valid
+	acked := map[string]int{}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				ts, err := b.eng.Lease(b.ctx, "dev", "jobs", "work", engine.LeaseParams{Count: 1 + w*7%20, LeaseSeconds: 300})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(ts) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, tk := range ts {
+					if other, ok := held[tk.ID]; ok {
+						mu.Unlock()
+						errs <- fmt.Errorf("task %s leased twice: %s and %s", tk.ID, other, tk.LeaseID)
+						return
+					}
+					held[tk.ID] = tk.LeaseID
+				}
+				mu.Unlock()
+				for _, tk := range ts {
+					if _, err := b.eng.Ack(b.ctx, "dev", "jobs", tk.ID, tk.LeaseID, nil); err != nil {
+						errs <- err
+						return
+					}
+					mu.Lock()
+					acked[tk.ID]++
+					delete(held, tk.ID)
+					mu.Unlock()
+					// A second ack with the same lease is refused.
+					if _, err := b.eng.Ack(b.ctx, "dev", "jobs", tk.ID, tk.LeaseID, nil); !task.IsCode(err, task.CodeLeaseLost) {
+						errs <- fmt.Errorf("second ack: %v", err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if len(acked) != n {
+		t.Fatalf("acked %d distinct tasks, want %d", len(acked), n)
+	}
+	for id, c := range acked {
+		if c != 1 {
+			t.Fatalf("task %s acked %d times", id, c)
+		}
+	}
+}
+
+// TestLongPollWakesOnAdd: a lease with waitSeconds returns as soon as a task
+// is added, without the clock moving.
+func TestLongPollWakesOnAdd(t *testing.T) {
+	b := setup(t)
+	b.queue("work", &task.QueuePatch{Mode: ptr(task.ModePull)})
+	got := make(chan []*task.Task, 1)
+	go func() {
+		ts, err := b.eng.Lease(b.ctx, "dev", "jobs", "work", engine.LeaseParams{Count: 5, LeaseSeconds: 30, WaitSeconds: 30})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- ts
+	}()
+	select {
+	case <-got:
+		t.Fatal("returned before any task")
+	case <-time.After(30 * time.Millisecond):
+	}
+	id := b.add("work", task.AddInput{})
+	select {
+	case ts := <-got:
+		if len(ts) != 1 || ts[0].ID != id {
+			t.Fatalf("%+v", ts)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("long poll did not wake on add")
+	}
+	// With nothing to lease, the wait ends when the (fake) clock passes it.
+	done := make(chan int, 1)
+	go func() {
+		ts, _ := b.eng.Lease(b.ctx, "dev", "jobs", "work", engine.LeaseParams{Count: 1, LeaseSeconds: 30, WaitSeconds: 5})
+		done <- len(ts)
+	}()
+	time.Sleep(20 * time.Millisecond)
+	b.clock.Advance(5 * time.Second)
+	select {
+	case n := <-done:
+		if n != 0 {
+			t.Fatalf("leased %d", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("wait did not end with the clock")
+	}
+}
+
+// TestExpiredLeaseIsRescued: the rescuer service, not a test call, finds an
+// expired lease as soon as the clock passes it.
+func TestExpiredLeaseIsRescued(t *testing.T) {
+	b := setup(t)
+	b.queue("work", &task.QueuePatch{Mode: ptr(task.ModePull)})
+	id := b.add("work", task.AddInput{})
+	ts, err := b.eng.Lease(b.ctx, "dev", "jobs", "work", engine.LeaseParams{Count: 1, LeaseSeconds: 30})
+	if err != nil || len(ts) != 1 {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // let the rescuer go to sleep on the new expiry
+	b.clock.Advance(30 * time.Second)
+	tk := b.waitState(id, task.RetryWait)
+	if tk.Attempts[0].Status != task.AttemptExpired || tk.RunAt != T0.UnixMilli()+30_000+10_000 {
+		t.Fatalf("%+v", tk)
+	}
+	if _, err := b.eng.Ack(b.ctx, "dev", "jobs", id, ts[0].LeaseID, nil); !task.IsCode(err, task.CodeLeaseLost) {
+		t.Fatalf("ack after expiry: %v", err)
+	}
+}

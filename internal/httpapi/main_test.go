@@ -1,0 +1,125 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/errandhq/errand/internal/clock"
+	"github.com/errandhq/errand/internal/engine"
+	"github.com/errandhq/errand/internal/httpapi"
+	"github.com/errandhq/errand/internal/store/sqlite"
+	"github.com/errandhq/errand/internal/task"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// T0 is the fake clock's start.
+var T0 = time.UnixMilli(1_790_000_000_000)
+
+type bundle struct {
+	t     testing.TB
+	srv   *httptest.Server
+	eng   *engine.Engine
+	clock *clock.Fake
+	// client talks to srv; its idle connections close with the bundle.
+	client *http.Client
+}
+
+// setup runs the real API over a real SQLite file on loopback, with a fake
+// clock and the engine's services not started (tests drive them).
+func setup(t testing.TB) *bundle {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "errand.db"), sqlite.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := clock.NewFake(T0)
+	eng := engine.New(engine.Config{Store: st, Clock: fc, Logger: log, Dev: true, URLRules: task.URLRules{AllowHTTP: true}})
+	srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: eng, Logger: log}))
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	t.Cleanup(func() {
+		srv.Close()
+		client.CloseIdleConnections()
+		eng.Stop()
+		_ = st.Close()
+	})
+	return &bundle{t: t, srv: srv, eng: eng, clock: fc, client: client}
+}
+
+// res is a decoded answer.
+type res struct {
+	status int
+	body   map[string]any
+	raw    []byte
+}
+
+func (b *bundle) do(method, path string, body any) res {
+	b.t.Helper()
+	var rd io.Reader
+	switch v := body.(type) {
+	case nil:
+	case string:
+		rd = bytes.NewBufferString(v)
+	default:
+		buf, _ := json.Marshal(v)
+		rd = bytes.NewReader(buf)
+	}
+	req, _ := http.NewRequest(method, b.srv.URL+path, rd)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := b.client.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	r := res{status: resp.StatusCode, raw: raw}
+	if len(raw) > 0 && raw[0] == '{' {
+		if err := json.Unmarshal(raw, &r.body); err != nil {
+			b.t.Fatalf("%s %s: bad JSON %q", method, path, raw)
+		}
+	}
+	return r
+}
+
+// want checks status and, for errors, the code.
+func (r res) want(t testing.TB, status int, code string) res {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d, want %d: %s", r.status, status, r.raw)
+	}
+	if code != "" {
+		e, _ := r.body["error"].(map[string]any)
+		if e == nil || e["code"] != code {
+			t.Fatalf("code %v, want %s: %s", e, code, r.raw)
+		}
+	}
+	return r
+}
+
+// message returns the error message.
+func (r res) message() string {
+	e, _ := r.body["error"].(map[string]any)
+	s, _ := e["message"].(string)
+	return s
+}
+
+func (r res) obj(key string) map[string]any {
+	m, _ := r.body[key].(map[string]any)
+	return m
+}
+
+func (r res) list(key string) []any {
+	l, _ := r.body[key].([]any)
+	return l
+}

@@ -1,0 +1,281 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestAddForms(t *testing.T) {
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"emails","target":{"webhook":"http://127.0.0.1:1/x"}}`).want(t, 201, "")
+	r := b.do("POST", "/v1/tasks/jobs/queues/emails/tasks", `{"payload":{"orderId":"o-1041"},"name":"receipt-o-1041","delay":60}`).want(t, 201, "")
+	one := r.list("tasks")[0].(map[string]any)
+	if one["ok"] != true || one["state"] != "scheduled" || one["name"] != "receipt-o-1041" || one["runAt"] != float64(T0.UnixMilli()+60_000) || len(one["id"].(string)) != 21 {
+		t.Fatalf("%s", r.raw)
+	}
+	// The same name again: TASK_EXISTS with the existing id, 409 since none was added.
+	r = b.do("POST", "/v1/tasks/jobs/queues/emails/tasks", `{"payload":{},"name":"receipt-o-1041"}`).want(t, 409, "TASK_EXISTS")
+	dup := r.list("tasks")[0].(map[string]any)
+	if dup["ok"] != false || dup["code"] != "TASK_EXISTS" || dup["id"] != one["id"] {
+		t.Fatalf("%s", r.raw)
+	}
+	// An array: results in request order, 201 because one was added.
+	r = b.do("POST", "/v1/tasks/jobs/queues/emails/tasks", `[{"name":"a"},{"name":"receipt-o-1041"},{"name":"a"}]`).want(t, 201, "")
+	l := r.list("tasks")
+	if len(l) != 3 || l[0].(map[string]any)["ok"] != true || l[1].(map[string]any)["code"] != "TASK_EXISTS" || l[2].(map[string]any)["code"] != "TASK_EXISTS" {
+		t.Fatalf("%s", r.raw)
+	}
+	// {"tasks": [...]}, runAt in the past is now.
+	r = b.do("POST", "/v1/tasks/jobs/queues/emails/tasks", fmt.Sprintf(`{"tasks":[{"runAt":%d},{"payload":[1,2]}]}`, T0.UnixMilli()-5)).want(t, 201, "")
+	if l := r.list("tasks"); len(l) != 2 || l[0].(map[string]any)["runAt"] != float64(T0.UnixMilli()) {
+		t.Fatalf("%s", r.raw)
+	}
+	// Payload bytes come back as sent.
+	id := r.list("tasks")[1].(map[string]any)["id"].(string)
+	g := b.do("GET", "/v1/tasks/jobs/tasks/"+id, nil).want(t, 200, "")
+	if !strings.Contains(string(g.raw), `"payload":[1,2]`) {
+		t.Fatalf("%s", g.raw)
+	}
+}
+
+func TestAddRefusals(t *testing.T) {
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"emails","target":{"webhook":"http://127.0.0.1:1/x"}}`).want(t, 201, "")
+	// default has no target: a task with none is refused, and nothing in the call is added.
+	b.do("POST", "/v1/tasks/jobs/queues/default/tasks", `[{"target":{"function":"app/x"}},{"payload":1}]`).want(t, 400, "NO_TARGET")
+	if n := b.do("GET", "/v1/tasks/jobs/queues/default", nil).obj("queue")["counts"].(map[string]any)["scheduled"]; n != 0.0 {
+		t.Fatalf("NO_TARGET added %v", n)
+	}
+	b.do("POST", "/v1/tasks/jobs/queues/default/tasks", `{"target":{"function":"app/x"}}`).want(t, 201, "")
+	big := `{"payload":"` + strings.Repeat("x", 64<<10) + `"}`
+	r := b.do("POST", "/v1/tasks/jobs/queues/emails/tasks", big).want(t, 400, "PAYLOAD_TOO_LARGE")
+	if !strings.HasPrefix(r.message(), "payload") {
+		t.Fatal(r.message())
+	}
+	for _, c := range []struct{ body, field string }{
+		{`{"payload":1,"state":"succeeded"}`, "state"},
+		{`{"owner":"x"}`, "owner"},
+		{`{"delay":"soon"}`, "delay"},
+		{`{"delay":-3}`, "delay"},
+		{`{"name":"no spaces"}`, "name"},
+		{`[{"name":"ok"},{"name":"no spaces"}]`, "tasks[1].name"},
+		{`{"tasks":[{"bogus":1}]}`, "tasks[0].bogus"},
+		{`{"deadlineSeconds":900}`, "deadlineSeconds"},
+		{`[]`, "tasks"},
+		{`"str"`, "body"},
+		{`{"payload":`, "body"},
+	} {
+		r := b.do("POST", "/v1/tasks/jobs/queues/emails/tasks", c.body).want(t, 400, "INVALID_ARGUMENT")
+		if !strings.HasPrefix(r.message(), c.field) {
+			t.Errorf("%s: %q does not name %s", c.body, r.message(), c.field)
+		}
+	}
+	many := "[" + strings.TrimSuffix(strings.Repeat(`{},`, 101), ",") + "]"
+	b.do("POST", "/v1/tasks/jobs/queues/emails/tasks", many).want(t, 400, "INVALID_ARGUMENT")
+	b.do("POST", "/v1/tasks/jobs/queues/nope/tasks", `{}`).want(t, 404, "NOT_FOUND")
+	// Nothing of the refused calls was stored.
+	if n := b.do("GET", "/v1/tasks/jobs/queues/emails", nil).obj("queue")["counts"].(map[string]any)["scheduled"]; n != 0.0 {
+		t.Fatalf("refused adds stored %v tasks", n)
+	}
+}
+
+func TestListPagingAndOrder(t *testing.T) {
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"q","mode":"pull"}`).want(t, 201, "")
+	var batch []string
+	for i := range 25 {
+		batch = append(batch, fmt.Sprintf(`{"name":"t%02d","delay":%d}`, i, 100-i))
+	}
+	b.do("POST", "/v1/tasks/jobs/queues/q/tasks", "["+strings.Join(batch, ",")+"]").want(t, 201, "")
+	// scheduled: soonest first → t24 first; page by 10 with the cursor.
+	var names []string
+	cursor := ""
+	for pages := 0; ; pages++ {
+		path := "/v1/tasks/jobs/queues/q/tasks?state=scheduled&limit=10"
+		if cursor != "" {
+			path += "&cursor=" + cursor
+		}
+		r := b.do("GET", path, nil).want(t, 200, "")
+		for _, x := range r.list("tasks") {
+			m := x.(map[string]any)
+			if _, has := m["payload"]; has {
+				t.Fatal("list carries payloads")
+			}
+			names = append(names, m["name"].(string))
+		}
+		c, _ := r.body["cursor"].(string)
+		if r.body["cursor"] == nil {
+			break
+		}
+		cursor = c
+		if pages > 5 {
+			t.Fatal("cursor never ends")
+		}
+	}
+	if len(names) != 25 || names[0] != "t24" || names[24] != "t00" {
+		t.Fatalf("order/paging: %v", names)
+	}
+	r := b.do("GET", "/v1/tasks/jobs/queues/q/tasks?name=t07", nil).want(t, 200, "")
+	if l := r.list("tasks"); len(l) != 1 || l[0].(map[string]any)["name"] != "t07" {
+		t.Fatalf("%s", r.raw)
+	}
+	b.do("GET", "/v1/tasks/jobs/queues/q/tasks?limit=0", nil).want(t, 400, "INVALID_ARGUMENT")
+	b.do("GET", "/v1/tasks/jobs/queues/q/tasks?limit=201", nil).want(t, 400, "INVALID_ARGUMENT")
+	b.do("GET", "/v1/tasks/jobs/queues/q/tasks?state=done", nil).want(t, 400, "INVALID_ARGUMENT")
+	b.do("GET", "/v1/tasks/jobs/queues/q/tasks?cursor=garbage!", nil).want(t, 400, "INVALID_ARGUMENT")
+}
+
+// leaseOne leases one task of a pull queue and returns its id and lease.
+func (b *bundle) leaseOne(queue string, seconds int) (string, string) {
+	b.t.Helper()
+	r := b.do("POST", "/v1/tasks/jobs/queues/"+queue+"/lease", fmt.Sprintf(`{"count":1,"leaseSeconds":%d}`, seconds)).want(b.t, 200, "")
+	l := r.list("tasks")
+	if len(l) != 1 {
+		b.t.Fatalf("lease: %s", r.raw)
+	}
+	m := l[0].(map[string]any)
+	return m["id"].(string), m["leaseId"].(string)
+}
+
+func TestRunCancelRetry(t *testing.T) {
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"q","mode":"pull","maxAttempts":1}`).want(t, 201, "")
+	add := func(body string) string {
+		return b.do("POST", "/v1/tasks/jobs/queues/q/tasks", body).want(t, 201, "").list("tasks")[0].(map[string]any)["id"].(string)
+	}
+	later := add(`{"delay":3600}`)
+	r := b.do("POST", "/v1/tasks/jobs/tasks/"+later+"/run", nil).want(t, 200, "")
+	if r.obj("task")["runAt"] != float64(T0.UnixMilli()) {
+		t.Fatalf("run now: %s", r.raw)
+	}
+	b.do("POST", "/v1/tasks/jobs/tasks/"+later+"/retry", nil).want(t, 400, "NOT_RETRYABLE")
+	r = b.do("POST", "/v1/tasks/jobs/tasks/"+later+"/cancel", nil).want(t, 200, "")
+	if r.obj("task")["state"] != "cancelled" {
+		t.Fatalf("%s", r.raw)
+	}
+	b.do("POST", "/v1/tasks/jobs/tasks/"+later+"/cancel", nil).want(t, 400, "NOT_CANCELLABLE")
+	b.do("POST", "/v1/tasks/jobs/tasks/"+later+"/run", nil).want(t, 400, "NOT_RUNNABLE")
+
+	// A leased task is running: cancel leaves it running.
+	id := add(`{"payload":{"k":1}}`)
+	gotID, lease := b.leaseOne("q", 60)
+	if gotID != id {
+		t.Fatal("leased another task")
+	}
+	b.do("POST", "/v1/tasks/jobs/tasks/"+id+"/cancel", nil).want(t, 400, "RUNNING_NOT_CANCELLABLE")
+	if s := b.do("GET", "/v1/tasks/jobs/tasks/"+id, nil).obj("task")["state"]; s != "leased" {
+		t.Fatalf("state after refused cancel: %v", s)
+	}
+	// A release with an error spends the only attempt: FAILED, then retry.
+	b.do("POST", "/v1/tasks/jobs/tasks/"+id+"/release", map[string]any{"leaseId": lease, "error": "boom"}).want(t, 200, "")
+	g := b.do("GET", "/v1/tasks/jobs/tasks/"+id, nil).want(t, 200, "").obj("task")
+	atts := g["attempts"].([]any)
+	if g["state"] != "failed" || g["lastError"] != "boom" || len(atts) != 1 || atts[0].(map[string]any)["status"] != "failed" {
+		t.Fatalf("after failing release: %v", g)
+	}
+	b.do("POST", "/v1/tasks/jobs/tasks/"+id+"/cancel", nil).want(t, 400, "NOT_CANCELLABLE")
+	r = b.do("POST", "/v1/tasks/jobs/tasks/"+id+"/retry", nil).want(t, 200, "")
+	if tk := r.obj("task"); tk["state"] != "scheduled" || tk["attempt"] != 0.0 {
+		t.Fatalf("retry: %s", r.raw)
+	}
+	b.do("GET", "/v1/tasks/jobs/tasks/nope", nil).want(t, 404, "NOT_FOUND")
+	b.do("POST", "/v1/tasks/jobs/tasks/nope/cancel", nil).want(t, 404, "NOT_FOUND")
+	b.do("GET", "/v1/tasks/other/tasks/"+id, nil).want(t, 404, "NOT_FOUND")
+}
+
+func TestPullLeaseAckExtendRelease(t *testing.T) {
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"thumbs","mode":"pull"}`).want(t, 201, "")
+	b.do("POST", "/v1/tasks/jobs/queues/thumbs/tasks", `[{"payload":{"key":"a"}},{"payload":{"key":"b"}}]`).want(t, 201, "")
+	b.do("POST", "/v1/tasks/jobs/queues/default/lease", `{"count":1}`).want(t, 400, "WRONG_MODE")
+	b.do("POST", "/v1/tasks/jobs/queues/thumbs/lease", `{"count":101}`).want(t, 400, "INVALID_ARGUMENT")
+	b.do("POST", "/v1/tasks/jobs/queues/thumbs/lease", `{"leaseSeconds":86401}`).want(t, 400, "INVALID_ARGUMENT")
+	r := b.do("POST", "/v1/tasks/jobs/queues/thumbs/lease", `{"count":10,"leaseSeconds":120}`).want(t, 200, "")
+	l := r.list("tasks")
+	if len(l) != 2 {
+		t.Fatalf("%s", r.raw)
+	}
+	a := l[0].(map[string]any)
+	if a["attempts"] != 1.0 || a["leaseExpiresAt"] != float64(T0.UnixMilli()+120_000) || a["payload"] == nil {
+		t.Fatalf("%s", r.raw)
+	}
+	id, lease := a["id"].(string), a["leaseId"].(string)
+	b.do("POST", "/v1/tasks/jobs/tasks/"+id+"/ack", map[string]any{"leaseId": "wrong"}).want(t, 409, "LEASE_LOST")
+	b.do("POST", "/v1/tasks/jobs/tasks/"+id+"/ack", map[string]any{}).want(t, 400, "INVALID_ARGUMENT")
+	big := map[string]any{"leaseId": lease, "result": strings.Repeat("r", 64<<10)}
+	r = b.do("POST", "/v1/tasks/jobs/tasks/"+id+"/ack", big).want(t, 400, "PAYLOAD_TOO_LARGE")
+	if !strings.HasPrefix(r.message(), "result") {
+		t.Fatal(r.message())
+	}
+	b.clock.Advance(100 * time.Second)
+	r = b.do("POST", "/v1/tasks/jobs/tasks/"+id+"/extend", map[string]any{"leaseId": lease, "leaseSeconds": 60}).want(t, 200, "")
+	if r.obj("task")["leaseExpiresAt"] != float64(T0.UnixMilli()+160_000) {
+		t.Fatalf("%s", r.raw)
+	}
+	b.clock.Advance(59 * time.Second)
+	r = b.do("POST", "/v1/tasks/jobs/tasks/"+id+"/ack", map[string]any{"leaseId": lease, "result": map[string]any{"width": 320}}).want(t, 200, "")
+	if tk := r.obj("task"); tk["state"] != "succeeded" || tk["result"].(map[string]any)["width"] != 320.0 {
+		t.Fatalf("%s", r.raw)
+	}
+	b.do("POST", "/v1/tasks/jobs/tasks/"+id+"/ack", map[string]any{"leaseId": lease}).want(t, 409, "LEASE_LOST")
+	b.do("POST", "/v1/tasks/jobs/tasks/"+id+"/extend", map[string]any{"leaseId": lease, "leaseSeconds": 5}).want(t, 409, "LEASE_LOST")
+	b.do("POST", "/v1/tasks/jobs/tasks/"+id+"/release", map[string]any{"leaseId": lease}).want(t, 409, "LEASE_LOST")
+
+	// The other lease ran out: the rescuer makes it a failed attempt; the old lease is lost.
+	other, olease := l[1].(map[string]any)["id"].(string), l[1].(map[string]any)["leaseId"].(string)
+	b.clock.Advance(time.Second)
+	if n, err := b.eng.Rescuer().RunOnce(context.Background()); err != nil || n != 1 {
+		t.Fatalf("rescuer: %d %v", n, err)
+	}
+	g := b.do("GET", "/v1/tasks/jobs/tasks/"+other, nil).obj("task")
+	if g["state"] != "retrying" || g["attempts"].([]any)[0].(map[string]any)["status"] != "lease_expired" {
+		t.Fatalf("%v", g)
+	}
+	b.do("POST", "/v1/tasks/jobs/tasks/"+other+"/ack", map[string]any{"leaseId": olease}).want(t, 409, "LEASE_LOST")
+	// Release without error: back unharmed, attempt not counted.
+	b.clock.Advance(time.Hour)
+	_, l2 := b.leaseOne("thumbs", 30)
+	r = b.do("POST", "/v1/tasks/jobs/tasks/"+other+"/release", map[string]any{"leaseId": l2, "delaySeconds": 5}).want(t, 200, "")
+	if tk := r.obj("task"); tk["state"] != "retrying" || tk["attempt"] != 1.0 {
+		t.Fatalf("%s", r.raw)
+	}
+}
+
+func TestCountsCapped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("adds 10,000 tasks")
+	}
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"q","mode":"pull"}`).want(t, 201, "")
+	batch := "[" + strings.TrimSuffix(strings.Repeat(`{},`, 100), ",") + "]"
+	for range 101 {
+		b.do("POST", "/v1/tasks/jobs/queues/q/tasks", batch).want(t, 201, "")
+	}
+	q := b.do("GET", "/v1/tasks/jobs/queues/q", nil).want(t, 200, "").obj("queue")
+	if q["counts"].(map[string]any)["scheduled"] != 10000.0 || len(q["capped"].([]any)) != 1 || q["capped"].([]any)[0] != "scheduled" {
+		t.Fatalf("%v", q)
+	}
+}
+
+func TestRetentionFreesTheName(t *testing.T) {
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"q","mode":"pull"}`).want(t, 201, "")
+	id := b.do("POST", "/v1/tasks/jobs/queues/q/tasks", `{"name":"once"}`).want(t, 201, "").list("tasks")[0].(map[string]any)["id"].(string)
+	b.do("POST", "/v1/tasks/jobs/queues/q/tasks", `{"name":"pending"}`).want(t, 201, "")
+	b.do("POST", "/v1/tasks/jobs/tasks/"+id+"/cancel", nil).want(t, 200, "")
+	b.do("POST", "/v1/tasks/jobs/queues/q/tasks", `{"name":"once"}`).want(t, 409, "TASK_EXISTS")
+	b.clock.Advance(7*24*time.Hour - time.Minute)
+	if n, _ := b.eng.Cleaner().RunOnce(context.Background()); n != 0 {
+		t.Fatalf("deleted %d before retention", n)
+	}
+	b.clock.Advance(2 * time.Minute)
+	if n, _ := b.eng.Cleaner().RunOnce(context.Background()); n != 1 {
+		t.Fatalf("deleted %d, want the one finished task", n)
+	}
+	b.do("GET", "/v1/tasks/jobs/tasks/"+id, nil).want(t, 404, "NOT_FOUND")
+	b.do("POST", "/v1/tasks/jobs/queues/q/tasks", `{"name":"once"}`).want(t, 201, "")
+	b.do("POST", "/v1/tasks/jobs/queues/q/tasks", `{"name":"pending"}`).want(t, 409, "TASK_EXISTS")
+}

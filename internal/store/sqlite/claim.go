@@ -1,0 +1,108 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+var (
+	// qClaimAny asks the read pool whether anything is due, so that a
+	// claim on an idle queue never takes the write lock.
+	qClaimAny = define(onReader, `SELECT 1 FROM tasks
+		WHERE instance_id = ? AND queue = ? AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= ?
+		LIMIT 1`)
+	// qClaimDue walks the tasks_due index of one queue in runAt order.
+	qClaimDue = define(onWriter, `SELECT `+cols("", taskCols)+` FROM tasks
+		WHERE instance_id = ? AND queue = ? AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= ?
+		ORDER BY run_at, id LIMIT ?`)
+	// qClaimSetN holds, by chunk size, the UPDATE that stores what
+	// task.Claim changed in that many tasks. Each entry brings its own
+	// instance, so the planner can only walk the entries and seek each task
+	// by its key.
+	qClaimSetN = defineChunked(2+len(claimSetNames), func(rows string) string {
+		var set []string
+		for _, c := range claimSetNames {
+			set = append(set, c+" = c."+c)
+		}
+		return `WITH c(instance_id, id, ` + strings.Join(claimSetNames, ", ") + `) AS (VALUES ` + rows + `)
+			UPDATE tasks SET ` + strings.Join(set, ", ") + ` FROM c
+			WHERE tasks.instance_id = c.instance_id AND tasks.id = c.id`
+	})
+)
+
+// claimSetNames are the columns task.Claim changes.
+var claimSetNames = []string{"state", "attempt", "max_attempts", "started_at", "deadline_at", "lease_id", "lease_expires_at"}
+
+// TaskClaim claims up to p.Limit due tasks of p.Queue in runAt order (ties
+// by id) in one write transaction: each is moved to RUNNING by task.Claim
+// with a fresh lease, all are written back in a few multi-row statements,
+// and they are returned with their payloads. The transaction's write lock
+// keeps two claimers, in this process or another, from ever getting the
+// same task. A queue with nothing due is answered from the read pool
+// without taking the write lock.
+func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Task, error) {
+	if p.Limit <= 0 {
+		return []*task.Task{}, nil
+	}
+	if p.Queue == nil || p.NewLeaseID == nil {
+		return nil, task.Errorf(task.CodeInternal, "store: TaskClaim needs a queue and NewLeaseID")
+	}
+	q := p.Queue
+	var one int
+	switch err := s.reader(qClaimAny).QueryRowContext(ctx, q.InstanceID, q.Name, p.Now).Scan(&one); {
+	case errors.Is(err, sql.ErrNoRows):
+		return []*task.Task{}, nil
+	case err != nil:
+		return nil, interpretError(err)
+	}
+	var out []*task.Task
+	err := s.write(ctx, func(w *wtx) error {
+		rows, err := w.query(qClaimDue, q.InstanceID, q.Name, p.Now, p.Limit)
+		if err != nil {
+			return err
+		}
+		tasks, err := scanTasks(rows, true)
+		if err != nil {
+			return err
+		}
+		for _, t := range tasks {
+			if err := t.Claim(q, p.Now, p.NewLeaseID(), p.LeaseMs); err != nil {
+				return err
+			}
+		}
+		width := 2 + len(claimSetNames)
+		args := make([]any, 0, width*min(len(tasks), chunkSizes[0]))
+		rest := tasks
+		for _, n := range chunks(len(tasks)) {
+			args = args[:0]
+			for _, t := range rest[:n] {
+				args = append(args, t.InstanceID, t.ID, string(t.State), t.Attempt, t.MaxAttempts, t.StartedAt,
+					t.DeadlineAt, t.LeaseID, t.LeaseExpiresAt)
+			}
+			rest = rest[n:]
+			r, err := w.exec(qClaimSetN[n], args...)
+			if err != nil {
+				return err
+			}
+			if got, err := affected(r); err != nil {
+				return err
+			} else if got != n {
+				return task.Errorf(task.CodeInternal, "store: claimed %d tasks but wrote %d", n, got)
+			}
+		}
+		out = tasks
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = []*task.Task{}
+	}
+	return out, nil
+}

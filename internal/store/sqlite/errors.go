@@ -1,0 +1,53 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/errandhq/errand/internal/task"
+)
+
+// interpretError is the one place where SQLite's errors become domain
+// errors: a missing row is task.ErrNotFound, a unique or primary-key
+// violation is INSTANCE_EXISTS, QUEUE_EXISTS or TASK_EXISTS after its table,
+// a busy or locked database is UNAVAILABLE. Domain errors and context errors
+// pass through unchanged; anything else is INTERNAL with SQLite's message.
+func interpretError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var te *task.Error
+	if errors.As(err, &te) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return task.ErrNotFound
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		code := se.Code()
+		switch {
+		case code == sqlite3.SQLITE_CONSTRAINT_UNIQUE || code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			msg := se.Error()
+			switch {
+			case strings.Contains(msg, "failed: tasks."):
+				return task.Errorf(task.CodeTaskExists, "a task with this name already exists in the queue")
+			case strings.Contains(msg, "failed: queues."):
+				return task.Errorf(task.CodeQueueExists, "the queue already exists")
+			case strings.Contains(msg, "failed: instances."):
+				return task.Errorf(task.CodeInstanceExists, "the instance already exists")
+			}
+		case code&0xff == sqlite3.SQLITE_BUSY || code&0xff == sqlite3.SQLITE_LOCKED:
+			return task.Errorf(task.CodeUnavailable, "the store is busy; try again: %s", se.Error())
+		}
+	}
+	return task.Errorf(task.CodeInternal, "store: %s", err.Error())
+}

@@ -1,0 +1,86 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/errandhq/errand/internal/task"
+)
+
+// These are the engine's (the operator's) queries across instances. Each
+// loops over the queues, a small table, and seeks into a per-queue index, so
+// none needs an index that does not begin with the instance.
+var (
+	// qExpired finds RUNNING tasks whose lease ended through tasks_lease.
+	qExpired = define(onReader, `SELECT `+cols("t", taskCols)+`
+		FROM queues AS q CROSS JOIN tasks AS t
+		WHERE t.instance_id = q.instance_id AND t.queue = q.name
+		  AND t.state = 'RUNNING' AND t.lease_expires_at <= ?
+		LIMIT ?`)
+	// qNextDue takes, per queue, the first entry of tasks_due and of
+	// tasks_lease.
+	qNextDue = define(onReader, `SELECT
+		coalesce(min(CASE WHEN q.mode = 'push' AND q.paused = 0 THEN (SELECT t.run_at FROM tasks AS t
+			WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state IN ('PENDING', 'RETRY_WAIT')
+			ORDER BY t.run_at LIMIT 1) END), 0),
+		coalesce(min((SELECT t.lease_expires_at FROM tasks AS t
+			WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state = 'RUNNING'
+			ORDER BY t.lease_expires_at LIMIT 1)), 0)
+		FROM queues AS q`)
+	// qDeleteFinished removes finished tasks past their instance's
+	// retention, walking tasks_state by (state, finishedAt) per queue.
+	qDeleteFinished = define(onWriter, `DELETE FROM tasks WHERE (instance_id, id) IN (
+		SELECT t.instance_id, t.id
+		FROM instances AS i CROSS JOIN queues AS q CROSS JOIN tasks AS t INDEXED BY tasks_state
+		WHERE q.instance_id = i.id AND t.instance_id = q.instance_id AND t.queue = q.name
+		  AND t.state IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+		  AND t.sort_at < ?1 - i.retention_days * 86400000
+		LIMIT ?2)`)
+)
+
+// TaskExpired returns up to limit RUNNING tasks whose lease expired at or
+// before now, with payloads.
+func (s *Store) TaskExpired(ctx context.Context, now int64, limit int) ([]*task.Task, error) {
+	if limit <= 0 {
+		return []*task.Task{}, nil
+	}
+	rows, err := s.reader(qExpired).QueryContext(ctx, now, limit)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out, err := scanTasks(rows, true)
+	if out == nil && err == nil {
+		out = []*task.Task{}
+	}
+	return out, err
+}
+
+// TaskNextDue returns the earliest runAt of a PENDING or RETRY_WAIT task of
+// an unpaused push queue and the earliest lease expiry of a RUNNING task of
+// any queue; each is 0 when there is none.
+func (s *Store) TaskNextDue(ctx context.Context) (runAt int64, leaseExpiry int64, err error) {
+	var r, l sql.NullInt64
+	if err := s.reader(qNextDue).QueryRowContext(ctx).Scan(&r, &l); err != nil {
+		return 0, 0, interpretError(err)
+	}
+	return r.Int64, l.Int64, nil
+}
+
+// TaskDeleteFinished removes up to limit finished tasks whose FinishedAt is
+// more than their instance's retentionDays before now, in one transaction,
+// and returns how many.
+func (s *Store) TaskDeleteFinished(ctx context.Context, now int64, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	var n int
+	err := s.write(ctx, func(w *wtx) error {
+		r, err := w.exec(qDeleteFinished, now, limit)
+		if err != nil {
+			return err
+		}
+		n, err = affected(r)
+		return err
+	})
+	return n, err
+}

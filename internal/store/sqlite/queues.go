@@ -1,0 +1,276 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+
+	"github.com/errandhq/errand/internal/task"
+)
+
+const queueCols = `instance_id, name, mode, target, rate_per_second, max_concurrent, max_attempts,
+	min_backoff_seconds, max_backoff_seconds, max_doublings, max_age_seconds, deadline_seconds,
+	dead_letter_queue, target_control, paused, created_at`
+
+var (
+	qQueueInsert = define(onWriter, `INSERT INTO queues (`+queueCols+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	qQueueGet    = define(onWriter|onReader, `SELECT `+queueCols+` FROM queues WHERE instance_id = ? AND name = ?`)
+	qQueueExists = define(onWriter, `SELECT 1 FROM queues WHERE instance_id = ? AND name = ?`)
+	qQueueList   = define(onReader, `SELECT `+queueCols+` FROM queues WHERE instance_id = ? ORDER BY name`)
+	qQueueAll    = define(onReader, `SELECT `+queueCols+` FROM queues ORDER BY instance_id, name`)
+	qQueueUpdate = define(onWriter, `UPDATE queues SET target = ?, rate_per_second = ?, max_concurrent = ?,
+		max_attempts = ?, min_backoff_seconds = ?, max_backoff_seconds = ?, max_doublings = ?, max_age_seconds = ?,
+		deadline_seconds = ?, dead_letter_queue = ?, target_control = ?, paused = ?
+		WHERE instance_id = ? AND name = ?`)
+	qQueueDelete = define(onWriter, `DELETE FROM queues WHERE instance_id = ? AND name = ?`)
+	qQueuePurge  = define(onWriter, `DELETE FROM tasks INDEXED BY tasks_created WHERE instance_id = ? AND queue = ?`)
+	// A deleted queue is no longer anyone's dead-letter queue.
+	qQueueUnlinkDLQ = define(onWriter, `UPDATE queues SET dead_letter_queue = NULL
+		WHERE instance_id = ? AND dead_letter_queue = ?`)
+	qQueueCounts = define(onReader, `
+		SELECT 'PENDING', count(*) FROM (SELECT 1 FROM tasks WHERE instance_id = ?1 AND queue = ?2 AND state = 'PENDING' LIMIT ?3)
+		UNION ALL SELECT 'RUNNING', count(*) FROM (SELECT 1 FROM tasks WHERE instance_id = ?1 AND queue = ?2 AND state = 'RUNNING' LIMIT ?3)
+		UNION ALL SELECT 'RETRY_WAIT', count(*) FROM (SELECT 1 FROM tasks WHERE instance_id = ?1 AND queue = ?2 AND state = 'RETRY_WAIT' LIMIT ?3)
+		UNION ALL SELECT 'SUCCEEDED', count(*) FROM (SELECT 1 FROM tasks WHERE instance_id = ?1 AND queue = ?2 AND state = 'SUCCEEDED' LIMIT ?3)
+		UNION ALL SELECT 'FAILED', count(*) FROM (SELECT 1 FROM tasks WHERE instance_id = ?1 AND queue = ?2 AND state = 'FAILED' LIMIT ?3)
+		UNION ALL SELECT 'CANCELLED', count(*) FROM (SELECT 1 FROM tasks WHERE instance_id = ?1 AND queue = ?2 AND state = 'CANCELLED' LIMIT ?3)`)
+)
+
+func scanQueue(sc scanner) (*task.Queue, error) {
+	q := &task.Queue{}
+	var (
+		mode          string
+		target        []byte
+		dlq           sql.NullString
+		tctl, paused  int64
+		maxConcurrent int64
+	)
+	if err := sc.Scan(&q.InstanceID, &q.Name, &mode, &target, &q.RatePerSecond, &maxConcurrent, &q.MaxAttempts,
+		&q.MinBackoffSeconds, &q.MaxBackoffSeconds, &q.MaxDoublings, &q.MaxAgeSeconds, &q.DeadlineSeconds,
+		&dlq, &tctl, &paused, &q.CreatedAt); err != nil {
+		return nil, interpretError(err)
+	}
+	q.Mode = task.Mode(mode)
+	q.MaxConcurrent = int(maxConcurrent)
+	q.DeadLetterQueue = dlq.String
+	q.TargetControl = tctl != 0
+	q.Paused = paused != 0
+	if len(target) > 0 {
+		q.Target = &task.Target{}
+		if err := json.Unmarshal(target, q.Target); err != nil {
+			return nil, task.Errorf(task.CodeInternal, "store: queue %s: bad target: %v", q.Name, err)
+		}
+	}
+	return q, nil
+}
+
+func scanQueues(rows *sql.Rows) ([]*task.Queue, error) {
+	defer rows.Close()
+	out := []*task.Queue{}
+	for rows.Next() {
+		q, err := scanQueue(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, interpretError(err)
+	}
+	return out, nil
+}
+
+// insertQueue stores a new queue; QUEUE_EXISTS if its name is taken.
+func (w *wtx) insertQueue(q *task.Queue) error {
+	target, err := targetJSON(q.Target)
+	if err != nil {
+		return err
+	}
+	_, err = w.exec(qQueueInsert, q.InstanceID, q.Name, string(q.Mode), target, q.RatePerSecond, q.MaxConcurrent,
+		q.MaxAttempts, q.MinBackoffSeconds, q.MaxBackoffSeconds, q.MaxDoublings, q.MaxAgeSeconds, q.DeadlineSeconds,
+		nullStr(q.DeadLetterQueue), boolInt(q.TargetControl), boolInt(q.Paused), q.CreatedAt)
+	return err
+}
+
+// queueExists reports whether the instance has the queue.
+func (w *wtx) queueExists(instanceID, name string) (bool, error) {
+	var one int
+	err := w.queryRow(qQueueExists, instanceID, name).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, interpretError(err)
+	}
+	return true, nil
+}
+
+// checkDeadLetter refuses a deadLetterQueue that is not a queue of the same
+// instance.
+func (w *wtx) checkDeadLetter(q *task.Queue) error {
+	if q.DeadLetterQueue == "" {
+		return nil
+	}
+	if q.DeadLetterQueue == q.Name {
+		return task.FieldErrorf(task.CodeInvalidArgument, "deadLetterQueue", "a queue cannot be its own dead-letter queue")
+	}
+	ok, err := w.queueExists(q.InstanceID, q.DeadLetterQueue)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return task.FieldErrorf(task.CodeInvalidArgument, "deadLetterQueue", "queue %q does not exist in this instance", q.DeadLetterQueue)
+	}
+	return nil
+}
+
+// QueueCreate stores a new queue: QUEUE_EXISTS if the name is taken,
+// INVALID_ARGUMENT naming deadLetterQueue if that queue does not exist in
+// the instance, NOT_FOUND if the instance does not exist.
+func (s *Store) QueueCreate(ctx context.Context, q *task.Queue) error {
+	return s.write(ctx, func(w *wtx) error {
+		var one int
+		if err := w.queryRow(qInstanceExists, q.InstanceID).Scan(&one); err != nil {
+			return interpretError(err)
+		}
+		if err := w.checkDeadLetter(q); err != nil {
+			return err
+		}
+		return w.insertQueue(q)
+	})
+}
+
+// QueueGet finds one queue.
+func (s *Store) QueueGet(ctx context.Context, instanceID, name string) (*task.Queue, error) {
+	return scanQueue(s.reader(qQueueGet).QueryRowContext(ctx, instanceID, name))
+}
+
+// QueueList lists an instance's queues by name.
+func (s *Store) QueueList(ctx context.Context, instanceID string) ([]*task.Queue, error) {
+	rows, err := s.reader(qQueueList).QueryContext(ctx, instanceID)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return scanQueues(rows)
+}
+
+// QueueListAll lists every queue of every instance, by instance and name.
+func (s *Store) QueueListAll(ctx context.Context) ([]*task.Queue, error) {
+	rows, err := s.reader(qQueueAll).QueryContext(ctx)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return scanQueues(rows)
+}
+
+// QueueUpdate applies fn to the queue inside a write transaction and stores
+// its settings, refusing a deadLetterQueue that does not exist. The
+// instance, name, mode and creation time stay.
+func (s *Store) QueueUpdate(ctx context.Context, instanceID, name string, fn func(*task.Queue) error) (*task.Queue, error) {
+	var out *task.Queue
+	err := s.write(ctx, func(w *wtx) error {
+		q, err := scanQueue(w.queryRow(qQueueGet, instanceID, name))
+		if err != nil {
+			return err
+		}
+		mode, created := q.Mode, q.CreatedAt
+		if err := fn(q); err != nil {
+			return err
+		}
+		q.InstanceID, q.Name, q.Mode, q.CreatedAt = instanceID, name, mode, created
+		if err := w.checkDeadLetter(q); err != nil {
+			return err
+		}
+		target, err := targetJSON(q.Target)
+		if err != nil {
+			return err
+		}
+		if _, err := w.exec(qQueueUpdate, target, q.RatePerSecond, q.MaxConcurrent, q.MaxAttempts, q.MinBackoffSeconds,
+			q.MaxBackoffSeconds, q.MaxDoublings, q.MaxAgeSeconds, q.DeadlineSeconds, nullStr(q.DeadLetterQueue),
+			boolInt(q.TargetControl), boolInt(q.Paused), instanceID, name); err != nil {
+			return err
+		}
+		out = q
+		return nil
+	})
+	return out, err
+}
+
+// QueueDelete removes a queue and all its tasks, and clears it as the
+// dead-letter queue of the instance's other queues. It returns how many
+// tasks went with it.
+func (s *Store) QueueDelete(ctx context.Context, instanceID, name string) (int, error) {
+	var n int
+	err := s.write(ctx, func(w *wtx) error {
+		r, err := w.exec(qQueueDelete, instanceID, name)
+		if err != nil {
+			return err
+		}
+		if gone, err := affected(r); err != nil {
+			return err
+		} else if gone == 0 {
+			return task.ErrNotFound
+		}
+		if n, err = w.purge(instanceID, name); err != nil {
+			return err
+		}
+		_, err = w.exec(qQueueUnlinkDLQ, instanceID, name)
+		return err
+	})
+	return n, err
+}
+
+// QueuePurge removes every task of a queue and returns how many.
+func (s *Store) QueuePurge(ctx context.Context, instanceID, name string) (int, error) {
+	var n int
+	err := s.write(ctx, func(w *wtx) error {
+		ok, err := w.queueExists(instanceID, name)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return task.ErrNotFound
+		}
+		n, err = w.purge(instanceID, name)
+		return err
+	})
+	return n, err
+}
+
+func (w *wtx) purge(instanceID, name string) (int, error) {
+	r, err := w.exec(qQueuePurge, instanceID, name)
+	if err != nil {
+		return 0, err
+	}
+	return affected(r)
+}
+
+// QueueCounts counts a queue's tasks by state, each count stopping at limit.
+// Every state has an entry.
+func (s *Store) QueueCounts(ctx context.Context, instanceID, name string, limit int) (map[task.State]int, error) {
+	if limit < 0 {
+		limit = 0
+	}
+	rows, err := s.reader(qQueueCounts).QueryContext(ctx, instanceID, name, limit)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	out := make(map[task.State]int, len(task.States))
+	for rows.Next() {
+		var (
+			state string
+			n     int
+		)
+		if err := rows.Scan(&state, &n); err != nil {
+			return nil, interpretError(err)
+		}
+		out[task.State(state)] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, interpretError(err)
+	}
+	return out, nil
+}

@@ -1,0 +1,332 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// qTaskInsertN holds, by chunk size, the multi-row INSERT of that many
+// tasks. A row whose id or name is taken is skipped (DO NOTHING), and
+// RETURNING names the rows stored.
+var qTaskInsertN = defineChunked(len(taskCols), func(rows string) string {
+	return `INSERT INTO tasks (` + cols("", taskCols) + `) VALUES ` + rows +
+		` ON CONFLICT DO NOTHING RETURNING instance_id, id`
+})
+
+// qTaskFinishN holds, by chunk size, the fenced UPDATE of that many tasks:
+// a row changes only while it is RUNNING under the lease its entry carries
+// (fence), and RETURNING names the rows changed. Each entry brings its own
+// instance, so the planner can only walk the entries and seek each task by
+// its key.
+var qTaskFinishN = defineChunked(3+len(taskSetNames), func(rows string) string {
+	var set []string
+	for _, c := range taskSetNames {
+		set = append(set, c+" = c."+c)
+	}
+	return `WITH c(instance_id, id, fence, ` + strings.Join(taskSetNames, ", ") + `) AS (VALUES ` + rows + `)
+		UPDATE tasks SET ` + strings.Join(set, ", ") + ` FROM c
+		WHERE tasks.instance_id = c.instance_id AND tasks.id = c.id AND tasks.state = 'RUNNING' AND tasks.lease_id = c.fence
+		RETURNING tasks.instance_id, tasks.id`
+})
+
+var (
+	qTaskGet    = define(onWriter|onReader, `SELECT `+cols("", taskCols)+` FROM tasks WHERE instance_id = ? AND id = ?`)
+	qTaskByName = define(onWriter, `SELECT id FROM tasks WHERE instance_id = ? AND queue = ? AND name = ?`)
+	// qTaskUpdate stores every field a domain method may change.
+	qTaskUpdate = define(onWriter, `UPDATE tasks SET `+taskSetCols+` WHERE instance_id = ? AND id = ?`)
+)
+
+// taskSetNames are the columns the lifecycle methods change; the others
+// (queue, name, payload, params, target, source, …) are fixed at add.
+var taskSetNames = []string{"state", "attempt", "max_attempts", "run_at", "started_at", "deadline_at",
+	"finished_at", "lease_id", "lease_expires_at", "last_error", "result", "attempts"}
+
+// taskSetCols is taskSetNames as the SET list of an UPDATE.
+var taskSetCols = strings.Join(taskSetNames, " = ?, ") + " = ?"
+
+// taskSetArgs appends the values of taskSetNames for t.
+func taskSetArgs(args []any, t *task.Task) ([]any, error) {
+	attempts, err := attemptsJSON(t.Attempts)
+	if err != nil {
+		return nil, err
+	}
+	return append(args, string(t.State), t.Attempt, t.MaxAttempts, t.RunAt, t.StartedAt, t.DeadlineAt,
+		t.FinishedAt, t.LeaseID, t.LeaseExpiresAt, t.LastError, nullBytes(t.Result), attempts), nil
+}
+
+// taskInsertArgs appends the values of taskCols for t.
+func taskInsertArgs(args []any, t *task.Task) ([]any, error) {
+	target, err := targetJSON(t.Target)
+	if err != nil {
+		return nil, err
+	}
+	attempts, err := attemptsJSON(t.Attempts)
+	if err != nil {
+		return nil, err
+	}
+	return append(args, t.InstanceID, t.ID, t.Queue, nullStr(t.Name), string(t.State), boolInt(t.Pull),
+		t.Attempt, t.MaxAttempts, t.RunAt, t.CreatedAt, t.StartedAt, t.DeadlineAt, t.FinishedAt, t.LeaseID,
+		t.LeaseExpiresAt, t.DeadlineSeconds, t.Source, t.Depth, nullStr(t.DeadLetterOf), t.LastError, target,
+		nullBytes(t.Params), attempts, payloadBytes(t.Payload), nullBytes(t.Result)), nil
+}
+
+// insertTasks stores tasks with as few statements as the chunk sizes allow
+// and reports which were stored; a task whose id or name is taken is not.
+func (w *wtx) insertTasks(tasks []*task.Task) (map[[2]string]bool, error) {
+	stored := make(map[[2]string]bool, len(tasks))
+	args := make([]any, 0, len(taskCols)*min(len(tasks), chunkSizes[0]))
+	for _, n := range chunks(len(tasks)) {
+		args = args[:0]
+		for _, t := range tasks[:n] {
+			var err error
+			if args, err = taskInsertArgs(args, t); err != nil {
+				return nil, err
+			}
+		}
+		rows, err := w.query(qTaskInsertN[n], args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var key [2]string
+			if err := rows.Scan(&key[0], &key[1]); err != nil {
+				rows.Close()
+				return nil, interpretError(err)
+			}
+			stored[key] = true
+		}
+		if err := rows.Close(); err != nil {
+			return nil, interpretError(err)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, interpretError(err)
+		}
+		tasks = tasks[n:]
+	}
+	return stored, nil
+}
+
+// TaskAdd stores tasks in one transaction, each on its own: a name already
+// used in its queue gets TASK_EXISTS with the existing id, a queue that does
+// not exist gets NOT_FOUND, and the others are stored.
+func (s *Store) TaskAdd(ctx context.Context, tasks []*task.Task) ([]store.AddResult, error) {
+	if len(tasks) == 0 {
+		return []store.AddResult{}, nil
+	}
+	res := make([]store.AddResult, len(tasks))
+	err := s.write(ctx, func(w *wtx) error {
+		queues := map[[2]string]bool{}
+		ids := make(map[[2]string]bool, len(tasks))
+		valid := make([]*task.Task, 0, len(tasks))
+		for i, t := range tasks {
+			res[i] = store.AddResult{}
+			id := [2]string{t.InstanceID, t.ID}
+			if ids[id] {
+				res[i].Err = &task.Error{Code: task.CodeTaskExists, ID: t.ID, Message: "the batch holds id " + quote(t.ID) + " twice"}
+				continue
+			}
+			ids[id] = true
+			key := [2]string{t.InstanceID, t.Queue}
+			ok, seen := queues[key]
+			if !seen {
+				var err error
+				if ok, err = w.queueExists(t.InstanceID, t.Queue); err != nil {
+					return err
+				}
+				queues[key] = ok
+			}
+			if !ok {
+				res[i].Err = task.Errorf(task.CodeNotFound, "queue %q not found", t.Queue)
+				continue
+			}
+			valid = append(valid, t)
+		}
+		stored, err := w.insertTasks(valid)
+		if err != nil {
+			return err
+		}
+		for i, t := range tasks {
+			if res[i].Err != nil {
+				continue
+			}
+			if stored[[2]string{t.InstanceID, t.ID}] {
+				res[i].Task = t
+				continue
+			}
+			// Skipped: its name is taken in the queue, or else its id.
+			res[i].Err = &task.Error{Code: task.CodeTaskExists, ID: t.ID, Message: "task id " + quote(t.ID) + " is taken"}
+			if t.Name != "" {
+				var id string
+				err := w.queryRow(qTaskByName, t.InstanceID, t.Queue, t.Name).Scan(&id)
+				if err != nil && !errors.Is(err, sql.ErrNoRows) {
+					return interpretError(err)
+				}
+				if err == nil {
+					res[i].Err = &task.Error{Code: task.CodeTaskExists, ID: id,
+						Message: "a task named " + quote(t.Name) + " already exists in queue " + quote(t.Queue)}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func quote(s string) string { return `"` + s + `"` }
+
+// TaskGet returns one task with payload, result and attempts.
+func (s *Store) TaskGet(ctx context.Context, instanceID, id string) (*task.Task, error) {
+	return scanTask(s.reader(qTaskGet).QueryRowContext(ctx, instanceID, id), true)
+}
+
+// TaskUpdate reads the task inside a write transaction, applies fn and
+// stores what fn changed if fn returned nil. fn's error is returned
+// unchanged and nothing is written.
+func (s *Store) TaskUpdate(ctx context.Context, instanceID, id string, fn func(*task.Task) error) (*task.Task, error) {
+	var out *task.Task
+	err := s.write(ctx, func(w *wtx) error {
+		t, err := scanTask(w.queryRow(qTaskGet, instanceID, id), true)
+		if err != nil {
+			return err
+		}
+		if err := fn(t); err != nil {
+			return err
+		}
+		t.InstanceID, t.ID = instanceID, id
+		args, err := taskSetArgs(make([]any, 0, len(taskSetNames)+2), t)
+		if err != nil {
+			return err
+		}
+		if _, err := w.exec(qTaskUpdate, append(args, instanceID, id)...); err != nil {
+			return err
+		}
+		out = t
+		return nil
+	})
+	return out, err
+}
+
+// TaskFinish stores attempts' outcomes in one transaction, each fenced by
+// its lease: a row that is no longer RUNNING under p.LeaseID is left as it
+// is and answers LEASE_LOST. The writes go out in multi-row statements; a
+// task that appears twice in ps is written in order, in a later round. A
+// dead-letter copy is added only with a write that applied, and only while
+// its queue exists.
+func (s *Store) TaskFinish(ctx context.Context, ps []*store.FinishParams) ([]error, error) {
+	res := make([]error, len(ps))
+	if len(ps) == 0 {
+		return res, nil
+	}
+	err := s.write(ctx, func(w *wtx) error {
+		var dead []*task.Task
+		queues := map[[2]string]bool{}
+		for _, round := range finishRounds(ps) {
+			applied, err := w.finishRound(ps, round)
+			if err != nil {
+				return err
+			}
+			for _, i := range round {
+				p := ps[i]
+				res[i] = nil
+				if !applied[[2]string{p.Task.InstanceID, p.Task.ID}] {
+					res[i] = task.Errorf(task.CodeLeaseLost, "the lease is no longer held: it expired, was released, or the task was finished or leased again")
+					continue
+				}
+				dl := p.DeadLetter
+				if dl == nil {
+					continue
+				}
+				key := [2]string{dl.InstanceID, dl.Queue}
+				ok, seen := queues[key]
+				if !seen {
+					if ok, err = w.queueExists(dl.InstanceID, dl.Queue); err != nil {
+						return err
+					}
+					queues[key] = ok
+				}
+				if !ok {
+					s.log.Warn("dead-letter queue is gone; no copy kept", "instance", dl.InstanceID, "queue", dl.Queue, "task", p.Task.ID)
+					continue
+				}
+				dead = append(dead, dl)
+			}
+		}
+		stored, err := w.insertTasks(dead)
+		if err != nil {
+			return err
+		}
+		for _, dl := range dead {
+			if !stored[[2]string{dl.InstanceID, dl.ID}] {
+				return task.Errorf(task.CodeInternal, "store: dead-letter copy %s: its id is taken", dl.ID)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// finishRounds splits the indexes of ps into rounds in which no task
+// appears twice, keeping each task's writes in their order.
+func finishRounds(ps []*store.FinishParams) [][]int {
+	var rounds [][]int
+	seen := make(map[[2]string]int, len(ps)) // task → rounds it is in
+	for i, p := range ps {
+		key := [2]string{p.Task.InstanceID, p.Task.ID}
+		r := seen[key]
+		seen[key] = r + 1
+		if r == len(rounds) {
+			rounds = append(rounds, nil)
+		}
+		rounds[r] = append(rounds[r], i)
+	}
+	return rounds
+}
+
+// finishRound writes the fenced updates of ps[round...] and returns the
+// tasks whose write applied.
+func (w *wtx) finishRound(ps []*store.FinishParams, round []int) (map[[2]string]bool, error) {
+	applied := make(map[[2]string]bool, len(round))
+	width := 3 + len(taskSetNames)
+	args := make([]any, 0, width*min(len(round), chunkSizes[0]))
+	for _, n := range chunks(len(round)) {
+		args = args[:0]
+		for _, i := range round[:n] {
+			t := ps[i].Task
+			var err error
+			if args, err = taskSetArgs(append(args, t.InstanceID, t.ID, ps[i].LeaseID), t); err != nil {
+				return nil, err
+			}
+		}
+		round = round[n:]
+		rows, err := w.query(qTaskFinishN[n], args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var key [2]string
+			if err := rows.Scan(&key[0], &key[1]); err != nil {
+				rows.Close()
+				return nil, interpretError(err)
+			}
+			applied[key] = true
+		}
+		if err := rows.Close(); err != nil {
+			return nil, interpretError(err)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, interpretError(err)
+		}
+	}
+	return applied, nil
+}

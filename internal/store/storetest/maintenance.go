@@ -1,0 +1,216 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/errandhq/errand/internal/task"
+)
+
+var maintenanceCases = []testCase{
+	{"Expired", testExpired},
+	{"NextDue", testNextDue},
+	{"DeleteFinished", testDeleteFinished},
+	{"DeleteFinishedBatches", testDeleteFinishedBatches},
+}
+
+// testExpired checks that TaskExpired returns RUNNING tasks whose lease
+// ended at or before now, of every instance, with payloads, up to limit.
+func testExpired(t *testing.T, e *env) {
+	a := e.instance("acme", "jobs")
+	b := e.instance("globex", "jobs")
+	qa := e.queue(a, "work", task.ModePull)
+	qb := e.queue(b, "work", task.ModePull)
+	e.addN(qa, 3, T0, nil)
+	e.addN(qb, 2, T0, nil)
+	if got, err := e.s.TaskExpired(e.ctx, T0+1_000_000, 10); err != nil || len(got) != 0 {
+		t.Fatalf("TaskExpired with nothing running = %d, %v", len(got), err)
+	}
+	ca := e.claim(qa, T0, 2, 1_000) // leases end at T0+1000
+	cb := e.claim(qb, T0, 2, 5_000) // leases end at T0+5000
+	if len(ca) != 2 || len(cb) != 2 {
+		t.Fatalf("claimed %d and %d", len(ca), len(cb))
+	}
+	if got, _ := e.s.TaskExpired(e.ctx, T0+999, 10); len(got) != 0 {
+		t.Fatalf("TaskExpired before expiry = %d tasks", len(got))
+	}
+	got, err := e.s.TaskExpired(e.ctx, T0+1_000, 10)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("TaskExpired at expiry = %d, %v; want the 2 of acme", len(got), err)
+	}
+	for _, tk := range got {
+		if tk.InstanceID != a.ID || tk.State != task.Running || string(tk.Payload) != `{"n":1}` || tk.LeaseID == "" {
+			t.Fatalf("expired task %+v", tk)
+		}
+	}
+	if got, _ := e.s.TaskExpired(e.ctx, T0+5_000, 3); len(got) != 3 {
+		t.Fatalf("TaskExpired limit 3 = %d", len(got))
+	}
+	// A finished attempt is no longer expired.
+	e.finish(qa, ca[0], T0+10, task.Outcome{Status: task.AttemptSucceeded})
+	if got, _ := e.s.TaskExpired(e.ctx, T0+5_000, 10); len(got) != 3 {
+		t.Fatalf("TaskExpired after a finish = %d, want 3", len(got))
+	}
+}
+
+func testNextDue(t *testing.T, e *env) {
+	runAt, lease, err := e.s.TaskNextDue(e.ctx)
+	if err != nil || runAt != 0 || lease != 0 {
+		t.Fatalf("TaskNextDue(empty) = %d, %d, %v", runAt, lease, err)
+	}
+	a := e.instance("acme", "jobs")
+	b := e.instance("globex", "jobs")
+	qa := e.queue(a, "work", task.ModePull)
+	qb := e.queue(b, "work", task.ModePush)
+	qa2 := e.queue(a, "other", task.ModePush, func(q *task.Queue) { q.MinBackoffSeconds = 1 })
+	qp := e.queue(a, "paused", task.ModePush, func(q *task.Queue) { q.Paused = true })
+
+	cancelled := e.withID(qb, "c", T0, T0+100)
+	if _, err := e.s.TaskUpdate(e.ctx, b.ID, cancelled.ID, func(t *task.Task) error { return t.Cancel(T0) }); err != nil {
+		t.Fatal(err)
+	}
+	// Pull tasks wait for workers and paused queues for a resume: neither
+	// is the dispatcher's next wake-up.
+	e.withID(qa, "p1", T0, T0+100)
+	e.withID(qp, "p0", T0, T0+50)
+	e.withID(qb, "p2", T0, T0+300)
+	runAt, lease, err = e.s.TaskNextDue(e.ctx)
+	if err != nil || runAt != T0+300 || lease != 0 {
+		t.Fatalf("TaskNextDue = %d, %d, %v; want T0+300, 0", runAt-T0, lease, err)
+	}
+
+	e.withID(qa2, "r1", T0, T0)
+	e.withID(qa2, "r2", T0, T0)
+	c := e.claim(qa2, T0+10, 2, 5_000) // leases end at T0+5010
+	runAt, lease, err = e.s.TaskNextDue(e.ctx)
+	if err != nil || runAt != T0+300 || lease != T0+5_010 {
+		t.Fatalf("TaskNextDue = %d, %d, %v; want T0+300, T0+5010", runAt-T0, lease-T0, err)
+	}
+	// A RETRY_WAIT task counts as due at its runAt.
+	e.finish(qa2, c[0], T0+20, fail("x")) // runAt T0+1020
+	e.finish(qa2, c[1], T0+20, fail("x"))
+	runAt, lease, err = e.s.TaskNextDue(e.ctx)
+	if err != nil || runAt != T0+300 || lease != 0 {
+		t.Fatalf("TaskNextDue = %d, %d, %v; want T0+300, 0", runAt-T0, lease, err)
+	}
+	e.claim(qb, T0+300, 1, 60_000)
+	e.claim(qa, T0+500, 1, 9_000)
+	runAt, lease, err = e.s.TaskNextDue(e.ctx)
+	if err != nil || runAt != T0+1_020 || lease != T0+9_500 {
+		t.Fatalf("TaskNextDue = %d, %d, %v; want T0+1020, T0+9500", runAt-T0, lease-T0, err)
+	}
+}
+
+// testDeleteFinished checks that retention follows each instance's
+// retentionDays against the now passed in, and never touches an unfinished
+// task.
+func testDeleteFinished(t *testing.T, e *env) {
+	a := e.instance("acme", "short") // 1 day
+	if _, err := e.s.InstanceUpdate(e.ctx, "acme", "short", func(i *task.Instance) error { i.Settings.RetentionDays = 1; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	b := e.instance("acme", "long") // 3 days
+	if _, err := e.s.InstanceUpdate(e.ctx, "acme", "long", func(i *task.Instance) error { i.Settings.RetentionDays = 3; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	qa := e.queue(a, "work", task.ModePull, func(q *task.Queue) { q.MaxAttempts = 1 })
+	qr := e.queue(a, "retry", task.ModePull, func(q *task.Queue) { q.MaxAttempts = 5; q.MaxBackoffSeconds = 86400 * 10; q.MinBackoffSeconds = 86400 })
+	qb := e.queue(b, "work", task.ModePull)
+
+	// In a: one of each finished state at T0+10, one succeeded a day later,
+	// and old unfinished ones.
+	e.withID(qa, "a-ok", T0, T0)
+	e.withID(qa, "a-fail", T0, T0)
+	e.withID(qa, "a-run", T0, T0)
+	e.withID(qa, "a-late", T0, T0)
+	e.withID(qa, "a-cancel", T0, T0+50)
+	e.withID(qa, "a-pending", T0, T0+3*Day)
+	e.withID(qr, "a-retry", T0, T0)
+	c := e.claim(qa, T0, 4, 10*Day)
+	byID := map[string]*task.Task{}
+	for _, tk := range c {
+		byID[tk.ID] = tk
+	}
+	e.finish(qa, byID["a-ok"], T0+10, succeed(`1`))
+	e.finish(qa, byID["a-fail"], T0+10, fail("x"))
+	e.finish(qa, byID["a-late"], T0+10+Day, succeed(`1`))
+	if _, err := e.s.TaskUpdate(e.ctx, a.ID, "a-cancel", func(t *task.Task) error { return t.Cancel(T0 + 10) }); err != nil {
+		t.Fatal(err)
+	}
+	rc := e.claim(qr, T0, 1, 10*Day)
+	e.finish(qr, rc[0], T0+10, fail("wait")) // RETRY_WAIT for a day
+	// In b: succeeded at T0+10.
+	e.withID(qb, "b-ok", T0, T0)
+	bc := e.claim(qb, T0, 1, 1000)
+	e.finish(qb, bc[0], T0+10, succeed(`1`))
+
+	exists := func(inst *task.Instance, id string) bool {
+		_, err := e.s.TaskGet(e.ctx, inst.ID, id)
+		if err != nil && !task.IsCode(err, task.CodeNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	del := func(now int64) int {
+		n, err := e.s.TaskDeleteFinished(e.ctx, now, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// Exactly one retention period old is still kept.
+	if n := del(T0 + 10 + Day); n != 0 {
+		t.Fatalf("deleted %d at exactly the retention period", n)
+	}
+	if n := del(T0 + 11 + Day); n != 3 {
+		t.Fatalf("deleted %d, want 3 (a-ok, a-fail, a-cancel)", n)
+	}
+	for _, id := range []string{"a-ok", "a-fail", "a-cancel"} {
+		if exists(a, id) {
+			t.Fatalf("%s kept past retention", id)
+		}
+	}
+	for _, id := range []string{"a-run", "a-late", "a-pending", "a-retry"} {
+		if !exists(a, id) {
+			t.Fatalf("%s deleted", id)
+		}
+	}
+	if !exists(b, "b-ok") {
+		t.Fatal("b-ok deleted under a's retention")
+	}
+	if n := del(T0 + 11 + 3*Day); n != 2 {
+		t.Fatalf("deleted %d, want 2 (a-late, b-ok)", n)
+	}
+	if exists(b, "b-ok") || exists(a, "a-late") {
+		t.Fatal("b-ok or a-late kept past retention")
+	}
+	// Unfinished tasks stay however old they are.
+	if n := del(T0 + 1000*Day); n != 0 {
+		t.Fatalf("deleted %d unfinished tasks", n)
+	}
+	for _, id := range []string{"a-run", "a-pending", "a-retry"} {
+		if !exists(a, id) {
+			t.Fatalf("%s deleted", id)
+		}
+	}
+}
+
+func testDeleteFinishedBatches(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull)
+	e.addN(q, 7, T0, nil)
+	for _, tk := range e.claim(q, T0, 5, 1000) {
+		e.finish(q, tk, T0+1, succeed(`1`))
+	}
+	now := T0 + 2 + int64(task.DefaultRetentionDays)*Day
+	for _, want := range []int{2, 2, 1, 0} {
+		n, err := e.s.TaskDeleteFinished(e.ctx, now, 2)
+		if err != nil || n != want {
+			t.Fatalf("TaskDeleteFinished = %d, %v; want %d", n, err, want)
+		}
+	}
+	counts, err := e.s.QueueCounts(e.ctx, inst.ID, "work", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, counts, map[task.State]int{task.Pending: 2})
+}

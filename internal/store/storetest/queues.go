@@ -1,0 +1,341 @@
+package storetest
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+var queueCases = []testCase{
+	{"CreateGet", testQueueCreateGet},
+	{"Exists", testQueueExists},
+	{"DeadLetterMustExist", testQueueDeadLetterMustExist},
+	{"List", testQueueList},
+	{"Update", testQueueUpdate},
+	{"Delete", testQueueDelete},
+	{"Purge", testQueuePurge},
+	{"Counts", testQueueCounts},
+	{"CountsLimit", testQueueCountsLimit},
+}
+
+func testQueueCreateGet(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	e.queue(inst, "dead", task.ModePull)
+	q := &task.Queue{
+		InstanceID:        inst.ID,
+		Name:              "emails",
+		Mode:              task.ModePush,
+		Target:            &task.Target{Function: "app/send-receipt"},
+		RatePerSecond:     2.5,
+		MaxConcurrent:     4,
+		MaxAttempts:       3,
+		MinBackoffSeconds: 0.5,
+		MaxBackoffSeconds: 90.25,
+		MaxDoublings:      2,
+		MaxAgeSeconds:     3600,
+		DeadlineSeconds:   30,
+		DeadLetterQueue:   "dead",
+		TargetControl:     false,
+		Paused:            true,
+		CreatedAt:         T0 + 9,
+	}
+	if err := e.s.QueueCreate(e.ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.s.QueueGet(e.ctx, inst.ID, "emails")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, q) {
+		t.Fatalf("QueueGet = %+v, want %+v", got, q)
+	}
+	pull := e.queue(inst, "pulled", task.ModePull)
+	got, err = e.s.QueueGet(e.ctx, inst.ID, "pulled")
+	if err != nil || !reflect.DeepEqual(got, pull) {
+		t.Fatalf("QueueGet(pull) = %+v, %v; want %+v", got, err, pull)
+	}
+	_, err = e.s.QueueGet(e.ctx, inst.ID, "nope")
+	wantCode(t, err, task.CodeNotFound, "QueueGet(missing)")
+	other := e.instance("globex", "jobs")
+	_, err = e.s.QueueGet(e.ctx, other.ID, "emails")
+	wantCode(t, err, task.CodeNotFound, "QueueGet(other instance)")
+}
+
+func testQueueExists(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	e.queue(inst, "emails", task.ModePull)
+	dup := task.NewQueue(inst.ID, "emails", task.ModePush)
+	dup.Target = hook
+	wantCode(t, e.s.QueueCreate(e.ctx, dup), task.CodeQueueExists, "QueueCreate(duplicate)")
+	got, _ := e.s.QueueGet(e.ctx, inst.ID, "emails")
+	if got.Mode != task.ModePull {
+		t.Fatal("the refused create overwrote the queue")
+	}
+	def := task.NewQueue(inst.ID, task.DefaultQueueName, task.ModePush)
+	wantCode(t, e.s.QueueCreate(e.ctx, def), task.CodeQueueExists, "QueueCreate(default)")
+	// The same name in another instance is another queue.
+	other := e.instance("acme", "other")
+	e.queue(other, "emails", task.ModePush)
+}
+
+func testQueueDeadLetterMustExist(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	other := e.instance("acme", "other")
+	e.queue(other, "dead", task.ModePull) // exists, but in another instance
+
+	q := task.NewQueue(inst.ID, "emails", task.ModePull)
+	q.DeadLetterQueue = "dead"
+	err := e.s.QueueCreate(e.ctx, q)
+	wantDeadLetterField(t, err, "QueueCreate")
+	if _, err := e.s.QueueGet(e.ctx, inst.ID, "emails"); !task.IsCode(err, task.CodeNotFound) {
+		t.Fatalf("refused queue was stored: %v", err)
+	}
+
+	e.queue(inst, "dead", task.ModePull)
+	e.queue(inst, "emails", task.ModePull, func(q *task.Queue) { q.DeadLetterQueue = "dead" })
+
+	_, err = e.s.QueueUpdate(e.ctx, inst.ID, "emails", func(q *task.Queue) error {
+		q.DeadLetterQueue = "missing"
+		q.MaxAttempts = 77
+		return nil
+	})
+	wantDeadLetterField(t, err, "QueueUpdate")
+	got, _ := e.s.QueueGet(e.ctx, inst.ID, "emails")
+	if got.DeadLetterQueue != "dead" || got.MaxAttempts == 77 {
+		t.Fatalf("refused update was written: %+v", got)
+	}
+	e.queue(inst, "dead2", task.ModePush)
+	got, err = e.s.QueueUpdate(e.ctx, inst.ID, "emails", func(q *task.Queue) error {
+		q.DeadLetterQueue = "dead2"
+		return nil
+	})
+	if err != nil || got.DeadLetterQueue != "dead2" {
+		t.Fatalf("QueueUpdate to an existing DLQ = %+v, %v", got, err)
+	}
+	got, err = e.s.QueueUpdate(e.ctx, inst.ID, "emails", func(q *task.Queue) error {
+		q.DeadLetterQueue = ""
+		return nil
+	})
+	if err != nil || got.DeadLetterQueue != "" {
+		t.Fatalf("QueueUpdate clearing the DLQ = %+v, %v", got, err)
+	}
+}
+
+func wantDeadLetterField(t *testing.T, err error, what string) {
+	t.Helper()
+	wantCode(t, err, task.CodeInvalidArgument, what)
+	var te *task.Error
+	if !errors.As(err, &te) || te.Field != "deadLetterQueue" {
+		t.Fatalf("%s: error %+v does not name deadLetterQueue in Field", what, err)
+	}
+}
+
+func testQueueList(t *testing.T, e *env) {
+	a := e.instance("acme", "jobs")
+	b := e.instance("globex", "jobs")
+	for _, n := range []string{"zeta", "alpha", "mid"} {
+		e.queue(a, n, task.ModePull)
+	}
+	e.queue(b, "beta", task.ModePull)
+	list, err := e.s.QueueList(e.ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, q := range list {
+		names = append(names, q.Name)
+	}
+	if !reflect.DeepEqual(names, []string{"alpha", "default", "mid", "zeta"}) {
+		t.Fatalf("QueueList = %v", names)
+	}
+	all, err := e.s.QueueListAll(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, q := range all {
+		seen[q.InstanceID+"/"+q.Name] = true
+	}
+	for _, k := range []string{a.ID + "/alpha", a.ID + "/default", a.ID + "/mid", a.ID + "/zeta", b.ID + "/beta", b.ID + "/default"} {
+		if !seen[k] {
+			t.Fatalf("QueueListAll misses %s", k)
+		}
+	}
+	if len(all) != 6 {
+		t.Fatalf("QueueListAll has %d queues, want 6", len(all))
+	}
+}
+
+func testQueueUpdate(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "emails", task.ModePush)
+	got, err := e.s.QueueUpdate(e.ctx, inst.ID, "emails", func(q *task.Queue) error {
+		q.MaxAttempts = 5
+		q.Paused = true
+		q.Target = &task.Target{Channel: "room-1"}
+		q.RatePerSecond = 0.5
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := *q
+	want.MaxAttempts, want.Paused, want.Target, want.RatePerSecond = 5, true, &task.Target{Channel: "room-1"}, 0.5
+	if !reflect.DeepEqual(got, &want) {
+		t.Fatalf("QueueUpdate = %+v, want %+v", got, want)
+	}
+	stored, _ := e.s.QueueGet(e.ctx, inst.ID, "emails")
+	if !reflect.DeepEqual(stored, &want) {
+		t.Fatalf("stored = %+v, want %+v", stored, want)
+	}
+	boom := errors.New("boom")
+	_, err = e.s.QueueUpdate(e.ctx, inst.ID, "emails", func(q *task.Queue) error {
+		q.MaxAttempts = 9
+		return boom
+	})
+	if err != boom {
+		t.Fatalf("QueueUpdate fn error = %v, want it unchanged", err)
+	}
+	stored, _ = e.s.QueueGet(e.ctx, inst.ID, "emails")
+	if stored.MaxAttempts != 5 {
+		t.Fatal("fn error still wrote")
+	}
+	_, err = e.s.QueueUpdate(e.ctx, inst.ID, "nope", func(*task.Queue) error { return nil })
+	wantCode(t, err, task.CodeNotFound, "QueueUpdate(missing)")
+	other := e.instance("globex", "jobs")
+	_, err = e.s.QueueUpdate(e.ctx, other.ID, "emails", func(*task.Queue) error { return nil })
+	wantCode(t, err, task.CodeNotFound, "QueueUpdate(other instance)")
+}
+
+func testQueueDelete(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "emails", task.ModePull)
+	keep := e.queue(inst, "keep", task.ModePull)
+	gone := e.addN(q, 4, T0, nil)
+	kept := e.addN(keep, 2, T0, nil)
+	n, err := e.s.QueueDelete(e.ctx, inst.ID, "emails")
+	if err != nil || n != 4 {
+		t.Fatalf("QueueDelete = %d, %v; want 4", n, err)
+	}
+	if _, err := e.s.QueueGet(e.ctx, inst.ID, "emails"); !task.IsCode(err, task.CodeNotFound) {
+		t.Fatalf("QueueGet after delete: %v", err)
+	}
+	for _, tk := range gone {
+		if _, err := e.s.TaskGet(e.ctx, inst.ID, tk.ID); !task.IsCode(err, task.CodeNotFound) {
+			t.Fatalf("task after queue delete: %v", err)
+		}
+	}
+	for _, tk := range kept {
+		e.get(inst.ID, tk.ID)
+	}
+	_, err = e.s.QueueDelete(e.ctx, inst.ID, "emails")
+	wantCode(t, err, task.CodeNotFound, "QueueDelete(missing)")
+	// The name can be used again, empty.
+	e.queue(inst, "emails", task.ModePull)
+	page, err := e.s.TaskList(e.ctx, &store.ListParams{InstanceID: inst.ID, Queue: "emails", Limit: 10})
+	if err != nil || len(page.Tasks) != 0 {
+		t.Fatalf("recreated queue lists %v, %v", page, err)
+	}
+}
+
+func testQueuePurge(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "emails", task.ModePull)
+	keep := e.queue(inst, "keep", task.ModePull)
+	named := e.newTask(q, T0, func(in *task.AddInput) { in.Name = "once" })
+	e.add(named)
+	e.addN(q, 2, T0, nil)
+	e.claim(q, T0, 1, 1000)
+	kept := e.addN(keep, 2, T0, nil)
+	n, err := e.s.QueuePurge(e.ctx, inst.ID, "emails")
+	if err != nil || n != 3 {
+		t.Fatalf("QueuePurge = %d, %v; want 3", n, err)
+	}
+	if _, err := e.s.QueueGet(e.ctx, inst.ID, "emails"); err != nil {
+		t.Fatalf("queue after purge: %v", err)
+	}
+	counts, err := e.s.QueueCounts(e.ctx, inst.ID, "emails", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s, c := range counts {
+		if c != 0 {
+			t.Fatalf("count %s = %d after purge", s, c)
+		}
+	}
+	for _, tk := range kept {
+		e.get(inst.ID, tk.ID)
+	}
+	// The purged name is free again.
+	e.add(e.newTask(q, T0, func(in *task.AddInput) { in.Name = "once" }))
+	_, err = e.s.QueuePurge(e.ctx, inst.ID, "nope")
+	wantCode(t, err, task.CodeNotFound, "QueuePurge(missing)")
+}
+
+func testQueueCounts(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull, func(q *task.Queue) { q.MaxAttempts = 1 })
+	r := e.queue(inst, "retry", task.ModePull)
+	other := e.queue(inst, "other", task.ModePull)
+	e.addN(other, 3, T0, nil)
+
+	e.addN(q, 9, T0, nil)
+	claimed := e.claim(q, T0, 6, 60_000) // 3 stay PENDING
+	e.finish(q, claimed[0], T0+1, succeed(`1`))
+	e.finish(q, claimed[1], T0+1, succeed(`2`))
+	e.finish(q, claimed[2], T0+1, fail("x")) // maxAttempts 1: FAILED
+	pending := e.addN(q, 1, T0, nil)[0]
+	if _, err := e.s.TaskUpdate(e.ctx, inst.ID, pending.ID, func(t *task.Task) error { return t.Cancel(T0 + 2) }); err != nil {
+		t.Fatal(err)
+	}
+	// claimed[3:] stay RUNNING: 3.
+	e.addN(r, 2, T0, nil)
+	rc := e.claim(r, T0, 2, 60_000)
+	e.finish(r, rc[0], T0+1, fail("again"))
+
+	counts, err := e.s.QueueCounts(e.ctx, inst.ID, "work", 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[task.State]int{task.Pending: 3, task.Running: 3, task.Succeeded: 2, task.Failed: 1, task.Cancelled: 1}
+	checkCounts(t, counts, want)
+	counts, err = e.s.QueueCounts(e.ctx, inst.ID, "retry", 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, counts, map[task.State]int{task.RetryWait: 1, task.Running: 1})
+}
+
+func checkCounts(t *testing.T, got, want map[task.State]int) {
+	t.Helper()
+	for _, s := range task.States {
+		if got[s] != want[s] {
+			t.Fatalf("counts = %v, want %v", got, want)
+		}
+	}
+	for s := range got {
+		if !s.Valid() {
+			t.Fatalf("counts has unknown state %q", s)
+		}
+	}
+}
+
+func testQueueCountsLimit(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull)
+	e.addN(q, 12, T0, nil)
+	e.claim(q, T0, 3, 60_000)
+	counts, err := e.s.QueueCounts(e.ctx, inst.ID, "work", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, counts, map[task.State]int{task.Pending: 5, task.Running: 3})
+	counts, err = e.s.QueueCounts(e.ctx, inst.ID, "work", 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, counts, map[task.State]int{task.Pending: 9, task.Running: 3})
+}

@@ -1,0 +1,277 @@
+package storetest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+var addCases = []testCase{
+	{"BatchInOrder", testAddBatchInOrder},
+	{"RoundTrip", testAddRoundTrip},
+	{"PayloadBytes", testAddPayloadBytes},
+	{"DuplicateName", testAddDuplicateName},
+	{"DuplicateNameInBatch", testAddDuplicateNameInBatch},
+	{"NameScope", testAddNameScope},
+	{"NameReuseAfterRetention", testAddNameReuseAfterRetention},
+	{"Empty", testAddEmpty},
+	{"FullBatch", testAddFullBatch},
+}
+
+func testAddBatchInOrder(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePush)
+	var batch []*task.Task
+	for i := range 5 {
+		batch = append(batch, e.newTask(q, T0+int64(i)))
+	}
+	res, err := e.s.TaskAdd(e.ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != len(batch) {
+		t.Fatalf("%d results for %d tasks", len(res), len(batch))
+	}
+	for i, r := range res {
+		if r.Err != nil || r.Task == nil || r.Task.ID != batch[i].ID {
+			t.Fatalf("result %d = %+v, want task %s", i, r, batch[i].ID)
+		}
+		sameTask(t, "stored", e.get(inst.ID, batch[i].ID), batch[i])
+	}
+}
+
+func testAddRoundTrip(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, task.DefaultQueueName+"2", task.ModePush, func(q *task.Queue) { q.Target = nil; q.MaxAttempts = 4 })
+	tk := e.newTask(q, T0, func(in *task.AddInput) {
+		in.Name = "receipt-42.v1"
+		in.Payload = json.RawMessage(`{"order":42,"items":["a","b"]}`)
+		in.Params = json.RawMessage(`{"lang":"en"}`)
+		in.Target = &task.Target{Function: "app/send-receipt"}
+		in.Delay = ptr(1.5)
+		in.DeadlineSeconds = ptr(30)
+		in.Source = task.SourceTrigger
+		in.Depth = 3
+	})
+	tk.DeadLetterOf = "task-original"
+	e.add(tk)
+	got := e.get(inst.ID, tk.ID)
+	sameTask(t, "TaskGet", got, tk)
+	if got.RunAt != T0+1500 || got.MaxAttempts != 4 || got.State != task.Pending || got.Pull {
+		t.Fatalf("stored task = %+v", got)
+	}
+
+	p := e.queue(inst, "pulled", task.ModePull)
+	pt := e.newTask(p, T0)
+	e.add(pt)
+	got = e.get(inst.ID, pt.ID)
+	sameTask(t, "TaskGet(pull)", got, pt)
+	if !got.Pull || got.Target != nil || got.Name != "" || got.Params != nil {
+		t.Fatalf("stored pull task = %+v", got)
+	}
+}
+
+func testAddPayloadBytes(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull)
+	payloads := []string{
+		`{"b":1,  "a":2}`,
+		"{\n\t\"z\" : [ 1 ,2 ],\"a\":\"é\\u00e9\"\n}",
+		`  "spaced string"  `,
+		`null`,
+		`12.50`,
+	}
+	var batch []*task.Task
+	for _, p := range payloads {
+		batch = append(batch, e.newTask(q, T0, func(in *task.AddInput) {
+			in.Payload = json.RawMessage(p)
+			in.Params = json.RawMessage(`{ "k" :  "v" }`)
+		}))
+	}
+	e.add(batch...)
+	for i, tk := range batch {
+		got := e.get(inst.ID, tk.ID)
+		if !bytes.Equal(got.Payload, []byte(payloads[i])) {
+			t.Fatalf("payload %d = %q, want %q byte for byte", i, got.Payload, payloads[i])
+		}
+		if string(got.Params) != `{ "k" :  "v" }` {
+			t.Fatalf("params = %q", got.Params)
+		}
+	}
+	claimed := e.claim(q, T0, 10, 1000)
+	for _, c := range claimed {
+		found := false
+		for i, tk := range batch {
+			if tk.ID == c.ID {
+				found = true
+				if !bytes.Equal(c.Payload, []byte(payloads[i])) {
+					t.Fatalf("claimed payload = %q, want %q", c.Payload, payloads[i])
+				}
+			}
+		}
+		if !found {
+			t.Fatalf("claimed unknown %s", c.ID)
+		}
+	}
+	// A result is kept byte for byte too.
+	_, got := e.finish(q, claimed[0], T0+1, succeed(`{"ok" : true,"n":[1, 2]}`))
+	if string(got.Result) != `{"ok" : true,"n":[1, 2]}` {
+		t.Fatalf("result = %q", got.Result)
+	}
+}
+
+func testAddDuplicateName(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull)
+	first := e.newTask(q, T0, func(in *task.AddInput) { in.Name = "once" })
+	e.add(first)
+	dup := e.newTask(q, T0+1, func(in *task.AddInput) { in.Name = "once"; in.Payload = json.RawMessage(`"second"`) })
+	other := e.newTask(q, T0+1, func(in *task.AddInput) { in.Name = "twice" })
+	res, err := e.s.TaskAdd(e.ctx, []*task.Task{dup, other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 2 {
+		t.Fatalf("%d results", len(res))
+	}
+	wantExists(t, res[0], first.ID)
+	if res[1].Err != nil || res[1].Task == nil || res[1].Task.ID != other.ID {
+		t.Fatalf("result 1 = %+v, want stored", res[1])
+	}
+	if _, err := e.s.TaskGet(e.ctx, inst.ID, dup.ID); !task.IsCode(err, task.CodeNotFound) {
+		t.Fatalf("refused task was stored: %v", err)
+	}
+	if got := e.get(inst.ID, first.ID); string(got.Payload) != `{"n":1}` {
+		t.Fatalf("the existing task was changed: %q", got.Payload)
+	}
+	e.get(inst.ID, other.ID)
+	// Still refused once the first has finished, while its record is kept.
+	c := e.claim(q, T0+5, 1, 1000)
+	e.finish(q, c[0], T0+6, succeed(`1`))
+	res, err = e.s.TaskAdd(e.ctx, []*task.Task{e.newTask(q, T0+7, func(in *task.AddInput) { in.Name = "once" })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantExists(t, res[0], first.ID)
+}
+
+func wantExists(t *testing.T, r store.AddResult, id string) {
+	t.Helper()
+	if r.Err == nil || r.Err.Code != task.CodeTaskExists || r.Err.ID != id {
+		t.Fatalf("result = %+v (err %+v), want TASK_EXISTS with id %s", r, r.Err, id)
+	}
+}
+
+func testAddDuplicateNameInBatch(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull)
+	a := e.newTask(q, T0, func(in *task.AddInput) { in.Name = "n1" })
+	b := e.newTask(q, T0, func(in *task.AddInput) { in.Name = "n2" })
+	c := e.newTask(q, T0, func(in *task.AddInput) { in.Name = "n1" })
+	d := e.newTask(q, T0)
+	res, err := e.s.TaskAdd(e.ctx, []*task.Task{a, b, c, d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 4 {
+		t.Fatalf("%d results", len(res))
+	}
+	for _, i := range []int{0, 1, 3} {
+		if res[i].Err != nil {
+			t.Fatalf("result %d: %v", i, res[i].Err)
+		}
+	}
+	wantExists(t, res[2], a.ID)
+	if _, err := e.s.TaskGet(e.ctx, inst.ID, c.ID); !task.IsCode(err, task.CodeNotFound) {
+		t.Fatalf("duplicate in batch was stored: %v", err)
+	}
+	page, err := e.s.TaskList(e.ctx, &store.ListParams{InstanceID: inst.ID, Queue: "work", Limit: 10})
+	if err != nil || len(page.Tasks) != 3 {
+		t.Fatalf("listed %v, %v; want 3 tasks", page, err)
+	}
+}
+
+func testAddNameScope(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q1 := e.queue(inst, "one", task.ModePull)
+	q2 := e.queue(inst, "two", task.ModePull)
+	other := e.instance("globex", "jobs")
+	q3 := e.queue(other, "one", task.ModePull)
+	name := func(in *task.AddInput) { in.Name = "shared" }
+	e.add(e.newTask(q1, T0, name))
+	e.add(e.newTask(q2, T0, name))
+	e.add(e.newTask(q3, T0, name))
+	// Unnamed tasks never collide.
+	e.addN(q1, 3, T0, nil)
+}
+
+func testAddNameReuseAfterRetention(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull)
+	old := e.newTask(q, T0, func(in *task.AddInput) { in.Name = "daily" })
+	e.add(old)
+	if _, err := e.s.TaskUpdate(e.ctx, inst.ID, old.ID, func(t *task.Task) error { return t.Cancel(T0 + 1) }); err != nil {
+		t.Fatal(err)
+	}
+	n, err := e.s.TaskDeleteFinished(e.ctx, T0+2+int64(inst.Settings.RetentionDays)*Day, 100)
+	if err != nil || n != 1 {
+		t.Fatalf("TaskDeleteFinished = %d, %v; want 1", n, err)
+	}
+	again := e.newTask(q, T0+3, func(in *task.AddInput) { in.Name = "daily" })
+	e.add(again)
+	e.get(inst.ID, again.ID)
+}
+
+func testAddEmpty(t *testing.T, e *env) {
+	res, err := e.s.TaskAdd(e.ctx, nil)
+	if err != nil || len(res) != 0 {
+		t.Fatalf("TaskAdd(nil) = %v, %v", res, err)
+	}
+}
+
+// testAddFullBatch adds a batch of the largest size with duplicate names
+// scattered through it: every result lands at its own index.
+func testAddFullBatch(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull)
+	dupOf := map[int]int{37: 5, 99: 98, 64: 63, 11: 5}
+	var batch []*task.Task
+	for i := range task.MaxAddBatch {
+		name := fmt.Sprintf("n%d", i)
+		if j, ok := dupOf[i]; ok {
+			name = fmt.Sprintf("n%d", j)
+		}
+		batch = append(batch, e.newTask(q, T0, func(in *task.AddInput) {
+			in.Name = name
+			in.Payload = json.RawMessage(fmt.Sprintf(`{"i": %d}`, i))
+		}))
+	}
+	res, err := e.s.TaskAdd(e.ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != len(batch) {
+		t.Fatalf("%d results for %d tasks", len(res), len(batch))
+	}
+	for i, r := range res {
+		if j, ok := dupOf[i]; ok {
+			wantExists(t, r, batch[j].ID)
+			continue
+		}
+		if r.Err != nil || r.Task == nil || r.Task.ID != batch[i].ID {
+			t.Fatalf("result %d = %+v", i, r)
+		}
+		if got := e.get(inst.ID, batch[i].ID); string(got.Payload) != fmt.Sprintf(`{"i": %d}`, i) {
+			t.Fatalf("task %d payload %q", i, got.Payload)
+		}
+	}
+	counts, err := e.s.QueueCounts(e.ctx, inst.ID, "work", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, counts, map[task.State]int{task.Pending: task.MaxAddBatch - len(dupOf)})
+}

@@ -1,0 +1,183 @@
+package storetest
+
+import (
+	"encoding/json"
+	"sync"
+	"testing"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+var claimCases = []testCase{
+	{"OnlyDue", testClaimOnlyDue},
+	{"OnlyClaimableStates", testClaimOnlyClaimableStates},
+	{"OrderAndLimit", testClaimOrderAndLimit},
+	{"Fields", testClaimFields},
+	{"Scope", testClaimScope},
+	{"Concurrent", testClaimConcurrent},
+}
+
+func testClaimOnlyDue(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull)
+	e.withID(q, "past", T0, T0+10)
+	e.withID(q, "now", T0, T0+50)
+	e.withID(q, "later", T0, T0+51)
+	got := e.claim(q, T0+50, 10, 1000)
+	sameIDs(t, "claim at T0+50", got, "past", "now")
+	got = e.claim(q, T0+50, 10, 1000)
+	sameIDs(t, "second claim at T0+50", got)
+	got = e.claim(q, T0+51, 10, 1000)
+	sameIDs(t, "claim at T0+51", got, "later")
+}
+
+func testClaimOnlyClaimableStates(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull, func(q *task.Queue) { q.MinBackoffSeconds = 0.001; q.MaxAttempts = 3 })
+	e.withID(q, "cancelled", T0, T0)
+	e.withID(q, "running", T0, T0)
+	e.withID(q, "done", T0, T0)
+	e.withID(q, "retry", T0, T0)
+	if _, err := e.s.TaskUpdate(e.ctx, inst.ID, "cancelled", func(t *task.Task) error { return t.Cancel(T0) }); err != nil {
+		t.Fatal(err)
+	}
+	c := e.claim(q, T0, 3, 60_000)
+	sameIDs(t, "first claim", c, "done", "retry", "running")
+	e.finish(q, c[0], T0+1, succeed(`1`))
+	e.finish(q, c[1], T0+1, fail("x")) // RETRY_WAIT, due at T0+2
+	// RUNNING (even with an old runAt), SUCCEEDED and CANCELLED are never
+	// claimed; RETRY_WAIT is, once due.
+	got := e.claim(q, T0+1, 10, 60_000)
+	sameIDs(t, "claim before the backoff", got)
+	got = e.claim(q, T0+100_000, 10, 60_000)
+	sameIDs(t, "claim after the backoff", got, "retry")
+	if got[0].Attempt != 2 || len(got[0].Attempts) != 1 {
+		t.Fatalf("retried claim: attempt %d, history %v", got[0].Attempt, got[0].Attempts)
+	}
+}
+
+func testClaimOrderAndLimit(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull)
+	e.withID(q, "t5", T0, T0+5)
+	e.withID(q, "t1", T0, T0+1)
+	e.withID(q, "t3b", T0, T0+3)
+	e.withID(q, "t3a", T0, T0+3)
+	e.withID(q, "t2", T0, T0+2)
+	e.withID(q, "t4", T0, T0+4)
+	got := e.claim(q, T0+10, 2, 1000)
+	sameIDs(t, "claim 2", got, "t1", "t2")
+	got = e.claim(q, T0+10, 3, 1000)
+	sameIDs(t, "claim 3", got, "t3a", "t3b", "t4")
+	got = e.claim(q, T0+10, 3, 1000)
+	sameIDs(t, "claim rest", got, "t5")
+}
+
+func testClaimFields(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "push", task.ModePush, func(q *task.Queue) { q.DeadlineSeconds = 45; q.MaxAttempts = 4 })
+	a := e.newTask(q, T0, func(in *task.AddInput) { in.Payload = json.RawMessage(`{"to": "a@b.c"}`) })
+	b := e.newTask(q, T0, func(in *task.AddInput) { in.DeadlineSeconds = ptr(5) })
+	e.add(a, b)
+	// The engine's view of the queue may have changed since the tasks were
+	// added: Claim takes maxAttempts from it.
+	q.MaxAttempts = 6
+	now := T0 + 1000
+	var leases []string
+	got, err := e.s.TaskClaim(e.ctx, &store.ClaimParams{Queue: q, Now: now, Limit: 5, LeaseMs: 50_000, NewLeaseID: func() string {
+		l := e.id("L")
+		leases = append(leases, l)
+		return l
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameIDs(t, "claim", got, a.ID, b.ID)
+	if len(leases) != 2 || got[0].LeaseID == got[1].LeaseID {
+		t.Fatalf("leases %v; claimed leases %q %q", leases, got[0].LeaseID, got[1].LeaseID)
+	}
+	for i, orig := range []*task.Task{a, b} {
+		want := *orig
+		if err := want.Claim(q, now, got[i].LeaseID, 50_000); err != nil {
+			t.Fatal(err)
+		}
+		sameTask(t, "claimed", got[i], &want)
+		sameTask(t, "stored", e.get(inst.ID, orig.ID), &want)
+	}
+	if got[0].State != task.Running || got[0].Attempt != 1 || got[0].StartedAt != now || got[0].LeaseExpiresAt != now+50_000 ||
+		got[0].DeadlineAt != now+45_000 || got[1].DeadlineAt != now+5_000 || got[0].MaxAttempts != 6 {
+		t.Fatalf("claimed = %+v", got[0])
+	}
+	if string(got[0].Payload) != `{"to": "a@b.c"}` {
+		t.Fatalf("claimed payload %q", got[0].Payload)
+	}
+
+	p := e.queue(inst, "pull", task.ModePull)
+	e.addN(p, 1, T0, nil)
+	pc := e.claim(p, now, 1, 30_000)
+	if len(pc) != 1 || pc[0].DeadlineAt != 0 || pc[0].LeaseExpiresAt != now+30_000 || !pc[0].Pull {
+		t.Fatalf("pull claim = %+v", pc)
+	}
+}
+
+func testClaimScope(t *testing.T, e *env) {
+	a := e.instance("acme", "jobs")
+	b := e.instance("globex", "jobs")
+	qa := e.queue(a, "work", task.ModePull)
+	qa2 := e.queue(a, "other", task.ModePull)
+	qb := e.queue(b, "work", task.ModePull)
+	mine := e.addN(qa, 2, T0, nil)
+	e.addN(qa2, 2, T0, nil)
+	e.addN(qb, 2, T0, nil)
+	got := e.claim(qa, T0, 10, 1000)
+	sameIDs(t, "claim", got, ids(mine)...)
+}
+
+// testClaimConcurrent runs two claimers over the same queue at once: every
+// task is claimed exactly once.
+func testClaimConcurrent(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull)
+	const n = 500
+	tasks := e.addN(q, n, T0, func(i int, in *task.AddInput) { in.RunAt = ptr(T0 + int64(i%10)) })
+	var mu sync.Mutex
+	owner := map[string]int{}
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Go(func() {
+			for {
+				got, err := e.s.TaskClaim(e.ctx, &store.ClaimParams{Queue: q, Now: T0 + 100, Limit: 7, LeaseMs: 60_000, NewLeaseID: e.leases()})
+				if err != nil {
+					t.Errorf("claimer %d: %v", w, err)
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, tk := range got {
+					if prev, ok := owner[tk.ID]; ok {
+						t.Errorf("%s claimed by %d and %d", tk.ID, prev, w)
+					}
+					owner[tk.ID] = w
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(owner) != n {
+		t.Fatalf("claimed %d distinct tasks, want %d", len(owner), n)
+	}
+	for _, tk := range tasks {
+		if _, ok := owner[tk.ID]; !ok {
+			t.Fatalf("%s never claimed", tk.ID)
+		}
+	}
+	counts, err := e.s.QueueCounts(e.ctx, inst.ID, "work", 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, counts, map[task.State]int{task.Running: n})
+}

@@ -1,0 +1,148 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/errandhq/errand/internal/task"
+)
+
+var updateCases = []testCase{
+	{"GetForeign", testGetForeign},
+	{"Cancel", testUpdateCancel},
+	{"CancelRunning", testUpdateCancelRunning},
+	{"FnErrorWritesNothing", testUpdateFnError},
+	{"RetryAndRunNow", testUpdateRetryRunNow},
+	{"Extend", testUpdateExtend},
+}
+
+func testGetForeign(t *testing.T, e *env) {
+	a := e.instance("acme", "jobs")
+	b := e.instance("globex", "jobs")
+	qa := e.queue(a, "work", task.ModePull)
+	tk := e.addN(qa, 1, T0, nil)[0]
+	_, err := e.s.TaskGet(e.ctx, b.ID, tk.ID)
+	wantCode(t, err, task.CodeNotFound, "TaskGet(other instance's id)")
+	_, err = e.s.TaskGet(e.ctx, a.ID, "no-such-task")
+	wantCode(t, err, task.CodeNotFound, "TaskGet(missing)")
+	_, err = e.s.TaskUpdate(e.ctx, b.ID, tk.ID, func(*task.Task) error {
+		t.Error("fn called for a foreign task")
+		return nil
+	})
+	wantCode(t, err, task.CodeNotFound, "TaskUpdate(other instance's id)")
+	e.get(a.ID, tk.ID)
+}
+
+func testUpdateCancel(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull)
+	tk := e.addN(q, 1, T0, func(_ int, in *task.AddInput) { in.Name = "c1" })[0]
+	got, err := e.s.TaskUpdate(e.ctx, inst.ID, tk.ID, func(t *task.Task) error { return t.Cancel(T0 + 10) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := *tk
+	want.State, want.FinishedAt = task.Cancelled, T0+10
+	sameTask(t, "TaskUpdate result", got, &want)
+	sameTask(t, "stored", e.get(inst.ID, tk.ID), &want)
+	_, err = e.s.TaskUpdate(e.ctx, inst.ID, tk.ID, func(t *task.Task) error { return t.Cancel(T0 + 11) })
+	wantCode(t, err, task.CodeNotCancellable, "second Cancel")
+	if got := e.get(inst.ID, tk.ID); got.FinishedAt != T0+10 {
+		t.Fatalf("refused cancel wrote FinishedAt %d", got.FinishedAt)
+	}
+	if n := e.claim(q, T0+20, 10, 1000); len(n) != 0 {
+		t.Fatalf("claimed a cancelled task: %v", ids(n))
+	}
+}
+
+func testUpdateCancelRunning(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePush)
+	e.addN(q, 1, T0, nil)
+	c := e.claim(q, T0, 1, 60_000)[0]
+	before := e.get(inst.ID, c.ID)
+	_, err := e.s.TaskUpdate(e.ctx, inst.ID, c.ID, func(t *task.Task) error { return t.Cancel(T0 + 5) })
+	wantCode(t, err, task.CodeRunningNotCancellable, "Cancel(RUNNING)")
+	after := e.get(inst.ID, c.ID)
+	sameTask(t, "after refused cancel", after, before)
+	if after.State != task.Running || after.LeaseID != c.LeaseID {
+		t.Fatalf("running task changed: %+v", after)
+	}
+}
+
+func testUpdateFnError(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull)
+	tk := e.addN(q, 1, T0, nil)[0]
+	boom := errors.New("boom")
+	_, err := e.s.TaskUpdate(e.ctx, inst.ID, tk.ID, func(t *task.Task) error {
+		t.RunAt = 999
+		t.State = task.Succeeded
+		t.LastError = "changed"
+		return boom
+	})
+	if err != boom {
+		t.Fatalf("TaskUpdate error = %v, want fn's error unchanged", err)
+	}
+	sameTask(t, "after fn error", e.get(inst.ID, tk.ID), tk)
+	_, err = e.s.TaskUpdate(e.ctx, inst.ID, "no-such-task", func(*task.Task) error {
+		t.Error("fn called for a missing task")
+		return nil
+	})
+	wantCode(t, err, task.CodeNotFound, "TaskUpdate(missing)")
+}
+
+func testUpdateRetryRunNow(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull, func(q *task.Queue) { q.MaxAttempts = 2 })
+	tk := e.addN(q, 1, T0, nil)[0]
+	c := e.claim(q, T0, 1, 60_000)[0]
+	_, waiting := e.finish(q, c, T0+100, fail("first"))
+	if waiting.State != task.RetryWait || waiting.RunAt != T0+100+10_000 {
+		t.Fatalf("after a failed attempt: %+v", waiting)
+	}
+	_, err := e.s.TaskUpdate(e.ctx, inst.ID, tk.ID, func(t *task.Task) error { return t.Retry(T0 + 200) })
+	wantCode(t, err, task.CodeNotRetryable, "Retry(RETRY_WAIT)")
+	got, err := e.s.TaskUpdate(e.ctx, inst.ID, tk.ID, func(t *task.Task) error { return t.RunNow(T0 + 200) })
+	if err != nil || got.State != task.Pending || got.RunAt != T0+200 {
+		t.Fatalf("RunNow = %+v, %v", got, err)
+	}
+	c = e.claim(q, T0+200, 1, 60_000)[0]
+	if c.Attempt != 2 || len(c.Attempts) != 1 {
+		t.Fatalf("second claim = attempt %d, %d attempts", c.Attempt, len(c.Attempts))
+	}
+	failed, dead := e.finish(q, c, T0+300, fail("second"))
+	if !failed || dead.State != task.Failed || len(dead.Attempts) != 2 || dead.LastError != "second" {
+		t.Fatalf("after the last attempt: failed=%v %+v", failed, dead)
+	}
+	got, err = e.s.TaskUpdate(e.ctx, inst.ID, tk.ID, func(t *task.Task) error { return t.Retry(T0 + 400) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := e.get(inst.ID, tk.ID)
+	sameTask(t, "stored after retry", stored, got)
+	if stored.State != task.Pending || stored.Attempt != 0 || stored.RunAt != T0+400 || stored.FinishedAt != 0 || len(stored.Attempts) != 2 {
+		t.Fatalf("after Retry: %+v", stored)
+	}
+	if string(stored.Payload) != `{"n":1}` {
+		t.Fatalf("payload lost through updates: %q", stored.Payload)
+	}
+	_, err = e.s.TaskUpdate(e.ctx, inst.ID, tk.ID, func(t *task.Task) error { return t.Retry(T0 + 500) })
+	wantCode(t, err, task.CodeNotRetryable, "Retry(PENDING)")
+}
+
+func testUpdateExtend(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull)
+	e.addN(q, 1, T0, nil)
+	c := e.claim(q, T0, 1, 30_000)[0]
+	got, err := e.s.TaskUpdate(e.ctx, inst.ID, c.ID, func(t *task.Task) error { return t.Extend(c.LeaseID, T0+10_000, 60) })
+	if err != nil || got.LeaseExpiresAt != T0+70_000 {
+		t.Fatalf("Extend = %+v, %v", got, err)
+	}
+	if s := e.get(inst.ID, c.ID); s.LeaseExpiresAt != T0+70_000 || s.LeaseID != c.LeaseID || s.State != task.Running {
+		t.Fatalf("stored after Extend: %+v", s)
+	}
+	_, err = e.s.TaskUpdate(e.ctx, inst.ID, c.ID, func(t *task.Task) error { return t.Extend("other", T0+10_000, 60) })
+	wantCode(t, err, task.CodeLeaseLost, "Extend(wrong lease)")
+}
