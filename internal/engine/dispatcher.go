@@ -19,9 +19,16 @@ import (
 // claimBatch is the most tasks one claim takes from a queue.
 const claimBatch = 100
 
-// deadlineGrace is how long a push claim outlives the attempt's deadline
-// before the rescuer may take it (its node is then presumed dead).
-const deadlineGrace = 30 * time.Second
+// Push attempts hold a short lease that their node renews while the target
+// works: a node that dies stops renewing, and within pushLease the rescuer of
+// any node retries its attempts. The deadline is separate (see deliver).
+const (
+	pushLease      = 30 * time.Second
+	heartbeatEvery = 10 * time.Second
+	// lateCap is how long a target that missed its deadline may still
+	// answer; its slot stays taken meanwhile. Past it the request is cut.
+	lateCap = 10 * time.Minute
+)
 
 // Dispatcher delivers due tasks of push queues to their targets. It wakes
 // on add, run, retry and queue changes, sleeps until the next runAt
@@ -38,7 +45,8 @@ type Dispatcher struct {
 	inQueue    map[qkey]int // deliveries in flight per queue
 	inInstance map[string]int
 	limiters   map[qkey]*limiter
-	freed      chan struct{} // a slot was freed
+	freed      chan struct{}             // a slot was freed
+	inflight   map[string]store.LeaseRef // attempts of this node, by task id
 	wg         sync.WaitGroup
 
 	results chan finished
@@ -60,7 +68,7 @@ type finished struct {
 func newDispatcher(e *Engine, targets deliver.Deliverer) *Dispatcher {
 	return &Dispatcher{
 		e: e, log: e.log.With("service", "dispatcher"), targets: targets, dev: e.dev,
-		inQueue: map[qkey]int{}, inInstance: map[string]int{}, limiters: map[qkey]*limiter{},
+		inQueue: map[qkey]int{}, inInstance: map[string]int{}, limiters: map[qkey]*limiter{}, inflight: map[string]store.LeaseRef{},
 		freed: make(chan struct{}, 1), results: make(chan finished, 1024),
 	}
 }
@@ -68,10 +76,13 @@ func newDispatcher(e *Engine, targets deliver.Deliverer) *Dispatcher {
 func (d *Dispatcher) run(ctx context.Context) {
 	fin := make(chan struct{})
 	go func() { defer close(fin); d.finisher() }()
+	hb := make(chan struct{})
+	go func() { defer close(hb); d.heartbeat(ctx) }()
 	defer func() {
 		d.wg.Wait() // deliveries end with ctx
 		close(d.results)
 		<-fin
+		<-hb
 	}()
 	for {
 		woken := d.e.waker.wait()
@@ -136,7 +147,7 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, error) {
 		}
 		ts, err := d.e.store.TaskClaim(ctx, &store.ClaimParams{
 			Queue: q, Now: now.UnixMilli(), Limit: n,
-			LeaseMs:    int64(task.MaxDeadlineSeconds)*1000 + deadlineGrace.Milliseconds(),
+			LeaseMs:    pushLease.Milliseconds(),
 			NewLeaseID: id.Lease,
 		})
 		if err != nil {
@@ -211,8 +222,9 @@ func (d *Dispatcher) take(q *task.Queue, now time.Time, n int) {
 	}
 }
 
-func (d *Dispatcher) release(q *task.Queue) {
+func (d *Dispatcher) release(q *task.Queue, taskID string) {
 	d.mu.Lock()
+	delete(d.inflight, taskID)
 	k := qkey{q.InstanceID, q.Name}
 	d.inQueue[k]--
 	d.inInstance[q.InstanceID]--
@@ -226,9 +238,12 @@ func (d *Dispatcher) release(q *task.Queue) {
 // start delivers one claimed task in its own goroutine.
 func (d *Dispatcher) start(ctx context.Context, t *task.Task, q *task.Queue, inst *task.Instance, queues map[qkey]*task.Queue) {
 	d.wg.Add(1)
+	d.mu.Lock()
+	d.inflight[t.ID] = store.LeaseRef{InstanceID: t.InstanceID, ID: t.ID, LeaseID: t.LeaseID}
+	d.mu.Unlock()
 	go func() {
 		defer d.wg.Done()
-		defer d.release(q)
+		defer d.release(q, t.ID)
 		began := d.e.clock.Now()
 		res := d.deliver(ctx, t, q, inst)
 		now := d.e.clock.Now()
@@ -255,7 +270,10 @@ func (d *Dispatcher) start(ctx context.Context, t *task.Task, q *task.Queue, ins
 }
 
 // deliver resolves the target for this attempt (it is looked up again on
-// every attempt) and calls it under the attempt's deadline.
+// every attempt) and calls it. Past the attempt's deadline the attempt counts
+// as timed out, but the target is not cut off: its slot stays taken and the
+// task is not tried again until it answers (or lateCap passes), and the late
+// answer is recorded on the timed-out attempt.
 func (d *Dispatcher) deliver(ctx context.Context, t *task.Task, q *task.Queue, inst *task.Instance) deliver.Result {
 	target := t.Target
 	if target == nil {
@@ -268,14 +286,52 @@ func (d *Dispatcher) deliver(ctx context.Context, t *task.Task, q *task.Queue, i
 		return deliver.Result{Outcome: task.Outcome{Status: task.AttemptFailed, Error: "no deliverer on this node"}}
 	}
 	limit := time.Duration(t.DeadlineAt-d.e.now()) * time.Millisecond
-	actx, cancel := context.WithTimeout(ctx, limit)
+	rctx, cancel := context.WithTimeout(ctx, limit+lateCap)
 	defer cancel()
-	res := d.targets.Deliver(actx, &deliver.Request{Task: t, Target: *target, Key: inst.WebhookKey, Now: d.e.clock.Now()})
-	if actx.Err() == context.DeadlineExceeded && ctx.Err() == nil && res.Outcome.Status != task.AttemptSucceeded {
-		res.Outcome = task.Outcome{Status: task.AttemptTimedOut, Error: fmt.Sprintf("deadline %ds exceeded", t.EffectiveDeadline(q))}
-		res.Defer = false
+	answer := make(chan deliver.Result, 1)
+	req := &deliver.Request{Task: t, Target: *target, Key: inst.WebhookKey, Now: d.e.clock.Now()}
+	go func() { answer <- d.targets.Deliver(rctx, req) }()
+	select {
+	case res := <-answer:
+		return res
+	case <-d.e.clock.After(limit):
 	}
-	return res
+	res := <-answer // the late answer, or the cut at lateCap
+	late := "no answer"
+	if res.Outcome.HTTPStatus != 0 {
+		late = fmt.Sprintf("HTTP %d", res.Outcome.HTTPStatus)
+	} else if res.Outcome.Status == task.AttemptSucceeded {
+		late = "success"
+	}
+	return deliver.Result{Outcome: task.Outcome{
+		Status:     task.AttemptTimedOut,
+		HTTPStatus: res.Outcome.HTTPStatus,
+		Error:      fmt.Sprintf("deadline %ds exceeded; the target then answered: %s", t.EffectiveDeadline(q), late),
+	}}
+}
+
+// heartbeat renews the leases of this node's attempts in flight.
+func (d *Dispatcher) heartbeat(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.e.clock.After(heartbeatEvery):
+		}
+		d.mu.Lock()
+		refs := make([]store.LeaseRef, 0, len(d.inflight))
+		for _, r := range d.inflight {
+			refs = append(refs, r)
+		}
+		d.mu.Unlock()
+		if len(refs) == 0 {
+			continue
+		}
+		until := d.e.clock.Now().Add(pushLease).UnixMilli()
+		if _, err := d.e.store.TaskHeartbeat(ctx, refs, until); err != nil && ctx.Err() == nil {
+			d.log.Warn("lease heartbeat failed", "n", len(refs), "err", err)
+		}
+	}
 }
 
 // finisher stores outcomes in batches: every result waiting is written in

@@ -91,6 +91,13 @@ type Store interface {
 	// p.DeadLetter, when set, is added in the same transaction (its ID set
 	// by the caller). Results are in the order of ps.
 	TaskFinish(ctx context.Context, ps []*FinishParams) ([]error, error)
+	// TaskHeartbeat moves the lease expiry of attempts still in flight to
+	// until, in one transaction: each ref applies only while its task is
+	// RUNNING under the same lease (a miss is skipped, not an error). It
+	// returns how many leases were extended. A node's dispatcher calls it
+	// for its deliveries, so a short lease outlives a slow target but not
+	// the node.
+	TaskHeartbeat(ctx context.Context, refs []LeaseRef, until int64) (int, error)
 	// TaskExpired returns up to limit RUNNING tasks whose lease expired at
 	// or before now (for the rescuer), with payloads.
 	TaskExpired(ctx context.Context, now int64, limit int) ([]*task.Task, error)
@@ -145,6 +152,13 @@ type ClaimParams struct {
 	LeaseMs int64
 	// NewLeaseID makes a lease id for each claimed task.
 	NewLeaseID func() string
+}
+
+// LeaseRef names one attempt in flight: a task and the lease it holds.
+type LeaseRef struct {
+	InstanceID string
+	ID         string
+	LeaseID    string
 }
 
 // FinishParams is one attempt's outcome to store: Task is the task as

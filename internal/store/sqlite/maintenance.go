@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -81,6 +82,35 @@ func (s *Store) TaskDeleteFinished(ctx context.Context, now int64, limit int) (i
 		}
 		n, err = affected(r)
 		return err
+	})
+	return n, err
+}
+
+// qHeartbeat extends one lease, fenced on it.
+var qHeartbeat = define(onWriter, `UPDATE tasks SET lease_expires_at = ?
+	WHERE instance_id = ? AND id = ? AND state = 'RUNNING' AND lease_id = ?`)
+
+// TaskHeartbeat extends the leases of attempts in flight to until, in one
+// write transaction, each fenced on its lease id.
+func (s *Store) TaskHeartbeat(ctx context.Context, refs []store.LeaseRef, until int64) (int, error) {
+	if len(refs) == 0 {
+		return 0, nil
+	}
+	n := 0
+	err := s.write(ctx, func(w *wtx) error {
+		n = 0
+		for _, r := range refs {
+			res, err := w.exec(qHeartbeat, until, r.InstanceID, r.ID, r.LeaseID)
+			if err != nil {
+				return err
+			}
+			k, err := affected(res)
+			if err != nil {
+				return err
+			}
+			n += k
+		}
+		return nil
 	})
 	return n, err
 }

@@ -3,12 +3,14 @@ package storetest
 import (
 	"testing"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
 var maintenanceCases = []testCase{
 	{"Expired", testExpired},
 	{"NextDue", testNextDue},
+	{"Heartbeat", testHeartbeat},
 	{"DeleteFinished", testDeleteFinished},
 	{"DeleteFinishedBatches", testDeleteFinishedBatches},
 }
@@ -213,4 +215,47 @@ func testDeleteFinishedBatches(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	checkCounts(t, counts, map[task.State]int{task.Pending: 2})
+}
+
+// testHeartbeat checks that TaskHeartbeat extends only leases still held,
+// and that an extended lease is no longer expired.
+func testHeartbeat(t *testing.T, e *env) {
+	a := e.instance("acme", "jobs")
+	b := e.instance("globex", "jobs")
+	qa := e.queue(a, "work", task.ModePush)
+	qb := e.queue(b, "work", task.ModePush)
+	e.addN(qa, 3, T0, nil)
+	e.addN(qb, 1, T0, nil)
+	ca := e.claim(qa, T0, 3, 1_000)
+	cb := e.claim(qb, T0, 1, 1_000)
+	e.finish(qa, ca[2], T0+10, task.Outcome{Status: task.AttemptSucceeded})
+	refs := []store.LeaseRef{
+		{InstanceID: a.ID, ID: ca[0].ID, LeaseID: ca[0].LeaseID},
+		{InstanceID: a.ID, ID: ca[1].ID, LeaseID: "stale"},        // wrong lease
+		{InstanceID: a.ID, ID: ca[2].ID, LeaseID: ca[2].LeaseID},  // finished
+		{InstanceID: a.ID, ID: cb[0].ID, LeaseID: cb[0].LeaseID},  // wrong instance
+		{InstanceID: b.ID, ID: "missing", LeaseID: cb[0].LeaseID}, // no such task
+	}
+	n, err := e.s.TaskHeartbeat(e.ctx, refs, T0+60_000)
+	if err != nil || n != 1 {
+		t.Fatalf("TaskHeartbeat = %d, %v; want 1", n, err)
+	}
+	if got := e.get(a.ID, ca[0].ID); got.LeaseExpiresAt != T0+60_000 || got.State != task.Running {
+		t.Fatalf("extended task %+v", got)
+	}
+	if got := e.get(a.ID, ca[1].ID); got.LeaseExpiresAt != T0+1_000 {
+		t.Fatalf("a stale lease was extended: %d", got.LeaseExpiresAt)
+	}
+	exp, err := e.s.TaskExpired(e.ctx, T0+1_000, 10)
+	if err != nil || len(exp) != 2 {
+		t.Fatalf("TaskExpired = %d, %v; want the two not extended", len(exp), err)
+	}
+	for _, tk := range exp {
+		if tk.ID == ca[0].ID {
+			t.Fatal("an extended lease shows as expired")
+		}
+	}
+	if n, err := e.s.TaskHeartbeat(e.ctx, nil, T0); err != nil || n != 0 {
+		t.Fatalf("empty heartbeat = %d, %v", n, err)
+	}
 }
