@@ -1,0 +1,501 @@
+// Command bench runs the same workloads on errand and on its peers (River on
+// PostgreSQL and SQLite, Asynq on Redis), one system at a time, several
+// rounds, and prints medians. See README.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+// sizes are the workload sizes of one mode (quick or full).
+type sizes struct {
+	insertN, insertBatch int
+	burnDown             int
+	burnDownCap          map[string]int // per system, where the full size does not fit the time budget
+	steady               time.Duration
+	idleSamples          int
+	idleBudget           time.Duration // per idle variant and round
+	idleDefaults         bool          // also run idle with each system's default settings
+}
+
+var (
+	quickSizes = sizes{
+		insertN: 100_000, insertBatch: 100,
+		burnDown: 20_000,
+		burnDownCap: map[string]int{
+			"river-sqlite": 10_000, // ~2,500/s: 20,000 would take 8 s a round
+		},
+		steady:      10 * time.Second,
+		idleSamples: 50, idleBudget: 3 * time.Second,
+		// Default settings poll about once a second: a handful of samples
+		// per round is all 3 minutes allow, so quick runs the tuned settings
+		// only.
+		idleDefaults: false,
+	}
+	fullSizes = sizes{
+		insertN: 100_000, insertBatch: 100,
+		burnDown: 1_000_000,
+		burnDownCap: map[string]int{
+			// River's SQLite driver works ~3,300 jobs/s: 1,000,000 would take
+			// 5 minutes a round. 100,000 is the size PEERS.md measured it at.
+			"river-sqlite": 100_000,
+			// Asynq works ~9,000 tasks/s and enqueues ~30,000/s: 1,000,000
+			// would take 2.5 minutes a round.
+			"asynq": 500_000,
+		},
+		steady:      30 * time.Second,
+		idleSamples: 200, idleBudget: 15 * time.Second,
+		idleDefaults: true,
+	}
+)
+
+var allWorkloads = []string{"insert", "burndown", "steady", "idle"}
+
+// result is one run of one workload on one system.
+type result struct {
+	n         int
+	seconds   float64
+	perSecond float64 // 0 = not a throughput workload
+	lat       []time.Duration
+	rssMB     float64
+}
+
+// row is one line of the report: the rounds of one (system, workload).
+type row struct {
+	system, store, workload string
+	settings                string
+	rounds                  []result
+}
+
+// jsonRow is the --json output.
+type jsonRow struct {
+	System       string   `json:"system"`
+	Store        string   `json:"store"`
+	Workload     string   `json:"workload"`
+	N            int      `json:"n"`
+	Seconds      *float64 `json:"seconds,omitempty"`
+	PerSecond    *float64 `json:"perSecond,omitempty"`
+	PerSecondMin *float64 `json:"perSecondMin,omitempty"`
+	PerSecondMax *float64 `json:"perSecondMax,omitempty"`
+	P50ms        *float64 `json:"p50ms,omitempty"`
+	P99ms        *float64 `json:"p99ms,omitempty"`
+	RSSMB        *float64 `json:"rssMB,omitempty"`
+	Rounds       int      `json:"rounds"`
+	Settings     string   `json:"settings,omitempty"`
+}
+
+func main() {
+	var (
+		quick      = flag.Bool("quick", false, "small sizes, finishes in under 3 minutes")
+		jsonFile   = flag.String("json", "", "also write the results as JSON to `FILE`")
+		systemsArg = flag.String("systems", "", "comma-separated systems to run (default: all): "+strings.Join(systemNames(), ","))
+		workArg    = flag.String("workloads", strings.Join(allWorkloads, ","), "comma-separated workloads to run")
+		rounds     = flag.Int("rounds", 3, "rounds of each workload on each system")
+		pgURL      = flag.String("pg", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL `URL` of an existing database; fresh databases are created beside it and dropped after each run")
+		redisAddr  = flag.String("redis", "127.0.0.1:6379", "Redis `address`")
+		redisDB    = flag.Int("redis-db", 9, "Redis database number used by Asynq; it is FLUSHDB'd before and after every run (never use 0)")
+		backlog    = flag.Int("steady-backlog", 1000, "steady workload: producers pause while this many added tasks have not started")
+		burnN      = flag.Int("burndown-n", 0, "override the burn-down size (every system, caps ignored)")
+		steadyD    = flag.Duration("steady-time", 0, "override the steady window")
+		idleN      = flag.Int("idle-samples", 0, "override the idle samples per variant and round")
+		idleBudget = flag.Duration("idle-budget", 0, "override the idle time budget per variant and round")
+		idleDef    = flag.Bool("idle-defaults", false, "quick mode: also run idle with default settings (full mode always does)")
+		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of this process to `FILE`")
+	)
+	flag.Parse()
+	if *redisDB == 0 {
+		fatalf("--redis-db 0 refused: the harness flushes the database it uses")
+	}
+	if *rounds < 1 {
+		fatalf("--rounds must be at least 1")
+	}
+
+	opts := Options{PGAdminURL: *pgURL, RedisAddr: *redisAddr, RedisDB: *redisDB, Quick: *quick}
+	sz := fullSizes
+	if *quick {
+		sz = quickSizes
+	}
+	if *burnN > 0 {
+		sz.burnDown, sz.burnDownCap = *burnN, nil
+	}
+	if *steadyD > 0 {
+		sz.steady = *steadyD
+	}
+	if *idleN > 0 {
+		sz.idleSamples = *idleN
+	}
+	if *idleBudget > 0 {
+		sz.idleBudget = *idleBudget
+	}
+	if *idleDef {
+		sz.idleDefaults = true
+	}
+
+	var systems []System
+	want := splitList(*systemsArg)
+	for _, w := range want {
+		if !slices.Contains(systemNames(), w) {
+			fatalf("unknown system %q (known: %s)", w, strings.Join(systemNames(), ","))
+		}
+	}
+	for _, f := range systemFactories {
+		if len(want) == 0 || slices.Contains(want, f.name) {
+			systems = append(systems, f.make(opts))
+		}
+	}
+	workloads := splitList(*workArg)
+	for _, w := range workloads {
+		if !slices.Contains(allWorkloads, w) {
+			fatalf("unknown workload %q (known: %s)", w, strings.Join(allWorkloads, ","))
+		}
+	}
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fatalf("%v", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fatalf("%v", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	mode := "full"
+	if *quick {
+		mode = "quick"
+	}
+	logf("bench: %s mode, %d rounds, systems %s, workloads %s", mode, *rounds, names(systems), strings.Join(workloads, ","))
+	start := time.Now()
+
+	var rows []*row
+	get := func(s System, workload, settings string) *row {
+		for _, r := range rows {
+			if r.system == s.Name() && r.workload == workload {
+				return r
+			}
+		}
+		r := &row{system: s.Name(), store: s.Store(), workload: workload, settings: settings}
+		rows = append(rows, r)
+		return r
+	}
+
+	failed := false
+	for _, w := range workloads {
+		for round := 1; round <= *rounds; round++ {
+			for _, s := range systems {
+				for _, tuned := range idleVariants(w, sz) {
+					name := w
+					if w == "idle" {
+						name = map[bool]string{false: "idle-default", true: "idle-tuned"}[tuned]
+					}
+					rw := get(s, name, s.Settings(w, tuned))
+					if ctx.Err() != nil {
+						break
+					}
+					res, err := runOnce(ctx, s, w, tuned, sz, *backlog)
+					if err != nil {
+						failed = true
+						logf("  %-14s %-13s round %d: ERROR %v", s.Name(), name, round, err)
+						continue
+					}
+					rw.rounds = append(rw.rounds, res)
+					logf("  %5.0fs %-14s %-13s round %d: %s", time.Since(start).Seconds(), s.Name(), name, round, describe(res))
+				}
+			}
+		}
+	}
+	elapsed := time.Since(start)
+
+	printTable(os.Stdout, rows)
+	fmt.Printf("\n%s mode, %d rounds, took %s. per second: median of rounds (min–max); p50/p99: over the latencies of all rounds pooled; rss: peak RSS of the worker process, largest round.\n",
+		mode, *rounds, elapsed.Round(time.Second))
+	printSettings(os.Stdout, systems, workloads, sz)
+
+	if *jsonFile != "" {
+		if err := writeJSON(*jsonFile, rows); err != nil {
+			fatalf("writing %s: %v", *jsonFile, err)
+		}
+	}
+	pprof.StopCPUProfile() // os.Exit skips the deferred one
+	if ctx.Err() != nil {
+		fatalf("interrupted")
+	}
+	if failed {
+		os.Exit(1)
+	}
+}
+
+// runOnce sets up a fresh store, runs one workload and tears down.
+func runOnce(ctx context.Context, s System, workload string, tuned bool, sz sizes, backlog int) (res result, err error) {
+	setupCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	err = s.Setup(setupCtx)
+	cancel()
+	if err != nil {
+		return res, fmt.Errorf("setup: %w", err)
+	}
+	defer func() {
+		// Tear down even when interrupted.
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if terr := s.Teardown(tctx); terr != nil && err == nil {
+			err = fmt.Errorf("teardown: %w", terr)
+		}
+	}()
+
+	resetPeakRSS()
+	switch workload {
+	case "insert":
+		d, err := s.Insert(ctx, sz.insertN, sz.insertBatch)
+		if err != nil {
+			return res, err
+		}
+		res = result{n: sz.insertN, seconds: d.Seconds(), perSecond: float64(sz.insertN) / d.Seconds()}
+	case "burndown":
+		n := sz.burnDown
+		if c, ok := sz.burnDownCap[s.Name()]; ok {
+			n = min(n, c)
+		}
+		d, err := s.BurnDown(ctx, n)
+		if err != nil {
+			return res, err
+		}
+		res = result{n: n, seconds: d.Seconds(), perSecond: float64(n) / d.Seconds()}
+	case "steady":
+		sr, err := s.Steady(ctx, sz.steady, backlog)
+		if err != nil {
+			return res, err
+		}
+		res = result{n: sr.Worked, seconds: sr.Elapsed.Seconds(), perSecond: float64(sr.Worked) / sr.Elapsed.Seconds(), lat: sr.Latency}
+	case "idle":
+		lat, d, err := runIdle(ctx, s, tuned, sz)
+		if err != nil {
+			return res, err
+		}
+		res = result{n: len(lat), seconds: d.Seconds(), lat: lat}
+	}
+	if r, ok := s.(RSSReporter); ok {
+		res.rssMB = r.PeakRSSMB()
+	} else {
+		res.rssMB = peakRSSMB("self")
+	}
+	return res, nil
+}
+
+// runIdle adds one task at a time: sz.idleSamples of them, or as many as fit
+// in sz.idleBudget, spaced as the probe's Pacing says.
+func runIdle(ctx context.Context, s System, tuned bool, sz sizes) ([]time.Duration, time.Duration, error) {
+	p, err := s.Idle(ctx, tuned)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer p.Close(context.WithoutCancel(ctx))
+	settle, period := p.Pacing()
+	// Let the workers settle (leader election, first poll) before sampling.
+	time.Sleep(200*time.Millisecond + settle + jitter(period))
+	start := time.Now()
+	var lat []time.Duration
+	for len(lat) < sz.idleSamples {
+		if ctx.Err() != nil {
+			return nil, 0, ctx.Err()
+		}
+		if len(lat) > 0 && time.Since(start) >= sz.idleBudget {
+			break
+		}
+		d, err := p.Once(ctx)
+		if err != nil {
+			return nil, 0, fmt.Errorf("sample %d: %w", len(lat)+1, err)
+		}
+		lat = append(lat, d)
+		time.Sleep(settle + jitter(period))
+	}
+	return lat, time.Since(start), nil
+}
+
+func describe(r result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "n=%d in %.2fs", r.n, r.seconds)
+	if r.perSecond > 0 {
+		fmt.Fprintf(&b, ", %s/s", thousands(r.perSecond))
+	}
+	if len(r.lat) > 0 {
+		fmt.Fprintf(&b, ", p50 %s ms, p99 %s ms", fmtMS(ms(percentile(r.lat, 50))), fmtMS(ms(percentile(r.lat, 99))))
+	}
+	fmt.Fprintf(&b, ", rss %.0f MB", r.rssMB)
+	return b.String()
+}
+
+// summary is what a row's rounds add up to.
+type summary struct {
+	n                      int
+	seconds                float64
+	perSec, perMin, perMax float64
+	p50, p99               float64
+	hasLat                 bool
+	rss                    float64
+}
+
+func summarize(r *row) summary {
+	var s summary
+	var secs, per, ns []float64
+	var lat []time.Duration
+	for _, x := range r.rounds {
+		secs = append(secs, x.seconds)
+		ns = append(ns, float64(x.n))
+		if x.perSecond > 0 {
+			per = append(per, x.perSecond)
+		}
+		lat = append(lat, x.lat...)
+		s.rss = max(s.rss, x.rssMB)
+	}
+	s.seconds = median(secs)
+	s.n = int(median(ns) + 0.5)
+	if strings.HasPrefix(r.workload, "idle") {
+		s.n = len(lat) // samples pooled over the rounds
+	}
+	if len(per) > 0 {
+		s.perSec, s.perMin, s.perMax = median(per), slices.Min(per), slices.Max(per)
+	}
+	if len(lat) > 0 {
+		s.hasLat = true
+		s.p50, s.p99 = ms(percentile(lat, 50)), ms(percentile(lat, 99))
+	}
+	return s
+}
+
+func printTable(w io.Writer, rows []*row) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "system\tstore\tworkload\tn\tper second median (min–max)\tp50 ms\tp99 ms\trss MB\t")
+	for _, r := range rows {
+		if len(r.rounds) == 0 {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t-\tfailed\t-\t-\t-\t\n", r.system, r.store, r.workload)
+			continue
+		}
+		s := summarize(r)
+		per, p50, p99 := "-", "-", "-"
+		if s.perSec > 0 {
+			per = fmt.Sprintf("%s (%s–%s)", thousands(s.perSec), thousands(s.perMin), thousands(s.perMax))
+		}
+		if s.hasLat {
+			p50, p99 = fmtMS(s.p50), fmtMS(s.p99)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t\n", r.system, r.store, r.workload, thousands(float64(s.n)), per, p50, p99, s.rss)
+	}
+	tw.Flush()
+}
+
+// idleVariants is the settings variants a workload runs with: tuned only,
+// except idle in full mode, which runs each system's defaults too.
+func idleVariants(workload string, sz sizes) []bool {
+	if workload == "idle" && sz.idleDefaults {
+		return []bool{false, true}
+	}
+	return []bool{true}
+}
+
+func printSettings(w io.Writer, systems []System, workloads []string, sz sizes) {
+	fmt.Fprintln(w, "\nsettings:")
+	for _, s := range systems {
+		seen := map[string]bool{}
+		for _, wl := range workloads {
+			for _, tuned := range idleVariants(wl, sz) {
+				st := s.Settings(wl, tuned)
+				if seen[st] {
+					continue
+				}
+				seen[st] = true
+				label := wl
+				if wl == "idle" {
+					label = map[bool]string{false: "idle-default", true: "idle-tuned"}[tuned]
+				}
+				fmt.Fprintf(w, "  %-13s %-13s %s\n", s.Name(), label+":", st)
+			}
+		}
+	}
+}
+
+func writeJSON(path string, rows []*row) error {
+	out := []jsonRow{}
+	f := func(v float64) *float64 { return &v }
+	for _, r := range rows {
+		if len(r.rounds) == 0 {
+			continue
+		}
+		s := summarize(r)
+		j := jsonRow{System: r.system, Store: r.store, Workload: r.workload, N: s.n, Rounds: len(r.rounds), Settings: r.settings}
+		if s.seconds > 0 {
+			j.Seconds = f(round3(s.seconds))
+		}
+		if s.perSec > 0 {
+			j.PerSecond, j.PerSecondMin, j.PerSecondMax = f(round3(s.perSec)), f(round3(s.perMin)), f(round3(s.perMax))
+		}
+		if s.hasLat {
+			j.P50ms, j.P99ms = f(round3(s.p50)), f(round3(s.p99))
+		}
+		if s.rss > 0 {
+			j.RSSMB = f(round3(s.rss))
+		}
+		out = append(out, j)
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func round3(v float64) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', 3, 64), 64)
+	return r
+}
+
+func systemNames() []string {
+	var n []string
+	for _, f := range systemFactories {
+		n = append(n, f.name)
+	}
+	return n
+}
+
+func names(ss []System) string {
+	var n []string
+	for _, s := range ss {
+		n = append(n, s.Name())
+	}
+	return strings.Join(n, ",")
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
+
+func fatalf(format string, args ...any) {
+	logf("bench: "+format, args...)
+	os.Exit(2)
+}
