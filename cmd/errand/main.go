@@ -20,6 +20,8 @@ type command struct {
 
 var commands = []command{
 	{"dev", "run the emulator: embedded SQLite, no keys, instances created on first use", runDev},
+	{"serve", "run production mode: API keys required, --store sqlite://PATH, outbound webhook address guard", runServe},
+	{"keys", "make, list and revoke API keys: errand keys create|list|revoke --store URL …", runKeys},
 }
 
 func main() {

@@ -84,4 +84,4 @@ func (Dev) Authenticate(*http.Request) (*Principal, error) {
 
 // ErrUnauthenticated is the answer for a missing, unknown, revoked or
 // malformed token.
-var ErrUnauthenticated = task.Errorf(task.CodeUnauthenticated, "a valid API key is required: Authorization: Bearer <key>")
+var ErrUnauthenticated = task.Errorf(task.CodeUnauthenticated, "a valid API key is required: send the header Authorization: Bearer KEY")

@@ -362,10 +362,14 @@ func (d *Dispatcher) finisher() {
 			d.log.Error("storing outcomes failed; their leases will run out and be retried", "n", len(ps), "err", err)
 			continue
 		}
+		again := false
 		for i, f := range batch {
 			d.logAttempt(f, errs[i])
+			again = again || f.fp.Task.State == task.RetryWait || f.fp.DeadLetter != nil
 		}
-		d.e.waker.wake()
+		if again {
+			d.e.waker.wake() // the next due time moved
+		}
 	}
 }
 

@@ -46,7 +46,8 @@ type Engine struct {
 	log    *slog.Logger
 	dev    bool
 	rules  task.URLRules
-	waker  *waker
+	waker  *waker // tasks became due or queues changed: dispatcher, long polls
+	leases *waker // new lease expiries: rescuer
 	cfg    Config
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -55,6 +56,7 @@ type Engine struct {
 	cleaner    *Cleaner
 	rescuer    *Rescuer
 	dispatcher *Dispatcher
+	finisher   *finishBatcher
 }
 
 // New returns an engine; Start runs its services.
@@ -68,10 +70,11 @@ func New(cfg Config) *Engine {
 	if cfg.Backstop <= 0 {
 		cfg.Backstop = time.Minute
 	}
-	e := &Engine{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, dev: cfg.Dev, rules: cfg.URLRules, cfg: cfg, waker: newWaker()}
+	e := &Engine{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, dev: cfg.Dev, rules: cfg.URLRules, cfg: cfg, waker: newWaker(), leases: newWaker()}
 	e.cleaner = &Cleaner{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger.With("service", "cleaner"), every: cfg.CleanEvery}
 	e.rescuer = &Rescuer{e: e, log: cfg.Logger.With("service", "rescuer"), backstop: cfg.Backstop}
 	e.dispatcher = newDispatcher(e, cfg.Deliverer)
+	e.finisher = &finishBatcher{store: cfg.Store}
 	return e
 }
 

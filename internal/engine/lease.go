@@ -66,7 +66,7 @@ func (e *Engine) Lease(ctx context.Context, org, instance, queue string, p Lease
 		}
 		if len(got) > 0 || deadline == nil {
 			if len(got) > 0 {
-				e.waker.wake() // the rescuer learns of the new expiries
+				e.leases.wake() // the rescuer learns of the new expiries
 			}
 			return got, nil
 		}
@@ -120,7 +120,7 @@ func (e *Engine) Extend(ctx context.Context, org, instance, taskID, leaseID stri
 		return t.Extend(leaseID, e.now(), leaseSeconds)
 	})
 	if err == nil {
-		e.waker.wake()
+		e.leases.wake()
 	}
 	return t, err
 }
@@ -171,13 +171,11 @@ func (e *Engine) finish(ctx context.Context, t *task.Task, now int64, o task.Out
 			return err
 		}
 	}
-	errs, err := e.store.TaskFinish(ctx, []*store.FinishParams{fp})
-	if err != nil {
+	if err := e.finisher.finish(ctx, fp); err != nil {
 		return err
 	}
-	if errs[0] != nil {
-		return errs[0]
+	if t.State == task.RetryWait || fp.DeadLetter != nil {
+		e.waker.wake() // a task will be due again: dispatcher and long polls
 	}
-	e.waker.wake()
 	return nil
 }

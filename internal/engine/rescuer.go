@@ -24,7 +24,7 @@ type Rescuer struct {
 
 func (r *Rescuer) run(ctx context.Context) {
 	for {
-		woken := r.e.waker.wait()
+		woken := r.e.leases.wait()
 		if _, err := r.RunOnce(ctx); err != nil && ctx.Err() == nil {
 			r.log.Warn("rescue pass failed", "err", err)
 		}

@@ -2,8 +2,11 @@ package httpapi_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -42,4 +45,76 @@ func BenchmarkAdd1(b *testing.B) {
 func BenchmarkAdd100(b *testing.B) {
 	body := "[" + strings.TrimSuffix(strings.Repeat(`{"payload":{"orderId":"o-1041","amount":1299}},`, 100), ",") + "]"
 	benchAdd(b, body, 100)
+}
+
+// BenchmarkLeaseAck: pull workers lease batches of 100 over HTTP and ack each
+// task (acks from concurrent workers are group-committed by the engine).
+func BenchmarkLeaseAck(b *testing.B) {
+	bb := setup(b)
+	bb.do("POST", "/v1/tasks/jobs/queues", `{"name":"q","mode":"pull"}`).want(b, 201, "")
+	batch := "[" + strings.TrimSuffix(strings.Repeat(`{"payload":{"n":1}},`, 100), ",") + "]"
+	for i := 0; i < b.N; i += 100 {
+		bb.do("POST", "/v1/tasks/jobs/queues/q/tasks", batch).want(b, 201, "")
+	}
+	type leased struct {
+		Tasks []struct {
+			ID      string `json:"id"`
+			LeaseID string `json:"leaseId"`
+		} `json:"tasks"`
+	}
+	url := bb.srv.URL + "/v1/tasks/jobs"
+	var acked atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for range 4 { // workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for acked.Load() < int64(b.N) {
+				resp, err := bb.client.Post(url+"/queues/q/lease", "application/json", strings.NewReader(`{"count":100,"leaseSeconds":60}`))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				var l leased
+				_ = json.NewDecoder(resp.Body).Decode(&l)
+				resp.Body.Close()
+				if len(l.Tasks) == 0 {
+					return
+				}
+				// Ack the batch with 8 concurrent requests, as a worker pool would.
+				var ag sync.WaitGroup
+				next := atomic.Int64{}
+				for range 8 {
+					ag.Add(1)
+					go func() {
+						defer ag.Done()
+						for {
+							i := int(next.Add(1)) - 1
+							if i >= len(l.Tasks) {
+								return
+							}
+							tk := l.Tasks[i]
+							resp, err := bb.client.Post(url+"/tasks/"+tk.ID+"/ack", "application/json", strings.NewReader(`{"leaseId":"`+tk.LeaseID+`"}`))
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							_, _ = io.Copy(io.Discard, resp.Body)
+							resp.Body.Close()
+							if resp.StatusCode != 200 {
+								b.Errorf("ack: %d", resp.StatusCode)
+								return
+							}
+							acked.Add(1)
+						}
+					}()
+				}
+				ag.Wait()
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(acked.Load())/b.Elapsed().Seconds(), "tasks/s")
 }

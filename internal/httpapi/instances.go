@@ -34,8 +34,8 @@ func (s *Server) createInstance(w http.ResponseWriter, r *http.Request, c *call)
 		s.writeError(w, r, err)
 		return
 	}
-	if c.p.Grants["*"] < auth.RoleFull {
-		s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "creating an instance needs the full grant on every instance (*)"))
+	if !c.p.Allows(body.Name, auth.RoleFull) {
+		s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "creating instance %q needs the full grant on it (full:%s or full:*)", body.Name, body.Name))
 		return
 	}
 	inst, err := s.eng.InstanceCreate(r.Context(), c.p.Org, body.Name)
@@ -55,6 +55,7 @@ func (s *Server) deleteInstance(w http.ResponseWriter, r *http.Request, c *call)
 		s.writeError(w, r, err)
 		return
 	}
+	s.limits.forget(c.p.Org, c.instance)
 	writeJSON(w, http.StatusOK, map[string]any{"pending": false})
 }
 
@@ -80,6 +81,7 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request, c *call) 
 		s.writeError(w, r, err)
 		return
 	}
+	s.limits.set(c.p.Org, c.instance, inst.Settings.RateLimit, s.eng.Clock().Now())
 	writeJSON(w, http.StatusOK, map[string]any{"settings": toSettingsJSON(inst.Settings)})
 }
 

@@ -3,8 +3,10 @@
 package httpapi
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/engine"
@@ -27,6 +29,8 @@ type Server struct {
 	auth auth.Authenticator
 	log  *slog.Logger
 	mux  *http.ServeMux
+	// limits enforces each instance's rateLimit setting.
+	limits *limiter
 }
 
 // Route is one v1 route: the method and pattern as registered on the mux,
@@ -84,6 +88,13 @@ func New(cfg Config) *Server {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{eng: cfg.Engine, auth: cfg.Auth, log: cfg.Logger, mux: http.NewServeMux()}
+	s.limits = newLimiter(cfg.Engine.Clock(), func(ctx context.Context, org, instance string) (float64, error) {
+		inst, err := cfg.Engine.Store().InstanceGet(ctx, org, instance)
+		if err != nil {
+			return 0, err
+		}
+		return inst.Settings.RateLimit, nil
+	})
 	for _, rt := range Routes {
 		s.mux.Handle(rt.Method+" "+rt.Pattern, s.wrap(rt))
 	}
@@ -102,14 +113,20 @@ func New(cfg Config) *Server {
 // ServeHTTP serves the API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
-// wrap authenticates the caller and checks its grant on the path's instance.
-// A caller with no grant at all on an instance is told NOT_FOUND, exactly as
-// for an instance that does not exist; a grant too small is
-// PERMISSION_DENIED.
+// wrap authenticates the caller, checks its grant on the path's instance
+// and takes the call from the instance's rate limit. A missing, malformed,
+// unknown or revoked key is UNAUTHENTICATED; a caller with no grant at all
+// on an instance is told NOT_FOUND, exactly as for an instance that does
+// not exist; a grant too small is PERMISSION_DENIED; a call past the
+// instance's rateLimit is RATE_LIMITED with Retry-After.
 func (s *Server) wrap(rt Route) http.Handler {
+	limited := !unlimitedRoutes[rt.Method+" "+rt.Pattern]
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.auth.Authenticate(r)
 		if err != nil {
+			if task.IsCode(err, task.CodeUnauthenticated) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="errand"`)
+			}
 			s.writeError(w, r, err)
 			return
 		}
@@ -126,6 +143,13 @@ func (s *Server) wrap(rt Route) http.Handler {
 			case have < rt.Role:
 				s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "this call needs the %s grant on instance %q; the key has %s", rt.Role, c.instance, have))
 				return
+			}
+			if limited {
+				if wait, err := s.limits.allow(r.Context(), p.Org, c.instance); err != nil {
+					w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
+					s.writeError(w, r, err)
+					return
+				}
 			}
 		}
 		rt.handle(s, w, r, c)

@@ -24,6 +24,8 @@ import (
 
 // Store is the storage seam.
 type Store interface {
+	KeyStore
+
 	// Close releases the backend; it is safe to call once.
 	Close() error
 

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/errandhq/errand/internal/auth"
+	"github.com/errandhq/errand/internal/deliver"
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/store/sqlite"
+)
+
+// defaultStore is the store of `errand serve` and `errand keys` when
+// --store is not given.
+const defaultStore = "sqlite://errand.db"
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", ":9191", "address to listen on")
+	storeURL := fs.String("store", defaultStore, "the store: sqlite://PATH (postgres:// arrives with the PostgreSQL backend)")
+	syncMode := fs.String("sync", "NORMAL", "SQLite synchronous mode: NORMAL (survives kill -9) or FULL (survives power loss)")
+	org := fs.String("org", "default", "organization of the first admin key, made when the store has no key at all")
+	var allow []netip.Prefix
+	fs.Func("webhook-allow", "a CIDR (or one IP) webhooks may reach although it is private, loopback or link-local; http is allowed there (repeatable)", func(s string) error {
+		p, err := parseAllow(s)
+		if err == nil {
+			allow = append(allow, p)
+		}
+		return err
+	})
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := auth.ValidateOrg(*org); err != nil {
+		return fmt.Errorf("--org: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	st, err := openStore(ctx, *storeURL, storeOptions{sync: *syncMode, log: log})
+	if err != nil {
+		return err
+	}
+	if err := firstAdminKey(ctx, st, *org, log); err != nil {
+		st.Close()
+		return err
+	}
+	g := deliver.NewGuard(allow)
+	if len(allow) > 0 {
+		log.Info("webhooks may reach these ranges (http allowed there)", "webhook-allow", fmt.Sprint(allow))
+	}
+	return serve(ctx, serveConfig{
+		addr: *addr, store: st, log: log, auth: auth.Keys{Store: st},
+		rules: g.URLRules(), guard: g, stdout: stdout,
+	})
+}
+
+// parseAllow parses a --webhook-allow value: a CIDR, or one IP address
+// (its /32 or /128).
+func parseAllow(s string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	return netip.Prefix{}, fmt.Errorf("%q is not a CIDR such as 10.0.0.0/8 or an IP address", s)
+}
+
+// firstAdminKey makes a key with the full grant on every instance of org
+// when the store holds no key at all (revoked ones count), and logs it: the
+// one time it is shown. Two nodes starting at once on one empty shared store
+// may each make one; both are valid and each is in its own node's log.
+func firstAdminKey(ctx context.Context, st store.KeyStore, org string, log *slog.Logger) error {
+	n, err := st.KeyCount(ctx)
+	if err != nil {
+		return fmt.Errorf("counting API keys: %w", err)
+	}
+	if n > 0 {
+		return nil
+	}
+	secret, k, err := auth.NewKey(org, []store.Grant{{Instance: "*", Role: "full"}}, time.Now())
+	if err != nil {
+		return err
+	}
+	if err := st.KeyCreate(ctx, k); err != nil {
+		return fmt.Errorf("storing the first admin key: %w", err)
+	}
+	log.Warn("the store had no API key: made a first admin key with the full grant on every instance; "+
+		"it is shown this once, so keep it now (errand keys create makes more, errand keys revoke ends one)",
+		"org", org, "id", k.ID, "grant", "full:*", "key", secret)
+	return nil
+}
+
+// storeOptions are the settings a store URL does not carry.
+type storeOptions struct {
+	sync string // SQLite: NORMAL or FULL
+	log  *slog.Logger
+}
+
+// openStore opens the store a URL names; its scheme picks the backend:
+// sqlite://PATH (a file; sqlite:///abs/path for an absolute path).
+func openStore(ctx context.Context, rawURL string, o storeOptions) (store.Store, error) {
+	scheme, rest, ok := strings.Cut(rawURL, "://")
+	if !ok {
+		return nil, fmt.Errorf("--store %q: want sqlite://PATH", rawURL)
+	}
+	switch scheme {
+	case "sqlite":
+		return openSQLite(ctx, rest, o)
+	case "postgres", "postgresql":
+		// The PostgreSQL backend (internal/store/postgres) is opened here
+		// once it lands, with rawURL as its connection string.
+		return nil, fmt.Errorf("--store %s://…: the PostgreSQL backend is not in this build yet", scheme)
+	}
+	return nil, fmt.Errorf("--store %q: unknown scheme %q (want sqlite://PATH)", rawURL, scheme)
+}
+
+// openSQLite opens the SQLite file at path, creating it (and its
+// directory) readable by its owner only: it holds webhook signing keys.
+// SQLite gives its -wal and -shm files the mode of the database file.
+func openSQLite(ctx context.Context, path string, o storeOptions) (store.Store, error) {
+	if path == "" || strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("--store sqlite://PATH: %q is not a file path (options are flags, such as --sync)", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case err == nil:
+		if err := f.Close(); err != nil {
+			return nil, err
+		}
+	case !errors.Is(err, os.ErrExist):
+		return nil, err
+	}
+	return sqlite.Open(ctx, path, sqlite.Options{Synchronous: o.sync, Logger: o.log})
+}

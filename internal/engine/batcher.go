@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"context"
+	"sync"
+
+	"github.com/errandhq/errand/internal/store"
+)
+
+// finishBatcher group-commits attempt outcomes: concurrent callers of finish
+// (pull acks, releases, the rescuer) are written in one TaskFinish, so many
+// acks cost one transaction and one disk flush instead of one each. A caller
+// waits for its own result; a lone caller is written at once.
+type finishBatcher struct {
+	store store.Store
+	mu    sync.Mutex
+	queue []*finishReq
+	busy  bool
+}
+
+type finishReq struct {
+	fp   *store.FinishParams
+	done chan error
+}
+
+// maxFinishBatch bounds one group commit.
+const maxFinishBatch = 500
+
+// finish stores fp with whatever else is waiting, and returns fp's result.
+func (b *finishBatcher) finish(ctx context.Context, fp *store.FinishParams) error {
+	req := &finishReq{fp: fp, done: make(chan error, 1)}
+	b.mu.Lock()
+	b.queue = append(b.queue, req)
+	lead := !b.busy
+	b.busy = true
+	b.mu.Unlock()
+	if lead {
+		// This caller writes batches until nothing is waiting; callers that
+		// arrive meanwhile join the next batch.
+		b.drain(ctx)
+	}
+	select {
+	case err := <-req.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (b *finishBatcher) drain(ctx context.Context) {
+	for {
+		b.mu.Lock()
+		n := min(len(b.queue), maxFinishBatch)
+		if n == 0 {
+			b.busy = false
+			b.mu.Unlock()
+			return
+		}
+		batch := b.queue[:n:n]
+		b.queue = b.queue[n:]
+		b.mu.Unlock()
+		ps := make([]*store.FinishParams, n)
+		for i, r := range batch {
+			ps[i] = r.fp
+		}
+		// The batch is written even if the leading caller gives up: other
+		// callers wait for it.
+		errs, err := b.store.TaskFinish(context.WithoutCancel(ctx), ps)
+		for i, r := range batch {
+			if err != nil {
+				r.done <- err
+			} else {
+				r.done <- errs[i]
+			}
+		}
+	}
+}
