@@ -4,32 +4,49 @@ package id
 
 import (
 	"crypto/rand"
-	"encoding/base32"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
+	"sync"
 	"time"
 )
 
 const alphabet = "0123456789abcdefghijklmnopqrstuv" // base32hex, lowercase: sorts as it reads
 
-var enc = base32.NewEncoding(alphabet).WithPadding(base32.NoPadding)
-
 // New returns a 21-character id: 10 characters of milliseconds since the
-// epoch, then 11 of randomness (55 bits), so ids sort by creation time.
+// epoch, then 11 of a 55-bit counter that starts at a random value each
+// millisecond and counts up within it, so ids sort by creation time and ids
+// made in one millisecond land side by side in an index (as ULIDs in their
+// monotonic mode).
 func New(t time.Time) string {
-	var b [21]byte
 	ms := uint64(t.UnixMilli())
+	mu.Lock()
+	if ms == lastMs && lastSeq < 1<<55-1 {
+		lastSeq++
+	} else {
+		var r [8]byte
+		_, _ = rand.Read(r[:])
+		lastMs, lastSeq = ms, binary.BigEndian.Uint64(r[:])>>10 // 54 bits: room to count up
+	}
+	seq := lastSeq
+	mu.Unlock()
+	var b [21]byte
 	for i := 9; i >= 0; i-- {
 		b[i] = alphabet[ms&31]
 		ms >>= 5
 	}
-	var r [7]byte
-	_, _ = rand.Read(r[:])
-	var e [12]byte
-	enc.Encode(e[:], r[:]) // 7 bytes → 12 characters; the id keeps 11
-	copy(b[10:], e[:11])
+	for i := 20; i >= 10; i-- {
+		b[i] = alphabet[seq&31]
+		seq >>= 5
+	}
 	return string(b[:])
 }
+
+var (
+	mu      sync.Mutex
+	lastMs  uint64
+	lastSeq uint64
+)
 
 // Lease returns a random 128-bit lease id in hex.
 func Lease() string { return Secret(16) }
