@@ -47,6 +47,69 @@ func BenchmarkAdd100(b *testing.B) {
 	benchAdd(b, body, 100)
 }
 
+// BenchmarkLeaseAckBatch: pull workers lease batches of 100 over HTTP and
+// ack each batch in one call of errand's batch ack.
+func BenchmarkLeaseAckBatch(b *testing.B) {
+	bb := setup(b)
+	bb.do("POST", "/v1/tasks/jobs/queues", `{"name":"q","mode":"pull"}`).want(b, 201, "")
+	batch := "[" + strings.TrimSuffix(strings.Repeat(`{"payload":{"n":1}},`, 100), ",") + "]"
+	for i := 0; i < b.N; i += 100 {
+		bb.do("POST", "/v1/tasks/jobs/queues/q/tasks", batch).want(b, 201, "")
+	}
+	url := bb.srv.URL + "/v1/tasks/jobs/queues/q"
+	var acked atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for acked.Load() < int64(b.N) {
+				resp, err := bb.client.Post(url+"/lease", "application/json", strings.NewReader(`{"count":100,"leaseSeconds":60}`))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				var l struct {
+					Tasks []struct {
+						ID      string `json:"id"`
+						LeaseID string `json:"leaseId"`
+					} `json:"tasks"`
+				}
+				_ = json.NewDecoder(resp.Body).Decode(&l)
+				resp.Body.Close()
+				if len(l.Tasks) == 0 {
+					return
+				}
+				var sb strings.Builder
+				sb.WriteString(`{"acks":[`)
+				for i, tk := range l.Tasks {
+					if i > 0 {
+						sb.WriteByte(',')
+					}
+					sb.WriteString(`{"id":"` + tk.ID + `","leaseId":"` + tk.LeaseID + `"}`)
+				}
+				sb.WriteString(`]}`)
+				resp, err = bb.client.Post(url+"/ack", "application/json", strings.NewReader(sb.String()))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					b.Errorf("ack: %d", resp.StatusCode)
+					return
+				}
+				acked.Add(int64(len(l.Tasks)))
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(acked.Load())/b.Elapsed().Seconds(), "tasks/s")
+}
+
 // BenchmarkLeaseAck: pull workers lease batches of 100 over HTTP and ack each
 // task (acks from concurrent workers are group-committed by the engine).
 func BenchmarkLeaseAck(b *testing.B) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/task"
@@ -94,4 +95,64 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	t, err := s.eng.Release(r.Context(), c.p.Org, c.instance, r.PathValue("id"), body.LeaseID, body.Error, body.DelaySeconds)
 	s.answerTask(w, r, t, err)
+}
+
+// ackMany is errand's batch ack: {"acks": [{id, leaseId, result?}, …]} (1–100)
+// → {"results": [{ok, id, code?, message?}, …]} in request order, 200 when
+// at least one was acked, 409 when none was (with error naming the first).
+func (s *Server) ackMany(w http.ResponseWriter, r *http.Request, c *call) {
+	var body struct {
+		Acks []struct {
+			ID      string          `json:"id"`
+			LeaseID string          `json:"leaseId"`
+			Result  json.RawMessage `json:"result"`
+		} `json:"acks"`
+	}
+	if err := decodeBody(r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	in := make([]engine.AckInput, len(body.Acks))
+	for i, a := range body.Acks {
+		if a.ID == "" || a.LeaseID == "" {
+			s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "acks["+strconv.Itoa(i)+"]", "needs id and leaseId"))
+			return
+		}
+		in[i] = engine.AckInput{ID: a.ID, LeaseID: a.LeaseID, Result: a.Result}
+	}
+	errs, err := s.eng.AckMany(r.Context(), c.p.Org, c.instance, r.PathValue("queue"), in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	type result struct {
+		OK      bool      `json:"ok"`
+		ID      string    `json:"id"`
+		Code    task.Code `json:"code,omitempty"`
+		Message string    `json:"message,omitempty"`
+	}
+	out := make([]result, len(errs))
+	acked := 0
+	var first *task.Error
+	for i, e := range errs {
+		out[i] = result{OK: e == nil, ID: in[i].ID}
+		if e == nil {
+			acked++
+			continue
+		}
+		te, ok := e.(*task.Error)
+		if !ok {
+			s.writeError(w, r, e)
+			return
+		}
+		out[i].Code, out[i].Message = te.Code, te.Message
+		if first == nil {
+			first = te
+		}
+	}
+	if acked == 0 {
+		writeJSON(w, http.StatusConflict, map[string]any{"results": out, "error": errorDetail{Code: first.Code, Message: first.Message}})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"results": out})
 }

@@ -64,6 +64,7 @@ var Routes = []Route{
 	{"POST", "/v1/tasks/{instance}/queues/{queue}/tasks", auth.RoleWrite, (*Server).addTasks},
 	{"GET", "/v1/tasks/{instance}/queues/{queue}/tasks", auth.RoleRead, (*Server).listTasks},
 	{"POST", "/v1/tasks/{instance}/queues/{queue}/lease", auth.RoleWrite, (*Server).lease},
+	{"POST", "/v1/tasks/{instance}/queues/{queue}/ack", auth.RoleWrite, (*Server).ackMany},
 
 	{"GET", "/v1/tasks/{instance}/tasks/{id}", auth.RoleRead, (*Server).getTask},
 	{"POST", "/v1/tasks/{instance}/tasks/{id}/run", auth.RoleWrite, (*Server).runTask},

@@ -279,3 +279,33 @@ func TestRetentionFreesTheName(t *testing.T) {
 	b.do("POST", "/v1/tasks/jobs/queues/q/tasks", `{"name":"once"}`).want(t, 201, "")
 	b.do("POST", "/v1/tasks/jobs/queues/q/tasks", `{"name":"pending"}`).want(t, 409, "TASK_EXISTS")
 }
+
+func TestBatchAck(t *testing.T) {
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"thumbs","mode":"pull"}`).want(t, 201, "")
+	b.do("POST", "/v1/tasks/jobs/queues/thumbs/tasks", `[{},{},{}]`).want(t, 201, "")
+	l := b.do("POST", "/v1/tasks/jobs/queues/thumbs/lease", `{"count":3,"leaseSeconds":60}`).want(t, 200, "").list("tasks")
+	id := func(i int) string { return l[i].(map[string]any)["id"].(string) }
+	lease := func(i int) string { return l[i].(map[string]any)["leaseId"].(string) }
+	body := fmt.Sprintf(`{"acks":[{"id":%q,"leaseId":%q,"result":{"w":1}},{"id":%q,"leaseId":"stale"},{"id":"missing","leaseId":"x"},{"id":%q,"leaseId":%q}]}`,
+		id(0), lease(0), id(1), id(2), lease(2))
+	r := b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", body).want(t, 200, "")
+	res := r.list("results")
+	codes := []any{nil, "LEASE_LOST", "NOT_FOUND", nil}
+	for i, want := range codes {
+		m := res[i].(map[string]any)
+		if m["code"] != want || (want == nil) != (m["ok"] == true) {
+			t.Fatalf("result %d: %v (want %v): %s", i, m, want, r.raw)
+		}
+	}
+	if g := b.do("GET", "/v1/tasks/jobs/tasks/"+id(0), nil).obj("task"); g["state"] != "succeeded" || g["result"].(map[string]any)["w"] != 1.0 {
+		t.Fatalf("%v", g)
+	}
+	if g := b.do("GET", "/v1/tasks/jobs/tasks/"+id(1), nil).obj("task"); g["state"] != "leased" {
+		t.Fatalf("stale ack changed the task: %v", g)
+	}
+	// None acked: 409 with the first refusal.
+	b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", fmt.Sprintf(`{"acks":[{"id":%q,"leaseId":%q}]}`, id(0), lease(0))).want(t, 409, "LEASE_LOST")
+	b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", `{"acks":[]}`).want(t, 400, "INVALID_ARGUMENT")
+	b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", `{"acks":[{"id":"x"}]}`).want(t, 400, "INVALID_ARGUMENT")
+}

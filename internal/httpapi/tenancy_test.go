@@ -166,6 +166,7 @@ var routeCalls = map[string]routeCall{
 	"POST /v1/tasks/{instance}/queues/{queue}/tasks":        {body: `{"payload":{"n":1}}`, want: 201},
 	"GET /v1/tasks/{instance}/queues/{queue}/tasks":         {want: 200},
 	"POST /v1/tasks/{instance}/queues/{queue}/lease":        {body: `{"count":1}`, want: 200},
+	"POST /v1/tasks/{instance}/queues/{queue}/ack":          {body: `{"acks":[{"id":"{t2}","leaseId":"{lease}"}]}`, want: 200},
 	"GET /v1/tasks/{instance}/tasks/{id}":                   {id: "t1", want: 200},
 	"POST /v1/tasks/{instance}/tasks/{id}/run":              {id: "t1", want: 200},
 	"POST /v1/tasks/{instance}/tasks/{id}/cancel":           {id: "t1", want: 200},
@@ -251,7 +252,7 @@ func addFixture(s *served, org string) *fixture {
 // request returns the path and body of rt's call in f.
 func (f *fixture) request(rt httpapi.Route, instance string) (string, string) {
 	c := routeCalls[rt.Method+" "+rt.Pattern]
-	return fill(rt.Pattern, instance, "q", f.tasks[c.id]) + c.query, strings.ReplaceAll(c.body, "{lease}", f.lease)
+	return fill(rt.Pattern, instance, "q", f.tasks[c.id]) + c.query, strings.NewReplacer("{lease}", f.lease, "{t2}", f.tasks["t2"]).Replace(c.body)
 }
 
 // TestGrantsByRoute walks the router's table: for every route, no key, a
