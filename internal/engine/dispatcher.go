@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/id"
 	"github.com/errandhq/errand/internal/store"
@@ -33,31 +31,25 @@ const (
 // Dispatcher delivers due tasks of push queues to their targets. It wakes
 // on add, run, retry and queue changes, sleeps until the next runAt
 // otherwise, claims due tasks in batches, round-robin over queues so a busy
-// queue does not starve the others, and keeps each queue's ratePerSecond and
-// maxConcurrent and each instance's maxInFlight.
+// queue does not starve the others. Each queue's ratePerSecond and
+// maxConcurrent and each instance's maxInFlight are kept by the store inside
+// the claim, so they hold across every node sharing it.
 type Dispatcher struct {
 	e       *Engine
 	log     *slog.Logger
 	targets deliver.Deliverer
 	dev     bool
 
-	mu         sync.Mutex
-	inQueue    map[qkey]int // deliveries in flight per queue
-	inInstance map[string]int
-	limiters   map[qkey]*limiter
-	freed      chan struct{}             // a slot was freed
-	inflight   map[string]store.LeaseRef // attempts of this node, by task id
-	wg         sync.WaitGroup
+	mu       sync.Mutex
+	inflight map[string]store.LeaseRef // attempts of this node, by task id
+	freed    chan struct{}             // outcomes were stored: slots may be free
+	turn     int                       // where the next pass starts
+	wg       sync.WaitGroup
 
 	results chan finished
 }
 
 type qkey struct{ instance, queue string }
-
-type limiter struct {
-	rate float64
-	lim  *rate.Limiter
-}
 
 type finished struct {
 	fp  *store.FinishParams
@@ -68,8 +60,8 @@ type finished struct {
 func newDispatcher(e *Engine, targets deliver.Deliverer) *Dispatcher {
 	return &Dispatcher{
 		e: e, log: e.log.With("service", "dispatcher"), targets: targets, dev: e.dev,
-		inQueue: map[qkey]int{}, inInstance: map[string]int{}, limiters: map[qkey]*limiter{}, inflight: map[string]store.LeaseRef{},
-		freed: make(chan struct{}, 1), results: make(chan finished, 1024),
+		inflight: map[string]store.LeaseRef{},
+		freed:    make(chan struct{}, 1), results: make(chan finished, 1024),
 	}
 }
 
@@ -117,13 +109,18 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, error) {
 	}
 	now := d.e.clock.Now()
 	wait := d.e.cfg.Backstop
+	rateWait := time.Duration(0) // the shortest token interval of a rated queue
 	byKey := make(map[qkey]*task.Queue, len(queues))
 	for _, q := range queues {
 		byKey[qkey{q.InstanceID, q.Name}] = q
 	}
 	insts := map[string]*task.Instance{}
 	started := 0
-	for _, q := range queues {
+	// Start each pass at the next queue, so that under a shared cap
+	// (maxInFlight) a busy queue does not starve the others.
+	d.turn++
+	for i := range queues {
+		q := queues[(i+d.turn)%len(queues)]
 		if q.Mode != task.ModePush || q.Paused {
 			continue
 		}
@@ -138,22 +135,21 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, error) {
 			}
 			insts[q.InstanceID] = inst
 		}
-		n, retry := d.capacity(q, inst, now)
-		if n == 0 {
-			if retry > 0 && retry < wait {
-				wait = retry
-			}
-			continue
+		p := &store.ClaimParams{
+			Queue: q, Now: now.UnixMilli(), Limit: claimBatch,
+			LeaseMs: pushLease.Milliseconds(), NewLeaseID: id.Lease,
+			MaxRunning: q.MaxConcurrent, InstanceMaxRunning: inst.Settings.MaxInFlight,
 		}
-		ts, err := d.e.store.TaskClaim(ctx, &store.ClaimParams{
-			Queue: q, Now: now.UnixMilli(), Limit: n,
-			LeaseMs:    pushLease.Milliseconds(),
-			NewLeaseID: id.Lease,
-		})
+		if q.RatePerSecond > 0 {
+			p.Rate, p.Burst = q.RatePerSecond, max(1, int(math.Ceil(q.RatePerSecond/10)))
+			if iv := time.Duration(float64(time.Second) / q.RatePerSecond); rateWait == 0 || iv < rateWait {
+				rateWait = iv
+			}
+		}
+		ts, err := d.e.store.TaskClaim(ctx, p)
 		if err != nil {
 			return started, time.Time{}, err
 		}
-		d.take(q, now, len(ts))
 		for _, t := range ts {
 			started++
 			d.start(ctx, t, q, inst, byKey)
@@ -164,75 +160,24 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, error) {
 		if err != nil {
 			return 0, time.Time{}, err
 		}
-		if runAt > 0 {
-			if until := time.Duration(runAt-now.UnixMilli()) * time.Millisecond; until > 0 && until < wait {
-				wait = until
-			}
+		switch until := time.Duration(runAt-now.UnixMilli()) * time.Millisecond; {
+		case runAt == 0:
+		case until > 0:
+			wait = min(wait, until)
+		case rateWait > 0:
+			// Due but held back: by a rate (look again when a token is
+			// earned) or by a cap (a finish signals freed).
+			wait = min(wait, max(rateWait, time.Millisecond))
 		}
 	}
 	return started, now.Add(wait), nil
 }
 
-// capacity is how many tasks q may start now, and if none, how soon the rate
-// limit lets one (0 when only a freed slot will).
-func (d *Dispatcher) capacity(q *task.Queue, inst *task.Instance, now time.Time) (int, time.Duration) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	k := qkey{q.InstanceID, q.Name}
-	n := claimBatch
-	if q.MaxConcurrent > 0 {
-		n = min(n, q.MaxConcurrent-d.inQueue[k])
-	}
-	n = min(n, inst.Settings.MaxInFlight-d.inInstance[q.InstanceID])
-	if n <= 0 {
-		return 0, 0
-	}
-	if q.RatePerSecond > 0 {
-		l := d.limiters[k]
-		if l == nil || l.rate != q.RatePerSecond {
-			burst := max(1, int(math.Ceil(q.RatePerSecond/10)))
-			l = &limiter{rate: q.RatePerSecond, lim: rate.NewLimiter(rate.Limit(q.RatePerSecond), burst)}
-			l.lim.AllowN(now, burst) // start empty: a new queue earns its first token
-			d.limiters[k] = l
-		}
-		tokens := int(l.lim.TokensAt(now))
-		if tokens < 1 {
-			r := l.lim.ReserveN(now, 1)
-			delay := r.DelayFrom(now)
-			r.CancelAt(now)
-			return 0, max(delay, time.Millisecond)
-		}
-		n = min(n, tokens)
-	}
-	return n, 0
-}
-
-// take books n started deliveries against q's slots and rate.
-func (d *Dispatcher) take(q *task.Queue, now time.Time, n int) {
-	if n == 0 {
-		return
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	k := qkey{q.InstanceID, q.Name}
-	d.inQueue[k] += n
-	d.inInstance[q.InstanceID] += n
-	if l := d.limiters[k]; l != nil {
-		l.lim.AllowN(now, n)
-	}
-}
-
-func (d *Dispatcher) release(q *task.Queue, taskID string) {
+// release forgets a finished attempt of this node.
+func (d *Dispatcher) release(taskID string) {
 	d.mu.Lock()
 	delete(d.inflight, taskID)
-	k := qkey{q.InstanceID, q.Name}
-	d.inQueue[k]--
-	d.inInstance[q.InstanceID]--
 	d.mu.Unlock()
-	select {
-	case d.freed <- struct{}{}:
-	default:
-	}
 }
 
 // start delivers one claimed task in its own goroutine.
@@ -243,7 +188,7 @@ func (d *Dispatcher) start(ctx context.Context, t *task.Task, q *task.Queue, ins
 	d.mu.Unlock()
 	go func() {
 		defer d.wg.Done()
-		defer d.release(q, t.ID)
+		defer d.release(t.ID)
 		began := d.e.clock.Now()
 		res := d.deliver(ctx, t, q, inst)
 		now := d.e.clock.Now()
@@ -369,6 +314,10 @@ func (d *Dispatcher) finisher() {
 		}
 		if again {
 			d.e.waker.wake() // the next due time moved
+		}
+		select {
+		case d.freed <- struct{}{}: // RUNNING rows left: capped queues may claim
+		default:
 		}
 	}
 }

@@ -105,8 +105,9 @@ func TestDeadlineKeepsTheSlot(t *testing.T) {
 	}
 }
 
-// TestRatePerSecond: a queue at 2/s starts one delivery per half second of
-// the (fake) clock, and no more.
+// TestRatePerSecond: a queue at 2/s (a burst of 1, full at first) starts
+// one delivery at once and then one per half second of the (fake) clock,
+// and no more.
 func TestRatePerSecond(t *testing.T) {
 	b := setup(t)
 	var n atomic.Int32
@@ -116,8 +117,9 @@ func TestRatePerSecond(t *testing.T) {
 	for range 4 {
 		b.add("q", task.AddInput{})
 	}
-	quiet(t, "a delivery before the first token", func() bool { return n.Load() > 0 })
-	for want := int32(1); want <= 4; want++ {
+	waitFor(t, "the first delivery", func() bool { return n.Load() == 1 })
+	quiet(t, "a second delivery before its token", func() bool { return n.Load() > 1 })
+	for want := int32(2); want <= 4; want++ {
 		b.clock.Advance(500 * time.Millisecond)
 		waitFor(t, "the next delivery", func() bool { return n.Load() == want })
 		quiet(t, "more than the rate allows", func() bool { return n.Load() > want })

@@ -154,6 +154,20 @@ type ClaimParams struct {
 	LeaseMs int64
 	// NewLeaseID makes a lease id for each claimed task.
 	NewLeaseID func() string
+	// The limits below are kept by the store, inside the claim's
+	// transaction, so that they hold across every node sharing it.
+	//
+	// MaxRunning caps the queue's RUNNING tasks, the claimed ones included
+	// (maxConcurrent); 0 for no cap.
+	MaxRunning int
+	// InstanceMaxRunning caps the RUNNING tasks of all push queues of the
+	// instance (maxInFlight); 0 for no cap.
+	InstanceMaxRunning int
+	// Rate, when above 0, is the queue's ratePerSecond: a token bucket kept
+	// with the queue, at most Burst tokens and full when first used, refills
+	// at Rate per second of Now and pays one token per claimed task.
+	Rate  float64
+	Burst int
 }
 
 // LeaseRef names one attempt in flight: a task and the lease it holds.

@@ -16,6 +16,15 @@ var (
 	qClaimAny = define(onReader, `SELECT 1 FROM tasks
 		WHERE instance_id = ? AND queue = ? AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= ?
 		LIMIT 1`)
+	// qRunningQueue counts a queue's RUNNING tasks through tasks_lease.
+	qRunningQueue = define(onWriter, `SELECT count(*) FROM tasks
+		WHERE instance_id = ? AND queue = ? AND state = 'RUNNING'`)
+	// qRunningInstance counts the RUNNING push tasks of an instance.
+	qRunningInstance = define(onWriter, `SELECT count(*) FROM tasks
+		WHERE instance_id = ? AND state = 'RUNNING' AND pull = 0`)
+	// qBucketGet and qBucketSet read and write a queue's rate bucket.
+	qBucketGet = define(onWriter, `SELECT rate_tokens, rate_at FROM queues WHERE instance_id = ? AND name = ?`)
+	qBucketSet = define(onWriter, `UPDATE queues SET rate_tokens = ?, rate_at = ? WHERE instance_id = ? AND name = ?`)
 	// qClaimDue walks the tasks_due index of one queue in runAt order.
 	qClaimDue = define(onWriter, `SELECT `+cols("", taskCols)+` FROM tasks
 		WHERE instance_id = ? AND queue = ? AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= ?
@@ -62,7 +71,11 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 	}
 	var out []*task.Task
 	err := s.write(ctx, func(w *wtx) error {
-		rows, err := w.query(qClaimDue, q.InstanceID, q.Name, p.Now, p.Limit)
+		limit, tokens, err := w.claimLimit(p)
+		if err != nil || limit <= 0 {
+			return err
+		}
+		rows, err := w.query(qClaimDue, q.InstanceID, q.Name, p.Now, limit)
 		if err != nil {
 			return err
 		}
@@ -96,6 +109,11 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 			}
 		}
 		out = tasks
+		if p.Rate > 0 {
+			if _, err := w.exec(qBucketSet, tokens-float64(len(tasks)), p.Now, q.InstanceID, q.Name); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -105,4 +123,39 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 		out = []*task.Task{}
 	}
 	return out, nil
+}
+
+// claimLimit is how many tasks p may claim now under the queue's and the
+// instance's caps and the queue's rate bucket, and the bucket's tokens now.
+func (w *wtx) claimLimit(p *store.ClaimParams) (int, float64, error) {
+	q, limit := p.Queue, p.Limit
+	count := func(qq query, args ...any) (int, error) {
+		var n int
+		err := w.queryRow(qq, args...).Scan(&n)
+		return n, err
+	}
+	if p.MaxRunning > 0 {
+		n, err := count(qRunningQueue, q.InstanceID, q.Name)
+		if err != nil {
+			return 0, 0, err
+		}
+		limit = min(limit, p.MaxRunning-n)
+	}
+	if p.InstanceMaxRunning > 0 && limit > 0 {
+		n, err := count(qRunningInstance, q.InstanceID)
+		if err != nil {
+			return 0, 0, err
+		}
+		limit = min(limit, p.InstanceMaxRunning-n)
+	}
+	var tokens float64
+	if p.Rate > 0 && limit > 0 {
+		var at int64
+		if err := w.queryRow(qBucketGet, q.InstanceID, q.Name).Scan(&tokens, &at); err != nil {
+			return 0, 0, err
+		}
+		tokens = store.Refill(tokens, at, p.Now, p.Rate, p.Burst)
+		limit = min(limit, int(tokens))
+	}
+	return limit, tokens, nil
 }

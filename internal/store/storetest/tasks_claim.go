@@ -16,6 +16,87 @@ var claimCases = []testCase{
 	{"Fields", testClaimFields},
 	{"Scope", testClaimScope},
 	{"Concurrent", testClaimConcurrent},
+	{"MaxRunning", testClaimMaxRunning},
+	{"InstanceMaxRunning", testClaimInstanceMaxRunning},
+	{"RateBucket", testClaimRateBucket},
+}
+
+// claimWith claims with the limits set by mod.
+func (e *env) claimWith(q *task.Queue, now int64, limit int, mod func(p *store.ClaimParams)) []*task.Task {
+	e.t.Helper()
+	p := &store.ClaimParams{Queue: q, Now: now, Limit: limit, LeaseMs: 60_000, NewLeaseID: e.leases()}
+	mod(p)
+	got, err := e.s.TaskClaim(e.ctx, p)
+	if err != nil {
+		e.t.Fatalf("TaskClaim: %v", err)
+	}
+	return got
+}
+
+// testClaimMaxRunning: the queue's cap counts the tasks already running,
+// and a finished one frees its slot.
+func testClaimMaxRunning(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePush)
+	e.addN(q, 10, T0, nil)
+	capped := func(p *store.ClaimParams) { p.MaxRunning = 3 }
+	first := e.claimWith(q, T0, 2, capped)
+	if got := e.claimWith(q, T0, 5, capped); len(first) != 2 || len(got) != 1 {
+		t.Fatalf("claimed %d then %d under a cap of 3; want 2 then 1", len(first), len(got))
+	}
+	if got := e.claimWith(q, T0, 5, capped); len(got) != 0 {
+		t.Fatalf("claimed %d at the cap", len(got))
+	}
+	e.finish(q, first[0], T0+1, task.Outcome{Status: task.AttemptSucceeded})
+	if got := e.claimWith(q, T0+1, 5, capped); len(got) != 1 {
+		t.Fatalf("claimed %d after one finished; want 1", len(got))
+	}
+}
+
+// testClaimInstanceMaxRunning: the instance's cap spans its push queues and
+// leaves out leased pull tasks and other instances.
+func testClaimInstanceMaxRunning(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	other := e.instance("globex", "jobs")
+	a := e.queue(inst, "a", task.ModePush)
+	b := e.queue(inst, "b", task.ModePush)
+	pq := e.queue(inst, "p", task.ModePull)
+	oq := e.queue(other, "a", task.ModePush)
+	for _, q := range []*task.Queue{a, b, pq, oq} {
+		e.addN(q, 5, T0, nil)
+	}
+	e.claim(pq, T0, 5, 60_000)
+	e.claim(oq, T0, 5, 60_000)
+	capped := func(p *store.ClaimParams) { p.InstanceMaxRunning = 4 }
+	got := len(e.claimWith(a, T0, 3, capped))
+	got2 := len(e.claimWith(b, T0, 3, capped))
+	if got != 3 || got2 != 1 {
+		t.Fatalf("claimed %d from a and %d from b under an instance cap of 4; want 3 and 1", got, got2)
+	}
+}
+
+// testClaimRateBucket: a bucket starts full, pays a token per task, and
+// refills at the rate of the clock passed in.
+func testClaimRateBucket(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePush)
+	e.addN(q, 20, T0, nil)
+	rated := func(p *store.ClaimParams) { p.Rate, p.Burst = 2, 3 }
+	if got := e.claimWith(q, T0, 10, rated); len(got) != 3 {
+		t.Fatalf("first claim %d; want the full burst of 3", len(got))
+	}
+	if got := e.claimWith(q, T0+100, 10, rated); len(got) != 0 {
+		t.Fatalf("claimed %d with an empty bucket", len(got))
+	}
+	if got := e.claimWith(q, T0+600, 10, rated); len(got) != 1 {
+		t.Fatalf("claimed %d after 0.6 s at 2/s; want 1", len(got))
+	}
+	if got := e.claimWith(q, T0+1_100, 10, rated); len(got) != 1 {
+		t.Fatalf("claimed %d 0.5 s later (0.2 carried over); want 1", len(got))
+	}
+	if got := e.claimWith(q, T0+60_000, 10, rated); len(got) != 3 {
+		t.Fatalf("claimed %d after a long pause; want the burst of 3", len(got))
+	}
 }
 
 func testClaimOnlyDue(t *testing.T, e *env) {
