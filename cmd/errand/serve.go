@@ -16,6 +16,7 @@ import (
 	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/store/postgres"
 	"github.com/errandhq/errand/internal/store/sqlite"
 )
 
@@ -27,7 +28,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", ":9191", "address to listen on")
-	storeURL := fs.String("store", defaultStore, "the store: sqlite://PATH (postgres:// arrives with the PostgreSQL backend)")
+	storeURL := fs.String("store", defaultStore, "the store: sqlite://PATH (one node) or postgres://USER@HOST/DB (any number of nodes)")
 	syncMode := fs.String("sync", "NORMAL", "SQLite synchronous mode: NORMAL (survives kill -9) or FULL (survives power loss)")
 	org := fs.String("org", "default", "organization of the first admin key, made when the store has no key at all")
 	var allow []netip.Prefix
@@ -61,7 +62,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		log.Info("webhooks may reach these ranges (http allowed there)", "webhook-allow", fmt.Sprint(allow))
 	}
 	return serve(ctx, serveConfig{
-		addr: *addr, store: st, log: log, auth: auth.Keys{Store: st},
+		addr: *addr, store: st, log: log, auth: auth.Keys{Store: st}, shared: strings.HasPrefix(*storeURL, "postgres"),
 		rules: g.URLRules(), guard: g, stdout: stdout,
 	})
 }
@@ -110,21 +111,20 @@ type storeOptions struct {
 }
 
 // openStore opens the store a URL names; its scheme picks the backend:
-// sqlite://PATH (a file; sqlite:///abs/path for an absolute path).
+// sqlite://PATH (a file; sqlite:///abs/path for an absolute path) or
+// postgres://… (a pgx connection string, shared by any number of nodes).
 func openStore(ctx context.Context, rawURL string, o storeOptions) (store.Store, error) {
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	if !ok {
-		return nil, fmt.Errorf("--store %q: want sqlite://PATH", rawURL)
+		return nil, fmt.Errorf("--store %q: want sqlite://PATH or postgres://…", rawURL)
 	}
 	switch scheme {
 	case "sqlite":
 		return openSQLite(ctx, rest, o)
 	case "postgres", "postgresql":
-		// The PostgreSQL backend (internal/store/postgres) is opened here
-		// once it lands, with rawURL as its connection string.
-		return nil, fmt.Errorf("--store %s://…: the PostgreSQL backend is not in this build yet", scheme)
+		return postgres.Open(ctx, rawURL, postgres.Options{Logger: o.log})
 	}
-	return nil, fmt.Errorf("--store %q: unknown scheme %q (want sqlite://PATH)", rawURL, scheme)
+	return nil, fmt.Errorf("--store %q: unknown scheme %q (want sqlite://PATH or postgres://…)", rawURL, scheme)
 }
 
 // openSQLite opens the SQLite file at path, creating it (and its

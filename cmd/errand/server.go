@@ -19,13 +19,16 @@ import (
 )
 
 type serveConfig struct {
-	addr   string
-	store  store.Store
-	log    *slog.Logger
-	dev    bool
-	auth   auth.Authenticator
-	rules  task.URLRules
-	guard  *deliver.Guard // nil in dev: any address
+	addr  string
+	store store.Store
+	log   *slog.Logger
+	dev   bool
+	auth  auth.Authenticator
+	rules task.URLRules
+	guard *deliver.Guard // nil in dev: any address
+	// shared: other nodes write to the same store, so sleeping services
+	// look at it at least every second.
+	shared bool
 	stdout io.Writer
 }
 
@@ -39,8 +42,12 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 	}()
 	wh := deliver.NewWebhook(deliver.WebhookOptions{Guard: c.guard})
 	defer wh.Close()
+	backstop := time.Duration(0) // the engine's default: a lone node wakes itself
+	if c.shared {
+		backstop = time.Second
+	}
 	eng := engine.New(engine.Config{
-		Store: c.store, Logger: c.log, Dev: c.dev, URLRules: c.rules,
+		Store: c.store, Logger: c.log, Dev: c.dev, URLRules: c.rules, Backstop: backstop,
 		Deliverer: &deliver.Mux{Webhook: wh},
 	})
 	if err := eng.Start(ctx); err != nil {

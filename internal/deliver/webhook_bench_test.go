@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/errandhq/errand/internal/task"
+	"github.com/errandhq/errand/internal/testkit"
 )
 
 // benchParallelism × GOMAXPROCS goroutines deliver at once: 32 on two cores,
@@ -36,7 +37,7 @@ func benchReceiver(b *testing.B) *httptest.Server {
 // receiver's share included) since cpu0 was taken.
 func report(b *testing.B, cpu0 time.Duration) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
-	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-us/delivery")
+	b.ReportMetric(float64((testkit.CPUTime()-cpu0).Microseconds())/float64(b.N), "cpu-us/delivery")
 }
 
 // BenchmarkWebhookDeliver drives the webhook deliverer, guard on with
@@ -49,7 +50,7 @@ func BenchmarkWebhookDeliver(b *testing.B) {
 	b.SetParallelism(benchParallelism)
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0 := testkit.CPUTime()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if res := w.Deliver(ctx, req); res.Outcome.Status != task.AttemptSucceeded {
@@ -75,7 +76,7 @@ func BenchmarkRawLoopback(b *testing.B) {
 	b.SetParallelism(benchParallelism)
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0 := testkit.CPUTime()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			resp, err := client.Post(url, "application/json", bytes.NewReader(body))

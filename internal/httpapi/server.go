@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/engine"
@@ -100,7 +101,13 @@ func New(cfg Config) *Server {
 		s.mux.Handle(rt.Method+" "+rt.Pattern, s.wrap(rt))
 	}
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := s.eng.Store().Ping(ctx); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ok": false, "store": "unavailable"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "store": "ok"})
 	})
 	for pattern, h := range cfg.Extra {
 		s.mux.Handle(pattern, h)

@@ -28,6 +28,9 @@ type Store interface {
 
 	// Close releases the backend; it is safe to call once.
 	Close() error
+	// Ping reports whether the backend answers now (for /healthz): nil, or
+	// an UNAVAILABLE error.
+	Ping(ctx context.Context) error
 
 	// InstanceCreate stores a new instance and its `default` queue (push, no
 	// target) in one transaction. INSTANCE_EXISTS if (org, name) is taken.

@@ -51,3 +51,8 @@ func interpretError(err error) error {
 	}
 	return task.Errorf(task.CodeInternal, "store: %s", err.Error())
 }
+
+// unavailable reports a database that cannot be reached or read.
+func unavailable(err error) error {
+	return task.Errorf(task.CodeUnavailable, "sqlite: %v", err)
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/errandhq/errand/internal/store/sqlite"
 	"github.com/errandhq/errand/internal/store/storetest"
 	"github.com/errandhq/errand/internal/task"
+	"github.com/errandhq/errand/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -183,13 +184,13 @@ func BenchmarkTaskAdd100(b *testing.B) {
 			s, q := benchStore(b, sync)
 			n := 0
 			b.ReportAllocs()
-			cpu := cpuTime()
+			cpu := testkit.CPUTime()
 			for b.Loop() {
 				addTasks(b, s, q, 100, n)
 				n += 100
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/task")
-			b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64((testkit.CPUTime()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
@@ -209,13 +210,13 @@ func BenchmarkClaimFinish(b *testing.B) {
 			newLease := func() string { leases++; return fmt.Sprint("lease-", leases) }
 			b.ReportAllocs()
 			var refill time.Duration
-			cpu := cpuTime()
+			cpu := testkit.CPUTime()
 			for b.Loop() {
 				if left < 100 {
 					b.StopTimer()
-					c := cpuTime()
+					c := testkit.CPUTime()
 					addTasks(b, s, q, backlog, next)
-					refill += cpuTime() - c
+					refill += testkit.CPUTime() - c
 					next += backlog
 					left += backlog
 					b.StartTimer()
@@ -244,7 +245,7 @@ func BenchmarkClaimFinish(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/task")
-			b.ReportMetric(float64((cpuTime()-cpu-refill).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64((testkit.CPUTime()-cpu-refill).Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

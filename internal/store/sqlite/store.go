@@ -308,3 +308,11 @@ func affected(r sql.Result) (int, error) {
 	}
 	return int(n), nil
 }
+
+// Ping checks that the database file answers a read.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.r.PingContext(ctx); err != nil {
+		return unavailable(err)
+	}
+	return nil
+}

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/errandhq/errand/internal/id"
+	"github.com/errandhq/errand/internal/testkit"
+)
+
+// pgSchemaURL makes a fresh schema on the test PostgreSQL and returns a store
+// URL that uses it; the schema is dropped at cleanup.
+func pgSchemaURL(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("ERRAND_TEST_POSTGRES")
+	if base == "" {
+		t.Skip("ERRAND_TEST_POSTGRES is not set: PostgreSQL tests skipped")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("ERRAND_TEST_POSTGRES is set but PostgreSQL does not answer: %v", err)
+	}
+	defer conn.Close(ctx)
+	schema := "errand_mn_" + id.Secret(6)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), base)
+		if err == nil {
+			_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+			c.Close(context.Background())
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// TestThreeNodesShareTheWorkAndSurviveAKill: three `errand serve` processes
+// on one PostgreSQL deliver thousands of tasks to a loopback receiver while
+// one node is killed with SIGKILL mid-flight. Every task succeeds, the
+// queue's maxConcurrent holds across the nodes, and no task is ever
+// delivered beside itself.
+func TestThreeNodesShareTheWorkAndSurviveAKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three server processes")
+	}
+	storeURL := pgSchemaURL(t)
+	bin := buildErrand(t)
+
+	const total, maxConcurrent = 3000, 8
+	var mu sync.Mutex
+	inFlight, peak, calls := 0, 0, 0
+	running := map[string]bool{} // task ids inside the handler now
+	overlap := ""
+	succeeded := map[string]bool{}
+	attempts := map[string][]int{} // attempt numbers each task was delivered with
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Task struct {
+				ID      string `json:"id"`
+				Attempt int    `json:"attempt"`
+			} `json:"task"`
+		}
+		raw, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(raw, &body)
+		mu.Lock()
+		calls++
+		inFlight++
+		peak = max(peak, inFlight)
+		if running[body.Task.ID] && overlap == "" {
+			overlap = body.Task.ID
+		}
+		running[body.Task.ID] = true
+		attempts[body.Task.ID] = append(attempts[body.Task.ID], body.Task.Attempt)
+		mu.Unlock()
+		time.Sleep(2 * time.Millisecond) // a target that does some work
+		mu.Lock()
+		inFlight--
+		delete(running, body.Task.ID)
+		succeeded[body.Task.ID] = true
+		mu.Unlock()
+	}))
+	defer rcv.Close()
+
+	code, key, stderr := runMain("keys", "create", "--store", storeURL, "--org", "acme", "--grant", "full:*")
+	if code != 0 {
+		t.Fatalf("keys create: %s", stderr)
+	}
+	key = strings.TrimSpace(key)
+	var nodes []*nodeProc
+	for range 3 {
+		cmd, url, logs := startServe(t, bin, "--store", storeURL, "--webhook-allow", "127.0.0.0/8")
+		nodes = append(nodes, &nodeProc{cmd: cmd, url: url, logs: logs})
+	}
+	n0 := nodes[0].url
+	if st, body := call(t, key, "POST", n0+"/v1/instances", `{"name":"jobs"}`); st != 201 {
+		t.Fatalf("instance: %d %s", st, body)
+	}
+	if st, body := call(t, key, "PATCH", n0+"/v1/tasks/jobs/settings", `{"maxInFlight":1000}`); st != 200 {
+		t.Fatalf("settings: %d %s", st, body)
+	}
+	q := fmt.Sprintf(`{"name":"q","target":{"webhook":%q},"maxConcurrent":%d,"minBackoffSeconds":0.1,"maxBackoffSeconds":0.5}`, rcv.URL, maxConcurrent)
+	if st, body := call(t, key, "POST", n0+"/v1/tasks/jobs/queues", q); st != 201 {
+		t.Fatalf("queue: %d %s", st, body)
+	}
+	// Add through every node in turn.
+	batch := "[" + strings.TrimSuffix(strings.Repeat(`{"payload":{"n":1}},`, 100), ",") + "]"
+	for i := 0; i < total; i += 100 {
+		if st, body := call(t, key, "POST", nodes[(i/100)%3].url+"/v1/tasks/jobs/queues/q/tasks", batch); st != 201 {
+			t.Fatalf("add: %d %s", st, body)
+		}
+	}
+	// Kill one node once deliveries are under way.
+	waitUntil(t, 60*time.Second, "deliveries to start", func() bool { mu.Lock(); defer mu.Unlock(); return calls > 300 })
+	if err := nodes[1].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = nodes[1].cmd.Wait()
+	// Every task reaches succeeded (read through a surviving node).
+	waitUntil(t, 3*time.Minute, "every task to succeed", func() bool {
+		st, body := call(t, key, "GET", nodes[2].url+"/v1/tasks/jobs/queues/q", "")
+		if st != 200 {
+			return false
+		}
+		var v struct {
+			Queue struct {
+				Counts map[string]int `json:"counts"`
+			} `json:"queue"`
+		}
+		_ = json.Unmarshal([]byte(body), &v)
+		return v.Queue.Counts["succeeded"] == total
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(succeeded) != total {
+		t.Fatalf("the receiver saw %d distinct tasks, want %d", len(succeeded), total)
+	}
+	if peak > maxConcurrent {
+		t.Fatalf("peak concurrency across nodes %d, above maxConcurrent %d", peak, maxConcurrent)
+	}
+	if overlap != "" {
+		t.Fatalf("task %s was delivered beside itself", overlap)
+	}
+	// A task delivered again (its first node died mid-flight) carries a
+	// higher attempt number each time.
+	for id, as := range attempts {
+		for i := 1; i < len(as); i++ {
+			if as[i] <= as[i-1] {
+				t.Fatalf("task %s delivered with attempts %v", id, as)
+			}
+		}
+	}
+	t.Logf("%d tasks, %d deliveries (%d repeated after the kill), peak concurrency %d", total, calls, calls-total, peak)
+}
+
+type nodeProc struct {
+	cmd  *exec.Cmd
+	url  string
+	logs *lockedBuffer
+}
+
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestPostgresGoneAndBack: while PostgreSQL cannot be reached, /healthz and
+// every call answer 503 (never a 2xx without a commit); when it is back the
+// node recovers without a restart.
+func TestPostgresGoneAndBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a server process")
+	}
+	storeURL := pgSchemaURL(t)
+	u, _ := url.Parse(storeURL)
+	target := u.Host
+	if u.Port() == "" {
+		target += ":5432"
+	}
+	p := testkit.NewProxy(t, target)
+	u.Host = p.Addr
+	viaProxy := u.String()
+	bin := buildErrand(t)
+	code, key, stderr := runMain("keys", "create", "--store", storeURL, "--org", "acme", "--grant", "full:*")
+	if code != 0 {
+		t.Fatalf("keys create: %s", stderr)
+	}
+	key = strings.TrimSpace(key)
+	_, base, _ := startServe(t, bin, "--store", viaProxy)
+	if st, body := call(t, key, "POST", base+"/v1/instances", `{"name":"jobs"}`); st != 201 {
+		t.Fatalf("instance: %d %s", st, body)
+	}
+	if st, _ := call(t, "", "GET", base+"/healthz", ""); st != 200 {
+		t.Fatalf("healthz: %d", st)
+	}
+	p.Cut()
+	waitUntil(t, 20*time.Second, "/healthz to say the store is gone", func() bool {
+		st, _ := call(t, "", "GET", base+"/healthz", "")
+		return st == 503
+	})
+	if st, body := call(t, key, "POST", base+"/v1/tasks/jobs/queues", `{"name":"q","mode":"pull"}`); st != 503 {
+		t.Fatalf("a write with the store gone answered %d %s", st, body)
+	}
+	p.Start(p.Addr)
+	waitUntil(t, 30*time.Second, "the node to recover", func() bool {
+		st, _ := call(t, "", "GET", base+"/healthz", "")
+		return st == 200
+	})
+	if st, body := call(t, key, "POST", base+"/v1/tasks/jobs/queues", `{"name":"q","mode":"pull"}`); st != 201 {
+		t.Fatalf("after recovery: %d %s", st, body)
+	}
+}

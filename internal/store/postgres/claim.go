@@ -1,0 +1,263 @@
+package postgres
+
+import (
+	"context"
+	"hash/fnv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// claimSpec are the columns task.Claim changes, as sqlClaimSet's arrays
+// carry them.
+var claimSpec = []string{
+	"instance_id text", "id text", "state text", "attempt int4", "max_attempts int4",
+	"started_at int8", "deadline_at int8", "lease_id text", "lease_expires_at int8",
+}
+
+var (
+	// sqlClaimDue takes the first due tasks of one queue in runAt order from
+	// tasks_due and locks them; rows another claimer holds are skipped, not
+	// waited for, so concurrent claimers share a queue without blocking and
+	// never get the same task. The literal states let the planner prove
+	// the partial index's predicate in a generic plan too.
+	//
+	// The row limit is $4 narrowed by the limits the claim keeps ($5 the
+	// queue's cap on RUNNING tasks, $6 the instance's cap on RUNNING push
+	// tasks, $7 and $8 the queue's rate and burst; 0 for none). The counts
+	// and the bucket are read by this statement, which runs after the
+	// claim's advisory locks are held: its snapshot sees every claim that
+	// held them before. The bucket's refill is store.Refill, written in
+	// SQL with the same floating-point steps (TestRefillParity).
+	sqlClaimDue = `SELECT ` + cols("", taskCols) + ` FROM tasks
+		WHERE instance_id = $1 AND queue = $2 AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= $3
+		ORDER BY run_at, id
+		LIMIT greatest(0, least($4::bigint,
+			CASE WHEN $5::bigint > 0 THEN $5 - (SELECT count(*) FROM (
+				SELECT FROM tasks WHERE instance_id = $1 AND queue = $2 AND state = 'RUNNING' LIMIT $5) AS r)
+			END,
+			CASE WHEN $6::bigint > 0 THEN $6 - (SELECT count(*) FROM queues AS q CROSS JOIN LATERAL (
+				SELECT FROM tasks AS t
+				WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state = 'RUNNING' LIMIT $6) AS r
+				WHERE q.instance_id = $1 AND q.mode = 'push')
+			END,
+			CASE WHEN $7::float8 > 0 THEN (SELECT floor(` + sqlRefill + `)::bigint
+				FROM queues AS q WHERE q.instance_id = $1 AND q.name = $2)
+			END))
+		FOR UPDATE SKIP LOCKED`
+	// sqlRefill is store.Refill of queue q's bucket at $3 (now), for rate
+	// $7 and burst $8.
+	sqlRefill = `CASE WHEN q.rate_tokens < 0 THEN greatest($8::int, 1)::float8
+		ELSE least(q.rate_tokens + CASE WHEN $3 > q.rate_at THEN ($3 - q.rate_at)::float8 / 1000 * $7 ELSE 0 END,
+			greatest($8::int, 1)::float8) END`
+	// sqlClaimLock serializes the claims that keep a limit: per instance
+	// for its cap, per queue for the queue's cap and bucket. An advisory
+	// lock is held in memory only (no row is written to hold it) and ends
+	// with the transaction. The instance's is always taken first.
+	sqlClaimLock = `SELECT pg_advisory_xact_lock($1)`
+	// sqlBucketGet reads the queue's bucket, under the queue's lock.
+	sqlBucketGet = `SELECT rate_tokens, rate_at FROM queues WHERE instance_id = $1 AND name = $2`
+	// sqlBucketSet stores what the claim left in the bucket.
+	sqlBucketSet = `UPDATE queues SET rate_tokens = $3, rate_at = $4 WHERE instance_id = $1 AND name = $2`
+	// sqlClaimSet stores what task.Claim made of the locked rows, all of
+	// them in one statement, each row found by its key (see byKey).
+	sqlClaimSet = `UPDATE tasks AS t SET state = c.state, attempt = c.attempt, max_attempts = c.max_attempts,
+		started_at = c.started_at, deadline_at = c.deadline_at, lease_id = c.lease_id,
+		lease_expires_at = c.lease_expires_at
+		FROM ` + unnestSQL(1, "c", claimSpec) + `
+		WHERE t.instance_id = c.instance_id AND t.id = c.id AND t.state = ANY ((SELECT '{PENDING,RETRY_WAIT}'::text[])::text[])`
+)
+
+// byKey: the statements that reach tasks by their key (claim set, finish,
+// heartbeat) check the row's state against a sub-select rather than a
+// literal. With a literal the planner can prove a partial state index's
+// predicate and may then find each row by walking the instance's part of
+// that index (instance_id leads it) instead of seeking tasks_pkey: cheap
+// while the index is small by its statistics, ruinous once it holds many
+// entries, dead ones included, that a lookup walks for every row. A
+// sub-select is not a constant, so only tasks_pkey can serve them.
+
+// claimLockKey is the advisory lock of an instance's claims (queue "") or
+// of one queue's.
+func claimLockKey(instanceID, queue string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("errand:claim:" + instanceID + "\x00" + queue))
+	return int64(h.Sum64())
+}
+
+// TaskClaim claims up to p.Limit due tasks of p.Queue in runAt order (ties
+// by id) in one short transaction of two round trips: BEGIN, the advisory
+// locks of the limits it keeps and the locking SELECT … FOR UPDATE SKIP
+// LOCKED travel together; task.Claim then moves each task to RUNNING with a
+// fresh lease from p.NewLeaseID, and the UPDATE that stores them (with the
+// rate bucket) travels with the COMMIT. The tasks are returned with their
+// payloads. A claim without limits (a pull lease) takes no advisory lock:
+// claimers then share the queue through SKIP LOCKED alone.
+func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Task, error) {
+	if p.Limit <= 0 {
+		return []*task.Task{}, nil
+	}
+	if p.Queue == nil || p.NewLeaseID == nil {
+		return nil, task.Errorf(task.CodeInternal, "store: TaskClaim needs a queue and NewLeaseID")
+	}
+	q := p.Queue
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer conn.Release()
+
+	rate := p.Rate > 0
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	locks := 0
+	if p.InstanceMaxRunning > 0 {
+		b.Queue(sqlClaimLock, claimLockKey(q.InstanceID, ""))
+		locks++
+	}
+	if p.MaxRunning > 0 || rate {
+		b.Queue(sqlClaimLock, claimLockKey(q.InstanceID, q.Name))
+		locks++
+	}
+	if rate {
+		b.Queue(sqlBucketGet, q.InstanceID, q.Name)
+	}
+	b.Queue(sqlClaimDue, q.InstanceID, q.Name, p.Now, p.Limit, max(p.MaxRunning, 0), max(p.InstanceMaxRunning, 0),
+		max(p.Rate, 0), p.Burst)
+	var tokens float64 // the bucket at p.Now
+	tasks, err := claimDue(conn.SendBatch(ctx, b), func(row pgx.Row) error {
+		var at int64
+		if err := row.Scan(&tokens, &at); err != nil {
+			return interpretError(err)
+		}
+		tokens = store.Refill(tokens, at, p.Now, p.Rate, p.Burst)
+		return nil
+	}, locks, rate)
+	if err != nil {
+		abort(ctx, conn)
+		return nil, err
+	}
+	if len(tasks) == 0 {
+		if _, err := conn.Exec(ctx, `COMMIT`); err != nil {
+			abort(ctx, conn)
+			return nil, interpretError(err)
+		}
+		return tasks, nil
+	}
+
+	var set struct {
+		instanceID, id, state, leaseID        []string
+		attempt, maxAttempts                  []int32
+		startedAt, deadlineAt, leaseExpiresAt []int64
+	}
+	for _, t := range tasks {
+		if err := t.Claim(q, p.Now, p.NewLeaseID(), p.LeaseMs); err != nil {
+			abort(ctx, conn)
+			return nil, err
+		}
+		set.instanceID = append(set.instanceID, t.InstanceID)
+		set.id = append(set.id, t.ID)
+		set.state = append(set.state, string(t.State))
+		set.attempt = append(set.attempt, int32(t.Attempt))
+		set.maxAttempts = append(set.maxAttempts, int32(t.MaxAttempts))
+		set.startedAt = append(set.startedAt, t.StartedAt)
+		set.deadlineAt = append(set.deadlineAt, t.DeadlineAt)
+		set.leaseID = append(set.leaseID, t.LeaseID)
+		set.leaseExpiresAt = append(set.leaseExpiresAt, t.LeaseExpiresAt)
+	}
+	b = &pgx.Batch{}
+	b.Queue(sqlClaimSet, set.instanceID, set.id, set.state, set.attempt, set.maxAttempts, set.startedAt,
+		set.deadlineAt, set.leaseID, set.leaseExpiresAt)
+	if rate {
+		b.Queue(sqlBucketSet, q.InstanceID, q.Name, tokens-float64(len(tasks)), p.Now)
+	}
+	b.Queue(`COMMIT`)
+	if err := claimCommit(conn.SendBatch(ctx, b), len(tasks), rate); err != nil {
+		abort(ctx, conn)
+		return nil, err
+	}
+	return tasks, nil
+}
+
+// claimDue reads the results of a claim's first batch: the BEGIN, the
+// locks, the bucket (read by bucket when rate) and the locked rows.
+func claimDue(br pgx.BatchResults, bucket func(pgx.Row) error, locks int, rate bool) ([]*task.Task, error) {
+	defer br.Close()
+	for range 1 + locks { // BEGIN, then each lock
+		if _, err := br.Exec(); err != nil {
+			return nil, interpretError(err)
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	if rate {
+		if !rows.Next() {
+			if err := rowsErr(rows); err != nil {
+				return nil, err
+			}
+			return []*task.Task{}, nil // the queue is gone
+		}
+		if err := bucket(rows); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if err := rowsErr(rows); err != nil {
+			return nil, err
+		}
+		if rows, err = br.Query(); err != nil {
+			return nil, interpretError(err)
+		}
+	}
+	tasks, err := scanTasks(rows, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := br.Close(); err != nil {
+		return nil, interpretError(err)
+	}
+	return tasks, nil
+}
+
+// claimCommit reads the results of a claim's second batch: the UPDATE of n
+// tasks, the bucket's (when rate), and the COMMIT.
+func claimCommit(br pgx.BatchResults, n int, rate bool) error {
+	defer br.Close()
+	tag, err := br.Exec()
+	if err != nil {
+		return interpretError(err)
+	}
+	if tag.RowsAffected() != int64(n) {
+		return task.Errorf(task.CodeInternal, "store: claimed %d tasks but wrote %d", n, tag.RowsAffected())
+	}
+	if rate {
+		if _, err := br.Exec(); err != nil {
+			return interpretError(err)
+		}
+	}
+	if tag, err = br.Exec(); err != nil {
+		return interpretError(err)
+	}
+	if tag.String() != "COMMIT" {
+		return task.Errorf(task.CodeUnavailable, "store: the claim was rolled back (%s)", tag.String())
+	}
+	return interpretError(br.Close())
+}
+
+// abort rolls back the transaction a pipelined BEGIN left open on conn,
+// even when ctx is done. A connection that cannot roll back (broken, or
+// still busy) is dropped by the pool on release, and the server ends the
+// transaction with it.
+func abort(ctx context.Context, conn *pgxpool.Conn) {
+	pc := conn.Conn().PgConn()
+	if pc.IsClosed() || pc.IsBusy() || pc.TxStatus() == 'I' {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	_, _ = conn.Exec(rctx, `ROLLBACK`)
+}

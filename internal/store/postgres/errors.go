@@ -1,0 +1,127 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/errandhq/errand/internal/task"
+)
+
+// SQLSTATE codes the backend tells apart.
+const (
+	sqlUniqueViolation  = "23505"
+	sqlNotNullViolation = "23502"
+)
+
+// interpretError is the one place where PostgreSQL's and pgx's errors become
+// domain errors:
+//   - a missing row is task.ErrNotFound;
+//   - a unique violation is INSTANCE_EXISTS, QUEUE_EXISTS or TASK_EXISTS
+//     after its constraint (INTERNAL for an API key's id or digest);
+//   - a server that cannot be reached, a dropped connection, a server
+//     shutting down or out of connections, a serialization failure or
+//     deadlock, and a statement or idle-transaction timeout are UNAVAILABLE
+//     (the API answers 503; the call may be tried again);
+//
+// Domain errors and context errors pass through unchanged; anything else is
+// INTERNAL with the backend's message.
+func interpretError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var te *task.Error
+	if errors.As(err, &te) {
+		return err
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return context.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return context.DeadlineExceeded
+	case errors.Is(err, pgx.ErrNoRows):
+		return task.ErrNotFound
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return interpretPgError(pe)
+	}
+	if unreachable(err) {
+		return task.Errorf(task.CodeUnavailable, "the store is unreachable; try again: %s", err.Error())
+	}
+	return task.Errorf(task.CodeInternal, "store: %s", err.Error())
+}
+
+// interpretPgError translates an error the server reported.
+func interpretPgError(pe *pgconn.PgError) error {
+	switch {
+	case pe.Code == sqlUniqueViolation:
+		switch {
+		case strings.HasPrefix(pe.ConstraintName, "tasks_"):
+			return task.Errorf(task.CodeTaskExists, "a task with this id or name already exists in the queue")
+		case strings.HasPrefix(pe.ConstraintName, "queues_"):
+			return task.Errorf(task.CodeQueueExists, "the queue already exists")
+		case strings.HasPrefix(pe.ConstraintName, "instances_"):
+			return task.Errorf(task.CodeInstanceExists, "the instance already exists")
+		case strings.HasPrefix(pe.ConstraintName, "api_keys_"):
+			// Ids and secrets are random: a clash is a bug, not a request
+			// to answer.
+			return task.Errorf(task.CodeInternal, "store: an API key with this id or secret already exists")
+		}
+	case pe.Code == sqlNotNullViolation && pe.TableName == "tasks" && pe.ColumnName == "attempts":
+		// The finish UPDATE appends the task's last attempt only when the
+		// task carries exactly one more than the row; anything else is a
+		// caller that did not end the attempt through task.Finish.
+		return task.Errorf(task.CodeInternal, "store: a finished task's attempt history does not follow the stored one")
+	case retryable(pe.Code):
+		return task.Errorf(task.CodeUnavailable, "the store is unavailable; try again: %s", pe.Message)
+	}
+	return task.Errorf(task.CodeInternal, "store: %s", pe.Error())
+}
+
+// retryable reports whether a SQLSTATE means "not now" rather than "wrong":
+// connection exceptions (08), insufficient resources (53), operator
+// intervention (57: shutdown, statement_timeout's query_canceled),
+// serialization failures and deadlocks (40), and the idle-in-transaction
+// timeout (25P03).
+func retryable(code string) bool {
+	if len(code) != 5 {
+		return false
+	}
+	switch code[:2] {
+	case "08", "53", "57", "40":
+		return true
+	}
+	return code == "25P03"
+}
+
+// unreachable reports whether err says the server could not be reached or
+// the connection broke, before or during a call.
+func unreachable(err error) bool {
+	var (
+		ce  *pgconn.ConnectError
+		ne  net.Error
+		sce syscall.Errno
+	)
+	switch {
+	case errors.As(err, &ce), errors.As(err, &ne):
+		return true
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+		return true
+	case errors.Is(err, pgconn.ErrConnClosed):
+		return true
+	case err.Error() == "closed pool": // puddle.ErrClosedPool: a call during Close
+		return true
+	case errors.As(err, &sce):
+		return true
+	case pgconn.Timeout(err), pgconn.SafeToRetry(err):
+		return true
+	}
+	return false
+}

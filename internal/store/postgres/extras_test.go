@@ -1,0 +1,455 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/store/postgres"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// These cover what this backend does where store.go is silent, and what
+// only several nodes on one database can show.
+
+func newFixture(t *testing.T) *postgres.Store {
+	t.Helper()
+	s := postgres.OpenTest(t)
+	t.Cleanup(func() { s.Close() })
+	inst := &task.Instance{ID: "i1", Org: "acme", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}
+	if err := s.InstanceCreate(t.Context(), inst); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func newQueue(t *testing.T, s store.Store, name string, mod ...func(*task.Queue)) *task.Queue {
+	t.Helper()
+	q := task.NewQueue("i1", name, task.ModePull)
+	for _, m := range mod {
+		m(q)
+	}
+	if err := s.QueueCreate(t.Context(), q); err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+func pullTask(t testing.TB, q *task.Queue, id string, mod ...func(*task.AddInput)) *task.Task {
+	t.Helper()
+	in := task.AddInput{}
+	for _, m := range mod {
+		m(&in)
+	}
+	tk, err := task.NewTask(q, in, 1, task.URLRules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.ID = id
+	return tk
+}
+
+// TestAddToMissingQueueOrDuplicateID: a task of a queue that does not exist
+// is NOT_FOUND, an id taken (in the batch or stored) TASK_EXISTS with that id.
+func TestAddToMissingQueueOrDuplicateID(t *testing.T) {
+	s := newFixture(t)
+	ctx := t.Context()
+	q := newQueue(t, s, "work")
+	gone := task.NewQueue("i1", "gone", task.ModePull)
+	res, err := s.TaskAdd(ctx, []*task.Task{pullTask(t, q, "a"), pullTask(t, gone, "b"), pullTask(t, q, "a"), pullTask(t, q, "c")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Err != nil || res[3].Err != nil {
+		t.Fatalf("results = %+v", res)
+	}
+	if res[1].Err == nil || res[1].Err.Code != task.CodeNotFound {
+		t.Fatalf("task for a missing queue: %+v", res[1])
+	}
+	if res[2].Err == nil || res[2].Err.Code != task.CodeTaskExists || res[2].Err.ID != "a" {
+		t.Fatalf("duplicate id: %+v", res[2])
+	}
+	// An id already stored is TASK_EXISTS too.
+	res, err = s.TaskAdd(ctx, []*task.Task{pullTask(t, q, "c")})
+	if err != nil || res[0].Err == nil || res[0].Err.Code != task.CodeTaskExists || res[0].Err.ID != "c" {
+		t.Fatalf("stored id again: %+v, %v", res, err)
+	}
+}
+
+// TestQueueCreateNeedsInstance: a queue of a missing instance is NOT_FOUND.
+func TestQueueCreateNeedsInstance(t *testing.T) {
+	s := newFixture(t)
+	err := s.QueueCreate(t.Context(), task.NewQueue("nope", "work", task.ModePull))
+	if !task.IsCode(err, task.CodeNotFound) {
+		t.Fatalf("QueueCreate in a missing instance: %v", err)
+	}
+}
+
+// TestQueueDeleteUnlinksDeadLetter: deleting a dead-letter queue clears it
+// from the queues that named it, and a failure that still carries a copy
+// for it (the engine's view was older) keeps no copy and loses nothing
+// else.
+func TestQueueDeleteUnlinksDeadLetter(t *testing.T) {
+	s := newFixture(t)
+	ctx := t.Context()
+	dlq := newQueue(t, s, "dead")
+	q := newQueue(t, s, "work", func(q *task.Queue) { q.DeadLetterQueue, q.MaxAttempts = "dead", 1 })
+	if _, err := s.TaskAdd(ctx, []*task.Task{pullTask(t, q, "a")}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.TaskClaim(ctx, &store.ClaimParams{Queue: q, Now: 1, Limit: 1, LeaseMs: 1000, NewLeaseID: func() string { return "L" }})
+	if err != nil || len(c) != 1 {
+		t.Fatalf("claim = %v, %v", c, err)
+	}
+	if _, err := s.QueueDelete(ctx, "i1", "dead"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.QueueGet(ctx, "i1", "work")
+	if err != nil || got.DeadLetterQueue != "" {
+		t.Fatalf("work after its DLQ was deleted: %+v, %v", got, err)
+	}
+	if _, err := c[0].Finish(q, 2, task.Outcome{Status: task.AttemptFailed, Error: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	dl := c[0].DeadLetter(dlq, 2)
+	dl.ID = "dl"
+	res, err := s.TaskFinish(ctx, []*store.FinishParams{{Task: c[0], LeaseID: "L", DeadLetter: dl}})
+	if err != nil || res[0] != nil {
+		t.Fatalf("TaskFinish = %v, %v", res, err)
+	}
+	if tk, err := s.TaskGet(ctx, "i1", "a"); err != nil || tk.State != task.Failed {
+		t.Fatalf("failed task = %+v, %v", tk, err)
+	}
+	if _, err := s.TaskGet(ctx, "i1", "dl"); !task.IsCode(err, task.CodeNotFound) {
+		t.Fatalf("copy into a deleted queue: %v", err)
+	}
+}
+
+// TestCancelledContext: a call with a context already done answers the
+// context's error, unchanged.
+func TestCancelledContext(t *testing.T) {
+	s := newFixture(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := s.InstanceGet(ctx, "acme", "jobs"); err != context.Canceled {
+		t.Fatalf("read with a cancelled context: %v", err)
+	}
+	if _, err := s.InstanceUpdate(ctx, "acme", "jobs", func(*task.Instance) error { return nil }); err != context.Canceled {
+		t.Fatalf("write with a cancelled context: %v", err)
+	}
+	q := task.NewQueue("i1", task.DefaultQueueName, task.ModePush)
+	if _, err := s.TaskClaim(ctx, &store.ClaimParams{Queue: q, Now: 1, Limit: 1, LeaseMs: 1, NewLeaseID: func() string { return "L" }}); err != context.Canceled {
+		t.Fatalf("claim with a cancelled context: %v", err)
+	}
+}
+
+// TestHistoryMustFollow: a finish whose task does not carry the stored
+// attempt history plus at most one attempt is refused whole, with INTERNAL,
+// rather than stored.
+func TestHistoryMustFollow(t *testing.T) {
+	s := newFixture(t)
+	ctx := t.Context()
+	q := newQueue(t, s, "work")
+	if _, err := s.TaskAdd(ctx, []*task.Task{pullTask(t, q, "a")}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.TaskClaim(ctx, &store.ClaimParams{Queue: q, Now: 1, Limit: 1, LeaseMs: 1000, NewLeaseID: func() string { return "L" }})
+	if err != nil || len(c) != 1 {
+		t.Fatalf("claim = %v, %v", c, err)
+	}
+	tk := c[0]
+	if _, err := tk.Finish(q, 2, task.Outcome{Status: task.AttemptSucceeded}); err != nil {
+		t.Fatal(err)
+	}
+	tk.Attempts = append(tk.Attempts, tk.Attempts[0]) // two new attempts
+	_, err = s.TaskFinish(ctx, []*store.FinishParams{{Task: tk, LeaseID: "L"}})
+	if !task.IsCode(err, task.CodeInternal) {
+		t.Fatalf("TaskFinish with a history that does not follow: %v, want INTERNAL", err)
+	}
+	if got, err := s.TaskGet(ctx, "i1", "a"); err != nil || got.State != task.Running || len(got.Attempts) != 0 {
+		t.Fatalf("task after a refused finish: %+v, %v", got, err)
+	}
+}
+
+// TestTwoNodes runs two stores (two nodes) on one schema and claims and
+// finishes from both at once: every task is claimed once and finished once.
+func TestTwoNodes(t *testing.T) {
+	schema := postgres.FreshSchema(t)
+	a := postgres.OpenTestSchema(t, schema)
+	defer a.Close()
+	b := postgres.OpenTestSchema(t, schema)
+	defer b.Close()
+	ctx := t.Context()
+	inst := &task.Instance{ID: "i1", Org: "acme", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}
+	if err := a.InstanceCreate(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	q := newQueue(t, b, "work")
+	const n = 600
+	addTasks(t, a, q, n, 0)
+	var leases atomic.Int64
+	newLease := func() string { return fmt.Sprint("l", leases.Add(1)) }
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		s := []*postgres.Store{a, b}[w%2]
+		wg.Go(func() {
+			for {
+				got, err := s.TaskClaim(ctx, &store.ClaimParams{Queue: q, Now: 10, Limit: 9, LeaseMs: 60_000, NewLeaseID: newLease})
+				if err != nil {
+					t.Errorf("claim: %v", err)
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, tk := range got {
+					if seen[tk.ID] {
+						t.Errorf("%s claimed twice", tk.ID)
+					}
+					seen[tk.ID] = true
+				}
+				mu.Unlock()
+				ps := make([]*store.FinishParams, len(got))
+				for i, tk := range got {
+					lease := tk.LeaseID
+					if _, err := tk.Finish(q, 20, task.Outcome{Status: task.AttemptSucceeded, Result: json.RawMessage(`1`)}); err != nil {
+						t.Error(err)
+						return
+					}
+					ps[i] = &store.FinishParams{Task: tk, LeaseID: lease}
+				}
+				res, err := s.TaskFinish(ctx, ps)
+				if err != nil {
+					t.Errorf("finish: %v", err)
+					return
+				}
+				for _, e := range res {
+					if e != nil {
+						t.Errorf("finish: %v", e)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Fatalf("claimed %d, want %d", len(seen), n)
+	}
+	counts, err := a.QueueCounts(ctx, "i1", "work", 10_000)
+	if err != nil || counts[task.Succeeded] != n {
+		t.Fatalf("counts = %v, %v; want %d succeeded", counts, err, n)
+	}
+}
+
+// TestConcurrentSameName adds one name from many callers at once: one is
+// stored and every other answer is TASK_EXISTS carrying its id, even for the
+// adds whose statement began before the winner committed.
+func TestConcurrentSameName(t *testing.T) {
+	s := newFixture(t)
+	ctx := t.Context()
+	q := newQueue(t, s, "work")
+	for round := range 5 {
+		name := fmt.Sprint("n", round)
+		const callers = 8
+		res := make([]store.AddResult, callers)
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Go(func() {
+				tk := pullTask(t, q, fmt.Sprintf("r%d-%d", round, i), func(in *task.AddInput) { in.Name = name })
+				r, err := s.TaskAdd(ctx, []*task.Task{tk})
+				if err != nil {
+					t.Errorf("TaskAdd: %v", err)
+					return
+				}
+				res[i] = r[0]
+			})
+		}
+		wg.Wait()
+		winner := ""
+		for _, r := range res {
+			if r.Err == nil && r.Task != nil {
+				if winner != "" {
+					t.Fatalf("round %d: two tasks named %s stored", round, name)
+				}
+				winner = r.Task.ID
+			}
+		}
+		if winner == "" {
+			t.Fatalf("round %d: none stored: %+v", round, res)
+		}
+		for i, r := range res {
+			if r.Task == nil && (r.Err == nil || r.Err.Code != task.CodeTaskExists || r.Err.ID != winner) {
+				t.Fatalf("round %d caller %d: %+v, want TASK_EXISTS with id %s", round, i, r.Err, winner)
+			}
+		}
+	}
+}
+
+// TestQueueDeleteDuringAdds deletes a queue while tasks are being added to
+// it: no add lands in the deleted queue, so a queue made again under the
+// name starts empty.
+func TestQueueDeleteDuringAdds(t *testing.T) {
+	s := newFixture(t)
+	ctx := t.Context()
+	for round := range 5 {
+		q := newQueue(t, s, "work")
+		var wg sync.WaitGroup
+		var added atomic.Int64
+		stop := make(chan struct{})
+		for w := range 3 {
+			wg.Go(func() {
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					tk := pullTask(t, q, fmt.Sprintf("r%d-w%d-%d", round, w, i))
+					if _, err := s.TaskAdd(ctx, []*task.Task{tk}); err != nil {
+						t.Errorf("TaskAdd: %v", err)
+						return
+					}
+					added.Add(1)
+				}
+			})
+		}
+		for added.Load() < 20 && !t.Failed() {
+			time.Sleep(time.Millisecond)
+		}
+		if _, err := s.QueueDelete(ctx, "i1", "work"); err != nil {
+			t.Fatal(err)
+		}
+		close(stop)
+		wg.Wait()
+		newQueue(t, s, "work")
+		page, err := s.TaskList(ctx, &store.ListParams{InstanceID: "i1", Queue: "work", Limit: 10})
+		if err != nil || len(page.Tasks) != 0 {
+			t.Fatalf("round %d: the queue made again lists %d tasks, %v", round, len(page.Tasks), err)
+		}
+		if _, err := s.QueueDelete(ctx, "i1", "work"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+var payload = json.RawMessage(`{"to":"someone@example.com","template":"receipt","order":123456,"lines":[{"sku":"A-1","qty":2},{"sku":"B-7","qty":1}]}`)
+
+// addTasks adds n tasks to q in batches of 100, their ids starting at from.
+func addTasks(tb testing.TB, s store.Store, q *task.Queue, n, from int) {
+	tb.Helper()
+	for start := 0; start < n; start += 100 {
+		batch := make([]*task.Task, 0, 100)
+		for i := start; i < min(n, start+100); i++ {
+			tk, err := task.NewTask(q, task.AddInput{Payload: payload}, 1, task.URLRules{})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			tk.ID = fmt.Sprintf("t%09d", from+i)
+			batch = append(batch, tk)
+		}
+		res, err := s.TaskAdd(context.Background(), batch)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				tb.Fatal(r.Err)
+			}
+		}
+	}
+}
+
+// TestLimitsAcrossNodes claims from two nodes at once under each limit the
+// store keeps: the queue's cap, the instance's cap over two queues, and the
+// rate bucket. With nothing finishing, exactly the limit is claimed, never
+// more, however the claims interleave.
+func TestLimitsAcrossNodes(t *testing.T) {
+	schema := postgres.FreshSchema(t)
+	a := postgres.OpenTestSchema(t, schema)
+	defer a.Close()
+	b := postgres.OpenTestSchema(t, schema)
+	defer b.Close()
+	ctx := t.Context()
+	inst := &task.Instance{ID: "i1", Org: "acme", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}
+	if err := a.InstanceCreate(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	made := 0
+	push := func(name string) *task.Queue {
+		q := task.NewQueue("i1", name, task.ModePush)
+		q.Target = &task.Target{Webhook: "https://example.com/h"}
+		if err := a.QueueCreate(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		addTasks(t, a, q, 200, made*1000)
+		made++
+		return q
+	}
+	var leases atomic.Int64
+	claimAll := func(qs []*task.Queue, set func(*store.ClaimParams)) int {
+		var total atomic.Int64
+		var wg sync.WaitGroup
+		for w := range 6 {
+			s, q := []*postgres.Store{a, b}[w%2], qs[w%len(qs)]
+			wg.Go(func() {
+				for range 20 {
+					p := &store.ClaimParams{Queue: q, Now: 10, Limit: 3, LeaseMs: 60_000,
+						NewLeaseID: func() string { return fmt.Sprint("l", leases.Add(1)) }}
+					set(p)
+					got, err := s.TaskClaim(ctx, p)
+					if err != nil {
+						t.Errorf("claim: %v", err)
+						return
+					}
+					total.Add(int64(len(got)))
+				}
+			})
+		}
+		wg.Wait()
+		return int(total.Load())
+	}
+	if n := claimAll([]*task.Queue{push("capped")}, func(p *store.ClaimParams) { p.MaxRunning = 7 }); n != 7 {
+		t.Fatalf("claimed %d under a queue cap of 7", n)
+	}
+	if n := claimAll([]*task.Queue{push("one"), push("two")}, func(p *store.ClaimParams) { p.InstanceMaxRunning = 7 + 11 }); n != 11 {
+		t.Fatalf("claimed %d under an instance cap of 18 with 7 running", n)
+	}
+	if n := claimAll([]*task.Queue{push("rated")}, func(p *store.ClaimParams) { p.Rate, p.Burst = 1, 5 }); n != 5 {
+		t.Fatalf("claimed %d from a bucket of 5 at a fixed time", n)
+	}
+}
+
+// TestClaimAbortedMidway cancels a claim between its two round trips (its
+// lease ids are being made): the claim answers the context's error, the
+// rows it had locked are left as they were, and the store goes on.
+func TestClaimAbortedMidway(t *testing.T) {
+	s := newFixture(t)
+	q := newQueue(t, s, "work")
+	addTasks(t, s, q, 5, 0)
+	for range 3 { // more than once: the connection must come back clean
+		ctx, cancel := context.WithCancel(t.Context())
+		_, err := s.TaskClaim(ctx, &store.ClaimParams{Queue: q, Now: 10, Limit: 5, LeaseMs: 1000, MaxRunning: 10,
+			NewLeaseID: func() string { cancel(); return "L" }})
+		cancel()
+		if err != context.Canceled {
+			t.Fatalf("claim cancelled midway: %v, want context.Canceled", err)
+		}
+		counts, err := s.QueueCounts(t.Context(), "i1", "work", 100)
+		if err != nil || counts[task.Pending] != 5 || counts[task.Running] != 0 {
+			t.Fatalf("counts after an aborted claim: %v, %v", counts, err)
+		}
+	}
+	got, err := s.TaskClaim(t.Context(), &store.ClaimParams{Queue: q, Now: 10, Limit: 5, LeaseMs: 1000, MaxRunning: 10,
+		NewLeaseID: func() string { return fmt.Sprint("L", time.Now().UnixNano()) }})
+	if err != nil || len(got) != 5 {
+		t.Fatalf("claim after aborted ones: %d, %v", len(got), err)
+	}
+}

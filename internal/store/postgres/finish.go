@@ -1,0 +1,217 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// finishSpec are the columns of one fenced write, as sqlFinish's arrays
+// carry them: the task's key, the fence (the lease it held), the columns
+// the lifecycle methods change, and its attempt history as a count and a
+// last element.
+var finishSpec = []string{
+	"instance_id text", "id text", "fence text", "state text", "attempt int4", "max_attempts int4",
+	"run_at int8", "started_at int8", "deadline_at int8", "finished_at int8", "lease_id text",
+	"lease_expires_at int8", "last_error text", "result bytea", "n_attempts int4", "last_attempt text",
+}
+
+// sqlFinish stores the outcome of a set of attempts, each fenced: a row
+// changes only while it is RUNNING under the lease its entry carries, and
+// RETURNING names the entries that applied. Each row is found by its key
+// (see byKey in claim.go). The attempt history is appended
+// in the same UPDATE: under a held lease the stored history is the one the
+// task was claimed with, and task.Finish adds one attempt (task.Extend
+// none), so the entry's last attempt is appended when the entry carries one
+// more than the row. Any other difference leaves attempts NULL, which the
+// column refuses: the whole call fails rather than store a history that
+// does not follow.
+var sqlFinish = `UPDATE tasks AS t SET state = c.state, attempt = c.attempt, max_attempts = c.max_attempts,
+	run_at = c.run_at, started_at = c.started_at, deadline_at = c.deadline_at, finished_at = c.finished_at,
+	lease_id = c.lease_id, lease_expires_at = c.lease_expires_at, last_error = c.last_error, result = c.result,
+	attempts = CASE jsonb_array_length(t.attempts)
+		WHEN c.n_attempts THEN t.attempts
+		WHEN c.n_attempts - 1 THEN t.attempts || NULLIF(c.last_attempt, '')::jsonb
+	END
+	FROM ` + unnestSQL(1, "c", finishSpec) + `
+	WHERE t.instance_id = c.instance_id AND t.id = c.id AND t.state = (SELECT 'RUNNING') AND t.lease_id = c.fence
+	RETURNING c.ord`
+
+// finishRows holds one round of fenced writes column by column.
+type finishRows struct {
+	instanceID, id, fence, state, leaseID, lastError, lastAttempt []string
+	attempt, maxAttempts, nAttempts                               []int32
+	runAt, startedAt, deadlineAt, finishedAt, leaseExpiresAt      []int64
+	result                                                        [][]byte
+}
+
+// add appends the write of p.
+func (r *finishRows) add(p *store.FinishParams) error {
+	t := p.Task
+	last, err := attemptJSON(t.Attempts)
+	if err != nil {
+		return err
+	}
+	r.instanceID = append(r.instanceID, t.InstanceID)
+	r.id = append(r.id, t.ID)
+	r.fence = append(r.fence, p.LeaseID)
+	r.state = append(r.state, string(t.State))
+	r.attempt = append(r.attempt, int32(t.Attempt))
+	r.maxAttempts = append(r.maxAttempts, int32(t.MaxAttempts))
+	r.runAt = append(r.runAt, t.RunAt)
+	r.startedAt = append(r.startedAt, t.StartedAt)
+	r.deadlineAt = append(r.deadlineAt, t.DeadlineAt)
+	r.finishedAt = append(r.finishedAt, t.FinishedAt)
+	r.leaseID = append(r.leaseID, t.LeaseID)
+	r.leaseExpiresAt = append(r.leaseExpiresAt, t.LeaseExpiresAt)
+	r.lastError = append(r.lastError, t.LastError)
+	r.result = append(r.result, nullBytes(t.Result))
+	r.nAttempts = append(r.nAttempts, int32(len(t.Attempts)))
+	r.lastAttempt = append(r.lastAttempt, last)
+	return nil
+}
+
+// args returns the arrays in finishSpec's order.
+func (r *finishRows) args() []any {
+	return []any{r.instanceID, r.id, r.fence, r.state, r.attempt, r.maxAttempts, r.runAt, r.startedAt,
+		r.deadlineAt, r.finishedAt, r.leaseID, r.leaseExpiresAt, r.lastError, r.result, r.nAttempts, r.lastAttempt}
+}
+
+// batcher is a pool or a transaction.
+type batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// TaskFinish stores attempts' outcomes in one transaction, each fenced by
+// its lease: a row that is no longer RUNNING under p.LeaseID is left as it
+// is and answers LEASE_LOST. The writes go out as one set-based UPDATE per
+// round (a task that appears twice in ps is written in order, in a later
+// round), every round in one pipelined batch: one round trip, one implicit
+// transaction. With dead-letter copies to add, the rounds and the copies
+// share an explicit transaction instead; a copy is added only with a write
+// that applied, and only while its queue exists.
+func (s *Store) TaskFinish(ctx context.Context, ps []*store.FinishParams) ([]error, error) {
+	res := make([]error, len(ps))
+	if len(ps) == 0 {
+		return res, nil
+	}
+	rounds := finishRounds(ps)
+	b := &pgx.Batch{}
+	for _, round := range rounds {
+		var r finishRows
+		for _, i := range round {
+			if err := r.add(ps[i]); err != nil {
+				return nil, err
+			}
+		}
+		b.Queue(sqlFinish, r.args()...)
+	}
+	dead := false
+	for _, p := range ps {
+		dead = dead || p.DeadLetter != nil
+	}
+	var applied [][]bool
+	var err error
+	if !dead {
+		applied, err = finishBatch(ctx, s.pool, b, rounds)
+	} else {
+		err = s.inTx(ctx, func(tx pgx.Tx) error {
+			if applied, err = finishBatch(ctx, tx, b, rounds); err != nil {
+				return err
+			}
+			return s.addDeadLetters(ctx, tx, ps, rounds, applied)
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	for r, round := range rounds {
+		for j, i := range round {
+			if !applied[r][j] {
+				res[i] = task.Errorf(task.CodeLeaseLost, "the lease is no longer held: it expired, was released, or the task was finished or leased again")
+			}
+		}
+	}
+	return res, nil
+}
+
+// finishBatch sends the rounds' UPDATEs and reports, per round and entry,
+// whether the write applied.
+func finishBatch(ctx context.Context, db batcher, b *pgx.Batch, rounds [][]int) ([][]bool, error) {
+	br := db.SendBatch(ctx, b)
+	defer br.Close()
+	applied := make([][]bool, len(rounds))
+	for r, round := range rounds {
+		applied[r] = make([]bool, len(round))
+		rows, err := br.Query()
+		if err != nil {
+			return nil, interpretError(err)
+		}
+		for rows.Next() {
+			var ord int64
+			if err := rows.Scan(&ord); err != nil {
+				rows.Close()
+				return nil, interpretError(err)
+			}
+			if ord < 1 || int(ord) > len(round) {
+				rows.Close()
+				return nil, task.Errorf(task.CodeInternal, "store: finish answered for entry %d of %d", ord, len(round))
+			}
+			applied[r][ord-1] = true
+		}
+		if err := rowsErr(rows); err != nil {
+			return nil, err
+		}
+	}
+	if err := br.Close(); err != nil {
+		return nil, interpretError(err)
+	}
+	return applied, nil
+}
+
+// addDeadLetters adds the dead-letter copies of the writes that applied.
+// A copy whose queue is gone (deleted since the engine read its queue) is
+// not kept, and logged.
+func (s *Store) addDeadLetters(ctx context.Context, tx pgx.Tx, ps []*store.FinishParams, rounds [][]int, applied [][]bool) error {
+	var dead []*task.Task
+	for r, round := range rounds {
+		for j, i := range round {
+			if applied[r][j] && ps[i].DeadLetter != nil {
+				dead = append(dead, ps[i].DeadLetter)
+			}
+		}
+	}
+	out, err := insertTasks(ctx, tx, dead)
+	if err != nil {
+		return err
+	}
+	for k, dl := range dead {
+		switch {
+		case !out[k].queueOK:
+			s.log.Warn("dead-letter queue is gone; no copy kept", "instance", dl.InstanceID, "queue", dl.Queue, "task", dl.DeadLetterOf)
+		case !out[k].stored:
+			return task.Errorf(task.CodeInternal, "store: dead-letter copy %s: its id is taken", dl.ID)
+		}
+	}
+	return nil
+}
+
+// finishRounds splits the indexes of ps into rounds in which no task
+// appears twice, keeping each task's writes in their order.
+func finishRounds(ps []*store.FinishParams) [][]int {
+	var rounds [][]int
+	seen := make(map[[2]string]int, len(ps)) // task → rounds it is in
+	for i, p := range ps {
+		key := [2]string{p.Task.InstanceID, p.Task.ID}
+		r := seen[key]
+		seen[key] = r + 1
+		if r == len(rounds) {
+			rounds = append(rounds, nil)
+		}
+		rounds[r] = append(rounds[r], i)
+	}
+	return rounds
+}

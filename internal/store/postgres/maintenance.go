@@ -1,0 +1,118 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// These are the engine's (the operator's) queries across instances. Each
+// walks the queues, a small table, and seeks into a per-queue index with a
+// LATERAL subquery, so none needs an index that does not begin with the
+// instance, and each is a set of per-instance queries a distributed
+// database can push down.
+var (
+	// sqlExpired finds RUNNING tasks whose lease ended: a queue's RUNNING
+	// rows through tasks_running, their expiry read from the rows (it is
+	// not indexed, so that lease renewals stay HOT updates).
+	sqlExpired = `SELECT ` + cols("t", taskCols) + `
+		FROM queues AS q CROSS JOIN LATERAL (
+			SELECT * FROM tasks AS t
+			WHERE t.instance_id = q.instance_id AND t.queue = q.name
+			  AND t.state = 'RUNNING' AND t.lease_expires_at <= $1
+			ORDER BY t.lease_expires_at
+			LIMIT $2) AS t
+		LIMIT $2`
+	// sqlNextDue takes, per queue, the first entry of tasks_due (push
+	// queues that are not paused) and the earliest expiry of its RUNNING
+	// rows (tasks_running).
+	sqlNextDue = `SELECT
+		coalesce((SELECT min(d.run_at) FROM queues AS q CROSS JOIN LATERAL (
+			SELECT t.run_at FROM tasks AS t
+			WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state IN ('PENDING', 'RETRY_WAIT')
+			ORDER BY t.run_at LIMIT 1) AS d
+			WHERE q.mode = 'push' AND NOT q.paused), 0),
+		coalesce((SELECT min(l.lease_expires_at) FROM queues AS q CROSS JOIN LATERAL (
+			SELECT t.lease_expires_at FROM tasks AS t
+			WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state = 'RUNNING'
+			ORDER BY t.lease_expires_at LIMIT 1) AS l), 0)`
+	// sqlHeartbeat moves the lease expiry of attempts in flight, each
+	// fenced on its lease and found by its key (see byKey in claim.go). It
+	// changes no indexed column: a HOT update.
+	sqlHeartbeat = `UPDATE tasks AS t SET lease_expires_at = $4
+		FROM ` + unnestSQL(1, "c", []string{"instance_id text", "id text", "lease_id text"}) + `
+		WHERE t.instance_id = c.instance_id AND t.id = c.id AND t.state = (SELECT 'RUNNING') AND t.lease_id = c.lease_id`
+	// sqlDeleteFinished removes finished tasks past their instance's
+	// retention, walking tasks_done by (state, finishedAt) per queue. Rows
+	// another node is deleting at the same time are skipped. The rows
+	// found are deleted by their ctid (locked, so it cannot move), a TID
+	// scan: the plan stays the same whatever the table's size.
+	sqlDeleteFinished = `DELETE FROM tasks WHERE ctid = ANY (ARRAY(
+		SELECT d.ctid
+		FROM instances AS i
+		JOIN queues AS q ON q.instance_id = i.id
+		CROSS JOIN LATERAL (
+			SELECT t.ctid FROM tasks AS t
+			WHERE t.instance_id = q.instance_id AND t.queue = q.name
+			  AND t.state IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+			  AND t.finished_at < $1 - i.retention_days::bigint * 86400000
+			LIMIT $2
+			FOR UPDATE SKIP LOCKED) AS d
+		LIMIT $2))`
+)
+
+// TaskExpired returns up to limit RUNNING tasks whose lease expired at or
+// before now, with payloads.
+func (s *Store) TaskExpired(ctx context.Context, now int64, limit int) ([]*task.Task, error) {
+	if limit <= 0 {
+		return []*task.Task{}, nil
+	}
+	rows, err := s.pool.Query(ctx, sqlExpired, now, limit)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return scanTasks(rows, true)
+}
+
+// TaskHeartbeat moves the lease expiry of the attempts in flight that refs
+// name to until, in one statement; a ref whose task is no longer RUNNING
+// under its lease is skipped. It returns how many leases were extended.
+func (s *Store) TaskHeartbeat(ctx context.Context, refs []store.LeaseRef, until int64) (int, error) {
+	if len(refs) == 0 {
+		return 0, nil
+	}
+	instanceIDs, ids, leases := make([]string, len(refs)), make([]string, len(refs)), make([]string, len(refs))
+	for i, r := range refs {
+		instanceIDs[i], ids[i], leases[i] = r.InstanceID, r.ID, r.LeaseID
+	}
+	tag, err := s.pool.Exec(ctx, sqlHeartbeat, instanceIDs, ids, leases, until)
+	if err != nil {
+		return 0, interpretError(err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// TaskNextDue returns the earliest runAt of a PENDING or RETRY_WAIT task of
+// an unpaused push queue and the earliest lease expiry of a RUNNING task of
+// any queue; each is 0 when there is none.
+func (s *Store) TaskNextDue(ctx context.Context) (runAt int64, leaseExpiry int64, err error) {
+	if err := s.pool.QueryRow(ctx, sqlNextDue).Scan(&runAt, &leaseExpiry); err != nil {
+		return 0, 0, interpretError(err)
+	}
+	return runAt, leaseExpiry, nil
+}
+
+// TaskDeleteFinished removes up to limit finished tasks whose FinishedAt is
+// more than their instance's retentionDays before now, in one statement,
+// and returns how many.
+func (s *Store) TaskDeleteFinished(ctx context.Context, now int64, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	tag, err := s.pool.Exec(ctx, sqlDeleteFinished, now, limit)
+	if err != nil {
+		return 0, interpretError(err)
+	}
+	return int(tag.RowsAffected()), nil
+}

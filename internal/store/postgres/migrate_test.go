@@ -1,0 +1,143 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestMigrateConcurrently opens several stores on one new schema at once,
+// as nodes starting together would: the advisory lock lets each migration
+// run once, and every node opens.
+func TestMigrateConcurrently(t *testing.T) {
+	schema := FreshSchema(t)
+	const nodes = 4
+	stores := make([]*Store, nodes)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		wg.Go(func() {
+			s, err := Open(t.Context(), DatabaseURL(t), Options{Logger: Quiet, Schema: schema})
+			if err != nil {
+				t.Errorf("node %d: Open: %v", i, err)
+				return
+			}
+			stores[i] = s
+		})
+	}
+	wg.Wait()
+	for _, s := range stores {
+		if s != nil {
+			defer s.Close()
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	var n, version int
+	if err := stores[0].pool.QueryRow(t.Context(), `SELECT count(*), max(version) FROM schema_migrations`).Scan(&n, &version); err != nil {
+		t.Fatal(err)
+	}
+	if n != SchemaVersion() || version != SchemaVersion() {
+		t.Fatalf("schema_migrations has %d rows up to version %d; want %d", n, version, SchemaVersion())
+	}
+	// The tables are in the schema, not in public.
+	var where string
+	if err := stores[0].pool.QueryRow(t.Context(), `SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = 'tasks'::regclass`).Scan(&where); err != nil {
+		t.Fatal(err)
+	}
+	if where != schema {
+		t.Fatalf("tasks is in schema %s, want %s", where, schema)
+	}
+}
+
+// TestNewerSchemaRefused: a database migrated by a newer errand is refused
+// with a message that says what to do.
+func TestNewerSchemaRefused(t *testing.T) {
+	schema := FreshSchema(t)
+	s := OpenTestSchema(t, schema)
+	newer := SchemaVersion() + 1
+	_, err := s.pool.Exec(t.Context(), `INSERT INTO schema_migrations (version, name) VALUES ($1, 'from the future')`, newer)
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(t.Context(), DatabaseURL(t), Options{Logger: Quiet, Schema: schema})
+	want := fmt.Sprintf("store schema version %d is newer than this errand (%d); upgrade errand", newer, SchemaVersion())
+	if err == nil || err.Error() != want {
+		t.Fatalf("Open on a newer schema: %v; want %q", err, want)
+	}
+}
+
+// TestSessionSettings: every connection runs with the safety timeouts,
+// unless the URL sets its own.
+func TestSessionSettings(t *testing.T) {
+	s := OpenTest(t)
+	defer s.Close()
+	show := func(s *Store, name string) string {
+		t.Helper()
+		var v string
+		if err := s.pool.QueryRow(t.Context(), `SELECT current_setting($1)`, name).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for name, want := range map[string]string{
+		"statement_timeout":                   "30s",
+		"idle_in_transaction_session_timeout": "1min",
+		"application_name":                    "errand",
+	} {
+		if got := show(s, name); got != want {
+			t.Fatalf("%s = %q, want %q", name, got, want)
+		}
+	}
+	schema := FreshSchema(t)
+	o, err := Open(t.Context(), WithParam(DatabaseURL(t), "statement_timeout", "5000"), Options{Logger: Quiet, Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if got := show(o, "statement_timeout"); got != "5s" {
+		t.Fatalf("statement_timeout from the URL = %q, want 5s", got)
+	}
+}
+
+// TestOptions: a schema that is not a plain identifier and a malformed URL
+// are refused; Close is safe twice.
+func TestOptions(t *testing.T) {
+	url := DatabaseURL(t)
+	for _, bad := range []string{"public; DROP TABLE x", "a-b", "1abc", strings.Repeat("x", 64)} {
+		if s, err := Open(t.Context(), url, Options{Logger: Quiet, Schema: bad}); err == nil {
+			s.Close()
+			t.Fatalf("Open with schema %q succeeded", bad)
+		}
+	}
+	if _, err := Open(t.Context(), "postgres://%zz", Options{Logger: Quiet}); err == nil {
+		t.Fatal("Open with a malformed URL succeeded")
+	}
+	s := OpenTest(t)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// TestReopen checks that the data survive closing and opening the schema
+// again, with no migration applied twice.
+func TestReopen(t *testing.T) {
+	schema := FreshSchema(t)
+	s := OpenTestSchema(t, schema)
+	if _, err := s.pool.Exec(t.Context(), `INSERT INTO api_keys (id, org, created_at, revoked_at, digest, prefix, grants)
+		VALUES ('k', 'acme', 1, 0, '\x01', 'p', '[]')`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = OpenTestSchema(t, schema)
+	defer s.Close()
+	if n, err := s.KeyCount(context.Background()); err != nil || n != 1 {
+		t.Fatalf("KeyCount after reopen = %d, %v", n, err)
+	}
+}

@@ -1,0 +1,163 @@
+// Package postgres is errand's PostgreSQL backend of store.Store and
+// store.KeyStore, on pgx v5 and its pool (no database/sql), for `errand
+// serve --store postgres://…` with any number of nodes on one database.
+//
+// Nodes coordinate only through the database: claims lock the rows they
+// take with FOR UPDATE SKIP LOCKED, every write that ends an attempt is
+// fenced by the attempt's lease id, and migrations are serialized by an
+// advisory lock; the limits a claim keeps (a queue's and an instance's caps,
+// a queue's rate bucket) are kept inside the claim under advisory locks.
+// Every transaction of a task's life is short: a few statements, sent in as
+// few round trips as pgx's pipelining allows, never waiting on anything but
+// the database. docs/postgres.md explains the schema and the choices.
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/errandhq/errand/internal/store"
+)
+
+// Options tune the PostgreSQL backend. Pool size and other pgx settings come
+// from the URL (pool_max_conns=…, default_query_exec_mode=…).
+type Options struct {
+	// Logger receives migration and maintenance logs; nil uses
+	// slog.Default().
+	Logger *slog.Logger
+	// Schema, if set, is the schema errand's tables live in: it is created
+	// if missing and becomes the connections' search_path. "" uses the
+	// role's search_path as it is (usually public).
+	Schema string
+}
+
+// The safety settings every connection gets unless the URL sets them: no
+// statement runs for more than 30 s, and a session left idle inside a
+// transaction (a stuck node) is ended after 60 s, releasing its locks.
+const (
+	defaultStatementTimeout = "30s"
+	defaultIdleInTxTimeout  = "60s"
+)
+
+// bulkStatementTimeout bounds the statements that delete a queue's or an
+// instance's tasks, which may be many more than statement_timeout allows.
+const bulkStatementTimeout = "10min"
+
+// bulk lifts statement_timeout for the rest of tx to bulkStatementTimeout.
+func bulk(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, `SET LOCAL statement_timeout = '`+bulkStatementTimeout+`'`)
+	return interpretError(err)
+}
+
+// rollbackTimeout bounds a rollback, which runs even when the caller's
+// context is done.
+const rollbackTimeout = 5 * time.Second
+
+// Store is the PostgreSQL implementation of store.Store and store.KeyStore.
+type Store struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+
+	closeOnce sync.Once
+}
+
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.KeyStore = (*Store)(nil)
+)
+
+// schemaName is what Options.Schema may hold: a plain identifier.
+var schemaName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// Open connects to the database at url (a postgres:// URL or a key=value
+// connection string), applies the migrations it lacks and returns the
+// store. A database migrated by a newer errand is refused. When the server
+// cannot be reached the error carries the code UNAVAILABLE.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse store URL: %w", err)
+	}
+	params := cfg.ConnConfig.RuntimeParams
+	setDefault(params, "statement_timeout", defaultStatementTimeout)
+	setDefault(params, "idle_in_transaction_session_timeout", defaultIdleInTxTimeout)
+	setDefault(params, "application_name", "errand")
+	if opts.Schema != "" {
+		if !schemaName.MatchString(opts.Schema) {
+			return nil, fmt.Errorf("postgres: schema %q: must be a plain identifier (letters, digits, '_')", opts.Schema)
+		}
+		params["search_path"] = pgx.Identifier{opts.Schema}.Sanitize()
+	}
+
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", interpretError(err))
+	}
+	s := &Store{pool: pool, log: log}
+	if err := migrate(ctx, pool, opts.Schema, log); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// setDefault sets params[key] unless the URL already did.
+func setDefault(params map[string]string, key, value string) {
+	if _, ok := params[key]; !ok {
+		params[key] = value
+	}
+}
+
+// Close closes the pool, waiting for connections in use to be released; it
+// is safe to call more than once.
+func (s *Store) Close() error {
+	s.closeOnce.Do(s.pool.Close)
+	return nil
+}
+
+// rowsErr closes rows and returns their error, translated.
+func rowsErr(rows pgx.Rows) error {
+	rows.Close()
+	return interpretError(rows.Err())
+}
+
+// inTx runs fn in one transaction (READ COMMITTED, the default) and commits
+// it if fn returns nil; fn's error is returned as it is, and nothing fn wrote
+// is kept.
+func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return interpretError(err)
+	}
+	if err := fn(tx); err != nil {
+		// A rollback on a broken connection fails too; the pool then drops
+		// the connection and the server ends the transaction with it.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		_ = tx.Rollback(rctx)
+		cancel()
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return interpretError(err)
+	}
+	return nil
+}
+
+// Ping checks that PostgreSQL answers a round trip.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return interpretError(err)
+	}
+	return nil
+}

@@ -1,0 +1,170 @@
+package postgres
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/errandhq/errand/internal/task"
+)
+
+// taskListCols are the task columns a listing reads: all but payload and
+// result. taskCols adds those two, last.
+var (
+	taskListCols = []string{
+		"instance_id", "id", "queue", "name", "state", "pull", "attempt", "max_attempts",
+		"run_at", "created_at", "started_at", "deadline_at", "finished_at", "lease_id",
+		"lease_expires_at", "deadline_seconds", "source", "depth", "dead_letter_of",
+		"last_error", "target", "params", "attempts",
+	}
+	taskCols = append(append([]string{}, taskListCols...), "payload", "result")
+)
+
+// cols joins columns for a SELECT, each prefixed by alias and a dot when
+// alias is set.
+func cols(alias string, cs []string) string {
+	if alias == "" {
+		return strings.Join(cs, ", ")
+	}
+	return alias + "." + strings.Join(cs, ", "+alias+".")
+}
+
+// scanTask reads one task row of taskCols (full) or taskListCols.
+func scanTask(row pgx.Row, full bool) (*task.Task, error) {
+	t := &task.Task{}
+	var (
+		name, deadLetterOf *string
+		state              string
+		target, attempts   []byte
+		params             []byte
+		payload, result    []byte
+	)
+	dest := []any{
+		&t.InstanceID, &t.ID, &t.Queue, &name, &state, &t.Pull, &t.Attempt, &t.MaxAttempts,
+		&t.RunAt, &t.CreatedAt, &t.StartedAt, &t.DeadlineAt, &t.FinishedAt, &t.LeaseID,
+		&t.LeaseExpiresAt, &t.DeadlineSeconds, &t.Source, &t.Depth, &deadLetterOf,
+		&t.LastError, &target, &params, &attempts,
+	}
+	if full {
+		dest = append(dest, &payload, &result)
+	}
+	if err := row.Scan(dest...); err != nil {
+		return nil, interpretError(err)
+	}
+	if name != nil {
+		t.Name = *name
+	}
+	if deadLetterOf != nil {
+		t.DeadLetterOf = *deadLetterOf
+	}
+	t.State = task.State(state)
+	if len(params) > 0 {
+		t.Params = params
+	}
+	if len(target) > 0 {
+		t.Target = &task.Target{}
+		if err := json.Unmarshal(target, t.Target); err != nil {
+			return nil, task.Errorf(task.CodeInternal, "store: task %s: bad target: %v", t.ID, err)
+		}
+	}
+	if len(attempts) > 2 { // not "[]"
+		if err := json.Unmarshal(attempts, &t.Attempts); err != nil {
+			return nil, task.Errorf(task.CodeInternal, "store: task %s: bad attempts: %v", t.ID, err)
+		}
+	}
+	if full {
+		t.Payload = payload
+		if len(result) > 0 {
+			t.Result = result
+		}
+	}
+	return t, nil
+}
+
+// scanTasks reads every row of rows and closes them; it never returns a nil
+// slice without an error.
+func scanTasks(rows pgx.Rows, full bool) ([]*task.Task, error) {
+	defer rows.Close()
+	out := []*task.Task{}
+	for rows.Next() {
+		t, err := scanTask(rows, full)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, interpretError(err)
+	}
+	return out, nil
+}
+
+// targetJSON encodes a target for a jsonb column, "" for none (stored as
+// NULL).
+func targetJSON(t *task.Target) (string, error) {
+	if t == nil {
+		return "", nil
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return "", task.Errorf(task.CodeInternal, "store: encode target: %v", err)
+	}
+	return string(b), nil
+}
+
+// attemptsJSON encodes an attempt history as a JSON array ("[]" for none).
+func attemptsJSON(a []task.Attempt) (string, error) {
+	if len(a) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal(a)
+	if err != nil {
+		return "", task.Errorf(task.CodeInternal, "store: encode attempts: %v", err)
+	}
+	return string(b), nil
+}
+
+// attemptJSON encodes one attempt, "" for none.
+func attemptJSON(a []task.Attempt) (string, error) {
+	if len(a) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(a[len(a)-1])
+	if err != nil {
+		return "", task.Errorf(task.CodeInternal, "store: encode attempt: %v", err)
+	}
+	return string(b), nil
+}
+
+// nullBytes stores an empty byte slice as NULL.
+func nullBytes(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// payloadBytes is the payload to store: never NULL (a task without one
+// carries the JSON null).
+func payloadBytes(p json.RawMessage) []byte {
+	if len(p) == 0 {
+		return []byte("null")
+	}
+	return p
+}
+
+// unnestSQL returns "unnest($first::t1[], $first+1::t2[], …) WITH
+// ORDINALITY AS alias(c1, c2, …, ord)" for columns given as "name type"
+// pairs, the building block of every set-based statement: one array
+// parameter per column, one row per task, ord its 1-based position.
+func unnestSQL(first int, alias string, spec []string) string {
+	var arrays, names []string
+	for i, s := range spec {
+		name, typ, _ := strings.Cut(s, " ")
+		arrays = append(arrays, fmt.Sprintf("$%d::%s[]", first+i, typ))
+		names = append(names, name)
+	}
+	return "unnest(" + strings.Join(arrays, ", ") + ") WITH ORDINALITY AS " + alias + "(" + strings.Join(names, ", ") + ", ord)"
+}

@@ -1,0 +1,63 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/errandhq/errand/internal/task"
+)
+
+var (
+	sqlTaskGet  = `SELECT ` + cols("", taskCols) + ` FROM tasks WHERE instance_id = $1 AND id = $2`
+	sqlTaskLock = sqlTaskGet + ` FOR NO KEY UPDATE`
+	// sqlTaskUpdate stores every field a domain method may change; result
+	// and attempts only when $13 and $14 say they changed, so that an
+	// update that leaves them alone does not write a large value again.
+	sqlTaskUpdate = `UPDATE tasks SET state = $3, attempt = $4, max_attempts = $5, run_at = $6,
+		started_at = $7, deadline_at = $8, finished_at = $9, lease_id = $10, lease_expires_at = $11,
+		last_error = $12,
+		result = CASE WHEN $13::boolean THEN $15::bytea ELSE result END,
+		attempts = CASE WHEN $14::boolean THEN $16::text::jsonb ELSE attempts END
+		WHERE instance_id = $1 AND id = $2`
+)
+
+// TaskGet returns one task with payload, result and attempts.
+func (s *Store) TaskGet(ctx context.Context, instanceID, id string) (*task.Task, error) {
+	return scanTask(s.pool.QueryRow(ctx, sqlTaskGet, instanceID, id), true)
+}
+
+// TaskUpdate locks the task's row, applies fn and stores what fn changed if
+// fn returned nil. fn's error is returned unchanged and nothing is written.
+// The queue, name, payload, params, target and the other fields fixed at
+// add are never written.
+func (s *Store) TaskUpdate(ctx context.Context, instanceID, id string, fn func(*task.Task) error) (*task.Task, error) {
+	var out *task.Task
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		t, err := scanTask(tx.QueryRow(ctx, sqlTaskLock, instanceID, id), true)
+		if err != nil {
+			return err
+		}
+		result, history := t.Result, slices.Clone(t.Attempts)
+		if err := fn(t); err != nil {
+			return err
+		}
+		t.InstanceID, t.ID = instanceID, id
+		attempts, err := attemptsJSON(t.Attempts)
+		if err != nil {
+			return err
+		}
+		newResult := !bytes.Equal(result, t.Result)
+		newHistory := !slices.Equal(history, t.Attempts)
+		if _, err := tx.Exec(ctx, sqlTaskUpdate, instanceID, id, string(t.State), t.Attempt, t.MaxAttempts, t.RunAt,
+			t.StartedAt, t.DeadlineAt, t.FinishedAt, t.LeaseID, t.LeaseExpiresAt, t.LastError,
+			newResult, newHistory, nullBytes(t.Result), attempts); err != nil {
+			return interpretError(err)
+		}
+		out = t
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,251 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// taskRowSpec are the stored columns of a task as the arrays of the
+// set-based INSERT carry them ("name type"); taskRows holds them.
+var taskRowSpec = []string{
+	"instance_id text", "id text", "queue text", "name text", "state text", "pull bool",
+	"attempt int4", "max_attempts int4", "run_at int8", "created_at int8", "started_at int8",
+	"deadline_at int8", "finished_at int8", "lease_id text", "lease_expires_at int8",
+	"deadline_seconds int4", "source text", "depth int4", "dead_letter_of text", "last_error text",
+	"target text", "attempts text", "params bytea", "payload bytea", "result bytea",
+}
+
+// taskRows holds tasks column by column, in taskRowSpec's order.
+type taskRows struct {
+	instanceID, id, queue, name, state        []string
+	pull                                      []bool
+	attempt, maxAttempts                      []int32
+	runAt, createdAt, startedAt, deadlineAt   []int64
+	finishedAt                                []int64
+	leaseID                                   []string
+	leaseExpiresAt                            []int64
+	deadlineSeconds                           []int32
+	source                                    []string
+	depth                                     []int32
+	deadLetterOf, lastError, target, attempts []string
+	params, payload, result                   [][]byte
+}
+
+// add appends t.
+func (r *taskRows) add(t *task.Task) error {
+	target, err := targetJSON(t.Target)
+	if err != nil {
+		return err
+	}
+	attempts, err := attemptsJSON(t.Attempts)
+	if err != nil {
+		return err
+	}
+	r.instanceID = append(r.instanceID, t.InstanceID)
+	r.id = append(r.id, t.ID)
+	r.queue = append(r.queue, t.Queue)
+	r.name = append(r.name, t.Name)
+	r.state = append(r.state, string(t.State))
+	r.pull = append(r.pull, t.Pull)
+	r.attempt = append(r.attempt, int32(t.Attempt))
+	r.maxAttempts = append(r.maxAttempts, int32(t.MaxAttempts))
+	r.runAt = append(r.runAt, t.RunAt)
+	r.createdAt = append(r.createdAt, t.CreatedAt)
+	r.startedAt = append(r.startedAt, t.StartedAt)
+	r.deadlineAt = append(r.deadlineAt, t.DeadlineAt)
+	r.finishedAt = append(r.finishedAt, t.FinishedAt)
+	r.leaseID = append(r.leaseID, t.LeaseID)
+	r.leaseExpiresAt = append(r.leaseExpiresAt, t.LeaseExpiresAt)
+	r.deadlineSeconds = append(r.deadlineSeconds, int32(t.DeadlineSeconds))
+	r.source = append(r.source, t.Source)
+	r.depth = append(r.depth, int32(t.Depth))
+	r.deadLetterOf = append(r.deadLetterOf, t.DeadLetterOf)
+	r.lastError = append(r.lastError, t.LastError)
+	r.target = append(r.target, target)
+	r.attempts = append(r.attempts, attempts)
+	r.params = append(r.params, nullBytes(t.Params))
+	r.payload = append(r.payload, payloadBytes(t.Payload))
+	r.result = append(r.result, nullBytes(t.Result))
+	return nil
+}
+
+// args returns the arrays in taskRowSpec's order.
+func (r *taskRows) args() []any {
+	return []any{
+		r.instanceID, r.id, r.queue, r.name, r.state, r.pull, r.attempt, r.maxAttempts, r.runAt,
+		r.createdAt, r.startedAt, r.deadlineAt, r.finishedAt, r.leaseID, r.leaseExpiresAt,
+		r.deadlineSeconds, r.source, r.depth, r.deadLetterOf, r.lastError, r.target, r.attempts,
+		r.params, r.payload, r.result,
+	}
+}
+
+// qTaskInsert stores a batch of tasks in one statement, each on its own:
+//   - c is the batch, one row per task with its position (ord);
+//   - q holds (key share) the batch's queues that exist, so that none is
+//     deleted before commit and a task never lands in a deleted queue;
+//   - ins inserts the tasks of existing queues in batch order, skipping
+//     (DO NOTHING) any whose id or name is taken, by a stored task or by
+//     an earlier one of the batch;
+//
+// and the final SELECT reports, per task: whether its queue exists, whether
+// it was stored, and otherwise the id of the task holding its name (stored
+// before, or earlier in the batch).
+var qTaskInsert = func() string {
+	var names, values []string
+	for _, s := range taskRowSpec {
+		name, _, _ := strings.Cut(s, " ")
+		names = append(names, name)
+		switch name {
+		case "name", "dead_letter_of":
+			values = append(values, "NULLIF(c."+name+", '')")
+		case "target":
+			values = append(values, "NULLIF(c.target, '')::jsonb")
+		case "attempts":
+			values = append(values, "c.attempts::jsonb")
+		default:
+			values = append(values, "c."+name)
+		}
+	}
+	return `WITH c AS (
+		SELECT * FROM ` + unnestSQL(1, "c", taskRowSpec) + `
+	), q AS (
+		SELECT instance_id, name FROM queues
+		WHERE (instance_id, name) IN (SELECT instance_id, queue FROM c)
+		FOR KEY SHARE
+	), ins AS (
+		INSERT INTO tasks (` + strings.Join(names, ", ") + `)
+		SELECT ` + strings.Join(values, ", ") + `
+		FROM c JOIN q ON q.instance_id = c.instance_id AND q.name = c.queue
+		ORDER BY c.ord
+		ON CONFLICT DO NOTHING
+		RETURNING instance_id, id, queue, name
+	)
+	SELECT c.ord, q.name IS NOT NULL, ins.id IS NOT NULL,
+		CASE WHEN ins.id IS NULL AND c.name <> '' THEN coalesce(
+			(SELECT t.id FROM tasks AS t WHERE t.instance_id = c.instance_id AND t.queue = c.queue AND t.name = c.name),
+			(SELECT i.id FROM ins AS i WHERE i.instance_id = c.instance_id AND i.queue = c.queue AND i.name = c.name))
+		END
+	FROM c
+	LEFT JOIN q ON q.instance_id = c.instance_id AND q.name = c.queue
+	LEFT JOIN ins ON ins.instance_id = c.instance_id AND ins.id = c.id
+	ORDER BY c.ord`
+}()
+
+// querier is a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// inserted is the outcome of one task of insertTasks.
+type inserted struct {
+	queueOK bool   // its queue exists
+	stored  bool   // it was stored
+	holder  string // when not stored: the id of the task holding its name, if seen
+}
+
+// insertTasks stores tasks (whose ids must differ) with qTaskInsert and
+// returns each one's outcome, in order.
+func insertTasks(ctx context.Context, db querier, tasks []*task.Task) ([]inserted, error) {
+	out := make([]inserted, len(tasks))
+	if len(tasks) == 0 {
+		return out, nil
+	}
+	var r taskRows
+	for _, t := range tasks {
+		if err := r.add(t); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := db.Query(ctx, qTaskInsert, r.args()...)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var (
+			ord    int64
+			holder *string
+			res    inserted
+		)
+		if err := rows.Scan(&ord, &res.queueOK, &res.stored, &holder); err != nil {
+			return nil, interpretError(err)
+		}
+		if holder != nil {
+			res.holder = *holder
+		}
+		if ord < 1 || int(ord) > len(tasks) {
+			return nil, task.Errorf(task.CodeInternal, "store: insert answered for task %d of %d", ord, len(tasks))
+		}
+		out[ord-1] = res
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, interpretError(err)
+	}
+	if n != len(tasks) {
+		return nil, task.Errorf(task.CodeInternal, "store: insert answered for %d tasks of %d", n, len(tasks))
+	}
+	return out, nil
+}
+
+// addRounds bounds how often TaskAdd sends again a task refused for a name
+// whose holder its statement could not see (added concurrently, after the
+// statement began, or deleted since).
+const addRounds = 3
+
+// TaskAdd stores tasks in one statement, each on its own: a name already
+// used in its queue gets TASK_EXISTS with the existing id (duplicates within
+// the batch included: the first is stored), an id already used gets
+// TASK_EXISTS with that id, a queue that does not exist gets NOT_FOUND, and
+// the others are stored.
+func (s *Store) TaskAdd(ctx context.Context, tasks []*task.Task) ([]store.AddResult, error) {
+	res := make([]store.AddResult, len(tasks))
+	ids := make(map[[2]string]bool, len(tasks))
+	send := make([]int, 0, len(tasks)) // indexes of tasks to send
+	for i, t := range tasks {
+		id := [2]string{t.InstanceID, t.ID}
+		if ids[id] {
+			res[i].Err = &task.Error{Code: task.CodeTaskExists, ID: t.ID, Message: "the batch holds id " + quote(t.ID) + " twice"}
+			continue
+		}
+		ids[id] = true
+		send = append(send, i)
+	}
+	for round := 1; len(send) > 0; round++ {
+		batch := make([]*task.Task, len(send))
+		for j, i := range send {
+			batch[j] = tasks[i]
+		}
+		out, err := insertTasks(ctx, s.pool, batch)
+		if err != nil {
+			return nil, err
+		}
+		var again []int
+		for j, i := range send {
+			t, r := tasks[i], out[j]
+			switch {
+			case !r.queueOK:
+				res[i].Err = task.Errorf(task.CodeNotFound, "queue %q not found", t.Queue)
+			case r.stored:
+				res[i].Task = t
+			case r.holder != "":
+				res[i].Err = &task.Error{Code: task.CodeTaskExists, ID: r.holder,
+					Message: "a task named " + quote(t.Name) + " already exists in queue " + quote(t.Queue)}
+			case t.Name != "" && round < addRounds:
+				again = append(again, i)
+			default:
+				res[i].Err = &task.Error{Code: task.CodeTaskExists, ID: t.ID, Message: "task id " + quote(t.ID) + " is taken"}
+			}
+		}
+		send = again
+	}
+	return res, nil
+}
+
+func quote(s string) string { return `"` + s + `"` }
