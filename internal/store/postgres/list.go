@@ -2,27 +2,10 @@ package postgres
 
 import (
 	"context"
-	"encoding/base64"
-	"math"
-	"strconv"
 	"strings"
 
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
-)
-
-// listOrder is one of the three orders of a listing.
-type listOrder byte
-
-const (
-	// byRunAt: PENDING (tasks_due), RUNNING (tasks_running) or RETRY_WAIT
-	// (tasks_retry), soonest runAt first.
-	byRunAt listOrder = 'r'
-	// byFinished: SUCCEEDED, FAILED or CANCELLED (tasks_done), latest
-	// finishedAt first.
-	byFinished listOrder = 'f'
-	// byCreated: no state filter (tasks_created), newest createdAt first.
-	byCreated listOrder = 'c'
 )
 
 // listSQL holds, by state ("" for none), the listing statement without and
@@ -46,10 +29,10 @@ func buildListSQL(st task.State, named bool) string {
 	var b strings.Builder
 	b.WriteString(`SELECT ` + cols("", taskListCols) + ` FROM tasks WHERE instance_id = $1 AND queue = $2`)
 	key, cmp, dir := "run_at", ">", "ASC"
-	switch orderOf(st) {
-	case byFinished:
+	switch store.OrderOf(st) {
+	case store.ByFinished:
 		key, cmp, dir = "finished_at", "<", "DESC"
-	case byCreated:
+	case store.ByCreated:
 		key, cmp, dir = "created_at", "<", "DESC"
 	}
 	if st != "" {
@@ -66,59 +49,6 @@ func buildListSQL(st task.State, named bool) string {
 	return b.String()
 }
 
-// orderOf returns the order of a listing of state s ("" for all).
-func orderOf(s task.State) listOrder {
-	switch {
-	case s == "":
-		return byCreated
-	case s.Terminal():
-		return byFinished
-	}
-	return byRunAt
-}
-
-// keyOf is t's sort key in order o.
-func keyOf(o listOrder, t *task.Task) int64 {
-	switch o {
-	case byFinished:
-		return t.FinishedAt
-	case byCreated:
-		return t.CreatedAt
-	}
-	return t.RunAt
-}
-
-// encodeCursor makes the opaque cursor after t.
-func encodeCursor(o listOrder, t *task.Task) string {
-	raw := string(o) + strconv.FormatInt(keyOf(o, t), 10) + ":" + t.ID
-	return base64.RawURLEncoding.EncodeToString([]byte(raw))
-}
-
-// decodeCursor reads a cursor of order o; an empty cursor starts before the
-// first row.
-func decodeCursor(o listOrder, c string) (key int64, id string, err error) {
-	if c == "" {
-		if o == byRunAt {
-			return math.MinInt64, "", nil
-		}
-		return math.MaxInt64, "", nil
-	}
-	bad := task.FieldErrorf(task.CodeInvalidArgument, "cursor", "is not a cursor of this listing")
-	raw, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || len(raw) < 3 || listOrder(raw[0]) != o {
-		return 0, "", bad
-	}
-	num, id, ok := strings.Cut(string(raw[1:]), ":")
-	if !ok || id == "" {
-		return 0, "", bad
-	}
-	key, err = strconv.ParseInt(num, 10, 64)
-	if err != nil {
-		return 0, "", bad
-	}
-	return key, id, nil
-}
-
 // TaskList returns one page of a queue's tasks, without payloads or
 // results, in the contract's order; the cursor is a keyset (the last row's
 // sort key and id), so rows added between pages never shift a page.
@@ -127,8 +57,8 @@ func (s *Store) TaskList(ctx context.Context, p *store.ListParams) (*store.ListP
 		return nil, task.FieldErrorf(task.CodeInvalidArgument, "state", "unknown state %q", p.State)
 	}
 	limit := min(max(p.Limit, 1), 200)
-	o := orderOf(p.State)
-	key, id, err := decodeCursor(o, p.Cursor)
+	o := store.OrderOf(p.State)
+	key, id, err := store.DecodeCursor(o, p.Cursor)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +77,7 @@ func (s *Store) TaskList(ctx context.Context, p *store.ListParams) (*store.ListP
 	page := &store.ListPage{Tasks: tasks}
 	if len(tasks) > limit {
 		page.Tasks = tasks[:limit]
-		page.Cursor = encodeCursor(o, tasks[limit-1])
+		page.Cursor = store.EncodeCursor(o, tasks[limit-1])
 	}
 	return page, nil
 }

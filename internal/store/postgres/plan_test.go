@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -243,7 +244,7 @@ func TestQueryPlans(t *testing.T) {
 		if named {
 			n = 1
 		}
-		return listSQL[st][n], []any{"inst-0", "q0", name, nil, decodeStart(orderOf(st)), "", 51}
+		return listSQL[st][n], []any{"inst-0", "q0", name, nil, decodeStart(store.OrderOf(st)), "", 51}
 	}
 
 	type check struct {
@@ -324,8 +325,8 @@ func TestQueryPlans(t *testing.T) {
 }
 
 // decodeStart is the cursor key of a listing's first page.
-func decodeStart(o listOrder) int64 {
-	k, _, _ := decodeCursor(o, "")
+func decodeStart(o store.ListOrder) int64 {
+	k, _, _ := store.DecodeCursor(o, "")
 	return k
 }
 

@@ -2,34 +2,19 @@ package sqlite
 
 import (
 	"context"
-	"encoding/base64"
-	"math"
-	"strconv"
 	"strings"
 
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
-// listOrder is one of the three orders of a listing.
-type listOrder byte
-
-const (
-	// byRunAt: PENDING, RUNNING, RETRY_WAIT, soonest runAt first.
-	byRunAt listOrder = 'r'
-	// byFinished: SUCCEEDED, FAILED, CANCELLED, latest finishedAt first.
-	byFinished listOrder = 'f'
-	// byCreated: no state filter, newest createdAt first.
-	byCreated listOrder = 'c'
-)
-
 // listQueries holds the statement of each order, without and with a name
 // filter. Every one walks an index in its order from the cursor on, so a
 // page costs its own rows and never a sort.
-var listQueries = map[listOrder][2]query{}
+var listQueries = map[store.ListOrder][2]query{}
 
 func init() {
-	for _, o := range []listOrder{byRunAt, byFinished, byCreated} {
+	for _, o := range []store.ListOrder{store.ByRunAt, store.ByFinished, store.ByCreated} {
 		var q [2]query
 		for i, named := range []bool{false, true} {
 			q[i] = define(onReader, listSQL(o, named))
@@ -41,17 +26,17 @@ func init() {
 // listSQL builds the statement of order o. Its arguments are: instance,
 // queue, [state], [name], pull twice (see pullArgs), the cursor's key and
 // id, the row limit.
-func listSQL(o listOrder, named bool) string {
+func listSQL(o store.ListOrder, named bool) string {
 	var b strings.Builder
 	b.WriteString(`SELECT ` + cols("", taskListCols) + ` FROM tasks WHERE instance_id = ? AND queue = ?`)
 	key, cmp, dir := "sort_at", ">", "ASC"
 	switch o {
-	case byFinished:
+	case store.ByFinished:
 		cmp, dir = "<", "DESC"
-	case byCreated:
+	case store.ByCreated:
 		key, cmp, dir = "created_at", "<", "DESC"
 	}
-	if o != byCreated {
+	if o != store.ByCreated {
 		b.WriteString(` AND state = ?`)
 	}
 	if named {
@@ -74,59 +59,6 @@ func pullArgs(p *bool) (any, any) {
 	return int64(0), int64(0)
 }
 
-// orderOf returns the order of a listing of state s ("" for all).
-func orderOf(s task.State) listOrder {
-	switch {
-	case s == "":
-		return byCreated
-	case s.Terminal():
-		return byFinished
-	}
-	return byRunAt
-}
-
-// keyOf is t's sort key in order o.
-func keyOf(o listOrder, t *task.Task) int64 {
-	switch o {
-	case byFinished:
-		return t.FinishedAt
-	case byCreated:
-		return t.CreatedAt
-	}
-	return t.RunAt
-}
-
-// encodeCursor makes the opaque cursor after t.
-func encodeCursor(o listOrder, t *task.Task) string {
-	raw := string(o) + strconv.FormatInt(keyOf(o, t), 10) + ":" + t.ID
-	return base64.RawURLEncoding.EncodeToString([]byte(raw))
-}
-
-// decodeCursor reads a cursor of order o; an empty cursor starts before the
-// first row.
-func decodeCursor(o listOrder, c string) (key int64, id string, err error) {
-	if c == "" {
-		if o == byRunAt {
-			return math.MinInt64, "", nil
-		}
-		return math.MaxInt64, "", nil
-	}
-	bad := task.FieldErrorf(task.CodeInvalidArgument, "cursor", "is not a cursor of this listing")
-	raw, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || len(raw) < 3 || listOrder(raw[0]) != o {
-		return 0, "", bad
-	}
-	num, id, ok := strings.Cut(string(raw[1:]), ":")
-	if !ok || id == "" {
-		return 0, "", bad
-	}
-	key, err = strconv.ParseInt(num, 10, 64)
-	if err != nil {
-		return 0, "", bad
-	}
-	return key, id, nil
-}
-
 // TaskList returns one page of a queue's tasks, without payloads or
 // results, in the contract's order; the cursor is keyset (the last row's
 // sort key and id), so rows added between pages never shift a page.
@@ -135,13 +67,13 @@ func (s *Store) TaskList(ctx context.Context, p *store.ListParams) (*store.ListP
 		return nil, task.FieldErrorf(task.CodeInvalidArgument, "state", "unknown state %q", p.State)
 	}
 	limit := min(max(p.Limit, 1), 200)
-	o := orderOf(p.State)
-	key, id, err := decodeCursor(o, p.Cursor)
+	o := store.OrderOf(p.State)
+	key, id, err := store.DecodeCursor(o, p.Cursor)
 	if err != nil {
 		return nil, err
 	}
 	args := []any{p.InstanceID, p.Queue}
-	if o != byCreated {
+	if o != store.ByCreated {
 		args = append(args, string(p.State))
 	}
 	named := 0
@@ -162,7 +94,7 @@ func (s *Store) TaskList(ctx context.Context, p *store.ListParams) (*store.ListP
 	page := &store.ListPage{Tasks: tasks}
 	if len(tasks) > limit {
 		page.Tasks = tasks[:limit]
-		page.Cursor = encodeCursor(o, tasks[limit-1])
+		page.Cursor = store.EncodeCursor(o, tasks[limit-1])
 	}
 	if page.Tasks == nil {
 		page.Tasks = []*task.Task{}

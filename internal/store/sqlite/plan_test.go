@@ -56,9 +56,9 @@ func TestQueryPlans(t *testing.T) {
 	for o, qs := range listQueries {
 		for named, q := range qs {
 			args := []any{"i1", "q1"}
-			if o != byCreated {
+			if o != store.ByCreated {
 				args = append(args, "PENDING")
-				if o == byFinished {
+				if o == store.ByFinished {
 					args[2] = "SUCCEEDED"
 				}
 			}
@@ -66,7 +66,7 @@ func TestQueryPlans(t *testing.T) {
 				args = append(args, "n")
 			}
 			args = append(args, pa, pb, 0, "", 51)
-			index := map[listOrder]string{byRunAt: "tasks_state", byFinished: "tasks_state", byCreated: "tasks_created"}[o]
+			index := map[store.ListOrder]string{store.ByRunAt: "tasks_state", store.ByFinished: "tasks_state", store.ByCreated: "tasks_created"}[o]
 			if named == 1 {
 				index = "tasks_name"
 			}
