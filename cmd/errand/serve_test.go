@@ -267,6 +267,9 @@ func TestServeFirstAdminKey(t *testing.T) {
 	bin := buildErrand(t)
 	store := "sqlite://" + filepath.Join(t.TempDir(), "errand.db")
 	cmd, url, logs := startServe(t, bin, "--store", store, "--org", "ops")
+	// stderr reaches the buffer through a pipe: it may trail stdout's
+	// "listening" line a little.
+	waitUntil(t, 10*time.Second, "the first key in the log", func() bool { return logKey.MatchString(logs.String()) })
 	m := logKey.FindAllStringSubmatch(logs.String(), -1)
 	if len(m) != 1 {
 		t.Fatalf("want one first key in the log:\n%s", logs)
