@@ -47,7 +47,7 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 		backstop = time.Second
 	}
 	eng := engine.New(engine.Config{
-		Store: c.store, Logger: c.log, Dev: c.dev, URLRules: c.rules, Backstop: backstop,
+		Store: c.store, Logger: c.log, Dev: c.dev, URLRules: c.rules, Backstop: backstop, DatabaseClock: c.shared,
 		Deliverer: &deliver.Mux{Webhook: wh},
 	})
 	if err := eng.Start(ctx); err != nil {

@@ -4,6 +4,7 @@ package clock
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -82,3 +83,22 @@ func (f *Fake) Advance(d time.Duration) {
 		w.ch <- now
 	}
 }
+
+// Offset is a clock that runs at its base's rate, shifted by an offset that
+// can be set at any time (to follow the database's clock).
+type Offset struct {
+	Base Clock
+	ns   atomic.Int64
+}
+
+// Now returns the base's time plus the offset.
+func (o *Offset) Now() time.Time { return o.Base.Now().Add(time.Duration(o.ns.Load())) }
+
+// After waits on the base clock.
+func (o *Offset) After(d time.Duration) <-chan time.Time { return o.Base.After(d) }
+
+// Set sets the offset.
+func (o *Offset) Set(d time.Duration) { o.ns.Store(int64(d)) }
+
+// Get returns the offset.
+func (o *Offset) Get() time.Duration { return time.Duration(o.ns.Load()) }

@@ -33,6 +33,10 @@ type Config struct {
 	// Deliverer carries push attempts to their targets (a deliver.Mux of
 	// webhook, function and channel deliverers); nil fails every attempt.
 	Deliverer deliver.Deliverer
+	// DatabaseClock sets the engine's clock by the store's own (when the
+	// store has one, as PostgreSQL does), re-read every 30 s: nodes sharing
+	// a database then agree on time even if their clocks drift.
+	DatabaseClock bool
 	// Backstop bounds how long a sleeping service waits without a wake-up,
 	// for work that another node wrote (default 1 min; a single node is
 	// always woken by its own writes).
@@ -57,6 +61,9 @@ type Engine struct {
 	rescuer    *Rescuer
 	dispatcher *Dispatcher
 	finisher   *finishBatcher
+	notifier   *notifierService // nil unless the store is shared
+	notify     chan struct{}
+	clockSync  *clockSync // nil unless DatabaseClock
 }
 
 // New returns an engine; Start runs its services.
@@ -75,6 +82,15 @@ func New(cfg Config) *Engine {
 	e.rescuer = &Rescuer{e: e, log: cfg.Logger.With("service", "rescuer"), backstop: cfg.Backstop}
 	e.dispatcher = newDispatcher(e, cfg.Deliverer)
 	e.finisher = &finishBatcher{store: cfg.Store}
+	if n, ok := cfg.Store.(store.Notifier); ok {
+		e.notify = make(chan struct{}, 1)
+		e.notifier = &notifierService{e: e, n: n, log: cfg.Logger.With("service", "notifier")}
+	}
+	if sc, ok := cfg.Store.(store.ServerClock); ok && cfg.DatabaseClock {
+		off := &clock.Offset{Base: cfg.Clock}
+		e.clock = off
+		e.clockSync = &clockSync{e: e, sc: sc, clk: off, log: cfg.Logger.With("service", "clock"), interval: 30 * time.Second}
+	}
 	return e
 }
 
@@ -94,8 +110,20 @@ func (e *Engine) Start(ctx context.Context) error {
 	if e.cancel != nil {
 		return errors.New("engine: already started")
 	}
+	if e.clockSync != nil {
+		if err := e.clockSync.measure(ctx); err != nil {
+			return err
+		}
+	}
 	ctx, e.cancel = context.WithCancel(ctx)
-	for _, svc := range []interface{ run(context.Context) }{e.cleaner, e.rescuer, e.dispatcher} {
+	services := []interface{ run(context.Context) }{e.cleaner, e.rescuer, e.dispatcher}
+	if e.notifier != nil {
+		services = append(services, e.notifier)
+	}
+	if e.clockSync != nil {
+		services = append(services, e.clockSync)
+	}
+	for _, svc := range services {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()

@@ -29,7 +29,7 @@ func (e *Engine) InstanceCreate(ctx context.Context, org, name string) (*task.In
 	if err := e.store.InstanceCreate(ctx, inst); err != nil {
 		return nil, err
 	}
-	e.waker.wake()
+	e.changed()
 	return inst, nil
 }
 
@@ -38,7 +38,7 @@ func (e *Engine) InstanceDelete(ctx context.Context, org, name string) error {
 	if err := e.store.InstanceDelete(ctx, org, name); err != nil {
 		return err
 	}
-	e.waker.wake()
+	e.changed()
 	return nil
 }
 

@@ -175,7 +175,7 @@ func (e *Engine) finish(ctx context.Context, t *task.Task, now int64, o task.Out
 		return err
 	}
 	if t.State == task.RetryWait || fp.DeadLetter != nil {
-		e.waker.wake() // a task will be due again: dispatcher and long polls
+		e.changed() // a task will be due again: dispatcher and long polls
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ func (e *Engine) QueueCreate(ctx context.Context, org, instance, name string, p 
 	if err := e.store.QueueCreate(ctx, q); err != nil {
 		return nil, err
 	}
-	e.waker.wake()
+	e.changed()
 	return q, nil
 }
 
@@ -88,7 +88,7 @@ func (e *Engine) QueuePatch(ctx context.Context, org, instance, name string, p *
 	if err != nil {
 		return nil, err
 	}
-	e.waker.wake()
+	e.changed()
 	return q, nil
 }
 
@@ -100,7 +100,7 @@ func (e *Engine) QueueDelete(ctx context.Context, org, instance, name string) (i
 	}
 	n, err := e.store.QueueDelete(ctx, inst.ID, name)
 	if err == nil {
-		e.waker.wake()
+		e.changed()
 	}
 	return n, err
 }

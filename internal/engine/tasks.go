@@ -40,7 +40,7 @@ func (e *Engine) TaskAdd(ctx context.Context, org, instance, queue string, ins [
 	if err != nil {
 		return nil, err
 	}
-	e.waker.wake()
+	e.changed()
 	return res, nil
 }
 
@@ -106,6 +106,6 @@ func (e *Engine) mutate(ctx context.Context, org, instance, id string, fn func(*
 	if err != nil {
 		return nil, err
 	}
-	e.waker.wake()
+	e.changed()
 	return t, nil
 }

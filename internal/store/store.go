@@ -18,6 +18,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"github.com/errandhq/errand/internal/task"
 )
@@ -222,4 +223,22 @@ type APIKey struct {
 type Grant struct {
 	Instance string
 	Role     string // read, write or full
+}
+
+// Notifier is implemented by a store that several nodes share: Notify tells
+// every node listening that tasks or queues changed, so that a node wakes
+// for work another node wrote. A lost notification only delays work until
+// the services' backstop.
+type Notifier interface {
+	Notify(ctx context.Context) error
+	// Listen calls fn for every notification (and once after each
+	// reconnect) until ctx ends; it reconnects by itself.
+	Listen(ctx context.Context, fn func()) error
+}
+
+// ServerClock is implemented by a store with a clock of its own
+// (PostgreSQL's now()): nodes that set their engine's clock by it agree on
+// lease expiries and deadlines even when their own clocks drift.
+type ServerClock interface {
+	ServerNow(ctx context.Context) (time.Time, error)
 }

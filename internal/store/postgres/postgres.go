@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -88,6 +89,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse store URL: %w", err)
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		// One connection is held by LISTEN; the API, the dispatcher and the
+		// maintenance services share the rest.
+		cfg.MaxConns = 16
 	}
 	params := cfg.ConnConfig.RuntimeParams
 	setDefault(params, "statement_timeout", defaultStatementTimeout)

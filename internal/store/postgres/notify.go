@@ -1,0 +1,66 @@
+package postgres
+
+import (
+	"context"
+	"time"
+)
+
+// wakeChannel is the LISTEN/NOTIFY channel of every errand node on a
+// database.
+const wakeChannel = "errand_wake"
+
+// Notify tells every listening node that tasks or queues changed.
+func (s *Store) Notify(ctx context.Context) error {
+	if _, err := s.pool.Exec(ctx, "SELECT pg_notify('"+wakeChannel+"', '')"); err != nil {
+		return interpretError(err)
+	}
+	return nil
+}
+
+// Listen holds one connection with LISTEN errand_wake and calls fn for every
+// notification, and once after each (re)connect, since notifications sent
+// while it was away are lost. It returns when ctx ends.
+func (s *Store) Listen(ctx context.Context, fn func()) error {
+	for {
+		err := s.listenOnce(ctx, fn)
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.log.Warn("postgres: LISTEN connection lost; reconnecting", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (s *Store) listenOnce(ctx context.Context, fn func()) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+wakeChannel); err != nil {
+		return err
+	}
+	fn()
+	for {
+		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+			// The connection may be mid-wait: do not hand it back to the
+			// pool for others.
+			conn.Conn().Close(context.Background())
+			return err
+		}
+		fn()
+	}
+}
+
+// ServerNow returns PostgreSQL's clock.
+func (s *Store) ServerNow(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	if err := s.pool.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&t); err != nil {
+		return time.Time{}, interpretError(err)
+	}
+	return t, nil
+}
