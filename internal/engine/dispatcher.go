@@ -103,11 +103,14 @@ func (d *Dispatcher) run(ctx context.Context) {
 // if none, when to look again. The time is absolute so that a sleep computed
 // late (after the clock moved) still ends on time.
 func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, error) {
+	// now is read before the queues, so that a pass never claims at a time
+	// later than the settings it read (a queue changed meanwhile wakes the
+	// next pass, which sees the change).
+	now := d.e.clock.Now()
 	queues, err := d.e.store.QueueListAll(ctx)
 	if err != nil {
 		return 0, time.Time{}, err
 	}
-	now := d.e.clock.Now()
 	wait := d.e.cfg.Backstop
 	rateWait := time.Duration(0) // the shortest token interval of a rated queue
 	byKey := make(map[qkey]*task.Queue, len(queues))
