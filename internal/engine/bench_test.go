@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -16,17 +15,14 @@ import (
 	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/engine"
-	"github.com/errandhq/errand/internal/store/sqlite"
 	"github.com/errandhq/errand/internal/task"
+	"github.com/errandhq/errand/internal/testkit/stores"
 )
 
 // realEngine runs an engine on the real clock for benchmarks.
-func realEngine(b *testing.B) (*engine.Engine, context.Context) {
+func realEngine(b *testing.B, kind string) (*engine.Engine, context.Context) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "errand.db"), sqlite.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
+	st := stores.Open(b, kind)
 	wh := deliver.NewWebhook(deliver.WebhookOptions{})
 	eng := engine.New(engine.Config{
 		Store: st, Clock: clock.Real{}, Dev: true, URLRules: task.URLRules{AllowHTTP: true},
@@ -47,6 +43,12 @@ func realEngine(b *testing.B) (*engine.Engine, context.Context) {
 // target is a trivial loopback receiver, and measures until every task was
 // delivered; a task delivered twice fails the benchmark.
 func BenchmarkPushBurst(b *testing.B) {
+	for _, kind := range stores.Kinds {
+		b.Run(kind, func(b *testing.B) { benchPushBurst(b, kind) })
+	}
+}
+
+func benchPushBurst(b *testing.B, kind string) {
 	var mu sync.Mutex
 	seen := map[string]int{}
 	done := make(chan struct{})
@@ -66,7 +68,7 @@ func BenchmarkPushBurst(b *testing.B) {
 		mu.Unlock()
 	}))
 	defer srv.Close()
-	eng, ctx := realEngine(b)
+	eng, ctx := realEngine(b, kind)
 	tgt := &task.Target{Webhook: srv.URL}
 	if _, err := eng.QueueCreate(ctx, "dev", "jobs", "q", &task.QueuePatch{Target: &tgt}); err != nil {
 		b.Fatal(err)
@@ -101,12 +103,18 @@ func BenchmarkPushBurst(b *testing.B) {
 // BenchmarkPushIdleLatency adds one task at a time to an idle engine and
 // measures add → the receiver's handler starting; it reports p50 and p99.
 func BenchmarkPushIdleLatency(b *testing.B) {
+	for _, kind := range stores.Kinds {
+		b.Run(kind, func(b *testing.B) { benchPushIdleLatency(b, kind) })
+	}
+}
+
+func benchPushIdleLatency(b *testing.B, kind string) {
 	arrived := make(chan time.Time, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived <- time.Now()
 	}))
 	defer srv.Close()
-	eng, ctx := realEngine(b)
+	eng, ctx := realEngine(b, kind)
 	tgt := &task.Target{Webhook: srv.URL}
 	if _, err := eng.QueueCreate(ctx, "dev", "jobs", "q", &task.QueuePatch{Target: &tgt}); err != nil {
 		b.Fatal(err)

@@ -8,10 +8,18 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/errandhq/errand/internal/testkit/stores"
 )
 
 func benchAdd(b *testing.B, body string, perCall int) {
-	bb := setup(b)
+	for _, kind := range stores.Kinds {
+		b.Run(kind, func(b *testing.B) { benchAddOn(b, kind, body, perCall) })
+	}
+}
+
+func benchAddOn(b *testing.B, kind, body string, perCall int) {
+	bb := setupOn(b, kind)
 	client := bb.client
 	bb.do("POST", "/v1/tasks/jobs/queues", `{"name":"q","mode":"pull"}`).want(b, 201, "")
 	url := bb.srv.URL + "/v1/tasks/jobs/queues/q/tasks"
@@ -50,7 +58,13 @@ func BenchmarkAdd100(b *testing.B) {
 // BenchmarkLeaseAckBatch: pull workers lease batches of 100 over HTTP and
 // ack each batch in one call of errand's batch ack.
 func BenchmarkLeaseAckBatch(b *testing.B) {
-	bb := setup(b)
+	for _, kind := range stores.Kinds {
+		b.Run(kind, func(b *testing.B) { benchLeaseAckBatch(b, kind) })
+	}
+}
+
+func benchLeaseAckBatch(b *testing.B, kind string) {
+	bb := setupOn(b, kind)
 	bb.do("POST", "/v1/tasks/jobs/queues", `{"name":"q","mode":"pull"}`).want(b, 201, "")
 	batch := "[" + strings.TrimSuffix(strings.Repeat(`{"payload":{"n":1}},`, 100), ",") + "]"
 	for i := 0; i < b.N; i += 100 {
@@ -113,7 +127,13 @@ func BenchmarkLeaseAckBatch(b *testing.B) {
 // BenchmarkLeaseAck: pull workers lease batches of 100 over HTTP and ack each
 // task (acks from concurrent workers are group-committed by the engine).
 func BenchmarkLeaseAck(b *testing.B) {
-	bb := setup(b)
+	for _, kind := range stores.Kinds {
+		b.Run(kind, func(b *testing.B) { benchLeaseAck(b, kind) })
+	}
+}
+
+func benchLeaseAck(b *testing.B, kind string) {
+	bb := setupOn(b, kind)
 	bb.do("POST", "/v1/tasks/jobs/queues", `{"name":"q","mode":"pull"}`).want(b, 201, "")
 	batch := "[" + strings.TrimSuffix(strings.Repeat(`{"payload":{"n":1}},`, 100), ",") + "]"
 	for i := 0; i < b.N; i += 100 {

@@ -2,13 +2,11 @@ package httpapi_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,8 +15,8 @@ import (
 	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/httpapi"
-	"github.com/errandhq/errand/internal/store/sqlite"
 	"github.com/errandhq/errand/internal/task"
+	"github.com/errandhq/errand/internal/testkit/stores"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -37,13 +35,13 @@ type bundle struct {
 
 // setup runs the real API over a real SQLite file on loopback, with a fake
 // clock and the engine's services not started (tests drive them).
-func setup(t testing.TB) *bundle {
+func setup(t testing.TB) *bundle { return setupOn(t, "sqlite") }
+
+// setupOn is setup on a store of kind (see stores.Kinds).
+func setupOn(t testing.TB, kind string) *bundle {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "errand.db"), sqlite.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := stores.Open(t, kind)
 	fc := clock.NewFake(T0)
 	eng := engine.New(engine.Config{Store: st, Clock: fc, Logger: log, Dev: true, URLRules: task.URLRules{AllowHTTP: true}})
 	srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: eng, Logger: log}))
