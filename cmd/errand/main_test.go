@@ -156,6 +156,22 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatalf("healthz: %v", err)
 	}
 	resp.Body.Close()
+	// /metrics counts what was added, and names no instance.
+	if st, _ := post(t, url+"/v1/tasks/secretinstance/queues", `{"name":"q","mode":"pull"}`); st != 201 {
+		t.Fatalf("queue: %d", st)
+	}
+	if st, _ := post(t, url+"/v1/tasks/secretinstance/queues/q/tasks", `[{},{}]`); st != 201 {
+		t.Fatalf("add: %d", st)
+	}
+	resp, err = http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "errand_tasks_added_total 2") || strings.Contains(string(body), "secretinstance") {
+		t.Fatalf("/metrics:\n%s", body)
+	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("exit after SIGTERM: %v", err)

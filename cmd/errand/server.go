@@ -54,7 +54,8 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 		return err
 	}
 	defer eng.Stop()
-	api := httpapi.New(httpapi.Config{Engine: eng, Auth: c.auth, Logger: c.log})
+	api := httpapi.New(httpapi.Config{Engine: eng, Auth: c.auth, Logger: c.log,
+		Extra: map[string]http.Handler{"GET /metrics": eng.Metrics().Handler()}})
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err

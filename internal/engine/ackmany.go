@@ -70,5 +70,9 @@ func (e *Engine) ackOne(ctx context.Context, instanceID string, q *task.Queue, a
 	if _, err := t.Finish(q, now, task.Outcome{Status: task.AttemptSucceeded, Result: a.Result}); err != nil {
 		return err
 	}
-	return e.finisher.finish(ctx, &store.FinishParams{Task: t, LeaseID: lease})
+	if err := e.finisher.finish(ctx, &store.FinishParams{Task: t, LeaseID: lease}); err != nil {
+		return err
+	}
+	e.countAttempt(task.AttemptSucceeded, true)
+	return nil
 }

@@ -189,8 +189,10 @@ func (d *Dispatcher) start(ctx context.Context, t *task.Task, q *task.Queue, ins
 	d.mu.Lock()
 	d.inflight[t.ID] = store.LeaseRef{InstanceID: t.InstanceID, ID: t.ID, LeaseID: t.LeaseID}
 	d.mu.Unlock()
+	d.e.metrics.InFlight.Inc()
 	go func() {
 		defer d.wg.Done()
+		defer d.e.metrics.InFlight.Dec()
 		defer d.release(t.ID)
 		began := d.e.clock.Now()
 		res := d.deliver(ctx, t, q, inst)
@@ -328,6 +330,10 @@ func (d *Dispatcher) finisher() {
 func (d *Dispatcher) logAttempt(f finished, err error) {
 	t := f.fp.Task
 	a := t.Attempts[len(t.Attempts)-1]
+	if err == nil {
+		d.e.countAttempt(a.Status, false)
+		d.e.metrics.DeliverySeconds.WithLabelValues(a.Status).Observe(f.dur.Seconds())
+	}
 	attrs := []any{"queue", t.Queue, "task", t.ID, "attempt", a.Attempt, "outcome", a.Status, "ms", f.dur.Milliseconds()}
 	if a.HTTPStatus != 0 {
 		attrs = append(attrs, "http", a.HTTPStatus)

@@ -15,6 +15,7 @@ import (
 	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/id"
+	"github.com/errandhq/errand/internal/metrics"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -37,6 +38,8 @@ type Config struct {
 	// store has one, as PostgreSQL does), re-read every 30 s: nodes sharing
 	// a database then agree on time even if their clocks drift.
 	DatabaseClock bool
+	// Metrics receives the engine's counts (nil: a fresh set).
+	Metrics *metrics.Metrics
 	// Backstop bounds how long a sleeping service waits without a wake-up,
 	// for work that another node wrote (default 1 min; a single node is
 	// always woken by its own writes).
@@ -57,6 +60,7 @@ type Engine struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	metrics    *metrics.Metrics
 	cleaner    *Cleaner
 	rescuer    *Rescuer
 	dispatcher *Dispatcher
@@ -74,10 +78,13 @@ func New(cfg Config) *Engine {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
 	if cfg.Backstop <= 0 {
 		cfg.Backstop = time.Minute
 	}
-	e := &Engine{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, dev: cfg.Dev, rules: cfg.URLRules, cfg: cfg, waker: newWaker(), leases: newWaker()}
+	e := &Engine{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, dev: cfg.Dev, rules: cfg.URLRules, cfg: cfg, waker: newWaker(), leases: newWaker(), metrics: cfg.Metrics}
 	e.cleaner = &Cleaner{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger.With("service", "cleaner"), every: cfg.CleanEvery}
 	e.rescuer = &Rescuer{e: e, log: cfg.Logger.With("service", "rescuer"), backstop: cfg.Backstop}
 	e.dispatcher = newDispatcher(e, cfg.Deliverer)
@@ -93,6 +100,9 @@ func New(cfg Config) *Engine {
 	}
 	return e
 }
+
+// Metrics returns the engine's Prometheus collectors.
+func (e *Engine) Metrics() *metrics.Metrics { return e.metrics }
 
 // Store returns the engine's store.
 func (e *Engine) Store() store.Store { return e.store }

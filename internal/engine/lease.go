@@ -67,6 +67,7 @@ func (e *Engine) Lease(ctx context.Context, org, instance, queue string, p Lease
 		if len(got) > 0 || deadline == nil {
 			if len(got) > 0 {
 				e.leases.wake() // the rescuer learns of the new expiries
+				e.metrics.Leased.Add(float64(len(got)))
 			}
 			return got, nil
 		}
@@ -174,8 +175,18 @@ func (e *Engine) finish(ctx context.Context, t *task.Task, now int64, o task.Out
 	if err := e.finisher.finish(ctx, fp); err != nil {
 		return err
 	}
+	e.countAttempt(o.Status, t.Pull)
 	if t.State == task.RetryWait || fp.DeadLetter != nil {
 		e.changed() // a task will be due again: dispatcher and long polls
 	}
 	return nil
+}
+
+// countAttempt counts a stored attempt outcome.
+func (e *Engine) countAttempt(status string, pull bool) {
+	kind := "push"
+	if pull {
+		kind = "pull"
+	}
+	e.metrics.Attempts.WithLabelValues(status, kind).Inc()
 }

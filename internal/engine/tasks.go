@@ -40,6 +40,11 @@ func (e *Engine) TaskAdd(ctx context.Context, org, instance, queue string, ins [
 	if err != nil {
 		return nil, err
 	}
+	for _, r := range res {
+		if r.Err == nil {
+			e.metrics.TasksAdded.Inc()
+		}
+	}
 	e.changed()
 	return res, nil
 }

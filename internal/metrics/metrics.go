@@ -1,0 +1,61 @@
+// Package metrics is errand's Prometheus instrumentation: what the engine
+// counts, on a registry of its own that /metrics serves. The metrics carry no
+// organization or instance names, so /metrics reveals nothing of a tenant.
+package metrics
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics holds the engine's collectors.
+type Metrics struct {
+	reg *prometheus.Registry
+	// TasksAdded counts tasks stored by adds (dead-letter copies included).
+	TasksAdded prometheus.Counter
+	// Attempts counts finished attempts by outcome (succeeded, failed,
+	// timed_out, deferred, released, lease_expired) and kind (push, pull).
+	Attempts *prometheus.CounterVec
+	// DeliverySeconds is how long push deliveries took, by outcome.
+	DeliverySeconds *prometheus.HistogramVec
+	// Leased counts tasks handed to pull workers.
+	Leased prometheus.Counter
+	// InFlight is this node's push deliveries in flight.
+	InFlight prometheus.Gauge
+}
+
+// New makes the collectors on a fresh registry, with the Go runtime's and
+// the process's.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		reg: reg,
+		TasksAdded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "errand_tasks_added_total", Help: "Tasks stored by adds.",
+		}),
+		Attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "errand_attempts_total", Help: "Finished attempts, by outcome and kind (push or pull).",
+		}, []string{"outcome", "kind"}),
+		DeliverySeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "errand_delivery_seconds", Help: "Duration of push deliveries, by outcome.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 840},
+		}, []string{"outcome"}),
+		Leased: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "errand_tasks_leased_total", Help: "Tasks handed to pull workers.",
+		}),
+		InFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "errand_deliveries_in_flight", Help: "Push deliveries in flight on this node.",
+		}),
+	}
+	reg.MustRegister(m.TasksAdded, m.Attempts, m.DeliverySeconds, m.Leased, m.InFlight,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
