@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,6 +26,7 @@ type sizes struct {
 	insertN, insertBatch int
 	burnDown             int
 	burnDownCap          map[string]int // per system, where the full size does not fit the time budget
+	push                 int            // push: tasks delivered to the loopback webhook receiver
 	steady               time.Duration
 	idleSamples          int
 	idleBudget           time.Duration // per idle variant and round
@@ -38,7 +40,8 @@ var (
 		burnDownCap: map[string]int{
 			"river-sqlite": 10_000, // ~2,500/s: 20,000 would take 8 s a round
 		},
-		steady:      10 * time.Second,
+		push:        20_000,
+		steady:      6 * time.Second,
 		idleSamples: 50, idleBudget: 3 * time.Second,
 		// Default settings poll about once a second: a handful of samples
 		// per round is all 3 minutes allow, so quick runs the tuned settings
@@ -55,14 +58,20 @@ var (
 			// Asynq works ~9,000 tasks/s and enqueues ~30,000/s: 1,000,000
 			// would take 2.5 minutes a round.
 			"asynq": 500_000,
+			// errand's pull workers (lease + one ack request per task over
+			// HTTP) work ~6,000/s on SQLite and ~4,000/s on PostgreSQL here:
+			// 1,000,000 would take 3–4 minutes a round. 100,000 is river-sqlite's size.
+			"errand-sqlite": 100_000,
+			"errand-pg":     100_000,
 		},
+		push:        100_000,
 		steady:      30 * time.Second,
 		idleSamples: 200, idleBudget: 15 * time.Second,
 		idleDefaults: true,
 	}
 )
 
-var allWorkloads = []string{"insert", "burndown", "steady", "idle"}
+var allWorkloads = []string{"insert", "burndown", "push", "steady", "idle"}
 
 // result is one run of one workload on one system.
 type result struct {
@@ -114,8 +123,14 @@ func main() {
 		idleBudget = flag.Duration("idle-budget", 0, "override the idle time budget per variant and round")
 		idleDef    = flag.Bool("idle-defaults", false, "quick mode: also run idle with default settings (full mode always does)")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of this process to `FILE`")
+		pushN      = flag.Int("push-n", 0, "override the push workload's size")
+		errandBin  = flag.String("errand-bin", "", "use this errand `binary` instead of building ../cmd/errand (e.g. a profiling build)")
+		errandSrc  = flag.String("errand-src", "..", "the errand repository `DIR` whose ./cmd/errand is built")
+		errandTun  = flag.String("errand-tuning", "", "override errand's settings: `key=value,…` of insertClients, leaseWorkers, ackConcurrency, maxInFlight, steadyMode (push|pull)")
+		rawConc    = flag.Int("raw-concurrency", 64, "raw-http: concurrent POSTs to the receiver")
 	)
 	flag.Parse()
+	defer runAtExit()
 	if *redisDB == 0 {
 		fatalf("--redis-db 0 refused: the harness flushes the database it uses")
 	}
@@ -123,13 +138,24 @@ func main() {
 		fatalf("--rounds must be at least 1")
 	}
 
-	opts := Options{PGAdminURL: *pgURL, RedisAddr: *redisAddr, RedisDB: *redisDB, Quick: *quick}
+	tun, err := parseErrandTuning(defaultErrandTuning, *errandTun)
+	if err != nil {
+		fatalf("%v", err)
+	}
+	if *rawConc < 1 {
+		fatalf("--raw-concurrency must be at least 1")
+	}
+	opts := Options{PGAdminURL: *pgURL, RedisAddr: *redisAddr, RedisDB: *redisDB, Quick: *quick,
+		ErrandBin: *errandBin, ErrandRoot: *errandSrc, ErrandTuning: tun, RawConcurrency: *rawConc}
 	sz := fullSizes
 	if *quick {
 		sz = quickSizes
 	}
 	if *burnN > 0 {
 		sz.burnDown, sz.burnDownCap = *burnN, nil
+	}
+	if *pushN > 0 {
+		sz.push = *pushN
 	}
 	if *steadyD > 0 {
 		sz.steady = *steadyD
@@ -151,15 +177,22 @@ func main() {
 			fatalf("unknown system %q (known: %s)", w, strings.Join(systemNames(), ","))
 		}
 	}
-	for _, f := range systemFactories {
-		if len(want) == 0 || slices.Contains(want, f.name) {
-			systems = append(systems, f.make(opts))
-		}
-	}
 	workloads := splitList(*workArg)
 	for _, w := range workloads {
 		if !slices.Contains(allWorkloads, w) {
 			fatalf("unknown workload %q (known: %s)", w, strings.Join(allWorkloads, ","))
+		}
+	}
+	// The push workload is read beside raw-http, the receiver's own limit in
+	// the same run: it joins whenever push runs on a system that has it.
+	if len(want) > 0 && slices.Contains(workloads, "push") && !slices.Contains(want, "raw-http") &&
+		slices.ContainsFunc(want, func(n string) bool { return strings.HasPrefix(n, "errand-") }) {
+		want = append(want, "raw-http")
+		logf("bench: raw-http added: the push workload is read beside it")
+	}
+	for _, f := range systemFactories {
+		if len(want) == 0 || slices.Contains(want, f.name) {
+			systems = append(systems, f.make(opts))
 		}
 	}
 
@@ -176,6 +209,29 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+
+	// Preflight: a system that cannot run here is skipped for the whole run.
+	var skipped []string
+	failed := false
+	kept := systems[:0]
+	for _, s := range systems {
+		if pf, ok := s.(Preflighter); ok {
+			pctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+			err := pf.Preflight(pctx)
+			cancel()
+			if err != nil {
+				var se *skipError
+				if !errors.As(err, &se) {
+					failed = true
+				}
+				logf("bench: %s skipped: %v", s.Name(), err)
+				skipped = append(skipped, fmt.Sprintf("%s skipped: %v", s.Name(), err))
+				continue
+			}
+		}
+		kept = append(kept, s)
+	}
+	systems = kept
 
 	mode := "full"
 	if *quick {
@@ -196,10 +252,12 @@ func main() {
 		return r
 	}
 
-	failed := false
 	for _, w := range workloads {
 		for round := 1; round <= *rounds; round++ {
 			for _, s := range systems {
+				if !supports(s, w) {
+					continue
+				}
 				for _, tuned := range idleVariants(w, sz) {
 					name := w
 					if w == "idle" {
@@ -227,6 +285,9 @@ func main() {
 	fmt.Printf("\n%s mode, %d rounds, took %s. per second: median of rounds (min–max); p50/p99: over the latencies of all rounds pooled; rss: peak RSS of the worker process, largest round.\n",
 		mode, *rounds, elapsed.Round(time.Second))
 	printSettings(os.Stdout, systems, workloads, sz)
+	for _, m := range skipped {
+		fmt.Printf("\n%s\n", m)
+	}
 
 	if *jsonFile != "" {
 		if err := writeJSON(*jsonFile, rows); err != nil {
@@ -234,6 +295,7 @@ func main() {
 		}
 	}
 	pprof.StopCPUProfile() // os.Exit skips the deferred one
+	runAtExit()
 	if ctx.Err() != nil {
 		fatalf("interrupted")
 	}
@@ -273,6 +335,17 @@ func runOnce(ctx context.Context, s System, workload string, tuned bool, sz size
 			n = min(n, c)
 		}
 		d, err := s.BurnDown(ctx, n)
+		if err != nil {
+			return res, err
+		}
+		res = result{n: n, seconds: d.Seconds(), perSecond: float64(n) / d.Seconds()}
+	case "push":
+		ps, ok := s.(Pusher)
+		if !ok {
+			return res, fmt.Errorf("%s has no push workload", s.Name())
+		}
+		n := sz.push
+		d, err := ps.Push(ctx, n)
 		if err != nil {
 			return res, err
 		}
@@ -414,6 +487,9 @@ func printSettings(w io.Writer, systems []System, workloads []string, sz sizes) 
 	for _, s := range systems {
 		seen := map[string]bool{}
 		for _, wl := range workloads {
+			if !supports(s, wl) {
+				continue
+			}
 			for _, tuned := range idleVariants(wl, sz) {
 				st := s.Settings(wl, tuned)
 				if seen[st] {
@@ -497,5 +573,20 @@ func logf(format string, args ...any) {
 
 func fatalf(format string, args ...any) {
 	logf("bench: "+format, args...)
+	runAtExit()
 	os.Exit(2)
+}
+
+var exitFuncs []func()
+
+// atExit registers f to run when the harness ends (the errand binary's
+// temp dir): main's end, fatalf, and the deferred call in main.
+func atExit(f func()) { exitFuncs = append(exitFuncs, f) }
+
+func runAtExit() {
+	fs := exitFuncs
+	exitFuncs = nil
+	for i := len(fs) - 1; i >= 0; i-- {
+		fs[i]()
+	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -82,13 +83,6 @@ type RSSReporter interface {
 }
 
 // systemFactories lists every system the harness knows, in run order.
-//
-// ERRAND: the errand systems plug in here. Add entries such as
-//
-//	"errand-sqlite": func(o Options) System { return newErrandSystem(o, "sqlite") },
-//	"errand-pg":     func(o Options) System { return newErrandSystem(o, "postgres") },
-//
-// once errand.go's errandSystem is implemented (see README.md, "Adding errand").
 var systemFactories = []struct {
 	name string
 	make func(Options) System
@@ -96,7 +90,51 @@ var systemFactories = []struct {
 	{"river-pg", newRiverPG},
 	{"river-sqlite", newRiverSQLite},
 	{"asynq", newAsynq},
+	{"errand-sqlite", func(o Options) System { return newErrandSystem(o, "sqlite") }},
+	{"errand-pg", func(o Options) System { return newErrandSystem(o, "postgres") }},
+	{"raw-http", newRawHTTP},
 }
+
+// Pusher is implemented by systems that deliver to a webhook (errand) or
+// measure the receiver itself (raw-http): the push workload adds n tasks
+// untimed, then times their delivery to the loopback webhookReceiver.
+type Pusher interface {
+	Push(ctx context.Context, n int) (time.Duration, error)
+}
+
+// Supporter is implemented by systems that run only some workloads
+// (raw-http runs push only). Without it a system runs every workload its
+// methods allow (push needs Pusher).
+type Supporter interface {
+	Supports(workload string) bool
+}
+
+// supports reports whether s runs workload.
+func supports(s System, workload string) bool {
+	if sp, ok := s.(Supporter); ok {
+		return sp.Supports(workload)
+	}
+	if workload == "push" {
+		_, ok := s.(Pusher)
+		return ok
+	}
+	return true
+}
+
+// Preflighter is implemented by systems that check, once before any run,
+// that they can run here (errand builds its binary; errand-pg checks that
+// errand serve accepts a postgres:// store). An error skips the system for
+// the whole run; skipError marks the ones that are expected (say so, do not
+// fail).
+type Preflighter interface {
+	Preflight(ctx context.Context) error
+}
+
+type skipError struct{ msg string }
+
+func (e *skipError) Error() string { return e.msg }
+
+func skipf(format string, args ...any) error { return &skipError{fmt.Sprintf(format, args...)} }
 
 // Options are the harness-wide settings a system may need.
 type Options struct {
@@ -104,6 +142,11 @@ type Options struct {
 	RedisAddr  string
 	RedisDB    int
 	Quick      bool
+
+	ErrandBin      string       // a prebuilt errand binary; "" = build ErrandRoot's ./cmd/errand
+	ErrandRoot     string       // the errand repository (default "..", the harness lives in bench/)
+	ErrandTuning   errandTuning // client and instance settings of the errand systems
+	RawConcurrency int          // raw-http: concurrent POSTs
 }
 
 // probe is the instrumentation shared by in-process handlers: count starts

@@ -32,9 +32,10 @@ type WebhookOptions struct {
 	// IdleConnTimeout closes a pooled connection unused this long (90 s).
 	IdleConnTimeout time.Duration
 	// MaxIdleConnsPerHost is how many connections to one target are kept
-	// for reuse (128): at least the concurrency pushed to one host.
+	// for reuse (1024): at least the deliveries one instance may have in
+	// flight (maxInFlight), or connections churn under load.
 	MaxIdleConnsPerHost int
-	// MaxIdleConns is how many are kept over all targets (1024).
+	// MaxIdleConns is how many are kept over all targets (4096).
 	MaxIdleConns int
 	// TLSConfig, when set, is cloned for the client (custom roots, client
 	// certificates). nil uses the system roots.
@@ -73,8 +74,8 @@ func NewWebhook(opts WebhookOptions) *Webhook {
 		TLSHandshakeTimeout:    cmp.Or(opts.TLSHandshakeTimeout, 10*time.Second),
 		ResponseHeaderTimeout:  cmp.Or(opts.ResponseHeaderTimeout, 15*time.Minute),
 		IdleConnTimeout:        cmp.Or(opts.IdleConnTimeout, 90*time.Second),
-		MaxIdleConns:           cmp.Or(opts.MaxIdleConns, 1024),
-		MaxIdleConnsPerHost:    cmp.Or(opts.MaxIdleConnsPerHost, 128),
+		MaxIdleConns:           cmp.Or(opts.MaxIdleConns, 4096),
+		MaxIdleConnsPerHost:    cmp.Or(opts.MaxIdleConnsPerHost, 1024),
 		MaxResponseHeaderBytes: 64 << 10,
 		DisableCompression:     true,
 	}
