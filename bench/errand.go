@@ -153,6 +153,10 @@ func (e *errandSystem) Settings(workload string, tuned bool) string {
 	case "insert":
 		return fmt.Sprintf("%s; POST arrays of 100 from %d concurrent HTTP clients into a paused push queue", e.storeNote(), t.InsertClients)
 	case "burndown":
+		if t.BatchAck > 0 {
+			return fmt.Sprintf("pull queue; preload %d clients × 100; %d workers × lease {count 100, leaseSeconds 60}, each acking its batch in one batch-ack call; done = last ack answered",
+				t.InsertClients, t.LeaseWorkers)
+		}
 		return fmt.Sprintf("pull queue; preload %d clients × 100; %d workers × lease {count 100, leaseSeconds 60}, each acking with %d concurrent requests; done = last ack answered (acks are group-committed)",
 			t.InsertClients, t.LeaseWorkers, t.AckConcurrency)
 	case "push":
