@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 )
@@ -60,36 +58,8 @@ func buildErrand(t *testing.T) string {
 // startErrand runs `errand dev` on a free port and returns its base URL.
 func startErrand(t *testing.T, bin string, args ...string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"dev", "--addr", "127.0.0.1:0"}, args...)...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if _, url, ok := strings.Cut(sc.Text(), "listening on "); ok {
-				line <- url
-			}
-		}
-		close(line)
-	}()
-	select {
-	case url, ok := <-line:
-		if !ok {
-			t.Fatal("errand exited before listening")
-		}
-		return cmd, url
-	case <-time.After(30 * time.Second):
-		t.Fatal("errand did not start")
-	}
-	return nil, ""
+	cmd, url, _ := startMode(t, bin, "dev", args...)
+	return cmd, url
 }
 
 func post(t *testing.T, url, body string) (int, map[string]any) {

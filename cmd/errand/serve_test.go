@@ -41,7 +41,14 @@ func (l *lockedBuffer) String() string {
 // URL and its stderr (the log).
 func startServe(t *testing.T, bin string, args ...string) (*exec.Cmd, string, *lockedBuffer) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	return startMode(t, bin, "serve", args...)
+}
+
+// startMode runs `errand MODE --addr 127.0.0.1:0 ARGS…` and waits for its
+// "listening on" line.
+func startMode(t *testing.T, bin, mode string, args ...string) (*exec.Cmd, string, *lockedBuffer) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{mode, "--addr", "127.0.0.1:0"}, args...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -65,11 +72,11 @@ func startServe(t *testing.T, bin string, args ...string) (*exec.Cmd, string, *l
 	select {
 	case url, ok := <-line:
 		if !ok {
-			t.Fatalf("errand serve exited before listening:\n%s", logs)
+			t.Fatalf("errand %s exited before listening:\n%s", mode, logs)
 		}
 		return cmd, url, logs
 	case <-time.After(30 * time.Second):
-		t.Fatal("errand serve did not start")
+		t.Fatalf("errand %s did not start", mode)
 	}
 	return nil, "", nil
 }

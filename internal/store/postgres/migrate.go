@@ -5,56 +5,19 @@ import (
 	"embed"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
 	"log/slog"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/errandhq/errand/internal/store"
 )
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// migration is one numbered schema change.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations returns the embedded migrations in version order. Their file
-// names are NNNN_what.sql, numbered from 1 without gaps.
-func migrations() ([]migration, error) {
-	files, err := fs.Glob(migrationFS, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, f := range files {
-		base := path.Base(f)
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v < 1 {
-			return nil, fmt.Errorf("migration %s: name must be NNNN_what.sql", base)
-		}
-		body, err := migrationFS.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: base, sql: string(body)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %s: expected version %d", m.name, i+1)
-		}
-	}
-	return ms, nil
-}
+// migrations returns the embedded migrations in version order.
+func migrations() ([]store.Migration, error) { return store.LoadMigrations(migrationFS, "migrations") }
 
 // SchemaVersion is the newest schema version this binary knows.
 func SchemaVersion() int {
@@ -62,7 +25,7 @@ func SchemaVersion() int {
 	if err != nil || len(ms) == 0 {
 		return 0
 	}
-	return ms[len(ms)-1].version
+	return ms[len(ms)-1].Version
 }
 
 // migrationLockKey is the advisory lock that serializes migrations of one
@@ -73,7 +36,7 @@ func migrationLockKey(schema string) int64 {
 	return int64(h.Sum64())
 }
 
-// migrate brings the database to the newest schema, one migration per
+// migrate brings the database to the newest schema, one store.Migration per
 // transaction, each recording its version in schema_migrations. A database
 // newer than this binary is refused.
 func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, log *slog.Logger) error {
@@ -92,13 +55,13 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, log *slog.L
 	}
 }
 
-// migrateNext applies the first migration the database lacks, in its own
+// migrateNext applies the first store.Migration the database lacks, in its own
 // transaction under a transaction-level advisory lock, so that nodes
-// starting together apply each migration once and a node never sees a
+// starting together apply each store.Migration once and a node never sees a
 // half-migrated schema. It reports whether it applied one.
-func migrateNext(ctx context.Context, pool *pgxpool.Pool, ms []migration, schema string, log *slog.Logger) (bool, error) {
+func migrateNext(ctx context.Context, pool *pgxpool.Pool, ms []store.Migration, schema string, log *slog.Logger) (bool, error) {
 	fail := func(what string, err error) error {
-		return fmt.Errorf("store migration: %s: %w", what, interpretError(err))
+		return fmt.Errorf("store store.Migration: %s: %w", what, interpretError(err))
 	}
 	tx, err := pool.Begin(ctx)
 	if err != nil {
@@ -106,8 +69,8 @@ func migrateNext(ctx context.Context, pool *pgxpool.Pool, ms []migration, schema
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
 
-	// A migration may rebuild an index over many rows, and waits for
-	// another node's migration: neither is bounded by statement_timeout.
+	// A store.Migration may rebuild an index over many rows, and waits for
+	// another node's store.Migration: neither is bounded by statement_timeout.
 	if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0`); err != nil {
 		return false, fail("settings", err)
 	}
@@ -147,21 +110,21 @@ func migrateNext(ctx context.Context, pool *pgxpool.Pool, ms []migration, schema
 	}
 	latest := len(ms)
 	if current > latest {
-		return false, fmt.Errorf("store schema version %d is newer than this errand (%d); upgrade errand", current, latest)
+		return false, store.NewerSchemaError(current, latest)
 	}
 	if current == latest {
 		return false, interpretError(tx.Commit(ctx))
 	}
 	m := ms[current]
-	if _, err := tx.Exec(ctx, m.sql); err != nil {
-		return false, fail(m.name, err)
+	if _, err := tx.Exec(ctx, m.SQL); err != nil {
+		return false, fail(m.Name, err)
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
-		return false, fail(m.name, err)
+	if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+		return false, fail(m.Name, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return false, fail(m.name, err)
+		return false, fail(m.Name, err)
 	}
-	log.Info("store migrated", "version", m.version, "migration", m.name, "schema", schema)
+	log.Info("store migrated", "version", m.Version, "migration", m.Name, "schema", schema)
 	return true, nil
 }

@@ -5,54 +5,17 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/errandhq/errand/internal/store"
 )
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// migration is one numbered schema change.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations returns the embedded migrations in version order. Their file
-// names are NNNN_what.sql, numbered from 1 without gaps.
-func migrations() ([]migration, error) {
-	files, err := fs.Glob(migrationFS, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, f := range files {
-		base := path.Base(f)
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v < 1 {
-			return nil, fmt.Errorf("migration %s: name must be NNNN_what.sql", base)
-		}
-		body, err := migrationFS.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: base, sql: string(body)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %s: expected version %d", m.name, i+1)
-		}
-	}
-	return ms, nil
-}
+// migrations returns the embedded migrations in version order.
+func migrations() ([]store.Migration, error) { return store.LoadMigrations(migrationFS, "migrations") }
 
 // SchemaVersion is the newest schema version this binary knows.
 func SchemaVersion() int {
@@ -60,7 +23,7 @@ func SchemaVersion() int {
 	if err != nil || len(ms) == 0 {
 		return 0
 	}
-	return ms[len(ms)-1].version
+	return ms[len(ms)-1].Version
 }
 
 // migrate brings the database on db (the writer) to the newest schema, one
@@ -83,14 +46,14 @@ func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
 	}
 }
 
-// migrateNext applies the first migration the database lacks, in its own
+// migrateNext applies the first store.Migration the database lacks, in its own
 // write transaction (BEGIN IMMEDIATE, so two processes opening the same
-// file at once apply each migration once). It reports whether it applied
+// file at once apply each store.Migration once). It reports whether it applied
 // one.
-func migrateNext(ctx context.Context, db *sql.DB, ms []migration, latest int, log *slog.Logger) (bool, error) {
+func migrateNext(ctx context.Context, db *sql.DB, ms []store.Migration, latest int, log *slog.Logger) (bool, error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return false, fmt.Errorf("store migration: %w", err)
+		return false, fmt.Errorf("store store.Migration: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -98,30 +61,30 @@ func migrateNext(ctx context.Context, db *sql.DB, ms []migration, latest int, lo
 		name       TEXT    NOT NULL,
 		applied_at INTEGER NOT NULL
 	) STRICT`); err != nil {
-		return false, fmt.Errorf("store migration: %w", err)
+		return false, fmt.Errorf("store store.Migration: %w", err)
 	}
 	var current int
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
-		return false, fmt.Errorf("store migration: %w", err)
+		return false, fmt.Errorf("store store.Migration: %w", err)
 	}
 	if current > latest {
-		return false, fmt.Errorf("store schema version %d is newer than this errand (%d); upgrade errand", current, latest)
+		return false, store.NewerSchemaError(current, latest)
 	}
 	if current == latest {
 		return false, tx.Commit()
 	}
 	m := ms[current]
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-		return false, fmt.Errorf("store migration %s: %w", m.name, err)
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+		return false, fmt.Errorf("store store.Migration %s: %w", m.Name, err)
 	}
 	// applied_at is for the operator's eyes only; it is not a task time.
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-		m.version, m.name, time.Now().UnixMilli()); err != nil {
-		return false, fmt.Errorf("store migration %s: %w", m.name, err)
+		m.Version, m.Name, time.Now().UnixMilli()); err != nil {
+		return false, fmt.Errorf("store store.Migration %s: %w", m.Name, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("store migration %s: %w", m.name, err)
+		return false, fmt.Errorf("store store.Migration %s: %w", m.Name, err)
 	}
-	log.Info("store migrated", "version", m.version, "migration", m.name)
+	log.Info("store migrated", "version", m.Version, "migration", m.Name)
 	return true, nil
 }

@@ -206,7 +206,7 @@ func TestMigrationsNumbered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) == 0 || ms[0].version != 1 {
+	if len(ms) == 0 || ms[0].Version != 1 {
 		t.Fatalf("migrations = %+v", ms)
 	}
 }
