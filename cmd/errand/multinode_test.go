@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -69,13 +70,14 @@ func TestThreeNodesShareTheWorkAndSurviveAKill(t *testing.T) {
 	storeURL := pgSchemaURL(t)
 	bin := buildErrand(t)
 
-	const total, maxConcurrent = 3000, 8
+	const total, maxConcurrent = 2000, 8
 	var mu sync.Mutex
 	inFlight, peak, calls := 0, 0, 0
 	running := map[string]bool{} // task ids inside the handler now
 	overlap := ""
 	succeeded := map[string]bool{}
 	attempts := map[string][]int{} // attempt numbers each task was delivered with
+	fromPorts := map[int]int{}     // in-flight deliveries by the sender's local port
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			Task struct {
@@ -93,11 +95,18 @@ func TestThreeNodesShareTheWorkAndSurviveAKill(t *testing.T) {
 			overlap = body.Task.ID
 		}
 		running[body.Task.ID] = true
+		_, port, _ := strings.Cut(r.RemoteAddr[strings.LastIndex(r.RemoteAddr, "]")+1:], ":")
+		if p, err := strconv.Atoi(port); err == nil {
+			fromPorts[p]++
+		}
 		attempts[body.Task.ID] = append(attempts[body.Task.ID], body.Task.Attempt)
 		mu.Unlock()
-		time.Sleep(2 * time.Millisecond) // a target that does some work
+		time.Sleep(20 * time.Millisecond) // a target that does some work
 		mu.Lock()
 		inFlight--
+		if p, err := strconv.Atoi(r.RemoteAddr[strings.LastIndex(r.RemoteAddr, ":")+1:]); err == nil {
+			fromPorts[p]--
+		}
 		delete(running, body.Task.ID)
 		succeeded[body.Task.ID] = true
 		mu.Unlock()
@@ -132,15 +141,39 @@ func TestThreeNodesShareTheWorkAndSurviveAKill(t *testing.T) {
 			t.Fatalf("add: %d %s", st, body)
 		}
 	}
-	// Kill one node once deliveries are under way.
+	// Kill, mid-flight, a node that has deliveries in flight: the receiver
+	// knows the local ports they come from, and /proc which process owns
+	// each port.
 	waitUntil(t, 60*time.Second, "deliveries to start", func() bool { mu.Lock(); defer mu.Unlock(); return calls > 300 })
-	if err := nodes[1].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	victim := -1
+	waitUntil(t, 30*time.Second, "a node with deliveries in flight", func() bool {
+		mu.Lock()
+		var busy []int
+		for p, n := range fromPorts {
+			if n > 0 {
+				busy = append(busy, p)
+			}
+		}
+		mu.Unlock()
+		for i, n := range nodes {
+			ports := localPorts(t, n.cmd.Process.Pid)
+			for _, p := range busy {
+				if ports[p] {
+					victim = i
+					return true
+				}
+			}
+		}
+		return false
+	})
+	if err := nodes[victim].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = nodes[1].cmd.Wait()
+	_ = nodes[victim].cmd.Wait()
+	alive := nodes[(victim+1)%3]
 	// Every task reaches succeeded (read through a surviving node).
 	waitUntil(t, 3*time.Minute, "every task to succeed", func() bool {
-		st, body := call(t, key, "GET", nodes[2].url+"/v1/tasks/jobs/queues/q", "")
+		st, body := call(t, key, "GET", alive.url+"/v1/tasks/jobs/queues/q", "")
 		if st != 200 {
 			return false
 		}
@@ -172,7 +205,10 @@ func TestThreeNodesShareTheWorkAndSurviveAKill(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d tasks, %d deliveries (%d repeated after the kill), peak concurrency %d", total, calls, calls-total, peak)
+	if calls == total {
+		t.Fatal("no delivery was repeated: the killed node had nothing in flight, so the test proved nothing")
+	}
+	t.Logf("%d tasks, %d deliveries (%d repeated after killing node %d), peak concurrency %d", total, calls, calls-total, victim, peak)
 }
 
 type nodeProc struct {
@@ -237,4 +273,40 @@ func TestPostgresGoneAndBack(t *testing.T) {
 	if st, body := call(t, key, "POST", base+"/v1/tasks/jobs/queues", `{"name":"q","mode":"pull"}`); st != 201 {
 		t.Fatalf("after recovery: %d %s", st, body)
 	}
+}
+
+// localPorts lists the local TCP ports of the sockets process pid holds
+// (Linux: its fds' socket inodes, looked up in /proc/net/tcp and tcp6).
+func localPorts(t *testing.T, pid int) map[int]bool {
+	t.Helper()
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Skipf("needs /proc: %v", err)
+	}
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if err == nil && strings.HasPrefix(link, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] = true
+		}
+	}
+	ports := map[int]bool{}
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		raw, err := os.ReadFile(table)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(raw), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) < 10 || !inodes[f[9]] {
+				continue
+			}
+			if _, hexPort, ok := strings.Cut(f[1], ":"); ok {
+				if p, err := strconv.ParseInt(hexPort, 16, 32); err == nil {
+					ports[int(p)] = true
+				}
+			}
+		}
+	}
+	return ports
 }
