@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -59,145 +60,113 @@ func BenchmarkAdd100(b *testing.B) {
 // ack each batch in one call of errand's batch ack.
 func BenchmarkLeaseAckBatch(b *testing.B) {
 	for _, kind := range stores.Kinds {
-		b.Run(kind, func(b *testing.B) { benchLeaseAckBatch(b, kind) })
-	}
-}
-
-func benchLeaseAckBatch(b *testing.B, kind string) {
-	bb := setupOn(b, kind)
-	bb.do("POST", "/v1/tasks/jobs/queues", `{"name":"q","mode":"pull"}`).want(b, 201, "")
-	batch := "[" + strings.TrimSuffix(strings.Repeat(`{"payload":{"n":1}},`, 100), ",") + "]"
-	for i := 0; i < b.N; i += 100 {
-		bb.do("POST", "/v1/tasks/jobs/queues/q/tasks", batch).want(b, 201, "")
-	}
-	url := bb.srv.URL + "/v1/tasks/jobs/queues/q"
-	var acked atomic.Int64
-	b.ReportAllocs()
-	b.ResetTimer()
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for acked.Load() < int64(b.N) {
-				resp, err := bb.client.Post(url+"/lease", "application/json", strings.NewReader(`{"count":100,"leaseSeconds":60}`))
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				var l struct {
-					Tasks []struct {
-						ID      string `json:"id"`
-						LeaseID string `json:"leaseId"`
-					} `json:"tasks"`
-				}
-				_ = json.NewDecoder(resp.Body).Decode(&l)
-				resp.Body.Close()
-				if len(l.Tasks) == 0 {
-					return
-				}
+		b.Run(kind, func(b *testing.B) {
+			benchLeaseWorkers(b, kind, func(bb *bundle, ts []leasedTask) error {
 				var sb strings.Builder
 				sb.WriteString(`{"acks":[`)
-				for i, tk := range l.Tasks {
+				for i, tk := range ts {
 					if i > 0 {
 						sb.WriteByte(',')
 					}
 					sb.WriteString(`{"id":"` + tk.ID + `","leaseId":"` + tk.LeaseID + `"}`)
 				}
 				sb.WriteString(`]}`)
-				resp, err = bb.client.Post(url+"/ack", "application/json", strings.NewReader(sb.String()))
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 200 {
-					b.Errorf("ack: %d", resp.StatusCode)
-					return
-				}
-				acked.Add(int64(len(l.Tasks)))
-			}
-		}()
+				return postOK(bb, "/v1/tasks/jobs/queues/q/ack", sb.String())
+			})
+		})
 	}
-	wg.Wait()
-	b.ReportMetric(float64(acked.Load())/b.Elapsed().Seconds(), "tasks/s")
 }
 
 // BenchmarkLeaseAck: pull workers lease batches of 100 over HTTP and ack each
-// task (acks from concurrent workers are group-committed by the engine).
+// task with 8 concurrent requests, as a worker pool would (acks from
+// concurrent workers are group-committed by the engine).
 func BenchmarkLeaseAck(b *testing.B) {
 	for _, kind := range stores.Kinds {
-		b.Run(kind, func(b *testing.B) { benchLeaseAck(b, kind) })
+		b.Run(kind, func(b *testing.B) {
+			benchLeaseWorkers(b, kind, func(bb *bundle, ts []leasedTask) error {
+				var ag sync.WaitGroup
+				var next atomic.Int64
+				errs := make(chan error, 8)
+				for range 8 {
+					ag.Go(func() {
+						for {
+							i := int(next.Add(1)) - 1
+							if i >= len(ts) {
+								return
+							}
+							if err := postOK(bb, "/v1/tasks/jobs/tasks/"+ts[i].ID+"/ack", `{"leaseId":"`+ts[i].LeaseID+`"}`); err != nil {
+								errs <- err
+								return
+							}
+						}
+					})
+				}
+				ag.Wait()
+				close(errs)
+				return <-errs
+			})
+		})
 	}
 }
 
-func benchLeaseAck(b *testing.B, kind string) {
+// leasedTask is what a benchmark worker keeps of a leased task.
+type leasedTask struct {
+	ID      string `json:"id"`
+	LeaseID string `json:"leaseId"`
+}
+
+// benchLeaseWorkers preloads b.N tasks into the pull queue q, then runs 4
+// workers that lease 100 at a time over HTTP and hand each batch to ack,
+// and reports tasks/s.
+func benchLeaseWorkers(b *testing.B, kind string, ack func(bb *bundle, ts []leasedTask) error) {
 	bb := setupOn(b, kind)
 	bb.do("POST", "/v1/tasks/jobs/queues", `{"name":"q","mode":"pull"}`).want(b, 201, "")
 	batch := "[" + strings.TrimSuffix(strings.Repeat(`{"payload":{"n":1}},`, 100), ",") + "]"
 	for i := 0; i < b.N; i += 100 {
 		bb.do("POST", "/v1/tasks/jobs/queues/q/tasks", batch).want(b, 201, "")
 	}
-	type leased struct {
-		Tasks []struct {
-			ID      string `json:"id"`
-			LeaseID string `json:"leaseId"`
-		} `json:"tasks"`
-	}
-	url := bb.srv.URL + "/v1/tasks/jobs"
 	var acked atomic.Int64
 	b.ReportAllocs()
 	b.ResetTimer()
 	var wg sync.WaitGroup
-	for range 4 { // workers
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range 4 {
+		wg.Go(func() {
 			for acked.Load() < int64(b.N) {
-				resp, err := bb.client.Post(url+"/queues/q/lease", "application/json", strings.NewReader(`{"count":100,"leaseSeconds":60}`))
+				resp, err := bb.client.Post(bb.srv.URL+"/v1/tasks/jobs/queues/q/lease", "application/json", strings.NewReader(`{"count":100,"leaseSeconds":60}`))
 				if err != nil {
 					b.Error(err)
 					return
 				}
-				var l leased
+				var l struct {
+					Tasks []leasedTask `json:"tasks"`
+				}
 				_ = json.NewDecoder(resp.Body).Decode(&l)
 				resp.Body.Close()
 				if len(l.Tasks) == 0 {
 					return
 				}
-				// Ack the batch with 8 concurrent requests, as a worker pool would.
-				var ag sync.WaitGroup
-				next := atomic.Int64{}
-				for range 8 {
-					ag.Add(1)
-					go func() {
-						defer ag.Done()
-						for {
-							i := int(next.Add(1)) - 1
-							if i >= len(l.Tasks) {
-								return
-							}
-							tk := l.Tasks[i]
-							resp, err := bb.client.Post(url+"/tasks/"+tk.ID+"/ack", "application/json", strings.NewReader(`{"leaseId":"`+tk.LeaseID+`"}`))
-							if err != nil {
-								b.Error(err)
-								return
-							}
-							_, _ = io.Copy(io.Discard, resp.Body)
-							resp.Body.Close()
-							if resp.StatusCode != 200 {
-								b.Errorf("ack: %d", resp.StatusCode)
-								return
-							}
-							acked.Add(1)
-						}
-					}()
+				if err := ack(bb, l.Tasks); err != nil {
+					b.Error(err)
+					return
 				}
-				ag.Wait()
+				acked.Add(int64(len(l.Tasks)))
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	b.ReportMetric(float64(acked.Load())/b.Elapsed().Seconds(), "tasks/s")
+}
+
+// postOK posts body to path and wants 200.
+func postOK(bb *bundle, path, body string) error {
+	resp, err := bb.client.Post(bb.srv.URL+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("POST %s: %d", path, resp.StatusCode)
+	}
+	return nil
 }

@@ -25,7 +25,6 @@ var statusOf = map[task.Code]int{
 	task.CodeConfirmRequired:       http.StatusBadRequest,
 	task.CodeDepthExceeded:         http.StatusBadRequest,
 	task.CodeWrongMode:             http.StatusBadRequest,
-	task.CodeUnknownTaskKind:       http.StatusBadRequest,
 	task.CodeUnauthenticated:       http.StatusUnauthorized,
 	task.CodePermissionDenied:      http.StatusForbidden,
 	task.CodeRateLimited:           http.StatusTooManyRequests,

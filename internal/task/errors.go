@@ -31,7 +31,6 @@ const (
 	CodeUnauthenticated       Code = "UNAUTHENTICATED"
 	CodePermissionDenied      Code = "PERMISSION_DENIED"
 	CodeRateLimited           Code = "RATE_LIMITED"
-	CodeUnknownTaskKind       Code = "UNKNOWN_TASK_KIND"
 	CodeUnavailable           Code = "UNAVAILABLE"
 	CodeInternal              Code = "INTERNAL"
 )

@@ -7,29 +7,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
-// taskListCols are the task columns a listing reads: all but payload and
-// result. taskCols adds those two, last.
+// The task columns, shared by every backend (store.TaskColumns).
 var (
-	taskListCols = []string{
-		"instance_id", "id", "queue", "name", "state", "pull", "attempt", "max_attempts",
-		"run_at", "created_at", "started_at", "deadline_at", "finished_at", "lease_id",
-		"lease_expires_at", "deadline_seconds", "source", "depth", "dead_letter_of",
-		"last_error", "target", "params", "attempts",
-	}
-	taskCols = append(append([]string{}, taskListCols...), "payload", "result")
+	taskListCols = store.TaskListColumns
+	taskCols     = store.TaskColumns
+	cols         = store.Columns
 )
-
-// cols joins columns for a SELECT, each prefixed by alias and a dot when
-// alias is set.
-func cols(alias string, cs []string) string {
-	if alias == "" {
-		return strings.Join(cs, ", ")
-	}
-	return alias + "." + strings.Join(cs, ", "+alias+".")
-}
 
 // scanTask reads one task row of taskCols (full) or taskListCols.
 func scanTask(row pgx.Row, full bool) (*task.Task, error) {

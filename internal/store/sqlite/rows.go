@@ -3,31 +3,17 @@ package sqlite
 import (
 	"database/sql"
 	"encoding/json"
-	"strings"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
-// taskListCols are the task columns a listing reads: all but payload and
-// result. taskCols adds those two, last, as they are stored.
+// The task columns, shared by every backend (store.TaskColumns).
 var (
-	taskListCols = []string{
-		"instance_id", "id", "queue", "name", "state", "pull", "attempt", "max_attempts",
-		"run_at", "created_at", "started_at", "deadline_at", "finished_at", "lease_id",
-		"lease_expires_at", "deadline_seconds", "source", "depth", "dead_letter_of",
-		"last_error", "target", "params", "attempts",
-	}
-	taskCols = append(append([]string{}, taskListCols...), "payload", "result")
+	taskListCols = store.TaskListColumns
+	taskCols     = store.TaskColumns
+	cols         = store.Columns
 )
-
-// cols joins columns for a SELECT, each prefixed by alias and a dot when
-// alias is set.
-func cols(alias string, cs []string) string {
-	if alias == "" {
-		return strings.Join(cs, ", ")
-	}
-	return alias + "." + strings.Join(cs, ", "+alias+".")
-}
 
 // scanner is a *sql.Row or *sql.Rows.
 type scanner interface{ Scan(dest ...any) error }

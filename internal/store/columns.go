@@ -1,0 +1,24 @@
+package store
+
+import "strings"
+
+// TaskListColumns are the task columns a listing reads, in the order every
+// backend scans them: all but payload and result.
+var TaskListColumns = []string{
+	"instance_id", "id", "queue", "name", "state", "pull", "attempt", "max_attempts",
+	"run_at", "created_at", "started_at", "deadline_at", "finished_at", "lease_id",
+	"lease_expires_at", "deadline_seconds", "source", "depth", "dead_letter_of",
+	"last_error", "target", "params", "attempts",
+}
+
+// TaskColumns are TaskListColumns with payload and result, last.
+var TaskColumns = append(append([]string{}, TaskListColumns...), "payload", "result")
+
+// Columns joins columns for a SELECT, each prefixed by alias and a dot when
+// alias is set.
+func Columns(alias string, cs []string) string {
+	if alias == "" {
+		return strings.Join(cs, ", ")
+	}
+	return alias + "." + strings.Join(cs, ", "+alias+".")
+}
