@@ -184,3 +184,24 @@ func TestPushKeepsMaxConcurrent(t *testing.T) {
 		t.Fatalf("peak concurrency %d, want exactly 3", peak)
 	}
 }
+
+// TestRotatedKeySignsTheNextDelivery: a rotated webhook key applies to the
+// next delivery; the old key no longer verifies it.
+func TestRotatedKeySignsTheNextDelivery(t *testing.T) {
+	b := setup(t)
+	rcv := newReceiver(t)
+	b.queue("q", &task.QueuePatch{Target: targetPtr(rcv.URL)})
+	old, _ := b.eng.Instance(b.ctx, "dev", "jobs")
+	rotated, err := b.eng.WebhookKeyRotate(b.ctx, "dev", "jobs")
+	if err != nil || rotated.WebhookKey == old.WebhookKey {
+		t.Fatalf("rotate: %v", err)
+	}
+	b.add("q", task.AddInput{})
+	h, body := rcv.next(t)
+	if err := deliver.Verify(rotated.WebhookKey, h, body, b.clock.Now(), time.Minute); err != nil {
+		t.Fatalf("the new key does not verify the next delivery: %v", err)
+	}
+	if err := deliver.Verify(old.WebhookKey, h, body, b.clock.Now(), time.Minute); err == nil {
+		t.Fatal("the old key still verifies after rotation")
+	}
+}
