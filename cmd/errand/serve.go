@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -31,6 +32,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	storeURL := fs.String("store", defaultStore, "the store: sqlite://PATH (one node) or postgres://USER@HOST/DB (any number of nodes)")
 	syncMode := fs.String("sync", "NORMAL", "SQLite synchronous mode: NORMAL (survives kill -9) or FULL (survives power loss)")
 	org := fs.String("org", "default", "organization of the first admin key, made when the store has no key at all")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the server to `FILE` until it stops (for measuring)")
 	var allow []netip.Prefix
 	fs.Func("webhook-allow", "a CIDR (or one IP) webhooks may reach although it is private, loopback or link-local; http is allowed there (repeatable)", func(s string) error {
 		p, err := parseAllow(s)
@@ -49,6 +51,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("--org: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	st, err := openStore(ctx, *storeURL, storeOptions{sync: *syncMode, log: log})
 	if err != nil {
 		return err
@@ -65,6 +74,23 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		addr: *addr, store: st, log: log, auth: auth.Keys{Store: st}, shared: strings.HasPrefix(*storeURL, "postgres"),
 		rules: g.URLRules(), guard: g, stdout: stdout,
 	})
+}
+
+// startCPUProfile profiles the process into path until the returned
+// function is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // parseAllow parses a --webhook-allow value: a CIDR, or one IP address

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"sync"
 
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
@@ -39,40 +38,63 @@ func (e *Engine) AckMany(ctx context.Context, org, instance, queue string, acks 
 	if err != nil {
 		return nil, err
 	}
+	ids := make([]string, len(acks))
+	for i, a := range acks {
+		ids[i] = a.ID
+	}
+	tasks, err := e.store.TaskGetMany(ctx, inst.ID, ids)
+	if err != nil {
+		return nil, err
+	}
 	now := e.now()
 	errs := make([]error, len(acks))
-	var wg sync.WaitGroup
+	var fps []*store.FinishParams
+	var at []int // at[j] is the ack whose write fps[j] is
+	seen := make(map[string]bool, len(acks))
 	for i, a := range acks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = e.ackOne(ctx, inst.ID, q, a, now)
-		}()
+		t := tasks[a.ID]
+		if seen[a.ID] {
+			// The same task twice: one write per task, so the second is
+			// answered as the first's lease would be after it finished.
+			errs[i] = task.Errorf(task.CodeLeaseLost, "the task is acknowledged twice in this call")
+			continue
+		}
+		seen[a.ID] = true
+		fp, err := ackOne(t, a, q, now)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		fps = append(fps, fp)
+		at = append(at, i)
 	}
-	wg.Wait()
+	if len(fps) == 0 {
+		return errs, nil
+	}
+	for j, err := range e.finisher.finishMany(ctx, fps) {
+		errs[at[j]] = err
+		if err == nil {
+			e.countAttempt(task.AttemptSucceeded, true)
+		}
+	}
 	return errs, nil
 }
 
-// ackOne checks one ack against its task and hands it to the finish batcher,
-// where the concurrent acks of the batch meet in one transaction.
-func (e *Engine) ackOne(ctx context.Context, instanceID string, q *task.Queue, a AckInput, now int64) error {
-	t, err := e.store.TaskGet(ctx, instanceID, a.ID)
-	if err != nil {
-		return err
+// ackOne checks one ack against its task (nil when the instance has no
+// such task) and returns the fenced write that finishes it.
+func ackOne(t *task.Task, a AckInput, q *task.Queue, now int64) (*store.FinishParams, error) {
+	if t == nil {
+		return nil, task.Errorf(task.CodeNotFound, "task %q not found", a.ID)
 	}
 	if t.Queue != q.Name || !t.Pull {
-		return task.Errorf(task.CodeLeaseLost, "the task is not leased from queue %q", q.Name)
+		return nil, task.Errorf(task.CodeLeaseLost, "the task is not leased from queue %q", q.Name)
 	}
 	if err := t.CheckLease(a.LeaseID, now); err != nil {
-		return err
+		return nil, err
 	}
 	lease := t.LeaseID
 	if _, err := t.Finish(q, now, task.Outcome{Status: task.AttemptSucceeded, Result: a.Result}); err != nil {
-		return err
+		return nil, err
 	}
-	if err := e.finisher.finish(ctx, &store.FinishParams{Task: t, LeaseID: lease}); err != nil {
-		return err
-	}
-	e.countAttempt(task.AttemptSucceeded, true)
-	return nil
+	return &store.FinishParams{Task: t, LeaseID: lease}, nil
 }

@@ -28,9 +28,18 @@ const maxFinishBatch = 500
 
 // finish stores fp with whatever else is waiting, and returns fp's result.
 func (b *finishBatcher) finish(ctx context.Context, fp *store.FinishParams) error {
-	req := &finishReq{fp: fp, done: make(chan error, 1)}
+	return b.finishMany(ctx, []*store.FinishParams{fp})[0]
+}
+
+// finishMany stores fps with whatever else is waiting, and returns the
+// result of each, in order.
+func (b *finishBatcher) finishMany(ctx context.Context, fps []*store.FinishParams) []error {
+	reqs := make([]*finishReq, len(fps))
+	for i, fp := range fps {
+		reqs[i] = &finishReq{fp: fp, done: make(chan error, 1)}
+	}
 	b.mu.Lock()
-	b.queue = append(b.queue, req)
+	b.queue = append(b.queue, reqs...)
 	lead := !b.busy
 	b.busy = true
 	b.mu.Unlock()
@@ -39,12 +48,15 @@ func (b *finishBatcher) finish(ctx context.Context, fp *store.FinishParams) erro
 		// arrive meanwhile join the next batch.
 		b.drain(ctx)
 	}
-	select {
-	case err := <-req.done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
+	errs := make([]error, len(reqs))
+	for i, r := range reqs {
+		select {
+		case errs[i] = <-r.done:
+		case <-ctx.Done():
+			errs[i] = ctx.Err()
+		}
 	}
+	return errs
 }
 
 func (b *finishBatcher) drain(ctx context.Context) {

@@ -78,6 +78,10 @@ type Store interface {
 	TaskAdd(ctx context.Context, tasks []*task.Task) ([]AddResult, error)
 	// TaskGet returns one task with payload, result and attempts.
 	TaskGet(ctx context.Context, instanceID, id string) (*task.Task, error)
+	// TaskGetMany returns the tasks of one instance with the given ids, in
+	// one read, each with payload, result and attempts, keyed by id. An id
+	// that names no task of the instance is absent from the map.
+	TaskGetMany(ctx context.Context, instanceID string, ids []string) (map[string]*task.Task, error)
 	// TaskList returns one page of a queue's tasks without payloads or
 	// results, in the contract's order (see ListParams).
 	TaskList(ctx context.Context, p *ListParams) (*ListPage, error)

@@ -13,6 +13,8 @@ import (
 var (
 	sqlTaskGet  = `SELECT ` + cols("", taskCols) + ` FROM tasks WHERE instance_id = $1 AND id = $2`
 	sqlTaskLock = sqlTaskGet + ` FOR NO KEY UPDATE`
+	// sqlTaskGetMany reads the tasks of one instance whose ids $2 lists.
+	sqlTaskGetMany = `SELECT ` + cols("", taskCols) + ` FROM tasks WHERE instance_id = $1 AND id = ANY($2::text[])`
 	// sqlTaskUpdate stores every field a domain method may change; result
 	// and attempts only when $13 and $14 say they changed, so that an
 	// update that leaves them alone does not write a large value again.
@@ -27,6 +29,27 @@ var (
 // TaskGet returns one task with payload, result and attempts.
 func (s *Store) TaskGet(ctx context.Context, instanceID, id string) (*task.Task, error) {
 	return scanTask(s.pool.QueryRow(ctx, sqlTaskGet, instanceID, id), true)
+}
+
+// TaskGetMany reads the tasks of instanceID with the given ids in one
+// statement.
+func (s *Store) TaskGetMany(ctx context.Context, instanceID string, ids []string) (map[string]*task.Task, error) {
+	out := make(map[string]*task.Task, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, sqlTaskGetMany, instanceID, ids)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	tasks, err := scanTasks(rows, true)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tasks {
+		out[t.ID] = t
+	}
+	return out, nil
 }
 
 // TaskUpdate locks the task's row, applies fn and stores what fn changed if

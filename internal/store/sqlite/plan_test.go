@@ -43,6 +43,7 @@ func TestQueryPlans(t *testing.T) {
 		{"claim", qClaimDue, []any{"i1", "q1", 1000, 100}, true, "tasks_due"},
 		{"counts", qQueueCounts, []any{"i1", "q1", 10000}, true, "tasks_state"},
 		{"get", qTaskGet, []any{"i1", "t1"}, true, "(instance_id=? AND id=?)"},
+		{"get many", qTaskGetMany, []any{"i1", `["t1","t2"]`}, true, "(instance_id=? AND id=?)"},
 		{"by name", qTaskByName, []any{"i1", "q1", "n"}, true, "tasks_name"},
 		{"update", qTaskUpdate, append(make([]any, 12), "i1", "t1"), true, "(instance_id=? AND id=?)"},
 		{"finish", qTaskFinishN[10], make([]any, 150), true, "(instance_id=? AND id=?)"},

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"strings"
 
@@ -35,7 +36,11 @@ var qTaskFinishN = defineChunked(3+len(taskSetNames), func(rows string) string {
 })
 
 var (
-	qTaskGet    = define(onWriter|onReader, `SELECT `+cols("", taskCols)+` FROM tasks WHERE instance_id = ? AND id = ?`)
+	qTaskGet = define(onWriter|onReader, `SELECT `+cols("", taskCols)+` FROM tasks WHERE instance_id = ? AND id = ?`)
+	// qTaskGetMany reads the tasks whose ids the JSON array in the second
+	// argument lists, each by its key.
+	qTaskGetMany = define(onReader, `SELECT `+cols("", taskCols)+` FROM tasks
+		WHERE instance_id = ? AND id IN (SELECT value FROM json_each(?))`)
 	qTaskByName = define(onWriter, `SELECT id FROM tasks WHERE instance_id = ? AND queue = ? AND name = ?`)
 	// qTaskUpdate stores every field a domain method may change.
 	qTaskUpdate = define(onWriter, `UPDATE tasks SET `+taskSetCols+` WHERE instance_id = ? AND id = ?`)
@@ -185,6 +190,31 @@ func quote(s string) string { return `"` + s + `"` }
 // TaskGet returns one task with payload, result and attempts.
 func (s *Store) TaskGet(ctx context.Context, instanceID, id string) (*task.Task, error) {
 	return scanTask(s.reader(qTaskGet).QueryRowContext(ctx, instanceID, id), true)
+}
+
+// TaskGetMany reads the tasks of instanceID with the given ids in one
+// statement on the read pool.
+func (s *Store) TaskGetMany(ctx context.Context, instanceID string, ids []string) (map[string]*task.Task, error) {
+	out := make(map[string]*task.Task, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, task.Errorf(task.CodeInternal, "store: encode ids: %v", err)
+	}
+	rows, err := s.reader(qTaskGetMany).QueryContext(ctx, instanceID, string(list))
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	tasks, err := scanTasks(rows, true)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tasks {
+		out[t.ID] = t
+	}
+	return out, nil
 }
 
 // TaskUpdate reads the task inside a write transaction, applies fn and

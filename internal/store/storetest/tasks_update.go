@@ -9,6 +9,7 @@ import (
 
 var updateCases = []testCase{
 	{"GetForeign", testGetForeign},
+	{"GetMany", testGetMany},
 	{"Cancel", testUpdateCancel},
 	{"CancelRunning", testUpdateCancelRunning},
 	{"FnErrorWritesNothing", testUpdateFnError},
@@ -145,4 +146,32 @@ func testUpdateExtend(t *testing.T, e *env) {
 	}
 	_, err = e.s.TaskUpdate(e.ctx, inst.ID, c.ID, func(t *task.Task) error { return t.Extend("other", T0+10_000, 60) })
 	wantCode(t, err, task.CodeLeaseLost, "Extend(wrong lease)")
+}
+
+func testGetMany(t *testing.T, e *env) {
+	a := e.instance("acme", "jobs")
+	b := e.instance("globex", "jobs")
+	qa := e.queue(a, "work", task.ModePull)
+	qb := e.queue(b, "work", task.ModePull)
+	mine := e.addN(qa, 3, T0, nil)
+	foreign := e.addN(qb, 1, T0, nil)[0]
+	claimed := e.claim(qa, T0+1, 1, 1000)[0]
+	got, err := e.s.TaskGetMany(e.ctx, a.ID, []string{mine[0].ID, mine[1].ID, mine[2].ID, foreign.ID, "no-such-task", mine[1].ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("TaskGetMany: got %d tasks, want 3 (the foreign and missing ids absent): %v", len(got), show(got))
+	}
+	for _, tk := range mine {
+		want := e.get(a.ID, tk.ID)
+		sameTask(t, "TaskGetMany["+tk.ID+"]", got[tk.ID], want)
+	}
+	if g := got[claimed.ID]; g.State != task.Running || g.LeaseID != claimed.LeaseID {
+		t.Fatalf("TaskGetMany: claimed task read as %s lease %q, want RUNNING %q", g.State, g.LeaseID, claimed.LeaseID)
+	}
+	none, err := e.s.TaskGetMany(e.ctx, a.ID, nil)
+	if err != nil || len(none) != 0 {
+		t.Fatalf("TaskGetMany(no ids) = %v, %v; want empty", none, err)
+	}
 }
