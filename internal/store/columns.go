@@ -1,6 +1,10 @@
 package store
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/errandhq/errand/internal/task"
+)
 
 // TaskListColumns are the task columns a listing reads, in the order every
 // backend scans them: all but payload and result.
@@ -21,4 +25,13 @@ func Columns(alias string, cs []string) string {
 		return strings.Join(cs, ", ")
 	}
 	return alias + "." + strings.Join(cs, ", "+alias+".")
+}
+
+// ByID maps tasks by id.
+func ByID(tasks []*task.Task) map[string]*task.Task {
+	out := make(map[string]*task.Task, len(tasks))
+	for _, t := range tasks {
+		out[t.ID] = t
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -34,22 +35,15 @@ func (s *Store) TaskGet(ctx context.Context, instanceID, id string) (*task.Task,
 // TaskGetMany reads the tasks of instanceID with the given ids in one
 // statement.
 func (s *Store) TaskGetMany(ctx context.Context, instanceID string, ids []string) (map[string]*task.Task, error) {
-	out := make(map[string]*task.Task, len(ids))
 	if len(ids) == 0 {
-		return out, nil
+		return map[string]*task.Task{}, nil
 	}
 	rows, err := s.pool.Query(ctx, sqlTaskGetMany, instanceID, ids)
 	if err != nil {
 		return nil, interpretError(err)
 	}
 	tasks, err := scanTasks(rows, true)
-	if err != nil {
-		return nil, err
-	}
-	for _, t := range tasks {
-		out[t.ID] = t
-	}
-	return out, nil
+	return store.ByID(tasks), err
 }
 
 // TaskUpdate locks the task's row, applies fn and stores what fn changed if

@@ -195,9 +195,8 @@ func (s *Store) TaskGet(ctx context.Context, instanceID, id string) (*task.Task,
 // TaskGetMany reads the tasks of instanceID with the given ids in one
 // statement on the read pool.
 func (s *Store) TaskGetMany(ctx context.Context, instanceID string, ids []string) (map[string]*task.Task, error) {
-	out := make(map[string]*task.Task, len(ids))
 	if len(ids) == 0 {
-		return out, nil
+		return map[string]*task.Task{}, nil
 	}
 	list, err := json.Marshal(ids)
 	if err != nil {
@@ -208,13 +207,7 @@ func (s *Store) TaskGetMany(ctx context.Context, instanceID string, ids []string
 		return nil, interpretError(err)
 	}
 	tasks, err := scanTasks(rows, true)
-	if err != nil {
-		return nil, err
-	}
-	for _, t := range tasks {
-		out[t.ID] = t
-	}
-	return out, nil
+	return store.ByID(tasks), err
 }
 
 // TaskUpdate reads the task inside a write transaction, applies fn and
