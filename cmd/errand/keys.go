@@ -81,7 +81,7 @@ func (k *keysFlags) parse(args []string) ([]string, error) {
 // warnings only.
 func (k *keysFlags) open(ctx context.Context, stderr io.Writer) (store.Store, error) {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return openStore(ctx, *k.store, storeOptions{log: log})
+	return openStore(ctx, *k.store, storeOptions{Log: log})
 }
 
 func keysCreate(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {

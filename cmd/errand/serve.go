@@ -2,23 +2,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
-	"strings"
 	"time"
 
 	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/store"
-	"github.com/errandhq/errand/internal/store/postgres"
-	"github.com/errandhq/errand/internal/store/sqlite"
+	"github.com/errandhq/errand/internal/store/storeurl"
 )
 
 // defaultStore is the store of `errand serve` and `errand keys` when
@@ -58,7 +54,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer stop()
 	}
-	st, err := openStore(ctx, *storeURL, storeOptions{sync: *syncMode, log: log})
+	st, err := openStore(ctx, *storeURL, storeOptions{Sync: *syncMode, Log: log})
 	if err != nil {
 		return err
 	}
@@ -71,7 +67,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		log.Info("webhooks may reach these ranges (http allowed there)", "webhook-allow", fmt.Sprint(allow))
 	}
 	return serve(ctx, serveConfig{
-		addr: *addr, store: st, log: log, auth: auth.Keys{Store: st}, shared: strings.HasPrefix(*storeURL, "postgres"),
+		addr: *addr, store: st, log: log, auth: auth.Keys{Store: st}, shared: storeurl.Shared(*storeURL),
 		rules: g.URLRules(), guard: g, stdout: stdout,
 	})
 }
@@ -131,46 +127,9 @@ func firstAdminKey(ctx context.Context, st store.KeyStore, org string, log *slog
 }
 
 // storeOptions are the settings a store URL does not carry.
-type storeOptions struct {
-	sync string // SQLite: NORMAL or FULL
-	log  *slog.Logger
-}
+type storeOptions = storeurl.Options
 
-// openStore opens the store a URL names; its scheme picks the backend:
-// sqlite://PATH (a file; sqlite:///abs/path for an absolute path) or
-// postgres://… (a pgx connection string, shared by any number of nodes).
+// openStore opens the store a URL names (see storeurl.Open).
 func openStore(ctx context.Context, rawURL string, o storeOptions) (store.Store, error) {
-	scheme, rest, ok := strings.Cut(rawURL, "://")
-	if !ok {
-		return nil, fmt.Errorf("--store %q: want sqlite://PATH or postgres://…", rawURL)
-	}
-	switch scheme {
-	case "sqlite":
-		return openSQLite(ctx, rest, o)
-	case "postgres", "postgresql":
-		return postgres.Open(ctx, rawURL, postgres.Options{Logger: o.log})
-	}
-	return nil, fmt.Errorf("--store %q: unknown scheme %q (want sqlite://PATH or postgres://…)", rawURL, scheme)
-}
-
-// openSQLite opens the SQLite file at path, creating it (and its
-// directory) readable by its owner only: it holds webhook signing keys.
-// SQLite gives its -wal and -shm files the mode of the database file.
-func openSQLite(ctx context.Context, path string, o storeOptions) (store.Store, error) {
-	if path == "" || strings.ContainsAny(path, "?#") {
-		return nil, fmt.Errorf("--store sqlite://PATH: %q is not a file path (options are flags, such as --sync)", path)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	switch {
-	case err == nil:
-		if err := f.Close(); err != nil {
-			return nil, err
-		}
-	case !errors.Is(err, os.ErrExist):
-		return nil, err
-	}
-	return sqlite.Open(ctx, path, sqlite.Options{Synchronous: o.sync, Logger: o.log})
+	return storeurl.Open(ctx, rawURL, o)
 }

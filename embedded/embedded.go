@@ -1,0 +1,190 @@
+// Package embedded runs errand's engine inside a Go program: the same store,
+// lifecycle, retries, limits and v1 API as `errand serve`, with functions
+// served in-process. A push queue whose target is `{"function":
+// "group/name"}` delivers each attempt to the handler registered for that
+// name with Handle, without HTTP; a pull queue is leased and acknowledged
+// with Lease and AckMany, also without HTTP. HTTPHandler serves the v1 API
+// on the same engine, so other programs, the CLI and curl see and steer the
+// same tasks.
+//
+//	e, err := embedded.Open(ctx, embedded.Options{Store: "sqlite://errand.db"})
+//	...
+//	defer e.Close()
+//	e.Handle("app/send-receipt", func(ctx context.Context, t *embedded.Task) (json.RawMessage, error) {
+//		return nil, send(ctx, t.Payload)
+//	})
+//	e.CreateQueue(ctx, "jobs", "receipts", embedded.QueueOptions{Function: "app/send-receipt"})
+//	e.Add(ctx, "jobs", "receipts", embedded.NewTask{Payload: json.RawMessage(`{"order":42}`)})
+//
+// Several programs may embed the engine on one PostgreSQL store, beside
+// `errand serve` nodes: they share the work as nodes do. A function is served
+// only by the programs that registered it; an attempt that reaches a program
+// without it fails and is retried with backoff.
+package embedded
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/errandhq/errand/internal/auth"
+	"github.com/errandhq/errand/internal/clock"
+	"github.com/errandhq/errand/internal/deliver"
+	"github.com/errandhq/errand/internal/engine"
+	"github.com/errandhq/errand/internal/httpapi"
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/store/storeurl"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// Options configure an embedded engine. Zero values take the defaults
+// noted.
+type Options struct {
+	// Store is sqlite://PATH (default sqlite://errand.db) or postgres://….
+	Store string
+	// Sync is SQLite's synchronous mode: NORMAL (default; an answered
+	// write survives the process being killed) or FULL (it survives power
+	// loss too).
+	Sync string
+	// Org is the organization the engine's calls act for (default
+	// "default", and "dev", the emulator's one organization, with Dev);
+	// HTTPHandler's callers act for the organization of their API key.
+	Org string
+	// Logger receives the engine's logs (default slog.Default()).
+	Logger *slog.Logger
+	// Dev applies the emulator's rules: instances are created on first use,
+	// webhooks may be http and local, and HTTPHandler needs no API key.
+	Dev bool
+
+	clock clock.Clock // tests: a fake clock
+	st    store.Store // tests: an open store instead of Store
+}
+
+// Engine is an errand engine running inside this program. It is safe for
+// concurrent use.
+type Engine struct {
+	eng   *engine.Engine
+	st    store.Store
+	fns   *deliver.Functions
+	wh    *deliver.Webhook
+	org   string
+	dev   bool
+	log   *slog.Logger
+	guard *deliver.Guard
+}
+
+// Open opens the store, migrating its schema if needed, and starts the
+// engine's services (dispatcher, lease rescuer, retention cleaner).
+func Open(ctx context.Context, o Options) (*Engine, error) {
+	if o.Store == "" {
+		o.Store = "sqlite://errand.db"
+	}
+	if o.Org == "" {
+		o.Org = "default"
+		if o.Dev {
+			o.Org = auth.DevOrg
+		}
+	}
+	if err := auth.ValidateOrg(o.Org); err != nil {
+		return nil, err
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	st := o.st
+	if st == nil {
+		var err error
+		if st, err = storeurl.Open(ctx, o.Store, storeurl.Options{Sync: o.Sync, Log: o.Logger}); err != nil {
+			return nil, err
+		}
+	}
+	e := &Engine{st: st, fns: &deliver.Functions{}, org: o.Org, dev: o.Dev, log: o.Logger}
+	var rules task.URLRules
+	if o.Dev {
+		rules = task.URLRules{AllowHTTP: true}
+		e.wh = deliver.NewWebhook(deliver.WebhookOptions{})
+	} else {
+		e.guard = deliver.NewGuard(nil)
+		rules = e.guard.URLRules()
+		e.wh = deliver.NewWebhook(deliver.WebhookOptions{Guard: e.guard})
+	}
+	shared := o.st == nil && storeurl.Shared(o.Store)
+	backstop := time.Duration(0)
+	if shared {
+		backstop = time.Second
+	}
+	e.eng = engine.New(engine.Config{
+		Store: st, Clock: o.clock, Logger: o.Logger, Dev: o.Dev, URLRules: rules,
+		Deliverer: &deliver.Mux{Webhook: e.wh, Function: e.fns}, Backstop: backstop, DatabaseClock: shared,
+	})
+	if err := e.eng.Start(ctx); err != nil {
+		e.wh.Close()
+		st.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Close stops the engine (attempts in flight finish and are recorded) and
+// closes the store.
+func (e *Engine) Close() error {
+	e.eng.Stop()
+	e.wh.Close()
+	return e.st.Close()
+}
+
+// Handler serves one function. It gets the task of the attempt and the
+// attempt's deadline in ctx. Returning nil succeeds the attempt with the
+// result (nil for none); returning an error fails it, and it is retried with
+// the queue's backoff until its attempts are spent; returning Defer(d) tries
+// again after d without using an attempt.
+type Handler func(ctx context.Context, t *Task) (result json.RawMessage, err error)
+
+// Handle serves the function name ("group/name") in this program, replacing
+// the handler it had.
+func (e *Engine) Handle(function string, h Handler) error {
+	if h == nil {
+		return publicError(task.FieldErrorf(task.CodeInvalidArgument, "handler", "must not be nil"))
+	}
+	return publicError(e.fns.Handle(function, func(ctx context.Context, t *task.Task) (json.RawMessage, error) {
+		return h(ctx, publicTask(t))
+	}))
+}
+
+// Defer is the error a Handler returns to be tried again after d without
+// using an attempt (when the queue's targetControl is on, the default).
+func Defer(d time.Duration) error { return &deliver.DeferError{Delay: d} }
+
+// HTTPHandler serves errand's v1 API (and /healthz) on this engine, for
+// mounting on the program's own server. Calls need an API key of the store
+// (`errand keys create`), except with Options.Dev.
+func (e *Engine) HTTPHandler() http.Handler {
+	var a auth.Authenticator = auth.Keys{Store: e.st}
+	if e.dev {
+		a = auth.Dev{}
+	}
+	return httpapi.New(httpapi.Config{Engine: e.eng, Auth: a, Logger: e.log,
+		Extra: map[string]http.Handler{"GET /metrics": e.eng.Metrics().Handler()}})
+}
+
+// Error is a refusal of the engine: Code is one of the v1 API's codes
+// (INVALID_ARGUMENT, NOT_FOUND, TASK_EXISTS, LEASE_LOST, …).
+type Error struct {
+	Code    string
+	Message string
+}
+
+// Error implements error.
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// publicError turns the engine's errors into *Error.
+func publicError(err error) error {
+	var te *task.Error
+	if err == nil || !errors.As(err, &te) {
+		return err
+	}
+	return &Error{Code: string(te.Code), Message: te.Message}
+}

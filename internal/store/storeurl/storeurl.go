@@ -1,0 +1,74 @@
+// Package storeurl opens the store a URL names: sqlite://PATH (one node) or
+// postgres://… (any number of nodes). `errand serve`, `errand keys` and the
+// embedded engine open their stores through it.
+package storeurl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/store/postgres"
+	"github.com/errandhq/errand/internal/store/sqlite"
+)
+
+// Options are the settings a store URL does not carry.
+type Options struct {
+	Sync string       // SQLite: NORMAL (default) or FULL
+	Log  *slog.Logger // default slog.Default()
+}
+
+// Shared reports whether the URL names a store that several nodes may share
+// (PostgreSQL).
+func Shared(rawURL string) bool {
+	scheme, _, _ := strings.Cut(rawURL, "://")
+	return scheme == "postgres" || scheme == "postgresql"
+}
+
+// Open opens the store a URL names; its scheme picks the backend:
+// sqlite://PATH (a file; sqlite:///abs/path for an absolute path) or
+// postgres://… (a pgx connection string, shared by any number of nodes).
+func Open(ctx context.Context, rawURL string, o Options) (store.Store, error) {
+	scheme, rest, ok := strings.Cut(rawURL, "://")
+	if !ok {
+		return nil, fmt.Errorf("--store %q: want sqlite://PATH or postgres://…", rawURL)
+	}
+	switch scheme {
+	case "sqlite":
+		return openSQLite(ctx, rest, o)
+	case "postgres", "postgresql":
+		return postgres.Open(ctx, rawURL, postgres.Options{Logger: o.Log})
+	}
+	return nil, fmt.Errorf("--store %q: unknown scheme %q (want sqlite://PATH or postgres://…)", rawURL, scheme)
+}
+
+// openSQLite opens the SQLite file at path, creating it (and its
+// directory) readable by its owner only: it holds webhook signing keys.
+// SQLite gives its -wal and -shm files the mode of the database file.
+func openSQLite(ctx context.Context, path string, o Options) (store.Store, error) {
+	if path == "" || strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("--store sqlite://PATH: %q is not a file path (options are flags, such as --sync)", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case err == nil:
+		if err := f.Close(); err != nil {
+			return nil, err
+		}
+	case !errors.Is(err, os.ErrExist):
+		return nil, err
+	}
+	sync := o.Sync
+	if sync == "" {
+		sync = "NORMAL"
+	}
+	return sqlite.Open(ctx, path, sqlite.Options{Synchronous: sync, Logger: o.Log})
+}
