@@ -22,6 +22,7 @@ type asynqSystem struct {
 	tunedPoll   time.Duration // TaskCheckInterval for burndown, steady and idle-tuned
 	redisOpt    asynq.RedisClientOpt
 	flushClient *redis.Client
+	future      int // tasks AddFuture scheduled in the future this run; Steady checks they stay
 }
 
 const asynqTask = "bench:noop"
@@ -47,6 +48,8 @@ func (s *asynqSystem) Settings(workload string, tuned bool) string {
 		return fmt.Sprintf("preload %d concurrent clients; Concurrency %d, TaskCheckInterval %s; done = handler returned and queue has no pending/active task", s.clients, s.concurrency, s.tunedPoll)
 	case "steady":
 		return fmt.Sprintf("Concurrency %d, TaskCheckInterval %s; producers: %d clients × Enqueue; done = handler returned", s.concurrency, s.tunedPoll, s.clients)
+	case "backlog":
+		return fmt.Sprintf("preload %d concurrent clients × Enqueue with ProcessIn (Asynq's scheduled set); then steady: %s", s.clients, s.Settings("steady", tuned))
 	case "idle":
 		if tuned {
 			return fmt.Sprintf("Concurrency %d, TaskCheckInterval %s", s.concurrency, s.tunedPoll)
@@ -58,12 +61,17 @@ func (s *asynqSystem) Settings(workload string, tuned bool) string {
 
 func (s *asynqSystem) flush(ctx context.Context) error {
 	if s.flushClient == nil {
-		s.flushClient = redis.NewClient(&redis.Options{Addr: s.o.RedisAddr, DB: s.o.RedisDB})
+		// FLUSHDB of a million-task backlog takes longer than go-redis's
+		// default read timeout (3 s).
+		s.flushClient = redis.NewClient(&redis.Options{Addr: s.o.RedisAddr, DB: s.o.RedisDB, ReadTimeout: time.Minute})
 	}
 	return s.flushClient.FlushDB(ctx).Err()
 }
 
-func (s *asynqSystem) Setup(ctx context.Context) error { return s.flush(ctx) }
+func (s *asynqSystem) Setup(ctx context.Context) error {
+	s.future = 0
+	return s.flush(ctx)
+}
 
 func (s *asynqSystem) Teardown(ctx context.Context) error {
 	err := s.flush(ctx)
@@ -80,8 +88,8 @@ func payload(at int64) []byte {
 }
 
 // enqueue adds n tasks from s.clients concurrent clients. gate, if not nil,
-// is asked before every add.
-func (s *asynqSystem) enqueue(ctx context.Context, n int64, gate func() bool, added *atomic.Int64) error {
+// is asked before every add; opts are every add's options.
+func (s *asynqSystem) enqueue(ctx context.Context, n int64, gate func() bool, added *atomic.Int64, opts ...asynq.Option) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, s.clients)
@@ -100,7 +108,7 @@ func (s *asynqSystem) enqueue(ctx context.Context, n int64, gate func() bool, ad
 					added.Add(1)
 				}
 				t := asynq.NewTask(asynqTask, payload(time.Now().UnixNano()))
-				if _, err := c.EnqueueContext(ctx, t); err != nil {
+				if _, err := c.EnqueueContext(ctx, t, opts...); err != nil {
 					if ctx.Err() == nil {
 						errs <- err
 					}
@@ -125,15 +133,46 @@ func (s *asynqSystem) Insert(ctx context.Context, n, _ int) (time.Duration, erro
 
 // expectPending checks (untimed) that Redis holds n pending tasks.
 func (s *asynqSystem) expectPending(n int) error {
-	insp := asynq.NewInspector(s.redisOpt)
-	defer insp.Close()
-	qi, err := insp.GetQueueInfo("default")
+	qi, err := s.queueInfo()
 	if err != nil {
 		return err
 	}
 	if qi.Pending != n {
 		return fmt.Errorf("redis holds %d pending tasks, want %d", qi.Pending, n)
 	}
+	return nil
+}
+
+// expectScheduled checks (untimed) that Redis holds n scheduled tasks (added
+// with ProcessIn, not yet due).
+func (s *asynqSystem) expectScheduled(n int) error {
+	qi, err := s.queueInfo()
+	if err != nil {
+		return err
+	}
+	if qi.Scheduled != n {
+		return fmt.Errorf("redis holds %d scheduled tasks, want %d", qi.Scheduled, n)
+	}
+	return nil
+}
+
+func (s *asynqSystem) queueInfo() (*asynq.QueueInfo, error) {
+	insp := asynq.NewInspector(s.redisOpt)
+	defer insp.Close()
+	return insp.GetQueueInfo("default")
+}
+
+// AddFuture enqueues n tasks with ProcessIn(futureDelay) into the default
+// queue (the one Steady works) from s.clients concurrent clients, as the
+// burn-down preload does, and checks that Redis holds them as scheduled.
+func (s *asynqSystem) AddFuture(ctx context.Context, n int) error {
+	if err := s.enqueue(ctx, int64(n), nil, nil, asynq.ProcessIn(futureDelay)); err != nil {
+		return err
+	}
+	if err := s.expectScheduled(n); err != nil {
+		return err
+	}
+	s.future = n
 	return nil
 }
 
@@ -223,6 +262,13 @@ func (s *asynqSystem) Steady(ctx context.Context, d time.Duration, maxBacklog in
 	if ctx.Err() != nil {
 		return SteadyResult{}, ctx.Err()
 	}
+	// Untimed: the backlog's future tasks are all still scheduled; Steady's
+	// own tasks never are, so the count is exact.
+	if s.future > 0 {
+		if err := s.expectScheduled(s.future); err != nil {
+			return SteadyResult{}, fmt.Errorf("after the window: %w", err)
+		}
+	}
 	return SteadyResult{Worked: int(worked), Elapsed: elapsed, Latency: p.latencies()}, nil
 }
 
@@ -264,3 +310,5 @@ func (a *asynqIdle) Close(ctx context.Context) error {
 	a.srv.Shutdown()
 	return nil
 }
+
+var _ Backlogger = (*asynqSystem)(nil)

@@ -18,6 +18,9 @@ package main
 //     say nothing is left scheduled, running or retrying.
 //   - steady:   producers add batches of 100 to a push queue while the
 //     dispatcher delivers (latency = add call → webhook arrives).
+//   - backlog:  AddFuture adds tasks with "delay" a day ahead to the steady
+//     queue (arrays of 100, concurrent clients), then steady runs on it; the
+//     future tasks must stay scheduled and undelivered.
 //   - idle:     one task at a time into a push queue → webhook arrival.
 //
 // Every workload checks that each task was done exactly once: per id at the
@@ -124,6 +127,9 @@ type errandSystem struct {
 	proc *externalProcess
 	hook *webhookReceiver
 	p    *probe
+
+	steadyMade bool // the steady queue exists (AddFuture made it before Steady)
+	future     int  // tasks AddFuture scheduled in the future in the steady queue
 }
 
 func newErrandSystem(o Options, store string) System {
@@ -166,6 +172,9 @@ func (e *errandSystem) Settings(workload string, tuned bool) string {
 			return fmt.Sprintf("pull queue; producers %d × add 100; %d workers × lease {count 100, waitSeconds 1}, %d concurrent acks each; latency = add → lease answer; done = ack answered", t.InsertClients, t.LeaseWorkers, t.AckConcurrency)
 		}
 		return fmt.Sprintf("push queue, maxInFlight %d; producers %d × add 100; latency = add → webhook arrives; done = webhook answered 2xx (store checked after the window)", t.MaxInFlight, t.InsertClients)
+	case "backlog":
+		return fmt.Sprintf(`preload POST arrays of 100 with "delay": %d from %d concurrent HTTP clients into the steady queue; then steady: %s`,
+			int(futureDelay.Seconds()), t.InsertClients, e.Settings("steady", tuned))
 	case "idle":
 		return "push queue; no poll: the dispatcher wakes on add; settle 5 ms (the outcome write), period 20 ms"
 	}
@@ -305,6 +314,7 @@ func (e *errandSystem) Setup(ctx context.Context) error {
 		return fmt.Errorf("settings: %w", err)
 	}
 	e.p = newProbe()
+	e.steadyMade, e.future = false, 0
 	e.hook, err = newWebhookReceiver(e.p, errandDelivery)
 	return err
 }
@@ -344,6 +354,13 @@ func (e *errandSystem) PeakRSSMB() float64 {
 		return 0
 	}
 	return e.proc.PeakRSSMB()
+}
+
+// ResetPeakRSS resets the errand process's peak RSS to its current RSS.
+func (e *errandSystem) ResetPeakRSS() {
+	if e.proc != nil {
+		e.proc.ResetPeakRSS()
+	}
 }
 
 // --- HTTP ------------------------------------------------------------------------
@@ -392,9 +409,10 @@ func (e *errandSystem) createQueue(ctx context.Context, name, mode string, pause
 	return e.call(ctx, "POST", e.path("/queues"), b, nil)
 }
 
-// addBody is an array of k bench tasks, each {"payload":{"t":at}}.
-func addBody(k int, at int64) []byte {
-	b := make([]byte, 0, k*32+2)
+// addBody is an array of k bench tasks, each {"payload":{"t":at}} followed
+// by extra (e.g. `,"delay":86400`, or "").
+func addBody(k int, at int64, extra string) []byte {
+	b := make([]byte, 0, k*(32+len(extra))+2)
 	b = append(b, '[')
 	for i := range k {
 		if i > 0 {
@@ -402,7 +420,9 @@ func addBody(k int, at int64) []byte {
 		}
 		b = append(b, `{"payload":{"t":`...)
 		b = strconv.AppendInt(b, at, 10)
-		b = append(b, `}}`...)
+		b = append(b, '}')
+		b = append(b, extra...)
+		b = append(b, '}')
 	}
 	return append(b, ']')
 }
@@ -417,8 +437,13 @@ type addAnswer struct {
 
 // add adds k tasks to queue in one call and returns their ids.
 func (e *errandSystem) add(ctx context.Context, queue string, k int) ([]string, error) {
+	return e.addWith(ctx, queue, k, "")
+}
+
+// addWith is add with extra fields in every task (see addBody).
+func (e *errandSystem) addWith(ctx context.Context, queue string, k int, extra string) ([]string, error) {
 	var a addAnswer
-	if err := e.call(ctx, "POST", e.path("/queues/"+queue+"/tasks"), addBody(k, time.Now().UnixNano()), &a); err != nil {
+	if err := e.call(ctx, "POST", e.path("/queues/"+queue+"/tasks"), addBody(k, time.Now().UnixNano(), extra), &a); err != nil {
 		return nil, err
 	}
 	if len(a.Tasks) != k {
@@ -477,11 +502,28 @@ type queueAnswer struct {
 }
 
 func (e *errandSystem) counts(ctx context.Context, queue string) (map[string]int, error) {
+	c, _, err := e.countsCapped(ctx, queue)
+	return c, err
+}
+
+// countsCapped is the queue's counts by state and the states whose count
+// reached errand's cap (10,000: the count says "at least").
+func (e *errandSystem) countsCapped(ctx context.Context, queue string) (map[string]int, map[string]bool, error) {
 	var q queueAnswer
 	if err := e.call(ctx, "GET", e.path("/queues/"+queue), nil, &q); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return q.Queue.Counts, nil
+	capped := map[string]bool{}
+	for _, st := range q.Queue.Capped {
+		capped[st] = true
+	}
+	return q.Queue.Counts, capped, nil
+}
+
+// scheduledIs reports whether a queue's scheduled count (c, capped) reads
+// as n: exactly, or capped below n (errand counts no further).
+func scheduledIs(c map[string]int, capped map[string]bool, n int) bool {
+	return c["scheduled"] == n || (capped["scheduled"] && c["scheduled"] > 0 && c["scheduled"] < n)
 }
 
 // listIDs pages through a queue's tasks in one state (untimed checks).
@@ -554,17 +596,32 @@ func sameIDs(what string, got map[string]int, want []string) error {
 // waitSettled polls the queue until nothing is left scheduled, running,
 // leased or retrying, and none failed; it returns when that was seen.
 func (e *errandSystem) waitSettled(ctx context.Context, queue string, every, timeout time.Duration) (time.Time, error) {
+	return e.waitSettledBut(ctx, queue, 0, every, timeout)
+}
+
+// waitSettledBut is waitSettled on a queue that also holds future tasks
+// scheduled far ahead (the backlog workload's): settled is nothing running,
+// leased or retrying and the scheduled count reading future. errand caps its
+// counts (10,000), so with a larger backlog a capped reading is all it can
+// say; the caller must already know that its own tasks are no longer
+// scheduled (Steady: every one was delivered or acked).
+func (e *errandSystem) waitSettledBut(ctx context.Context, queue string, future int, every, timeout time.Duration) (time.Time, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		c, err := e.counts(ctx, queue)
+		c, capped, err := e.countsCapped(ctx, queue)
 		if err != nil {
 			return time.Time{}, err
 		}
 		if c["failed"] > 0 || c["cancelled"] > 0 {
 			return time.Time{}, fmt.Errorf("queue %s: counts %v", queue, c)
 		}
-		if c["scheduled"]+c["running"]+c["leased"]+c["retrying"] == 0 {
-			return time.Now(), nil
+		if c["running"]+c["leased"]+c["retrying"] == 0 {
+			if scheduledIs(c, capped, future) {
+				return time.Now(), nil
+			}
+			if c["scheduled"] < future && !capped["scheduled"] {
+				return time.Time{}, fmt.Errorf("queue %s: %d scheduled, want the %d future tasks: counts %v", queue, c["scheduled"], future, c)
+			}
 		}
 		if time.Now().After(deadline) {
 			return time.Time{}, fmt.Errorf("queue %s not settled after %s: counts %v", queue, timeout, c)
@@ -806,14 +863,76 @@ func (e *errandSystem) Push(ctx context.Context, n int) (time.Duration, error) {
 
 // --- steady ------------------------------------------------------------------------
 
-func (e *errandSystem) Steady(ctx context.Context, d time.Duration, maxBacklog int) (SteadyResult, error) {
-	pull := e.tun.SteadyMode == "pull"
-	q := "steady"
+// steadyQueue is the queue Steady works (and AddFuture fills first): made
+// once per run, a push queue to the receiver, or a pull queue with
+// --errand-tuning steadyMode=pull.
+func (e *errandSystem) steadyQueue(ctx context.Context) (string, error) {
+	const q = "steady"
+	if e.steadyMade {
+		return q, nil
+	}
 	mode := "push"
-	if pull {
+	if e.tun.SteadyMode == "pull" {
 		mode = "pull"
 	}
 	if err := e.createQueue(ctx, q, mode, false); err != nil {
+		return "", err
+	}
+	e.steadyMade = true
+	return q, nil
+}
+
+// AddFuture adds n tasks with "delay": futureDelay to the steady queue (not
+// paused: the tasks are not due), in arrays of 100 from InsertClients
+// concurrent clients like the insert workload, and checks that the queue's
+// counts show n scheduled.
+func (e *errandSystem) AddFuture(ctx context.Context, n int) error {
+	q, err := e.steadyQueue(ctx)
+	if err != nil {
+		return err
+	}
+	extra := `,"delay":` + strconv.Itoa(int(futureDelay.Seconds()))
+	ecpu, hcpu := e.proc.CPUSeconds(), selfCPUSeconds()
+	start := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, e.tun.InsertClients)
+	for range e.tun.InsertClients {
+		wg.Go(func() {
+			for {
+				from := next.Add(100) - 100
+				if from >= int64(n) {
+					return
+				}
+				if _, err := e.addWith(ctx, q, int(min(100, int64(n)-from)), extra); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	logf("  %s backlog preload: %s", e.Name(), e.cpuNote(n, ecpu, hcpu, time.Since(start)))
+	// Every add answered ok per task; errand's counts stop at 10,000.
+	c, capped, err := e.countsCapped(ctx, q)
+	if err != nil {
+		return err
+	}
+	if !scheduledIs(c, capped, n) || c["running"]+c["leased"]+c["retrying"]+c["succeeded"]+c["failed"]+c["cancelled"] != 0 {
+		return fmt.Errorf("after adding %d future tasks, queue %s counts %v (capped: %v)", n, q, c, capped)
+	}
+	e.future = n
+	return nil
+}
+
+func (e *errandSystem) Steady(ctx context.Context, d time.Duration, maxBacklog int) (SteadyResult, error) {
+	pull := e.tun.SteadyMode == "pull"
+	q, err := e.steadyQueue(ctx)
+	if err != nil {
 		return SteadyResult{}, err
 	}
 	p := e.p
@@ -876,7 +995,7 @@ func (e *errandSystem) Steady(ctx context.Context, d time.Duration, maxBacklog i
 	if err := waitCount(ctx, &p.finished, int64(len(ids)), 2*time.Minute); err != nil {
 		return SteadyResult{}, fmt.Errorf("after the window: %w (%d of %d done)", err, p.finished.Load(), len(ids))
 	}
-	if _, err := e.waitSettled(ctx, q, 10*time.Millisecond, time.Minute); err != nil {
+	if _, err := e.waitSettledBut(ctx, q, e.future, 10*time.Millisecond, time.Minute); err != nil {
 		return SteadyResult{}, err
 	}
 	seen := e.hook.ids()
@@ -1078,8 +1197,11 @@ func (e *errandSystem) cpuNote(n int, errandCPU, selfCPU float64, d time.Duratio
 }
 
 // PeakRSSMB is the process's peak RSS so far (a fresh process per run, so
-// this is the run's peak).
+// this is the run's peak, or the peak since ResetPeakRSS).
 func (p *externalProcess) PeakRSSMB() float64 { return peakRSSMB(p.Pid()) }
+
+// ResetPeakRSS resets the process's peak RSS (VmHWM) to its current RSS.
+func (p *externalProcess) ResetPeakRSS() { resetPeakRSSOf(p.Pid()) }
 
 // Stop sends SIGTERM to the process group, and SIGKILL after 15 s.
 func (p *externalProcess) Stop() error {
@@ -1182,4 +1304,6 @@ var (
 	_ RSSReporter = (*errandSystem)(nil)
 	_ Pusher      = (*errandSystem)(nil)
 	_ Preflighter = (*errandSystem)(nil)
+	_ Backlogger  = (*errandSystem)(nil)
+	_ RSSResetter = (*errandSystem)(nil)
 )

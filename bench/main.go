@@ -28,6 +28,7 @@ type sizes struct {
 	burnDownCap          map[string]int // per system, where the full size does not fit the time budget
 	push                 int            // push: tasks delivered to the loopback webhook receiver
 	steady               time.Duration
+	backlog              int // backlog: tasks scheduled in the future before the steady window
 	idleSamples          int
 	idleBudget           time.Duration // per idle variant and round
 	idleDefaults         bool          // also run idle with each system's default settings
@@ -42,6 +43,7 @@ var (
 		},
 		push:        20_000,
 		steady:      6 * time.Second,
+		backlog:     100_000,
 		idleSamples: 50, idleBudget: 3 * time.Second,
 		// Default settings poll about once a second: a handful of samples
 		// per round is all 3 minutes allow, so quick runs the tuned settings
@@ -66,12 +68,13 @@ var (
 		},
 		push:        100_000,
 		steady:      30 * time.Second,
+		backlog:     1_000_000,
 		idleSamples: 200, idleBudget: 15 * time.Second,
 		idleDefaults: true,
 	}
 )
 
-var allWorkloads = []string{"insert", "burndown", "push", "steady", "idle"}
+var allWorkloads = []string{"insert", "burndown", "push", "steady", "idle", "backlog"}
 
 // result is one run of one workload on one system.
 type result struct {
@@ -86,6 +89,7 @@ type result struct {
 type row struct {
 	system, store, workload string
 	settings                string
+	backlog                 int // backlog: the future tasks in the store
 	rounds                  []result
 }
 
@@ -103,6 +107,7 @@ type jsonRow struct {
 	P99ms        *float64 `json:"p99ms,omitempty"`
 	RSSMB        *float64 `json:"rssMB,omitempty"`
 	Rounds       int      `json:"rounds"`
+	Backlog      int      `json:"backlog,omitempty"` // backlog: future tasks in the store during the window
 	Settings     string   `json:"settings,omitempty"`
 }
 
@@ -112,7 +117,9 @@ func main() {
 		jsonFile   = flag.String("json", "", "also write the results as JSON to `FILE`")
 		systemsArg = flag.String("systems", "", "comma-separated systems to run (default: all): "+strings.Join(systemNames(), ","))
 		workArg    = flag.String("workloads", strings.Join(allWorkloads, ","), "comma-separated workloads to run")
-		rounds     = flag.Int("rounds", 3, "rounds of each workload on each system")
+		rounds     = flag.Int("rounds", 3, "rounds of each workload on each system (backlog: --backlog-rounds)")
+		blRounds   = flag.Int("backlog-rounds", 1, "rounds of the backlog workload (its preload is the expensive part)")
+		backlogN   = flag.Int("backlog-n", 0, "override the backlog workload's size (tasks scheduled in the future)")
 		pgURL      = flag.String("pg", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL `URL` of an existing database; fresh databases are created beside it and dropped after each run")
 		redisAddr  = flag.String("redis", "127.0.0.1:6379", "Redis `address`")
 		redisDB    = flag.Int("redis-db", 9, "Redis database number used by Asynq; it is FLUSHDB'd before and after every run (never use 0)")
@@ -134,8 +141,14 @@ func main() {
 	if *redisDB == 0 {
 		fatalf("--redis-db 0 refused: the harness flushes the database it uses")
 	}
-	if *rounds < 1 {
-		fatalf("--rounds must be at least 1")
+	if *rounds < 1 || *blRounds < 1 {
+		fatalf("--rounds and --backlog-rounds must be at least 1")
+	}
+	roundsOf := func(workload string) int {
+		if workload == "backlog" {
+			return *blRounds
+		}
+		return *rounds
 	}
 
 	tun, err := parseErrandTuning(defaultErrandTuning, *errandTun)
@@ -159,6 +172,9 @@ func main() {
 	}
 	if *steadyD > 0 {
 		sz.steady = *steadyD
+	}
+	if *backlogN > 0 {
+		sz.backlog = *backlogN
 	}
 	if *idleN > 0 {
 		sz.idleSamples = *idleN
@@ -237,7 +253,11 @@ func main() {
 	if *quick {
 		mode = "quick"
 	}
-	logf("bench: %s mode, %d rounds, systems %s, workloads %s", mode, *rounds, names(systems), strings.Join(workloads, ","))
+	roundsText := fmt.Sprintf("%d rounds", *rounds)
+	if slices.Contains(workloads, "backlog") && *blRounds != *rounds {
+		roundsText += fmt.Sprintf(" (backlog %d)", *blRounds)
+	}
+	logf("bench: %s mode, %s, systems %s, workloads %s", mode, roundsText, names(systems), strings.Join(workloads, ","))
 	start := time.Now()
 
 	var rows []*row
@@ -248,12 +268,17 @@ func main() {
 			}
 		}
 		r := &row{system: s.Name(), store: s.Store(), workload: workload, settings: settings}
+		if workload == "backlog" {
+			r.backlog = sz.backlog
+		}
 		rows = append(rows, r)
 		return r
 	}
 
+	var took []time.Duration // wall time of each workload, all rounds and systems
 	for _, w := range workloads {
-		for round := 1; round <= *rounds; round++ {
+		wstart := time.Now()
+		for round := 1; round <= roundsOf(w); round++ {
 			for _, s := range systems {
 				if !supports(s, w) {
 					continue
@@ -263,7 +288,7 @@ func main() {
 					if w == "idle" {
 						name = map[bool]string{false: "idle-default", true: "idle-tuned"}[tuned]
 					}
-					rw := get(s, name, s.Settings(w, tuned))
+					rw := get(s, name, settingsOf(s, w, tuned, sz))
 					if ctx.Err() != nil {
 						break
 					}
@@ -278,12 +303,18 @@ func main() {
 				}
 			}
 		}
+		took = append(took, time.Since(wstart))
 	}
 	elapsed := time.Since(start)
 
 	printTable(os.Stdout, rows)
-	fmt.Printf("\n%s mode, %d rounds, took %s. per second: median of rounds (min–max); p50/p99: over the latencies of all rounds pooled; rss: peak RSS of the worker process, largest round.\n",
-		mode, *rounds, elapsed.Round(time.Second))
+	fmt.Printf("\n%s mode, %s, took %s. per second: median of rounds (min–max); p50/p99: over the latencies of all rounds pooled; rss: peak RSS of the worker process, largest round (backlog: of its steady window, after the preload).\n",
+		mode, roundsText, elapsed.Round(time.Second))
+	var per []string
+	for i, d := range took {
+		per = append(per, workloads[i]+" "+fmtDuration(d))
+	}
+	fmt.Printf("time per workload: %s\n", strings.Join(per, ", "))
 	printSettings(os.Stdout, systems, workloads, sz)
 	for _, m := range skipped {
 		fmt.Printf("\n%s\n", m)
@@ -356,6 +387,29 @@ func runOnce(ctx context.Context, s System, workload string, tuned bool, sz size
 			return res, err
 		}
 		res = result{n: sr.Worked, seconds: sr.Elapsed.Seconds(), perSecond: float64(sr.Worked) / sr.Elapsed.Seconds(), lat: sr.Latency}
+	case "backlog":
+		bl, ok := s.(Backlogger)
+		if !ok {
+			return res, fmt.Errorf("%s has no backlog workload", s.Name())
+		}
+		// The preload is untimed: only logged, with its peak RSS.
+		t0 := time.Now()
+		if err := bl.AddFuture(ctx, sz.backlog); err != nil {
+			return res, fmt.Errorf("adding the backlog: %w", err)
+		}
+		d := time.Since(t0)
+		logf("  %s backlog: %s future tasks added in %.1fs (%s/s, untimed), peak rss %.0f MB meanwhile",
+			s.Name(), thousands(float64(sz.backlog)), d.Seconds(), thousands(float64(sz.backlog)/d.Seconds()), workerPeakRSSMB(s))
+		// The figure is the steady window's peak, with the backlog held.
+		resetPeakRSS()
+		if r, ok := s.(RSSResetter); ok {
+			r.ResetPeakRSS()
+		}
+		sr, err := s.Steady(ctx, sz.steady, backlog)
+		if err != nil {
+			return res, err
+		}
+		res = result{n: sr.Worked, seconds: sr.Elapsed.Seconds(), perSecond: float64(sr.Worked) / sr.Elapsed.Seconds(), lat: sr.Latency}
 	case "idle":
 		lat, d, err := runIdle(ctx, s, tuned, sz)
 		if err != nil {
@@ -363,12 +417,39 @@ func runOnce(ctx context.Context, s System, workload string, tuned bool, sz size
 		}
 		res = result{n: len(lat), seconds: d.Seconds(), lat: lat}
 	}
-	if r, ok := s.(RSSReporter); ok {
-		res.rssMB = r.PeakRSSMB()
-	} else {
-		res.rssMB = peakRSSMB("self")
-	}
+	res.rssMB = workerPeakRSSMB(s)
 	return res, nil
+}
+
+// workerPeakRSSMB is the peak RSS of the process that runs s's workers: its
+// own (RSSReporter) or this one.
+func workerPeakRSSMB(s System) float64 {
+	if r, ok := s.(RSSReporter); ok {
+		return r.PeakRSSMB()
+	}
+	return peakRSSMB("self")
+}
+
+// settingsOf is s's settings text for a workload, with the backlog size.
+func settingsOf(s System, workload string, tuned bool, sz sizes) string {
+	st := s.Settings(workload, tuned)
+	if workload == "backlog" {
+		st = fmt.Sprintf("backlog of %s tasks scheduled %gh ahead; %s", thousands(float64(sz.backlog)), futureDelay.Hours(), st)
+	}
+	return st
+}
+
+// fmtDuration is d to the second: 45s, 1m02s, 1h05m00s.
+func fmtDuration(d time.Duration) string {
+	d = d.Round(time.Second)
+	h, m, sec := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	switch {
+	case h > 0:
+		return fmt.Sprintf("%dh%02dm%02ds", h, m, sec)
+	case m > 0:
+		return fmt.Sprintf("%dm%02ds", m, sec)
+	}
+	return fmt.Sprintf("%ds", sec)
 }
 
 // runIdle adds one task at a time: sz.idleSamples of them, or as many as fit
@@ -491,7 +572,7 @@ func printSettings(w io.Writer, systems []System, workloads []string, sz sizes) 
 				continue
 			}
 			for _, tuned := range idleVariants(wl, sz) {
-				st := s.Settings(wl, tuned)
+				st := settingsOf(s, wl, tuned, sz)
 				if seen[st] {
 					continue
 				}
@@ -514,7 +595,7 @@ func writeJSON(path string, rows []*row) error {
 			continue
 		}
 		s := summarize(r)
-		j := jsonRow{System: r.system, Store: r.store, Workload: r.workload, N: s.n, Rounds: len(r.rounds), Settings: r.settings}
+		j := jsonRow{System: r.system, Store: r.store, Workload: r.workload, N: s.n, Rounds: len(r.rounds), Backlog: r.backlog, Settings: r.settings}
 		if s.seconds > 0 {
 			j.Seconds = f(round3(s.seconds))
 		}

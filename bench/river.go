@@ -61,6 +61,7 @@ type riverSystem[TTx any] struct {
 	close func(ctx context.Context) error
 
 	driver riverdriver.Driver[TTx]
+	future int // jobs AddFuture scheduled in the future this run; Steady checks they stay
 
 	insertWorkers int         // concurrent InsertMany callers (insert, steady)
 	throughput    riverTuning // burndown, steady
@@ -79,6 +80,8 @@ func (s *riverSystem[TTx]) Settings(workload string, tuned bool) string {
 		return fmt.Sprintf("preload InsertManyFast ×5000; %s; done = completion event (persisted)", s.throughput)
 	case "steady":
 		return fmt.Sprintf("%s; producers: %d × InsertMany of 100; done = completion event", s.throughput, s.insertWorkers)
+	case "backlog":
+		return fmt.Sprintf("preload InsertManyFast ×5000 from %d callers with ScheduledAt (state scheduled); then steady: %s", s.insertWorkers, s.Settings("steady", tuned))
 	case "idle":
 		if tuned {
 			return s.idleTuned.String()
@@ -94,6 +97,7 @@ func (s *riverSystem[TTx]) Setup(ctx context.Context) error {
 		return err
 	}
 	s.driver = d
+	s.future = 0
 	return nil
 }
 
@@ -169,14 +173,7 @@ func (s *riverSystem[TTx]) Insert(ctx context.Context, n, batch int) (time.Durat
 
 // expectAvailable checks (untimed) that the store holds n available jobs.
 func (s *riverSystem[TTx]) expectAvailable(ctx context.Context, n int) error {
-	got, err := s.driver.GetExecutor().JobCountByState(ctx, &riverdriver.JobCountByStateParams{State: rivertype.JobStateAvailable})
-	if err != nil {
-		return err
-	}
-	if got != n {
-		return fmt.Errorf("store holds %d available jobs, want %d", got, n)
-	}
-	return nil
+	return s.expectState(ctx, rivertype.JobStateAvailable, n)
 }
 
 // preload inserts n jobs by the fastest path (COPY on PostgreSQL), untimed.
@@ -192,6 +189,62 @@ func (s *riverSystem[TTx]) preload(ctx context.Context, n int) error {
 		}
 	}
 	return s.expectAvailable(ctx, n)
+}
+
+// AddFuture inserts n jobs scheduled futureDelay from now into the default
+// queue (the one Steady works) by the fastest path, InsertManyFast ×5000
+// from insertWorkers concurrent callers, and checks that the store holds n
+// scheduled jobs.
+func (s *riverSystem[TTx]) AddFuture(ctx context.Context, n int) error {
+	c, err := s.client(newProbe(), riverTuning{})
+	if err != nil {
+		return err
+	}
+	const b = 5000
+	runAt := time.Now().Add(futureDelay)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, s.insertWorkers)
+	for range s.insertWorkers {
+		wg.Go(func() {
+			for {
+				from := next.Add(b) - b
+				if from >= int64(n) {
+					return
+				}
+				ps := batchParams(int(min(b, int64(n)-from)), time.Now().UnixNano())
+				for i := range ps {
+					ps[i].InsertOpts = &river.InsertOpts{ScheduledAt: runAt}
+				}
+				if _, err := c.InsertManyFast(ctx, ps); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	if err := s.expectState(ctx, rivertype.JobStateScheduled, n); err != nil {
+		return err
+	}
+	s.future = n
+	return nil
+}
+
+// expectState checks (untimed) that the store holds n jobs in state.
+func (s *riverSystem[TTx]) expectState(ctx context.Context, state rivertype.JobState, n int) error {
+	got, err := s.driver.GetExecutor().JobCountByState(ctx, &riverdriver.JobCountByStateParams{State: state})
+	if err != nil {
+		return err
+	}
+	if got != n {
+		return fmt.Errorf("store holds %d %s jobs, want %d", got, state, n)
+	}
+	return nil
 }
 
 // completions counts completion events (River emits them once the
@@ -305,6 +358,11 @@ func (s *riverSystem[TTx]) Steady(ctx context.Context, d time.Duration, maxBackl
 	}
 	if ctx.Err() != nil {
 		return SteadyResult{}, ctx.Err()
+	}
+	// Untimed: the backlog's future jobs (if any) are all still scheduled;
+	// Steady's own jobs are never scheduled, so the count is exact.
+	if err := s.expectState(ctx, rivertype.JobStateScheduled, s.future); err != nil {
+		return SteadyResult{}, fmt.Errorf("after the window: %w", err)
 	}
 	return SteadyResult{Worked: int(worked), Elapsed: elapsed, Latency: p.latencies()}, nil
 }
@@ -472,3 +530,8 @@ func newRiverSQLite(o Options) System {
 	}
 	return s
 }
+
+var (
+	_ Backlogger = (*riverSystem[pgx.Tx])(nil)
+	_ Backlogger = (*riverSystem[*sql.Tx])(nil)
+)

@@ -41,7 +41,13 @@ func median(xs []float64) float64 {
 func resetPeakRSS() {
 	runtime.GC()
 	debug.FreeOSMemory()
-	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	resetPeakRSSOf("self")
+}
+
+// resetPeakRSSOf resets the peak RSS (VmHWM) of a process ("self" or a pid)
+// to its current RSS.
+func resetPeakRSSOf(pid string) {
+	_ = os.WriteFile("/proc/"+pid+"/clear_refs", []byte("5"), 0)
 }
 
 // peakRSSMB reads VmHWM of a process ("self" or a pid) in MiB; 0 if unknown.

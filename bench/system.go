@@ -92,6 +92,8 @@ var systemFactories = []struct {
 	{"asynq", newAsynq},
 	{"errand-sqlite", func(o Options) System { return newErrandSystem(o, "sqlite") }},
 	{"errand-pg", func(o Options) System { return newErrandSystem(o, "postgres") }},
+	{"errand-inproc-sqlite", func(o Options) System { return newInprocSystem(o, "sqlite") }},
+	{"errand-inproc-pg", func(o Options) System { return newInprocSystem(o, "postgres") }},
 	{"raw-http", newRawHTTP},
 }
 
@@ -102,9 +104,35 @@ type Pusher interface {
 	Push(ctx context.Context, n int) (time.Duration, error)
 }
 
+// Backlogger is implemented by systems that run the backlog workload: a
+// large store of tasks scheduled in the future, then the steady workload on
+// the same store.
+type Backlogger interface {
+	// AddFuture adds n no-op tasks scheduled futureDelay from now — far
+	// enough that none becomes due during the run — by the system's fastest
+	// honest bulk path, into the queue Steady works, and checks (untimed)
+	// that the store holds them as scheduled. The harness does not time it as
+	// part of the result (it logs how long it took). Steady, called next on
+	// the same store, must neither work these tasks nor count them, and must
+	// check afterwards that they are all still there.
+	AddFuture(ctx context.Context, n int) error
+}
+
+// futureDelay is how far in the future the backlog workload schedules its
+// tasks: a day, so that none becomes due during any run.
+const futureDelay = 24 * time.Hour
+
+// RSSResetter is implemented by systems whose worker process is not this
+// one (errand serve): it resets that process's peak RSS (VmHWM), so that the
+// backlog workload reports the peak of its steady window, not of its
+// preload. This process's own peak is reset by resetPeakRSS.
+type RSSResetter interface {
+	ResetPeakRSS()
+}
+
 // Supporter is implemented by systems that run only some workloads
 // (raw-http runs push only). Without it a system runs every workload its
-// methods allow (push needs Pusher).
+// methods allow (push needs Pusher, backlog needs Backlogger).
 type Supporter interface {
 	Supports(workload string) bool
 }
@@ -114,8 +142,12 @@ func supports(s System, workload string) bool {
 	if sp, ok := s.(Supporter); ok {
 		return sp.Supports(workload)
 	}
-	if workload == "push" {
+	switch workload {
+	case "push":
 		_, ok := s.(Pusher)
+		return ok
+	case "backlog":
+		_, ok := s.(Backlogger)
 		return ok
 	}
 	return true

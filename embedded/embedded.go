@@ -77,7 +77,8 @@ type Engine struct {
 }
 
 // Open opens the store, migrating its schema if needed, and starts the
-// engine's services (dispatcher, lease rescuer, retention cleaner).
+// engine's services (dispatcher, lease rescuer, retention cleaner). ctx
+// bounds the opening only: the services run until Close.
 func Open(ctx context.Context, o Options) (*Engine, error) {
 	if o.Store == "" {
 		o.Store = "sqlite://errand.db"
@@ -120,7 +121,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		Store: st, Clock: o.clock, Logger: o.Logger, Dev: o.Dev, URLRules: rules,
 		Deliverer: &deliver.Mux{Webhook: e.wh, Function: e.fns}, Backstop: backstop, DatabaseClock: shared,
 	})
-	if err := e.eng.Start(ctx); err != nil {
+	if err := e.eng.Start(context.WithoutCancel(ctx)); err != nil {
 		e.wh.Close()
 		st.Close()
 		return nil, err

@@ -37,7 +37,10 @@ func open(t *testing.T, kind string) (*Engine, *clock.Fake) {
 	} else {
 		o.st = stores.Open(t, kind)
 	}
-	e, err := Open(context.Background(), o)
+	// The engine outlives the context it was opened with.
+	octx, cancel := context.WithCancel(context.Background())
+	e, err := Open(octx, o)
+	cancel()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,5 +268,31 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestQueueCountsAndPause(t *testing.T) {
+	e, _ := open(t, "sqlite")
+	ctx := context.Background()
+	served := make(chan struct{}, 4)
+	must(t, e.Handle("app/x", func(context.Context, *Task) (json.RawMessage, error) {
+		served <- struct{}{}
+		return nil, nil
+	}))
+	must(t, e.CreateQueue(ctx, "jobs", "q", QueueOptions{Function: "app/x", Paused: true}))
+	ids := add(t, e, "q", NewTask{}, NewTask{})
+	q, err := e.Queue(ctx, "jobs", "q")
+	if err != nil || !q.Paused || q.Counts["scheduled"] != 2 || q.Capped["scheduled"] {
+		t.Fatalf("paused queue: %+v %v", q, err)
+	}
+	must(t, e.SetPaused(ctx, "jobs", "q", false))
+	for _, id := range ids {
+		waitState(t, e, id, "succeeded")
+	}
+	if q, _ = e.Queue(ctx, "jobs", "q"); q.Paused || q.Counts["succeeded"] != 2 || q.Counts["scheduled"] != 0 {
+		t.Fatalf("resumed queue: %+v", q)
+	}
+	if len(served) != 2 {
+		t.Fatalf("handler ran %d times, want 2", len(served))
 	}
 }

@@ -231,3 +231,38 @@ func (e *Engine) Release(ctx context.Context, instance, id, leaseID, errMsg stri
 	_, err := e.eng.Release(ctx, e.org, instance, id, leaseID, errMsg, delay.Seconds())
 	return publicError(err)
 }
+
+// QueueInfo is a queue's state: its counts of tasks by v1 state, each
+// stopping at 10,000 (Capped names the ones that did).
+type QueueInfo struct {
+	Name   string
+	Pull   bool
+	Paused bool
+	Counts map[string]int
+	Capped map[string]bool
+}
+
+// Queue returns a queue with its counts by state.
+func (e *Engine) Queue(ctx context.Context, instance, name string) (*QueueInfo, error) {
+	v, err := e.eng.QueueGet(ctx, e.org, instance, name)
+	if err != nil {
+		return nil, publicError(err)
+	}
+	q := v.Queue
+	out := &QueueInfo{Name: q.Name, Pull: q.Mode == task.ModePull, Paused: q.Paused, Counts: map[string]int{}, Capped: map[string]bool{}}
+	for s, n := range v.Counts {
+		name := s.V1(out.Pull)
+		out.Counts[name] = n
+		if n >= engine.CountLimit {
+			out.Capped[name] = true
+		}
+	}
+	return out, nil
+}
+
+// SetPaused pauses a queue (nothing is delivered or leased from it; adds
+// go on) or resumes it.
+func (e *Engine) SetPaused(ctx context.Context, instance, queue string, paused bool) error {
+	_, err := e.eng.QueuePatch(ctx, e.org, instance, queue, &task.QueuePatch{Paused: &paused})
+	return publicError(err)
+}
