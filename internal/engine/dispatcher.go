@@ -15,7 +15,7 @@ import (
 )
 
 // claimBatch is the most tasks one claim takes from a queue.
-const claimBatch = 100
+const claimBatch = 500
 
 // Push attempts hold a short lease that their node renews while the target
 // works: a node that dies stops renewing, and within pushLease the rescuer of
@@ -288,7 +288,7 @@ func (d *Dispatcher) heartbeat(ctx context.Context) {
 // one transaction (group commit).
 func (d *Dispatcher) finisher() {
 	ctx := context.Background()
-	batch := make([]finished, 0, claimBatch)
+	batch := make([]finished, 0, 2*claimBatch)
 	for f := range d.results {
 		batch = append(batch[:0], f)
 	drain:
