@@ -16,7 +16,7 @@ var (
 	qClaimAny = define(onReader, `SELECT 1 FROM tasks
 		WHERE instance_id = ? AND queue = ? AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= ?
 		LIMIT 1`)
-	// qRunningQueue counts a queue's RUNNING tasks through tasks_lease.
+	// qRunningQueue counts a queue's RUNNING tasks through tasks_running.
 	qRunningQueue = define(onWriter, `SELECT count(*) FROM tasks
 		WHERE instance_id = ? AND queue = ? AND state = 'RUNNING'`)
 	// qRunningInstance counts the RUNNING push tasks of an instance.

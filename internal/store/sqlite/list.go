@@ -8,36 +8,45 @@ import (
 	"github.com/errandhq/errand/internal/task"
 )
 
-// listQueries holds the statement of each order, without and with a name
-// filter. Every one walks an index in its order from the cursor on, so a
-// page costs its own rows and never a sort.
-var listQueries = map[store.ListOrder][2]query{}
+// listQueries holds the statement of each state ("" for none), without
+// and with a name filter. Every one walks an index in its order from the
+// cursor on, so a page costs its own rows and never a sort: the state's
+// partial index (tasks_due, tasks_retry, tasks_running, tasks_done), whose
+// predicate the literal state proves, or tasks_created.
+var listQueries = map[task.State][2]query{}
 
 func init() {
-	for _, o := range []store.ListOrder{store.ByRunAt, store.ByFinished, store.ByCreated} {
+	for _, st := range append([]task.State{""}, task.States...) {
 		var q [2]query
 		for i, named := range []bool{false, true} {
-			q[i] = define(onReader, listSQL(o, named))
+			q[i] = define(onReader, listSQL(st, named))
 		}
-		listQueries[o] = q
+		listQueries[st] = q
 	}
 }
 
-// listSQL builds the statement of order o. Its arguments are: instance,
-// queue, [state], [name], pull twice (see pullArgs), the cursor's key and
-// id, the row limit.
-func listSQL(o store.ListOrder, named bool) string {
+// listSQL builds the statement of state st ("" for every state). Its
+// arguments are: instance, queue, [name], pull twice (see pullArgs), the
+// cursor's key and id, the row limit.
+func listSQL(st task.State, named bool) string {
 	var b strings.Builder
-	b.WriteString(`SELECT ` + cols("", taskListCols) + ` FROM tasks WHERE instance_id = ? AND queue = ?`)
-	key, cmp, dir := "sort_at", ">", "ASC"
-	switch o {
+	// The planner, left alone with the statistics of a large queue, may
+	// take tasks_created and sort; each statement names its index.
+	index := map[task.State]string{"": "tasks_created", task.Pending: "tasks_due", task.RetryWait: "tasks_retry",
+		task.Running: "tasks_running", task.Succeeded: "tasks_done", task.Failed: "tasks_done", task.Cancelled: "tasks_done"}[st]
+	if named {
+		index = "tasks_name"
+	}
+	b.WriteString(`SELECT ` + cols("", taskListCols) + ` FROM tasks INDEXED BY ` + index + ` WHERE instance_id = ? AND queue = ?`)
+	key, cmp, dir := "run_at", ">", "ASC"
+	switch store.OrderOf(st) {
 	case store.ByFinished:
-		cmp, dir = "<", "DESC"
+		key, cmp, dir = "finished_at", "<", "DESC"
 	case store.ByCreated:
 		key, cmp, dir = "created_at", "<", "DESC"
 	}
-	if o != store.ByCreated {
-		b.WriteString(` AND state = ?`)
+	if st != "" {
+		b.WriteString(` AND ` + stateTerm(st))
 	}
 	if named {
 		b.WriteString(` AND name = ?`)
@@ -73,9 +82,6 @@ func (s *Store) TaskList(ctx context.Context, p *store.ListParams) (*store.ListP
 		return nil, err
 	}
 	args := []any{p.InstanceID, p.Queue}
-	if o != store.ByCreated {
-		args = append(args, string(p.State))
-	}
 	named := 0
 	if p.Name != "" {
 		named = 1
@@ -83,7 +89,7 @@ func (s *Store) TaskList(ctx context.Context, p *store.ListParams) (*store.ListP
 	}
 	pa, pb := pullArgs(p.Pull)
 	args = append(args, pa, pb, key, id, limit+1)
-	rows, err := s.reader(listQueries[o][named]).QueryContext(ctx, args...)
+	rows, err := s.reader(listQueries[p.State][named]).QueryContext(ctx, args...)
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -100,4 +106,19 @@ func (s *Store) TaskList(ctx context.Context, p *store.ListParams) (*store.ListP
 		page.Tasks = []*task.Task{}
 	}
 	return page, nil
+}
+
+// stateTerm selects the rows of state st so that the planner can use the
+// partial index of st's group: SQLite proves a partial index's predicate
+// only from the same term, so a state in a group is named as in the index
+// too.
+func stateTerm(st task.State) string {
+	term := `state = '` + string(st) + `'`
+	switch st {
+	case task.Pending:
+		return `state IN ('PENDING', 'RETRY_WAIT') AND ` + term
+	case task.Succeeded, task.Failed, task.Cancelled:
+		return `state IN ('SUCCEEDED', 'FAILED', 'CANCELLED') AND ` + term
+	}
+	return term
 }

@@ -12,30 +12,31 @@ import (
 // loops over the queues, a small table, and seeks into a per-queue index, so
 // none needs an index that does not begin with the instance.
 var (
-	// qExpired finds RUNNING tasks whose lease ended through tasks_lease.
+	// qExpired finds RUNNING tasks whose lease ended: per queue, its
+	// RUNNING rows through tasks_running (the work in flight), each row's
+	// expiry read from the row.
 	qExpired = define(onReader, `SELECT `+cols("t", taskCols)+`
 		FROM queues AS q CROSS JOIN tasks AS t
 		WHERE t.instance_id = q.instance_id AND t.queue = q.name
 		  AND t.state = 'RUNNING' AND t.lease_expires_at <= ?
 		LIMIT ?`)
-	// qNextDue takes, per queue, the first entry of tasks_due and of
-	// tasks_lease.
+	// qNextDue takes, per queue, the first entry of tasks_due and the
+	// earliest lease expiry of the RUNNING rows (tasks_running).
 	qNextDue = define(onReader, `SELECT
 		coalesce(min(CASE WHEN q.mode = 'push' AND q.paused = 0 THEN (SELECT t.run_at FROM tasks AS t
 			WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state IN ('PENDING', 'RETRY_WAIT')
 			ORDER BY t.run_at LIMIT 1) END), 0),
-		coalesce(min((SELECT t.lease_expires_at FROM tasks AS t
-			WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state = 'RUNNING'
-			ORDER BY t.lease_expires_at LIMIT 1)), 0)
+		coalesce(min((SELECT min(t.lease_expires_at) FROM tasks AS t
+			WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state = 'RUNNING')), 0)
 		FROM queues AS q`)
 	// qDeleteFinished removes finished tasks past their instance's
-	// retention, walking tasks_state by (state, finishedAt) per queue.
+	// retention, walking tasks_done by (state, finishedAt) per queue.
 	qDeleteFinished = define(onWriter, `DELETE FROM tasks WHERE (instance_id, id) IN (
 		SELECT t.instance_id, t.id
-		FROM instances AS i CROSS JOIN queues AS q CROSS JOIN tasks AS t INDEXED BY tasks_state
+		FROM instances AS i CROSS JOIN queues AS q CROSS JOIN tasks AS t INDEXED BY tasks_done
 		WHERE q.instance_id = i.id AND t.instance_id = q.instance_id AND t.queue = q.name
 		  AND t.state IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
-		  AND t.sort_at < ?1 - i.retention_days * 86400000
+		  AND t.finished_at < ?1 - i.retention_days * 86400000
 		LIMIT ?2)`)
 )
 

@@ -41,7 +41,7 @@ func TestQueryPlans(t *testing.T) {
 	checks := []check{
 		{"claim any", qClaimAny, []any{"i1", "q1", 1000}, true, "tasks_due"},
 		{"claim", qClaimDue, []any{"i1", "q1", 1000, 100}, true, "tasks_due"},
-		{"counts", qQueueCounts, []any{"i1", "q1", 10000}, true, "tasks_state"},
+		{"counts", qQueueCounts, []any{"i1", "q1", 10000}, true, "tasks_done"},
 		{"get", qTaskGet, []any{"i1", "t1"}, true, "(instance_id=? AND id=?)"},
 		{"get many", qTaskGetMany, []any{"i1", `["t1","t2"]`}, true, "(instance_id=? AND id=?)"},
 		{"by name", qTaskByName, []any{"i1", "q1", "n"}, true, "tasks_name"},
@@ -50,28 +50,23 @@ func TestQueryPlans(t *testing.T) {
 		{"claim set", qClaimSetN[10], make([]any, 90), true, "(instance_id=? AND id=?)"},
 		{"purge", qQueuePurge, []any{"i1", "q1"}, true, "tasks_created (instance_id=? AND queue=?)"},
 		{"instance tasks", qInstanceTasks, []any{"i1"}, true, "sqlite_autoindex_tasks_1 (instance_id=?)"},
-		{"expired", qExpired, []any{1000, 100}, true, "tasks_lease"},
+		{"expired", qExpired, []any{1000, 100}, true, "tasks_running"},
 		{"next due", qNextDue, nil, true, "tasks_due"},
-		{"delete finished", qDeleteFinished, []any{1000, 100}, false, "tasks_state (instance_id=? AND queue=? AND state=? AND sort_at<?)"},
+		{"delete finished", qDeleteFinished, []any{1000, 100}, false, "tasks_done (instance_id=? AND queue=? AND state=? AND finished_at<?)"},
 	}
-	for o, qs := range listQueries {
+	for st, qs := range listQueries {
 		for named, q := range qs {
 			args := []any{"i1", "q1"}
-			if o != store.ByCreated {
-				args = append(args, "PENDING")
-				if o == store.ByFinished {
-					args[2] = "SUCCEEDED"
-				}
-			}
 			if named == 1 {
 				args = append(args, "n")
 			}
 			args = append(args, pa, pb, 0, "", 51)
-			index := map[store.ListOrder]string{store.ByRunAt: "tasks_state", store.ByFinished: "tasks_state", store.ByCreated: "tasks_created"}[o]
+			index := map[task.State]string{"": "tasks_created", task.Pending: "tasks_due", task.RetryWait: "tasks_retry",
+				task.Running: "tasks_running", task.Succeeded: "tasks_done", task.Failed: "tasks_done", task.Cancelled: "tasks_done"}[st]
 			if named == 1 {
 				index = "tasks_name"
 			}
-			checks = append(checks, check{fmt.Sprintf("list %c named=%d", o, named), q, args, true, index})
+			checks = append(checks, check{fmt.Sprintf("list %q named=%d", st, named), q, args, true, index})
 		}
 	}
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/errandhq/errand/internal/task"
 )
@@ -29,13 +30,7 @@ var (
 	// A deleted queue is no longer anyone's dead-letter queue.
 	qQueueUnlinkDLQ = define(onWriter, `UPDATE queues SET dead_letter_queue = NULL
 		WHERE instance_id = ? AND dead_letter_queue = ?`)
-	qQueueCounts = define(onReader, `
-		SELECT 'PENDING', count(*) FROM (SELECT 1 FROM tasks WHERE instance_id = ?1 AND queue = ?2 AND state = 'PENDING' LIMIT ?3)
-		UNION ALL SELECT 'RUNNING', count(*) FROM (SELECT 1 FROM tasks WHERE instance_id = ?1 AND queue = ?2 AND state = 'RUNNING' LIMIT ?3)
-		UNION ALL SELECT 'RETRY_WAIT', count(*) FROM (SELECT 1 FROM tasks WHERE instance_id = ?1 AND queue = ?2 AND state = 'RETRY_WAIT' LIMIT ?3)
-		UNION ALL SELECT 'SUCCEEDED', count(*) FROM (SELECT 1 FROM tasks WHERE instance_id = ?1 AND queue = ?2 AND state = 'SUCCEEDED' LIMIT ?3)
-		UNION ALL SELECT 'FAILED', count(*) FROM (SELECT 1 FROM tasks WHERE instance_id = ?1 AND queue = ?2 AND state = 'FAILED' LIMIT ?3)
-		UNION ALL SELECT 'CANCELLED', count(*) FROM (SELECT 1 FROM tasks WHERE instance_id = ?1 AND queue = ?2 AND state = 'CANCELLED' LIMIT ?3)`)
+	qQueueCounts = define(onReader, countsSQL())
 )
 
 func scanQueue(sc scanner) (*task.Queue, error) {
@@ -273,4 +268,15 @@ func (s *Store) QueueCounts(ctx context.Context, instanceID, name string, limit 
 		return nil, interpretError(err)
 	}
 	return out, nil
+}
+
+// countsSQL counts each state's tasks of one queue, up to ?3 each, through
+// the state's partial index.
+func countsSQL() string {
+	var parts []string
+	for _, st := range task.States {
+		parts = append(parts, `SELECT '`+string(st)+`', count(*) FROM (SELECT 1 FROM tasks WHERE instance_id = ?1 AND queue = ?2 AND `+
+			stateTerm(st)+` LIMIT ?3)`)
+	}
+	return strings.Join(parts, "\nUNION ALL ")
 }
