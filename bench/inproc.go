@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,20 @@ const (
 )
 
 func newInprocSystem(o Options, store string) System { return &inprocSystem{o: o, store: store} }
+
+// Supports: the in-process function worker runs burn-down and idle in the
+// default run (the "later the in-process function worker too");
+// steady and backlog, 30 s windows each, only when --systems names it, to
+// keep the full run within its 20 minutes.
+func (s *inprocSystem) Supports(workload string) bool {
+	switch workload {
+	case "burndown", "idle":
+		return true
+	case "steady", "backlog":
+		return slices.Contains(s.o.Named, s.Name())
+	}
+	return false
+}
 
 func (s *inprocSystem) Name() string {
 	if s.store == "sqlite" {

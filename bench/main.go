@@ -30,49 +30,72 @@ type sizes struct {
 	steady               time.Duration
 	backlog              int // backlog: tasks scheduled in the future before the steady window
 	idleSamples          int
-	idleBudget           time.Duration // per idle variant and round
-	idleDefaults         bool          // also run idle with each system's default settings
+	idleBudget           time.Duration  // per idle variant and round
+	idleDefaults         bool           // also run idle with each system's default settings
+	backlogCap           map[string]int // per system, like burnDownCap
+	rounds               map[string]int // per workload, where it differs from defaultRounds
+}
+
+// backlogOf is the backlog size for system name.
+func (sz sizes) backlogOf(name string) int {
+	if c, ok := sz.backlogCap[name]; ok {
+		return min(sz.backlog, c)
+	}
+	return sz.backlog
 }
 
 var (
+	// quickSizes fit the quick run in under 3 minutes on the 2-core machine.
 	quickSizes = sizes{
-		insertN: 100_000, insertBatch: 100,
-		burnDown: 20_000,
+		insertN: 20_000, insertBatch: 100,
+		burnDown: 10_000,
 		burnDownCap: map[string]int{
-			"river-sqlite": 10_000, // ~2,500/s: 20,000 would take 8 s a round
+			"river-sqlite": 3_000, // ~1,500–3,000/s
 		},
-		push:        20_000,
-		steady:      6 * time.Second,
-		backlog:     100_000,
-		idleSamples: 50, idleBudget: 3 * time.Second,
+		push:        10_000,
+		steady:      4 * time.Second,
+		backlog:     30_000,
+		idleSamples: 30, idleBudget: 2 * time.Second,
 		// Default settings poll about once a second: a handful of samples
 		// per round is all 3 minutes allow, so quick runs the tuned settings
 		// only.
 		idleDefaults: false,
+		rounds:       map[string]int{"steady": 1},
 	}
+	// fullSizes fit the full run in under 20 minutes.
 	fullSizes = sizes{
 		insertN: 100_000, insertBatch: 100,
 		burnDown: 1_000_000,
 		burnDownCap: map[string]int{
-			// River's SQLite driver works ~3,300 jobs/s: 1,000,000 would take
-			// 5 minutes a round. 100,000 is the size PEERS.md measured it at.
-			"river-sqlite": 100_000,
-			// Asynq works ~9,000 tasks/s and enqueues ~30,000/s: 1,000,000
-			// would take 2.5 minutes a round.
-			"asynq": 500_000,
-			// errand's pull workers (lease + one ack request per task over
-			// HTTP) work ~6,000/s on SQLite and ~4,000/s on PostgreSQL here:
-			// 1,000,000 would take 3–4 minutes a round. 100,000 is river-sqlite's size.
-			"errand-sqlite": 100_000,
-			"errand-pg":     100_000,
+			// River's SQLite driver works ~1,500–3,300 jobs/s: 1,000,000
+			// would take 5–10 minutes a round.
+			"river-sqlite": 25_000,
+			// Asynq works ~5,000–10,000 tasks/s and enqueues ~30,000/s.
+			"asynq": 100_000,
+			// errand works 10,000–15,000 tasks/s here, and its preload over
+			// HTTP ~30,000/s: 1,000,000 would take 1.5–2 minutes a round.
+			"errand-sqlite":        100_000,
+			"errand-pg":            100_000,
+			"errand-inproc-sqlite": 200_000,
+			"errand-inproc-pg":     200_000,
 		},
-		push:        100_000,
-		steady:      30 * time.Second,
-		backlog:     1_000_000,
-		idleSamples: 200, idleBudget: 15 * time.Second,
+		push:    50_000,
+		steady:  30 * time.Second,
+		backlog: 1_000_000,
+		backlogCap: map[string]int{
+			// River's SQLite driver adds ~12,000 jobs/s: 1,000,000 would
+			// take 80 s before the window.
+			"river-sqlite": 200_000,
+		},
+		idleSamples: 200, idleBudget: 8 * time.Second,
 		idleDefaults: true,
 	}
 )
+
+// defaultRounds is the rounds of every workload but backlog (its 1M
+// preload is the cost; --backlog-rounds) unless sizes.rounds or --rounds
+// says otherwise.
+const defaultRounds = 2
 
 var allWorkloads = []string{"insert", "burndown", "push", "steady", "idle", "backlog"}
 
@@ -117,7 +140,7 @@ func main() {
 		jsonFile   = flag.String("json", "", "also write the results as JSON to `FILE`")
 		systemsArg = flag.String("systems", "", "comma-separated systems to run (default: all): "+strings.Join(systemNames(), ","))
 		workArg    = flag.String("workloads", strings.Join(allWorkloads, ","), "comma-separated workloads to run")
-		rounds     = flag.Int("rounds", 3, "rounds of each workload on each system (backlog: --backlog-rounds)")
+		rounds     = flag.Int("rounds", 0, "rounds of each workload on each system (default: 2, quick steady 1; backlog: --backlog-rounds)")
 		blRounds   = flag.Int("backlog-rounds", 1, "rounds of the backlog workload (its preload is the expensive part)")
 		backlogN   = flag.Int("backlog-n", 0, "override the backlog workload's size (tasks scheduled in the future)")
 		pgURL      = flag.String("pg", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL `URL` of an existing database; fresh databases are created beside it and dropped after each run")
@@ -141,14 +164,8 @@ func main() {
 	if *redisDB == 0 {
 		fatalf("--redis-db 0 refused: the harness flushes the database it uses")
 	}
-	if *rounds < 1 || *blRounds < 1 {
+	if *rounds < 0 || *blRounds < 1 {
 		fatalf("--rounds and --backlog-rounds must be at least 1")
-	}
-	roundsOf := func(workload string) int {
-		if workload == "backlog" {
-			return *blRounds
-		}
-		return *rounds
 	}
 
 	tun, err := parseErrandTuning(defaultErrandTuning, *errandTun)
@@ -158,7 +175,7 @@ func main() {
 	if *rawConc < 1 {
 		fatalf("--raw-concurrency must be at least 1")
 	}
-	opts := Options{PGAdminURL: *pgURL, RedisAddr: *redisAddr, RedisDB: *redisDB, Quick: *quick,
+	opts := Options{PGAdminURL: *pgURL, RedisAddr: *redisAddr, RedisDB: *redisDB, Quick: *quick, Named: splitList(*systemsArg),
 		ErrandBin: *errandBin, ErrandRoot: *errandSrc, ErrandTuning: tun, RawConcurrency: *rawConc}
 	sz := fullSizes
 	if *quick {
@@ -184,6 +201,17 @@ func main() {
 	}
 	if *idleDef {
 		sz.idleDefaults = true
+	}
+	roundsOf := func(workload string) int {
+		switch {
+		case workload == "backlog":
+			return *blRounds
+		case *rounds > 0:
+			return *rounds
+		case sz.rounds[workload] > 0:
+			return sz.rounds[workload]
+		}
+		return defaultRounds
 	}
 
 	var systems []System
@@ -253,10 +281,11 @@ func main() {
 	if *quick {
 		mode = "quick"
 	}
-	roundsText := fmt.Sprintf("%d rounds", *rounds)
-	if slices.Contains(workloads, "backlog") && *blRounds != *rounds {
-		roundsText += fmt.Sprintf(" (backlog %d)", *blRounds)
+	var per []string
+	for _, w := range workloads {
+		per = append(per, fmt.Sprintf("%s %d", w, roundsOf(w)))
 	}
+	roundsText := "rounds: " + strings.Join(per, ", ")
 	logf("bench: %s mode, %s, systems %s, workloads %s", mode, roundsText, names(systems), strings.Join(workloads, ","))
 	start := time.Now()
 
@@ -269,7 +298,7 @@ func main() {
 		}
 		r := &row{system: s.Name(), store: s.Store(), workload: workload, settings: settings}
 		if workload == "backlog" {
-			r.backlog = sz.backlog
+			r.backlog = sz.backlogOf(s.Name())
 		}
 		rows = append(rows, r)
 		return r
@@ -310,11 +339,11 @@ func main() {
 	printTable(os.Stdout, rows)
 	fmt.Printf("\n%s mode, %s, took %s. per second: median of rounds (min–max); p50/p99: over the latencies of all rounds pooled; rss: peak RSS of the worker process, largest round (backlog: of its steady window, after the preload).\n",
 		mode, roundsText, elapsed.Round(time.Second))
-	var per []string
+	var spent []string
 	for i, d := range took {
-		per = append(per, workloads[i]+" "+fmtDuration(d))
+		spent = append(spent, workloads[i]+" "+fmtDuration(d))
 	}
-	fmt.Printf("time per workload: %s\n", strings.Join(per, ", "))
+	fmt.Printf("time per workload: %s\n", strings.Join(spent, ", "))
 	printSettings(os.Stdout, systems, workloads, sz)
 	for _, m := range skipped {
 		fmt.Printf("\n%s\n", m)
@@ -394,12 +423,13 @@ func runOnce(ctx context.Context, s System, workload string, tuned bool, sz size
 		}
 		// The preload is untimed: only logged, with its peak RSS.
 		t0 := time.Now()
-		if err := bl.AddFuture(ctx, sz.backlog); err != nil {
+		nb := sz.backlogOf(s.Name())
+		if err := bl.AddFuture(ctx, nb); err != nil {
 			return res, fmt.Errorf("adding the backlog: %w", err)
 		}
 		d := time.Since(t0)
 		logf("  %s backlog: %s future tasks added in %.1fs (%s/s, untimed), peak rss %.0f MB meanwhile",
-			s.Name(), thousands(float64(sz.backlog)), d.Seconds(), thousands(float64(sz.backlog)/d.Seconds()), workerPeakRSSMB(s))
+			s.Name(), thousands(float64(nb)), d.Seconds(), thousands(float64(nb)/d.Seconds()), workerPeakRSSMB(s))
 		// The figure is the steady window's peak, with the backlog held.
 		resetPeakRSS()
 		if r, ok := s.(RSSResetter); ok {
@@ -434,7 +464,7 @@ func workerPeakRSSMB(s System) float64 {
 func settingsOf(s System, workload string, tuned bool, sz sizes) string {
 	st := s.Settings(workload, tuned)
 	if workload == "backlog" {
-		st = fmt.Sprintf("backlog of %s tasks scheduled %gh ahead; %s", thousands(float64(sz.backlog)), futureDelay.Hours(), st)
+		st = fmt.Sprintf("backlog of %s tasks scheduled %gh ahead; %s", thousands(float64(sz.backlogOf(s.Name()))), futureDelay.Hours(), st)
 	}
 	return st
 }

@@ -174,6 +174,7 @@ type Options struct {
 	RedisAddr  string
 	RedisDB    int
 	Quick      bool
+	Named      []string // the systems --systems named ("" = the default set)
 
 	ErrandBin      string       // a prebuilt errand binary; "" = build ErrandRoot's ./cmd/errand
 	ErrandRoot     string       // the errand repository (default "..", the harness lives in bench/)
