@@ -10,7 +10,7 @@ package main
 // Workloads:
 //   - insert:   arrays of 100 tasks per POST …/queues/{q}/tasks from several
 //     concurrent clients, into a paused push queue.
-//   - burndown: a pull queue: workers lease {count 100, leaseSeconds 60} and
+//   - burndown: a pull queue: workers lease {count 500, leaseSeconds 60} and
 //     ack every task with concurrent requests; done = the last ack answered
 //     (an ack answers after its group commit).
 //   - push:     a paused push queue targeting the loopback webhookReceiver is
@@ -50,7 +50,8 @@ import (
 // errandTuning is the client-side and instance settings of one errand run.
 type errandTuning struct {
 	InsertClients  int // concurrent add callers (insert, preloads, steady producers)
-	LeaseWorkers   int // burndown: workers, each leasing 100 and acking them
+	LeaseWorkers   int // burndown: workers, each leasing LeaseCount and acking them
+	LeaseCount     int // burndown: tasks per lease call (errand allows 1–1,000)
 	AckConcurrency int // burndown: concurrent ack requests per worker (single acks)
 	// BatchAck acks each leased batch in one call of errand's batch ack
 	// (POST …/queues/{q}/ack); 0 sends one ack request per task.
@@ -64,6 +65,7 @@ type errandTuning struct {
 var defaultErrandTuning = errandTuning{
 	InsertClients:  4,
 	LeaseWorkers:   4,
+	LeaseCount:     500,
 	AckConcurrency: 16,
 	BatchAck:       1,
 	MaxInFlight:    1000,
@@ -93,6 +95,8 @@ func parseErrandTuning(t errandTuning, s string) (errandTuning, error) {
 			t.InsertClients = n
 		case "leaseWorkers":
 			t.LeaseWorkers = n
+		case "leaseCount":
+			t.LeaseCount = n
 		case "ackConcurrency":
 			t.AckConcurrency = n
 		case "maxInFlight":
@@ -100,7 +104,7 @@ func parseErrandTuning(t errandTuning, s string) (errandTuning, error) {
 		case "batchAck":
 			t.BatchAck = n
 		default:
-			return t, fmt.Errorf("--errand-tuning: unknown key %q (insertClients, leaseWorkers, ackConcurrency, batchAck, maxInFlight, steadyMode)", k)
+			return t, fmt.Errorf("--errand-tuning: unknown key %q (insertClients, leaseWorkers, leaseCount, ackConcurrency, batchAck, maxInFlight, steadyMode)", k)
 		}
 	}
 	return t, nil
@@ -160,11 +164,11 @@ func (e *errandSystem) Settings(workload string, tuned bool) string {
 		return fmt.Sprintf("%s; POST arrays of 100 from %d concurrent HTTP clients into a paused push queue", e.storeNote(), t.InsertClients)
 	case "burndown":
 		if t.BatchAck > 0 {
-			return fmt.Sprintf("pull queue; preload %d clients × 100; %d workers × lease {count 100, leaseSeconds 60}, each acking its batch in one batch-ack call; done = last ack answered",
-				t.InsertClients, t.LeaseWorkers)
+			return fmt.Sprintf("pull queue; preload %d clients × 100; %d workers × lease {count %d, leaseSeconds 60}, each acking its batch in one batch-ack call; done = last ack answered",
+				t.InsertClients, t.LeaseWorkers, t.LeaseCount)
 		}
-		return fmt.Sprintf("pull queue; preload %d clients × 100; %d workers × lease {count 100, leaseSeconds 60}, each acking with %d concurrent requests; done = last ack answered (acks are group-committed)",
-			t.InsertClients, t.LeaseWorkers, t.AckConcurrency)
+		return fmt.Sprintf("pull queue; preload %d clients × 100; %d workers × lease {count %d, leaseSeconds 60}, each acking with %d concurrent requests; done = last ack answered (acks are group-committed)",
+			t.InsertClients, t.LeaseWorkers, t.LeaseCount, t.AckConcurrency)
 	case "push":
 		return fmt.Sprintf("push queue → loopback webhook receiver in the harness; maxInFlight %d; preload into the paused queue, then PATCH paused=false; done = receiver saw all and the queue's counts show none scheduled/running/retrying", t.MaxInFlight)
 	case "steady":
@@ -719,7 +723,7 @@ func (e *errandSystem) pullWorkers(ctx context.Context, queue string, wait int, 
 		wg.Go(func() {
 			sem := make(chan struct{}, e.tun.AckConcurrency)
 			for !stop() && ctx.Err() == nil {
-				ts, err := e.lease(ctx, queue, 100, wait)
+				ts, err := e.lease(ctx, queue, e.tun.LeaseCount, wait)
 				if err != nil {
 					if ctx.Err() == nil {
 						errs <- err
@@ -1307,3 +1311,6 @@ var (
 	_ Backlogger  = (*errandSystem)(nil)
 	_ RSSResetter = (*errandSystem)(nil)
 )
+
+// idleUntuned: errand has no poll to tune (see untunedIdle).
+func (e *errandSystem) idleUntuned() {}

@@ -399,3 +399,6 @@ func (i *inprocIdle) Pacing() (time.Duration, time.Duration) {
 }
 
 func (i *inprocIdle) Close(ctx context.Context) error { return nil }
+
+// idleUntuned: the dispatcher wakes on the add (see untunedIdle).
+func (s *inprocSystem) idleUntuned() {}

@@ -184,7 +184,7 @@ func (e *Engine) Get(ctx context.Context, instance, id string) (*Task, error) {
 	return publicTask(t), nil
 }
 
-// Lease leases up to count (1–100) due tasks of a pull queue for lease. With
+// Lease leases up to count (1–1,000) due tasks of a pull queue for lease. With
 // wait it waits up to that long (at most 30 s) for a task to come due.
 func (e *Engine) Lease(ctx context.Context, instance, queue string, count int, lease, wait time.Duration) ([]*Task, error) {
 	got, err := e.eng.Lease(ctx, e.org, instance, queue, engine.LeaseParams{
@@ -207,7 +207,7 @@ type Ack struct {
 	Result  json.RawMessage // optional JSON
 }
 
-// AckMany finishes leased tasks of one queue (1–100) in one group commit.
+// AckMany finishes leased tasks of one queue (1–1,000) in one group commit.
 // Each ack stands alone: its error (LEASE_LOST, NOT_FOUND) is in its place
 // and the others are stored.
 func (e *Engine) AckMany(ctx context.Context, instance, queue string, acks []Ack) ([]error, error) {

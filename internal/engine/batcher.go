@@ -10,12 +10,14 @@ import (
 // finishBatcher group-commits attempt outcomes: concurrent callers of finish
 // (pull acks, releases, the rescuer) are written in one TaskFinish, so many
 // acks cost one transaction and one disk flush instead of one each. A caller
-// waits for its own result; a lone caller is written at once.
+// waits for its own result; a lone caller is written at once. Up to writers
+// batches are written at once (the engine's Config.Writers).
 type finishBatcher struct {
-	store store.Store
-	mu    sync.Mutex
-	queue []*finishReq
-	busy  bool
+	store   store.Store
+	writers int
+	mu      sync.Mutex
+	queue   []*finishReq
+	busy    int // batches being written
 }
 
 type finishReq struct {
@@ -40,8 +42,10 @@ func (b *finishBatcher) finishMany(ctx context.Context, fps []*store.FinishParam
 	}
 	b.mu.Lock()
 	b.queue = append(b.queue, reqs...)
-	lead := !b.busy
-	b.busy = true
+	lead := b.busy < max(b.writers, 1)
+	if lead {
+		b.busy++
+	}
 	b.mu.Unlock()
 	if lead {
 		// This caller writes batches until nothing is waiting; callers that
@@ -64,7 +68,7 @@ func (b *finishBatcher) drain(ctx context.Context) {
 		b.mu.Lock()
 		n := min(len(b.queue), maxFinishBatch)
 		if n == 0 {
-			b.busy = false
+			b.busy--
 			b.mu.Unlock()
 			return
 		}

@@ -66,14 +66,16 @@ func newDispatcher(e *Engine, targets deliver.Deliverer) *Dispatcher {
 }
 
 func (d *Dispatcher) run(ctx context.Context) {
-	fin := make(chan struct{})
-	go func() { defer close(fin); d.finisher() }()
+	var fin sync.WaitGroup
+	for range d.e.cfg.Writers {
+		fin.Go(d.finisher)
+	}
 	hb := make(chan struct{})
 	go func() { defer close(hb); d.heartbeat(ctx) }()
 	defer func() {
 		d.wg.Wait() // deliveries end with ctx
 		close(d.results)
-		<-fin
+		fin.Wait()
 		<-hb
 	}()
 	for {
@@ -285,7 +287,7 @@ func (d *Dispatcher) heartbeat(ctx context.Context) {
 }
 
 // finisher stores outcomes in batches: every result waiting is written in
-// one transaction (group commit).
+// one transaction (group commit). Config.Writers finishers run at once.
 func (d *Dispatcher) finisher() {
 	ctx := context.Background()
 	batch := make([]finished, 0, 2*claimBatch)

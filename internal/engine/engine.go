@@ -40,6 +40,11 @@ type Config struct {
 	DatabaseClock bool
 	// Metrics receives the engine's counts (nil: a fresh set).
 	Metrics *metrics.Metrics
+	// Writers is how many outcome batches (push results, pull acks) may be
+	// written at once. Default: 1 on a store with a single writer (SQLite,
+	// where more would only queue), 4 on a shared store (a store.Notifier,
+	// PostgreSQL), whose connections write in parallel.
+	Writers int
 	// Backstop bounds how long a sleeping service waits without a wake-up,
 	// for work that another node wrote (default 1 min; a single node is
 	// always woken by its own writes).
@@ -88,7 +93,14 @@ func New(cfg Config) *Engine {
 	e.cleaner = &Cleaner{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger.With("service", "cleaner"), every: cfg.CleanEvery}
 	e.rescuer = &Rescuer{e: e, log: cfg.Logger.With("service", "rescuer"), backstop: cfg.Backstop}
 	e.dispatcher = newDispatcher(e, cfg.Deliverer)
-	e.finisher = &finishBatcher{store: cfg.Store}
+	if cfg.Writers <= 0 {
+		cfg.Writers = 1
+		if _, ok := cfg.Store.(store.Notifier); ok {
+			cfg.Writers = 4
+		}
+		e.cfg.Writers = cfg.Writers
+	}
+	e.finisher = &finishBatcher{store: cfg.Store, writers: cfg.Writers}
 	if n, ok := cfg.Store.(store.Notifier); ok {
 		e.notify = make(chan struct{}, 1)
 		e.notifier = &notifierService{e: e, n: n, log: cfg.Logger.With("service", "notifier")}

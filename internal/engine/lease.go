@@ -12,7 +12,7 @@ import (
 
 // Lease bounds.
 const (
-	MaxLeaseCount   = 100
+	MaxLeaseCount   = 1000
 	MaxLeaseSeconds = 86400
 	MaxWaitSeconds  = 30
 )

@@ -97,7 +97,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request, c *call) {
 	s.answerTask(w, r, t, err)
 }
 
-// ackMany is errand's batch ack: {"acks": [{id, leaseId, result?}, …]} (1–100)
+// ackMany is errand's batch ack: {"acks": [{id, leaseId, result?}, …]} (1–1,000)
 // → {"results": [{ok, id, code?, message?}, …]} in request order, 200 when
 // at least one was acked, 409 when none was (with error naming the first).
 func (s *Server) ackMany(w http.ResponseWriter, r *http.Request, c *call) {

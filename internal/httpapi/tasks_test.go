@@ -191,7 +191,7 @@ func TestPullLeaseAckExtendRelease(t *testing.T) {
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"thumbs","mode":"pull"}`).want(t, 201, "")
 	b.do("POST", "/v1/tasks/jobs/queues/thumbs/tasks", `[{"payload":{"key":"a"}},{"payload":{"key":"b"}}]`).want(t, 201, "")
 	b.do("POST", "/v1/tasks/jobs/queues/default/lease", `{"count":1}`).want(t, 400, "WRONG_MODE")
-	b.do("POST", "/v1/tasks/jobs/queues/thumbs/lease", `{"count":101}`).want(t, 400, "INVALID_ARGUMENT")
+	b.do("POST", "/v1/tasks/jobs/queues/thumbs/lease", `{"count":1001}`).want(t, 400, "INVALID_ARGUMENT")
 	b.do("POST", "/v1/tasks/jobs/queues/thumbs/lease", `{"leaseSeconds":86401}`).want(t, 400, "INVALID_ARGUMENT")
 	r := b.do("POST", "/v1/tasks/jobs/queues/thumbs/lease", `{"count":10,"leaseSeconds":120}`).want(t, 200, "")
 	l := r.list("tasks")
@@ -307,5 +307,7 @@ func TestBatchAck(t *testing.T) {
 	// None acked: 409 with the first refusal.
 	b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", fmt.Sprintf(`{"acks":[{"id":%q,"leaseId":%q}]}`, id(0), lease(0))).want(t, 409, "LEASE_LOST")
 	b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", `{"acks":[]}`).want(t, 400, "INVALID_ARGUMENT")
+	tooMany := `{"acks":[` + strings.TrimSuffix(strings.Repeat(`{"id":"x","leaseId":"y"},`, 1001), ",") + `]}`
+	b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", tooMany).want(t, 400, "INVALID_ARGUMENT")
 	b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", `{"acks":[{"id":"x"}]}`).want(t, 400, "INVALID_ARGUMENT")
 }
