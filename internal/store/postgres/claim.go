@@ -58,6 +58,9 @@ var (
 	// lock is held in memory only (no row is written to hold it) and ends
 	// with the transaction. The instance's is always taken first.
 	sqlClaimLock = `SELECT pg_advisory_xact_lock($1)`
+	// sqlClaimAsync lets a push claim commit without waiting for the WAL
+	// flush (see TaskClaim).
+	sqlClaimAsync = `SET LOCAL synchronous_commit TO OFF`
 	// sqlClaimAny asks whether a claim would find anything due.
 	sqlClaimAny = `SELECT EXISTS (SELECT 1 FROM tasks
 		WHERE instance_id = $1 AND queue = $2 AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= $3)`
@@ -126,6 +129,17 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 	rate := p.Rate > 0
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
+	// A push claim commits without waiting for its WAL to reach the disk:
+	// nobody is answered on it, and if the server crashes before the flush
+	// the tasks are simply PENDING again and delivered again (at least
+	// once, as after any crash). Its finish, which is answered and waits
+	// for the flush, makes it durable too (the WAL is written in order). A
+	// pull lease is an answer to a worker, and waits.
+	sets := 0
+	if q.Mode == task.ModePush {
+		b.Queue(sqlClaimAsync)
+		sets++
+	}
 	locks := 0
 	if p.InstanceMaxRunning > 0 {
 		b.Queue(sqlClaimLock, claimLockKey(q.InstanceID, ""))
@@ -148,7 +162,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 		}
 		tokens = store.Refill(tokens, at, p.Now, p.Rate, p.Burst)
 		return nil
-	}, locks, rate)
+	}, sets+locks, rate)
 	if err != nil {
 		abort(ctx, conn)
 		return nil, err
@@ -196,10 +210,11 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 }
 
 // claimDue reads the results of a claim's first batch: the BEGIN, the
-// locks, the bucket (read by bucket when rate) and the locked rows.
-func claimDue(br pgx.BatchResults, bucket func(pgx.Row) error, locks int, rate bool) ([]*task.Task, error) {
+// settings and locks (n statements), the bucket (read by bucket when rate)
+// and the locked rows.
+func claimDue(br pgx.BatchResults, bucket func(pgx.Row) error, n int, rate bool) ([]*task.Task, error) {
 	defer br.Close()
-	for range 1 + locks { // BEGIN, then each lock
+	for range 1 + n { // BEGIN, then each setting and lock
 		if _, err := br.Exec(); err != nil {
 			return nil, interpretError(err)
 		}
