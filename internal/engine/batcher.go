@@ -2,9 +2,12 @@ package engine
 
 import (
 	"context"
+	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
 )
 
 // finishBatcher group-commits attempt outcomes: concurrent callers of finish
@@ -14,6 +17,7 @@ import (
 // batches are written at once (the engine's Config.Writers).
 type finishBatcher struct {
 	store   store.Store
+	log     *slog.Logger
 	writers int
 	mu      sync.Mutex
 	queue   []*finishReq
@@ -81,7 +85,7 @@ func (b *finishBatcher) drain(ctx context.Context) {
 		}
 		// The batch is written even if the leading caller gives up: other
 		// callers wait for it.
-		errs, err := b.store.TaskFinish(context.WithoutCancel(ctx), ps)
+		errs, err := storeOutcomes(context.WithoutCancel(ctx), b.store, ps, b.log)
 		for i, r := range batch {
 			if err != nil {
 				r.done <- err
@@ -89,5 +93,34 @@ func (b *finishBatcher) drain(ctx context.Context) {
 				r.done <- errs[i]
 			}
 		}
+	}
+}
+
+// outcomeTries bounds how often storeOutcomes writes one batch.
+const outcomeTries = 8
+
+// storeOutcomes writes ps with TaskFinish, and tries again, pausing 10 ms
+// and doubling (2.5 s in all), when the store answers UNAVAILABLE: a
+// deadlock with a concurrent heartbeat on PostgreSQL, a dropped connection.
+// Giving up on a batch lets its leases run out, and the rescuer then
+// delivers those tasks again, although they were done. A batch whose
+// transaction failed wrote nothing, so writing it again is safe: each row
+// is still fenced on its lease.
+func storeOutcomes(ctx context.Context, st store.Store, ps []*store.FinishParams, log *slog.Logger) ([]error, error) {
+	pause := 10 * time.Millisecond
+	for try := 1; ; try++ {
+		errs, err := st.TaskFinish(ctx, ps)
+		if err == nil || try == outcomeTries || !task.IsCode(err, task.CodeUnavailable) {
+			return errs, err
+		}
+		log.Warn("storing outcomes failed; trying again", "n", len(ps), "try", try, "err", err)
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		pause *= 2
 	}
 }

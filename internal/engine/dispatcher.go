@@ -309,7 +309,7 @@ func (d *Dispatcher) finisher() {
 		for i, f := range batch {
 			ps[i] = f.fp
 		}
-		errs, err := d.e.store.TaskFinish(ctx, ps)
+		errs, err := storeOutcomes(ctx, d.e.store, ps, d.log)
 		if err != nil {
 			d.log.Error("storing outcomes failed; their leases will run out and be retried", "n", len(ps), "err", err)
 			continue

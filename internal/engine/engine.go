@@ -100,7 +100,7 @@ func New(cfg Config) *Engine {
 		}
 		e.cfg.Writers = cfg.Writers
 	}
-	e.finisher = &finishBatcher{store: cfg.Store, writers: cfg.Writers}
+	e.finisher = &finishBatcher{store: cfg.Store, writers: cfg.Writers, log: cfg.Logger.With("service", "finisher")}
 	if n, ok := cfg.Store.(store.Notifier); ok {
 		e.notify = make(chan struct{}, 1)
 		e.notifier = &notifierService{e: e, n: n, log: cfg.Logger.With("service", "notifier")}

@@ -57,8 +57,16 @@ func (r *Rescuer) RunOnce(ctx context.Context) (int, error) {
 			if !t.Pull {
 				o = task.Outcome{Status: task.AttemptTimedOut, Error: "attempt abandoned: its node stopped answering"}
 			}
-			if err := r.e.finish(ctx, t, now, o); err != nil && !task.IsCode(err, task.CodeLeaseLost) {
+			attempt, expired := t.Attempt, t.LeaseExpiresAt
+			switch err := r.e.finish(ctx, t, now, o); {
+			case task.IsCode(err, task.CodeLeaseLost): // its node finished it meanwhile
+			case err != nil:
 				return total, err
+			case !t.Pull:
+				// A push lease runs out only when the node that holds it
+				// stops renewing it: worth an operator's attention.
+				r.log.Warn("push attempt abandoned by its node; retrying", "task", t.ID, "queue", t.Queue,
+					"attempt", attempt, "leaseExpiredAt", expired)
 			}
 			total++
 		}

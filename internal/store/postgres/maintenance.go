@@ -39,10 +39,18 @@ var (
 			ORDER BY t.lease_expires_at LIMIT 1) AS l), 0)`
 	// sqlHeartbeat moves the lease expiry of attempts in flight, each
 	// fenced on its lease and found by its key (see byKey in claim.go). It
-	// changes no indexed column: a HOT update.
+	// changes no indexed column: a HOT update. A row another transaction
+	// holds is skipped, not waited for: it is being finished (its outcome
+	// written, or the rescuer's), and waiting could deadlock with that
+	// multi-row write, which locks the same rows in another order. The next
+	// heartbeat (every 10 s of a 30 s lease) renews whatever it skipped.
 	sqlHeartbeat = `UPDATE tasks AS t SET lease_expires_at = $4
-		FROM ` + unnestSQL(1, "c", []string{"instance_id text", "id text", "lease_id text"}) + `
-		WHERE t.instance_id = c.instance_id AND t.id = c.id AND t.state = (SELECT 'RUNNING') AND t.lease_id = c.lease_id`
+		WHERE t.ctid = ANY (ARRAY(
+			SELECT h.ctid FROM tasks AS h
+			JOIN ` + unnestSQL(1, "c", []string{"instance_id text", "id text", "lease_id text"}) + `
+				ON h.instance_id = c.instance_id AND h.id = c.id
+			WHERE h.state = (SELECT 'RUNNING') AND h.lease_id = c.lease_id
+			FOR UPDATE OF h SKIP LOCKED))`
 	// sqlDeleteFinished removes finished tasks past their instance's
 	// retention, walking tasks_done by (state, finishedAt) per queue. Rows
 	// another node is deleting at the same time are skipped. The rows

@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+	"github.com/errandhq/errand/internal/testkit/stores"
+)
+
+// flakyFinish fails TaskFinish with err the first n times.
+type flakyFinish struct {
+	store.Store
+	n     int
+	err   error
+	calls int
+}
+
+func (f *flakyFinish) TaskFinish(ctx context.Context, ps []*store.FinishParams) ([]error, error) {
+	f.calls++
+	if f.calls <= f.n {
+		return nil, f.err
+	}
+	return f.Store.TaskFinish(ctx, ps)
+}
+
+// TestStoreOutcomesTriesAgain: a batch the store answered UNAVAILABLE (a
+// deadlock, a dropped connection) is written again, not dropped, since a
+// dropped batch's tasks would be delivered again when their leases run out;
+// any other error is returned at once, and the tries are bounded.
+func TestStoreOutcomesTriesAgain(t *testing.T) {
+	st := stores.Open(t, "sqlite")
+	defer st.Close()
+	ctx := context.Background()
+	inst := &task.Instance{ID: "i1", Org: "o", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}
+	if err := st.InstanceCreate(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	q := task.NewQueue("i1", "q", task.ModePull)
+	if err := st.QueueCreate(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := task.NewTask(q, task.AddInput{}, 1, task.URLRules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.ID = "t1"
+	if _, err := st.TaskAdd(ctx, []*task.Task{tk}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := st.TaskClaim(ctx, &store.ClaimParams{Queue: q, Now: 2, Limit: 1, LeaseMs: 60_000, NewLeaseID: func() string { return "l1" }})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %v %v", claimed, err)
+	}
+	c := claimed[0]
+	if _, err := c.Finish(q, 3, task.Outcome{Status: task.AttemptSucceeded}); err != nil {
+		t.Fatal(err)
+	}
+	ps := []*store.FinishParams{{Task: c, LeaseID: "l1"}}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	other := &flakyFinish{Store: st, n: 1, err: task.Errorf(task.CodeInternal, "broken")}
+	if _, err := storeOutcomes(ctx, other, ps, quiet); !task.IsCode(err, task.CodeInternal) || other.calls != 1 {
+		t.Fatalf("INTERNAL: err %v after %d calls; want it at once", err, other.calls)
+	}
+	down := &flakyFinish{Store: st, n: outcomeTries, err: task.Errorf(task.CodeUnavailable, "down")}
+	if _, err := storeOutcomes(ctx, down, ps, quiet); !task.IsCode(err, task.CodeUnavailable) || down.calls != outcomeTries {
+		t.Fatalf("always UNAVAILABLE: err %v after %d calls; want %d tries", err, down.calls, outcomeTries)
+	}
+	flaky := &flakyFinish{Store: st, n: 2, err: task.Errorf(task.CodeUnavailable, "deadlock detected")}
+	errs, err := storeOutcomes(ctx, flaky, ps, quiet)
+	if err != nil || errs[0] != nil || flaky.calls != 3 {
+		t.Fatalf("UNAVAILABLE twice: %v %v after %d calls; want stored on the third", errs, err, flaky.calls)
+	}
+	got, err := st.TaskGet(ctx, "i1", "t1")
+	if err != nil || got.State != task.Succeeded {
+		t.Fatalf("stored: %v %v", got, err)
+	}
+}
