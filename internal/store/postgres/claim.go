@@ -61,9 +61,15 @@ var (
 	// sqlClaimAsync lets a push claim commit without waiting for the WAL
 	// flush (see TaskClaim).
 	sqlClaimAsync = `SET LOCAL synchronous_commit TO OFF`
-	// sqlClaimAny asks whether a claim would find anything due.
-	sqlClaimAny = `SELECT EXISTS (SELECT 1 FROM tasks
-		WHERE instance_id = $1 AND queue = $2 AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= $3)`
+	// sqlClaimAny asks whether a claim would find anything due: it takes
+	// the queue's earliest waiting task from tasks_due (in run_at order, so
+	// a backlog of future tasks is never read) and compares its run_at.
+	// Written as EXISTS over the filter, the planner took a sequential
+	// scan expecting a due row early: with a million future tasks ahead of
+	// the due ones it read them all on every dispatcher pass.
+	sqlClaimAny = `SELECT coalesce((SELECT run_at <= $3 FROM tasks
+		WHERE instance_id = $1 AND queue = $2 AND state IN ('PENDING', 'RETRY_WAIT')
+		ORDER BY run_at LIMIT 1), false)`
 	// sqlBucketGet reads the queue's bucket, under the queue's lock.
 	sqlBucketGet = `SELECT rate_tokens, rate_at FROM queues WHERE instance_id = $1 AND name = $2`
 	// sqlBucketSet stores what the claim left in the bucket.

@@ -267,6 +267,7 @@ func TestQueryPlans(t *testing.T) {
 		{"expired", sqlExpired, []any{planNow, 500}, []string{"tasks_running"}, false},
 		{"next due", sqlNextDue, nil, []string{"tasks_due", "tasks_running"}, false},
 		{"delete finished", sqlDeleteFinished, []any{planNow + 30*86_400_000, 1000}, []string{"tasks_done"}, false},
+		{"claim any", sqlClaimAny, []any{"inst-0", "q0", planNow}, []string{"tasks_due"}, true},
 	}
 	for _, l := range []struct {
 		st     task.State
