@@ -259,17 +259,9 @@ func (e *errandSystem) Setup(ctx context.Context) error {
 	case "sqlite":
 		e.storeURL = "sqlite://" + filepath.Join(e.dir, "errand.db")
 	case "postgres":
-		e.dbName = fmt.Sprintf("bench_errand_%d", os.Getpid())
-		if err := pgAdmin(ctx, e.o.PGAdminURL, "DROP DATABASE IF EXISTS "+e.dbName+" WITH (FORCE)", "CREATE DATABASE "+e.dbName); err != nil {
-			e.dbName = ""
+		if e.dbName, e.storeURL, err = freshDatabase(ctx, e.o.PGAdminURL, "bench_errand"); err != nil {
 			return err
 		}
-		u, err := url.Parse(e.o.PGAdminURL)
-		if err != nil {
-			return err
-		}
-		u.Path = "/" + e.dbName
-		e.storeURL = u.String()
 	}
 
 	// The key: the one line `errand keys create` prints on stdout.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -101,17 +100,9 @@ func (s *inprocSystem) Setup(ctx context.Context) error {
 	}
 	storeURL := "sqlite://" + filepath.Join(s.dir, "errand.db")
 	if s.store == "postgres" {
-		s.dbName = fmt.Sprintf("bench_inproc_%d", os.Getpid())
-		if err := pgAdmin(ctx, s.o.PGAdminURL, "DROP DATABASE IF EXISTS "+s.dbName+" WITH (FORCE)", "CREATE DATABASE "+s.dbName); err != nil {
-			s.dbName = ""
+		if s.dbName, storeURL, err = freshDatabase(ctx, s.o.PGAdminURL, "bench_inproc"); err != nil {
 			return err
 		}
-		u, err := url.Parse(s.o.PGAdminURL)
-		if err != nil {
-			return err
-		}
-		u.Path = "/" + s.dbName
-		storeURL = u.String()
 	}
 	s.e, err = embedded.Open(ctx, embedded.Options{
 		Store: storeURL, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -236,19 +227,20 @@ func (s *inprocSystem) Insert(ctx context.Context, n, batch int) (time.Duration,
 	return d, s.expectScheduled(ctx, "insert", n)
 }
 
-// settled waits until the queue has nothing scheduled, running or retrying.
-func (s *inprocSystem) settled(ctx context.Context, queue string, timeout time.Duration) (time.Time, error) {
+// settled waits until the queue has nothing running or retrying and only
+// its future tasks scheduled (errand's counts stop at 10,000).
+func (s *inprocSystem) settled(ctx context.Context, queue string, future int, timeout time.Duration) (time.Time, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		q, err := s.e.Queue(ctx, inprocInstance, queue)
 		if err != nil {
 			return time.Time{}, err
 		}
-		if q.Counts["scheduled"]+q.Counts["running"]+q.Counts["retrying"] == 0 {
+		if q.Counts["running"]+q.Counts["retrying"] == 0 && q.Counts["scheduled"] == min(future, 10_000) {
 			return time.Now(), nil
 		}
 		if time.Now().After(deadline) {
-			return time.Time{}, fmt.Errorf("queue %s not settled: %v", queue, q.Counts)
+			return time.Time{}, fmt.Errorf("queue %s not settled: %v (future %d)", queue, q.Counts, future)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
@@ -271,7 +263,7 @@ func (s *inprocSystem) BurnDown(ctx context.Context, n int) (time.Duration, erro
 	if err := waitCount(ctx, &s.p.finished, int64(n), 15*time.Minute); err != nil {
 		return 0, fmt.Errorf("%w (%d of %d worked)", err, s.p.finished.Load(), n)
 	}
-	end, err := s.settled(ctx, "burn", time.Minute)
+	end, err := s.settled(ctx, "burn", 0, time.Minute)
 	if err != nil {
 		return 0, err
 	}
@@ -352,28 +344,10 @@ func (s *inprocSystem) Steady(ctx context.Context, d time.Duration, maxBacklog i
 		return SteadyResult{}, ctx.Err()
 	}
 	// Untimed: the steady tasks drain and the future ones are untouched.
-	if _, err := s.settledBut(ctx, s.future, time.Minute); err != nil {
+	if _, err := s.settled(ctx, inprocSteadyQueue, s.future, time.Minute); err != nil {
 		return SteadyResult{}, fmt.Errorf("after the window: %w", err)
 	}
 	return SteadyResult{Worked: int(worked), Elapsed: elapsed, Latency: p.latencies()}, nil
-}
-
-// settledBut waits until the steady queue holds only its future tasks.
-func (s *inprocSystem) settledBut(ctx context.Context, future int, timeout time.Duration) (time.Time, error) {
-	deadline := time.Now().Add(timeout)
-	for {
-		q, err := s.e.Queue(ctx, inprocInstance, inprocSteadyQueue)
-		if err != nil {
-			return time.Time{}, err
-		}
-		if q.Counts["running"]+q.Counts["retrying"] == 0 && q.Counts["scheduled"] == min(future, 10_000) {
-			return time.Now(), nil
-		}
-		if time.Now().After(deadline) {
-			return time.Time{}, fmt.Errorf("steady queue not settled: %v (future %d)", q.Counts, future)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 type inprocIdle struct{ s *inprocSystem }

@@ -430,16 +430,12 @@ func newRiverPG(o Options) System {
 		dbName string
 	)
 	s.open = func(ctx context.Context) (riverdriver.Driver[pgx.Tx], error) {
-		dbName = fmt.Sprintf("bench_river_%d", os.Getpid())
-		if err := pgAdmin(ctx, o.PGAdminURL, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)", "CREATE DATABASE "+dbName); err != nil {
+		var dbURL string
+		var err error
+		if dbName, dbURL, err = freshDatabase(ctx, o.PGAdminURL, "bench_river"); err != nil {
 			return nil, err
 		}
-		u, err := url.Parse(o.PGAdminURL)
-		if err != nil {
-			return nil, err
-		}
-		u.Path = "/" + dbName
-		pool, err = pgxpool.New(ctx, u.String())
+		pool, err = pgxpool.New(ctx, dbURL)
 		if err != nil {
 			return nil, err
 		}
@@ -457,6 +453,21 @@ func newRiverPG(o Options) System {
 		return pgAdmin(ctx, o.PGAdminURL, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)")
 	}
 	return s
+}
+
+// freshDatabase (re)creates the database prefix_<pid> beside the one of
+// adminURL and returns its name and URL; the caller drops it (pgAdmin).
+func freshDatabase(ctx context.Context, adminURL, prefix string) (name, dbURL string, err error) {
+	name = fmt.Sprintf("%s_%d", prefix, os.Getpid())
+	if err := pgAdmin(ctx, adminURL, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)", "CREATE DATABASE "+name); err != nil {
+		return "", "", err
+	}
+	u, err := url.Parse(adminURL)
+	if err != nil {
+		return "", "", err
+	}
+	u.Path = "/" + name
+	return name, u.String(), nil
 }
 
 // pgAdmin runs statements on the admin database (CREATE/DROP DATABASE).
