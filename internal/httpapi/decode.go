@@ -127,35 +127,3 @@ func queryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
 	}
 	return n, nil
 }
-
-// Nullable is a JSON field that tells "absent" from "null": Set is true when
-// the field was present, Null when its value was null.
-type Nullable[T any] struct {
-	Set   bool
-	Null  bool
-	Value T
-}
-
-// UnmarshalJSON records presence and nullness.
-func (n *Nullable[T]) UnmarshalJSON(b []byte) error {
-	n.Set = true
-	if string(b) == "null" {
-		n.Null = true
-		return nil
-	}
-	return json.Unmarshal(b, &n.Value)
-}
-
-// ptrPtr turns a Nullable into the double pointer of a patch: nil when
-// absent, a pointer to nil when null.
-func ptrPtr[T any](n Nullable[T]) **T {
-	if !n.Set {
-		return nil
-	}
-	var p *T
-	if !n.Null {
-		v := n.Value
-		p = &v
-	}
-	return &p
-}

@@ -5,50 +5,13 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/task"
 )
 
-// statusOf is THE table from error code to HTTP status.
-var statusOf = map[task.Code]int{
-	task.CodeInvalidArgument:       http.StatusBadRequest,
-	task.CodeNotFound:              http.StatusNotFound,
-	task.CodeTaskExists:            http.StatusConflict,
-	task.CodeQueueExists:           http.StatusConflict,
-	task.CodeInstanceExists:        http.StatusConflict,
-	task.CodeNoTarget:              http.StatusBadRequest,
-	task.CodeLeaseLost:             http.StatusConflict,
-	task.CodePayloadTooLarge:       http.StatusBadRequest,
-	task.CodeNotCancellable:        http.StatusBadRequest,
-	task.CodeRunningNotCancellable: http.StatusBadRequest,
-	task.CodeNotRetryable:          http.StatusBadRequest,
-	task.CodeNotRunnable:           http.StatusBadRequest,
-	task.CodeConfirmRequired:       http.StatusBadRequest,
-	task.CodeDepthExceeded:         http.StatusBadRequest,
-	task.CodeWrongMode:             http.StatusBadRequest,
-	task.CodeUnauthenticated:       http.StatusUnauthorized,
-	task.CodePermissionDenied:      http.StatusForbidden,
-	task.CodeRateLimited:           http.StatusTooManyRequests,
-	task.CodeUnavailable:           http.StatusServiceUnavailable,
-	task.CodeInternal:              http.StatusInternalServerError,
-}
-
-// StatusOf returns the HTTP status for a code (500 for an unknown one).
-func StatusOf(c task.Code) int {
-	if s, ok := statusOf[c]; ok {
-		return s
-	}
-	return http.StatusInternalServerError
-}
-
-// errorBody is the v1 error shape.
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    task.Code `json:"code"`
-	Message string    `json:"message"`
-}
+// StatusOf returns the HTTP status for a code (500 for an unknown one):
+// the one table, errandapi's, that the client SDK reads back.
+func StatusOf(c task.Code) int { return errandapi.StatusOf(c) }
 
 // writeError answers err in the v1 shape. Errors without a code are logged
 // and answered 500 without their text.
@@ -62,5 +25,5 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		te = task.Errorf(task.CodeInternal, "internal error")
 	}
-	writeJSON(w, StatusOf(te.Code), errorBody{Error: errorDetail{Code: te.Code, Message: te.Message}})
+	writeJSON(w, StatusOf(te.Code), errandapi.ErrorResponse{Error: errandapi.ErrorDetail{Code: te.Code, Message: te.Message}})
 }

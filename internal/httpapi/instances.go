@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -13,19 +14,17 @@ func (s *Server) listInstances(w http.ResponseWriter, r *http.Request, c *call) 
 		s.writeError(w, r, err)
 		return
 	}
-	out := []instanceJSON{}
+	out := errandapi.InstanceList{Instances: []errandapi.Instance{}}
 	for _, in := range insts {
 		if c.p.Allows(in.Name, auth.RoleRead) {
-			out = append(out, instanceJSON{Name: in.Name, CreatedAt: in.CreatedAt})
+			out.Instances = append(out.Instances, toInstanceJSON(in))
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"instances": out})
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) createInstance(w http.ResponseWriter, r *http.Request, c *call) {
-	var body struct {
-		Name string `json:"name"`
-	}
+	var body errandapi.InstanceRequest
 	if err := decodeBody(r, &body); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -43,7 +42,7 @@ func (s *Server) createInstance(w http.ResponseWriter, r *http.Request, c *call)
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"instance": instanceJSON{Name: inst.Name, CreatedAt: inst.CreatedAt}})
+	writeJSON(w, http.StatusCreated, errandapi.InstanceResponse{Instance: toInstanceJSON(inst)})
 }
 
 func (s *Server) deleteInstance(w http.ResponseWriter, r *http.Request, c *call) {
@@ -56,7 +55,7 @@ func (s *Server) deleteInstance(w http.ResponseWriter, r *http.Request, c *call)
 		return
 	}
 	s.limits.forget(c.p.Org, c.instance)
-	writeJSON(w, http.StatusOK, map[string]any{"pending": false})
+	writeJSON(w, http.StatusOK, errandapi.InstanceDeleteResponse{Pending: false})
 }
 
 func (s *Server) getSettings(w http.ResponseWriter, r *http.Request, c *call) {
@@ -65,24 +64,24 @@ func (s *Server) getSettings(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"settings": toSettingsJSON(inst.Settings)})
+	writeJSON(w, http.StatusOK, toSettingsJSON(inst.Settings))
 }
 
 func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request, c *call) {
-	var body settingsBody
+	var body errandapi.SettingsRequest
 	if err := decodeBody(r, &body); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	inst, err := s.eng.SettingsUpdate(r.Context(), c.p.Org, c.instance, &task.SettingsPatch{
-		RetentionDays: body.RetentionDays, RateLimit: ptrPtr(body.RateLimit), MaxInFlight: body.MaxInFlight,
+		RetentionDays: body.RetentionDays, RateLimit: body.RateLimit.Ptr(), MaxInFlight: body.MaxInFlight,
 	})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	s.limits.set(c.p.Org, c.instance, inst.Settings.RateLimit, s.eng.Clock().Now())
-	writeJSON(w, http.StatusOK, map[string]any{"settings": toSettingsJSON(inst.Settings)})
+	writeJSON(w, http.StatusOK, toSettingsJSON(inst.Settings))
 }
 
 func (s *Server) revealWebhookKey(w http.ResponseWriter, r *http.Request, c *call) {
@@ -91,7 +90,7 @@ func (s *Server) revealWebhookKey(w http.ResponseWriter, r *http.Request, c *cal
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"webhookKey": inst.WebhookKey})
+	writeJSON(w, http.StatusOK, errandapi.WebhookKeyResponse{WebhookKey: inst.WebhookKey})
 }
 
 func (s *Server) rotateWebhookKey(w http.ResponseWriter, r *http.Request, c *call) {
@@ -100,5 +99,5 @@ func (s *Server) rotateWebhookKey(w http.ResponseWriter, r *http.Request, c *cal
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"webhookKey": inst.WebhookKey})
+	writeJSON(w, http.StatusOK, errandapi.WebhookKeyResponse{WebhookKey: inst.WebhookKey})
 }

@@ -2,10 +2,10 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strconv"
 
+	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -13,11 +13,7 @@ import (
 type contextT = context.Context
 
 func (s *Server) lease(w http.ResponseWriter, r *http.Request, c *call) {
-	body := struct {
-		Count        *int `json:"count"`
-		LeaseSeconds *int `json:"leaseSeconds"`
-		WaitSeconds  int  `json:"waitSeconds"`
-	}{}
+	var body errandapi.LeaseRequest
 	if err := decodeBody(r, &body); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -34,18 +30,15 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := make([]leasedJSON, len(ts))
+	out := errandapi.LeaseResponse{Tasks: make([]errandapi.LeasedTask, len(ts))}
 	for i, t := range ts {
-		out[i] = toLeasedJSON(t)
+		out.Tasks[i] = toLeasedJSON(t)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tasks": out})
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) ack(w http.ResponseWriter, r *http.Request, c *call) {
-	body := struct {
-		LeaseID string          `json:"leaseId"`
-		Result  json.RawMessage `json:"result"`
-	}{}
+	var body errandapi.AckRequest
 	if err := decodeBody(r, &body); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -59,10 +52,7 @@ func (s *Server) ack(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) extend(w http.ResponseWriter, r *http.Request, c *call) {
-	body := struct {
-		LeaseID      string `json:"leaseId"`
-		LeaseSeconds *int   `json:"leaseSeconds"`
-	}{}
+	var body errandapi.ExtendRequest
 	if err := decodeBody(r, &body); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -80,11 +70,7 @@ func (s *Server) extend(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) release(w http.ResponseWriter, r *http.Request, c *call) {
-	body := struct {
-		LeaseID      string  `json:"leaseId"`
-		Error        string  `json:"error"`
-		DelaySeconds float64 `json:"delaySeconds"`
-	}{}
+	var body errandapi.ReleaseRequest
 	if err := decodeBody(r, &body); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -101,13 +87,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request, c *call) {
 // → {"results": [{ok, id, code?, message?}, …]} in request order, 200 when
 // at least one was acked, 409 when none was (with error naming the first).
 func (s *Server) ackMany(w http.ResponseWriter, r *http.Request, c *call) {
-	var body struct {
-		Acks []struct {
-			ID      string          `json:"id"`
-			LeaseID string          `json:"leaseId"`
-			Result  json.RawMessage `json:"result"`
-		} `json:"acks"`
-	}
+	var body errandapi.BatchAckRequest
 	if err := decodeBody(r, &body); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -125,17 +105,11 @@ func (s *Server) ackMany(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
-	type result struct {
-		OK      bool      `json:"ok"`
-		ID      string    `json:"id"`
-		Code    task.Code `json:"code,omitempty"`
-		Message string    `json:"message,omitempty"`
-	}
-	out := make([]result, len(errs))
+	out := errandapi.BatchAckResponse{Results: make([]errandapi.BatchAckResult, len(errs))}
 	acked := 0
 	var first *task.Error
 	for i, e := range errs {
-		out[i] = result{OK: e == nil, ID: in[i].ID}
+		out.Results[i] = errandapi.BatchAckResult{OK: e == nil, ID: in[i].ID}
 		if e == nil {
 			acked++
 			continue
@@ -145,14 +119,15 @@ func (s *Server) ackMany(w http.ResponseWriter, r *http.Request, c *call) {
 			s.writeError(w, r, e)
 			return
 		}
-		out[i].Code, out[i].Message = te.Code, te.Message
+		out.Results[i].Code, out.Results[i].Message = te.Code, te.Message
 		if first == nil {
 			first = te
 		}
 	}
 	if acked == 0 {
-		writeJSON(w, http.StatusConflict, map[string]any{"results": out, "error": errorDetail{Code: first.Code, Message: first.Message}})
+		out.Error = &errandapi.ErrorDetail{Code: first.Code, Message: first.Message}
+		writeJSON(w, http.StatusConflict, out)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"results": out})
+	writeJSON(w, http.StatusOK, out)
 }

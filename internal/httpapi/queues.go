@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -12,15 +13,15 @@ func (s *Server) listQueues(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := make([]*queueJSON, 0, len(views))
+	out := errandapi.QueueList{Queues: make([]errandapi.Queue, 0, len(views))}
 	for _, v := range views {
-		out = append(out, toQueueJSON(v.Queue, v.Counts))
+		out.Queues = append(out.Queues, *toQueueJSON(v.Queue, v.Counts))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"queues": out})
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) createQueue(w http.ResponseWriter, r *http.Request, c *call) {
-	var body queueBody
+	var body errandapi.QueueRequest
 	if err := decodeBody(r, &body); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -29,12 +30,12 @@ func (s *Server) createQueue(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "name", "is required"))
 		return
 	}
-	q, err := s.eng.QueueCreate(r.Context(), c.p.Org, c.instance, *body.Name, body.patch())
+	q, err := s.eng.QueueCreate(r.Context(), c.p.Org, c.instance, *body.Name, queuePatch(&body))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"queue": toQueueJSON(q, nil)})
+	writeJSON(w, http.StatusCreated, errandapi.QueueResponse{Queue: toQueueJSON(q, nil)})
 }
 
 func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, c *call) {
@@ -43,11 +44,11 @@ func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"queue": toQueueJSON(v.Queue, v.Counts)})
+	writeJSON(w, http.StatusOK, errandapi.QueueResponse{Queue: toQueueJSON(v.Queue, v.Counts)})
 }
 
 func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request, c *call) {
-	var body queueBody
+	var body errandapi.QueueRequest
 	if err := decodeBody(r, &body); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -56,12 +57,12 @@ func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "name", "a queue cannot be renamed"))
 		return
 	}
-	q, err := s.eng.QueuePatch(r.Context(), c.p.Org, c.instance, r.PathValue("queue"), body.patch())
+	q, err := s.eng.QueuePatch(r.Context(), c.p.Org, c.instance, r.PathValue("queue"), queuePatch(&body))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"queue": toQueueJSON(q, nil)})
+	writeJSON(w, http.StatusOK, errandapi.QueueResponse{Queue: toQueueJSON(q, nil)})
 }
 
 func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request, c *call) {
@@ -74,7 +75,7 @@ func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"pending": false, "deleted": n})
+	writeJSON(w, http.StatusOK, errandapi.DeleteResponse{Deleted: n})
 }
 
 func (s *Server) purgeQueue(w http.ResponseWriter, r *http.Request, c *call) {
@@ -87,5 +88,5 @@ func (s *Server) purgeQueue(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"pending": false, "deleted": n})
+	writeJSON(w, http.StatusOK, errandapi.DeleteResponse{Deleted: n})
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -41,12 +42,11 @@ func parseAdd(raw []byte) ([]task.AddInput, error) {
 	}
 	ins := make([]task.AddInput, len(items))
 	for i, item := range items {
-		var b addTaskBody
+		var b errandapi.NewTask
 		if err := decodeStrict(item, &b, prefix(i)); err != nil {
 			return nil, err
 		}
-		ins[i] = task.AddInput{Name: b.Name, Payload: b.Payload, Params: b.Params, Target: b.Target,
-			Delay: b.Delay, RunAt: b.RunAt, DeadlineSeconds: b.DeadlineSeconds, Source: task.SourceAPI}
+		ins[i] = addInput(&b)
 	}
 	return ins, nil
 }
@@ -67,25 +67,12 @@ func (s *Server) addTasks(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := make([]addResultJSON, len(res))
-	added := 0
-	var first *task.Error
-	for i, x := range res {
-		if x.Err != nil {
-			out[i] = addResultJSON{OK: false, Code: x.Err.Code, ID: x.Err.ID, Name: strPtr(ins[i].Name), Message: x.Err.Message}
-			if first == nil {
-				first = x.Err
-			}
-			continue
-		}
-		added++
-		out[i] = addResultJSON{OK: true, ID: x.Task.ID, Name: strPtr(x.Task.Name), State: x.Task.State.V1(x.Task.Pull), RunAt: x.Task.RunAt}
-	}
+	out, added := addAnswer(ins, res)
 	if added == 0 {
-		writeJSON(w, http.StatusConflict, map[string]any{"tasks": out, "error": errorDetail{Code: first.Code, Message: first.Message}})
+		writeJSON(w, http.StatusConflict, out)
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"tasks": out})
+	writeJSON(w, http.StatusCreated, out)
 }
 
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, c *call) {
@@ -110,15 +97,14 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := make([]*taskJSON, len(page.Tasks))
+	out := errandapi.TaskPage{Tasks: make([]errandapi.Task, len(page.Tasks))}
 	for i, t := range page.Tasks {
-		out[i] = toTaskJSON(t, false)
+		out.Tasks[i] = *toTaskJSON(t, false)
 	}
-	var cursor *string
 	if page.Cursor != "" {
-		cursor = &page.Cursor
+		out.Cursor = &page.Cursor
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tasks": out, "cursor": cursor})
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request, c *call) {
@@ -154,5 +140,5 @@ func (s *Server) answerTask(w http.ResponseWriter, r *http.Request, t *task.Task
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"task": toTaskJSON(t, true)})
+	writeJSON(w, http.StatusOK, taskAnswer(t))
 }

@@ -3,44 +3,15 @@ package httpapi
 import (
 	"encoding/json"
 
+	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/task"
 )
 
-// The v1 JSON shapes. Times are epoch milliseconds; absent values are null.
-
-type taskJSON struct {
-	ID              string          `json:"id"`
-	Queue           string          `json:"queue"`
-	Name            *string         `json:"name"`
-	State           string          `json:"state"`
-	Attempt         int             `json:"attempt"`
-	MaxAttempts     int             `json:"maxAttempts"`
-	RunAt           int64           `json:"runAt"`
-	CreatedAt       int64           `json:"createdAt"`
-	DeadlineAt      *int64          `json:"deadlineAt"`
-	FinishedAt      *int64          `json:"finishedAt"`
-	LeaseExpiresAt  *int64          `json:"leaseExpiresAt,omitempty"`
-	Source          string          `json:"source"`
-	Depth           int             `json:"depth"`
-	Params          json.RawMessage `json:"params"`
-	DeadLetterOf    *string         `json:"deadLetterOf"`
-	Target          *task.Target    `json:"target"`
-	DeadlineSeconds *int            `json:"deadlineSeconds,omitempty"`
-	Payload         json.RawMessage `json:"payload,omitempty"`
-	Result          json.RawMessage `json:"result,omitempty"`
-	LastError       *string         `json:"lastError"`
-	Attempts        []attemptJSON   `json:"attempts,omitempty"`
-}
-
-type attemptJSON struct {
-	Attempt    int     `json:"attempt"`
-	Status     string  `json:"status"`
-	StartedAt  int64   `json:"startedAt"`
-	EndedAt    *int64  `json:"endedAt"`
-	HTTPStatus *int    `json:"httpStatus"`
-	Error      *string `json:"error"`
-}
+// The v1 JSON shapes are errandapi's, shared with the client SDK so the two
+// cannot drift; this file turns the domain's values into them and their
+// requests into the domain's. Times are epoch milliseconds; absent values
+// are null.
 
 func strPtr(s string) *string {
 	if s == "" {
@@ -63,15 +34,33 @@ func intPtr(v int) *int {
 	return &v
 }
 
+func v1State(t *task.Task) errandapi.State { return errandapi.State(t.State.V1(t.Pull)) }
+
+// toTarget is the domain's target in the contract's shape.
+func toTarget(t *task.Target) *errandapi.Target {
+	if t == nil {
+		return nil
+	}
+	return &errandapi.Target{Webhook: t.Webhook, Function: t.Function, Channel: t.Channel}
+}
+
+// fromTarget is a request's target in the domain's shape.
+func fromTarget(t *errandapi.Target) *task.Target {
+	if t == nil {
+		return nil
+	}
+	return &task.Target{Webhook: t.Webhook, Function: t.Function, Channel: t.Channel}
+}
+
 // toTaskJSON renders t; full adds payload, result and every attempt (the
 // one in flight included).
-func toTaskJSON(t *task.Task, full bool) *taskJSON {
-	j := &taskJSON{
-		ID: t.ID, Queue: t.Queue, Name: strPtr(t.Name), State: t.State.V1(t.Pull),
+func toTaskJSON(t *task.Task, full bool) *errandapi.Task {
+	j := &errandapi.Task{
+		ID: t.ID, Queue: t.Queue, Name: strPtr(t.Name), State: v1State(t),
 		Attempt: t.Attempt, MaxAttempts: t.MaxAttempts, RunAt: t.RunAt, CreatedAt: t.CreatedAt,
 		DeadlineAt: msPtr(t.DeadlineAt), FinishedAt: msPtr(t.FinishedAt),
 		Source: t.Source, Depth: t.Depth, Params: t.Params, DeadLetterOf: strPtr(t.DeadLetterOf),
-		Target: t.Target, DeadlineSeconds: intPtr(t.DeadlineSeconds), LastError: strPtr(t.LastError),
+		Target: toTarget(t.Target), DeadlineSeconds: intPtr(t.DeadlineSeconds), LastError: strPtr(t.LastError),
 	}
 	if j.Params == nil {
 		j.Params = json.RawMessage("null")
@@ -87,40 +76,27 @@ func toTaskJSON(t *task.Task, full bool) *taskJSON {
 	if j.Result == nil {
 		j.Result = json.RawMessage("null")
 	}
-	j.Attempts = make([]attemptJSON, 0, len(t.Attempts)+1)
+	j.Attempts = make([]errandapi.Attempt, 0, len(t.Attempts)+1)
 	for _, a := range t.Attempts {
-		j.Attempts = append(j.Attempts, attemptJSON{Attempt: a.Attempt, Status: a.Status, StartedAt: a.StartedAt,
+		j.Attempts = append(j.Attempts, errandapi.Attempt{Attempt: a.Attempt, Status: a.Status, StartedAt: a.StartedAt,
 			EndedAt: msPtr(a.EndedAt), HTTPStatus: intPtr(a.HTTPStatus), Error: strPtr(a.Error)})
 	}
 	if t.State == task.Running {
-		j.Attempts = append(j.Attempts, attemptJSON{Attempt: t.Attempt, Status: task.AttemptRunning, StartedAt: t.StartedAt})
+		j.Attempts = append(j.Attempts, errandapi.Attempt{Attempt: t.Attempt, Status: task.AttemptRunning, StartedAt: t.StartedAt})
 	}
 	return j
 }
 
-type queueJSON struct {
-	Name              string         `json:"name"`
-	Mode              task.Mode      `json:"mode"`
-	Target            *task.Target   `json:"target"`
-	RatePerSecond     *float64       `json:"ratePerSecond"`
-	MaxConcurrent     *int           `json:"maxConcurrent"`
-	MaxAttempts       int            `json:"maxAttempts"`
-	MinBackoffSeconds float64        `json:"minBackoffSeconds"`
-	MaxBackoffSeconds float64        `json:"maxBackoffSeconds"`
-	MaxDoublings      int            `json:"maxDoublings"`
-	MaxAgeSeconds     *int64         `json:"maxAgeSeconds"`
-	DeadlineSeconds   int            `json:"deadlineSeconds"`
-	DeadLetterQueue   *string        `json:"deadLetterQueue"`
-	TargetControl     bool           `json:"targetControl"`
-	Paused            bool           `json:"paused"`
-	CreatedAt         int64          `json:"createdAt"`
-	Counts            map[string]int `json:"counts,omitempty"`
-	Capped            []string       `json:"capped"`
+// taskAnswer is the answer naming one task in full.
+func taskAnswer(t *task.Task) errandapi.TaskResponse {
+	return errandapi.TaskResponse{Task: toTaskJSON(t, true)}
 }
 
-func toQueueJSON(q *task.Queue, counts map[task.State]int) *queueJSON {
-	j := &queueJSON{
-		Name: q.Name, Mode: q.Mode, Target: q.Target, MaxConcurrent: intPtr(q.MaxConcurrent),
+// toQueueJSON renders q with its counts (nil: none, as after a create or
+// patch).
+func toQueueJSON(q *task.Queue, counts map[task.State]int) *errandapi.Queue {
+	j := &errandapi.Queue{
+		Name: q.Name, Mode: errandapi.Mode(q.Mode), Target: toTarget(q.Target), MaxConcurrent: intPtr(q.MaxConcurrent),
 		MaxAttempts: q.MaxAttempts, MinBackoffSeconds: q.MinBackoffSeconds, MaxBackoffSeconds: q.MaxBackoffSeconds,
 		MaxDoublings: q.MaxDoublings, MaxAgeSeconds: msPtr(q.MaxAgeSeconds), DeadlineSeconds: q.DeadlineSeconds,
 		DeadLetterQueue: strPtr(q.DeadLetterQueue), TargetControl: q.TargetControl, Paused: q.Paused, CreatedAt: q.CreatedAt,
@@ -130,10 +106,10 @@ func toQueueJSON(q *task.Queue, counts map[task.State]int) *queueJSON {
 		j.RatePerSecond = &v
 	}
 	if counts != nil {
-		j.Counts = map[string]int{}
-		j.Capped = []string{}
+		j.Counts = map[errandapi.State]int{}
+		j.Capped = []errandapi.State{}
 		for _, s := range task.States {
-			name := s.V1(q.Mode == task.ModePull)
+			name := errandapi.State(s.V1(q.Mode == task.ModePull))
 			j.Counts[name] = counts[s]
 			if counts[s] >= engine.CountLimit {
 				j.Capped = append(j.Capped, name)
@@ -143,104 +119,75 @@ func toQueueJSON(q *task.Queue, counts map[task.State]int) *queueJSON {
 	return j
 }
 
-// queueBody is a queue create or PATCH body. Fields absent stay as they are;
-// null clears a nullable setting.
-type queueBody struct {
-	Name              *string               `json:"name"`
-	Mode              *task.Mode            `json:"mode"`
-	Target            Nullable[task.Target] `json:"target"`
-	RatePerSecond     Nullable[float64]     `json:"ratePerSecond"`
-	MaxConcurrent     Nullable[int]         `json:"maxConcurrent"`
-	MaxAttempts       *int                  `json:"maxAttempts"`
-	MinBackoffSeconds *float64              `json:"minBackoffSeconds"`
-	MaxBackoffSeconds *float64              `json:"maxBackoffSeconds"`
-	MaxDoublings      *int                  `json:"maxDoublings"`
-	MaxAgeSeconds     Nullable[int64]       `json:"maxAgeSeconds"`
-	DeadlineSeconds   *int                  `json:"deadlineSeconds"`
-	DeadLetterQueue   Nullable[string]      `json:"deadLetterQueue"`
-	TargetControl     *bool                 `json:"targetControl"`
-	Paused            *bool                 `json:"paused"`
-}
-
-func (b *queueBody) patch() *task.QueuePatch {
-	return &task.QueuePatch{
-		Mode: b.Mode, Target: ptrPtr(b.Target), RatePerSecond: ptrPtr(b.RatePerSecond),
-		MaxConcurrent: ptrPtr(b.MaxConcurrent), MaxAttempts: b.MaxAttempts, MinBackoffSeconds: b.MinBackoffSeconds,
-		MaxBackoffSeconds: b.MaxBackoffSeconds, MaxDoublings: b.MaxDoublings, MaxAgeSeconds: ptrPtr(b.MaxAgeSeconds),
-		DeadlineSeconds: b.DeadlineSeconds, DeadLetterQueue: ptrPtr(b.DeadLetterQueue),
+// queuePatch is a queue create or PATCH body in the domain's shape. Fields
+// absent stay as they are; null clears a nullable setting.
+func queuePatch(b *errandapi.QueueRequest) *task.QueuePatch {
+	p := &task.QueuePatch{
+		RatePerSecond: b.RatePerSecond.Ptr(), MaxConcurrent: b.MaxConcurrent.Ptr(), MaxAttempts: b.MaxAttempts,
+		MinBackoffSeconds: b.MinBackoffSeconds, MaxBackoffSeconds: b.MaxBackoffSeconds, MaxDoublings: b.MaxDoublings,
+		MaxAgeSeconds: b.MaxAgeSeconds.Ptr(), DeadlineSeconds: b.DeadlineSeconds, DeadLetterQueue: b.DeadLetterQueue.Ptr(),
 		TargetControl: b.TargetControl, Paused: b.Paused,
 	}
+	if b.Mode != nil {
+		m := task.Mode(*b.Mode)
+		p.Mode = &m
+	}
+	if b.Target.Set {
+		t := fromTarget(&b.Target.Value)
+		if b.Target.Null {
+			t = nil
+		}
+		p.Target = &t
+	}
+	return p
 }
 
-// addTaskBody is one task of an add.
-type addTaskBody struct {
-	Name            string          `json:"name"`
-	Payload         json.RawMessage `json:"payload"`
-	Params          json.RawMessage `json:"params"`
-	Target          *task.Target    `json:"target"`
-	Delay           *float64        `json:"delay"`
-	RunAt           *int64          `json:"runAt"`
-	DeadlineSeconds *int            `json:"deadlineSeconds"`
+// addInput is one task of an add in the domain's shape.
+func addInput(b *errandapi.NewTask) task.AddInput {
+	return task.AddInput{Name: b.Name, Payload: b.Payload, Params: b.Params, Target: fromTarget(b.Target),
+		Delay: b.Delay, RunAt: b.RunAt, DeadlineSeconds: b.DeadlineSeconds, Source: task.SourceAPI}
 }
 
-type addResultJSON struct {
-	OK      bool      `json:"ok"`
-	ID      string    `json:"id,omitempty"`
-	Name    *string   `json:"name"`
-	State   string    `json:"state,omitempty"`
-	RunAt   int64     `json:"runAt,omitempty"`
-	Code    task.Code `json:"code,omitempty"`
-	Message string    `json:"message,omitempty"`
+// addAnswer renders the results of an add; added counts the tasks added
+// and first is the first refusal.
+func addAnswer(ins []task.AddInput, res []engine.AddResult) (out errandapi.AddResponse, added int) {
+	out.Tasks = make([]errandapi.AddResult, len(res))
+	for i, x := range res {
+		if x.Err != nil {
+			out.Tasks[i] = errandapi.AddResult{OK: false, Code: x.Err.Code, ID: x.Err.ID, Name: strPtr(ins[i].Name), Message: x.Err.Message}
+			if out.Error == nil {
+				out.Error = &errandapi.ErrorDetail{Code: x.Err.Code, Message: x.Err.Message}
+			}
+			continue
+		}
+		added++
+		out.Tasks[i] = errandapi.AddResult{OK: true, ID: x.Task.ID, Name: strPtr(x.Task.Name), State: v1State(x.Task), RunAt: x.Task.RunAt}
+	}
+	if added > 0 {
+		out.Error = nil
+	}
+	return out, added
 }
 
-type instanceJSON struct {
-	Name      string `json:"name"`
-	CreatedAt int64  `json:"createdAt"`
+func toInstanceJSON(in *task.Instance) errandapi.Instance {
+	return errandapi.Instance{Name: in.Name, CreatedAt: in.CreatedAt}
 }
 
-type settingsJSON struct {
-	RetentionDays int      `json:"retentionDays"`
-	RateLimit     *float64 `json:"rateLimit"`
-	MaxInFlight   int      `json:"maxInFlight"`
-}
-
-func toSettingsJSON(s task.Settings) settingsJSON {
-	j := settingsJSON{RetentionDays: s.RetentionDays, MaxInFlight: s.MaxInFlight}
+func toSettingsJSON(s task.Settings) errandapi.SettingsResponse {
+	j := errandapi.Settings{RetentionDays: s.RetentionDays, MaxInFlight: s.MaxInFlight}
 	if s.RateLimit > 0 {
 		v := s.RateLimit
 		j.RateLimit = &v
 	}
-	return j
+	return errandapi.SettingsResponse{Settings: j}
 }
 
-type settingsBody struct {
-	RetentionDays *int              `json:"retentionDays"`
-	RateLimit     Nullable[float64] `json:"rateLimit"`
-	MaxInFlight   *int              `json:"maxInFlight"`
-}
-
-type leasedJSON struct {
-	ID             string          `json:"id"`
-	Queue          string          `json:"queue"`
-	Name           *string         `json:"name"`
-	Payload        json.RawMessage `json:"payload"`
-	Params         json.RawMessage `json:"params"`
-	Attempts       int             `json:"attempts"`
-	LeaseID        string          `json:"leaseId"`
-	LeaseExpiresAt int64           `json:"leaseExpiresAt"`
-	RunAt          int64           `json:"runAt"`
-	CreatedAt      int64           `json:"createdAt"`
-	Source         string          `json:"source"`
-	Depth          int             `json:"depth"`
-	DeadLetterOf   *string         `json:"deadLetterOf"`
-}
-
-func toLeasedJSON(t *task.Task) leasedJSON {
+func toLeasedJSON(t *task.Task) errandapi.LeasedTask {
 	p := t.Params
 	if p == nil {
 		p = json.RawMessage("null")
 	}
-	return leasedJSON{ID: t.ID, Queue: t.Queue, Name: strPtr(t.Name), Payload: t.Payload, Params: p,
+	return errandapi.LeasedTask{ID: t.ID, Queue: t.Queue, Name: strPtr(t.Name), Payload: t.Payload, Params: p,
 		Attempts: t.Attempt, LeaseID: t.LeaseID, LeaseExpiresAt: t.LeaseExpiresAt, RunAt: t.RunAt,
 		CreatedAt: t.CreatedAt, Source: t.Source, Depth: t.Depth, DeadLetterOf: strPtr(t.DeadLetterOf)}
 }

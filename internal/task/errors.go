@@ -4,40 +4,43 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/errandhq/errand/errandapi"
 )
 
-// Code is a stable, upper-snake-case error code. The HTTP layer maps each code
-// to a status in one table; the SDK maps statuses and codes back.
-type Code string
+// Code is a stable, upper-snake-case error code: the public contract's
+// (errandapi), so the server, the SDK and the embedded engine share one
+// set. The HTTP layer maps each code to a status with errandapi.StatusOf.
+type Code = errandapi.Code
 
 // The error codes of the v1 API (DESIGN.md) and the ones errand adds where the
-// contract is silent.
+// contract is silent; errandapi defines them.
 const (
-	CodeInvalidArgument       Code = "INVALID_ARGUMENT"
-	CodeNotFound              Code = "NOT_FOUND"
-	CodeTaskExists            Code = "TASK_EXISTS"
-	CodeQueueExists           Code = "QUEUE_EXISTS"
-	CodeInstanceExists        Code = "INSTANCE_EXISTS"
-	CodeNoTarget              Code = "NO_TARGET"
-	CodeLeaseLost             Code = "LEASE_LOST"
-	CodePayloadTooLarge       Code = "PAYLOAD_TOO_LARGE"
-	CodeNotCancellable        Code = "NOT_CANCELLABLE"
-	CodeRunningNotCancellable Code = "RUNNING_NOT_CANCELLABLE"
-	CodeNotRetryable          Code = "NOT_RETRYABLE"
-	CodeNotRunnable           Code = "NOT_RUNNABLE"
-	CodeConfirmRequired       Code = "CONFIRM_REQUIRED"
-	CodeDepthExceeded         Code = "DEPTH_EXCEEDED"
-	CodeWrongMode             Code = "WRONG_MODE"
-	CodeUnauthenticated       Code = "UNAUTHENTICATED"
-	CodePermissionDenied      Code = "PERMISSION_DENIED"
-	CodeRateLimited           Code = "RATE_LIMITED"
-	CodeUnavailable           Code = "UNAVAILABLE"
-	CodeInternal              Code = "INTERNAL"
+	CodeInvalidArgument       = errandapi.CodeInvalidArgument
+	CodeNotFound              = errandapi.CodeNotFound
+	CodeTaskExists            = errandapi.CodeTaskExists
+	CodeQueueExists           = errandapi.CodeQueueExists
+	CodeInstanceExists        = errandapi.CodeInstanceExists
+	CodeNoTarget              = errandapi.CodeNoTarget
+	CodeLeaseLost             = errandapi.CodeLeaseLost
+	CodePayloadTooLarge       = errandapi.CodePayloadTooLarge
+	CodeNotCancellable        = errandapi.CodeNotCancellable
+	CodeRunningNotCancellable = errandapi.CodeRunningNotCancellable
+	CodeNotRetryable          = errandapi.CodeNotRetryable
+	CodeNotRunnable           = errandapi.CodeNotRunnable
+	CodeConfirmRequired       = errandapi.CodeConfirmRequired
+	CodeDepthExceeded         = errandapi.CodeDepthExceeded
+	CodeWrongMode             = errandapi.CodeWrongMode
+	CodeUnauthenticated       = errandapi.CodeUnauthenticated
+	CodePermissionDenied      = errandapi.CodePermissionDenied
+	CodeRateLimited           = errandapi.CodeRateLimited
+	CodeUnavailable           = errandapi.CodeUnavailable
+	CodeInternal              = errandapi.CodeInternal
 )
 
 // Lower returns the code in the lowercase form of the operations API
 // (`not_cancellable`).
-func (c Code) Lower() string { return strings.ToLower(string(c)) }
+func Lower(c Code) string { return strings.ToLower(string(c)) }
 
 // Error is a domain error with a code that travels unchanged from the store to
 // the wire and back into the SDK.

@@ -1,6 +1,10 @@
 package task
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/errandhq/errand/errandapi"
+)
 
 // Limits of the contract.
 const (
@@ -22,15 +26,15 @@ const (
 	SourceRerun      = "rerun"
 )
 
-// Attempt statuses recorded in a task's history.
+// Attempt statuses recorded in a task's history: the contract's.
 const (
-	AttemptRunning   = "running"
-	AttemptSucceeded = "succeeded"
-	AttemptFailed    = "failed"
-	AttemptTimedOut  = "timed_out"
-	AttemptDeferred  = "deferred"
-	AttemptReleased  = "released"
-	AttemptExpired   = "lease_expired"
+	AttemptRunning   = errandapi.AttemptRunning
+	AttemptSucceeded = errandapi.AttemptSucceeded
+	AttemptFailed    = errandapi.AttemptFailed
+	AttemptTimedOut  = errandapi.AttemptTimedOut
+	AttemptDeferred  = errandapi.AttemptDeferred
+	AttemptReleased  = errandapi.AttemptReleased
+	AttemptExpired   = errandapi.AttemptLeaseExpired
 )
 
 // Task is one unit of work. Times are epoch milliseconds; zero means unset.

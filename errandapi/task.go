@@ -1,0 +1,133 @@
+package errandapi
+
+import "encoding/json"
+
+// State is a task's state as the v1 API names it.
+type State string
+
+// The v1 states. A pull queue's task in flight is leased, a push queue's
+// running.
+const (
+	StateScheduled State = "scheduled"
+	StateRunning   State = "running"
+	StateLeased    State = "leased"
+	StateRetrying  State = "retrying"
+	StateSucceeded State = "succeeded"
+	StateFailed    State = "failed"
+	StateCancelled State = "cancelled"
+)
+
+// Attempt statuses in a task's history.
+const (
+	AttemptRunning      = "running"
+	AttemptSucceeded    = "succeeded"
+	AttemptFailed       = "failed"
+	AttemptTimedOut     = "timed_out"
+	AttemptDeferred     = "deferred"
+	AttemptReleased     = "released"
+	AttemptLeaseExpired = "lease_expired"
+)
+
+// Target is where a push task goes: exactly one field is set.
+type Target struct {
+	Webhook  string `json:"webhook,omitempty"`
+	Function string `json:"function,omitempty"`
+	Channel  string `json:"channel,omitempty"`
+}
+
+// Task is a task in v1 JSON. A list's tasks have no Payload, Result or
+// Attempts; one task's (GET, run, cancel, retry, ack, extend, release)
+// have all three.
+type Task struct {
+	ID          string  `json:"id"`
+	Queue       string  `json:"queue"`
+	Name        *string `json:"name"`
+	State       State   `json:"state"`
+	Attempt     int     `json:"attempt"`
+	MaxAttempts int     `json:"maxAttempts"`
+	RunAt       int64   `json:"runAt"`
+	CreatedAt   int64   `json:"createdAt"`
+	DeadlineAt  *int64  `json:"deadlineAt"`
+	FinishedAt  *int64  `json:"finishedAt"`
+	// LeaseExpiresAt is set on a leased task; its leaseId never is.
+	LeaseExpiresAt  *int64          `json:"leaseExpiresAt,omitempty"`
+	Source          string          `json:"source"`
+	Depth           int             `json:"depth"`
+	Params          json.RawMessage `json:"params"`
+	DeadLetterOf    *string         `json:"deadLetterOf"`
+	Target          *Target         `json:"target"`
+	DeadlineSeconds *int            `json:"deadlineSeconds,omitempty"`
+	Payload         json.RawMessage `json:"payload,omitempty"`
+	Result          json.RawMessage `json:"result,omitempty"`
+	LastError       *string         `json:"lastError"`
+	Attempts        []Attempt       `json:"attempts,omitempty"`
+}
+
+// Attempt is one entry of a task's history, the one in flight included.
+type Attempt struct {
+	Attempt    int     `json:"attempt"`
+	Status     string  `json:"status"`
+	StartedAt  int64   `json:"startedAt"`
+	EndedAt    *int64  `json:"endedAt"`
+	HTTPStatus *int    `json:"httpStatus"`
+	Error      *string `json:"error"`
+}
+
+// TaskResponse is the answer of GET, run, cancel, retry, ack, extend and
+// release of one task.
+type TaskResponse struct {
+	Task *Task `json:"task"`
+}
+
+// TaskPage is one page of a queue's tasks; Cursor is nil on the last.
+type TaskPage struct {
+	Cursor *string `json:"cursor"`
+	Tasks  []Task  `json:"tasks"`
+}
+
+// NewTask is one task of an add. Delay (seconds, fractions allowed) and
+// RunAt (epoch ms) are exclusive.
+type NewTask struct {
+	Name            string          `json:"name,omitempty"`
+	Payload         json.RawMessage `json:"payload,omitempty"`
+	Params          json.RawMessage `json:"params,omitempty"`
+	Target          *Target         `json:"target,omitempty"`
+	Delay           *float64        `json:"delay,omitempty"`
+	RunAt           *int64          `json:"runAt,omitempty"`
+	DeadlineSeconds *int            `json:"deadlineSeconds,omitempty"`
+}
+
+// AddRequest is the body of an add in its envelope form; the server also
+// takes one NewTask alone or an array of them.
+type AddRequest struct {
+	Tasks []NewTask `json:"tasks"`
+}
+
+// AddResult is the result of one task of an add, in request order:
+// {ok: true, id, name, state, runAt} or {ok: false, code, id, name,
+// message} (id is the existing task's for TASK_EXISTS).
+type AddResult struct {
+	OK      bool    `json:"ok"`
+	ID      string  `json:"id,omitempty"`
+	Name    *string `json:"name"`
+	State   State   `json:"state,omitempty"`
+	RunAt   int64   `json:"runAt,omitempty"`
+	Code    Code    `json:"code,omitempty"`
+	Message string  `json:"message,omitempty"`
+}
+
+// Err is the refusal of this task as an *Error (ID set for TASK_EXISTS),
+// or nil when it was added.
+func (r *AddResult) Err() error {
+	if r.OK {
+		return nil
+	}
+	return &Error{Code: r.Code, Message: r.Message, Status: StatusOf(r.Code), ID: r.ID}
+}
+
+// AddResponse is the answer of an add: 201 when at least one task was
+// added, 409 with Error naming the first refusal when none was.
+type AddResponse struct {
+	Error *ErrorDetail `json:"error,omitempty"`
+	Tasks []AddResult  `json:"tasks"`
+}
