@@ -1,0 +1,242 @@
+// Package client is errand's Go SDK: one Client for every route of the v1
+// API, over HTTP, context-aware, with the request and answer types of
+// github.com/errandhq/errand/errandapi (the same types the server encodes
+// and decodes, so the two cannot drift).
+//
+//	c, err := client.New("http://127.0.0.1:9191", client.Options{APIKey: os.Getenv("ERRAND_API_KEY")})
+//	...
+//	res, err := c.AddTask(ctx, "jobs", "emails", errandapi.NewTask{
+//		Name:    "welcome-42",
+//		Payload: json.RawMessage(`{"user":42}`),
+//	})
+//	if errors.Is(err, client.ErrTaskExists) {
+//		// already added: err.(*client.Error).ID is the existing task
+//	}
+//
+// Every refusal is an *Error carrying the v1 code, the message, the HTTP
+// status and, for TASK_EXISTS, the existing task's id; errors.Is matches it
+// against the sentinels (ErrTaskExists, ErrLeaseLost, …) by code. The
+// embedded engine (github.com/errandhq/errand/embedded) returns the same
+// errors, so code written against one runs against the other.
+//
+// Calls that are safe to repeat are retried on connection errors and on
+// 503 with capped, jittered exponential backoff; RATE_LIMITED waits for
+// the server's Retry-After; docs/sdk.md lists which calls are which.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/errandhq/errand/errandapi"
+)
+
+// maxAnswer bounds the answer body the client reads (a task's payload and
+// result are 64 KiB each; a page holds 200 tasks without them).
+const maxAnswer = 32 << 20
+
+// Options configure a Client; zero values take the defaults noted.
+type Options struct {
+	// APIKey is sent as `Authorization: Bearer <key>` (errand serve needs
+	// one; errand dev none).
+	APIKey string
+	// HTTPClient sends the requests (default: a client of its own over
+	// http.DefaultTransport, without a timeout: contexts bound each call).
+	HTTPClient *http.Client
+	// Retry is the retry policy (see RetryPolicy for its defaults).
+	Retry RetryPolicy
+	// UserAgent is sent as User-Agent (default "errand-go-client").
+	UserAgent string
+}
+
+// Client calls one errand server. It is safe for concurrent use.
+type Client struct {
+	base   *url.URL
+	key    string
+	hc     *http.Client
+	retry  RetryPolicy
+	agent  string
+	jitter func(n int64) int64
+	// sleep waits d or until ctx is done (tests replace it).
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+// New returns a Client for the server at baseURL (http or https, e.g.
+// http://127.0.0.1:9191). It makes no call.
+func New(baseURL string, o Options) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("client: base URL: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("client: base URL %q: want http(s)://host[:port][/prefix]", baseURL)
+	}
+	hc := o.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	agent := o.UserAgent
+	if agent == "" {
+		agent = "errand-go-client"
+	}
+	return &Client{base: u, key: o.APIKey, hc: hc, retry: o.Retry.withDefaults(), agent: agent,
+		jitter: randInt63n, sleep: sleepCtx}, nil
+}
+
+// call is one API call: its route, body and answer, and whether it is
+// safe to send again after it may have reached the server.
+type call struct {
+	method string
+	path   []string // segments after the base URL, escaped one by one
+	query  url.Values
+	body   any // encoded as JSON; nil sends no body
+	out    any // decoded from a 2xx answer
+	// repeatable: the call may be sent again after it may have reached the
+	// server (it is idempotent, or the server dedupes it).
+	repeatable bool
+	// conflictOut: a 409 answer carries per-item results to decode into
+	// out (add, batch ack) beside its error.
+	conflictOut bool
+}
+
+// do runs c with the client's retry policy.
+func (c *Client) do(ctx context.Context, cl call) error {
+	var body []byte
+	if cl.body != nil {
+		var err error
+		if body, err = json.Marshal(cl.body); err != nil {
+			return fmt.Errorf("client: encoding the request: %w", err)
+		}
+	}
+	u := c.base.String() + "/" + escape(cl.path)
+	if len(cl.query) > 0 {
+		u += "?" + cl.query.Encode()
+	}
+	for try := 1; ; try++ {
+		err := c.once(ctx, cl, u, body)
+		if err == nil {
+			return nil
+		}
+		wait, retry := c.retryAfter(ctx, cl, err, try)
+		if !retry {
+			return err
+		}
+		if serr := c.sleep(ctx, wait); serr != nil {
+			return serr
+		}
+	}
+}
+
+// once sends the request one time and reads its answer.
+func (c *Client) once(ctx context.Context, cl call, u string, body []byte) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, cl.method, u, rd)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.agent)
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &transportError{method: cl.method, url: u, err: err}
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &transportError{method: cl.method, url: u, err: err, sent: true}
+	}
+	if resp.StatusCode/100 == 2 {
+		if cl.out == nil {
+			return nil
+		}
+		if err := json.Unmarshal(raw, cl.out); err != nil {
+			return fmt.Errorf("client: decoding the answer to %s %s: %w", cl.method, u, err)
+		}
+		return nil
+	}
+	e := answerError(resp, raw)
+	if resp.StatusCode == http.StatusConflict && cl.conflictOut && cl.out != nil {
+		_ = json.Unmarshal(raw, cl.out)
+	}
+	return e
+}
+
+// answerError reads a refused call's answer: the v1 error body, or for an
+// answer without one (a proxy's) the code of its status.
+func answerError(resp *http.Response, raw []byte) *errandapi.Error {
+	e := &errandapi.Error{Status: resp.StatusCode}
+	var body errandapi.ErrorResponse
+	if json.Unmarshal(raw, &body) == nil && body.Error.Code != "" {
+		e.Code, e.Message = body.Error.Code, body.Error.Message
+	} else {
+		e.Code = errandapi.CodeOfStatus(resp.StatusCode)
+		msg := strings.TrimSpace(string(raw))
+		if len(msg) > 200 {
+			msg = msg[:200] + "…"
+		}
+		e.Message = fmt.Sprintf("HTTP %d without an errand error body: %q", resp.StatusCode, msg)
+	}
+	if resp.StatusCode == http.StatusTooManyRequests {
+		e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
+	}
+	return e
+}
+
+// escape joins the path's segments, each path-escaped (and "." and ".."
+// too), so an id or a name never adds or removes a level.
+func escape(segs []string) string {
+	out := make([]string, len(segs))
+	for i, s := range segs {
+		out[i] = url.PathEscape(s)
+		if s == "." || s == ".." {
+			out[i] = strings.ReplaceAll(s, ".", "%2E")
+		}
+	}
+	return strings.Join(out, "/")
+}
+
+// transportError is a call that got no answer: the connection could not
+// be made (sent is false: the server never saw the request) or broke
+// after the request may have been sent.
+type transportError struct {
+	method, url string
+	err         error
+	sent        bool
+}
+
+func (e *transportError) Error() string {
+	return fmt.Sprintf("client: %s %s: %v", e.method, e.url, e.err)
+}
+
+func (e *transportError) Unwrap() error { return e.err }
+
+// IsConnectionError reports whether err is a call that got no answer
+// from the server (the connection was refused, reset or cut), as opposed
+// to a refusal (*Error) or a cancelled context.
+func IsConnectionError(err error) bool {
+	var te *transportError
+	return errors.As(err, &te)
+}
