@@ -53,6 +53,8 @@ type options struct {
 	// wrap puts a handler in front of the API (a server that fails first).
 	wrap func(api http.Handler) http.Handler
 	key  string
+	// st is an open store to serve instead of a fresh one of kind.
+	st store.Store
 }
 
 func start(t *testing.T, o options) *env {
@@ -60,7 +62,10 @@ func start(t *testing.T, o options) *env {
 	if o.kind == "" {
 		o.kind = "sqlite"
 	}
-	e := &env{t: t, st: stores.Open(t, o.kind), clock: clock.NewFake(t0), routes: map[string]int{}}
+	e := &env{t: t, st: o.st, clock: clock.NewFake(t0), routes: map[string]int{}}
+	if e.st == nil {
+		e.st = stores.Open(t, o.kind)
+	}
 	var a auth.Authenticator = auth.Dev{}
 	if o.serve {
 		a = auth.Keys{Store: e.st}

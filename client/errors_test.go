@@ -1,0 +1,254 @@
+package client_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite" // the test's own connection that holds the write lock
+
+	"github.com/errandhq/errand/client"
+	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/store/sqlite"
+)
+
+// refusal produces one error code for real through the server on a store
+// of kind, with the client; it returns the call's error. only names the
+// one store kind it runs on ("" for every kind).
+type refusal struct {
+	only    string
+	produce func(t *testing.T, kind string) error
+}
+
+// pullTask adds a task to a pull queue jobs/pull and leases it.
+func (e *env) pullTask(t *testing.T) (id, lease string) {
+	ctx := context.Background()
+	must(e.c.CreateQueue(ctx, "jobs", "pull", errandapi.QueueRequest{Mode: new(errandapi.ModePull)})).of(t)
+	added := must(e.c.AddTask(ctx, "jobs", "pull", errandapi.NewTask{})).of(t)
+	leased := must(e.c.Lease(ctx, "jobs", "pull", errandapi.LeaseRequest{})).of(t)
+	return added.ID, leased[0].LeaseID
+}
+
+// refusals has a way to produce every code of the contract.
+var refusals = map[errandapi.Code]refusal{
+	errandapi.CodeInvalidArgument: {produce: func(t *testing.T, kind string) error {
+		e := start(t, options{kind: kind})
+		_, err := e.c.CreateQueue(context.Background(), "jobs", "q", errandapi.QueueRequest{MaxAttempts: new(0)})
+		if err != nil && !strings.HasPrefix(err.(*client.Error).Message, "maxAttempts") {
+			t.Errorf("message %q does not start with the field", err.(*client.Error).Message)
+		}
+		return err
+	}},
+	errandapi.CodeNotFound: {produce: func(t *testing.T, kind string) error {
+		e := start(t, options{kind: kind})
+		_, err := e.c.GetTask(context.Background(), "jobs", "0000000000000000000000")
+		return err
+	}},
+	errandapi.CodeTaskExists: {produce: func(t *testing.T, kind string) error {
+		e := start(t, options{kind: kind})
+		ctx := context.Background()
+		must(e.c.CreateQueue(ctx, "jobs", "pull", errandapi.QueueRequest{Mode: new(errandapi.ModePull)})).of(t)
+		first := must(e.c.AddTask(ctx, "jobs", "pull", errandapi.NewTask{Name: "once"})).of(t)
+		_, err := e.c.AddTask(ctx, "jobs", "pull", errandapi.NewTask{Name: "once"})
+		var ce *client.Error
+		if !errors.As(err, &ce) || ce.ID != first.ID {
+			t.Errorf("TASK_EXISTS carries id %+v, want the existing task's %s", ce, first.ID)
+		}
+		// In a batch the refusal is the task's result, with the id.
+		res, berr := e.c.AddTasks(ctx, "jobs", "pull", errandapi.NewTask{Name: "once"}, errandapi.NewTask{Name: "twice"})
+		if berr != nil || len(res) != 2 || !errors.Is(res[0].Err(), client.ErrTaskExists) || res[0].Err().(*client.Error).ID != first.ID || res[1].Err() != nil {
+			t.Errorf("batch: %+v %v", res, berr)
+		}
+		return err
+	}},
+	errandapi.CodeQueueExists: {produce: func(t *testing.T, kind string) error {
+		e := start(t, options{kind: kind})
+		_, err := e.c.CreateQueue(context.Background(), "jobs", "default", errandapi.QueueRequest{})
+		return err
+	}},
+	errandapi.CodeInstanceExists: {produce: func(t *testing.T, kind string) error {
+		e := start(t, options{kind: kind})
+		must(e.c.CreateInstance(context.Background(), "jobs")).of(t)
+		_, err := e.c.CreateInstance(context.Background(), "jobs")
+		return err
+	}},
+	errandapi.CodeNoTarget: {produce: func(t *testing.T, kind string) error {
+		e := start(t, options{kind: kind})
+		_, err := e.c.AddTask(context.Background(), "jobs", "default", errandapi.NewTask{})
+		return err
+	}},
+	errandapi.CodeLeaseLost: {produce: func(t *testing.T, kind string) error {
+		e := start(t, options{kind: kind})
+		id, _ := e.pullTask(t)
+		_, err := e.c.Ack(context.Background(), "jobs", id, errandapi.AckRequest{LeaseID: "not-the-lease"})
+		return err
+	}},
+	errandapi.CodePayloadTooLarge: {produce: func(t *testing.T, kind string) error {
+		e := start(t, options{kind: kind})
+		big, _ := json.Marshal(strings.Repeat("x", 65<<10))
+		_, err := e.c.AddTask(context.Background(), "jobs", "default", errandapi.NewTask{Payload: big, Target: &errandapi.Target{Webhook: "http://127.0.0.1:9/"}})
+		return err
+	}},
+	errandapi.CodeNotCancellable: {produce: func(t *testing.T, kind string) error {
+		e := start(t, options{kind: kind})
+		id, lease := e.pullTask(t)
+		must(e.c.Ack(context.Background(), "jobs", id, errandapi.AckRequest{LeaseID: lease})).of(t)
+		_, err := e.c.CancelTask(context.Background(), "jobs", id)
+		return err
+	}},
+	errandapi.CodeRunningNotCancellable: {produce: func(t *testing.T, kind string) error {
+		e := start(t, options{kind: kind})
+		id, _ := e.pullTask(t)
+		_, err := e.c.CancelTask(context.Background(), "jobs", id)
+		return err
+	}},
+	errandapi.CodeNotRetryable: {produce: func(t *testing.T, kind string) error {
+		e := start(t, options{kind: kind})
+		id, _ := e.pullTask(t)
+		_, err := e.c.RetryTask(context.Background(), "jobs", id)
+		return err
+	}},
+	errandapi.CodeNotRunnable: {produce: func(t *testing.T, kind string) error {
+		e := start(t, options{kind: kind})
+		id, lease := e.pullTask(t)
+		must(e.c.Ack(context.Background(), "jobs", id, errandapi.AckRequest{LeaseID: lease})).of(t)
+		_, err := e.c.RunTask(context.Background(), "jobs", id)
+		return err
+	}},
+	errandapi.CodeConfirmRequired: {produce: func(t *testing.T, kind string) error {
+		e := start(t, options{kind: kind})
+		// The client always confirms; the same request path without it.
+		return client.Raw(e.c, context.Background(), "DELETE", []string{"v1", "tasks", "jobs", "queues", "default"}, url.Values{})
+	}},
+	errandapi.CodeWrongMode: {produce: func(t *testing.T, kind string) error {
+		e := start(t, options{kind: kind})
+		_, err := e.c.Lease(context.Background(), "jobs", "default", errandapi.LeaseRequest{})
+		return err
+	}},
+	// No v1 route can chain adds yet (triggers and in-delivery adds come
+	// later), so DEPTH_EXCEEDED is the server's error body, as writeError
+	// renders it, from a real loopback server.
+	errandapi.CodeDepthExceeded: {only: "sqlite", produce: func(t *testing.T, kind string) error {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(errandapi.StatusOf(errandapi.CodeDepthExceeded))
+			_ = json.NewEncoder(w).Encode(errandapi.ErrorResponse{Error: errandapi.ErrorDetail{
+				Code: errandapi.CodeDepthExceeded, Message: "a chain of adds more than 8 deep is cut"}})
+		}))
+		defer srv.Close()
+		hc := &http.Client{Transport: &http.Transport{}}
+		defer hc.CloseIdleConnections()
+		c, _ := client.New(srv.URL, client.Options{HTTPClient: hc})
+		_, err := c.AddTask(context.Background(), "jobs", "q", errandapi.NewTask{Name: "deep"})
+		return err
+	}},
+	errandapi.CodeUnauthenticated: {produce: func(t *testing.T, kind string) error {
+		e := start(t, options{kind: kind, serve: true})
+		_, err := e.c.ListInstances(context.Background())
+		return err
+	}},
+	errandapi.CodePermissionDenied: {produce: func(t *testing.T, kind string) error {
+		e := start(t, options{kind: kind, serve: true})
+		admin := e.client(e.key("acme", "full:jobs"), client.RetryPolicy{})
+		must(admin.CreateInstance(context.Background(), "jobs")).of(t)
+		reader := e.client(e.key("acme", "read:jobs"), client.RetryPolicy{})
+		must(reader.ListQueues(context.Background(), "jobs")).of(t)
+		_, err := reader.CreateQueue(context.Background(), "jobs", "q", errandapi.QueueRequest{})
+		return err
+	}},
+	errandapi.CodeRateLimited: {produce: func(t *testing.T, kind string) error {
+		e := start(t, options{kind: kind})
+		c := e.client("", client.RetryPolicy{MaxAttempts: 1})
+		must(c.UpdateSettings(context.Background(), "jobs", errandapi.SettingsRequest{RateLimit: errandapi.Value(1.0)})).of(t)
+		must(c.Settings(context.Background(), "jobs")).of(t)
+		_, err := c.Settings(context.Background(), "jobs")
+		if ce, ok := err.(*client.Error); ok && ce.RetryAfter != time.Second {
+			t.Errorf("RetryAfter %v, want the server's 1 s", ce.RetryAfter)
+		}
+		return err
+	}},
+	// SQLite: a write behind another connection's write lock waits out
+	// busy_timeout (5 s) and is refused. PostgreSQL: a closed pool.
+	errandapi.CodeUnavailable: {produce: func(t *testing.T, kind string) error {
+		if kind == "postgres" {
+			e := start(t, options{kind: kind})
+			_ = e.st.Close()
+			_, err := e.client("", client.RetryPolicy{MaxAttempts: 1}).ListQueues(context.Background(), "jobs")
+			return err
+		}
+		path := filepath.Join(t.TempDir(), "errand.db")
+		st, err := sqlite.Open(context.Background(), path, sqlite.Options{Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := start(t, options{st: st})
+		must(e.c.CreateInstance(context.Background(), "jobs")).of(t)
+		db, err := sql.Open("sqlite", "file:"+path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		conn := must(db.Conn(context.Background())).of(t)
+		defer conn.Close()
+		if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+			t.Fatal(err)
+		}
+		defer conn.ExecContext(context.Background(), "ROLLBACK") //nolint:errcheck
+		_, err = e.client("", client.RetryPolicy{MaxAttempts: 1}).CreateQueue(context.Background(), "jobs", "q", errandapi.QueueRequest{})
+		return err
+	}},
+	// SQLite answers a closed database as INTERNAL (PostgreSQL's closed
+	// pool is UNAVAILABLE, above).
+	errandapi.CodeInternal: {only: "sqlite", produce: func(t *testing.T, kind string) error {
+		e := start(t, options{kind: kind})
+		must(e.c.CreateInstance(context.Background(), "jobs")).of(t)
+		_ = e.st.Close()
+		_, err := e.client("", client.RetryPolicy{MaxAttempts: 1}).ListQueues(context.Background(), "jobs")
+		return err
+	}},
+}
+
+// TestErrorRoundTrip produces every code of the contract for real through
+// the server (DEPTH_EXCEEDED excepted: see refusals) and checks that the
+// client answers an *Error with the code, the table's status and a
+// message, that errors.Is matches its sentinel and no other, and that
+// every code of errandapi has its case.
+func TestErrorRoundTrip(t *testing.T) {
+	for _, code := range errandapi.Codes() {
+		if _, ok := refusals[code]; !ok {
+			t.Errorf("%s has no refusal case: add one", code)
+		}
+	}
+	eachStore(t, func(t *testing.T, kind string) {
+		for _, code := range errandapi.Codes() {
+			r, ok := refusals[code]
+			if !ok || r.only != "" && r.only != kind {
+				continue
+			}
+			t.Run(string(code), func(t *testing.T) {
+				t.Parallel()
+				err := r.produce(t, kind)
+				var ce *client.Error
+				if !errors.As(err, &ce) {
+					t.Fatalf("got %T %v, want a *client.Error", err, err)
+				}
+				if ce.Code != code || ce.Status != errandapi.StatusOf(code) || ce.Message == "" {
+					t.Fatalf("got %+v, want code %s, status %d and a message", ce, code, errandapi.StatusOf(code))
+				}
+				for _, other := range errandapi.Codes() {
+					if got := errors.Is(err, errandapi.Sentinel(other)); got != (other == code) {
+						t.Errorf("errors.Is(%s, Err %s) = %v", code, other, got)
+					}
+				}
+			})
+		}
+	})
+}
