@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/deliver"
@@ -171,21 +172,18 @@ func (e *Engine) HTTPHandler() http.Handler {
 		Extra: map[string]http.Handler{"GET /metrics": e.eng.Metrics().Handler()}})
 }
 
-// Error is a refusal of the engine: Code is one of the v1 API's codes
-// (INVALID_ARGUMENT, NOT_FOUND, TASK_EXISTS, LEASE_LOST, …).
-type Error struct {
-	Code    string
-	Message string
-}
+// Error is a refusal of the engine: the v1 API's code, message, HTTP
+// status and, for TASK_EXISTS, the existing task's id. It is the type the
+// client SDK answers (errandapi.Error), so errors.Is(err,
+// client.ErrTaskExists) holds alike in process and over HTTP.
+type Error = errandapi.Error
 
-// Error implements error.
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
-
-// publicError turns the engine's errors into *Error.
+// publicError turns the engine's errors into *Error; other errors (a
+// store that cannot be opened, a cancelled context) pass unchanged.
 func publicError(err error) error {
 	var te *task.Error
 	if err == nil || !errors.As(err, &te) {
 		return err
 	}
-	return &Error{Code: string(te.Code), Message: te.Message}
+	return &Error{Code: te.Code, Message: te.Message, Status: errandapi.StatusOf(te.Code), ID: te.ID}
 }

@@ -9,12 +9,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/errandhq/errand/client"
+	"github.com/errandhq/errand/errandapi"
 
 	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/testkit/stores"
@@ -294,5 +298,45 @@ func TestQueueCountsAndPause(t *testing.T) {
 	}
 	if len(served) != 2 {
 		t.Fatalf("handler ran %d times, want 2", len(served))
+	}
+}
+
+// TestErrorsAreTheClients: the engine's refusals are the client SDK's
+// errors: errors.Is matches the client's sentinels, TASK_EXISTS carries
+// the existing id, and the same refusal over HTTPHandler (through the
+// client) is an equal *Error.
+func TestErrorsAreTheClients(t *testing.T) {
+	e, _ := open(t, "sqlite")
+	ctx := context.Background()
+	srv := httptest.NewServer(e.HTTPHandler())
+	defer srv.Close()
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	c, err := client.New(srv.URL, client.Options{HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, e.CreateQueue(ctx, "jobs", "q", QueueOptions{Pull: true}))
+	res, err := e.Add(ctx, "jobs", "q", NewTask{Name: "once"}, NewTask{Name: "once"})
+	if err != nil || !errors.Is(res[1].Err, client.ErrTaskExists) || res[1].Err.(*client.Error).ID != res[0].ID {
+		t.Fatalf("duplicate name: %+v %v", res, err)
+	}
+	_, overHTTP := c.AddTask(ctx, "jobs", "q", errandapi.NewTask{Name: "once"})
+	if !reflect.DeepEqual(res[1].Err, overHTTP) {
+		t.Fatalf("TASK_EXISTS in process %+v, over HTTP %+v", res[1].Err, overHTTP)
+	}
+	inProc := e.CreateQueue(ctx, "jobs", "q", QueueOptions{Pull: true})
+	_, overHTTP = c.CreateQueue(ctx, "jobs", "q", errandapi.QueueRequest{Mode: new(errandapi.ModePull)})
+	if !errors.Is(inProc, client.ErrQueueExists) || !reflect.DeepEqual(inProc, overHTTP) {
+		t.Fatalf("QUEUE_EXISTS in process %+v, over HTTP %+v", inProc, overHTTP)
+	}
+	_, inProc = e.Get(ctx, "jobs", "0000000000000000000000")
+	_, overHTTP = c.GetTask(ctx, "jobs", "0000000000000000000000")
+	if !errors.Is(inProc, client.ErrNotFound) || !reflect.DeepEqual(inProc, overHTTP) {
+		t.Fatalf("NOT_FOUND in process %+v, over HTTP %+v", inProc, overHTTP)
+	}
+	errs, err := e.AckMany(ctx, "jobs", "q", []Ack{{ID: res[0].ID, LeaseID: "nope"}})
+	if err != nil || !errors.Is(errs[0], client.ErrLeaseLost) || errors.Is(errs[0], client.ErrNotFound) {
+		t.Fatalf("ack of a task not leased: %v %v", errs, err)
 	}
 }
