@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -251,4 +252,47 @@ func TestErrorRoundTrip(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestAnswersWithoutAnErrandBody: a proxy's answer without the v1 error
+// body becomes the code errand uses for its status, with the body's start
+// in the message; a 502 is UNAVAILABLE and retried like a 503.
+func TestAnswersWithoutAnErrandBody(t *testing.T) {
+	var tries atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tries.Add(1)
+		switch r.URL.Path {
+		case "/v1/tasks/jobs/queues/gone":
+			http.Error(w, "<html>not here</html>", http.StatusNotFound)
+		default:
+			http.Error(w, "<html>bad gateway</html>", http.StatusBadGateway)
+		}
+	}))
+	defer srv.Close()
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	c, _ := client.New(srv.URL+"/", client.Options{HTTPClient: hc, Retry: client.RetryPolicy{MaxAttempts: 2}})
+	client.SetSleep(c, func(context.Context, time.Duration) error { return nil })
+	_, err := c.GetQueue(context.Background(), "jobs", "gone")
+	var ce *client.Error
+	if !errors.As(err, &ce) || !errors.Is(err, client.ErrNotFound) || ce.Status != 404 || !strings.Contains(ce.Message, "not here") {
+		t.Fatalf("404 without a body: %+v", err)
+	}
+	tries.Store(0)
+	_, err = c.ListQueues(context.Background(), "jobs")
+	if !errors.Is(err, client.ErrUnavailable) || tries.Load() != 2 {
+		t.Fatalf("502: %v after %d tries, want UNAVAILABLE after 2", err, tries.Load())
+	}
+}
+
+// TestNewRefusesABadBaseURL: only http(s)://host[/prefix] is a base URL.
+func TestNewRefusesABadBaseURL(t *testing.T) {
+	for _, u := range []string{"", "127.0.0.1:9191", "ftp://h", "http://", "http://h/?x=1", "http://h/#f"} {
+		if _, err := client.New(u, client.Options{}); err == nil {
+			t.Errorf("New(%q) accepted", u)
+		}
+	}
+	if _, err := client.New("https://errand.example.com/prefix/", client.Options{}); err != nil {
+		t.Errorf("a prefix: %v", err)
+	}
 }

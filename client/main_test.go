@@ -116,22 +116,7 @@ func (e *env) client(key string, p client.RetryPolicy) *client.Client {
 // its secret.
 func (e *env) key(org string, grants ...string) string {
 	e.t.Helper()
-	var gs []store.Grant
-	for _, g := range grants {
-		pg, err := auth.ParseGrant(g)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		gs = append(gs, pg)
-	}
-	secret, k, err := auth.NewKey(org, gs, e.clock.Now())
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if err := e.st.KeyCreate(context.Background(), k); err != nil {
-		e.t.Fatal(err)
-	}
-	return secret
+	return stores.Key(e.t, e.st, org, e.clock.Now(), grants...)
 }
 
 // recordedWaits returns the waits between tries so far.

@@ -14,7 +14,7 @@ import (
 
 // RetryPolicy says how a call is tried again. A call that is safe to
 // repeat (docs/sdk.md lists them) is retried after a connection error or a
-// 503; every call is retried when the connection could not be made at all
+// 503 (or a proxy's 502 or 504); every call is retried when the connection could not be made at all
 // (the server never saw it) and after RATE_LIMITED, which the server
 // answers before doing anything.
 type RetryPolicy struct {
@@ -89,7 +89,7 @@ func (c *Client) retryAfter(ctx context.Context, cl call, err error, try int) (t
 			return e.RetryAfter, true
 		}
 		return c.backoff(try), true
-	case e.Status == http.StatusServiceUnavailable && cl.repeatable:
+	case cl.repeatable && (e.Status == http.StatusServiceUnavailable || e.Status == http.StatusBadGateway || e.Status == http.StatusGatewayTimeout):
 		return c.backoff(try), true
 	}
 	return 0, false

@@ -23,6 +23,7 @@ import (
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/store/sqlite"
 	"github.com/errandhq/errand/internal/task"
+	"github.com/errandhq/errand/internal/testkit/stores"
 )
 
 // served is the API as `errand serve` runs it: API keys (auth.Keys over the
@@ -57,22 +58,7 @@ func setupServe(t testing.TB) *served {
 // secret.
 func (s *served) key(org string, grants ...string) string {
 	s.t.Helper()
-	var gs []store.Grant
-	for _, g := range grants {
-		pg, err := auth.ParseGrant(g)
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		gs = append(gs, pg)
-	}
-	secret, k, err := auth.NewKey(org, gs, s.clock.Now())
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if err := s.st.KeyCreate(context.Background(), k); err != nil {
-		s.t.Fatal(err)
-	}
-	return secret
+	return stores.Key(s.t, s.st, org, s.clock.Now(), grants...)
 }
 
 // revokedKey stores a key with grants and revokes it.

@@ -12,9 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/id"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/store/postgres"
@@ -68,4 +70,26 @@ func Open(tb testing.TB, kind string) store.Store {
 	}
 	tb.Fatalf("unknown store kind %q", kind)
 	return nil
+}
+
+// Key stores a new API key of org on st with grants (ROLE:INSTANCE, as
+// `errand keys create --grant`) and returns its secret.
+func Key(tb testing.TB, st store.Store, org string, now time.Time, grants ...string) string {
+	tb.Helper()
+	var gs []store.Grant
+	for _, g := range grants {
+		pg, err := auth.ParseGrant(g)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		gs = append(gs, pg)
+	}
+	secret, k, err := auth.NewKey(org, gs, now)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := st.KeyCreate(context.Background(), k); err != nil {
+		tb.Fatal(err)
+	}
+	return secret
 }
