@@ -10,7 +10,7 @@ import (
 
 const instanceCols = `id, org, name, created_at, retention_days, rate_limit, max_in_flight, webhook_key`
 
-const (
+var (
 	// qInstanceCreate stores the instance and its default queue in one
 	// statement: both or neither.
 	qInstanceCreate = `WITH i AS (

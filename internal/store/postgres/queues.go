@@ -2,19 +2,18 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
-const queueCols = `instance_id, name, mode, target, rate_per_second, max_concurrent, max_attempts,
-	min_backoff_seconds, max_backoff_seconds, max_doublings, max_age_seconds, deadline_seconds,
-	dead_letter_queue, target_control, paused, created_at`
+// queueCols are the queue columns, shared by every backend (store.QueueColumns).
+var queueCols = cols("", store.QueueColumns)
 
-const (
+var (
 	qQueueInsert = `INSERT INTO queues (` + queueCols + `)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
 	qQueueGet = `SELECT ` + queueCols + ` FROM queues WHERE instance_id = $1 AND name = $2`
@@ -54,48 +53,20 @@ const (
 		(SELECT count(*) FROM (SELECT FROM tasks WHERE instance_id = $1 AND queue = $2 AND state = 'CANCELLED' LIMIT $3) AS x)`
 )
 
+// scanQueue reads one queue row of queueCols.
 func scanQueue(row pgx.Row) (*task.Queue, error) {
-	q := &task.Queue{}
-	var (
-		mode   string
-		target []byte
-		dlq    *string
-	)
-	if err := row.Scan(&q.InstanceID, &q.Name, &mode, &target, &q.RatePerSecond, &q.MaxConcurrent, &q.MaxAttempts,
-		&q.MinBackoffSeconds, &q.MaxBackoffSeconds, &q.MaxDoublings, &q.MaxAgeSeconds, &q.DeadlineSeconds,
-		&dlq, &q.TargetControl, &q.Paused, &q.CreatedAt); err != nil {
-		return nil, interpretError(err)
-	}
-	q.Mode = task.Mode(mode)
-	if dlq != nil {
-		q.DeadLetterQueue = *dlq
-	}
-	if len(target) > 0 {
-		q.Target = &task.Target{}
-		if err := json.Unmarshal(target, q.Target); err != nil {
-			return nil, task.Errorf(task.CodeInternal, "store: queue %s: bad target: %v", q.Name, err)
-		}
-	}
-	return q, nil
+	q, err := store.ScanQueue(row)
+	return q, interpretError(err)
 }
 
+// scanQueues reads every row of a query's result and closes it.
 func scanQueues(rows pgx.Rows, err error) ([]*task.Queue, error) {
 	if err != nil {
 		return nil, interpretError(err)
 	}
 	defer rows.Close()
-	out := []*task.Queue{}
-	for rows.Next() {
-		q, err := scanQueue(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, q)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, interpretError(err)
-	}
-	return out, nil
+	qs, err := store.ScanQueues(rows)
+	return qs, interpretError(err)
 }
 
 // queueArgs returns the values of queueCols for q.

@@ -3,16 +3,15 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"strings"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
-const queueCols = `instance_id, name, mode, target, rate_per_second, max_concurrent, max_attempts,
-	min_backoff_seconds, max_backoff_seconds, max_doublings, max_age_seconds, deadline_seconds,
-	dead_letter_queue, target_control, paused, created_at`
+// queueCols are the queue columns, shared by every backend (store.QueueColumns).
+var queueCols = cols("", store.QueueColumns)
 
 var (
 	qQueueInsert = define(onWriter, `INSERT INTO queues (`+queueCols+`)
@@ -33,48 +32,17 @@ var (
 	qQueueCounts = define(onReader, countsSQL())
 )
 
+// scanQueue reads one queue row of queueCols.
 func scanQueue(sc scanner) (*task.Queue, error) {
-	q := &task.Queue{}
-	var (
-		mode          string
-		target        []byte
-		dlq           sql.NullString
-		tctl, paused  int64
-		maxConcurrent int64
-	)
-	if err := sc.Scan(&q.InstanceID, &q.Name, &mode, &target, &q.RatePerSecond, &maxConcurrent, &q.MaxAttempts,
-		&q.MinBackoffSeconds, &q.MaxBackoffSeconds, &q.MaxDoublings, &q.MaxAgeSeconds, &q.DeadlineSeconds,
-		&dlq, &tctl, &paused, &q.CreatedAt); err != nil {
-		return nil, interpretError(err)
-	}
-	q.Mode = task.Mode(mode)
-	q.MaxConcurrent = int(maxConcurrent)
-	q.DeadLetterQueue = dlq.String
-	q.TargetControl = tctl != 0
-	q.Paused = paused != 0
-	if len(target) > 0 {
-		q.Target = &task.Target{}
-		if err := json.Unmarshal(target, q.Target); err != nil {
-			return nil, task.Errorf(task.CodeInternal, "store: queue %s: bad target: %v", q.Name, err)
-		}
-	}
-	return q, nil
+	q, err := store.ScanQueue(sc)
+	return q, interpretError(err)
 }
 
+// scanQueues reads every row of rows and closes them.
 func scanQueues(rows *sql.Rows) ([]*task.Queue, error) {
 	defer rows.Close()
-	out := []*task.Queue{}
-	for rows.Next() {
-		q, err := scanQueue(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, q)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, interpretError(err)
-	}
-	return out, nil
+	qs, err := store.ScanQueues(rows)
+	return qs, interpretError(err)
 }
 
 // insertQueue stores a new queue; QUEUE_EXISTS if its name is taken.

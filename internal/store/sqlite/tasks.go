@@ -251,7 +251,7 @@ func (s *Store) TaskFinish(ctx context.Context, ps []*store.FinishParams) ([]err
 	err := s.write(ctx, func(w *wtx) error {
 		var dead []*task.Task
 		queues := map[[2]string]bool{}
-		for _, round := range finishRounds(ps) {
+		for _, round := range store.FinishRounds(ps) {
 			applied, err := w.finishRound(ps, round)
 			if err != nil {
 				return err
@@ -297,23 +297,6 @@ func (s *Store) TaskFinish(ctx context.Context, ps []*store.FinishParams) ([]err
 		return nil, err
 	}
 	return res, nil
-}
-
-// finishRounds splits the indexes of ps into rounds in which no task
-// appears twice, keeping each task's writes in their order.
-func finishRounds(ps []*store.FinishParams) [][]int {
-	var rounds [][]int
-	seen := make(map[[2]string]int, len(ps)) // task → rounds it is in
-	for i, p := range ps {
-		key := [2]string{p.Task.InstanceID, p.Task.ID}
-		r := seen[key]
-		seen[key] = r + 1
-		if r == len(rounds) {
-			rounds = append(rounds, nil)
-		}
-		rounds[r] = append(rounds[r], i)
-	}
-	return rounds
 }
 
 // finishRound writes the fenced updates of ps[round...] and returns the

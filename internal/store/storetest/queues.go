@@ -16,6 +16,8 @@ var queueCases = []testCase{
 	{"List", testQueueList},
 	{"Update", testQueueUpdate},
 	{"Delete", testQueueDelete},
+	{"DeleteUnlinksDeadLetter", testQueueDeleteUnlinksDeadLetter},
+	{"CreateNeedsInstance", testQueueCreateNeedsInstance},
 	{"Purge", testQueuePurge},
 	{"Counts", testQueueCounts},
 	{"CountsLimit", testQueueCountsLimit},
@@ -338,4 +340,50 @@ func testQueueCountsLimit(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	checkCounts(t, counts, map[task.State]int{task.Pending: 9, task.Running: 3})
+}
+
+// testQueueCreateNeedsInstance: a queue of an instance that does not exist
+// is NOT_FOUND.
+func testQueueCreateNeedsInstance(t *testing.T, e *env) {
+	e.instance("acme", "jobs")
+	q := task.NewQueue("nope", "work", task.ModePull)
+	q.CreatedAt = T0
+	wantCode(t, e.s.QueueCreate(e.ctx, q), task.CodeNotFound, "QueueCreate in a missing instance")
+}
+
+// testQueueDeleteUnlinksDeadLetter: deleting a dead-letter queue clears it
+// from the queues that named it, and a failure that still carries a copy
+// for it (the engine's view was older) keeps no copy and loses nothing
+// else.
+func testQueueDeleteUnlinksDeadLetter(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	dlq := e.queue(inst, "dead", task.ModePull)
+	q := e.queue(inst, "work", task.ModePull, func(q *task.Queue) { q.DeadLetterQueue, q.MaxAttempts = "dead", 1 })
+	tk := e.add(e.newTask(q, T0))[0]
+	c := e.claim(q, T0, 1, 1000)
+	if len(c) != 1 {
+		t.Fatalf("claimed %d tasks, want 1", len(c))
+	}
+	if _, err := e.s.QueueDelete(e.ctx, inst.ID, "dead"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.s.QueueGet(e.ctx, inst.ID, "work")
+	if err != nil || got.DeadLetterQueue != "" {
+		t.Fatalf("work after its dead-letter queue was deleted: %+v, %v", got, err)
+	}
+	lease := c[0].LeaseID
+	if _, err := c[0].Finish(q, T0+1, fail("x")); err != nil {
+		t.Fatal(err)
+	}
+	dl := c[0].DeadLetter(dlq, T0+1)
+	dl.ID = e.id("dl")
+	res, err := e.s.TaskFinish(e.ctx, []*store.FinishParams{{Task: c[0], LeaseID: lease, DeadLetter: dl}})
+	if err != nil || len(res) != 1 || res[0] != nil {
+		t.Fatalf("TaskFinish = %v, %v", res, err)
+	}
+	if got := e.get(inst.ID, tk.ID); got.State != task.Failed {
+		t.Fatalf("failed task is %s, want FAILED", got.State)
+	}
+	_, err = e.s.TaskGet(e.ctx, inst.ID, dl.ID)
+	wantCode(t, err, task.CodeNotFound, "copy into a deleted queue")
 }

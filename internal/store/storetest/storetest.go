@@ -44,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"TaskFinish", finishCases},
 		{"Maintenance", maintenanceCases},
 		{"Keys", keyCases},
+		{"Context", contextCases},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ var addCases = []testCase{
 	{"PayloadBytes", testAddPayloadBytes},
 	{"DuplicateName", testAddDuplicateName},
 	{"DuplicateNameInBatch", testAddDuplicateNameInBatch},
+	{"MissingQueueOrDuplicateID", testAddMissingQueueOrDuplicateID},
 	{"NameScope", testAddNameScope},
 	{"NameReuseAfterRetention", testAddNameReuseAfterRetention},
 	{"Empty", testAddEmpty},
@@ -274,4 +275,37 @@ func testAddFullBatch(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	checkCounts(t, counts, map[task.State]int{task.Pending: task.MaxAddBatch - len(dupOf)})
+}
+
+// testAddMissingQueueOrDuplicateID: a task of a queue that does not exist
+// is NOT_FOUND, an id taken (in the batch or stored) TASK_EXISTS with that
+// id; the other tasks of the batch are stored.
+func testAddMissingQueueOrDuplicateID(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull)
+	gone := task.NewQueue(inst.ID, "gone", task.ModePull)
+	a, c := e.newTask(q, T0), e.newTask(q, T0)
+	again := e.newTask(q, T0)
+	again.ID = a.ID
+	res, err := e.s.TaskAdd(e.ctx, []*task.Task{a, e.newTask(gone, T0), again, c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 4 || res[0].Err != nil || res[3].Err != nil {
+		t.Fatalf("results = %+v", res)
+	}
+	if res[1].Err == nil || res[1].Err.Code != task.CodeNotFound {
+		t.Fatalf("task of a missing queue: %+v", res[1])
+	}
+	wantExists(t, res[2], a.ID)
+	e.get(inst.ID, a.ID)
+	e.get(inst.ID, c.ID)
+	// An id already stored is TASK_EXISTS too.
+	stored := e.newTask(q, T0)
+	stored.ID = c.ID
+	res, err = e.s.TaskAdd(e.ctx, []*task.Task{stored})
+	if err != nil || len(res) != 1 {
+		t.Fatalf("stored id again: %+v, %v", res, err)
+	}
+	wantExists(t, res[0], c.ID)
 }
