@@ -76,16 +76,21 @@ func ScanTask(sc Scanner, full bool) (*task.Task, error) {
 	return t, nil
 }
 
-// ScanTasks reads every row of rows with ScanTask; it never returns a nil
-// slice without an error. Errors are returned unchanged.
+// ScanTasks reads every row of rows with ScanTask (see ScanAll).
 func ScanTasks(rows Rows, full bool) ([]*task.Task, error) {
-	out := []*task.Task{}
+	return ScanAll(rows, func(sc Scanner) (*task.Task, error) { return ScanTask(sc, full) })
+}
+
+// ScanAll reads every row of rows with scan; it never returns a nil slice
+// without an error. Errors are returned unchanged; the caller closes rows.
+func ScanAll[T any](rows Rows, scan func(Scanner) (T, error)) ([]T, error) {
+	out := []T{}
 	for rows.Next() {
-		t, err := ScanTask(rows, full)
+		x, err := scan(rows)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, t)
+		out = append(out, x)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -120,19 +125,7 @@ func ScanQueue(sc Scanner) (*task.Queue, error) {
 	return q, nil
 }
 
-// ScanQueues reads every row of rows with ScanQueue; it never returns a
-// nil slice without an error. Errors are returned unchanged.
+// ScanQueues reads every row of rows with ScanQueue (see ScanAll).
 func ScanQueues(rows Rows) ([]*task.Queue, error) {
-	out := []*task.Queue{}
-	for rows.Next() {
-		q, err := ScanQueue(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, q)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return ScanAll(rows, ScanQueue)
 }

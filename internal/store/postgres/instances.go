@@ -5,6 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -33,7 +34,7 @@ var (
 	qInstanceDelete       = `DELETE FROM instances WHERE id = $1`
 )
 
-func scanInstance(row pgx.Row) (*task.Instance, error) {
+func scanInstance(row store.Scanner) (*task.Instance, error) {
 	i := &task.Instance{}
 	if err := row.Scan(&i.ID, &i.Org, &i.Name, &i.CreatedAt, &i.Settings.RetentionDays, &i.Settings.RateLimit,
 		&i.Settings.MaxInFlight, &i.WebhookKey); err != nil {
@@ -74,18 +75,8 @@ func (s *Store) InstanceList(ctx context.Context, org string) ([]*task.Instance,
 		return nil, interpretError(err)
 	}
 	defer rows.Close()
-	out := []*task.Instance{}
-	for rows.Next() {
-		i, err := scanInstance(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, interpretError(err)
-	}
-	return out, nil
+	out, err := store.ScanAll(rows, scanInstance)
+	return out, interpretError(err)
 }
 
 // InstanceUpdate locks the instance's row, applies fn and stores its

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -60,18 +61,8 @@ func (s *Store) InstanceList(ctx context.Context, org string) ([]*task.Instance,
 		return nil, interpretError(err)
 	}
 	defer rows.Close()
-	out := []*task.Instance{}
-	for rows.Next() {
-		i, err := scanInstance(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, interpretError(err)
-	}
-	return out, nil
+	out, err := store.ScanAll(rows, scanInstance)
+	return out, interpretError(err)
 }
 
 // InstanceUpdate applies fn to the instance inside a write transaction and

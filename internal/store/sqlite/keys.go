@@ -96,18 +96,8 @@ func (s *Store) KeyList(ctx context.Context, org string) ([]*store.APIKey, error
 		return nil, interpretError(err)
 	}
 	defer rows.Close()
-	out := []*store.APIKey{}
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, k)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, interpretError(err)
-	}
-	return out, nil
+	out, err := store.ScanAll(rows, scanKey)
+	return out, interpretError(err)
 }
 
 // KeyRevoke marks org's key revoked at now, keeping the first time when it
