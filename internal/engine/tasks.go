@@ -74,19 +74,6 @@ func (e *Engine) TaskGet(ctx context.Context, org, instance, id string) (*task.T
 	return e.store.TaskGet(ctx, inst.ID, id)
 }
 
-// TaskList returns one page of a queue's tasks.
-func (e *Engine) TaskList(ctx context.Context, org, instance string, p store.ListParams) (*store.ListPage, error) {
-	inst, err := e.Instance(ctx, org, instance)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := e.store.QueueGet(ctx, inst.ID, p.Queue); err != nil {
-		return nil, err
-	}
-	p.InstanceID = inst.ID
-	return e.store.TaskList(ctx, &p)
-}
-
 // TaskRun makes a scheduled or retrying task due now.
 func (e *Engine) TaskRun(ctx context.Context, org, instance, id string) (*task.Task, error) {
 	return e.mutate(ctx, org, instance, id, func(t *task.Task) error { return t.RunNow(e.now()) })

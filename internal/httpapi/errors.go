@@ -32,6 +32,16 @@ var statusOf = map[task.Code]int{
 	task.CodeInternal:              http.StatusInternalServerError,
 }
 
+// writeBatchRefused answers a batch call (add, batch ack) in which every
+// item was refused: results under key, each with its own code, and error
+// naming the first refusal. It is the one status not looked up in statusOf:
+// the v1 API answers such a batch 409 whatever the items' codes (a task
+// of a queue deleted meanwhile is NOT_FOUND, yet its batch is 409), since
+// the request itself was well formed and the items are what conflicted.
+func writeBatchRefused(w http.ResponseWriter, key string, results any, first *task.Error) {
+	writeJSON(w, http.StatusConflict, map[string]any{key: results, "error": errorDetail{Code: first.Code, Message: first.Message}})
+}
+
 // StatusOf returns the HTTP status for a code (500 for an unknown one).
 func StatusOf(c task.Code) int {
 	if s, ok := statusOf[c]; ok {

@@ -151,7 +151,7 @@ func (s *Server) ackMany(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 	}
 	if acked == 0 {
-		writeJSON(w, http.StatusConflict, map[string]any{"results": out, "error": errorDetail{Code: first.Code, Message: first.Message}})
+		writeBatchRefused(w, "results", out, first)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"results": out})

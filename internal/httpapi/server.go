@@ -90,20 +90,14 @@ func New(cfg Config) *Server {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{eng: cfg.Engine, auth: cfg.Auth, log: cfg.Logger, mux: http.NewServeMux()}
-	s.limits = newLimiter(cfg.Engine.Clock(), func(ctx context.Context, org, instance string) (float64, error) {
-		inst, err := cfg.Engine.Store().InstanceGet(ctx, org, instance)
-		if err != nil {
-			return 0, err
-		}
-		return inst.Settings.RateLimit, nil
-	})
+	s.limits = newLimiter(cfg.Engine.Clock(), cfg.Engine.RateLimit)
 	for _, rt := range Routes {
 		s.mux.Handle(rt.Method+" "+rt.Pattern, s.wrap(rt))
 	}
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if err := s.eng.Store().Ping(ctx); err != nil {
+		if err := s.eng.Ping(ctx); err != nil {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ok": false, "store": "unavailable"})
 			return
 		}

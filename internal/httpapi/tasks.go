@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -82,7 +82,7 @@ func (s *Server) addTasks(w http.ResponseWriter, r *http.Request, c *call) {
 		out[i] = addResultJSON{OK: true, ID: x.Task.ID, Name: strPtr(x.Task.Name), State: x.Task.State.V1(x.Task.Pull), RunAt: x.Task.RunAt}
 	}
 	if added == 0 {
-		writeJSON(w, http.StatusConflict, map[string]any{"tasks": out, "error": errorDetail{Code: first.Code, Message: first.Message}})
+		writeBatchRefused(w, "tasks", out, first)
 		return
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"tasks": out})
@@ -90,22 +90,22 @@ func (s *Server) addTasks(w http.ResponseWriter, r *http.Request, c *call) {
 
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, c *call) {
 	q := r.URL.Query()
-	p := store.ListParams{Queue: r.PathValue("queue"), Name: q.Get("name"), Cursor: q.Get("cursor")}
+	f := engine.ListFilter{Name: q.Get("name"), Cursor: q.Get("cursor")}
 	if st := q.Get("state"); st != "" {
 		state, pull, ok := task.ParseV1State(st)
 		if !ok {
 			s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "state", "must be one of scheduled, running, leased, retrying, succeeded, failed, cancelled"))
 			return
 		}
-		p.State, p.Pull = state, pull
+		f.State, f.Pull = state, pull
 	}
 	limit, err := queryInt(r, "limit", 50, 1, 200)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	p.Limit = limit
-	page, err := s.eng.TaskList(r.Context(), c.p.Org, c.instance, p)
+	f.Limit = limit
+	page, err := s.eng.TaskList(r.Context(), c.p.Org, c.instance, r.PathValue("queue"), f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -83,7 +83,7 @@ type Store interface {
 	// that names no task of the instance is absent from the map.
 	TaskGetMany(ctx context.Context, instanceID string, ids []string) (map[string]*task.Task, error)
 	// TaskList returns one page of a queue's tasks without payloads or
-	// results, in the contract's order (see ListParams).
+	// results, in the listing order of ListParams.
 	TaskList(ctx context.Context, p *ListParams) (*ListPage, error)
 	// TaskUpdate reads one task under a write lock, applies fn (a domain
 	// method such as Cancel, Retry, RunNow, Extend) and stores the task if fn

@@ -10,8 +10,8 @@ import (
 // to a status in one table; the SDK maps statuses and codes back.
 type Code string
 
-// The error codes of the v1 API (DESIGN.md) and the ones errand adds where the
-// contract is silent.
+// The error codes of the v1 API, with errand's own (NOT_RUNNABLE,
+// WRONG_MODE, …); docs/api.md lists their HTTP statuses.
 const (
 	CodeInvalidArgument       Code = "INVALID_ARGUMENT"
 	CodeNotFound              Code = "NOT_FOUND"
@@ -35,8 +35,10 @@ const (
 	CodeInternal              Code = "INTERNAL"
 )
 
-// Lower returns the code in the lowercase form of the operations API
-// (`not_cancellable`).
+// Lower returns the code in the lowercase form the operations API
+// (/api/tasks) answers its refusals in (`not_cancellable`). Nothing calls
+// it until that API is built; it is kept so that both APIs spell a code
+// from the one set.
 func (c Code) Lower() string { return strings.ToLower(string(c)) }
 
 // Error is a domain error with a code that travels unchanged from the store to

@@ -2,7 +2,7 @@ package task
 
 import "encoding/json"
 
-// Limits of the contract.
+// Limits of the v1 API (docs/api.md).
 const (
 	MaxPayloadBytes = 64 << 10 // payload and result, each
 	MaxAddBatch     = 100      // tasks in one add call
