@@ -34,7 +34,7 @@ func (e *Engine) AckMany(ctx context.Context, org, instance, queue string, acks 
 	if err != nil {
 		return nil, err
 	}
-	q, err := e.store.QueueGet(ctx, inst.ID, queue)
+	q, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: inst.ID, Name: queue})
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/errandhq/errand/internal/deliver"
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -103,7 +104,7 @@ func TestPushRetriesWithBackoffThenDeadLetters(t *testing.T) {
 	if len(tk.Attempts) != 3 {
 		t.Fatalf("%+v", tk.Attempts)
 	}
-	q, _ := b.eng.Store().QueueGet(b.ctx, tk.InstanceID, "dead")
+	q, _ := b.eng.Store().QueueGet(b.ctx, store.QueueRef{InstanceID: tk.InstanceID, Name: "dead"})
 	ts, _ := b.eng.Store().TaskClaim(b.ctx, claimAll(q, b.clock.Now().UnixMilli()))
 	if len(ts) != 1 || ts[0].DeadLetterOf != id || ts[0].Source != task.SourceDeadLetter || string(ts[0].Payload) != `{"x":1}` || string(ts[0].Params) != `{"p":1}` || ts[0].Name != "" {
 		t.Fatalf("dead letter: %+v", ts)

@@ -47,7 +47,7 @@ func (e *Engine) Lease(ctx context.Context, org, instance, queue string, p Lease
 	}
 	for {
 		woken := e.waker.wait() // before the claim: no add slips between
-		q, err := e.store.QueueGet(ctx, inst.ID, queue)
+		q, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: inst.ID, Name: queue})
 		if err != nil {
 			return nil, err
 		}
@@ -114,7 +114,7 @@ func (e *Engine) Extend(ctx context.Context, org, instance, taskID, leaseID stri
 	if err != nil {
 		return nil, err
 	}
-	t, err := e.store.TaskUpdate(ctx, inst.ID, taskID, func(t *task.Task) error {
+	t, err := e.store.TaskUpdate(ctx, store.TaskRef{InstanceID: inst.ID, ID: taskID}, func(t *task.Task) error {
 		if !t.Pull {
 			return task.Errorf(task.CodeLeaseLost, "the task is not leased")
 		}
@@ -134,7 +134,7 @@ func (e *Engine) finishLeased(ctx context.Context, org, instance, taskID, leaseI
 	if err != nil {
 		return nil, err
 	}
-	t, err := e.store.TaskGet(ctx, inst.ID, taskID)
+	t, err := e.store.TaskGet(ctx, store.TaskRef{InstanceID: inst.ID, ID: taskID})
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ func (e *Engine) finishLeased(ctx context.Context, org, instance, taskID, leaseI
 // finish applies o to the claimed task t and stores it fenced on its lease,
 // with a dead-letter copy if the task failed and its queue names one.
 func (e *Engine) finish(ctx context.Context, t *task.Task, now int64, o task.Outcome) error {
-	q, err := e.store.QueueGet(ctx, t.InstanceID, t.Queue)
+	q, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: t.InstanceID, Name: t.Queue})
 	if err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func (e *Engine) finish(ctx context.Context, t *task.Task, now int64, o task.Out
 	}
 	fp := &store.FinishParams{Task: t, LeaseID: lease}
 	if failed && q.DeadLetterQueue != "" {
-		if dlq, err := e.store.QueueGet(ctx, t.InstanceID, q.DeadLetterQueue); err == nil {
+		if dlq, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: t.InstanceID, Name: q.DeadLetterQueue}); err == nil {
 			fp.DeadLetter = t.DeadLetter(dlq, now)
 			fp.DeadLetter.ID = e.newID()
 		} else if !task.IsCode(err, task.CodeNotFound) {

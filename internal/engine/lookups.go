@@ -27,7 +27,7 @@ func (e *Engine) TaskList(ctx context.Context, org, instance, queue string, f Li
 	if err != nil {
 		return nil, err
 	}
-	if _, err := e.store.QueueGet(ctx, inst.ID, queue); err != nil {
+	if _, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: inst.ID, Name: queue}); err != nil {
 		return nil, err
 	}
 	return e.store.TaskList(ctx, &store.ListParams{
@@ -45,7 +45,7 @@ func (e *Engine) Ping(ctx context.Context) error { return e.store.Ping(ctx) }
 // missing one is NOT_FOUND, and the call it was asked for answers for
 // itself.
 func (e *Engine) RateLimit(ctx context.Context, org, instance string) (float64, error) {
-	inst, err := e.store.InstanceGet(ctx, org, instance)
+	inst, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: instance})
 	if err != nil {
 		return 0, err
 	}

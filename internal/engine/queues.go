@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -46,11 +47,11 @@ func (e *Engine) QueueGet(ctx context.Context, org, instance, name string) (*Que
 	if err != nil {
 		return nil, err
 	}
-	q, err := e.store.QueueGet(ctx, inst.ID, name)
+	q, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: inst.ID, Name: name})
 	if err != nil {
 		return nil, err
 	}
-	counts, err := e.store.QueueCounts(ctx, inst.ID, name, CountLimit)
+	counts, err := e.store.QueueCounts(ctx, store.QueueRef{InstanceID: inst.ID, Name: name}, CountLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +70,7 @@ func (e *Engine) QueueList(ctx context.Context, org, instance string) ([]*QueueV
 	}
 	out := make([]*QueueView, 0, len(qs))
 	for _, q := range qs {
-		counts, err := e.store.QueueCounts(ctx, inst.ID, q.Name, CountLimit)
+		counts, err := e.store.QueueCounts(ctx, store.QueueRef{InstanceID: inst.ID, Name: q.Name}, CountLimit)
 		if err != nil {
 			return nil, err
 		}
@@ -84,7 +85,7 @@ func (e *Engine) QueuePatch(ctx context.Context, org, instance, name string, p *
 	if err != nil {
 		return nil, err
 	}
-	q, err := e.store.QueueUpdate(ctx, inst.ID, name, func(q *task.Queue) error { return p.Apply(q, false, e.rules) })
+	q, err := e.store.QueueUpdate(ctx, store.QueueRef{InstanceID: inst.ID, Name: name}, func(q *task.Queue) error { return p.Apply(q, false, e.rules) })
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +99,7 @@ func (e *Engine) QueueDelete(ctx context.Context, org, instance, name string) (i
 	if err != nil {
 		return 0, err
 	}
-	n, err := e.store.QueueDelete(ctx, inst.ID, name)
+	n, err := e.store.QueueDelete(ctx, store.QueueRef{InstanceID: inst.ID, Name: name})
 	if err == nil {
 		e.changed()
 	}
@@ -111,8 +112,8 @@ func (e *Engine) QueuePurge(ctx context.Context, org, instance, name string) (in
 	if err != nil {
 		return 0, err
 	}
-	if _, err := e.store.QueueGet(ctx, inst.ID, name); err != nil {
+	if _, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: inst.ID, Name: name}); err != nil {
 		return 0, err
 	}
-	return e.store.QueuePurge(ctx, inst.ID, name)
+	return e.store.QueuePurge(ctx, store.QueueRef{InstanceID: inst.ID, Name: name})
 }

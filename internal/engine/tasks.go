@@ -22,7 +22,7 @@ func (e *Engine) TaskAdd(ctx context.Context, org, instance, queue string, ins [
 	if err != nil {
 		return nil, err
 	}
-	q, err := e.store.QueueGet(ctx, inst.ID, queue)
+	q, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: inst.ID, Name: queue})
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +71,7 @@ func (e *Engine) TaskGet(ctx context.Context, org, instance, id string) (*task.T
 	if err != nil {
 		return nil, err
 	}
-	return e.store.TaskGet(ctx, inst.ID, id)
+	return e.store.TaskGet(ctx, store.TaskRef{InstanceID: inst.ID, ID: id})
 }
 
 // TaskRun makes a scheduled or retrying task due now.
@@ -94,7 +94,7 @@ func (e *Engine) mutate(ctx context.Context, org, instance, id string, fn func(*
 	if err != nil {
 		return nil, err
 	}
-	t, err := e.store.TaskUpdate(ctx, inst.ID, id, fn)
+	t, err := e.store.TaskUpdate(ctx, store.TaskRef{InstanceID: inst.ID, ID: id}, fn)
 	if err != nil {
 		return nil, err
 	}

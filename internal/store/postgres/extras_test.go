@@ -78,7 +78,7 @@ func TestHistoryMustFollow(t *testing.T) {
 	if !task.IsCode(err, task.CodeInternal) {
 		t.Fatalf("TaskFinish with a history that does not follow: %v, want INTERNAL", err)
 	}
-	if got, err := s.TaskGet(ctx, "i1", "a"); err != nil || got.State != task.Running || len(got.Attempts) != 0 {
+	if got, err := s.TaskGet(ctx, store.TaskRef{InstanceID: "i1", ID: "a"}); err != nil || got.State != task.Running || len(got.Attempts) != 0 {
 		t.Fatalf("task after a refused finish: %+v, %v", got, err)
 	}
 }
@@ -150,7 +150,7 @@ func TestTwoNodes(t *testing.T) {
 	if len(seen) != n {
 		t.Fatalf("claimed %d, want %d", len(seen), n)
 	}
-	counts, err := a.QueueCounts(ctx, "i1", "work", 10_000)
+	counts, err := a.QueueCounts(ctx, store.QueueRef{InstanceID: "i1", Name: "work"}, 10_000)
 	if err != nil || counts[task.Succeeded] != n {
 		t.Fatalf("counts = %v, %v; want %d succeeded", counts, err, n)
 	}
@@ -231,7 +231,7 @@ func TestQueueDeleteDuringAdds(t *testing.T) {
 		for added.Load() < 20 && !t.Failed() {
 			time.Sleep(time.Millisecond)
 		}
-		if _, err := s.QueueDelete(ctx, "i1", "work"); err != nil {
+		if _, err := s.QueueDelete(ctx, store.QueueRef{InstanceID: "i1", Name: "work"}); err != nil {
 			t.Fatal(err)
 		}
 		close(stop)
@@ -241,7 +241,7 @@ func TestQueueDeleteDuringAdds(t *testing.T) {
 		if err != nil || len(page.Tasks) != 0 {
 			t.Fatalf("round %d: the queue made again lists %d tasks, %v", round, len(page.Tasks), err)
 		}
-		if _, err := s.QueueDelete(ctx, "i1", "work"); err != nil {
+		if _, err := s.QueueDelete(ctx, store.QueueRef{InstanceID: "i1", Name: "work"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -349,7 +349,7 @@ func TestClaimAbortedMidway(t *testing.T) {
 		if err != context.Canceled {
 			t.Fatalf("claim cancelled midway: %v, want context.Canceled", err)
 		}
-		counts, err := s.QueueCounts(t.Context(), "i1", "work", 100)
+		counts, err := s.QueueCounts(t.Context(), store.QueueRef{InstanceID: "i1", Name: "work"}, 100)
 		if err != nil || counts[task.Pending] != 5 || counts[task.Running] != 0 {
 			t.Fatalf("counts after an aborted claim: %v, %v", counts, err)
 		}

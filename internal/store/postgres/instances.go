@@ -59,7 +59,8 @@ func (s *Store) InstanceCreate(ctx context.Context, inst *task.Instance) error {
 }
 
 // InstanceGet finds an instance by (org, name).
-func (s *Store) InstanceGet(ctx context.Context, org, name string) (*task.Instance, error) {
+func (s *Store) InstanceGet(ctx context.Context, ref store.InstanceRef) (*task.Instance, error) {
+	org, name := ref.Org, ref.Name
 	return scanInstance(s.pool.QueryRow(ctx, qInstanceByName, org, name))
 }
 
@@ -81,7 +82,8 @@ func (s *Store) InstanceList(ctx context.Context, org string) ([]*task.Instance,
 
 // InstanceUpdate locks the instance's row, applies fn and stores its
 // settings and webhook key; its ID, org, name and creation time stay.
-func (s *Store) InstanceUpdate(ctx context.Context, org, name string, fn func(*task.Instance) error) (*task.Instance, error) {
+func (s *Store) InstanceUpdate(ctx context.Context, ref store.InstanceRef, fn func(*task.Instance) error) (*task.Instance, error) {
+	org, name := ref.Org, ref.Name
 	var out *task.Instance
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		inst, err := scanInstance(tx.QueryRow(ctx, qInstanceLock, org, name))
@@ -105,7 +107,8 @@ func (s *Store) InstanceUpdate(ctx context.Context, org, name string, fn func(*t
 
 // InstanceDelete removes an instance with its queues and tasks in one
 // transaction, whose statements may run for up to bulkStatementTimeout.
-func (s *Store) InstanceDelete(ctx context.Context, org, name string) error {
+func (s *Store) InstanceDelete(ctx context.Context, ref store.InstanceRef) error {
+	org, name := ref.Org, ref.Name
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		var id string
 		if err := tx.QueryRow(ctx, qInstanceDeleteLock, org, name).Scan(&id); err != nil {

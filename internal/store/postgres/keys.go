@@ -97,7 +97,8 @@ func (s *Store) KeyList(ctx context.Context, org string) ([]*store.APIKey, error
 // KeyRevoke marks a key of org revoked at now, in one statement;
 // task.ErrNotFound if org has no such key. Revoking twice keeps the first
 // time.
-func (s *Store) KeyRevoke(ctx context.Context, org, id string, now int64) error {
+func (s *Store) KeyRevoke(ctx context.Context, ref store.KeyRef, now int64) error {
+	org, id := ref.Org, ref.ID
 	var n int
 	if err := s.pool.QueryRow(ctx, qKeyRevoke, org, id, now).Scan(&n); err != nil {
 		return interpretError(err)

@@ -155,7 +155,8 @@ func (s *Store) QueueCreate(ctx context.Context, q *task.Queue) error {
 }
 
 // QueueGet finds one queue.
-func (s *Store) QueueGet(ctx context.Context, instanceID, name string) (*task.Queue, error) {
+func (s *Store) QueueGet(ctx context.Context, ref store.QueueRef) (*task.Queue, error) {
+	instanceID, name := ref.InstanceID, ref.Name
 	return scanQueue(s.pool.QueryRow(ctx, qQueueGet, instanceID, name))
 }
 
@@ -172,7 +173,8 @@ func (s *Store) QueueListAll(ctx context.Context) ([]*task.Queue, error) {
 // QueueUpdate locks the queue's row, applies fn and stores its settings,
 // refusing a deadLetterQueue that does not exist. The instance, name, mode
 // and creation time stay.
-func (s *Store) QueueUpdate(ctx context.Context, instanceID, name string, fn func(*task.Queue) error) (*task.Queue, error) {
+func (s *Store) QueueUpdate(ctx context.Context, ref store.QueueRef, fn func(*task.Queue) error) (*task.Queue, error) {
+	instanceID, name := ref.InstanceID, ref.Name
 	var out *task.Queue
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		q, err := scanQueue(tx.QueryRow(ctx, qQueueLock, instanceID, name))
@@ -206,7 +208,8 @@ func (s *Store) QueueUpdate(ctx context.Context, instanceID, name string, fn fun
 // dead-letter queue of the instance's other queues, in one transaction
 // whose statements may run for up to bulkStatementTimeout. It returns how
 // many tasks went with it.
-func (s *Store) QueueDelete(ctx context.Context, instanceID, name string) (int, error) {
+func (s *Store) QueueDelete(ctx context.Context, ref store.QueueRef) (int, error) {
+	instanceID, name := ref.InstanceID, ref.Name
 	var n int
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, qQueueDelete, instanceID, name)
@@ -233,7 +236,8 @@ func (s *Store) QueueDelete(ctx context.Context, instanceID, name string) (int, 
 // QueuePurge removes every task of a queue and returns how many, in one
 // statement that may run for up to bulkStatementTimeout. The queue is held
 // (key share) so that it cannot be deleted meanwhile; adds go on.
-func (s *Store) QueuePurge(ctx context.Context, instanceID, name string) (int, error) {
+func (s *Store) QueuePurge(ctx context.Context, ref store.QueueRef) (int, error) {
+	instanceID, name := ref.InstanceID, ref.Name
 	var n int
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		ok, err := keep(ctx, tx, qQueueKeep, instanceID, name)
@@ -258,7 +262,8 @@ func (s *Store) QueuePurge(ctx context.Context, instanceID, name string) (int, e
 
 // QueueCounts counts a queue's tasks by state, each count stopping at limit.
 // Every state has an entry.
-func (s *Store) QueueCounts(ctx context.Context, instanceID, name string, limit int) (map[task.State]int, error) {
+func (s *Store) QueueCounts(ctx context.Context, ref store.QueueRef, limit int) (map[task.State]int, error) {
+	instanceID, name := ref.InstanceID, ref.Name
 	limit = max(limit, 0)
 	var c [6]int
 	if err := s.pool.QueryRow(ctx, qQueueCounts, instanceID, name, limit).Scan(&c[0], &c[1], &c[2], &c[3], &c[4], &c[5]); err != nil {

@@ -106,7 +106,8 @@ func (s *Store) QueueCreate(ctx context.Context, q *task.Queue) error {
 }
 
 // QueueGet finds one queue.
-func (s *Store) QueueGet(ctx context.Context, instanceID, name string) (*task.Queue, error) {
+func (s *Store) QueueGet(ctx context.Context, ref store.QueueRef) (*task.Queue, error) {
+	instanceID, name := ref.InstanceID, ref.Name
 	return scanQueue(s.reader(qQueueGet).QueryRowContext(ctx, instanceID, name))
 }
 
@@ -131,7 +132,8 @@ func (s *Store) QueueListAll(ctx context.Context) ([]*task.Queue, error) {
 // QueueUpdate applies fn to the queue inside a write transaction and stores
 // its settings, refusing a deadLetterQueue that does not exist. The
 // instance, name, mode and creation time stay.
-func (s *Store) QueueUpdate(ctx context.Context, instanceID, name string, fn func(*task.Queue) error) (*task.Queue, error) {
+func (s *Store) QueueUpdate(ctx context.Context, ref store.QueueRef, fn func(*task.Queue) error) (*task.Queue, error) {
+	instanceID, name := ref.InstanceID, ref.Name
 	var out *task.Queue
 	err := s.write(ctx, func(w *wtx) error {
 		q, err := scanQueue(w.queryRow(qQueueGet, instanceID, name))
@@ -164,7 +166,8 @@ func (s *Store) QueueUpdate(ctx context.Context, instanceID, name string, fn fun
 // QueueDelete removes a queue and all its tasks, and clears it as the
 // dead-letter queue of the instance's other queues. It returns how many
 // tasks went with it.
-func (s *Store) QueueDelete(ctx context.Context, instanceID, name string) (int, error) {
+func (s *Store) QueueDelete(ctx context.Context, ref store.QueueRef) (int, error) {
+	instanceID, name := ref.InstanceID, ref.Name
 	var n int
 	err := s.write(ctx, func(w *wtx) error {
 		r, err := w.exec(qQueueDelete, instanceID, name)
@@ -186,7 +189,8 @@ func (s *Store) QueueDelete(ctx context.Context, instanceID, name string) (int, 
 }
 
 // QueuePurge removes every task of a queue and returns how many.
-func (s *Store) QueuePurge(ctx context.Context, instanceID, name string) (int, error) {
+func (s *Store) QueuePurge(ctx context.Context, ref store.QueueRef) (int, error) {
+	instanceID, name := ref.InstanceID, ref.Name
 	var n int
 	err := s.write(ctx, func(w *wtx) error {
 		ok, err := w.queueExists(instanceID, name)
@@ -212,7 +216,8 @@ func (w *wtx) purge(instanceID, name string) (int, error) {
 
 // QueueCounts counts a queue's tasks by state, each count stopping at limit.
 // Every state has an entry.
-func (s *Store) QueueCounts(ctx context.Context, instanceID, name string, limit int) (map[task.State]int, error) {
+func (s *Store) QueueCounts(ctx context.Context, ref store.QueueRef, limit int) (map[task.State]int, error) {
+	instanceID, name := ref.InstanceID, ref.Name
 	if limit < 0 {
 		limit = 0
 	}

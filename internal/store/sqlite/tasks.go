@@ -188,7 +188,8 @@ func (s *Store) TaskAdd(ctx context.Context, tasks []*task.Task) ([]store.AddRes
 func quote(s string) string { return `"` + s + `"` }
 
 // TaskGet returns one task with payload, result and attempts.
-func (s *Store) TaskGet(ctx context.Context, instanceID, id string) (*task.Task, error) {
+func (s *Store) TaskGet(ctx context.Context, ref store.TaskRef) (*task.Task, error) {
+	instanceID, id := ref.InstanceID, ref.ID
 	return scanTask(s.reader(qTaskGet).QueryRowContext(ctx, instanceID, id), true)
 }
 
@@ -213,7 +214,8 @@ func (s *Store) TaskGetMany(ctx context.Context, instanceID string, ids []string
 // TaskUpdate reads the task inside a write transaction, applies fn and
 // stores what fn changed if fn returned nil. fn's error is returned
 // unchanged and nothing is written.
-func (s *Store) TaskUpdate(ctx context.Context, instanceID, id string, fn func(*task.Task) error) (*task.Task, error) {
+func (s *Store) TaskUpdate(ctx context.Context, ref store.TaskRef, fn func(*task.Task) error) (*task.Task, error) {
+	instanceID, id := ref.InstanceID, ref.ID
 	var out *task.Task
 	err := s.write(ctx, func(w *wtx) error {
 		t, err := scanTask(w.queryRow(qTaskGet, instanceID, id), true)

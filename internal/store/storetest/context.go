@@ -21,10 +21,10 @@ func testCancelledContext(t *testing.T, e *env) {
 	e.add(e.newTask(q, T0))
 	ctx, cancel := context.WithCancel(e.ctx)
 	cancel()
-	if _, err := e.s.InstanceGet(ctx, "acme", "jobs"); err != context.Canceled {
+	if _, err := e.s.InstanceGet(ctx, store.InstanceRef{Org: "acme", Name: "jobs"}); err != context.Canceled {
 		t.Fatalf("read with a cancelled context: %v", err)
 	}
-	if _, err := e.s.InstanceUpdate(ctx, "acme", "jobs", func(*task.Instance) error { return nil }); err != context.Canceled {
+	if _, err := e.s.InstanceUpdate(ctx, store.InstanceRef{Org: "acme", Name: "jobs"}, func(*task.Instance) error { return nil }); err != context.Canceled {
 		t.Fatalf("write with a cancelled context: %v", err)
 	}
 	if _, err := e.s.TaskClaim(ctx, &store.ClaimParams{Queue: q, Now: T0, Limit: 1, LeaseMs: 1000, NewLeaseID: e.leases()}); err != context.Canceled {

@@ -143,7 +143,7 @@ func testAddDuplicateName(t *testing.T, e *env) {
 	if res[1].Err != nil || res[1].Task == nil || res[1].Task.ID != other.ID {
 		t.Fatalf("result 1 = %+v, want stored", res[1])
 	}
-	if _, err := e.s.TaskGet(e.ctx, inst.ID, dup.ID); !task.IsCode(err, task.CodeNotFound) {
+	if _, err := e.s.TaskGet(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: dup.ID}); !task.IsCode(err, task.CodeNotFound) {
 		t.Fatalf("refused task was stored: %v", err)
 	}
 	if got := e.get(inst.ID, first.ID); string(got.Payload) != `{"n":1}` {
@@ -187,7 +187,7 @@ func testAddDuplicateNameInBatch(t *testing.T, e *env) {
 		}
 	}
 	wantExists(t, res[2], a.ID)
-	if _, err := e.s.TaskGet(e.ctx, inst.ID, c.ID); !task.IsCode(err, task.CodeNotFound) {
+	if _, err := e.s.TaskGet(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: c.ID}); !task.IsCode(err, task.CodeNotFound) {
 		t.Fatalf("duplicate in batch was stored: %v", err)
 	}
 	page, err := e.s.TaskList(e.ctx, &store.ListParams{InstanceID: inst.ID, Queue: "work", Limit: 10})
@@ -215,7 +215,7 @@ func testAddNameReuseAfterRetention(t *testing.T, e *env) {
 	q := e.queue(inst, "work", task.ModePull)
 	old := e.newTask(q, T0, func(in *task.AddInput) { in.Name = "daily" })
 	e.add(old)
-	if _, err := e.s.TaskUpdate(e.ctx, inst.ID, old.ID, func(t *task.Task) error { return t.Cancel(T0 + 1) }); err != nil {
+	if _, err := e.s.TaskUpdate(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: old.ID}, func(t *task.Task) error { return t.Cancel(T0 + 1) }); err != nil {
 		t.Fatal(err)
 	}
 	n, err := e.s.TaskDeleteFinished(e.ctx, T0+2+int64(inst.Settings.RetentionDays)*Day, 100)
@@ -270,7 +270,7 @@ func testAddFullBatch(t *testing.T, e *env) {
 			t.Fatalf("task %d payload %q", i, got.Payload)
 		}
 	}
-	counts, err := e.s.QueueCounts(e.ctx, inst.ID, "work", 1000)
+	counts, err := e.s.QueueCounts(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "work"}, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
