@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/errandhq/errand/internal/deliver"
+	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -127,7 +128,7 @@ func TestPushDeferDoesNotUseAnAttempt(t *testing.T) {
 		t.Fatalf("%+v", tk)
 	}
 	// targetControl off: the same answer is a failed attempt, and with one attempt the task fails.
-	if _, err := b.eng.QueuePatch(b.ctx, "dev", "jobs", "q", &task.QueuePatch{TargetControl: ptr(false)}); err != nil {
+	if _, err := b.eng.QueuePatch(b.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "q"}, &task.QueuePatch{TargetControl: ptr(false)}); err != nil {
 		t.Fatal(err)
 	}
 	b.clock.Advance(time.Minute)

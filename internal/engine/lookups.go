@@ -22,16 +22,16 @@ type ListFilter struct {
 type ListPage = store.ListPage
 
 // TaskList returns one page of a queue's tasks, without payloads.
-func (e *Engine) TaskList(ctx context.Context, org, instance, queue string, f ListFilter) (*ListPage, error) {
-	inst, err := e.Instance(ctx, org, instance)
+func (e *Engine) TaskList(ctx context.Context, ref QueueRef, f ListFilter) (*ListPage, error) {
+	sq, err := e.queueOf(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: inst.ID, Name: queue}); err != nil {
+	if _, err := e.store.QueueGet(ctx, sq); err != nil {
 		return nil, err
 	}
 	return e.store.TaskList(ctx, &store.ListParams{
-		InstanceID: inst.ID, Queue: queue,
+		InstanceID: sq.InstanceID, Queue: sq.Name,
 		State: f.State, Pull: f.Pull, Name: f.Name, Limit: f.Limit, Cursor: f.Cursor,
 	})
 }

@@ -29,7 +29,7 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request, c *call) {
 	if body.LeaseSeconds != nil {
 		p.LeaseSeconds = *body.LeaseSeconds
 	}
-	ts, err := s.eng.Lease(r.Context(), c.p.Org, c.instance, r.PathValue("queue"), p)
+	ts, err := s.eng.Lease(r.Context(), c.queue(r), p)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -54,7 +54,7 @@ func (s *Server) ack(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "leaseId", "is required"))
 		return
 	}
-	t, err := s.eng.Ack(r.Context(), c.p.Org, c.instance, r.PathValue("id"), body.LeaseID, body.Result)
+	t, err := s.eng.Ack(r.Context(), c.task(r), engine.AckParams{LeaseID: body.LeaseID, Result: body.Result})
 	s.answerTask(w, r, t, err)
 }
 
@@ -75,7 +75,7 @@ func (s *Server) extend(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "leaseSeconds", "is required"))
 		return
 	}
-	t, err := s.eng.Extend(r.Context(), c.p.Org, c.instance, r.PathValue("id"), body.LeaseID, *body.LeaseSeconds)
+	t, err := s.eng.Extend(r.Context(), c.task(r), engine.ExtendParams{LeaseID: body.LeaseID, LeaseSeconds: *body.LeaseSeconds})
 	s.answerTask(w, r, t, err)
 }
 
@@ -93,7 +93,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "leaseId", "is required"))
 		return
 	}
-	t, err := s.eng.Release(r.Context(), c.p.Org, c.instance, r.PathValue("id"), body.LeaseID, body.Error, body.DelaySeconds)
+	t, err := s.eng.Release(r.Context(), c.task(r), engine.ReleaseParams{LeaseID: body.LeaseID, Error: body.Error, DelaySeconds: body.DelaySeconds})
 	s.answerTask(w, r, t, err)
 }
 
@@ -120,7 +120,7 @@ func (s *Server) ackMany(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 		in[i] = engine.AckInput{ID: a.ID, LeaseID: a.LeaseID, Result: a.Result}
 	}
-	errs, err := s.eng.AckMany(r.Context(), c.p.Org, c.instance, r.PathValue("queue"), in)
+	errs, err := s.eng.AckMany(r.Context(), c.queue(r), in)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

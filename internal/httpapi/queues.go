@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -29,7 +30,7 @@ func (s *Server) createQueue(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "name", "is required"))
 		return
 	}
-	q, err := s.eng.QueueCreate(r.Context(), c.p.Org, c.instance, *body.Name, body.patch())
+	q, err := s.eng.QueueCreate(r.Context(), engine.QueueRef{Org: c.p.Org, Instance: c.instance, Queue: *body.Name}, body.patch())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -38,7 +39,7 @@ func (s *Server) createQueue(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, c *call) {
-	v, err := s.eng.QueueGet(r.Context(), c.p.Org, c.instance, r.PathValue("queue"))
+	v, err := s.eng.QueueGet(r.Context(), c.queue(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -56,7 +57,7 @@ func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "name", "a queue cannot be renamed"))
 		return
 	}
-	q, err := s.eng.QueuePatch(r.Context(), c.p.Org, c.instance, r.PathValue("queue"), body.patch())
+	q, err := s.eng.QueuePatch(r.Context(), c.queue(r), body.patch())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -69,7 +70,7 @@ func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, task.Errorf(task.CodeConfirmRequired, "deleting a queue removes all its tasks: add ?confirm=true"))
 		return
 	}
-	n, err := s.eng.QueueDelete(r.Context(), c.p.Org, c.instance, r.PathValue("queue"))
+	n, err := s.eng.QueueDelete(r.Context(), c.queue(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -82,7 +83,7 @@ func (s *Server) purgeQueue(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, task.Errorf(task.CodeConfirmRequired, "purging removes every task of the queue: add ?confirm=true"))
 		return
 	}
-	n, err := s.eng.QueuePurge(r.Context(), c.p.Org, c.instance, r.PathValue("queue"))
+	n, err := s.eng.QueuePurge(r.Context(), c.queue(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

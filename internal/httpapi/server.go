@@ -50,6 +50,16 @@ type call struct {
 	instance string
 }
 
+// queue names the path's queue of the caller's instance.
+func (c *call) queue(r *http.Request) engine.QueueRef {
+	return engine.QueueRef{Org: c.p.Org, Instance: c.instance, Queue: r.PathValue("queue")}
+}
+
+// task names the path's task of the caller's instance.
+func (c *call) task(r *http.Request) engine.TaskRef {
+	return engine.TaskRef{Org: c.p.Org, Instance: c.instance, ID: r.PathValue("id")}
+}
+
 // Routes is THE route table of the v1 API.
 var Routes = []Route{
 	{"GET", "/v1/instances", auth.RoleNone, (*Server).listInstances},

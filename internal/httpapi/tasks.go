@@ -62,7 +62,7 @@ func (s *Server) addTasks(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.eng.TaskAdd(r.Context(), c.p.Org, c.instance, r.PathValue("queue"), ins)
+	res, err := s.eng.TaskAdd(r.Context(), c.queue(r), ins)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -105,7 +105,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	f.Limit = limit
-	page, err := s.eng.TaskList(r.Context(), c.p.Org, c.instance, r.PathValue("queue"), f)
+	page, err := s.eng.TaskList(r.Context(), c.queue(r), f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -122,7 +122,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request, c *call) {
-	t, err := s.eng.TaskGet(r.Context(), c.p.Org, c.instance, r.PathValue("id"))
+	t, err := s.eng.TaskGet(r.Context(), c.task(r))
 	s.answerTask(w, r, t, err)
 }
 
@@ -138,14 +138,14 @@ func (s *Server) retryTask(w http.ResponseWriter, r *http.Request, c *call) {
 	s.taskOp(w, r, c, s.eng.TaskRetry)
 }
 
-type taskOpFunc = func(ctx contextT, org, instance, id string) (*task.Task, error)
+type taskOpFunc = func(ctx contextT, ref engine.TaskRef) (*task.Task, error)
 
 func (s *Server) taskOp(w http.ResponseWriter, r *http.Request, c *call, op taskOpFunc) {
 	if err := decodeBody(r, &struct{}{}); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	t, err := op(r.Context(), c.p.Org, c.instance, r.PathValue("id"))
+	t, err := op(r.Context(), c.task(r))
 	s.answerTask(w, r, t, err)
 }
 
