@@ -114,20 +114,9 @@ func keep(ctx context.Context, tx pgx.Tx, q string, args ...any) (bool, error) {
 // checkDeadLetter refuses a deadLetterQueue that is not a queue of the same
 // instance, and holds it until commit so that it cannot vanish meanwhile.
 func checkDeadLetter(ctx context.Context, tx pgx.Tx, q *task.Queue) error {
-	if q.DeadLetterQueue == "" {
-		return nil
-	}
-	if q.DeadLetterQueue == q.Name {
-		return task.FieldErrorf(task.CodeInvalidArgument, "deadLetterQueue", "a queue cannot be its own dead-letter queue")
-	}
-	ok, err := keep(ctx, tx, qQueueKeep, q.InstanceID, q.DeadLetterQueue)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return task.FieldErrorf(task.CodeInvalidArgument, "deadLetterQueue", "queue %q does not exist in this instance", q.DeadLetterQueue)
-	}
-	return nil
+	return store.CheckDeadLetter(q, func(name string) (bool, error) {
+		return keep(ctx, tx, qQueueKeep, q.InstanceID, name)
+	})
 }
 
 // QueueCreate stores a new queue: QUEUE_EXISTS if the name is taken,

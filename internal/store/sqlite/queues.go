@@ -73,20 +73,9 @@ func (w *wtx) queueExists(instanceID, name string) (bool, error) {
 // checkDeadLetter refuses a deadLetterQueue that is not a queue of the same
 // instance.
 func (w *wtx) checkDeadLetter(q *task.Queue) error {
-	if q.DeadLetterQueue == "" {
-		return nil
-	}
-	if q.DeadLetterQueue == q.Name {
-		return task.FieldErrorf(task.CodeInvalidArgument, "deadLetterQueue", "a queue cannot be its own dead-letter queue")
-	}
-	ok, err := w.queueExists(q.InstanceID, q.DeadLetterQueue)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return task.FieldErrorf(task.CodeInvalidArgument, "deadLetterQueue", "queue %q does not exist in this instance", q.DeadLetterQueue)
-	}
-	return nil
+	return store.CheckDeadLetter(q, func(name string) (bool, error) {
+		return w.queueExists(q.InstanceID, name)
+	})
 }
 
 // QueueCreate stores a new queue: QUEUE_EXISTS if the name is taken,
