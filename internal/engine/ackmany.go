@@ -30,11 +30,7 @@ func (e *Engine) AckMany(ctx context.Context, ref QueueRef, acks []AckInput) ([]
 			return nil, indexed(err, i, len(acks)+1)
 		}
 	}
-	sq, err := e.queueOf(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	q, err := e.store.QueueGet(ctx, sq)
+	q, err := e.queueGet(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +38,7 @@ func (e *Engine) AckMany(ctx context.Context, ref QueueRef, acks []AckInput) ([]
 	for i, a := range acks {
 		ids[i] = a.ID
 	}
-	tasks, err := e.store.TaskGetMany(ctx, sq.InstanceID, ids)
+	tasks, err := e.store.TaskGetMany(ctx, q.InstanceID, ids)
 	if err != nil {
 		return nil, err
 	}

@@ -23,15 +23,12 @@ type ListPage = store.ListPage
 
 // TaskList returns one page of a queue's tasks, without payloads.
 func (e *Engine) TaskList(ctx context.Context, ref QueueRef, f ListFilter) (*ListPage, error) {
-	sq, err := e.queueOf(ctx, ref)
+	q, err := e.queueGet(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := e.store.QueueGet(ctx, sq); err != nil {
-		return nil, err
-	}
 	return e.store.TaskList(ctx, &store.ListParams{
-		InstanceID: sq.InstanceID, Queue: sq.Name,
+		InstanceID: q.InstanceID, Queue: q.Name,
 		State: f.State, Pull: f.Pull, Name: f.Name, Limit: f.Limit, Cursor: f.Cursor,
 	})
 }

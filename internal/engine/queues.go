@@ -43,15 +43,11 @@ func (e *Engine) QueueCreate(ctx context.Context, ref QueueRef, p *task.QueuePat
 
 // QueueGet returns one queue with its counts.
 func (e *Engine) QueueGet(ctx context.Context, ref QueueRef) (*QueueView, error) {
-	sq, err := e.queueOf(ctx, ref)
+	q, err := e.queueGet(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	q, err := e.store.QueueGet(ctx, sq)
-	if err != nil {
-		return nil, err
-	}
-	counts, err := e.store.QueueCounts(ctx, sq, CountLimit)
+	counts, err := e.store.QueueCounts(ctx, store.QueueRef{InstanceID: q.InstanceID, Name: q.Name}, CountLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -108,12 +104,9 @@ func (e *Engine) QueueDelete(ctx context.Context, ref QueueRef) (int, error) {
 
 // QueuePurge removes every task of a queue at once.
 func (e *Engine) QueuePurge(ctx context.Context, ref QueueRef) (int, error) {
-	sq, err := e.queueOf(ctx, ref)
+	q, err := e.queueGet(ctx, ref)
 	if err != nil {
 		return 0, err
 	}
-	if _, err := e.store.QueueGet(ctx, sq); err != nil {
-		return 0, err
-	}
-	return e.store.QueuePurge(ctx, sq)
+	return e.store.QueuePurge(ctx, store.QueueRef{InstanceID: q.InstanceID, Name: q.Name})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
 )
 
 // The engine's operations name what they act on the way an API caller
@@ -57,6 +58,16 @@ func (e *Engine) queueOf(ctx context.Context, ref QueueRef) (store.QueueRef, err
 		return store.QueueRef{}, err
 	}
 	return store.QueueRef{InstanceID: inst.ID, Name: ref.Queue}, nil
+}
+
+// queueGet reads ref's queue (NOT_FOUND when the instance or the queue does
+// not exist).
+func (e *Engine) queueGet(ctx context.Context, ref QueueRef) (*task.Queue, error) {
+	sq, err := e.queueOf(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return e.store.QueueGet(ctx, sq)
 }
 
 // taskOf resolves ref's instance (creating it on first use in dev mode) and

@@ -18,11 +18,7 @@ func (e *Engine) TaskAdd(ctx context.Context, ref QueueRef, ins []task.AddInput)
 	if len(ins) == 0 || len(ins) > task.MaxAddBatch {
 		return nil, task.FieldErrorf(task.CodeInvalidArgument, "tasks", "send 1–%d tasks", task.MaxAddBatch)
 	}
-	sq, err := e.queueOf(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	q, err := e.store.QueueGet(ctx, sq)
+	q, err := e.queueGet(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
