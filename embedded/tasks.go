@@ -113,7 +113,7 @@ func (e *Engine) CreateQueue(ctx context.Context, instance, name string, o Queue
 	if o.Paused {
 		p.Paused = &o.Paused
 	}
-	_, err := e.eng.QueueCreate(ctx, e.org, instance, name, p)
+	_, err := e.eng.QueueCreate(ctx, engine.QueueRef{Org: e.org, Instance: instance, Queue: name}, p)
 	return publicError(err)
 }
 
@@ -160,7 +160,7 @@ func (e *Engine) Add(ctx context.Context, instance, queue string, tasks ...NewTa
 		}
 		ins[i] = in
 	}
-	res, err := e.eng.TaskAdd(ctx, e.org, instance, queue, ins)
+	res, err := e.eng.TaskAdd(ctx, engine.QueueRef{Org: e.org, Instance: instance, Queue: queue}, ins)
 	if err != nil {
 		return nil, publicError(err)
 	}
@@ -177,7 +177,7 @@ func (e *Engine) Add(ctx context.Context, instance, queue string, tasks ...NewTa
 
 // Get returns one task with its payload and result.
 func (e *Engine) Get(ctx context.Context, instance, id string) (*Task, error) {
-	t, err := e.eng.TaskGet(ctx, e.org, instance, id)
+	t, err := e.eng.TaskGet(ctx, engine.TaskRef{Org: e.org, Instance: instance, ID: id})
 	if err != nil {
 		return nil, publicError(err)
 	}
@@ -187,7 +187,7 @@ func (e *Engine) Get(ctx context.Context, instance, id string) (*Task, error) {
 // Lease leases up to count (1–1,000) due tasks of a pull queue for lease. With
 // wait it waits up to that long (at most 30 s) for a task to come due.
 func (e *Engine) Lease(ctx context.Context, instance, queue string, count int, lease, wait time.Duration) ([]*Task, error) {
-	got, err := e.eng.Lease(ctx, e.org, instance, queue, engine.LeaseParams{
+	got, err := e.eng.Lease(ctx, engine.QueueRef{Org: e.org, Instance: instance, Queue: queue}, engine.LeaseParams{
 		Count: count, LeaseSeconds: int((lease + time.Second - 1) / time.Second), WaitSeconds: int(wait / time.Second),
 	})
 	if err != nil {
@@ -215,7 +215,7 @@ func (e *Engine) AckMany(ctx context.Context, instance, queue string, acks []Ack
 	for i, a := range acks {
 		in[i] = engine.AckInput{ID: a.ID, LeaseID: a.LeaseID, Result: a.Result}
 	}
-	errs, err := e.eng.AckMany(ctx, e.org, instance, queue, in)
+	errs, err := e.eng.AckMany(ctx, engine.QueueRef{Org: e.org, Instance: instance, Queue: queue}, in)
 	if err != nil {
 		return nil, publicError(err)
 	}
@@ -228,7 +228,7 @@ func (e *Engine) AckMany(ctx context.Context, instance, queue string, acks []Ack
 // Release gives a leased task back: with errMsg it is a failed attempt
 // (backoff, maxAttempts); without, it goes back unharmed after delay.
 func (e *Engine) Release(ctx context.Context, instance, id, leaseID, errMsg string, delay time.Duration) error {
-	_, err := e.eng.Release(ctx, e.org, instance, id, leaseID, errMsg, delay.Seconds())
+	_, err := e.eng.Release(ctx, engine.TaskRef{Org: e.org, Instance: instance, ID: id}, engine.ReleaseParams{LeaseID: leaseID, Error: errMsg, DelaySeconds: delay.Seconds()})
 	return publicError(err)
 }
 
@@ -244,7 +244,7 @@ type QueueInfo struct {
 
 // Queue returns a queue with its counts by state.
 func (e *Engine) Queue(ctx context.Context, instance, name string) (*QueueInfo, error) {
-	v, err := e.eng.QueueGet(ctx, e.org, instance, name)
+	v, err := e.eng.QueueGet(ctx, engine.QueueRef{Org: e.org, Instance: instance, Queue: name})
 	if err != nil {
 		return nil, publicError(err)
 	}
@@ -263,6 +263,6 @@ func (e *Engine) Queue(ctx context.Context, instance, name string) (*QueueInfo, 
 // SetPaused pauses a queue (nothing is delivered or leased from it; adds
 // go on) or resumes it.
 func (e *Engine) SetPaused(ctx context.Context, instance, queue string, paused bool) error {
-	_, err := e.eng.QueuePatch(ctx, e.org, instance, queue, &task.QueuePatch{Paused: &paused})
+	_, err := e.eng.QueuePatch(ctx, engine.QueueRef{Org: e.org, Instance: instance, Queue: queue}, &task.QueuePatch{Paused: &paused})
 	return publicError(err)
 }

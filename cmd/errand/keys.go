@@ -197,7 +197,7 @@ func keysRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		if org == "" {
 			org = orgOf[id]
 		}
-		if err := st.KeyRevoke(ctx, org, id, now); err != nil {
+		if err := st.KeyRevoke(ctx, store.KeyRef{Org: org, ID: id}, now); err != nil {
 			if task.IsCode(err, task.CodeNotFound) {
 				return fmt.Errorf("no key %s%s", id, inOrg(*kf.org))
 			}

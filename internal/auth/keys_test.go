@@ -113,7 +113,8 @@ func (m *memKeys) KeyByDigest(_ context.Context, d []byte) (*store.APIKey, error
 
 func (m *memKeys) KeyList(context.Context, string) ([]*store.APIKey, error) { return nil, nil }
 
-func (m *memKeys) KeyRevoke(_ context.Context, org, id string, at int64) error {
+func (m *memKeys) KeyRevoke(_ context.Context, ref store.KeyRef, at int64) error {
+	org, id := ref.Org, ref.ID
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, k := range m.keys {
@@ -149,7 +150,7 @@ func TestKeysAuthenticate(t *testing.T) {
 	}
 	good, gk := mk("read:*", "full:jobs", "write:jobs", "write:billing")
 	revoked, rk := mk("full:*")
-	if err := ks.KeyRevoke(t.Context(), "acme", rk.ID, now.UnixMilli()); err != nil {
+	if err := ks.KeyRevoke(t.Context(), store.KeyRef{Org: "acme", ID: rk.ID}, now.UnixMilli()); err != nil {
 		t.Fatal(err)
 	}
 	unknown, _, _ := auth.NewKey("acme", []store.Grant{{Instance: "*", Role: "full"}}, now)
@@ -203,7 +204,7 @@ func TestKeysAuthenticate(t *testing.T) {
 	}
 
 	// A revocation shows on the very next call: nothing is cached.
-	if err := ks.KeyRevoke(t.Context(), "acme", gk.ID, now.UnixMilli()); err != nil {
+	if err := ks.KeyRevoke(t.Context(), store.KeyRef{Org: "acme", ID: gk.ID}, now.UnixMilli()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := req("Bearer " + good); err != auth.ErrUnauthenticated {

@@ -24,9 +24,6 @@ func (Real) Now() time.Time { return time.Now() }
 // After returns time.After(d).
 func (Real) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
-// Ms returns c's now in epoch milliseconds.
-func Ms(c Clock) int64 { return c.Now().UnixMilli() }
-
 // Fake is a clock that moves only when told to.
 type Fake struct {
 	mu      sync.Mutex

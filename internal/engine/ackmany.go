@@ -19,7 +19,7 @@ type AckInput struct {
 // commit. Each ack stands alone: its error (LEASE_LOST, NOT_FOUND, …) is
 // returned in its place and the others are stored. This is errand's batch
 // form of ack, for workers that lease batches.
-func (e *Engine) AckMany(ctx context.Context, org, instance, queue string, acks []AckInput) ([]error, error) {
+func (e *Engine) AckMany(ctx context.Context, ref QueueRef, acks []AckInput) ([]error, error) {
 	if len(acks) == 0 || len(acks) > MaxLeaseCount {
 		return nil, task.FieldErrorf(task.CodeInvalidArgument, "acks", "send 1–%d acks", MaxLeaseCount)
 	}
@@ -30,11 +30,7 @@ func (e *Engine) AckMany(ctx context.Context, org, instance, queue string, acks 
 			return nil, indexed(err, i, len(acks)+1)
 		}
 	}
-	inst, err := e.Instance(ctx, org, instance)
-	if err != nil {
-		return nil, err
-	}
-	q, err := e.store.QueueGet(ctx, inst.ID, queue)
+	q, err := e.queueGet(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +38,7 @@ func (e *Engine) AckMany(ctx context.Context, org, instance, queue string, acks 
 	for i, a := range acks {
 		ids[i] = a.ID
 	}
-	tasks, err := e.store.TaskGetMany(ctx, inst.ID, ids)
+	tasks, err := e.store.TaskGetMany(ctx, q.InstanceID, ids)
 	if err != nil {
 		return nil, err
 	}

@@ -70,7 +70,7 @@ func benchPushBurst(b *testing.B, kind string) {
 	defer srv.Close()
 	eng, ctx := realEngine(b, kind)
 	tgt := &task.Target{Webhook: srv.URL}
-	if _, err := eng.QueueCreate(ctx, "dev", "jobs", "q", &task.QueuePatch{Target: &tgt}); err != nil {
+	if _, err := eng.QueueCreate(ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "q"}, &task.QueuePatch{Target: &tgt}); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := eng.SettingsUpdate(ctx, "dev", "jobs", &task.SettingsPatch{MaxInFlight: ptr(200)}); err != nil {
@@ -80,7 +80,7 @@ func benchPushBurst(b *testing.B, kind string) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i += 100 {
 		ins := make([]task.AddInput, min(100, b.N-i))
-		if _, err := eng.TaskAdd(ctx, "dev", "jobs", "q", ins); err != nil {
+		if _, err := eng.TaskAdd(ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "q"}, ins); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -116,14 +116,14 @@ func benchPushIdleLatency(b *testing.B, kind string) {
 	defer srv.Close()
 	eng, ctx := realEngine(b, kind)
 	tgt := &task.Target{Webhook: srv.URL}
-	if _, err := eng.QueueCreate(ctx, "dev", "jobs", "q", &task.QueuePatch{Target: &tgt}); err != nil {
+	if _, err := eng.QueueCreate(ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "q"}, &task.QueuePatch{Target: &tgt}); err != nil {
 		b.Fatal(err)
 	}
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
-		if _, err := eng.TaskAdd(ctx, "dev", "jobs", "q", []task.AddInput{{}}); err != nil {
+		if _, err := eng.TaskAdd(ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "q"}, []task.AddInput{{}}); err != nil {
 			b.Fatal(err)
 		}
 		at := <-arrived

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/errandhq/errand/internal/deliver"
+	"github.com/errandhq/errand/internal/engine"
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -103,7 +105,7 @@ func TestPushRetriesWithBackoffThenDeadLetters(t *testing.T) {
 	if len(tk.Attempts) != 3 {
 		t.Fatalf("%+v", tk.Attempts)
 	}
-	q, _ := b.eng.Store().QueueGet(b.ctx, tk.InstanceID, "dead")
+	q, _ := b.eng.Store().QueueGet(b.ctx, store.QueueRef{InstanceID: tk.InstanceID, Name: "dead"})
 	ts, _ := b.eng.Store().TaskClaim(b.ctx, claimAll(q, b.clock.Now().UnixMilli()))
 	if len(ts) != 1 || ts[0].DeadLetterOf != id || ts[0].Source != task.SourceDeadLetter || string(ts[0].Payload) != `{"x":1}` || string(ts[0].Params) != `{"p":1}` || ts[0].Name != "" {
 		t.Fatalf("dead letter: %+v", ts)
@@ -126,7 +128,7 @@ func TestPushDeferDoesNotUseAnAttempt(t *testing.T) {
 		t.Fatalf("%+v", tk)
 	}
 	// targetControl off: the same answer is a failed attempt, and with one attempt the task fails.
-	if _, err := b.eng.QueuePatch(b.ctx, "dev", "jobs", "q", &task.QueuePatch{TargetControl: ptr(false)}); err != nil {
+	if _, err := b.eng.QueuePatch(b.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "q"}, &task.QueuePatch{TargetControl: ptr(false)}); err != nil {
 		t.Fatal(err)
 	}
 	b.clock.Advance(time.Minute)

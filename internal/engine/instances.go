@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/errandhq/errand/internal/id"
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -35,7 +36,7 @@ func (e *Engine) InstanceCreate(ctx context.Context, org, name string) (*task.In
 
 // InstanceDelete removes an instance with everything in it.
 func (e *Engine) InstanceDelete(ctx context.Context, org, name string) error {
-	if err := e.store.InstanceDelete(ctx, org, name); err != nil {
+	if err := e.store.InstanceDelete(ctx, store.InstanceRef{Org: org, Name: name}); err != nil {
 		return err
 	}
 	e.changed()
@@ -44,7 +45,7 @@ func (e *Engine) InstanceDelete(ctx context.Context, org, name string) error {
 
 // Instance finds org's instance; in dev mode a missing one is created.
 func (e *Engine) Instance(ctx context.Context, org, name string) (*task.Instance, error) {
-	inst, err := e.store.InstanceGet(ctx, org, name)
+	inst, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: name})
 	if err == nil || !e.dev || !task.IsCode(err, task.CodeNotFound) {
 		return inst, err
 	}
@@ -53,7 +54,7 @@ func (e *Engine) Instance(ctx context.Context, org, name string) (*task.Instance
 	}
 	inst, err = e.InstanceCreate(ctx, org, name)
 	if task.IsCode(err, task.CodeInstanceExists) { // a concurrent first use
-		return e.store.InstanceGet(ctx, org, name)
+		return e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: name})
 	}
 	return inst, err
 }
@@ -63,7 +64,7 @@ func (e *Engine) SettingsUpdate(ctx context.Context, org, name string, p *task.S
 	if _, err := e.Instance(ctx, org, name); err != nil {
 		return nil, err
 	}
-	return e.store.InstanceUpdate(ctx, org, name, func(inst *task.Instance) error { return p.Apply(&inst.Settings) })
+	return e.store.InstanceUpdate(ctx, store.InstanceRef{Org: org, Name: name}, func(inst *task.Instance) error { return p.Apply(&inst.Settings) })
 }
 
 // WebhookKeyRotate replaces the instance's signing key; the next delivery
@@ -72,7 +73,7 @@ func (e *Engine) WebhookKeyRotate(ctx context.Context, org, name string) (*task.
 	if _, err := e.Instance(ctx, org, name); err != nil {
 		return nil, err
 	}
-	return e.store.InstanceUpdate(ctx, org, name, func(inst *task.Instance) error {
+	return e.store.InstanceUpdate(ctx, store.InstanceRef{Org: org, Name: name}, func(inst *task.Instance) error {
 		inst.WebhookKey = id.WebhookKey()
 		return nil
 	})

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/errandhq/errand/internal/id"
@@ -27,7 +26,7 @@ type LeaseParams struct {
 // Lease claims up to p.Count due tasks of a pull queue for p.LeaseSeconds.
 // With WaitSeconds it holds the call until a task is available or the wait
 // runs out (long polling).
-func (e *Engine) Lease(ctx context.Context, org, instance, queue string, p LeaseParams) ([]*task.Task, error) {
+func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*task.Task, error) {
 	if p.Count < 1 || p.Count > MaxLeaseCount {
 		return nil, task.FieldErrorf(task.CodeInvalidArgument, "count", "must be 1–%d", MaxLeaseCount)
 	}
@@ -37,7 +36,7 @@ func (e *Engine) Lease(ctx context.Context, org, instance, queue string, p Lease
 	if p.WaitSeconds < 0 || p.WaitSeconds > MaxWaitSeconds {
 		return nil, task.FieldErrorf(task.CodeInvalidArgument, "waitSeconds", "must be 0–%d", MaxWaitSeconds)
 	}
-	inst, err := e.Instance(ctx, org, instance)
+	sq, err := e.queueOf(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -47,12 +46,12 @@ func (e *Engine) Lease(ctx context.Context, org, instance, queue string, p Lease
 	}
 	for {
 		woken := e.waker.wait() // before the claim: no add slips between
-		q, err := e.store.QueueGet(ctx, inst.ID, queue)
+		q, err := e.store.QueueGet(ctx, sq)
 		if err != nil {
 			return nil, err
 		}
 		if q.Mode != task.ModePull {
-			return nil, task.Errorf(task.CodeWrongMode, "queue %q is a push queue; only a pull queue can be leased", queue)
+			return nil, task.Errorf(task.CodeWrongMode, "queue %q is a push queue; only a pull queue can be leased", ref.Queue)
 		}
 		var got []*task.Task
 		if !q.Paused {
@@ -82,43 +81,44 @@ func (e *Engine) Lease(ctx context.Context, org, instance, queue string, p Lease
 }
 
 // Ack finishes a leased task with an optional result.
-func (e *Engine) Ack(ctx context.Context, org, instance, taskID, leaseID string, result json.RawMessage) (*task.Task, error) {
+func (e *Engine) Ack(ctx context.Context, ref TaskRef, p AckParams) (*task.Task, error) {
+	result := p.Result
 	if task.IsJSONNull(result) {
 		result = nil
 	} else if err := task.ValidateJSONBytes(result, "result"); err != nil {
 		return nil, err
 	}
-	return e.finishLeased(ctx, org, instance, taskID, leaseID, task.Outcome{Status: task.AttemptSucceeded, Result: result})
+	return e.finishLeased(ctx, ref, p.LeaseID, task.Outcome{Status: task.AttemptSucceeded, Result: result})
 }
 
 // Release gives a leased task back. With an error it is a failed attempt
 // (backoff, maxAttempts, dead letters); without one the task goes back
 // unharmed after delaySeconds and the attempt is not counted.
-func (e *Engine) Release(ctx context.Context, org, instance, taskID, leaseID, errMsg string, delaySeconds float64) (*task.Task, error) {
-	if !(delaySeconds >= 0) || delaySeconds > MaxLeaseSeconds {
+func (e *Engine) Release(ctx context.Context, ref TaskRef, p ReleaseParams) (*task.Task, error) {
+	if !(p.DelaySeconds >= 0) || p.DelaySeconds > MaxLeaseSeconds {
 		return nil, task.FieldErrorf(task.CodeInvalidArgument, "delaySeconds", "must be 0–%d", MaxLeaseSeconds)
 	}
-	o := task.Outcome{Status: task.AttemptReleased, Delay: time.Duration(delaySeconds * float64(time.Second))}
-	if errMsg != "" {
-		o = task.Outcome{Status: task.AttemptFailed, Error: errMsg}
+	o := task.Outcome{Status: task.AttemptReleased, Delay: time.Duration(p.DelaySeconds * float64(time.Second))}
+	if p.Error != "" {
+		o = task.Outcome{Status: task.AttemptFailed, Error: p.Error}
 	}
-	return e.finishLeased(ctx, org, instance, taskID, leaseID, o)
+	return e.finishLeased(ctx, ref, p.LeaseID, o)
 }
 
 // Extend lengthens a held lease to leaseSeconds from now.
-func (e *Engine) Extend(ctx context.Context, org, instance, taskID, leaseID string, leaseSeconds int) (*task.Task, error) {
-	if leaseSeconds < 1 || leaseSeconds > MaxLeaseSeconds {
+func (e *Engine) Extend(ctx context.Context, ref TaskRef, p ExtendParams) (*task.Task, error) {
+	if p.LeaseSeconds < 1 || p.LeaseSeconds > MaxLeaseSeconds {
 		return nil, task.FieldErrorf(task.CodeInvalidArgument, "leaseSeconds", "must be 1–%d", MaxLeaseSeconds)
 	}
-	inst, err := e.Instance(ctx, org, instance)
+	st, err := e.taskOf(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	t, err := e.store.TaskUpdate(ctx, inst.ID, taskID, func(t *task.Task) error {
+	t, err := e.store.TaskUpdate(ctx, st, func(t *task.Task) error {
 		if !t.Pull {
 			return task.Errorf(task.CodeLeaseLost, "the task is not leased")
 		}
-		return t.Extend(leaseID, e.now(), leaseSeconds)
+		return t.Extend(p.LeaseID, e.now(), p.LeaseSeconds)
 	})
 	if err == nil {
 		e.leases.wake()
@@ -129,12 +129,12 @@ func (e *Engine) Extend(ctx context.Context, org, instance, taskID, leaseID stri
 // finishLeased ends a leased attempt: the domain checks the lease and decides
 // the next state; the store writes it fenced on the lease id, adding a
 // dead-letter copy in the same transaction when the task failed.
-func (e *Engine) finishLeased(ctx context.Context, org, instance, taskID, leaseID string, o task.Outcome) (*task.Task, error) {
-	inst, err := e.Instance(ctx, org, instance)
+func (e *Engine) finishLeased(ctx context.Context, ref TaskRef, leaseID string, o task.Outcome) (*task.Task, error) {
+	st, err := e.taskOf(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	t, err := e.store.TaskGet(ctx, inst.ID, taskID)
+	t, err := e.store.TaskGet(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ func (e *Engine) finishLeased(ctx context.Context, org, instance, taskID, leaseI
 // finish applies o to the claimed task t and stores it fenced on its lease,
 // with a dead-letter copy if the task failed and its queue names one.
 func (e *Engine) finish(ctx context.Context, t *task.Task, now int64, o task.Outcome) error {
-	q, err := e.store.QueueGet(ctx, t.InstanceID, t.Queue)
+	q, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: t.InstanceID, Name: t.Queue})
 	if err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func (e *Engine) finish(ctx context.Context, t *task.Task, now int64, o task.Out
 	}
 	fp := &store.FinishParams{Task: t, LeaseID: lease}
 	if failed && q.DeadLetterQueue != "" {
-		if dlq, err := e.store.QueueGet(ctx, t.InstanceID, q.DeadLetterQueue); err == nil {
+		if dlq, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: t.InstanceID, Name: q.DeadLetterQueue}); err == nil {
 			fp.DeadLetter = t.DeadLetter(dlq, now)
 			fp.DeadLetter.ID = e.newID()
 		} else if !task.IsCode(err, task.CodeNotFound) {

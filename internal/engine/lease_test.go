@@ -19,7 +19,7 @@ func TestConcurrentLeasersNeverShare(t *testing.T) {
 	const n = 2000
 	for i := 0; i < n; i += 100 {
 		ins := make([]task.AddInput, 100)
-		res, err := b.eng.TaskAdd(b.ctx, "dev", "jobs", "work", ins)
+		res, err := b.eng.TaskAdd(b.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "work"}, ins)
 		if err != nil || len(res) != 100 {
 			t.Fatal(err)
 		}
@@ -34,7 +34,7 @@ func TestConcurrentLeasersNeverShare(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				ts, err := b.eng.Lease(b.ctx, "dev", "jobs", "work", engine.LeaseParams{Count: 1 + w*7%20, LeaseSeconds: 300})
+				ts, err := b.eng.Lease(b.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "work"}, engine.LeaseParams{Count: 1 + w*7%20, LeaseSeconds: 300})
 				if err != nil {
 					errs <- err
 					return
@@ -53,7 +53,7 @@ func TestConcurrentLeasersNeverShare(t *testing.T) {
 				}
 				mu.Unlock()
 				for _, tk := range ts {
-					if _, err := b.eng.Ack(b.ctx, "dev", "jobs", tk.ID, tk.LeaseID, nil); err != nil {
+					if _, err := b.eng.Ack(b.ctx, engine.TaskRef{Org: "dev", Instance: "jobs", ID: tk.ID}, engine.AckParams{LeaseID: tk.LeaseID, Result: nil}); err != nil {
 						errs <- err
 						return
 					}
@@ -62,7 +62,7 @@ func TestConcurrentLeasersNeverShare(t *testing.T) {
 					delete(held, tk.ID)
 					mu.Unlock()
 					// A second ack with the same lease is refused.
-					if _, err := b.eng.Ack(b.ctx, "dev", "jobs", tk.ID, tk.LeaseID, nil); !task.IsCode(err, task.CodeLeaseLost) {
+					if _, err := b.eng.Ack(b.ctx, engine.TaskRef{Org: "dev", Instance: "jobs", ID: tk.ID}, engine.AckParams{LeaseID: tk.LeaseID, Result: nil}); !task.IsCode(err, task.CodeLeaseLost) {
 						errs <- fmt.Errorf("second ack: %v", err)
 						return
 					}
@@ -92,7 +92,7 @@ func TestLongPollWakesOnAdd(t *testing.T) {
 	b.queue("work", &task.QueuePatch{Mode: ptr(task.ModePull)})
 	got := make(chan []*task.Task, 1)
 	go func() {
-		ts, err := b.eng.Lease(b.ctx, "dev", "jobs", "work", engine.LeaseParams{Count: 5, LeaseSeconds: 30, WaitSeconds: 30})
+		ts, err := b.eng.Lease(b.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "work"}, engine.LeaseParams{Count: 5, LeaseSeconds: 30, WaitSeconds: 30})
 		if err != nil {
 			t.Error(err)
 		}
@@ -115,7 +115,7 @@ func TestLongPollWakesOnAdd(t *testing.T) {
 	// With nothing to lease, the wait ends when the (fake) clock passes it.
 	done := make(chan int, 1)
 	go func() {
-		ts, _ := b.eng.Lease(b.ctx, "dev", "jobs", "work", engine.LeaseParams{Count: 1, LeaseSeconds: 30, WaitSeconds: 5})
+		ts, _ := b.eng.Lease(b.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "work"}, engine.LeaseParams{Count: 1, LeaseSeconds: 30, WaitSeconds: 5})
 		done <- len(ts)
 	}()
 	time.Sleep(20 * time.Millisecond)
@@ -136,7 +136,7 @@ func TestExpiredLeaseIsRescued(t *testing.T) {
 	b := setup(t)
 	b.queue("work", &task.QueuePatch{Mode: ptr(task.ModePull)})
 	id := b.add("work", task.AddInput{})
-	ts, err := b.eng.Lease(b.ctx, "dev", "jobs", "work", engine.LeaseParams{Count: 1, LeaseSeconds: 30})
+	ts, err := b.eng.Lease(b.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "work"}, engine.LeaseParams{Count: 1, LeaseSeconds: 30})
 	if err != nil || len(ts) != 1 {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestExpiredLeaseIsRescued(t *testing.T) {
 	if tk.Attempts[0].Status != task.AttemptExpired || tk.RunAt != T0.UnixMilli()+30_000+10_000 {
 		t.Fatalf("%+v", tk)
 	}
-	if _, err := b.eng.Ack(b.ctx, "dev", "jobs", id, ts[0].LeaseID, nil); !task.IsCode(err, task.CodeLeaseLost) {
+	if _, err := b.eng.Ack(b.ctx, engine.TaskRef{Org: "dev", Instance: "jobs", ID: id}, engine.AckParams{LeaseID: ts[0].LeaseID, Result: nil}); !task.IsCode(err, task.CodeLeaseLost) {
 		t.Fatalf("ack after expiry: %v", err)
 	}
 }

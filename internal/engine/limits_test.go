@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -87,7 +88,7 @@ func TestDeadlineKeepsTheSlot(t *testing.T) {
 	b.clock.Advance(time.Second)
 	b.clock.Advance(time.Second) // well past the deadline and the backoff
 	quiet(t, "a second attempt beside the first", func() bool { _, _, total := g.counts(); return total > 1 })
-	if tk, _ := b.eng.TaskGet(b.ctx, "dev", "jobs", id); tk.State != task.Running {
+	if tk, _ := b.eng.TaskGet(b.ctx, engine.TaskRef{Org: "dev", Instance: "jobs", ID: id}); tk.State != task.Running {
 		t.Fatalf("state %s while the target still works", tk.State)
 	}
 	g.release <- 200 // the late answer
@@ -159,7 +160,7 @@ func TestPausedQueueDeliversNothing(t *testing.T) {
 	b.queue("q", &task.QueuePatch{Target: targetPtr(srv.URL), Paused: ptr(true)})
 	id := b.add("q", task.AddInput{})
 	quiet(t, "a delivery from a paused queue", func() bool { return n.Load() > 0 })
-	if _, err := b.eng.QueuePatch(b.ctx, "dev", "jobs", "q", &task.QueuePatch{Paused: ptr(false)}); err != nil {
+	if _, err := b.eng.QueuePatch(b.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "q"}, &task.QueuePatch{Paused: ptr(false)}); err != nil {
 		t.Fatal(err)
 	}
 	b.waitState(id, task.Succeeded)
@@ -177,7 +178,7 @@ func TestTargetLookedUpOnEveryAttempt(t *testing.T) {
 	b.queue("q", &task.QueuePatch{Target: targetPtr(bad.URL)})
 	id := b.add("q", task.AddInput{})
 	b.waitState(id, task.RetryWait)
-	if _, err := b.eng.QueuePatch(b.ctx, "dev", "jobs", "q", &task.QueuePatch{Target: targetPtr(ok.URL)}); err != nil {
+	if _, err := b.eng.QueuePatch(b.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "q"}, &task.QueuePatch{Target: targetPtr(ok.URL)}); err != nil {
 		t.Fatal(err)
 	}
 	b.clock.Advance(10 * time.Second)

@@ -59,7 +59,7 @@ func setup(t *testing.T) *bundle {
 // queue creates a queue from a patch.
 func (b *bundle) queue(name string, p *task.QueuePatch) *task.Queue {
 	b.t.Helper()
-	q, err := b.eng.QueueCreate(b.ctx, "dev", "jobs", name, p)
+	q, err := b.eng.QueueCreate(b.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: name}, p)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func (b *bundle) queue(name string, p *task.QueuePatch) *task.Queue {
 // add adds one task and returns its id.
 func (b *bundle) add(queue string, in task.AddInput) string {
 	b.t.Helper()
-	res, err := b.eng.TaskAdd(b.ctx, "dev", "jobs", queue, []task.AddInput{in})
+	res, err := b.eng.TaskAdd(b.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: queue}, []task.AddInput{in})
 	if err != nil || res[0].Err != nil {
 		b.t.Fatalf("add: %v %v", err, res)
 	}
@@ -81,7 +81,7 @@ func (b *bundle) waitState(id string, state task.State) *task.Task {
 	b.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		tk, err := b.eng.TaskGet(b.ctx, "dev", "jobs", id)
+		tk, err := b.eng.TaskGet(b.ctx, engine.TaskRef{Org: "dev", Instance: "jobs", ID: id})
 		if err != nil {
 			b.t.Fatal(err)
 		}

@@ -75,7 +75,7 @@ func TestStoreOutcomesTriesAgain(t *testing.T) {
 	if err != nil || errs[0] != nil || flaky.calls != 3 {
 		t.Fatalf("UNAVAILABLE twice: %v %v after %d calls; want stored on the third", errs, err, flaky.calls)
 	}
-	got, err := st.TaskGet(ctx, "i1", "t1")
+	got, err := st.TaskGet(ctx, store.TaskRef{InstanceID: "i1", ID: "t1"})
 	if err != nil || got.State != task.Succeeded {
 		t.Fatalf("stored: %v %v", got, err)
 	}

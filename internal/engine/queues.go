@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -16,19 +17,19 @@ type QueueView struct {
 }
 
 // QueueCreate creates a queue from a patch of settings over the defaults.
-func (e *Engine) QueueCreate(ctx context.Context, org, instance, name string, p *task.QueuePatch) (*task.Queue, error) {
-	inst, err := e.Instance(ctx, org, instance)
+func (e *Engine) QueueCreate(ctx context.Context, ref QueueRef, p *task.QueuePatch) (*task.Queue, error) {
+	inst, err := e.Instance(ctx, ref.Org, ref.Instance)
 	if err != nil {
 		return nil, err
 	}
-	if err := task.ValidateQueueName(name, "name"); err != nil {
+	if err := task.ValidateQueueName(ref.Queue, "name"); err != nil {
 		return nil, err
 	}
 	mode := task.ModePush
 	if p.Mode != nil {
 		mode = *p.Mode
 	}
-	q := task.NewQueue(inst.ID, name, mode)
+	q := task.NewQueue(inst.ID, ref.Queue, mode)
 	if err := p.Apply(q, true, e.rules); err != nil {
 		return nil, err
 	}
@@ -41,16 +42,12 @@ func (e *Engine) QueueCreate(ctx context.Context, org, instance, name string, p 
 }
 
 // QueueGet returns one queue with its counts.
-func (e *Engine) QueueGet(ctx context.Context, org, instance, name string) (*QueueView, error) {
-	inst, err := e.Instance(ctx, org, instance)
+func (e *Engine) QueueGet(ctx context.Context, ref QueueRef) (*QueueView, error) {
+	q, err := e.queueGet(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	q, err := e.store.QueueGet(ctx, inst.ID, name)
-	if err != nil {
-		return nil, err
-	}
-	counts, err := e.store.QueueCounts(ctx, inst.ID, name, CountLimit)
+	counts, err := e.store.QueueCounts(ctx, store.QueueRef{InstanceID: q.InstanceID, Name: q.Name}, CountLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +66,7 @@ func (e *Engine) QueueList(ctx context.Context, org, instance string) ([]*QueueV
 	}
 	out := make([]*QueueView, 0, len(qs))
 	for _, q := range qs {
-		counts, err := e.store.QueueCounts(ctx, inst.ID, q.Name, CountLimit)
+		counts, err := e.store.QueueCounts(ctx, store.QueueRef{InstanceID: inst.ID, Name: q.Name}, CountLimit)
 		if err != nil {
 			return nil, err
 		}
@@ -79,12 +76,12 @@ func (e *Engine) QueueList(ctx context.Context, org, instance string) ([]*QueueV
 }
 
 // QueuePatch changes only the settings sent.
-func (e *Engine) QueuePatch(ctx context.Context, org, instance, name string, p *task.QueuePatch) (*task.Queue, error) {
-	inst, err := e.Instance(ctx, org, instance)
+func (e *Engine) QueuePatch(ctx context.Context, ref QueueRef, p *task.QueuePatch) (*task.Queue, error) {
+	sq, err := e.queueOf(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	q, err := e.store.QueueUpdate(ctx, inst.ID, name, func(q *task.Queue) error { return p.Apply(q, false, e.rules) })
+	q, err := e.store.QueueUpdate(ctx, sq, func(q *task.Queue) error { return p.Apply(q, false, e.rules) })
 	if err != nil {
 		return nil, err
 	}
@@ -93,12 +90,12 @@ func (e *Engine) QueuePatch(ctx context.Context, org, instance, name string, p *
 }
 
 // QueueDelete removes a queue and its tasks at once.
-func (e *Engine) QueueDelete(ctx context.Context, org, instance, name string) (int, error) {
-	inst, err := e.Instance(ctx, org, instance)
+func (e *Engine) QueueDelete(ctx context.Context, ref QueueRef) (int, error) {
+	sq, err := e.queueOf(ctx, ref)
 	if err != nil {
 		return 0, err
 	}
-	n, err := e.store.QueueDelete(ctx, inst.ID, name)
+	n, err := e.store.QueueDelete(ctx, sq)
 	if err == nil {
 		e.changed()
 	}
@@ -106,13 +103,10 @@ func (e *Engine) QueueDelete(ctx context.Context, org, instance, name string) (i
 }
 
 // QueuePurge removes every task of a queue at once.
-func (e *Engine) QueuePurge(ctx context.Context, org, instance, name string) (int, error) {
-	inst, err := e.Instance(ctx, org, instance)
+func (e *Engine) QueuePurge(ctx context.Context, ref QueueRef) (int, error) {
+	q, err := e.queueGet(ctx, ref)
 	if err != nil {
 		return 0, err
 	}
-	if _, err := e.store.QueueGet(ctx, inst.ID, name); err != nil {
-		return 0, err
-	}
-	return e.store.QueuePurge(ctx, inst.ID, name)
+	return e.store.QueuePurge(ctx, store.QueueRef{InstanceID: q.InstanceID, Name: q.Name})
 }

@@ -14,15 +14,11 @@ type AddResult = store.AddResult
 // TaskAdd validates and stores tasks in one transaction. Any invalid task
 // refuses the whole call (nothing is added); a duplicate name refuses only
 // that task (TASK_EXISTS with the existing id).
-func (e *Engine) TaskAdd(ctx context.Context, org, instance, queue string, ins []task.AddInput) ([]AddResult, error) {
+func (e *Engine) TaskAdd(ctx context.Context, ref QueueRef, ins []task.AddInput) ([]AddResult, error) {
 	if len(ins) == 0 || len(ins) > task.MaxAddBatch {
 		return nil, task.FieldErrorf(task.CodeInvalidArgument, "tasks", "send 1–%d tasks", task.MaxAddBatch)
 	}
-	inst, err := e.Instance(ctx, org, instance)
-	if err != nil {
-		return nil, err
-	}
-	q, err := e.store.QueueGet(ctx, inst.ID, queue)
+	q, err := e.queueGet(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -66,48 +62,35 @@ func indexed(err error, i, n int) error {
 }
 
 // TaskGet returns one task with payload, result and attempts.
-func (e *Engine) TaskGet(ctx context.Context, org, instance, id string) (*task.Task, error) {
-	inst, err := e.Instance(ctx, org, instance)
+func (e *Engine) TaskGet(ctx context.Context, ref TaskRef) (*task.Task, error) {
+	st, err := e.taskOf(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	return e.store.TaskGet(ctx, inst.ID, id)
-}
-
-// TaskList returns one page of a queue's tasks.
-func (e *Engine) TaskList(ctx context.Context, org, instance string, p store.ListParams) (*store.ListPage, error) {
-	inst, err := e.Instance(ctx, org, instance)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := e.store.QueueGet(ctx, inst.ID, p.Queue); err != nil {
-		return nil, err
-	}
-	p.InstanceID = inst.ID
-	return e.store.TaskList(ctx, &p)
+	return e.store.TaskGet(ctx, st)
 }
 
 // TaskRun makes a scheduled or retrying task due now.
-func (e *Engine) TaskRun(ctx context.Context, org, instance, id string) (*task.Task, error) {
-	return e.mutate(ctx, org, instance, id, func(t *task.Task) error { return t.RunNow(e.now()) })
+func (e *Engine) TaskRun(ctx context.Context, ref TaskRef) (*task.Task, error) {
+	return e.mutate(ctx, ref, func(t *task.Task) error { return t.RunNow(e.now()) })
 }
 
 // TaskCancel cancels a task that has not started or is waiting.
-func (e *Engine) TaskCancel(ctx context.Context, org, instance, id string) (*task.Task, error) {
-	return e.mutate(ctx, org, instance, id, func(t *task.Task) error { return t.Cancel(e.now()) })
+func (e *Engine) TaskCancel(ctx context.Context, ref TaskRef) (*task.Task, error) {
+	return e.mutate(ctx, ref, func(t *task.Task) error { return t.Cancel(e.now()) })
 }
 
 // TaskRetry re-queues a failed task with a fresh budget.
-func (e *Engine) TaskRetry(ctx context.Context, org, instance, id string) (*task.Task, error) {
-	return e.mutate(ctx, org, instance, id, func(t *task.Task) error { return t.Retry(e.now()) })
+func (e *Engine) TaskRetry(ctx context.Context, ref TaskRef) (*task.Task, error) {
+	return e.mutate(ctx, ref, func(t *task.Task) error { return t.Retry(e.now()) })
 }
 
-func (e *Engine) mutate(ctx context.Context, org, instance, id string, fn func(*task.Task) error) (*task.Task, error) {
-	inst, err := e.Instance(ctx, org, instance)
+func (e *Engine) mutate(ctx context.Context, ref TaskRef, fn func(*task.Task) error) (*task.Task, error) {
+	st, err := e.taskOf(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	t, err := e.store.TaskUpdate(ctx, inst.ID, id, fn)
+	t, err := e.store.TaskUpdate(ctx, st, fn)
 	if err != nil {
 		return nil, err
 	}

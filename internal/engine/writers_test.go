@@ -31,16 +31,16 @@ func TestParallelWritersLoseNoAck(t *testing.T) {
 				eng.Stop()
 				_ = st.Close()
 			})
-			if _, err := eng.QueueCreate(ctx, "dev", "jobs", "work", &task.QueuePatch{Mode: ptr(task.ModePull)}); err != nil {
+			if _, err := eng.QueueCreate(ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "work"}, &task.QueuePatch{Mode: ptr(task.ModePull)}); err != nil {
 				t.Fatal(err)
 			}
 			const n = 600
 			for i := 0; i < n; i += 100 {
-				if _, err := eng.TaskAdd(ctx, "dev", "jobs", "work", make([]task.AddInput, 100)); err != nil {
+				if _, err := eng.TaskAdd(ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "work"}, make([]task.AddInput, 100)); err != nil {
 					t.Fatal(err)
 				}
 			}
-			leased, err := eng.Lease(ctx, "dev", "jobs", "work", engine.LeaseParams{Count: n, LeaseSeconds: 60})
+			leased, err := eng.Lease(ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "work"}, engine.LeaseParams{Count: n, LeaseSeconds: 60})
 			if err != nil || len(leased) != n {
 				t.Fatalf("lease: %d tasks, %v", len(leased), err)
 			}
@@ -52,7 +52,7 @@ func TestParallelWritersLoseNoAck(t *testing.T) {
 					for _, tk := range leased[w : w+20] {
 						acks = append(acks, engine.AckInput{ID: tk.ID, LeaseID: tk.LeaseID})
 					}
-					res, err := eng.AckMany(ctx, "dev", "jobs", "work", acks)
+					res, err := eng.AckMany(ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "work"}, acks)
 					if err != nil {
 						errs <- err
 						return
@@ -69,7 +69,7 @@ func TestParallelWritersLoseNoAck(t *testing.T) {
 			for err := range errs {
 				t.Error(err)
 			}
-			v, err := eng.QueueGet(ctx, "dev", "jobs", "work")
+			v, err := eng.QueueGet(ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "work"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,14 @@ import (
 // the one table, errandapi's, that the client SDK reads back.
 func StatusOf(c task.Code) int { return errandapi.StatusOf(c) }
 
+// writeBatchRefused answers a batch call (add, batch ack) in which every
+// item was refused; body carries each item's result and "error" naming the
+// first refusal. It is the one status not looked up in the code table: the
+// v1 API answers such a batch 409 whatever the items' codes (a task of a
+// queue deleted meanwhile is NOT_FOUND, yet its batch is 409), since the
+// request itself was well formed and the items are what conflicted.
+func writeBatchRefused(w http.ResponseWriter, body any) { writeJSON(w, http.StatusConflict, body) }
+
 // writeError answers err in the v1 shape. Errors without a code are logged
 // and answered 500 without their text.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {

@@ -25,7 +25,7 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request, c *call) {
 	if body.LeaseSeconds != nil {
 		p.LeaseSeconds = *body.LeaseSeconds
 	}
-	ts, err := s.eng.Lease(r.Context(), c.p.Org, c.instance, r.PathValue("queue"), p)
+	ts, err := s.eng.Lease(r.Context(), c.queue(r), p)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -47,7 +47,7 @@ func (s *Server) ack(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "leaseId", "is required"))
 		return
 	}
-	t, err := s.eng.Ack(r.Context(), c.p.Org, c.instance, r.PathValue("id"), body.LeaseID, body.Result)
+	t, err := s.eng.Ack(r.Context(), c.task(r), engine.AckParams{LeaseID: body.LeaseID, Result: body.Result})
 	s.answerTask(w, r, t, err)
 }
 
@@ -65,7 +65,7 @@ func (s *Server) extend(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "leaseSeconds", "is required"))
 		return
 	}
-	t, err := s.eng.Extend(r.Context(), c.p.Org, c.instance, r.PathValue("id"), body.LeaseID, *body.LeaseSeconds)
+	t, err := s.eng.Extend(r.Context(), c.task(r), engine.ExtendParams{LeaseID: body.LeaseID, LeaseSeconds: *body.LeaseSeconds})
 	s.answerTask(w, r, t, err)
 }
 
@@ -79,7 +79,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "leaseId", "is required"))
 		return
 	}
-	t, err := s.eng.Release(r.Context(), c.p.Org, c.instance, r.PathValue("id"), body.LeaseID, body.Error, body.DelaySeconds)
+	t, err := s.eng.Release(r.Context(), c.task(r), engine.ReleaseParams{LeaseID: body.LeaseID, Error: body.Error, DelaySeconds: body.DelaySeconds})
 	s.answerTask(w, r, t, err)
 }
 
@@ -100,7 +100,7 @@ func (s *Server) ackMany(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 		in[i] = engine.AckInput{ID: a.ID, LeaseID: a.LeaseID, Result: a.Result}
 	}
-	errs, err := s.eng.AckMany(r.Context(), c.p.Org, c.instance, r.PathValue("queue"), in)
+	errs, err := s.eng.AckMany(r.Context(), c.queue(r), in)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -126,7 +126,7 @@ func (s *Server) ackMany(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	if acked == 0 {
 		out.Error = &errandapi.ErrorDetail{Code: first.Code, Message: first.Message}
-		writeJSON(w, http.StatusConflict, out)
+		writeBatchRefused(w, out)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)

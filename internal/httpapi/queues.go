@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -30,7 +31,7 @@ func (s *Server) createQueue(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "name", "is required"))
 		return
 	}
-	q, err := s.eng.QueueCreate(r.Context(), c.p.Org, c.instance, *body.Name, queuePatch(&body))
+	q, err := s.eng.QueueCreate(r.Context(), engine.QueueRef{Org: c.p.Org, Instance: c.instance, Queue: *body.Name}, queuePatch(&body))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -39,7 +40,7 @@ func (s *Server) createQueue(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, c *call) {
-	v, err := s.eng.QueueGet(r.Context(), c.p.Org, c.instance, r.PathValue("queue"))
+	v, err := s.eng.QueueGet(r.Context(), c.queue(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -57,7 +58,7 @@ func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "name", "a queue cannot be renamed"))
 		return
 	}
-	q, err := s.eng.QueuePatch(r.Context(), c.p.Org, c.instance, r.PathValue("queue"), queuePatch(&body))
+	q, err := s.eng.QueuePatch(r.Context(), c.queue(r), queuePatch(&body))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -70,7 +71,7 @@ func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, task.Errorf(task.CodeConfirmRequired, "deleting a queue removes all its tasks: add ?confirm=true"))
 		return
 	}
-	n, err := s.eng.QueueDelete(r.Context(), c.p.Org, c.instance, r.PathValue("queue"))
+	n, err := s.eng.QueueDelete(r.Context(), c.queue(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -83,7 +84,7 @@ func (s *Server) purgeQueue(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, task.Errorf(task.CodeConfirmRequired, "purging removes every task of the queue: add ?confirm=true"))
 		return
 	}
-	n, err := s.eng.QueuePurge(r.Context(), c.p.Org, c.instance, r.PathValue("queue"))
+	n, err := s.eng.QueuePurge(r.Context(), c.queue(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -50,6 +50,16 @@ type call struct {
 	instance string
 }
 
+// queue names the path's queue of the caller's instance.
+func (c *call) queue(r *http.Request) engine.QueueRef {
+	return engine.QueueRef{Org: c.p.Org, Instance: c.instance, Queue: r.PathValue("queue")}
+}
+
+// task names the path's task of the caller's instance.
+func (c *call) task(r *http.Request) engine.TaskRef {
+	return engine.TaskRef{Org: c.p.Org, Instance: c.instance, ID: r.PathValue("id")}
+}
+
 // Routes is THE route table of the v1 API.
 var Routes = []Route{
 	{"GET", "/v1/instances", auth.RoleNone, (*Server).listInstances},
@@ -90,20 +100,14 @@ func New(cfg Config) *Server {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{eng: cfg.Engine, auth: cfg.Auth, log: cfg.Logger, mux: http.NewServeMux()}
-	s.limits = newLimiter(cfg.Engine.Clock(), func(ctx context.Context, org, instance string) (float64, error) {
-		inst, err := cfg.Engine.Store().InstanceGet(ctx, org, instance)
-		if err != nil {
-			return 0, err
-		}
-		return inst.Settings.RateLimit, nil
-	})
+	s.limits = newLimiter(cfg.Engine.Clock(), cfg.Engine.RateLimit)
 	for _, rt := range Routes {
 		s.mux.Handle(rt.Method+" "+rt.Pattern, s.wrap(rt))
 	}
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if err := s.eng.Store().Ping(ctx); err != nil {
+		if err := s.eng.Ping(ctx); err != nil {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ok": false, "store": "unavailable"})
 			return
 		}

@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/errandhq/errand/errandapi"
-	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -62,14 +62,14 @@ func (s *Server) addTasks(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.eng.TaskAdd(r.Context(), c.p.Org, c.instance, r.PathValue("queue"), ins)
+	res, err := s.eng.TaskAdd(r.Context(), c.queue(r), ins)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	out, added := addAnswer(ins, res)
 	if added == 0 {
-		writeJSON(w, http.StatusConflict, out)
+		writeBatchRefused(w, out)
 		return
 	}
 	writeJSON(w, http.StatusCreated, out)
@@ -77,22 +77,22 @@ func (s *Server) addTasks(w http.ResponseWriter, r *http.Request, c *call) {
 
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, c *call) {
 	q := r.URL.Query()
-	p := store.ListParams{Queue: r.PathValue("queue"), Name: q.Get("name"), Cursor: q.Get("cursor")}
+	f := engine.ListFilter{Name: q.Get("name"), Cursor: q.Get("cursor")}
 	if st := q.Get("state"); st != "" {
 		state, pull, ok := task.ParseV1State(st)
 		if !ok {
 			s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "state", "must be one of scheduled, running, leased, retrying, succeeded, failed, cancelled"))
 			return
 		}
-		p.State, p.Pull = state, pull
+		f.State, f.Pull = state, pull
 	}
 	limit, err := queryInt(r, "limit", 50, 1, 200)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	p.Limit = limit
-	page, err := s.eng.TaskList(r.Context(), c.p.Org, c.instance, p)
+	f.Limit = limit
+	page, err := s.eng.TaskList(r.Context(), c.queue(r), f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -108,7 +108,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request, c *call) {
-	t, err := s.eng.TaskGet(r.Context(), c.p.Org, c.instance, r.PathValue("id"))
+	t, err := s.eng.TaskGet(r.Context(), c.task(r))
 	s.answerTask(w, r, t, err)
 }
 
@@ -124,14 +124,14 @@ func (s *Server) retryTask(w http.ResponseWriter, r *http.Request, c *call) {
 	s.taskOp(w, r, c, s.eng.TaskRetry)
 }
 
-type taskOpFunc = func(ctx contextT, org, instance, id string) (*task.Task, error)
+type taskOpFunc = func(ctx contextT, ref engine.TaskRef) (*task.Task, error)
 
 func (s *Server) taskOp(w http.ResponseWriter, r *http.Request, c *call, op taskOpFunc) {
 	if err := decodeBody(r, &struct{}{}); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	t, err := op(r.Context(), c.p.Org, c.instance, r.PathValue("id"))
+	t, err := op(r.Context(), c.task(r))
 	s.answerTask(w, r, t, err)
 }
 

@@ -306,6 +306,12 @@ func TestBatchAck(t *testing.T) {
 	}
 	// None acked: 409 with the first refusal.
 	b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", fmt.Sprintf(`{"acks":[{"id":%q,"leaseId":%q}]}`, id(0), lease(0))).want(t, 409, "LEASE_LOST")
+	// Whatever the refusals' codes: a batch of unknown ids is 409 too, each
+	// result NOT_FOUND (the one status not from statusOf).
+	r = b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", `{"acks":[{"id":"missing","leaseId":"x"}]}`).want(t, 409, "NOT_FOUND")
+	if m := r.list("results")[0].(map[string]any); m["code"] != "NOT_FOUND" || m["ok"] != false {
+		t.Fatalf("result of an unknown id: %v", m)
+	}
 	b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", `{"acks":[]}`).want(t, 400, "INVALID_ARGUMENT")
 	tooMany := `{"acks":[` + strings.TrimSuffix(strings.Repeat(`{"id":"x","leaseId":"y"},`, 1001), ",") + `]}`
 	b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", tooMany).want(t, 400, "INVALID_ARGUMENT")

@@ -71,7 +71,7 @@ func (s *served) revokedKey(org string, grants ...string) string {
 	}
 	for _, k := range ks {
 		if bytes.Equal(k.Digest, auth.Digest(secret)) {
-			if err := s.st.KeyRevoke(context.Background(), org, k.ID, s.clock.Now().UnixMilli()); err != nil {
+			if err := s.st.KeyRevoke(context.Background(), store.KeyRef{Org: org, ID: k.ID}, s.clock.Now().UnixMilli()); err != nil {
 				s.t.Fatal(err)
 			}
 		}
@@ -560,7 +560,7 @@ func TestRateLimit(t *testing.T) {
 
 	// A change made by another node (straight into the store) applies once
 	// the node's copy of the setting is a second old.
-	if _, err := f.st.InstanceUpdate(t.Context(), "acme", "jobs", func(i *task.Instance) error {
+	if _, err := f.st.InstanceUpdate(t.Context(), store.InstanceRef{Org: "acme", Name: "jobs"}, func(i *task.Instance) error {
 		i.Settings.RateLimit = 1
 		return nil
 	}); err != nil {

@@ -18,6 +18,14 @@ var TaskListColumns = []string{
 // TaskColumns are TaskListColumns with payload and result, last.
 var TaskColumns = append(append([]string{}, TaskListColumns...), "payload", "result")
 
+// QueueColumns are the queue columns, in the order every backend writes
+// and scans them (see ScanQueue).
+var QueueColumns = []string{
+	"instance_id", "name", "mode", "target", "rate_per_second", "max_concurrent", "max_attempts",
+	"min_backoff_seconds", "max_backoff_seconds", "max_doublings", "max_age_seconds", "deadline_seconds",
+	"dead_letter_queue", "target_control", "paused", "created_at",
+}
+
 // Columns joins columns for a SELECT, each prefixed by alias and a dot when
 // alias is set.
 func Columns(alias string, cs []string) string {

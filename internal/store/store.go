@@ -14,6 +14,14 @@
 //   - Writes that change a task's state go through a domain method of
 //     task.Task (Claim, Finish, Cancel, …): the backend stores the result,
 //     it never decides a transition itself.
+//
+// Arguments follow one convention, so that two values of the same type
+// can never be swapped unseen: a method names the row it reads or writes
+// with a ref value (InstanceRef, QueueRef, TaskRef, KeyRef, and LeaseRef
+// for an attempt in flight), and takes what selects or changes several rows
+// as a pointer to its *Params struct (ListParams, ClaimParams,
+// FinishParams), whose fields can be added to without breaking a caller.
+// No method takes two strings in a row.
 package store
 
 import (
@@ -37,38 +45,38 @@ type Store interface {
 	// target) in one transaction. INSTANCE_EXISTS if (org, name) is taken.
 	InstanceCreate(ctx context.Context, inst *task.Instance) error
 	// InstanceGet finds an instance by (org, name).
-	InstanceGet(ctx context.Context, org, name string) (*task.Instance, error)
+	InstanceGet(ctx context.Context, ref InstanceRef) (*task.Instance, error)
 	// InstanceGetByID finds an instance by its ID (engine use).
 	InstanceGetByID(ctx context.Context, id string) (*task.Instance, error)
 	// InstanceList lists an organization's instances by name.
 	InstanceList(ctx context.Context, org string) ([]*task.Instance, error)
 	// InstanceUpdate applies fn to the instance under a write lock and stores
 	// what fn left (settings, webhook key).
-	InstanceUpdate(ctx context.Context, org, name string, fn func(*task.Instance) error) (*task.Instance, error)
+	InstanceUpdate(ctx context.Context, ref InstanceRef, fn func(*task.Instance) error) (*task.Instance, error)
 	// InstanceDelete removes an instance with its queues and tasks.
-	InstanceDelete(ctx context.Context, org, name string) error
+	InstanceDelete(ctx context.Context, ref InstanceRef) error
 
 	// QueueCreate stores a new queue. QUEUE_EXISTS if the name is taken; a
 	// deadLetterQueue that does not exist in the instance is INVALID_ARGUMENT
 	// naming deadLetterQueue.
 	QueueCreate(ctx context.Context, q *task.Queue) error
 	// QueueGet finds one queue.
-	QueueGet(ctx context.Context, instanceID, name string) (*task.Queue, error)
+	QueueGet(ctx context.Context, ref QueueRef) (*task.Queue, error)
 	// QueueList lists an instance's queues by name.
 	QueueList(ctx context.Context, instanceID string) ([]*task.Queue, error)
 	// QueueListAll lists every queue of every instance (the engine's view).
 	QueueListAll(ctx context.Context) ([]*task.Queue, error)
 	// QueueUpdate applies fn to the queue under a write lock and stores it,
 	// with the same deadLetterQueue check as QueueCreate.
-	QueueUpdate(ctx context.Context, instanceID, name string, fn func(*task.Queue) error) (*task.Queue, error)
+	QueueUpdate(ctx context.Context, ref QueueRef, fn func(*task.Queue) error) (*task.Queue, error)
 	// QueueDelete removes a queue and all its tasks; it returns how many
 	// tasks went with it.
-	QueueDelete(ctx context.Context, instanceID, name string) (int, error)
+	QueueDelete(ctx context.Context, ref QueueRef) (int, error)
 	// QueuePurge removes every task of a queue and returns how many.
-	QueuePurge(ctx context.Context, instanceID, name string) (int, error)
+	QueuePurge(ctx context.Context, ref QueueRef) (int, error)
 	// QueueCounts counts a queue's tasks by state, each count stopping at
 	// limit (so a count equal to limit means "at least limit").
-	QueueCounts(ctx context.Context, instanceID, name string, limit int) (map[task.State]int, error)
+	QueueCounts(ctx context.Context, ref QueueRef, limit int) (map[task.State]int, error)
 
 	// TaskAdd stores tasks in one transaction, each one independently: a
 	// task whose name is already used in its queue (by a record still kept)
@@ -77,18 +85,18 @@ type Store interface {
 	// the order of tasks.
 	TaskAdd(ctx context.Context, tasks []*task.Task) ([]AddResult, error)
 	// TaskGet returns one task with payload, result and attempts.
-	TaskGet(ctx context.Context, instanceID, id string) (*task.Task, error)
+	TaskGet(ctx context.Context, ref TaskRef) (*task.Task, error)
 	// TaskGetMany returns the tasks of one instance with the given ids, in
 	// one read, each with payload, result and attempts, keyed by id. An id
 	// that names no task of the instance is absent from the map.
 	TaskGetMany(ctx context.Context, instanceID string, ids []string) (map[string]*task.Task, error)
 	// TaskList returns one page of a queue's tasks without payloads or
-	// results, in the contract's order (see ListParams).
+	// results, in the listing order of ListParams.
 	TaskList(ctx context.Context, p *ListParams) (*ListPage, error)
 	// TaskUpdate reads one task under a write lock, applies fn (a domain
 	// method such as Cancel, Retry, RunNow, Extend) and stores the task if fn
 	// returned nil. fn's error is returned unchanged and nothing is written.
-	TaskUpdate(ctx context.Context, instanceID, id string, fn func(*task.Task) error) (*task.Task, error)
+	TaskUpdate(ctx context.Context, ref TaskRef, fn func(*task.Task) error) (*task.Task, error)
 
 	// TaskClaim claims up to p.Limit due tasks of one queue in runAt order:
 	// each is moved to RUNNING by task.Claim with a fresh lease, and
@@ -120,6 +128,30 @@ type Store interface {
 	// FAILED, CANCELLED) whose FinishedAt is older than their instance's
 	// retentionDays at now, and never an unfinished one. It returns how many.
 	TaskDeleteFinished(ctx context.Context, now int64, limit int) (int, error)
+}
+
+// InstanceRef names an instance: an organization's instance by name.
+type InstanceRef struct {
+	Org  string
+	Name string
+}
+
+// QueueRef names a queue of an instance.
+type QueueRef struct {
+	InstanceID string
+	Name       string
+}
+
+// TaskRef names a task of an instance.
+type TaskRef struct {
+	InstanceID string
+	ID         string
+}
+
+// KeyRef names an API key of an organization by its public id.
+type KeyRef struct {
+	Org string
+	ID  string
 }
 
 // AddResult is the outcome of one task of a TaskAdd.
@@ -207,7 +239,7 @@ type KeyStore interface {
 	KeyList(ctx context.Context, org string) ([]*APIKey, error)
 	// KeyRevoke marks a key revoked at now; task.ErrNotFound if org has no
 	// such key. Revoking twice keeps the first time.
-	KeyRevoke(ctx context.Context, org, id string, now int64) error
+	KeyRevoke(ctx context.Context, ref KeyRef, now int64) error
 	// KeyCount counts every key, revoked ones included.
 	KeyCount(ctx context.Context) (int, error)
 }

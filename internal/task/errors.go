@@ -13,8 +13,9 @@ import (
 // set. The HTTP layer maps each code to a status with errandapi.StatusOf.
 type Code = errandapi.Code
 
-// The error codes of the v1 API (DESIGN.md) and the ones errand adds where the
-// contract is silent; errandapi defines them.
+// The error codes of the v1 API, with errand's own (NOT_RUNNABLE,
+// WRONG_MODE, …); errandapi defines them and docs/api.md lists their
+// HTTP statuses.
 const (
 	CodeInvalidArgument       = errandapi.CodeInvalidArgument
 	CodeNotFound              = errandapi.CodeNotFound
@@ -38,8 +39,9 @@ const (
 	CodeInternal              = errandapi.CodeInternal
 )
 
-// Lower returns the code in the lowercase form of the operations API
-// (`not_cancellable`).
+// Lower returns the code in the lowercase form the operations API
+// (/api/tasks) answers its refusals in (`not_cancellable`), so both APIs
+// spell a code from the one set.
 func Lower(c Code) string { return strings.ToLower(string(c)) }
 
 // Error is a domain error with a code that travels unchanged from the store to

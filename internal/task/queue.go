@@ -11,7 +11,7 @@ const (
 	ModePull Mode = "pull"
 )
 
-// Queue defaults (DESIGN.md).
+// Queue defaults and bounds (docs/api.md, "Queues").
 const (
 	DefaultQueueName         = "default"
 	DefaultMaxAttempts       = 10

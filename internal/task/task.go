@@ -6,7 +6,7 @@ import (
 	"github.com/errandhq/errand/errandapi"
 )
 
-// Limits of the contract.
+// Limits of the v1 API (docs/api.md).
 const (
 	MaxPayloadBytes = 64 << 10 // payload and result, each
 	MaxAddBatch     = 100      // tasks in one add call

@@ -15,7 +15,8 @@ import (
 )
 
 // These cover what this backend does where store.go is silent, and what
-// only several nodes on one database can show.
+// only several nodes on one database can show; the contract itself is
+// storetest's.
 
 func newFixture(t *testing.T) *postgres.Store {
 	t.Helper()
@@ -54,100 +55,6 @@ func pullTask(t testing.TB, q *task.Queue, id string, mod ...func(*task.AddInput
 	return tk
 }
 
-// TestAddToMissingQueueOrDuplicateID: a task of a queue that does not exist
-// is NOT_FOUND, an id taken (in the batch or stored) TASK_EXISTS with that id.
-func TestAddToMissingQueueOrDuplicateID(t *testing.T) {
-	s := newFixture(t)
-	ctx := t.Context()
-	q := newQueue(t, s, "work")
-	gone := task.NewQueue("i1", "gone", task.ModePull)
-	res, err := s.TaskAdd(ctx, []*task.Task{pullTask(t, q, "a"), pullTask(t, gone, "b"), pullTask(t, q, "a"), pullTask(t, q, "c")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res[0].Err != nil || res[3].Err != nil {
-		t.Fatalf("results = %+v", res)
-	}
-	if res[1].Err == nil || res[1].Err.Code != task.CodeNotFound {
-		t.Fatalf("task for a missing queue: %+v", res[1])
-	}
-	if res[2].Err == nil || res[2].Err.Code != task.CodeTaskExists || res[2].Err.ID != "a" {
-		t.Fatalf("duplicate id: %+v", res[2])
-	}
-	// An id already stored is TASK_EXISTS too.
-	res, err = s.TaskAdd(ctx, []*task.Task{pullTask(t, q, "c")})
-	if err != nil || res[0].Err == nil || res[0].Err.Code != task.CodeTaskExists || res[0].Err.ID != "c" {
-		t.Fatalf("stored id again: %+v, %v", res, err)
-	}
-}
-
-// TestQueueCreateNeedsInstance: a queue of a missing instance is NOT_FOUND.
-func TestQueueCreateNeedsInstance(t *testing.T) {
-	s := newFixture(t)
-	err := s.QueueCreate(t.Context(), task.NewQueue("nope", "work", task.ModePull))
-	if !task.IsCode(err, task.CodeNotFound) {
-		t.Fatalf("QueueCreate in a missing instance: %v", err)
-	}
-}
-
-// TestQueueDeleteUnlinksDeadLetter: deleting a dead-letter queue clears it
-// from the queues that named it, and a failure that still carries a copy
-// for it (the engine's view was older) keeps no copy and loses nothing
-// else.
-func TestQueueDeleteUnlinksDeadLetter(t *testing.T) {
-	s := newFixture(t)
-	ctx := t.Context()
-	dlq := newQueue(t, s, "dead")
-	q := newQueue(t, s, "work", func(q *task.Queue) { q.DeadLetterQueue, q.MaxAttempts = "dead", 1 })
-	if _, err := s.TaskAdd(ctx, []*task.Task{pullTask(t, q, "a")}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := s.TaskClaim(ctx, &store.ClaimParams{Queue: q, Now: 1, Limit: 1, LeaseMs: 1000, NewLeaseID: func() string { return "L" }})
-	if err != nil || len(c) != 1 {
-		t.Fatalf("claim = %v, %v", c, err)
-	}
-	if _, err := s.QueueDelete(ctx, "i1", "dead"); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.QueueGet(ctx, "i1", "work")
-	if err != nil || got.DeadLetterQueue != "" {
-		t.Fatalf("work after its DLQ was deleted: %+v, %v", got, err)
-	}
-	if _, err := c[0].Finish(q, 2, task.Outcome{Status: task.AttemptFailed, Error: "x"}); err != nil {
-		t.Fatal(err)
-	}
-	dl := c[0].DeadLetter(dlq, 2)
-	dl.ID = "dl"
-	res, err := s.TaskFinish(ctx, []*store.FinishParams{{Task: c[0], LeaseID: "L", DeadLetter: dl}})
-	if err != nil || res[0] != nil {
-		t.Fatalf("TaskFinish = %v, %v", res, err)
-	}
-	if tk, err := s.TaskGet(ctx, "i1", "a"); err != nil || tk.State != task.Failed {
-		t.Fatalf("failed task = %+v, %v", tk, err)
-	}
-	if _, err := s.TaskGet(ctx, "i1", "dl"); !task.IsCode(err, task.CodeNotFound) {
-		t.Fatalf("copy into a deleted queue: %v", err)
-	}
-}
-
-// TestCancelledContext: a call with a context already done answers the
-// context's error, unchanged.
-func TestCancelledContext(t *testing.T) {
-	s := newFixture(t)
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	if _, err := s.InstanceGet(ctx, "acme", "jobs"); err != context.Canceled {
-		t.Fatalf("read with a cancelled context: %v", err)
-	}
-	if _, err := s.InstanceUpdate(ctx, "acme", "jobs", func(*task.Instance) error { return nil }); err != context.Canceled {
-		t.Fatalf("write with a cancelled context: %v", err)
-	}
-	q := task.NewQueue("i1", task.DefaultQueueName, task.ModePush)
-	if _, err := s.TaskClaim(ctx, &store.ClaimParams{Queue: q, Now: 1, Limit: 1, LeaseMs: 1, NewLeaseID: func() string { return "L" }}); err != context.Canceled {
-		t.Fatalf("claim with a cancelled context: %v", err)
-	}
-}
-
 // TestHistoryMustFollow: a finish whose task does not carry the stored
 // attempt history plus at most one attempt is refused whole, with INTERNAL,
 // rather than stored.
@@ -171,7 +78,7 @@ func TestHistoryMustFollow(t *testing.T) {
 	if !task.IsCode(err, task.CodeInternal) {
 		t.Fatalf("TaskFinish with a history that does not follow: %v, want INTERNAL", err)
 	}
-	if got, err := s.TaskGet(ctx, "i1", "a"); err != nil || got.State != task.Running || len(got.Attempts) != 0 {
+	if got, err := s.TaskGet(ctx, store.TaskRef{InstanceID: "i1", ID: "a"}); err != nil || got.State != task.Running || len(got.Attempts) != 0 {
 		t.Fatalf("task after a refused finish: %+v, %v", got, err)
 	}
 }
@@ -243,7 +150,7 @@ func TestTwoNodes(t *testing.T) {
 	if len(seen) != n {
 		t.Fatalf("claimed %d, want %d", len(seen), n)
 	}
-	counts, err := a.QueueCounts(ctx, "i1", "work", 10_000)
+	counts, err := a.QueueCounts(ctx, store.QueueRef{InstanceID: "i1", Name: "work"}, 10_000)
 	if err != nil || counts[task.Succeeded] != n {
 		t.Fatalf("counts = %v, %v; want %d succeeded", counts, err, n)
 	}
@@ -324,7 +231,7 @@ func TestQueueDeleteDuringAdds(t *testing.T) {
 		for added.Load() < 20 && !t.Failed() {
 			time.Sleep(time.Millisecond)
 		}
-		if _, err := s.QueueDelete(ctx, "i1", "work"); err != nil {
+		if _, err := s.QueueDelete(ctx, store.QueueRef{InstanceID: "i1", Name: "work"}); err != nil {
 			t.Fatal(err)
 		}
 		close(stop)
@@ -334,7 +241,7 @@ func TestQueueDeleteDuringAdds(t *testing.T) {
 		if err != nil || len(page.Tasks) != 0 {
 			t.Fatalf("round %d: the queue made again lists %d tasks, %v", round, len(page.Tasks), err)
 		}
-		if _, err := s.QueueDelete(ctx, "i1", "work"); err != nil {
+		if _, err := s.QueueDelete(ctx, store.QueueRef{InstanceID: "i1", Name: "work"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -442,7 +349,7 @@ func TestClaimAbortedMidway(t *testing.T) {
 		if err != context.Canceled {
 			t.Fatalf("claim cancelled midway: %v, want context.Canceled", err)
 		}
-		counts, err := s.QueueCounts(t.Context(), "i1", "work", 100)
+		counts, err := s.QueueCounts(t.Context(), store.QueueRef{InstanceID: "i1", Name: "work"}, 100)
 		if err != nil || counts[task.Pending] != 5 || counts[task.Running] != 0 {
 			t.Fatalf("counts after an aborted claim: %v, %v", counts, err)
 		}

@@ -98,7 +98,7 @@ func (s *Store) TaskFinish(ctx context.Context, ps []*store.FinishParams) ([]err
 	if len(ps) == 0 {
 		return res, nil
 	}
-	rounds := finishRounds(ps)
+	rounds := store.FinishRounds(ps)
 	b := &pgx.Batch{}
 	for _, round := range rounds {
 		var r finishRows
@@ -197,21 +197,4 @@ func (s *Store) addDeadLetters(ctx context.Context, tx pgx.Tx, ps []*store.Finis
 		}
 	}
 	return nil
-}
-
-// finishRounds splits the indexes of ps into rounds in which no task
-// appears twice, keeping each task's writes in their order.
-func finishRounds(ps []*store.FinishParams) [][]int {
-	var rounds [][]int
-	seen := make(map[[2]string]int, len(ps)) // task → rounds it is in
-	for i, p := range ps {
-		key := [2]string{p.Task.InstanceID, p.Task.ID}
-		r := seen[key]
-		seen[key] = r + 1
-		if r == len(rounds) {
-			rounds = append(rounds, nil)
-		}
-		rounds[r] = append(rounds[r], i)
-	}
-	return rounds
 }

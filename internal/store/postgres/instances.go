@@ -5,12 +5,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
 const instanceCols = `id, org, name, created_at, retention_days, rate_limit, max_in_flight, webhook_key`
 
-const (
+var (
 	// qInstanceCreate stores the instance and its default queue in one
 	// statement: both or neither.
 	qInstanceCreate = `WITH i AS (
@@ -33,7 +34,7 @@ const (
 	qInstanceDelete       = `DELETE FROM instances WHERE id = $1`
 )
 
-func scanInstance(row pgx.Row) (*task.Instance, error) {
+func scanInstance(row store.Scanner) (*task.Instance, error) {
 	i := &task.Instance{}
 	if err := row.Scan(&i.ID, &i.Org, &i.Name, &i.CreatedAt, &i.Settings.RetentionDays, &i.Settings.RateLimit,
 		&i.Settings.MaxInFlight, &i.WebhookKey); err != nil {
@@ -58,7 +59,8 @@ func (s *Store) InstanceCreate(ctx context.Context, inst *task.Instance) error {
 }
 
 // InstanceGet finds an instance by (org, name).
-func (s *Store) InstanceGet(ctx context.Context, org, name string) (*task.Instance, error) {
+func (s *Store) InstanceGet(ctx context.Context, ref store.InstanceRef) (*task.Instance, error) {
+	org, name := ref.Org, ref.Name
 	return scanInstance(s.pool.QueryRow(ctx, qInstanceByName, org, name))
 }
 
@@ -74,23 +76,14 @@ func (s *Store) InstanceList(ctx context.Context, org string) ([]*task.Instance,
 		return nil, interpretError(err)
 	}
 	defer rows.Close()
-	out := []*task.Instance{}
-	for rows.Next() {
-		i, err := scanInstance(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, interpretError(err)
-	}
-	return out, nil
+	out, err := store.ScanAll(rows, scanInstance)
+	return out, interpretError(err)
 }
 
 // InstanceUpdate locks the instance's row, applies fn and stores its
 // settings and webhook key; its ID, org, name and creation time stay.
-func (s *Store) InstanceUpdate(ctx context.Context, org, name string, fn func(*task.Instance) error) (*task.Instance, error) {
+func (s *Store) InstanceUpdate(ctx context.Context, ref store.InstanceRef, fn func(*task.Instance) error) (*task.Instance, error) {
+	org, name := ref.Org, ref.Name
 	var out *task.Instance
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		inst, err := scanInstance(tx.QueryRow(ctx, qInstanceLock, org, name))
@@ -114,7 +107,8 @@ func (s *Store) InstanceUpdate(ctx context.Context, org, name string, fn func(*t
 
 // InstanceDelete removes an instance with its queues and tasks in one
 // transaction, whose statements may run for up to bulkStatementTimeout.
-func (s *Store) InstanceDelete(ctx context.Context, org, name string) error {
+func (s *Store) InstanceDelete(ctx context.Context, ref store.InstanceRef) error {
+	org, name := ref.Org, ref.Name
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		var id string
 		if err := tx.QueryRow(ctx, qInstanceDeleteLock, org, name).Scan(&id); err != nil {

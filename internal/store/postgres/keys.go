@@ -34,7 +34,7 @@ type grantJSON struct {
 	Role     string `json:"role"`
 }
 
-func scanKey(row pgx.Row) (*store.APIKey, error) {
+func scanKey(row store.Scanner) (*store.APIKey, error) {
 	k := &store.APIKey{}
 	var grants []byte
 	if err := row.Scan(&k.ID, &k.Org, &k.Digest, &k.Prefix, &grants, &k.CreatedAt, &k.RevokedAt); err != nil {
@@ -90,24 +90,15 @@ func (s *Store) KeyList(ctx context.Context, org string) ([]*store.APIKey, error
 		return nil, interpretError(err)
 	}
 	defer rows.Close()
-	out := []*store.APIKey{}
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, k)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, interpretError(err)
-	}
-	return out, nil
+	out, err := store.ScanAll(rows, scanKey)
+	return out, interpretError(err)
 }
 
 // KeyRevoke marks a key of org revoked at now, in one statement;
 // task.ErrNotFound if org has no such key. Revoking twice keeps the first
 // time.
-func (s *Store) KeyRevoke(ctx context.Context, org, id string, now int64) error {
+func (s *Store) KeyRevoke(ctx context.Context, ref store.KeyRef, now int64) error {
+	org, id := ref.Org, ref.ID
 	var n int
 	if err := s.pool.QueryRow(ctx, qKeyRevoke, org, id, now).Scan(&n); err != nil {
 		return interpretError(err)

@@ -50,7 +50,7 @@ func buildListSQL(st task.State, named bool) string {
 }
 
 // TaskList returns one page of a queue's tasks, without payloads or
-// results, in the contract's order; the cursor is a keyset (the last row's
+// results, in the listing order of store.ListParams; the cursor is a keyset (the last row's
 // sort key and id), so rows added between pages never shift a page.
 func (s *Store) TaskList(ctx context.Context, p *store.ListParams) (*store.ListPage, error) {
 	if p.State != "" && !p.State.Valid() {

@@ -2,19 +2,18 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
-const queueCols = `instance_id, name, mode, target, rate_per_second, max_concurrent, max_attempts,
-	min_backoff_seconds, max_backoff_seconds, max_doublings, max_age_seconds, deadline_seconds,
-	dead_letter_queue, target_control, paused, created_at`
+// queueCols are the queue columns, shared by every backend (store.QueueColumns).
+var queueCols = cols("", store.QueueColumns)
 
-const (
+var (
 	qQueueInsert = `INSERT INTO queues (` + queueCols + `)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
 	qQueueGet = `SELECT ` + queueCols + ` FROM queues WHERE instance_id = $1 AND name = $2`
@@ -54,48 +53,20 @@ const (
 		(SELECT count(*) FROM (SELECT FROM tasks WHERE instance_id = $1 AND queue = $2 AND state = 'CANCELLED' LIMIT $3) AS x)`
 )
 
+// scanQueue reads one queue row of queueCols.
 func scanQueue(row pgx.Row) (*task.Queue, error) {
-	q := &task.Queue{}
-	var (
-		mode   string
-		target []byte
-		dlq    *string
-	)
-	if err := row.Scan(&q.InstanceID, &q.Name, &mode, &target, &q.RatePerSecond, &q.MaxConcurrent, &q.MaxAttempts,
-		&q.MinBackoffSeconds, &q.MaxBackoffSeconds, &q.MaxDoublings, &q.MaxAgeSeconds, &q.DeadlineSeconds,
-		&dlq, &q.TargetControl, &q.Paused, &q.CreatedAt); err != nil {
-		return nil, interpretError(err)
-	}
-	q.Mode = task.Mode(mode)
-	if dlq != nil {
-		q.DeadLetterQueue = *dlq
-	}
-	if len(target) > 0 {
-		q.Target = &task.Target{}
-		if err := json.Unmarshal(target, q.Target); err != nil {
-			return nil, task.Errorf(task.CodeInternal, "store: queue %s: bad target: %v", q.Name, err)
-		}
-	}
-	return q, nil
+	q, err := store.ScanQueue(row)
+	return q, interpretError(err)
 }
 
+// scanQueues reads every row of a query's result and closes it.
 func scanQueues(rows pgx.Rows, err error) ([]*task.Queue, error) {
 	if err != nil {
 		return nil, interpretError(err)
 	}
 	defer rows.Close()
-	out := []*task.Queue{}
-	for rows.Next() {
-		q, err := scanQueue(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, q)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, interpretError(err)
-	}
-	return out, nil
+	qs, err := store.ScanQueues(rows)
+	return qs, interpretError(err)
 }
 
 // queueArgs returns the values of queueCols for q.
@@ -143,20 +114,9 @@ func keep(ctx context.Context, tx pgx.Tx, q string, args ...any) (bool, error) {
 // checkDeadLetter refuses a deadLetterQueue that is not a queue of the same
 // instance, and holds it until commit so that it cannot vanish meanwhile.
 func checkDeadLetter(ctx context.Context, tx pgx.Tx, q *task.Queue) error {
-	if q.DeadLetterQueue == "" {
-		return nil
-	}
-	if q.DeadLetterQueue == q.Name {
-		return task.FieldErrorf(task.CodeInvalidArgument, "deadLetterQueue", "a queue cannot be its own dead-letter queue")
-	}
-	ok, err := keep(ctx, tx, qQueueKeep, q.InstanceID, q.DeadLetterQueue)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return task.FieldErrorf(task.CodeInvalidArgument, "deadLetterQueue", "queue %q does not exist in this instance", q.DeadLetterQueue)
-	}
-	return nil
+	return store.CheckDeadLetter(q, func(name string) (bool, error) {
+		return keep(ctx, tx, qQueueKeep, q.InstanceID, name)
+	})
 }
 
 // QueueCreate stores a new queue: QUEUE_EXISTS if the name is taken,
@@ -184,7 +144,8 @@ func (s *Store) QueueCreate(ctx context.Context, q *task.Queue) error {
 }
 
 // QueueGet finds one queue.
-func (s *Store) QueueGet(ctx context.Context, instanceID, name string) (*task.Queue, error) {
+func (s *Store) QueueGet(ctx context.Context, ref store.QueueRef) (*task.Queue, error) {
+	instanceID, name := ref.InstanceID, ref.Name
 	return scanQueue(s.pool.QueryRow(ctx, qQueueGet, instanceID, name))
 }
 
@@ -201,7 +162,8 @@ func (s *Store) QueueListAll(ctx context.Context) ([]*task.Queue, error) {
 // QueueUpdate locks the queue's row, applies fn and stores its settings,
 // refusing a deadLetterQueue that does not exist. The instance, name, mode
 // and creation time stay.
-func (s *Store) QueueUpdate(ctx context.Context, instanceID, name string, fn func(*task.Queue) error) (*task.Queue, error) {
+func (s *Store) QueueUpdate(ctx context.Context, ref store.QueueRef, fn func(*task.Queue) error) (*task.Queue, error) {
+	instanceID, name := ref.InstanceID, ref.Name
 	var out *task.Queue
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		q, err := scanQueue(tx.QueryRow(ctx, qQueueLock, instanceID, name))
@@ -235,7 +197,8 @@ func (s *Store) QueueUpdate(ctx context.Context, instanceID, name string, fn fun
 // dead-letter queue of the instance's other queues, in one transaction
 // whose statements may run for up to bulkStatementTimeout. It returns how
 // many tasks went with it.
-func (s *Store) QueueDelete(ctx context.Context, instanceID, name string) (int, error) {
+func (s *Store) QueueDelete(ctx context.Context, ref store.QueueRef) (int, error) {
+	instanceID, name := ref.InstanceID, ref.Name
 	var n int
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, qQueueDelete, instanceID, name)
@@ -262,7 +225,8 @@ func (s *Store) QueueDelete(ctx context.Context, instanceID, name string) (int, 
 // QueuePurge removes every task of a queue and returns how many, in one
 // statement that may run for up to bulkStatementTimeout. The queue is held
 // (key share) so that it cannot be deleted meanwhile; adds go on.
-func (s *Store) QueuePurge(ctx context.Context, instanceID, name string) (int, error) {
+func (s *Store) QueuePurge(ctx context.Context, ref store.QueueRef) (int, error) {
+	instanceID, name := ref.InstanceID, ref.Name
 	var n int
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		ok, err := keep(ctx, tx, qQueueKeep, instanceID, name)
@@ -287,7 +251,8 @@ func (s *Store) QueuePurge(ctx context.Context, instanceID, name string) (int, e
 
 // QueueCounts counts a queue's tasks by state, each count stopping at limit.
 // Every state has an entry.
-func (s *Store) QueueCounts(ctx context.Context, instanceID, name string, limit int) (map[task.State]int, error) {
+func (s *Store) QueueCounts(ctx context.Context, ref store.QueueRef, limit int) (map[task.State]int, error) {
+	instanceID, name := ref.InstanceID, ref.Name
 	limit = max(limit, 0)
 	var c [6]int
 	if err := s.pool.QueryRow(ctx, qQueueCounts, instanceID, name, limit).Scan(&c[0], &c[1], &c[2], &c[3], &c[4], &c[5]); err != nil {

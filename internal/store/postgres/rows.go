@@ -20,72 +20,16 @@ var (
 
 // scanTask reads one task row of taskCols (full) or taskListCols.
 func scanTask(row pgx.Row, full bool) (*task.Task, error) {
-	t := &task.Task{}
-	var (
-		name, deadLetterOf *string
-		state              string
-		target, attempts   []byte
-		params             []byte
-		payload, result    []byte
-	)
-	dest := []any{
-		&t.InstanceID, &t.ID, &t.Queue, &name, &state, &t.Pull, &t.Attempt, &t.MaxAttempts,
-		&t.RunAt, &t.CreatedAt, &t.StartedAt, &t.DeadlineAt, &t.FinishedAt, &t.LeaseID,
-		&t.LeaseExpiresAt, &t.DeadlineSeconds, &t.Source, &t.Depth, &deadLetterOf,
-		&t.LastError, &target, &params, &attempts,
-	}
-	if full {
-		dest = append(dest, &payload, &result)
-	}
-	if err := row.Scan(dest...); err != nil {
-		return nil, interpretError(err)
-	}
-	if name != nil {
-		t.Name = *name
-	}
-	if deadLetterOf != nil {
-		t.DeadLetterOf = *deadLetterOf
-	}
-	t.State = task.State(state)
-	if len(params) > 0 {
-		t.Params = params
-	}
-	if len(target) > 0 {
-		t.Target = &task.Target{}
-		if err := json.Unmarshal(target, t.Target); err != nil {
-			return nil, task.Errorf(task.CodeInternal, "store: task %s: bad target: %v", t.ID, err)
-		}
-	}
-	if len(attempts) > 2 { // not "[]"
-		if err := json.Unmarshal(attempts, &t.Attempts); err != nil {
-			return nil, task.Errorf(task.CodeInternal, "store: task %s: bad attempts: %v", t.ID, err)
-		}
-	}
-	if full {
-		t.Payload = payload
-		if len(result) > 0 {
-			t.Result = result
-		}
-	}
-	return t, nil
+	t, err := store.ScanTask(row, full)
+	return t, interpretError(err)
 }
 
 // scanTasks reads every row of rows and closes them; it never returns a nil
 // slice without an error.
 func scanTasks(rows pgx.Rows, full bool) ([]*task.Task, error) {
 	defer rows.Close()
-	out := []*task.Task{}
-	for rows.Next() {
-		t, err := scanTask(rows, full)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, interpretError(err)
-	}
-	return out, nil
+	ts, err := store.ScanTasks(rows, full)
+	return ts, interpretError(err)
 }
 
 // targetJSON encodes a target for a jsonb column, "" for none (stored as

@@ -28,7 +28,8 @@ var (
 )
 
 // TaskGet returns one task with payload, result and attempts.
-func (s *Store) TaskGet(ctx context.Context, instanceID, id string) (*task.Task, error) {
+func (s *Store) TaskGet(ctx context.Context, ref store.TaskRef) (*task.Task, error) {
+	instanceID, id := ref.InstanceID, ref.ID
 	return scanTask(s.pool.QueryRow(ctx, sqlTaskGet, instanceID, id), true)
 }
 
@@ -50,7 +51,8 @@ func (s *Store) TaskGetMany(ctx context.Context, instanceID string, ids []string
 // fn returned nil. fn's error is returned unchanged and nothing is written.
 // The queue, name, payload, params, target and the other fields fixed at
 // add are never written.
-func (s *Store) TaskUpdate(ctx context.Context, instanceID, id string, fn func(*task.Task) error) (*task.Task, error) {
+func (s *Store) TaskUpdate(ctx context.Context, ref store.TaskRef, fn func(*task.Task) error) (*task.Task, error) {
+	instanceID, id := ref.InstanceID, ref.ID
 	var out *task.Task
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		t, err := scanTask(tx.QueryRow(ctx, sqlTaskLock, instanceID, id), true)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/store/postgres"
 	"github.com/errandhq/errand/internal/task"
 	"github.com/errandhq/errand/internal/testkit"
@@ -73,9 +74,9 @@ func TestUnavailableAndBack(t *testing.T) {
 
 	p.Cut()
 	calls := map[string]func() error{
-		"InstanceGet": func() error { _, err := s.InstanceGet(ctx, "acme", "jobs"); return err },
+		"InstanceGet": func() error { _, err := s.InstanceGet(ctx, store.InstanceRef{Org: "acme", Name: "jobs"}); return err },
 		"InstanceUpdate": func() error {
-			_, err := s.InstanceUpdate(ctx, "acme", "jobs", func(*task.Instance) error { return nil })
+			_, err := s.InstanceUpdate(ctx, store.InstanceRef{Org: "acme", Name: "jobs"}, func(*task.Instance) error { return nil })
 			return err
 		},
 		"TaskAdd": func() error {
@@ -98,7 +99,7 @@ func TestUnavailableAndBack(t *testing.T) {
 	p.Start(p.Addr)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		got, err := s.InstanceGet(ctx, "acme", "jobs")
+		got, err := s.InstanceGet(ctx, store.InstanceRef{Org: "acme", Name: "jobs"})
 		if err == nil {
 			if got.ID != "i1" {
 				t.Fatalf("InstanceGet after reconnect = %+v", got)

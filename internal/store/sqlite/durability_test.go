@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/store/sqlite"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -67,7 +68,7 @@ func TestKillDurability(t *testing.T) {
 	s = open(t, path, sqlite.Options{})
 	defer s.Close()
 	for _, id := range acked {
-		if _, err := s.TaskGet(t.Context(), "i1", id); err != nil {
+		if _, err := s.TaskGet(t.Context(), store.TaskRef{InstanceID: "i1", ID: id}); err != nil {
 			t.Fatalf("answered task %s lost after kill -9: %v", id, err)
 		}
 	}

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -44,7 +45,8 @@ func (s *Store) InstanceCreate(ctx context.Context, inst *task.Instance) error {
 }
 
 // InstanceGet finds an instance by (org, name).
-func (s *Store) InstanceGet(ctx context.Context, org, name string) (*task.Instance, error) {
+func (s *Store) InstanceGet(ctx context.Context, ref store.InstanceRef) (*task.Instance, error) {
+	org, name := ref.Org, ref.Name
 	return scanInstance(s.reader(qInstanceByName).QueryRowContext(ctx, org, name))
 }
 
@@ -60,23 +62,14 @@ func (s *Store) InstanceList(ctx context.Context, org string) ([]*task.Instance,
 		return nil, interpretError(err)
 	}
 	defer rows.Close()
-	out := []*task.Instance{}
-	for rows.Next() {
-		i, err := scanInstance(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, interpretError(err)
-	}
-	return out, nil
+	out, err := store.ScanAll(rows, scanInstance)
+	return out, interpretError(err)
 }
 
 // InstanceUpdate applies fn to the instance inside a write transaction and
 // stores its settings and webhook key; its ID, org and name stay.
-func (s *Store) InstanceUpdate(ctx context.Context, org, name string, fn func(*task.Instance) error) (*task.Instance, error) {
+func (s *Store) InstanceUpdate(ctx context.Context, ref store.InstanceRef, fn func(*task.Instance) error) (*task.Instance, error) {
+	org, name := ref.Org, ref.Name
 	var out *task.Instance
 	err := s.write(ctx, func(w *wtx) error {
 		inst, err := scanInstance(w.queryRow(qInstanceByName, org, name))
@@ -100,7 +93,8 @@ func (s *Store) InstanceUpdate(ctx context.Context, org, name string, fn func(*t
 
 // InstanceDelete removes an instance with its queues and tasks in one
 // transaction.
-func (s *Store) InstanceDelete(ctx context.Context, org, name string) error {
+func (s *Store) InstanceDelete(ctx context.Context, ref store.InstanceRef) error {
+	org, name := ref.Org, ref.Name
 	return s.write(ctx, func(w *wtx) error {
 		inst, err := scanInstance(w.queryRow(qInstanceByName, org, name))
 		if err != nil {

@@ -96,23 +96,14 @@ func (s *Store) KeyList(ctx context.Context, org string) ([]*store.APIKey, error
 		return nil, interpretError(err)
 	}
 	defer rows.Close()
-	out := []*store.APIKey{}
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, k)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, interpretError(err)
-	}
-	return out, nil
+	out, err := store.ScanAll(rows, scanKey)
+	return out, interpretError(err)
 }
 
 // KeyRevoke marks org's key revoked at now, keeping the first time when it
 // already is; task.ErrNotFound when org has no key with that id.
-func (s *Store) KeyRevoke(ctx context.Context, org, id string, now int64) error {
+func (s *Store) KeyRevoke(ctx context.Context, ref store.KeyRef, now int64) error {
+	org, id := ref.Org, ref.ID
 	return s.write(ctx, func(w *wtx) error {
 		r, err := w.exec(qKeyRevoke, now, org, id)
 		if err != nil {

@@ -69,7 +69,7 @@ func pullArgs(p *bool) (any, any) {
 }
 
 // TaskList returns one page of a queue's tasks, without payloads or
-// results, in the contract's order; the cursor is keyset (the last row's
+// results, in the listing order of store.ListParams; the cursor is keyset (the last row's
 // sort key and id), so rows added between pages never shift a page.
 func (s *Store) TaskList(ctx context.Context, p *store.ListParams) (*store.ListPage, error) {
 	if p.State != "" && !p.State.Valid() {

@@ -3,16 +3,15 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"strings"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
-const queueCols = `instance_id, name, mode, target, rate_per_second, max_concurrent, max_attempts,
-	min_backoff_seconds, max_backoff_seconds, max_doublings, max_age_seconds, deadline_seconds,
-	dead_letter_queue, target_control, paused, created_at`
+// queueCols are the queue columns, shared by every backend (store.QueueColumns).
+var queueCols = cols("", store.QueueColumns)
 
 var (
 	qQueueInsert = define(onWriter, `INSERT INTO queues (`+queueCols+`)
@@ -33,48 +32,17 @@ var (
 	qQueueCounts = define(onReader, countsSQL())
 )
 
+// scanQueue reads one queue row of queueCols.
 func scanQueue(sc scanner) (*task.Queue, error) {
-	q := &task.Queue{}
-	var (
-		mode          string
-		target        []byte
-		dlq           sql.NullString
-		tctl, paused  int64
-		maxConcurrent int64
-	)
-	if err := sc.Scan(&q.InstanceID, &q.Name, &mode, &target, &q.RatePerSecond, &maxConcurrent, &q.MaxAttempts,
-		&q.MinBackoffSeconds, &q.MaxBackoffSeconds, &q.MaxDoublings, &q.MaxAgeSeconds, &q.DeadlineSeconds,
-		&dlq, &tctl, &paused, &q.CreatedAt); err != nil {
-		return nil, interpretError(err)
-	}
-	q.Mode = task.Mode(mode)
-	q.MaxConcurrent = int(maxConcurrent)
-	q.DeadLetterQueue = dlq.String
-	q.TargetControl = tctl != 0
-	q.Paused = paused != 0
-	if len(target) > 0 {
-		q.Target = &task.Target{}
-		if err := json.Unmarshal(target, q.Target); err != nil {
-			return nil, task.Errorf(task.CodeInternal, "store: queue %s: bad target: %v", q.Name, err)
-		}
-	}
-	return q, nil
+	q, err := store.ScanQueue(sc)
+	return q, interpretError(err)
 }
 
+// scanQueues reads every row of rows and closes them.
 func scanQueues(rows *sql.Rows) ([]*task.Queue, error) {
 	defer rows.Close()
-	out := []*task.Queue{}
-	for rows.Next() {
-		q, err := scanQueue(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, q)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, interpretError(err)
-	}
-	return out, nil
+	qs, err := store.ScanQueues(rows)
+	return qs, interpretError(err)
 }
 
 // insertQueue stores a new queue; QUEUE_EXISTS if its name is taken.
@@ -105,20 +73,9 @@ func (w *wtx) queueExists(instanceID, name string) (bool, error) {
 // checkDeadLetter refuses a deadLetterQueue that is not a queue of the same
 // instance.
 func (w *wtx) checkDeadLetter(q *task.Queue) error {
-	if q.DeadLetterQueue == "" {
-		return nil
-	}
-	if q.DeadLetterQueue == q.Name {
-		return task.FieldErrorf(task.CodeInvalidArgument, "deadLetterQueue", "a queue cannot be its own dead-letter queue")
-	}
-	ok, err := w.queueExists(q.InstanceID, q.DeadLetterQueue)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return task.FieldErrorf(task.CodeInvalidArgument, "deadLetterQueue", "queue %q does not exist in this instance", q.DeadLetterQueue)
-	}
-	return nil
+	return store.CheckDeadLetter(q, func(name string) (bool, error) {
+		return w.queueExists(q.InstanceID, name)
+	})
 }
 
 // QueueCreate stores a new queue: QUEUE_EXISTS if the name is taken,
@@ -138,7 +95,8 @@ func (s *Store) QueueCreate(ctx context.Context, q *task.Queue) error {
 }
 
 // QueueGet finds one queue.
-func (s *Store) QueueGet(ctx context.Context, instanceID, name string) (*task.Queue, error) {
+func (s *Store) QueueGet(ctx context.Context, ref store.QueueRef) (*task.Queue, error) {
+	instanceID, name := ref.InstanceID, ref.Name
 	return scanQueue(s.reader(qQueueGet).QueryRowContext(ctx, instanceID, name))
 }
 
@@ -163,7 +121,8 @@ func (s *Store) QueueListAll(ctx context.Context) ([]*task.Queue, error) {
 // QueueUpdate applies fn to the queue inside a write transaction and stores
 // its settings, refusing a deadLetterQueue that does not exist. The
 // instance, name, mode and creation time stay.
-func (s *Store) QueueUpdate(ctx context.Context, instanceID, name string, fn func(*task.Queue) error) (*task.Queue, error) {
+func (s *Store) QueueUpdate(ctx context.Context, ref store.QueueRef, fn func(*task.Queue) error) (*task.Queue, error) {
+	instanceID, name := ref.InstanceID, ref.Name
 	var out *task.Queue
 	err := s.write(ctx, func(w *wtx) error {
 		q, err := scanQueue(w.queryRow(qQueueGet, instanceID, name))
@@ -196,7 +155,8 @@ func (s *Store) QueueUpdate(ctx context.Context, instanceID, name string, fn fun
 // QueueDelete removes a queue and all its tasks, and clears it as the
 // dead-letter queue of the instance's other queues. It returns how many
 // tasks went with it.
-func (s *Store) QueueDelete(ctx context.Context, instanceID, name string) (int, error) {
+func (s *Store) QueueDelete(ctx context.Context, ref store.QueueRef) (int, error) {
+	instanceID, name := ref.InstanceID, ref.Name
 	var n int
 	err := s.write(ctx, func(w *wtx) error {
 		r, err := w.exec(qQueueDelete, instanceID, name)
@@ -218,7 +178,8 @@ func (s *Store) QueueDelete(ctx context.Context, instanceID, name string) (int, 
 }
 
 // QueuePurge removes every task of a queue and returns how many.
-func (s *Store) QueuePurge(ctx context.Context, instanceID, name string) (int, error) {
+func (s *Store) QueuePurge(ctx context.Context, ref store.QueueRef) (int, error) {
+	instanceID, name := ref.InstanceID, ref.Name
 	var n int
 	err := s.write(ctx, func(w *wtx) error {
 		ok, err := w.queueExists(instanceID, name)
@@ -244,7 +205,8 @@ func (w *wtx) purge(instanceID, name string) (int, error) {
 
 // QueueCounts counts a queue's tasks by state, each count stopping at limit.
 // Every state has an entry.
-func (s *Store) QueueCounts(ctx context.Context, instanceID, name string, limit int) (map[task.State]int, error) {
+func (s *Store) QueueCounts(ctx context.Context, ref store.QueueRef, limit int) (map[task.State]int, error) {
+	instanceID, name := ref.InstanceID, ref.Name
 	if limit < 0 {
 		limit = 0
 	}

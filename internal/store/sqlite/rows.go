@@ -16,72 +16,20 @@ var (
 )
 
 // scanner is a *sql.Row or *sql.Rows.
-type scanner interface{ Scan(dest ...any) error }
+type scanner = store.Scanner
 
 // scanTask reads one task row of taskCols (full) or taskListCols.
 func scanTask(sc scanner, full bool) (*task.Task, error) {
-	t := &task.Task{}
-	var (
-		name, deadLetterOf     sql.NullString
-		pull                   int64
-		state                  string
-		target, attempts       []byte
-		params, payload, reslt []byte
-	)
-	dest := []any{
-		&t.InstanceID, &t.ID, &t.Queue, &name, &state, &pull, &t.Attempt, &t.MaxAttempts,
-		&t.RunAt, &t.CreatedAt, &t.StartedAt, &t.DeadlineAt, &t.FinishedAt, &t.LeaseID,
-		&t.LeaseExpiresAt, &t.DeadlineSeconds, &t.Source, &t.Depth, &deadLetterOf,
-		&t.LastError, &target, &params, &attempts,
-	}
-	if full {
-		dest = append(dest, &payload, &reslt)
-	}
-	if err := sc.Scan(dest...); err != nil {
-		return nil, interpretError(err)
-	}
-	t.Name = name.String
-	t.DeadLetterOf = deadLetterOf.String
-	t.State = task.State(state)
-	t.Pull = pull != 0
-	if len(params) > 0 {
-		t.Params = params
-	}
-	if len(target) > 0 {
-		t.Target = &task.Target{}
-		if err := json.Unmarshal(target, t.Target); err != nil {
-			return nil, task.Errorf(task.CodeInternal, "store: task %s: bad target: %v", t.ID, err)
-		}
-	}
-	if len(attempts) > 0 {
-		if err := json.Unmarshal(attempts, &t.Attempts); err != nil {
-			return nil, task.Errorf(task.CodeInternal, "store: task %s: bad attempts: %v", t.ID, err)
-		}
-	}
-	if full {
-		t.Payload = payload
-		if len(reslt) > 0 {
-			t.Result = reslt
-		}
-	}
-	return t, nil
+	t, err := store.ScanTask(sc, full)
+	return t, interpretError(err)
 }
 
-// scanTasks reads every row of rows and closes them.
+// scanTasks reads every row of rows and closes them; it never returns a nil
+// slice without an error.
 func scanTasks(rows *sql.Rows, full bool) ([]*task.Task, error) {
 	defer rows.Close()
-	var out []*task.Task
-	for rows.Next() {
-		t, err := scanTask(rows, full)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, interpretError(err)
-	}
-	return out, nil
+	ts, err := store.ScanTasks(rows, full)
+	return ts, interpretError(err)
 }
 
 // nullStr stores "" as NULL.

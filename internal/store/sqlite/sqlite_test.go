@@ -77,7 +77,7 @@ func TestReopen(t *testing.T) {
 	}
 	s = open(t, path, sqlite.Options{})
 	defer s.Close()
-	if _, err := s.InstanceGet(t.Context(), "acme", "jobs"); err != nil {
+	if _, err := s.InstanceGet(t.Context(), store.InstanceRef{Org: "acme", Name: "jobs"}); err != nil {
 		t.Fatalf("instance after reopen: %v", err)
 	}
 }

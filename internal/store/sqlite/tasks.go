@@ -188,7 +188,8 @@ func (s *Store) TaskAdd(ctx context.Context, tasks []*task.Task) ([]store.AddRes
 func quote(s string) string { return `"` + s + `"` }
 
 // TaskGet returns one task with payload, result and attempts.
-func (s *Store) TaskGet(ctx context.Context, instanceID, id string) (*task.Task, error) {
+func (s *Store) TaskGet(ctx context.Context, ref store.TaskRef) (*task.Task, error) {
+	instanceID, id := ref.InstanceID, ref.ID
 	return scanTask(s.reader(qTaskGet).QueryRowContext(ctx, instanceID, id), true)
 }
 
@@ -213,7 +214,8 @@ func (s *Store) TaskGetMany(ctx context.Context, instanceID string, ids []string
 // TaskUpdate reads the task inside a write transaction, applies fn and
 // stores what fn changed if fn returned nil. fn's error is returned
 // unchanged and nothing is written.
-func (s *Store) TaskUpdate(ctx context.Context, instanceID, id string, fn func(*task.Task) error) (*task.Task, error) {
+func (s *Store) TaskUpdate(ctx context.Context, ref store.TaskRef, fn func(*task.Task) error) (*task.Task, error) {
+	instanceID, id := ref.InstanceID, ref.ID
 	var out *task.Task
 	err := s.write(ctx, func(w *wtx) error {
 		t, err := scanTask(w.queryRow(qTaskGet, instanceID, id), true)
@@ -251,7 +253,7 @@ func (s *Store) TaskFinish(ctx context.Context, ps []*store.FinishParams) ([]err
 	err := s.write(ctx, func(w *wtx) error {
 		var dead []*task.Task
 		queues := map[[2]string]bool{}
-		for _, round := range finishRounds(ps) {
+		for _, round := range store.FinishRounds(ps) {
 			applied, err := w.finishRound(ps, round)
 			if err != nil {
 				return err
@@ -297,23 +299,6 @@ func (s *Store) TaskFinish(ctx context.Context, ps []*store.FinishParams) ([]err
 		return nil, err
 	}
 	return res, nil
-}
-
-// finishRounds splits the indexes of ps into rounds in which no task
-// appears twice, keeping each task's writes in their order.
-func finishRounds(ps []*store.FinishParams) [][]int {
-	var rounds [][]int
-	seen := make(map[[2]string]int, len(ps)) // task → rounds it is in
-	for i, p := range ps {
-		key := [2]string{p.Task.InstanceID, p.Task.ID}
-		r := seen[key]
-		seen[key] = r + 1
-		if r == len(rounds) {
-			rounds = append(rounds, nil)
-		}
-		rounds[r] = append(rounds[r], i)
-	}
-	return rounds
 }
 
 // finishRound writes the fenced updates of ps[round...] and returns the

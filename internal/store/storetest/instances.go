@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -28,7 +29,7 @@ func testInstanceCreateGet(t *testing.T, e *env) {
 	if err := e.s.InstanceCreate(e.ctx, inst); err != nil {
 		t.Fatal(err)
 	}
-	got, err := e.s.InstanceGet(e.ctx, "acme", "jobs")
+	got, err := e.s.InstanceGet(e.ctx, store.InstanceRef{Org: "acme", Name: "jobs"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func testInstanceCreateGet(t *testing.T, e *env) {
 	if !reflect.DeepEqual(got, inst) {
 		t.Fatalf("InstanceGetByID = %+v, want %+v", got, inst)
 	}
-	_, err = e.s.InstanceGet(e.ctx, "acme", "nope")
+	_, err = e.s.InstanceGet(e.ctx, store.InstanceRef{Org: "acme", Name: "nope"})
 	wantCode(t, err, task.CodeNotFound, "InstanceGet(missing)")
 	_, err = e.s.InstanceGetByID(e.ctx, "nope")
 	wantCode(t, err, task.CodeNotFound, "InstanceGetByID(missing)")
@@ -50,7 +51,7 @@ func testInstanceCreateGet(t *testing.T, e *env) {
 
 func testInstanceDefaultQueue(t *testing.T, e *env) {
 	inst := e.instance("acme", "jobs")
-	q, err := e.s.QueueGet(e.ctx, inst.ID, task.DefaultQueueName)
+	q, err := e.s.QueueGet(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: task.DefaultQueueName})
 	if err != nil {
 		t.Fatalf("default queue: %v", err)
 	}
@@ -73,10 +74,10 @@ func testInstanceExists(t *testing.T, e *env) {
 	if _, err := e.s.InstanceGetByID(e.ctx, dup.ID); !task.IsCode(err, task.CodeNotFound) {
 		t.Fatalf("refused instance was stored: %v", err)
 	}
-	if _, err := e.s.QueueGet(e.ctx, dup.ID, task.DefaultQueueName); !task.IsCode(err, task.CodeNotFound) {
+	if _, err := e.s.QueueGet(e.ctx, store.QueueRef{InstanceID: dup.ID, Name: task.DefaultQueueName}); !task.IsCode(err, task.CodeNotFound) {
 		t.Fatalf("refused instance's default queue was stored: %v", err)
 	}
-	got, err := e.s.InstanceGet(e.ctx, "acme", "jobs")
+	got, err := e.s.InstanceGet(e.ctx, store.InstanceRef{Org: "acme", Name: "jobs"})
 	if err != nil || got.ID != first.ID {
 		t.Fatalf("InstanceGet after refusal = %+v, %v; want the first", got, err)
 	}
@@ -89,11 +90,11 @@ func testInstancePerOrgNames(t *testing.T, e *env) {
 		t.Fatal("two instances share an id")
 	}
 	for _, inst := range []*task.Instance{a, b} {
-		got, err := e.s.InstanceGet(e.ctx, inst.Org, "jobs")
+		got, err := e.s.InstanceGet(e.ctx, store.InstanceRef{Org: inst.Org, Name: "jobs"})
 		if err != nil || got.ID != inst.ID {
 			t.Fatalf("InstanceGet(%s/jobs) = %+v, %v; want id %s", inst.Org, got, err, inst.ID)
 		}
-		if _, err := e.s.QueueGet(e.ctx, inst.ID, task.DefaultQueueName); err != nil {
+		if _, err := e.s.QueueGet(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: task.DefaultQueueName}); err != nil {
 			t.Fatalf("default queue of %s: %v", inst.Org, err)
 		}
 	}
@@ -102,7 +103,7 @@ func testInstancePerOrgNames(t *testing.T, e *env) {
 func testInstanceOrgIsolation(t *testing.T, e *env) {
 	a := e.instance("acme", "jobs")
 	e.instance("globex", "other")
-	if _, err := e.s.InstanceGet(e.ctx, "globex", "jobs"); !task.IsCode(err, task.CodeNotFound) {
+	if _, err := e.s.InstanceGet(e.ctx, store.InstanceRef{Org: "globex", Name: "jobs"}); !task.IsCode(err, task.CodeNotFound) {
 		t.Fatalf("InstanceGet of a foreign instance: %v, want NOT_FOUND", err)
 	}
 	list, err := e.s.InstanceList(e.ctx, "globex")
@@ -112,14 +113,14 @@ func testInstanceOrgIsolation(t *testing.T, e *env) {
 	if len(list) != 1 || list[0].Name != "other" {
 		t.Fatalf("InstanceList(globex) = %+v, want only other", list)
 	}
-	_, err = e.s.InstanceUpdate(e.ctx, "globex", "jobs", func(*task.Instance) error {
+	_, err = e.s.InstanceUpdate(e.ctx, store.InstanceRef{Org: "globex", Name: "jobs"}, func(*task.Instance) error {
 		t.Error("fn called for a foreign instance")
 		return nil
 	})
 	wantCode(t, err, task.CodeNotFound, "InstanceUpdate(foreign)")
-	err = e.s.InstanceDelete(e.ctx, "globex", "jobs")
+	err = e.s.InstanceDelete(e.ctx, store.InstanceRef{Org: "globex", Name: "jobs"})
 	wantCode(t, err, task.CodeNotFound, "InstanceDelete(foreign)")
-	if got, err := e.s.InstanceGet(e.ctx, "acme", "jobs"); err != nil || got.ID != a.ID {
+	if got, err := e.s.InstanceGet(e.ctx, store.InstanceRef{Org: "acme", Name: "jobs"}); err != nil || got.ID != a.ID {
 		t.Fatalf("instance after foreign delete: %+v, %v", got, err)
 	}
 }
@@ -151,7 +152,7 @@ func testInstanceList(t *testing.T, e *env) {
 
 func testInstanceUpdate(t *testing.T, e *env) {
 	inst := e.instance("acme", "jobs")
-	got, err := e.s.InstanceUpdate(e.ctx, "acme", "jobs", func(i *task.Instance) error {
+	got, err := e.s.InstanceUpdate(e.ctx, store.InstanceRef{Org: "acme", Name: "jobs"}, func(i *task.Instance) error {
 		i.Settings.RetentionDays = 30
 		i.Settings.RateLimit = 12.5
 		i.Settings.MaxInFlight = 3
@@ -167,24 +168,24 @@ func testInstanceUpdate(t *testing.T, e *env) {
 	if !reflect.DeepEqual(got, &want) {
 		t.Fatalf("InstanceUpdate = %+v, want %+v", got, want)
 	}
-	stored, err := e.s.InstanceGet(e.ctx, "acme", "jobs")
+	stored, err := e.s.InstanceGet(e.ctx, store.InstanceRef{Org: "acme", Name: "jobs"})
 	if err != nil || !reflect.DeepEqual(stored, &want) {
 		t.Fatalf("stored after update = %+v, %v; want %+v", stored, err, want)
 	}
 
 	boom := errors.New("boom")
-	_, err = e.s.InstanceUpdate(e.ctx, "acme", "jobs", func(i *task.Instance) error {
+	_, err = e.s.InstanceUpdate(e.ctx, store.InstanceRef{Org: "acme", Name: "jobs"}, func(i *task.Instance) error {
 		i.Settings.RetentionDays = 99
 		return boom
 	})
 	if err != boom {
 		t.Fatalf("InstanceUpdate fn error = %v, want it unchanged", err)
 	}
-	stored, _ = e.s.InstanceGet(e.ctx, "acme", "jobs")
+	stored, _ = e.s.InstanceGet(e.ctx, store.InstanceRef{Org: "acme", Name: "jobs"})
 	if stored.Settings.RetentionDays != 30 {
 		t.Fatalf("fn error still wrote: retention %d", stored.Settings.RetentionDays)
 	}
-	_, err = e.s.InstanceUpdate(e.ctx, "acme", "nope", func(*task.Instance) error { return nil })
+	_, err = e.s.InstanceUpdate(e.ctx, store.InstanceRef{Org: "acme", Name: "nope"}, func(*task.Instance) error { return nil })
 	wantCode(t, err, task.CodeNotFound, "InstanceUpdate(missing)")
 }
 
@@ -196,10 +197,10 @@ func testInstanceDelete(t *testing.T, e *env) {
 	tasks := e.addN(q, 3, T0-5, func(_ int, in *task.AddInput) { in.RunAt = ptrTo(T0 - 5) })
 	kept := e.addN(kq, 2, T0, nil)
 
-	if err := e.s.InstanceDelete(e.ctx, "acme", "jobs"); err != nil {
+	if err := e.s.InstanceDelete(e.ctx, store.InstanceRef{Org: "acme", Name: "jobs"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.InstanceGet(e.ctx, "acme", "jobs"); !task.IsCode(err, task.CodeNotFound) {
+	if _, err := e.s.InstanceGet(e.ctx, store.InstanceRef{Org: "acme", Name: "jobs"}); !task.IsCode(err, task.CodeNotFound) {
 		t.Fatalf("InstanceGet after delete: %v", err)
 	}
 	if _, err := e.s.InstanceGetByID(e.ctx, inst.ID); !task.IsCode(err, task.CodeNotFound) {
@@ -210,7 +211,7 @@ func testInstanceDelete(t *testing.T, e *env) {
 		t.Fatalf("queues after instance delete: %v, %v", qs, err)
 	}
 	for _, tk := range tasks {
-		if _, err := e.s.TaskGet(e.ctx, inst.ID, tk.ID); !task.IsCode(err, task.CodeNotFound) {
+		if _, err := e.s.TaskGet(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: tk.ID}); !task.IsCode(err, task.CodeNotFound) {
 			t.Fatalf("task %s after instance delete: %v", tk.ID, err)
 		}
 	}
@@ -226,12 +227,12 @@ func testInstanceDelete(t *testing.T, e *env) {
 	for _, tk := range kept {
 		e.get(keep.ID, tk.ID)
 	}
-	if err := e.s.InstanceDelete(e.ctx, "acme", "jobs"); !task.IsCode(err, task.CodeNotFound) {
+	if err := e.s.InstanceDelete(e.ctx, store.InstanceRef{Org: "acme", Name: "jobs"}); !task.IsCode(err, task.CodeNotFound) {
 		t.Fatalf("second InstanceDelete: %v, want NOT_FOUND", err)
 	}
 	// The name is free again, with a fresh default queue.
 	again := e.instance("acme", "jobs")
-	if _, err := e.s.QueueGet(e.ctx, again.ID, task.DefaultQueueName); err != nil {
+	if _, err := e.s.QueueGet(e.ctx, store.QueueRef{InstanceID: again.ID, Name: task.DefaultQueueName}); err != nil {
 		t.Fatal(err)
 	}
 	if next, due, err := e.s.TaskNextDue(e.ctx); err != nil || due != 0 || next != T0 {

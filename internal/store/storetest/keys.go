@@ -154,7 +154,7 @@ func testKeyList(t *testing.T, e *env) {
 	a := e.key("acme", T0+10, store.Grant{Instance: "*", Role: "full"})
 	o := e.key("globex", T0+15, store.Grant{Instance: "jobs", Role: "write"})
 	c := e.key("acme", T0+30)
-	if err := e.s.KeyRevoke(e.ctx, "acme", c.ID, T0+40); err != nil {
+	if err := e.s.KeyRevoke(e.ctx, store.KeyRef{Org: "acme", ID: c.ID}, T0+40); err != nil {
 		t.Fatal(err)
 	}
 	c.RevokedAt = T0 + 40
@@ -195,7 +195,7 @@ func testKeyList(t *testing.T, e *env) {
 func testKeyRevoke(t *testing.T, e *env) {
 	k := e.key("acme", T0, store.Grant{Instance: "*", Role: "full"})
 	other := e.key("acme", T0+1, store.Grant{Instance: "*", Role: "full"})
-	if err := e.s.KeyRevoke(e.ctx, "acme", k.ID, T0+100); err != nil {
+	if err := e.s.KeyRevoke(e.ctx, store.KeyRef{Org: "acme", ID: k.ID}, T0+100); err != nil {
 		t.Fatal(err)
 	}
 	got, err := e.s.KeyByDigest(e.ctx, k.Digest)
@@ -205,7 +205,7 @@ func testKeyRevoke(t *testing.T, e *env) {
 	if got.RevokedAt != T0+100 {
 		t.Fatalf("RevokedAt = %d, want %d", got.RevokedAt, T0+100)
 	}
-	if err := e.s.KeyRevoke(e.ctx, "acme", k.ID, T0+200); err != nil {
+	if err := e.s.KeyRevoke(e.ctx, store.KeyRef{Org: "acme", ID: k.ID}, T0+200); err != nil {
 		t.Fatalf("second KeyRevoke: %v", err)
 	}
 	got, err = e.s.KeyByDigest(e.ctx, k.Digest)
@@ -221,15 +221,15 @@ func testKeyRevoke(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	sameKey(t, "the other key", got, other)
-	wantCode(t, e.s.KeyRevoke(e.ctx, "acme", "no-such-key", T0), task.CodeNotFound, "KeyRevoke(missing)")
+	wantCode(t, e.s.KeyRevoke(e.ctx, store.KeyRef{Org: "acme", ID: "no-such-key"}, T0), task.CodeNotFound, "KeyRevoke(missing)")
 }
 
 // testKeyRevokeOtherOrg: an organization cannot revoke another's key; the
 // answer is the same as for a key that does not exist.
 func testKeyRevokeOtherOrg(t *testing.T, e *env) {
 	k := e.key("acme", T0, store.Grant{Instance: "*", Role: "full"})
-	wantCode(t, e.s.KeyRevoke(e.ctx, "globex", k.ID, T0+5), task.CodeNotFound, "KeyRevoke(foreign)")
-	wantCode(t, e.s.KeyRevoke(e.ctx, "", k.ID, T0+5), task.CodeNotFound, "KeyRevoke(org \"\")")
+	wantCode(t, e.s.KeyRevoke(e.ctx, store.KeyRef{Org: "globex", ID: k.ID}, T0+5), task.CodeNotFound, "KeyRevoke(foreign)")
+	wantCode(t, e.s.KeyRevoke(e.ctx, store.KeyRef{Org: "", ID: k.ID}, T0+5), task.CodeNotFound, "KeyRevoke(org \"\")")
 	got, err := e.s.KeyByDigest(e.ctx, k.Digest)
 	if err != nil {
 		t.Fatal(err)
@@ -243,7 +243,7 @@ func testKeyCount(t *testing.T, e *env) {
 	}
 	e.key("acme", T0)
 	k := e.key("globex", T0)
-	if err := e.s.KeyRevoke(e.ctx, "globex", k.ID, T0+1); err != nil {
+	if err := e.s.KeyRevoke(e.ctx, store.KeyRef{Org: "globex", ID: k.ID}, T0+1); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := e.s.KeyCount(e.ctx); err != nil || n != 2 {

@@ -67,7 +67,7 @@ func testNextDue(t *testing.T, e *env) {
 	qp := e.queue(a, "paused", task.ModePush, func(q *task.Queue) { q.Paused = true })
 
 	cancelled := e.withID(qb, "c", T0, T0+100)
-	if _, err := e.s.TaskUpdate(e.ctx, b.ID, cancelled.ID, func(t *task.Task) error { return t.Cancel(T0) }); err != nil {
+	if _, err := e.s.TaskUpdate(e.ctx, store.TaskRef{InstanceID: b.ID, ID: cancelled.ID}, func(t *task.Task) error { return t.Cancel(T0) }); err != nil {
 		t.Fatal(err)
 	}
 	// Pull tasks wait for workers and paused queues for a resume: neither
@@ -107,11 +107,11 @@ func testNextDue(t *testing.T, e *env) {
 // task.
 func testDeleteFinished(t *testing.T, e *env) {
 	a := e.instance("acme", "short") // 1 day
-	if _, err := e.s.InstanceUpdate(e.ctx, "acme", "short", func(i *task.Instance) error { i.Settings.RetentionDays = 1; return nil }); err != nil {
+	if _, err := e.s.InstanceUpdate(e.ctx, store.InstanceRef{Org: "acme", Name: "short"}, func(i *task.Instance) error { i.Settings.RetentionDays = 1; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	b := e.instance("acme", "long") // 3 days
-	if _, err := e.s.InstanceUpdate(e.ctx, "acme", "long", func(i *task.Instance) error { i.Settings.RetentionDays = 3; return nil }); err != nil {
+	if _, err := e.s.InstanceUpdate(e.ctx, store.InstanceRef{Org: "acme", Name: "long"}, func(i *task.Instance) error { i.Settings.RetentionDays = 3; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	qa := e.queue(a, "work", task.ModePull, func(q *task.Queue) { q.MaxAttempts = 1 })
@@ -135,7 +135,7 @@ func testDeleteFinished(t *testing.T, e *env) {
 	e.finish(qa, byID["a-ok"], T0+10, succeed(`1`))
 	e.finish(qa, byID["a-fail"], T0+10, fail("x"))
 	e.finish(qa, byID["a-late"], T0+10+Day, succeed(`1`))
-	if _, err := e.s.TaskUpdate(e.ctx, a.ID, "a-cancel", func(t *task.Task) error { return t.Cancel(T0 + 10) }); err != nil {
+	if _, err := e.s.TaskUpdate(e.ctx, store.TaskRef{InstanceID: a.ID, ID: "a-cancel"}, func(t *task.Task) error { return t.Cancel(T0 + 10) }); err != nil {
 		t.Fatal(err)
 	}
 	rc := e.claim(qr, T0, 1, 10*Day)
@@ -146,7 +146,7 @@ func testDeleteFinished(t *testing.T, e *env) {
 	e.finish(qb, bc[0], T0+10, succeed(`1`))
 
 	exists := func(inst *task.Instance, id string) bool {
-		_, err := e.s.TaskGet(e.ctx, inst.ID, id)
+		_, err := e.s.TaskGet(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: id})
 		if err != nil && !task.IsCode(err, task.CodeNotFound) {
 			t.Fatal(err)
 		}
@@ -210,7 +210,7 @@ func testDeleteFinishedBatches(t *testing.T, e *env) {
 			t.Fatalf("TaskDeleteFinished = %d, %v; want %d", n, err, want)
 		}
 	}
-	counts, err := e.s.QueueCounts(e.ctx, inst.ID, "work", 100)
+	counts, err := e.s.QueueCounts(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "work"}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,8 @@ var queueCases = []testCase{
 	{"List", testQueueList},
 	{"Update", testQueueUpdate},
 	{"Delete", testQueueDelete},
+	{"DeleteUnlinksDeadLetter", testQueueDeleteUnlinksDeadLetter},
+	{"CreateNeedsInstance", testQueueCreateNeedsInstance},
 	{"Purge", testQueuePurge},
 	{"Counts", testQueueCounts},
 	{"CountsLimit", testQueueCountsLimit},
@@ -45,7 +47,7 @@ func testQueueCreateGet(t *testing.T, e *env) {
 	if err := e.s.QueueCreate(e.ctx, q); err != nil {
 		t.Fatal(err)
 	}
-	got, err := e.s.QueueGet(e.ctx, inst.ID, "emails")
+	got, err := e.s.QueueGet(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "emails"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,14 +55,14 @@ func testQueueCreateGet(t *testing.T, e *env) {
 		t.Fatalf("QueueGet = %+v, want %+v", got, q)
 	}
 	pull := e.queue(inst, "pulled", task.ModePull)
-	got, err = e.s.QueueGet(e.ctx, inst.ID, "pulled")
+	got, err = e.s.QueueGet(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "pulled"})
 	if err != nil || !reflect.DeepEqual(got, pull) {
 		t.Fatalf("QueueGet(pull) = %+v, %v; want %+v", got, err, pull)
 	}
-	_, err = e.s.QueueGet(e.ctx, inst.ID, "nope")
+	_, err = e.s.QueueGet(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "nope"})
 	wantCode(t, err, task.CodeNotFound, "QueueGet(missing)")
 	other := e.instance("globex", "jobs")
-	_, err = e.s.QueueGet(e.ctx, other.ID, "emails")
+	_, err = e.s.QueueGet(e.ctx, store.QueueRef{InstanceID: other.ID, Name: "emails"})
 	wantCode(t, err, task.CodeNotFound, "QueueGet(other instance)")
 }
 
@@ -70,7 +72,7 @@ func testQueueExists(t *testing.T, e *env) {
 	dup := task.NewQueue(inst.ID, "emails", task.ModePush)
 	dup.Target = hook
 	wantCode(t, e.s.QueueCreate(e.ctx, dup), task.CodeQueueExists, "QueueCreate(duplicate)")
-	got, _ := e.s.QueueGet(e.ctx, inst.ID, "emails")
+	got, _ := e.s.QueueGet(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "emails"})
 	if got.Mode != task.ModePull {
 		t.Fatal("the refused create overwrote the queue")
 	}
@@ -90,32 +92,32 @@ func testQueueDeadLetterMustExist(t *testing.T, e *env) {
 	q.DeadLetterQueue = "dead"
 	err := e.s.QueueCreate(e.ctx, q)
 	wantDeadLetterField(t, err, "QueueCreate")
-	if _, err := e.s.QueueGet(e.ctx, inst.ID, "emails"); !task.IsCode(err, task.CodeNotFound) {
+	if _, err := e.s.QueueGet(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "emails"}); !task.IsCode(err, task.CodeNotFound) {
 		t.Fatalf("refused queue was stored: %v", err)
 	}
 
 	e.queue(inst, "dead", task.ModePull)
 	e.queue(inst, "emails", task.ModePull, func(q *task.Queue) { q.DeadLetterQueue = "dead" })
 
-	_, err = e.s.QueueUpdate(e.ctx, inst.ID, "emails", func(q *task.Queue) error {
+	_, err = e.s.QueueUpdate(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "emails"}, func(q *task.Queue) error {
 		q.DeadLetterQueue = "missing"
 		q.MaxAttempts = 77
 		return nil
 	})
 	wantDeadLetterField(t, err, "QueueUpdate")
-	got, _ := e.s.QueueGet(e.ctx, inst.ID, "emails")
+	got, _ := e.s.QueueGet(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "emails"})
 	if got.DeadLetterQueue != "dead" || got.MaxAttempts == 77 {
 		t.Fatalf("refused update was written: %+v", got)
 	}
 	e.queue(inst, "dead2", task.ModePush)
-	got, err = e.s.QueueUpdate(e.ctx, inst.ID, "emails", func(q *task.Queue) error {
+	got, err = e.s.QueueUpdate(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "emails"}, func(q *task.Queue) error {
 		q.DeadLetterQueue = "dead2"
 		return nil
 	})
 	if err != nil || got.DeadLetterQueue != "dead2" {
 		t.Fatalf("QueueUpdate to an existing DLQ = %+v, %v", got, err)
 	}
-	got, err = e.s.QueueUpdate(e.ctx, inst.ID, "emails", func(q *task.Queue) error {
+	got, err = e.s.QueueUpdate(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "emails"}, func(q *task.Queue) error {
 		q.DeadLetterQueue = ""
 		return nil
 	})
@@ -172,7 +174,7 @@ func testQueueList(t *testing.T, e *env) {
 func testQueueUpdate(t *testing.T, e *env) {
 	inst := e.instance("acme", "jobs")
 	q := e.queue(inst, "emails", task.ModePush)
-	got, err := e.s.QueueUpdate(e.ctx, inst.ID, "emails", func(q *task.Queue) error {
+	got, err := e.s.QueueUpdate(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "emails"}, func(q *task.Queue) error {
 		q.MaxAttempts = 5
 		q.Paused = true
 		q.Target = &task.Target{Channel: "room-1"}
@@ -187,26 +189,26 @@ func testQueueUpdate(t *testing.T, e *env) {
 	if !reflect.DeepEqual(got, &want) {
 		t.Fatalf("QueueUpdate = %+v, want %+v", got, want)
 	}
-	stored, _ := e.s.QueueGet(e.ctx, inst.ID, "emails")
+	stored, _ := e.s.QueueGet(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "emails"})
 	if !reflect.DeepEqual(stored, &want) {
 		t.Fatalf("stored = %+v, want %+v", stored, want)
 	}
 	boom := errors.New("boom")
-	_, err = e.s.QueueUpdate(e.ctx, inst.ID, "emails", func(q *task.Queue) error {
+	_, err = e.s.QueueUpdate(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "emails"}, func(q *task.Queue) error {
 		q.MaxAttempts = 9
 		return boom
 	})
 	if err != boom {
 		t.Fatalf("QueueUpdate fn error = %v, want it unchanged", err)
 	}
-	stored, _ = e.s.QueueGet(e.ctx, inst.ID, "emails")
+	stored, _ = e.s.QueueGet(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "emails"})
 	if stored.MaxAttempts != 5 {
 		t.Fatal("fn error still wrote")
 	}
-	_, err = e.s.QueueUpdate(e.ctx, inst.ID, "nope", func(*task.Queue) error { return nil })
+	_, err = e.s.QueueUpdate(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "nope"}, func(*task.Queue) error { return nil })
 	wantCode(t, err, task.CodeNotFound, "QueueUpdate(missing)")
 	other := e.instance("globex", "jobs")
-	_, err = e.s.QueueUpdate(e.ctx, other.ID, "emails", func(*task.Queue) error { return nil })
+	_, err = e.s.QueueUpdate(e.ctx, store.QueueRef{InstanceID: other.ID, Name: "emails"}, func(*task.Queue) error { return nil })
 	wantCode(t, err, task.CodeNotFound, "QueueUpdate(other instance)")
 }
 
@@ -216,22 +218,22 @@ func testQueueDelete(t *testing.T, e *env) {
 	keep := e.queue(inst, "keep", task.ModePull)
 	gone := e.addN(q, 4, T0, nil)
 	kept := e.addN(keep, 2, T0, nil)
-	n, err := e.s.QueueDelete(e.ctx, inst.ID, "emails")
+	n, err := e.s.QueueDelete(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "emails"})
 	if err != nil || n != 4 {
 		t.Fatalf("QueueDelete = %d, %v; want 4", n, err)
 	}
-	if _, err := e.s.QueueGet(e.ctx, inst.ID, "emails"); !task.IsCode(err, task.CodeNotFound) {
+	if _, err := e.s.QueueGet(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "emails"}); !task.IsCode(err, task.CodeNotFound) {
 		t.Fatalf("QueueGet after delete: %v", err)
 	}
 	for _, tk := range gone {
-		if _, err := e.s.TaskGet(e.ctx, inst.ID, tk.ID); !task.IsCode(err, task.CodeNotFound) {
+		if _, err := e.s.TaskGet(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: tk.ID}); !task.IsCode(err, task.CodeNotFound) {
 			t.Fatalf("task after queue delete: %v", err)
 		}
 	}
 	for _, tk := range kept {
 		e.get(inst.ID, tk.ID)
 	}
-	_, err = e.s.QueueDelete(e.ctx, inst.ID, "emails")
+	_, err = e.s.QueueDelete(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "emails"})
 	wantCode(t, err, task.CodeNotFound, "QueueDelete(missing)")
 	// The name can be used again, empty.
 	e.queue(inst, "emails", task.ModePull)
@@ -250,14 +252,14 @@ func testQueuePurge(t *testing.T, e *env) {
 	e.addN(q, 2, T0, nil)
 	e.claim(q, T0, 1, 1000)
 	kept := e.addN(keep, 2, T0, nil)
-	n, err := e.s.QueuePurge(e.ctx, inst.ID, "emails")
+	n, err := e.s.QueuePurge(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "emails"})
 	if err != nil || n != 3 {
 		t.Fatalf("QueuePurge = %d, %v; want 3", n, err)
 	}
-	if _, err := e.s.QueueGet(e.ctx, inst.ID, "emails"); err != nil {
+	if _, err := e.s.QueueGet(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "emails"}); err != nil {
 		t.Fatalf("queue after purge: %v", err)
 	}
-	counts, err := e.s.QueueCounts(e.ctx, inst.ID, "emails", 100)
+	counts, err := e.s.QueueCounts(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "emails"}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +273,7 @@ func testQueuePurge(t *testing.T, e *env) {
 	}
 	// The purged name is free again.
 	e.add(e.newTask(q, T0, func(in *task.AddInput) { in.Name = "once" }))
-	_, err = e.s.QueuePurge(e.ctx, inst.ID, "nope")
+	_, err = e.s.QueuePurge(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "nope"})
 	wantCode(t, err, task.CodeNotFound, "QueuePurge(missing)")
 }
 
@@ -288,7 +290,7 @@ func testQueueCounts(t *testing.T, e *env) {
 	e.finish(q, claimed[1], T0+1, succeed(`2`))
 	e.finish(q, claimed[2], T0+1, fail("x")) // maxAttempts 1: FAILED
 	pending := e.addN(q, 1, T0, nil)[0]
-	if _, err := e.s.TaskUpdate(e.ctx, inst.ID, pending.ID, func(t *task.Task) error { return t.Cancel(T0 + 2) }); err != nil {
+	if _, err := e.s.TaskUpdate(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: pending.ID}, func(t *task.Task) error { return t.Cancel(T0 + 2) }); err != nil {
 		t.Fatal(err)
 	}
 	// claimed[3:] stay RUNNING: 3.
@@ -296,13 +298,13 @@ func testQueueCounts(t *testing.T, e *env) {
 	rc := e.claim(r, T0, 2, 60_000)
 	e.finish(r, rc[0], T0+1, fail("again"))
 
-	counts, err := e.s.QueueCounts(e.ctx, inst.ID, "work", 10_000)
+	counts, err := e.s.QueueCounts(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "work"}, 10_000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[task.State]int{task.Pending: 3, task.Running: 3, task.Succeeded: 2, task.Failed: 1, task.Cancelled: 1}
 	checkCounts(t, counts, want)
-	counts, err = e.s.QueueCounts(e.ctx, inst.ID, "retry", 10_000)
+	counts, err = e.s.QueueCounts(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "retry"}, 10_000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,14 +330,60 @@ func testQueueCountsLimit(t *testing.T, e *env) {
 	q := e.queue(inst, "work", task.ModePull)
 	e.addN(q, 12, T0, nil)
 	e.claim(q, T0, 3, 60_000)
-	counts, err := e.s.QueueCounts(e.ctx, inst.ID, "work", 5)
+	counts, err := e.s.QueueCounts(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "work"}, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkCounts(t, counts, map[task.State]int{task.Pending: 5, task.Running: 3})
-	counts, err = e.s.QueueCounts(e.ctx, inst.ID, "work", 9)
+	counts, err = e.s.QueueCounts(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "work"}, 9)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkCounts(t, counts, map[task.State]int{task.Pending: 9, task.Running: 3})
+}
+
+// testQueueCreateNeedsInstance: a queue of an instance that does not exist
+// is NOT_FOUND.
+func testQueueCreateNeedsInstance(t *testing.T, e *env) {
+	e.instance("acme", "jobs")
+	q := task.NewQueue("nope", "work", task.ModePull)
+	q.CreatedAt = T0
+	wantCode(t, e.s.QueueCreate(e.ctx, q), task.CodeNotFound, "QueueCreate in a missing instance")
+}
+
+// testQueueDeleteUnlinksDeadLetter: deleting a dead-letter queue clears it
+// from the queues that named it, and a failure that still carries a copy
+// for it (the engine's view was older) keeps no copy and loses nothing
+// else.
+func testQueueDeleteUnlinksDeadLetter(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	dlq := e.queue(inst, "dead", task.ModePull)
+	q := e.queue(inst, "work", task.ModePull, func(q *task.Queue) { q.DeadLetterQueue, q.MaxAttempts = "dead", 1 })
+	tk := e.add(e.newTask(q, T0))[0]
+	c := e.claim(q, T0, 1, 1000)
+	if len(c) != 1 {
+		t.Fatalf("claimed %d tasks, want 1", len(c))
+	}
+	if _, err := e.s.QueueDelete(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "dead"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.s.QueueGet(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "work"})
+	if err != nil || got.DeadLetterQueue != "" {
+		t.Fatalf("work after its dead-letter queue was deleted: %+v, %v", got, err)
+	}
+	lease := c[0].LeaseID
+	if _, err := c[0].Finish(q, T0+1, fail("x")); err != nil {
+		t.Fatal(err)
+	}
+	dl := c[0].DeadLetter(dlq, T0+1)
+	dl.ID = e.id("dl")
+	res, err := e.s.TaskFinish(e.ctx, []*store.FinishParams{{Task: c[0], LeaseID: lease, DeadLetter: dl}})
+	if err != nil || len(res) != 1 || res[0] != nil {
+		t.Fatalf("TaskFinish = %v, %v", res, err)
+	}
+	if got := e.get(inst.ID, tk.ID); got.State != task.Failed {
+		t.Fatalf("failed task is %s, want FAILED", got.State)
+	}
+	_, err = e.s.TaskGet(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: dl.ID})
+	wantCode(t, err, task.CodeNotFound, "copy into a deleted queue")
 }

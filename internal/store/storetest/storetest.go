@@ -44,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"TaskFinish", finishCases},
 		{"Maintenance", maintenanceCases},
 		{"Keys", keyCases},
+		{"Context", contextCases},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -190,7 +191,7 @@ func (e *env) addN(q *task.Queue, n int, now int64, mod func(i int, in *task.Add
 // get reads a task and fails the test if it is missing.
 func (e *env) get(instanceID, id string) *task.Task {
 	e.t.Helper()
-	tk, err := e.s.TaskGet(e.ctx, instanceID, id)
+	tk, err := e.s.TaskGet(e.ctx, store.TaskRef{InstanceID: instanceID, ID: id})
 	if err != nil {
 		e.t.Fatalf("TaskGet(%s): %v", id, err)
 	}

@@ -16,6 +16,7 @@ var addCases = []testCase{
 	{"PayloadBytes", testAddPayloadBytes},
 	{"DuplicateName", testAddDuplicateName},
 	{"DuplicateNameInBatch", testAddDuplicateNameInBatch},
+	{"MissingQueueOrDuplicateID", testAddMissingQueueOrDuplicateID},
 	{"NameScope", testAddNameScope},
 	{"NameReuseAfterRetention", testAddNameReuseAfterRetention},
 	{"Empty", testAddEmpty},
@@ -142,7 +143,7 @@ func testAddDuplicateName(t *testing.T, e *env) {
 	if res[1].Err != nil || res[1].Task == nil || res[1].Task.ID != other.ID {
 		t.Fatalf("result 1 = %+v, want stored", res[1])
 	}
-	if _, err := e.s.TaskGet(e.ctx, inst.ID, dup.ID); !task.IsCode(err, task.CodeNotFound) {
+	if _, err := e.s.TaskGet(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: dup.ID}); !task.IsCode(err, task.CodeNotFound) {
 		t.Fatalf("refused task was stored: %v", err)
 	}
 	if got := e.get(inst.ID, first.ID); string(got.Payload) != `{"n":1}` {
@@ -186,7 +187,7 @@ func testAddDuplicateNameInBatch(t *testing.T, e *env) {
 		}
 	}
 	wantExists(t, res[2], a.ID)
-	if _, err := e.s.TaskGet(e.ctx, inst.ID, c.ID); !task.IsCode(err, task.CodeNotFound) {
+	if _, err := e.s.TaskGet(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: c.ID}); !task.IsCode(err, task.CodeNotFound) {
 		t.Fatalf("duplicate in batch was stored: %v", err)
 	}
 	page, err := e.s.TaskList(e.ctx, &store.ListParams{InstanceID: inst.ID, Queue: "work", Limit: 10})
@@ -214,7 +215,7 @@ func testAddNameReuseAfterRetention(t *testing.T, e *env) {
 	q := e.queue(inst, "work", task.ModePull)
 	old := e.newTask(q, T0, func(in *task.AddInput) { in.Name = "daily" })
 	e.add(old)
-	if _, err := e.s.TaskUpdate(e.ctx, inst.ID, old.ID, func(t *task.Task) error { return t.Cancel(T0 + 1) }); err != nil {
+	if _, err := e.s.TaskUpdate(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: old.ID}, func(t *task.Task) error { return t.Cancel(T0 + 1) }); err != nil {
 		t.Fatal(err)
 	}
 	n, err := e.s.TaskDeleteFinished(e.ctx, T0+2+int64(inst.Settings.RetentionDays)*Day, 100)
@@ -269,9 +270,42 @@ func testAddFullBatch(t *testing.T, e *env) {
 			t.Fatalf("task %d payload %q", i, got.Payload)
 		}
 	}
-	counts, err := e.s.QueueCounts(e.ctx, inst.ID, "work", 1000)
+	counts, err := e.s.QueueCounts(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "work"}, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkCounts(t, counts, map[task.State]int{task.Pending: task.MaxAddBatch - len(dupOf)})
+}
+
+// testAddMissingQueueOrDuplicateID: a task of a queue that does not exist
+// is NOT_FOUND, an id taken (in the batch or stored) TASK_EXISTS with that
+// id; the other tasks of the batch are stored.
+func testAddMissingQueueOrDuplicateID(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull)
+	gone := task.NewQueue(inst.ID, "gone", task.ModePull)
+	a, c := e.newTask(q, T0), e.newTask(q, T0)
+	again := e.newTask(q, T0)
+	again.ID = a.ID
+	res, err := e.s.TaskAdd(e.ctx, []*task.Task{a, e.newTask(gone, T0), again, c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 4 || res[0].Err != nil || res[3].Err != nil {
+		t.Fatalf("results = %+v", res)
+	}
+	if res[1].Err == nil || res[1].Err.Code != task.CodeNotFound {
+		t.Fatalf("task of a missing queue: %+v", res[1])
+	}
+	wantExists(t, res[2], a.ID)
+	e.get(inst.ID, a.ID)
+	e.get(inst.ID, c.ID)
+	// An id already stored is TASK_EXISTS too.
+	stored := e.newTask(q, T0)
+	stored.ID = c.ID
+	res, err = e.s.TaskAdd(e.ctx, []*task.Task{stored})
+	if err != nil || len(res) != 1 {
+		t.Fatalf("stored id again: %+v, %v", res, err)
+	}
+	wantExists(t, res[0], c.ID)
 }

@@ -120,7 +120,7 @@ func testClaimOnlyClaimableStates(t *testing.T, e *env) {
 	e.withID(q, "running", T0, T0)
 	e.withID(q, "done", T0, T0)
 	e.withID(q, "retry", T0, T0)
-	if _, err := e.s.TaskUpdate(e.ctx, inst.ID, "cancelled", func(t *task.Task) error { return t.Cancel(T0) }); err != nil {
+	if _, err := e.s.TaskUpdate(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: "cancelled"}, func(t *task.Task) error { return t.Cancel(T0) }); err != nil {
 		t.Fatal(err)
 	}
 	c := e.claim(q, T0, 3, 60_000)
@@ -256,7 +256,7 @@ func testClaimConcurrent(t *testing.T, e *env) {
 			t.Fatalf("%s never claimed", tk.ID)
 		}
 	}
-	counts, err := e.s.QueueCounts(e.ctx, inst.ID, "work", 10_000)
+	counts, err := e.s.QueueCounts(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "work"}, 10_000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -230,7 +230,7 @@ func testFinishDeadLetterNotOnLeaseLost(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	wantCode(t, res[0], task.CodeLeaseLost, "TaskFinish(stale, dead letter)")
-	if _, err := e.s.TaskGet(e.ctx, inst.ID, dl.ID); !task.IsCode(err, task.CodeNotFound) {
+	if _, err := e.s.TaskGet(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: dl.ID}); !task.IsCode(err, task.CodeNotFound) {
 		t.Fatalf("dead letter of a refused finish was added: %v", err)
 	}
 }

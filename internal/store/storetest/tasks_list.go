@@ -129,7 +129,7 @@ func testListOrderFinished(t *testing.T, e *env) {
 		e.withID(q, id, T0, T0+1000)
 	}
 	for id, at := range map[string]int64{"m": T0 + 70, "l": T0 + 70, "n": T0 + 80} {
-		if _, err := e.s.TaskUpdate(e.ctx, inst.ID, id, func(t *task.Task) error { return t.Cancel(at) }); err != nil {
+		if _, err := e.s.TaskUpdate(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: id}, func(t *task.Task) error { return t.Cancel(at) }); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -22,11 +23,11 @@ func testGetForeign(t *testing.T, e *env) {
 	b := e.instance("globex", "jobs")
 	qa := e.queue(a, "work", task.ModePull)
 	tk := e.addN(qa, 1, T0, nil)[0]
-	_, err := e.s.TaskGet(e.ctx, b.ID, tk.ID)
+	_, err := e.s.TaskGet(e.ctx, store.TaskRef{InstanceID: b.ID, ID: tk.ID})
 	wantCode(t, err, task.CodeNotFound, "TaskGet(other instance's id)")
-	_, err = e.s.TaskGet(e.ctx, a.ID, "no-such-task")
+	_, err = e.s.TaskGet(e.ctx, store.TaskRef{InstanceID: a.ID, ID: "no-such-task"})
 	wantCode(t, err, task.CodeNotFound, "TaskGet(missing)")
-	_, err = e.s.TaskUpdate(e.ctx, b.ID, tk.ID, func(*task.Task) error {
+	_, err = e.s.TaskUpdate(e.ctx, store.TaskRef{InstanceID: b.ID, ID: tk.ID}, func(*task.Task) error {
 		t.Error("fn called for a foreign task")
 		return nil
 	})
@@ -38,7 +39,7 @@ func testUpdateCancel(t *testing.T, e *env) {
 	inst := e.instance("acme", "jobs")
 	q := e.queue(inst, "work", task.ModePull)
 	tk := e.addN(q, 1, T0, func(_ int, in *task.AddInput) { in.Name = "c1" })[0]
-	got, err := e.s.TaskUpdate(e.ctx, inst.ID, tk.ID, func(t *task.Task) error { return t.Cancel(T0 + 10) })
+	got, err := e.s.TaskUpdate(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: tk.ID}, func(t *task.Task) error { return t.Cancel(T0 + 10) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func testUpdateCancel(t *testing.T, e *env) {
 	want.State, want.FinishedAt = task.Cancelled, T0+10
 	sameTask(t, "TaskUpdate result", got, &want)
 	sameTask(t, "stored", e.get(inst.ID, tk.ID), &want)
-	_, err = e.s.TaskUpdate(e.ctx, inst.ID, tk.ID, func(t *task.Task) error { return t.Cancel(T0 + 11) })
+	_, err = e.s.TaskUpdate(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: tk.ID}, func(t *task.Task) error { return t.Cancel(T0 + 11) })
 	wantCode(t, err, task.CodeNotCancellable, "second Cancel")
 	if got := e.get(inst.ID, tk.ID); got.FinishedAt != T0+10 {
 		t.Fatalf("refused cancel wrote FinishedAt %d", got.FinishedAt)
@@ -62,7 +63,7 @@ func testUpdateCancelRunning(t *testing.T, e *env) {
 	e.addN(q, 1, T0, nil)
 	c := e.claim(q, T0, 1, 60_000)[0]
 	before := e.get(inst.ID, c.ID)
-	_, err := e.s.TaskUpdate(e.ctx, inst.ID, c.ID, func(t *task.Task) error { return t.Cancel(T0 + 5) })
+	_, err := e.s.TaskUpdate(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: c.ID}, func(t *task.Task) error { return t.Cancel(T0 + 5) })
 	wantCode(t, err, task.CodeRunningNotCancellable, "Cancel(RUNNING)")
 	after := e.get(inst.ID, c.ID)
 	sameTask(t, "after refused cancel", after, before)
@@ -76,7 +77,7 @@ func testUpdateFnError(t *testing.T, e *env) {
 	q := e.queue(inst, "work", task.ModePull)
 	tk := e.addN(q, 1, T0, nil)[0]
 	boom := errors.New("boom")
-	_, err := e.s.TaskUpdate(e.ctx, inst.ID, tk.ID, func(t *task.Task) error {
+	_, err := e.s.TaskUpdate(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: tk.ID}, func(t *task.Task) error {
 		t.RunAt = 999
 		t.State = task.Succeeded
 		t.LastError = "changed"
@@ -86,7 +87,7 @@ func testUpdateFnError(t *testing.T, e *env) {
 		t.Fatalf("TaskUpdate error = %v, want fn's error unchanged", err)
 	}
 	sameTask(t, "after fn error", e.get(inst.ID, tk.ID), tk)
-	_, err = e.s.TaskUpdate(e.ctx, inst.ID, "no-such-task", func(*task.Task) error {
+	_, err = e.s.TaskUpdate(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: "no-such-task"}, func(*task.Task) error {
 		t.Error("fn called for a missing task")
 		return nil
 	})
@@ -102,9 +103,9 @@ func testUpdateRetryRunNow(t *testing.T, e *env) {
 	if waiting.State != task.RetryWait || waiting.RunAt != T0+100+10_000 {
 		t.Fatalf("after a failed attempt: %+v", waiting)
 	}
-	_, err := e.s.TaskUpdate(e.ctx, inst.ID, tk.ID, func(t *task.Task) error { return t.Retry(T0 + 200) })
+	_, err := e.s.TaskUpdate(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: tk.ID}, func(t *task.Task) error { return t.Retry(T0 + 200) })
 	wantCode(t, err, task.CodeNotRetryable, "Retry(RETRY_WAIT)")
-	got, err := e.s.TaskUpdate(e.ctx, inst.ID, tk.ID, func(t *task.Task) error { return t.RunNow(T0 + 200) })
+	got, err := e.s.TaskUpdate(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: tk.ID}, func(t *task.Task) error { return t.RunNow(T0 + 200) })
 	if err != nil || got.State != task.Pending || got.RunAt != T0+200 {
 		t.Fatalf("RunNow = %+v, %v", got, err)
 	}
@@ -116,7 +117,7 @@ func testUpdateRetryRunNow(t *testing.T, e *env) {
 	if !failed || dead.State != task.Failed || len(dead.Attempts) != 2 || dead.LastError != "second" {
 		t.Fatalf("after the last attempt: failed=%v %+v", failed, dead)
 	}
-	got, err = e.s.TaskUpdate(e.ctx, inst.ID, tk.ID, func(t *task.Task) error { return t.Retry(T0 + 400) })
+	got, err = e.s.TaskUpdate(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: tk.ID}, func(t *task.Task) error { return t.Retry(T0 + 400) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func testUpdateRetryRunNow(t *testing.T, e *env) {
 	if string(stored.Payload) != `{"n":1}` {
 		t.Fatalf("payload lost through updates: %q", stored.Payload)
 	}
-	_, err = e.s.TaskUpdate(e.ctx, inst.ID, tk.ID, func(t *task.Task) error { return t.Retry(T0 + 500) })
+	_, err = e.s.TaskUpdate(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: tk.ID}, func(t *task.Task) error { return t.Retry(T0 + 500) })
 	wantCode(t, err, task.CodeNotRetryable, "Retry(PENDING)")
 }
 
@@ -137,14 +138,14 @@ func testUpdateExtend(t *testing.T, e *env) {
 	q := e.queue(inst, "work", task.ModePull)
 	e.addN(q, 1, T0, nil)
 	c := e.claim(q, T0, 1, 30_000)[0]
-	got, err := e.s.TaskUpdate(e.ctx, inst.ID, c.ID, func(t *task.Task) error { return t.Extend(c.LeaseID, T0+10_000, 60) })
+	got, err := e.s.TaskUpdate(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: c.ID}, func(t *task.Task) error { return t.Extend(c.LeaseID, T0+10_000, 60) })
 	if err != nil || got.LeaseExpiresAt != T0+70_000 {
 		t.Fatalf("Extend = %+v, %v", got, err)
 	}
 	if s := e.get(inst.ID, c.ID); s.LeaseExpiresAt != T0+70_000 || s.LeaseID != c.LeaseID || s.State != task.Running {
 		t.Fatalf("stored after Extend: %+v", s)
 	}
-	_, err = e.s.TaskUpdate(e.ctx, inst.ID, c.ID, func(t *task.Task) error { return t.Extend("other", T0+10_000, 60) })
+	_, err = e.s.TaskUpdate(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: c.ID}, func(t *task.Task) error { return t.Extend("other", T0+10_000, 60) })
 	wantCode(t, err, task.CodeLeaseLost, "Extend(wrong lease)")
 }
 

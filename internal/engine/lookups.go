@@ -1,0 +1,50 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// ListFilter selects one page of a queue's tasks: the API's list filters.
+// The order follows the state (see store.ListParams).
+type ListFilter struct {
+	State task.State // "" for every state
+	// Pull narrows RUNNING to leased (true) or running (false); nil for both.
+	Pull   *bool
+	Name   string // exact name, "" for any
+	Limit  int    // 1–200
+	Cursor string // opaque, from the previous page; "" for the first
+}
+
+// ListPage is one page of tasks; Cursor is "" on the last page.
+type ListPage = store.ListPage
+
+// TaskList returns one page of a queue's tasks, without payloads.
+func (e *Engine) TaskList(ctx context.Context, ref QueueRef, f ListFilter) (*ListPage, error) {
+	q, err := e.queueGet(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return e.store.TaskList(ctx, &store.ListParams{
+		InstanceID: q.InstanceID, Queue: q.Name,
+		State: f.State, Pull: f.Pull, Name: f.Name, Limit: f.Limit, Cursor: f.Cursor,
+	})
+}
+
+// Ping reports whether the store answers now (for /healthz): nil, or an
+// UNAVAILABLE error.
+func (e *Engine) Ping(ctx context.Context) error { return e.store.Ping(ctx) }
+
+// RateLimit reads an instance's rateLimit setting (API calls per second, 0
+// for none). Unlike Instance it never creates the instance in dev mode: a
+// missing one is NOT_FOUND, and the call it was asked for answers for
+// itself.
+func (e *Engine) RateLimit(ctx context.Context, org, instance string) (float64, error) {
+	inst, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: instance})
+	if err != nil {
+		return 0, err
+	}
+	return inst.Settings.RateLimit, nil
+}
