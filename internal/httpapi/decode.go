@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -39,7 +40,7 @@ func decodeStrict(raw []byte, v any, prefix string) error {
 	if dec.More() {
 		return task.FieldErrorf(task.CodeInvalidArgument, fieldOr(prefix, "body"), "unexpected data after the JSON value")
 	}
-	return nil
+	return checkExactKeys(raw, reflect.TypeOf(v), prefix)
 }
 
 // decodeBody reads and strictly decodes a request body; an empty body

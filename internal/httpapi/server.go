@@ -6,7 +6,9 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/errandhq/errand/internal/auth"
@@ -112,10 +114,48 @@ func New(cfg Config) *Server {
 	for pattern, h := range cfg.Extra {
 		s.mux.Handle(pattern, h)
 	}
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, task.Errorf(task.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
-	})
+	s.mux.HandleFunc("/", s.noRoute)
 	return s
+}
+
+// validPathNames reports whether the {queue} and {id} of the path (when the
+// pattern has them) could name something that exists. A NUL byte, invalid
+// UTF-8 or any other character outside the names' alphabet cannot, so the
+// call answers NOT_FOUND before a store sees the value.
+func validPathNames(r *http.Request) bool {
+	if q := r.PathValue("queue"); q != "" && task.ValidateQueueName(q, "queue") != nil {
+		return false
+	}
+	if id := r.PathValue("id"); id != "" && !task.ValidID(id) {
+		return false
+	}
+	return true
+}
+
+// probeMethods are the methods noRoute tries when a path matched no route.
+var probeMethods = []string{"DELETE", "GET", "PATCH", "POST", "PUT"}
+
+// noRoute answers a request no route took: 405 with Allow when the path is
+// known under other methods, NOT_FOUND otherwise.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range probeMethods {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "/" && pattern != "" {
+			allow = append(allow, m)
+			if m == "GET" {
+				allow = append(allow, "HEAD")
+			}
+		}
+	}
+	if len(allow) == 0 {
+		s.writeError(w, r, task.Errorf(task.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
+		return
+	}
+	slices.Sort(allow)
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	s.writeError(w, r, task.Errorf(task.CodeMethodNotAllowed, "%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
 }
 
 // ServeHTTP serves the API.
@@ -141,6 +181,10 @@ func (s *Server) wrap(rt Route) http.Handler {
 		c := &call{p: p, instance: r.PathValue("instance")}
 		if rt.Role != auth.RoleNone {
 			if err := task.ValidateQueueName(c.instance, "instance"); err != nil {
+				s.writeError(w, r, task.ErrNotFound)
+				return
+			}
+			if !validPathNames(r) {
 				s.writeError(w, r, task.ErrNotFound)
 				return
 			}
