@@ -24,6 +24,10 @@ type Config struct {
 	// Extra mounts more handlers (metrics, console, MCP) on the same mux;
 	// each pattern is registered as given.
 	Extra map[string]http.Handler
+	// Hosts, when not nil, are the only Host names the server answers
+	// (LoopbackHosts for a server on loopback); nil answers any Host.
+	// Cross-site state-changing requests are refused either way.
+	Hosts []string
 }
 
 // Server serves the v1 API.
@@ -32,6 +36,9 @@ type Server struct {
 	auth auth.Authenticator
 	log  *slog.Logger
 	mux  *http.ServeMux
+	// handler is mux behind the Host and cross-origin guard.
+	handler http.Handler
+	hosts   *hostGuard
 	// limits enforces each instance's rateLimit setting.
 	limits *limiter
 }
@@ -91,7 +98,8 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{eng: cfg.Engine, auth: cfg.Auth, log: cfg.Logger, mux: http.NewServeMux()}
+	s := &Server{eng: cfg.Engine, auth: cfg.Auth, log: cfg.Logger, mux: http.NewServeMux(), hosts: newHostGuard(cfg.Hosts)}
+	s.handler = s.guard(s.mux)
 	s.limits = newLimiter(cfg.Engine.Clock(), func(ctx context.Context, org, instance string) (float64, error) {
 		inst, err := cfg.Engine.Store().InstanceGet(ctx, org, instance)
 		if err != nil {
@@ -159,7 +167,7 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 }
 
 // ServeHTTP serves the API.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // wrap authenticates the caller, checks its grant on the path's instance
 // and takes the call from the instance's rate limit. A missing, malformed,
