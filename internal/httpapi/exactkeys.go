@@ -49,6 +49,9 @@ func checkExactKeys(raw []byte, t reflect.Type, prefix string) error {
 	for key, val := range obj {
 		ft, ok := fields[key]
 		if !ok {
+			if key == "" {
+				key = `""`
+			}
 			return task.FieldErrorf(task.CodeInvalidArgument, join(prefix, key), "unknown field")
 		}
 		if err := checkExactKeys(val, ft, join(prefix, key)); err != nil {

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -13,7 +12,7 @@ import (
 
 // parseAdd reads one task, an array, or {"tasks": [...]}.
 func parseAdd(raw []byte) ([]task.AddInput, error) {
-	raw = bytes.TrimSpace(raw)
+	raw = trimJSONSpace(raw)
 	var items []json.RawMessage
 	prefix := func(i int) string { return "tasks[" + strconv.Itoa(i) + "]" }
 	switch {
@@ -45,7 +44,7 @@ func parseAdd(raw []byte) ([]task.AddInput, error) {
 	}
 	ins := make([]task.AddInput, len(items))
 	for i, item := range items {
-		if t := bytes.TrimSpace(item); len(t) == 0 || t[0] != '{' {
+		if t := trimJSONSpace(item); len(t) == 0 || t[0] != '{' {
 			return nil, task.FieldErrorf(task.CodeInvalidArgument, fieldOr(prefix(i), "body"), "a task must be a JSON object")
 		}
 		var b errandapi.NewTask
