@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -70,7 +71,7 @@ func FuzzQueuePatch(f *testing.F) {
 		f.Add([]byte(s), true)
 	}
 	f.Fuzz(func(t *testing.T, raw []byte, create bool) {
-		var b queueBody
+		var b errandapi.QueueRequest
 		if err := decodeStrict(raw, &b, ""); err != nil {
 			if te, ok := err.(*task.Error); !ok || te.Code != task.CodeInvalidArgument {
 				t.Fatalf("decode refusal %#v", err)
@@ -78,7 +79,7 @@ func FuzzQueuePatch(f *testing.F) {
 			return
 		}
 		q := task.NewQueue("i", "q", task.ModePush)
-		if err := b.patch().Apply(q, create, task.URLRules{}); err != nil {
+		if err := queuePatch(&b).Apply(q, create, task.URLRules{}); err != nil {
 			if te, ok := err.(*task.Error); !ok || te.Code != task.CodeInvalidArgument || te.Field == "" {
 				t.Fatalf("apply refusal %#v", err)
 			}

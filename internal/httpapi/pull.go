@@ -2,8 +2,8 @@ package httpapi
 
 import (
 	"cmp"
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 
