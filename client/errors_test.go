@@ -208,6 +208,10 @@ var refusals = map[errandapi.Code]refusal{
 	}},
 	// SQLite answers a closed database as INTERNAL (PostgreSQL's closed
 	// pool is UNAVAILABLE, above).
+	errandapi.CodeMethodNotAllowed: {produce: func(t *testing.T, kind string) error {
+		e := start(t, options{kind: kind})
+		return client.Raw(e.c, context.Background(), "PUT", []string{"v1", "tasks", "jobs", "queues", "default"}, url.Values{})
+	}},
 	errandapi.CodeInternal: {only: "sqlite", produce: func(t *testing.T, kind string) error {
 		e := start(t, options{kind: kind})
 		must(e.c.CreateInstance(context.Background(), "jobs")).of(t)

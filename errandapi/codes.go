@@ -25,6 +25,9 @@ const (
 	CodeRateLimited           Code = "RATE_LIMITED"
 	CodeUnavailable           Code = "UNAVAILABLE"
 	CodeInternal              Code = "INTERNAL"
+	// CodeMethodNotAllowed is errand's own: a known path with another
+	// method (405, with Allow).
+	CodeMethodNotAllowed Code = "METHOD_NOT_ALLOWED"
 )
 
 // statusOf is THE table from code to HTTP status; the server answers with
@@ -50,6 +53,7 @@ var statusOf = map[Code]int{
 	CodeRateLimited:           429,
 	CodeUnavailable:           503,
 	CodeInternal:              500,
+	CodeMethodNotAllowed:      405,
 }
 
 // Codes returns every code of the v1 API, in the order of the constants.
@@ -59,6 +63,7 @@ func Codes() []Code {
 		CodeNoTarget, CodeLeaseLost, CodePayloadTooLarge, CodeNotCancellable, CodeRunningNotCancellable,
 		CodeNotRetryable, CodeNotRunnable, CodeConfirmRequired, CodeDepthExceeded, CodeWrongMode,
 		CodeUnauthenticated, CodePermissionDenied, CodeRateLimited, CodeUnavailable, CodeInternal,
+		CodeMethodNotAllowed,
 	}
 }
 
@@ -85,6 +90,8 @@ func CodeOfStatus(status int) Code {
 		return CodePermissionDenied
 	case 404:
 		return CodeNotFound
+	case 405:
+		return CodeMethodNotAllowed
 	case 429:
 		return CodeRateLimited
 	case 502, 503, 504:

@@ -60,6 +60,7 @@ var (
 	ErrRateLimited           = NewError(CodeRateLimited, "the instance's rateLimit was passed")
 	ErrUnavailable           = NewError(CodeUnavailable, "the store cannot be reached")
 	ErrInternal              = NewError(CodeInternal, "internal error")
+	ErrMethodNotAllowed      = NewError(CodeMethodNotAllowed, "method not allowed on this path")
 )
 
 // Sentinel returns the sentinel of code, or nil for a code this package
@@ -69,7 +70,7 @@ func Sentinel(c Code) *Error {
 		ErrInvalidArgument, ErrNotFound, ErrTaskExists, ErrQueueExists, ErrInstanceExists, ErrNoTarget,
 		ErrLeaseLost, ErrPayloadTooLarge, ErrNotCancellable, ErrRunningNotCancellable, ErrNotRetryable,
 		ErrNotRunnable, ErrConfirmRequired, ErrDepthExceeded, ErrWrongMode, ErrUnauthenticated,
-		ErrPermissionDenied, ErrRateLimited, ErrUnavailable, ErrInternal,
+		ErrPermissionDenied, ErrRateLimited, ErrUnavailable, ErrInternal, ErrMethodNotAllowed,
 	} {
 		if e.Code == c {
 			return e

@@ -19,6 +19,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	addr := fs.String("addr", "127.0.0.1:9191", "address to listen on")
 	data := fs.String("data", "./.errand/", "directory of the SQLite store")
 	sync := fs.String("sync", "NORMAL", "SQLite synchronous mode: NORMAL (survives kill -9) or FULL (survives power loss)")
+	var timeouts httpTimeouts
+	addTimeoutFlags(fs, &timeouts)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -32,6 +34,6 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	return serve(ctx, serveConfig{
 		addr: *addr, store: st, log: log, dev: true, auth: auth.Dev{},
-		rules: task.URLRules{AllowHTTP: true}, stdout: stdout,
+		rules: task.URLRules{AllowHTTP: true}, stdout: stdout, timeouts: timeouts,
 	})
 }

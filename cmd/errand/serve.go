@@ -37,6 +37,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return err
 	})
+	var timeouts httpTimeouts
+	addTimeoutFlags(fs, &timeouts)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -68,7 +70,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	return serve(ctx, serveConfig{
 		addr: *addr, store: st, log: log, auth: auth.Keys{Store: st}, shared: storeurl.Shared(*storeURL),
-		rules: g.URLRules(), guard: g, stdout: stdout,
+		rules: g.URLRules(), guard: g, stdout: stdout, timeouts: timeouts,
 	})
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,6 +31,40 @@ type serveConfig struct {
 	// look at it at least every second.
 	shared bool
 	stdout io.Writer
+	// timeouts of the HTTP server; zero values take defaultTimeouts.
+	timeouts httpTimeouts
+}
+
+// httpTimeouts bound how long a client may hold a connection.
+type httpTimeouts struct {
+	// Read is the whole request, headers and body: 100 tasks of 64 KiB
+	// payload and params (the 16 MiB body cap) at 1 Mbit/s take ~130 s.
+	Read time.Duration
+	// Idle is how long a kept-alive connection waits for its next request.
+	Idle time.Duration
+}
+
+// defaultTimeouts are the timeouts of dev and serve.
+var defaultTimeouts = httpTimeouts{Read: 150 * time.Second, Idle: 120 * time.Second}
+
+// addTimeoutFlags registers --read-timeout and --idle-timeout on fs.
+func addTimeoutFlags(fs *flag.FlagSet, t *httpTimeouts) {
+	*t = defaultTimeouts
+	fs.DurationVar(&t.Read, "read-timeout", defaultTimeouts.Read, "longest time a client may take to send a whole request, body included")
+	fs.DurationVar(&t.Idle, "idle-timeout", defaultTimeouts.Idle, "longest time a kept-alive connection may wait for its next request")
+}
+
+// listenHosts is Config.Hosts for a server listening on ln: a loopback
+// listener (dev's default, or serve on 127.0.0.1) answers only its
+// loopback names and the host of --addr, so a web page cannot reach it by
+// DNS rebinding; any other listener answers any Host.
+func listenHosts(ln net.Listener, addr string, dev bool) []string {
+	host, _, _ := net.SplitHostPort(addr)
+	tcp, ok := ln.Addr().(*net.TCPAddr)
+	if dev || ok && tcp.IP.IsLoopback() {
+		return httpapi.LoopbackHosts(host)
+	}
+	return nil
 }
 
 // serve runs the engine and the HTTP server until ctx ends, then shuts down
@@ -54,13 +89,18 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 		return err
 	}
 	defer eng.Stop()
-	api := httpapi.New(httpapi.Config{Engine: eng, Auth: c.auth, Logger: c.log,
-		Extra: map[string]http.Handler{"GET /metrics": eng.Metrics().Handler()}})
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(c.log.Handler(), slog.LevelWarn)}
+	api := httpapi.New(httpapi.Config{Engine: eng, Auth: c.auth, Logger: c.log, Hosts: listenHosts(ln, c.addr, c.dev),
+		Extra: map[string]http.Handler{"GET /metrics": eng.Metrics().Handler()}})
+	to := c.timeouts
+	if to == (httpTimeouts{}) {
+		to = defaultTimeouts
+	}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: to.Read, IdleTimeout: to.Idle,
+		ErrorLog: slog.NewLogLogger(c.log.Handler(), slog.LevelWarn)}
 	mode := "serve"
 	if c.dev {
 		mode = "dev"

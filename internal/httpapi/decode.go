@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -36,10 +37,11 @@ func decodeStrict(raw []byte, v any, prefix string) error {
 	if err := dec.Decode(v); err != nil {
 		return jsonError(err, prefix)
 	}
-	if dec.More() {
+	// dec.More() is false before a stray '}' or ']': look at the bytes.
+	if len(trimJSONSpace(raw[dec.InputOffset():])) > 0 {
 		return task.FieldErrorf(task.CodeInvalidArgument, fieldOr(prefix, "body"), "unexpected data after the JSON value")
 	}
-	return nil
+	return checkExactKeys(raw, reflect.TypeOf(v), prefix)
 }
 
 // decodeBody reads and strictly decodes a request body; an empty body
@@ -49,10 +51,17 @@ func decodeBody(r *http.Request, v any) error {
 	if err != nil {
 		return err
 	}
-	if len(bytes.TrimSpace(raw)) == 0 {
+	if len(trimJSONSpace(raw)) == 0 {
 		raw = []byte("{}")
 	}
 	return decodeStrict(raw, v, "")
+}
+
+// trimJSONSpace trims the whitespace JSON allows (space, tab, CR, LF) and
+// nothing else: bytes.TrimSpace would also take a form feed or U+0085,
+// which JSON refuses.
+func trimJSONSpace(b []byte) []byte {
+	return bytes.Trim(b, " \t\r\n")
 }
 
 func jsonError(err error, prefix string) error {
@@ -73,6 +82,9 @@ func jsonError(err error, prefix string) error {
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
 		f, _ = strconv.Unquote(f)
+		if f == "" {
+			f = `""`
+		}
 		return task.FieldErrorf(task.CodeInvalidArgument, join(prefix, f), "unknown field")
 	}
 	return task.FieldErrorf(task.CodeInvalidArgument, fieldOr(prefix, "body"), "%s", strings.TrimPrefix(msg, "json: "))

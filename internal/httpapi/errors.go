@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/id"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -21,17 +22,22 @@ func StatusOf(c task.Code) int { return errandapi.StatusOf(c) }
 // request itself was well formed and the items are what conflicted.
 func writeBatchRefused(w http.ResponseWriter, body any) { writeJSON(w, http.StatusConflict, body) }
 
-// writeError answers err in the v1 shape. Errors without a code are logged
-// and answered 500 without their text.
+// writeError answers err in the v1 shape. An INTERNAL answer never carries
+// the error's text (a driver's message, a constraint name): the error is
+// logged under a fresh request id, and the answer gives that id alone, in
+// its message and in the X-Request-Id header, so an operator can find it.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var te *task.Error
 	switch {
 	case errors.As(err, &te):
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		te = task.Errorf(task.CodeUnavailable, "the request was cancelled or timed out")
-	default:
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		te = task.Errorf(task.CodeInternal, "internal error")
+	}
+	if te == nil || te.Code == task.CodeInternal || StatusOf(te.Code) >= 500 && te.Code != task.CodeUnavailable {
+		rid := id.Secret(8)
+		s.log.Error("request failed", "request_id", rid, "method", r.Method, "path", r.URL.Path, "err", err)
+		w.Header().Set("X-Request-Id", rid)
+		te = task.Errorf(task.CodeInternal, "internal error; request id %s", rid)
 	}
 	writeJSON(w, StatusOf(te.Code), errandapi.ErrorResponse{Error: errandapi.ErrorDetail{Code: te.Code, Message: te.Message}})
 }

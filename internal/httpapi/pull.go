@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -11,6 +13,28 @@ import (
 )
 
 type contextT = context.Context
+
+// checkResult checks an ack's result (absent and null are none) before the
+// engine does, so the error names the ack it belongs to.
+func checkResult(raw json.RawMessage, field string) error {
+	if task.IsJSONNull(raw) {
+		return nil
+	}
+	return task.ValidateJSONBytes(raw, field)
+}
+
+// checkIDField checks a task id or lease id sent in a body: required, and
+// made of the characters errand's ids are made of, so that a NUL byte or
+// invalid UTF-8 is refused before a store sees it.
+func checkIDField(v, field string) error {
+	if v == "" {
+		return task.FieldErrorf(task.CodeInvalidArgument, field, "is required")
+	}
+	if !task.ValidID(v) {
+		return task.FieldErrorf(task.CodeInvalidArgument, field, "is not an id errand made (1–%d letters, digits, '-', '_' or '.')", task.MaxIDLen)
+	}
+	return nil
+}
 
 func (s *Server) lease(w http.ResponseWriter, r *http.Request, c *call) {
 	var body errandapi.LeaseRequest
@@ -43,8 +67,8 @@ func (s *Server) ack(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
-	if body.LeaseID == "" {
-		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "leaseId", "is required"))
+	if err := checkIDField(body.LeaseID, "leaseId"); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	t, err := s.eng.Ack(r.Context(), c.task(r), engine.AckParams{LeaseID: body.LeaseID, Result: body.Result})
@@ -57,8 +81,8 @@ func (s *Server) extend(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
-	if body.LeaseID == "" {
-		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "leaseId", "is required"))
+	if err := checkIDField(body.LeaseID, "leaseId"); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	if body.LeaseSeconds == nil {
@@ -75,8 +99,8 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
-	if body.LeaseID == "" {
-		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "leaseId", "is required"))
+	if err := checkIDField(body.LeaseID, "leaseId"); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	t, err := s.eng.Release(r.Context(), c.task(r), engine.ReleaseParams{LeaseID: body.LeaseID, Error: body.Error, DelaySeconds: body.DelaySeconds})
@@ -94,8 +118,13 @@ func (s *Server) ackMany(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	in := make([]engine.AckInput, len(body.Acks))
 	for i, a := range body.Acks {
+		at := "acks[" + strconv.Itoa(i) + "]"
 		if a.ID == "" || a.LeaseID == "" {
-			s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "acks["+strconv.Itoa(i)+"]", "needs id and leaseId"))
+			s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, at, "needs id and leaseId"))
+			return
+		}
+		if err := cmp.Or(checkIDField(a.ID, at+".id"), checkIDField(a.LeaseID, at+".leaseId"), checkResult(a.Result, at+".result")); err != nil {
+			s.writeError(w, r, err)
 			return
 		}
 		in[i] = engine.AckInput{ID: a.ID, LeaseID: a.LeaseID, Result: a.Result}

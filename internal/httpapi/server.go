@@ -6,7 +6,9 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/errandhq/errand/internal/auth"
@@ -22,6 +24,10 @@ type Config struct {
 	// Extra mounts more handlers (metrics, console, MCP) on the same mux;
 	// each pattern is registered as given.
 	Extra map[string]http.Handler
+	// Hosts, when not nil, are the only Host names the server answers
+	// (LoopbackHosts for a server on loopback); nil answers any Host.
+	// Cross-site state-changing requests are refused either way.
+	Hosts []string
 }
 
 // Server serves the v1 API.
@@ -30,6 +36,9 @@ type Server struct {
 	auth auth.Authenticator
 	log  *slog.Logger
 	mux  *http.ServeMux
+	// handler is mux behind the Host and cross-origin guard.
+	handler http.Handler
+	hosts   *hostGuard
 	// limits enforces each instance's rateLimit setting.
 	limits *limiter
 }
@@ -99,7 +108,8 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{eng: cfg.Engine, auth: cfg.Auth, log: cfg.Logger, mux: http.NewServeMux()}
+	s := &Server{eng: cfg.Engine, auth: cfg.Auth, log: cfg.Logger, mux: http.NewServeMux(), hosts: newHostGuard(cfg.Hosts)}
+	s.handler = s.guard(s.mux)
 	s.limits = newLimiter(cfg.Engine.Clock(), cfg.Engine.RateLimit)
 	for _, rt := range Routes {
 		s.mux.Handle(rt.Method+" "+rt.Pattern, s.wrap(rt))
@@ -116,14 +126,52 @@ func New(cfg Config) *Server {
 	for pattern, h := range cfg.Extra {
 		s.mux.Handle(pattern, h)
 	}
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, task.Errorf(task.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
-	})
+	s.mux.HandleFunc("/", s.noRoute)
 	return s
 }
 
+// validPathNames reports whether the {queue} and {id} of the path (when the
+// pattern has them) could name something that exists. A NUL byte, invalid
+// UTF-8 or any other character outside the names' alphabet cannot, so the
+// call answers NOT_FOUND before a store sees the value.
+func validPathNames(r *http.Request) bool {
+	if q := r.PathValue("queue"); q != "" && task.ValidateQueueName(q, "queue") != nil {
+		return false
+	}
+	if id := r.PathValue("id"); id != "" && !task.ValidID(id) {
+		return false
+	}
+	return true
+}
+
+// probeMethods are the methods noRoute tries when a path matched no route.
+var probeMethods = []string{"DELETE", "GET", "PATCH", "POST", "PUT"}
+
+// noRoute answers a request no route took: 405 with Allow when the path is
+// known under other methods, NOT_FOUND otherwise.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range probeMethods {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "/" && pattern != "" {
+			allow = append(allow, m)
+			if m == "GET" {
+				allow = append(allow, "HEAD")
+			}
+		}
+	}
+	if len(allow) == 0 {
+		s.writeError(w, r, task.Errorf(task.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
+		return
+	}
+	slices.Sort(allow)
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	s.writeError(w, r, task.Errorf(task.CodeMethodNotAllowed, "%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+}
+
 // ServeHTTP serves the API.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // wrap authenticates the caller, checks its grant on the path's instance
 // and takes the call from the instance's rate limit. A missing, malformed,
@@ -145,6 +193,10 @@ func (s *Server) wrap(rt Route) http.Handler {
 		c := &call{p: p, instance: r.PathValue("instance")}
 		if rt.Role != auth.RoleNone {
 			if err := task.ValidateQueueName(c.instance, "instance"); err != nil {
+				s.writeError(w, r, task.ErrNotFound)
+				return
+			}
+			if !validPathNames(r) {
 				s.writeError(w, r, task.ErrNotFound)
 				return
 			}

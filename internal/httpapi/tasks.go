@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -13,7 +12,7 @@ import (
 
 // parseAdd reads one task, an array, or {"tasks": [...]}.
 func parseAdd(raw []byte) ([]task.AddInput, error) {
-	raw = bytes.TrimSpace(raw)
+	raw = trimJSONSpace(raw)
 	var items []json.RawMessage
 	prefix := func(i int) string { return "tasks[" + strconv.Itoa(i) + "]" }
 	switch {
@@ -30,6 +29,9 @@ func parseAdd(raw []byte) ([]task.AddInput, error) {
 			if err := decodeStrict(t, &items, "tasks"); err != nil {
 				return nil, err
 			}
+			if items == nil {
+				return nil, task.FieldErrorf(task.CodeInvalidArgument, "tasks", "must be an array of tasks")
+			}
 		} else {
 			items = []json.RawMessage{raw}
 			prefix = func(int) string { return "" }
@@ -42,6 +44,9 @@ func parseAdd(raw []byte) ([]task.AddInput, error) {
 	}
 	ins := make([]task.AddInput, len(items))
 	for i, item := range items {
+		if t := trimJSONSpace(item); len(t) == 0 || t[0] != '{' {
+			return nil, task.FieldErrorf(task.CodeInvalidArgument, fieldOr(prefix(i), "body"), "a task must be a JSON object")
+		}
 		var b errandapi.NewTask
 		if err := decodeStrict(item, &b, prefix(i)); err != nil {
 			return nil, err
@@ -78,6 +83,12 @@ func (s *Server) addTasks(w http.ResponseWriter, r *http.Request, c *call) {
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, c *call) {
 	q := r.URL.Query()
 	f := engine.ListFilter{Name: q.Get("name"), Cursor: q.Get("cursor")}
+	if f.Name != "" {
+		if err := task.ValidateName(f.Name, "name"); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
 	if st := q.Get("state"); st != "" {
 		state, pull, ok := task.ParseV1State(st)
 		if !ok {

@@ -374,7 +374,7 @@ func TestForeignNamesLookMissing(t *testing.T) {
 			continue
 		}
 		c := routeCalls[rt.Method+" "+rt.Pattern]
-		body := strings.ReplaceAll(c.body, "{lease}", acme.lease)
+		body := strings.NewReplacer("{lease}", acme.lease, "{t2}", missingID).Replace(c.body)
 		probes = append(probes, probe{rt.Method, fill(rt.Pattern, "secret", "q", missingID) + c.query, body})
 		if strings.Contains(rt.Pattern, "{queue}") {
 			probes = append(probes, probe{rt.Method, fill(rt.Pattern, "jobs", "sq", missingID) + c.query, body})

@@ -53,7 +53,8 @@ func EncodeCursor(o ListOrder, t *task.Task) string {
 }
 
 // DecodeCursor reads a cursor of order o; an empty cursor starts before the
-// first row. A cursor of another listing is INVALID_ARGUMENT naming cursor.
+// first row. A cursor of another listing, or one whose id could not be a
+// task id (a NUL byte, invalid UTF-8), is INVALID_ARGUMENT naming cursor.
 func DecodeCursor(o ListOrder, c string) (key int64, id string, err error) {
 	if c == "" {
 		if o == ByRunAt {
@@ -67,7 +68,7 @@ func DecodeCursor(o ListOrder, c string) (key int64, id string, err error) {
 		return 0, "", bad
 	}
 	num, id, ok := strings.Cut(string(raw[1:]), ":")
-	if !ok || id == "" {
+	if !ok || !task.ValidID(id) {
 		return 0, "", bad
 	}
 	key, err = strconv.ParseInt(num, 10, 64)

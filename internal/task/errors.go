@@ -36,6 +36,7 @@ const (
 	CodePermissionDenied      = errandapi.CodePermissionDenied
 	CodeRateLimited           = errandapi.CodeRateLimited
 	CodeUnavailable           = errandapi.CodeUnavailable
+	CodeMethodNotAllowed      = errandapi.CodeMethodNotAllowed
 	CodeInternal              = errandapi.CodeInternal
 )
 

@@ -5,6 +5,10 @@ const (
 	DefaultRetentionDays = 7
 	DefaultMaxInFlight   = 50
 	MaxRetentionDays     = 3650
+	// MinRateLimit keeps Retry-After meaningful: at most 100 s.
+	MinRateLimit   = 0.01
+	MaxRateLimit   = 1e6
+	MaxMaxInFlight = 100000
 )
 
 // Instance is a named namespace of queues, owned by an organization.
@@ -50,15 +54,15 @@ func (p *SettingsPatch) Apply(s *Settings) error {
 		v := 0.0
 		if *p.RateLimit != nil {
 			v = **p.RateLimit
-			if !(v > 0) || v > 1e6 {
-				return FieldErrorf(CodeInvalidArgument, "rateLimit", "must be above 0 and at most 1000000, or null for unlimited")
+			if !(v >= MinRateLimit) || v > MaxRateLimit {
+				return FieldErrorf(CodeInvalidArgument, "rateLimit", "must be 0.01–1000000 calls per second, or null for unlimited")
 			}
 		}
 		s.RateLimit = v
 	}
 	if p.MaxInFlight != nil {
-		if *p.MaxInFlight < 1 || *p.MaxInFlight > 100000 {
-			return FieldErrorf(CodeInvalidArgument, "maxInFlight", "must be 1–100000")
+		if *p.MaxInFlight < 1 || *p.MaxInFlight > MaxMaxInFlight {
+			return FieldErrorf(CodeInvalidArgument, "maxInFlight", "must be 1–%d", MaxMaxInFlight)
 		}
 		s.MaxInFlight = *p.MaxInFlight
 	}

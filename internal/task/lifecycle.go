@@ -3,6 +3,7 @@ package task
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -167,7 +168,7 @@ func (t *Task) Finish(q *Queue, now int64, o Outcome) (failed bool, err error) {
 	if t.State != Running {
 		return false, Errorf(CodeInternal, "finish of task %s in state %s", t.ID, t.State)
 	}
-	a := Attempt{Attempt: t.Attempt, Status: o.Status, StartedAt: t.StartedAt, EndedAt: now, HTTPStatus: o.HTTPStatus, Error: truncate(o.Error, 500)}
+	a := Attempt{Attempt: t.Attempt, Status: o.Status, StartedAt: t.StartedAt, EndedAt: now, HTTPStatus: o.HTTPStatus, Error: SanitizeText(truncate(o.Error, 500))}
 	t.Attempts = append(t.Attempts, a)
 	t.LeaseID, t.LeaseExpiresAt, t.DeadlineAt, t.StartedAt = "", 0, 0, 0
 	switch o.Status {
@@ -202,8 +203,25 @@ func (t *Task) Finish(q *Queue, now int64, o Outcome) (failed bool, err error) {
 	return false, Errorf(CodeInternal, "unknown attempt status %q", o.Status)
 }
 
+// pastMaxAge reports whether next is past t's maxAge. The sum saturates, so
+// no stored maxAgeSeconds can overflow into "already past".
 func (t *Task) pastMaxAge(q *Queue, next int64) bool {
-	return q.MaxAgeSeconds > 0 && next > t.CreatedAt+q.MaxAgeSeconds*1000
+	if q.MaxAgeSeconds <= 0 {
+		return false
+	}
+	return next > SaturatingAddMs(t.CreatedAt, q.MaxAgeSeconds, 1000)
+}
+
+// SaturatingAddMs returns base + n×unit milliseconds, clamped to the int64
+// range instead of wrapping.
+func SaturatingAddMs(base, n, unit int64) int64 {
+	if n > 0 && n > (math.MaxInt64-max(base, 0))/unit {
+		return math.MaxInt64
+	}
+	if n < 0 && n < (math.MinInt64-min(base, 0))/unit {
+		return math.MinInt64
+	}
+	return base + n*unit
 }
 
 // Extend lengthens a held lease to leaseSeconds from now.

@@ -23,6 +23,16 @@ const (
 	MaxQueueAttempts         = 1000
 )
 
+// Bounds of the numeric queue settings (docs/api.md lists them).
+const (
+	MinRatePerSecond = 0.001
+	MaxRatePerSecond = 1e6
+	MaxMaxConcurrent = 100000
+	MaxBackoffBound  = 86400 // min and max backoff, seconds
+	MaxMaxDoublings  = 64
+	MaxMaxAgeSeconds = 315360000 // ten years
+)
+
 // Queue is a named queue of an instance with its settings.
 type Queue struct {
 	InstanceID string
@@ -114,8 +124,8 @@ func (p *QueuePatch) Apply(q *Queue, create bool, rules URLRules) error {
 		v := 0.0
 		if *p.RatePerSecond != nil {
 			v = **p.RatePerSecond
-			if !(v > 0) || v > 1e6 {
-				return FieldErrorf(CodeInvalidArgument, "ratePerSecond", "must be above 0 and at most 1000000, or null for unlimited")
+			if !(v >= MinRatePerSecond) || v > MaxRatePerSecond {
+				return FieldErrorf(CodeInvalidArgument, "ratePerSecond", "must be 0.001–1000000, or null for unlimited")
 			}
 		}
 		q.RatePerSecond = v
@@ -124,8 +134,8 @@ func (p *QueuePatch) Apply(q *Queue, create bool, rules URLRules) error {
 		v := 0
 		if *p.MaxConcurrent != nil {
 			v = **p.MaxConcurrent
-			if v < 1 || v > 100000 {
-				return FieldErrorf(CodeInvalidArgument, "maxConcurrent", "must be 1–100000, or null for unlimited")
+			if v < 1 || v > MaxMaxConcurrent {
+				return FieldErrorf(CodeInvalidArgument, "maxConcurrent", "must be 1–%d, or null for unlimited", MaxMaxConcurrent)
 			}
 		}
 		q.MaxConcurrent = v
@@ -137,13 +147,13 @@ func (p *QueuePatch) Apply(q *Queue, create bool, rules URLRules) error {
 		q.MaxAttempts = *p.MaxAttempts
 	}
 	if p.MinBackoffSeconds != nil {
-		if !(*p.MinBackoffSeconds >= 0.001) || *p.MinBackoffSeconds > 86400 {
+		if !(*p.MinBackoffSeconds >= 0.001) || *p.MinBackoffSeconds > MaxBackoffBound {
 			return FieldErrorf(CodeInvalidArgument, "minBackoffSeconds", "must be 0.001–86400")
 		}
 		q.MinBackoffSeconds = *p.MinBackoffSeconds
 	}
 	if p.MaxBackoffSeconds != nil {
-		if !(*p.MaxBackoffSeconds >= 0.001) || *p.MaxBackoffSeconds > 86400 {
+		if !(*p.MaxBackoffSeconds >= 0.001) || *p.MaxBackoffSeconds > MaxBackoffBound {
 			return FieldErrorf(CodeInvalidArgument, "maxBackoffSeconds", "must be 0.001–86400")
 		}
 		q.MaxBackoffSeconds = *p.MaxBackoffSeconds
@@ -156,8 +166,8 @@ func (p *QueuePatch) Apply(q *Queue, create bool, rules URLRules) error {
 		return FieldErrorf(CodeInvalidArgument, field, "maxBackoffSeconds must not be below minBackoffSeconds")
 	}
 	if p.MaxDoublings != nil {
-		if *p.MaxDoublings < 0 || *p.MaxDoublings > 64 {
-			return FieldErrorf(CodeInvalidArgument, "maxDoublings", "must be 0–64")
+		if *p.MaxDoublings < 0 || *p.MaxDoublings > MaxMaxDoublings {
+			return FieldErrorf(CodeInvalidArgument, "maxDoublings", "must be 0–%d", MaxMaxDoublings)
 		}
 		q.MaxDoublings = *p.MaxDoublings
 	}
@@ -165,8 +175,8 @@ func (p *QueuePatch) Apply(q *Queue, create bool, rules URLRules) error {
 		var v int64
 		if *p.MaxAgeSeconds != nil {
 			v = **p.MaxAgeSeconds
-			if v < 1 {
-				return FieldErrorf(CodeInvalidArgument, "maxAgeSeconds", "must be at least 1, or null for none")
+			if v < 1 || v > MaxMaxAgeSeconds {
+				return FieldErrorf(CodeInvalidArgument, "maxAgeSeconds", "must be 1–%d (ten years), or null for none", MaxMaxAgeSeconds)
 			}
 		}
 		q.MaxAgeSeconds = v

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 )
 
 // URLRules say which webhook URLs are acceptable where they are saved.
@@ -46,6 +47,35 @@ func ValidateQueueName(name, field string) error {
 	return nil
 }
 
+// MaxIDLen bounds a task id as a caller may send it back: errand's ids are
+// 21 characters; anything longer or outside the name alphabet cannot exist.
+const MaxIDLen = 64
+
+// ValidID reports whether s can be a task id or lease id errand made:
+// 1–64 letters, digits, '-', '_' or '.'. Callers answer NOT_FOUND (in a
+// path) or INVALID_ARGUMENT (in a body) for anything else, before a store
+// sees it.
+func ValidID(s string) bool {
+	if s == "" || len(s) > MaxIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !nameByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// SanitizeText makes free text (an attempt's error) safe for every store:
+// invalid UTF-8 and NUL bytes become U+FFFD.
+func SanitizeText(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
 func nameByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
 }
@@ -59,6 +89,9 @@ func ValidateJSONBytes(raw []byte, field string) error {
 	}
 	if !json.Valid(raw) {
 		return FieldErrorf(CodeInvalidArgument, field, "is not valid JSON")
+	}
+	if !utf8.Valid(raw) {
+		return FieldErrorf(CodeInvalidArgument, field, "is not valid UTF-8")
 	}
 	return nil
 }
@@ -103,6 +136,9 @@ func ValidateTarget(t *Target, field string, rules URLRules) error {
 func ValidateWebhookURL(raw, field string, rules URLRules) error {
 	if len(raw) > MaxWebhookLen {
 		return FieldErrorf(CodeInvalidArgument, field, "is longer than %d characters", MaxWebhookLen)
+	}
+	if !utf8.ValidString(raw) || strings.IndexByte(raw, 0) >= 0 {
+		return FieldErrorf(CodeInvalidArgument, field, "is not an absolute URL")
 	}
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {

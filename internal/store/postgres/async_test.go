@@ -9,11 +9,12 @@ import (
 	"github.com/errandhq/errand/internal/task"
 )
 
-// TestPushClaimCommitsAsyncOnlyItself: a push claim runs with
-// synchronous_commit off, and only inside its own transaction: the pool's
-// connections, which later store answered writes (adds, acks, outcomes),
-// still wait for the flush.
-func TestPushClaimCommitsAsyncOnlyItself(t *testing.T) {
+// TestClaimsLeaveCommitsSynchronous: after push claims every pooled
+// connection still waits for the WAL flush on commit. A claim must be
+// durable before its delivery starts (cmd/errand's
+// TestPostgresCrashAfterClaimDeliversOnce crashes a private cluster to show
+// why); nothing may turn synchronous_commit off on a pooled connection.
+func TestClaimsLeaveCommitsSynchronous(t *testing.T) {
 	s := OpenTest(t)
 	defer s.Close()
 	ctx := context.Background()

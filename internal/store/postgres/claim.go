@@ -58,9 +58,6 @@ var (
 	// lock is held in memory only (no row is written to hold it) and ends
 	// with the transaction. The instance's is always taken first.
 	sqlClaimLock = `SELECT pg_advisory_xact_lock($1)`
-	// sqlClaimAsync lets a push claim commit without waiting for the WAL
-	// flush (see TaskClaim).
-	sqlClaimAsync = `SET LOCAL synchronous_commit TO OFF`
 	// sqlClaimAny asks whether a claim would find anything due: it takes
 	// the queue's earliest waiting task from tasks_due (in run_at order, so
 	// a backlog of future tasks is never read) and compares its run_at.
@@ -135,17 +132,10 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 	rate := p.Rate > 0
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
-	// A push claim commits without waiting for its WAL to reach the disk:
-	// nobody is answered on it, and if the server crashes before the flush
-	// the tasks are simply PENDING again and delivered again (at least
-	// once, as after any crash). Its finish, which is answered and waits
-	// for the flush, makes it durable too (the WAL is written in order). A
-	// pull lease is an answer to a worker, and waits.
-	sets := 0
-	if q.Mode == task.ModePush {
-		b.Queue(sqlClaimAsync)
-		sets++
-	}
+	// Every claim waits for its commit's WAL flush: a delivery may start
+	// only once its claim is durable. A claim lost in a crash would leave
+	// the task due again and its slot free while its delivery is still
+	// open: a second delivery beside the first, as the same attempt.
 	locks := 0
 	if p.InstanceMaxRunning > 0 {
 		b.Queue(sqlClaimLock, claimLockKey(q.InstanceID, ""))
@@ -168,7 +158,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 		}
 		tokens = store.Refill(tokens, at, p.Now, p.Rate, p.Burst)
 		return nil
-	}, sets+locks, rate)
+	}, locks, rate)
 	if err != nil {
 		abort(ctx, conn)
 		return nil, err

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/errandhq/errand/internal/testkit"
+)
+
+// TestPostgresCrashAfterClaimDeliversOnce is defect 0 of issue 19: a
+// private PostgreSQL is crashed (pg_ctl stop -m immediate) while a push
+// delivery is in flight on a {maxConcurrent: 1, maxAttempts: 1} queue, and
+// restarted. The claim must have been durable before the delivery began:
+// the task is never delivered again beside itself, as the same attempt, and
+// ends succeeded after exactly one delivery. The cluster's WAL writer is
+// slowed to 10 s so that a commit that did not wait for its flush is surely
+// lost in the crash, as it would be under load.
+func TestPostgresCrashAfterClaimDeliversOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a private PostgreSQL cluster and a server process")
+	}
+	pg := testkit.StartPGCluster(t, "wal_writer_delay = 10000ms", "synchronous_commit = on")
+	bin := buildErrand(t)
+
+	var mu sync.Mutex
+	var attempts []int // attempt numbers in delivery order
+	open := 0          // deliveries inside the handler now
+	beside := false    // a delivery started while another was open
+	arrived := make(chan struct{}, 8)
+	release := make(chan struct{})
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Task struct {
+				Attempt int `json:"attempt"`
+			} `json:"task"`
+		}
+		raw, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(raw, &body)
+		mu.Lock()
+		attempts = append(attempts, body.Task.Attempt)
+		if open > 0 {
+			beside = true
+		}
+		open++
+		mu.Unlock()
+		arrived <- struct{}{}
+		select { // the first delivery is held until the database is back
+		case <-release:
+		case <-r.Context().Done():
+		}
+		mu.Lock()
+		open--
+		mu.Unlock()
+	}))
+	defer rcv.Close()
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+
+	code, key, stderr := runMain("keys", "create", "--store", pg.URL(), "--org", "acme", "--grant", "full:*")
+	if code != 0 {
+		t.Fatalf("keys create: %s", stderr)
+	}
+	key = strings.TrimSpace(key)
+	_, url, logs := startServe(t, bin, "--store", pg.URL(), "--webhook-allow", "127.0.0.0/8")
+	if st, body := call(t, key, "POST", url+"/v1/instances", `{"name":"jobs"}`); st != 201 {
+		t.Fatalf("instance: %d %s", st, body)
+	}
+	q := fmt.Sprintf(`{"name":"q","target":{"webhook":%q},"maxConcurrent":1,"maxAttempts":1}`, rcv.URL)
+	if st, body := call(t, key, "POST", url+"/v1/tasks/jobs/queues", q); st != 201 {
+		t.Fatalf("queue: %d %s", st, body)
+	}
+	st, body := call(t, key, "POST", url+"/v1/tasks/jobs/queues/q/tasks", `{"payload":{"n":1}}`)
+	if st != 201 {
+		t.Fatalf("add: %d %s", st, body)
+	}
+	var added struct {
+		Tasks []struct {
+			ID string `json:"id"`
+		} `json:"tasks"`
+	}
+	_ = json.Unmarshal([]byte(body), &added)
+	taskID := added.Tasks[0].ID
+
+	select {
+	case <-arrived:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the delivery never arrived\n%s", logs)
+	}
+	pg.Crash()
+	pg.Start()
+	// With the claim lost, the task is due again and its slot free: errand
+	// delivers it a second time, beside the first, as attempt 1 again,
+	// before or after the first one answers. With the claim durable, the
+	// first delivery's answer is stored once the database is back, and the
+	// task ends succeeded.
+	waitUntil(t, 60*time.Second, "errand to reach the restarted database", func() bool {
+		st, _ := call(t, key, "GET", url+"/v1/tasks/jobs/tasks/"+taskID, "")
+		return st == 200
+	})
+	close(release)
+	state := ""
+	waitUntil(t, 90*time.Second, "the task to finish or be delivered again", func() bool {
+		mu.Lock()
+		n := len(attempts)
+		mu.Unlock()
+		if n > 1 {
+			return true
+		}
+		_, body := call(t, key, "GET", url+"/v1/tasks/jobs/tasks/"+taskID, "")
+		var v struct {
+			Task struct {
+				State string `json:"state"`
+			} `json:"task"`
+		}
+		_ = json.Unmarshal([]byte(body), &v)
+		state = v.Task.State
+		return state == "succeeded" || state == "failed"
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(attempts) != 1 || beside {
+		t.Fatalf("after the crash the task was delivered %d times (attempts %v, beside itself: %v); want once", len(attempts), attempts, beside)
+	}
+	if state != "succeeded" {
+		t.Fatalf("task %s is %s after its one delivery answered 200", taskID, state)
+	}
+}

@@ -1,0 +1,73 @@
+package httpapi
+
+import (
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/errandhq/errand/internal/task"
+)
+
+// hostGuard refuses a request whose Host header is not one of the names
+// the server is reached by. A server on loopback is meant for this machine
+// alone; a web page can still reach it by DNS rebinding (a name of the
+// attacker's that resolves to 127.0.0.1), and such a request carries the
+// attacker's name in Host. hosts nil accepts any Host.
+type hostGuard struct {
+	hosts map[string]bool
+}
+
+func newHostGuard(hosts []string) *hostGuard {
+	if hosts == nil {
+		return nil
+	}
+	g := &hostGuard{hosts: map[string]bool{}}
+	for _, h := range hosts {
+		g.hosts[strings.ToLower(strings.Trim(h, "[]"))] = true
+	}
+	return g
+}
+
+// allowed reports whether r's Host (without its port) is one of g's names.
+func (g *hostGuard) allowed(r *http.Request) bool {
+	if g == nil {
+		return true
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return g.hosts[strings.ToLower(strings.Trim(host, "[]"))]
+}
+
+// LoopbackHosts are the Host names of a server listening on loopback:
+// localhost, 127.0.0.1 and ::1, plus listenHost (the host of --addr) when
+// it is none of these.
+func LoopbackHosts(listenHost string) []string {
+	hosts := []string{"localhost", "127.0.0.1", "::1"}
+	if listenHost != "" {
+		hosts = append(hosts, listenHost)
+	}
+	return hosts
+}
+
+// guard is the outermost layer of the server: the Host check, then the
+// refusal of cross-site state-changing requests (net/http's
+// CrossOriginProtection: a POST, PATCH or DELETE whose Sec-Fetch-Site is
+// not same-origin or none, or, from a browser that does not send it, whose
+// Origin is not the Host). Clients that are not browsers send neither
+// header and pass.
+func (s *Server) guard(next http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "a cross-site %s is refused: errand answers state-changing calls from its own origin or from clients that are not browsers", r.Method))
+	}))
+	protected := cop.Handler(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.hosts.allowed(r) {
+			s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "host %q is not served here: this server answers to %s", r.Host, "its loopback names and its --addr"))
+			return
+		}
+		protected.ServeHTTP(w, r)
+	})
+}
