@@ -55,6 +55,10 @@ type Options struct {
 	Retry RetryPolicy
 	// UserAgent is sent as User-Agent (default "errand-go-client").
 	UserAgent string
+	// Source names the surface this client adds tasks for, sent as the
+	// errandapi.SourceHeader: "" or "api" (the default), "console" or
+	// "mcp"; the tasks it adds get it as their source.
+	Source string
 }
 
 // Client calls one errand server. It is safe for concurrent use.
@@ -64,6 +68,7 @@ type Client struct {
 	hc     *http.Client
 	retry  RetryPolicy
 	agent  string
+	source string
 	jitter func(n int64) int64
 	// sleep waits d or until ctx is done (tests replace it).
 	sleep func(ctx context.Context, d time.Duration) error
@@ -87,7 +92,7 @@ func New(baseURL string, o Options) (*Client, error) {
 	if agent == "" {
 		agent = "errand-go-client"
 	}
-	return &Client{base: u, key: o.APIKey, hc: hc, retry: o.Retry.withDefaults(), agent: agent,
+	return &Client{base: u, key: o.APIKey, hc: hc, retry: o.Retry.withDefaults(), agent: agent, source: o.Source,
 		jitter: randInt63n, sleep: sleepCtx}, nil
 }
 
@@ -152,6 +157,9 @@ func (c *Client) once(ctx context.Context, cl call, u string, body []byte) error
 	req.Header.Set("User-Agent", c.agent)
 	if c.key != "" {
 		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	if c.source != "" {
+		req.Header.Set(errandapi.SourceHeader, c.source)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

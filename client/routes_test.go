@@ -21,6 +21,10 @@ func TestEveryRoute(t *testing.T) {
 		if _, err := c.CreateInstance(ctx, "jobs"); err != nil {
 			t.Fatal(err)
 		}
+		self := must(c.Self(ctx)).of(t)
+		if !self.Dev || self.Org != "dev" || len(self.Grants) != 1 || self.Strongest() != errandapi.RoleFull {
+			t.Fatalf("self %+v", self)
+		}
 		insts := must(c.ListInstances(ctx)).of(t)
 		if len(insts) != 1 || insts[0].Name != "jobs" || insts[0].CreatedAt != t0.UnixMilli() {
 			t.Fatalf("instances %+v", insts)

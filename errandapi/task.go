@@ -131,3 +131,8 @@ type AddResponse struct {
 	Error *ErrorDetail `json:"error,omitempty"`
 	Tasks []AddResult  `json:"tasks"`
 }
+
+// SourceHeader is the request header with which a client surface names
+// itself as the source of the tasks it adds: "api" (the default),
+// "console" or "mcp". Any other value is INVALID_ARGUMENT.
+const SourceHeader = "X-Errand-Source"

@@ -74,6 +74,7 @@ var Routes = []Route{
 	{"GET", "/v1/instances", auth.RoleNone, (*Server).listInstances},
 	{"POST", "/v1/instances", auth.RoleNone, (*Server).createInstance},
 	{"DELETE", "/v1/instances/{instance}", auth.RoleFull, (*Server).deleteInstance},
+	{"GET", "/v1/keys/self", auth.RoleNone, (*Server).keySelf},
 
 	{"GET", "/v1/tasks/{instance}/queues", auth.RoleRead, (*Server).listQueues},
 	{"POST", "/v1/tasks/{instance}/queues", auth.RoleFull, (*Server).createQueue},

@@ -11,7 +11,7 @@ import (
 )
 
 // parseAdd reads one task, an array, or {"tasks": [...]}.
-func parseAdd(raw []byte) ([]task.AddInput, error) {
+func parseAdd(raw []byte, source string) ([]task.AddInput, error) {
 	raw = trimJSONSpace(raw)
 	var items []json.RawMessage
 	prefix := func(i int) string { return "tasks[" + strconv.Itoa(i) + "]" }
@@ -51,18 +51,23 @@ func parseAdd(raw []byte) ([]task.AddInput, error) {
 		if err := decodeStrict(item, &b, prefix(i)); err != nil {
 			return nil, err
 		}
-		ins[i] = addInput(&b)
+		ins[i] = addInput(&b, source)
 	}
 	return ins, nil
 }
 
 func (s *Server) addTasks(w http.ResponseWriter, r *http.Request, c *call) {
+	source, err := addSource(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	raw, err := readBody(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	ins, err := parseAdd(raw)
+	ins, err := parseAdd(raw, source)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -143,6 +143,7 @@ var routeCalls = map[string]routeCall{
 	"GET /v1/instances":                                     {want: 200},
 	"POST /v1/instances":                                    {body: `{"name":"fresh"}`, want: 201},
 	"DELETE /v1/instances/{instance}":                       {query: "?confirm=true", want: 200},
+	"GET /v1/keys/self":                                     {want: 200},
 	"GET /v1/tasks/{instance}/queues":                       {want: 200},
 	"POST /v1/tasks/{instance}/queues":                      {body: `{"name":"q2","mode":"pull"}`, want: 201},
 	"GET /v1/tasks/{instance}/queues/{queue}":               {want: 200},
@@ -280,6 +281,12 @@ func TestGrantsByRoute(t *testing.T) {
 				f.as(f.key("acme", "write:*")).do(rt.Method, path, body).want(t, 403, "PERMISSION_DENIED")
 				f.as(f.key("acme", "full:jobs")).do(rt.Method, path, body).want(t, 403, "PERMISSION_DENIED")
 				f.as(f.key("acme", "full:fresh")).do(rt.Method, path, body).want(t, c.want, "")
+				return
+			case rt.Role == auth.RoleNone && rt.Pattern == "/v1/keys/self": // any key reads its own grants
+				r := f.as(f.key("acme", "read:jobs")).do(rt.Method, path, body).want(t, c.want, "")
+				if l := r.list("grants"); r.body["org"] != "acme" || len(l) != 1 || l[0].(map[string]any)["role"] != "read" {
+					t.Fatalf("read:jobs reads itself as %s", r.raw)
+				}
 				return
 			case rt.Role == auth.RoleNone: // list: only the instances the key has a grant on
 				r := f.as(f.key("acme", "read:jobs")).do(rt.Method, path, body).want(t, c.want, "")

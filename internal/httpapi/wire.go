@@ -142,10 +142,10 @@ func queuePatch(b *errandapi.QueueRequest) *task.QueuePatch {
 	return p
 }
 
-// addInput is one task of an add in the domain's shape.
-func addInput(b *errandapi.NewTask) task.AddInput {
+// addInput is one task of an add in the domain's shape, from source.
+func addInput(b *errandapi.NewTask, source string) task.AddInput {
 	return task.AddInput{Name: b.Name, Payload: b.Payload, Params: b.Params, Target: fromTarget(b.Target),
-		Delay: b.Delay, RunAt: b.RunAt, DeadlineSeconds: b.DeadlineSeconds, Source: task.SourceAPI}
+		Delay: b.Delay, RunAt: b.RunAt, DeadlineSeconds: b.DeadlineSeconds, Source: source}
 }
 
 // addAnswer renders the results of an add; added counts the tasks added
