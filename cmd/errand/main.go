@@ -22,6 +22,7 @@ var commands = []command{
 	{"dev", "run the emulator: embedded SQLite, no keys, instances created on first use", runDev},
 	{"serve", "run production mode: API keys required, --store sqlite://PATH, outbound webhook address guard", runServe},
 	{"keys", "make, list and revoke API keys: errand keys create|list|revoke --store URL …", runKeys},
+	{"mcp", "serve MCP over stdio for an AI agent, against a server: --url (ERRAND_URL), --api-key (ERRAND_API_KEY)", runMCP},
 }
 
 func main() {

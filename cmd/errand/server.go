@@ -15,6 +15,7 @@ import (
 	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/httpapi"
+	"github.com/errandhq/errand/internal/mcp"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -93,14 +94,19 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 	if err != nil {
 		return err
 	}
-	api := httpapi.New(httpapi.Config{Engine: eng, Auth: c.auth, Logger: c.log, Hosts: listenHosts(ln, c.addr, c.dev),
-		Extra: map[string]http.Handler{"GET /metrics": eng.Metrics().Handler()}})
+	// /mcp calls the API it is mounted on, in process, with each caller's key.
+	var api *httpapi.Server
+	mcpHTTP := mcp.NewHTTPHandler(mcp.HTTPConfig{Dev: c.dev, Logger: c.log, Version: version,
+		API: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { api.ServeHTTP(w, r) })})
+	api = httpapi.New(httpapi.Config{Engine: eng, Auth: c.auth, Logger: c.log, Hosts: listenHosts(ln, c.addr, c.dev),
+		Extra: map[string]http.Handler{"GET /metrics": eng.Metrics().Handler(), "/mcp": mcpHTTP}})
 	to := c.timeouts
 	if to == (httpTimeouts{}) {
 		to = defaultTimeouts
 	}
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: to.Read, IdleTimeout: to.Idle,
 		ErrorLog: slog.NewLogLogger(c.log.Handler(), slog.LevelWarn)}
+	srv.RegisterOnShutdown(mcpHTTP.Close) // MCP sessions hold streams open
 	mode := "serve"
 	if c.dev {
 		mode = "dev"

@@ -1,0 +1,24 @@
+package mcp
+
+// queueArg names one queue; tools embed it.
+type queueArg struct {
+	Instance string `json:"instance" jsonschema:"The tasks instance: a named namespace of queues, e.g. \"jobs\". errand dev creates one on first use of its name."`
+	Queue    string `json:"queue" jsonschema:"The queue's name in the instance: 1–100 letters, digits, '-' or '_'. Every instance has a queue named \"default\" (push, no target of its own)."`
+}
+
+// taskArg names one task; tools embed it.
+type taskArg struct {
+	Instance string `json:"instance" jsonschema:"The tasks instance the task belongs to, e.g. \"jobs\"."`
+	ID       string `json:"id" jsonschema:"The task's id, as tasks_add, tasks_list or tasks_lease returned it."`
+}
+
+// instanceArg names one instance; tools embed it.
+type instanceArg struct {
+	Instance string `json:"instance" jsonschema:"The tasks instance, e.g. \"jobs\"."`
+}
+
+// leaseArg names a leased task and its lease; the pull tools embed it.
+type leaseArg struct {
+	taskArg
+	LeaseID string `json:"leaseId" jsonschema:"The leaseId tasks_lease returned with this task. Once the lease is over (expired, acked, released) calls with it answer LEASE_LOST."`
+}

@@ -1,0 +1,55 @@
+package mcp
+
+import (
+	"encoding/json"
+	"reflect"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/errandhq/errand/errandapi"
+)
+
+// typeSchemas are the schemas of the wire types jsonschema cannot infer:
+// a raw JSON value is any JSON, and a setting a PATCH can clear
+// (errandapi.Nullable) is its value or null.
+var typeSchemas = func() map[reflect.Type]*jsonschema.Schema {
+	target := mustSchema[errandapi.Target](nil)
+	target.Types = []string{"object", "null"}
+	target.Type = ""
+	return map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[json.RawMessage]():                      {},
+		reflect.TypeFor[errandapi.Nullable[float64]]():          {Types: []string{"number", "null"}},
+		reflect.TypeFor[errandapi.Nullable[int]]():              {Types: []string{"integer", "null"}},
+		reflect.TypeFor[errandapi.Nullable[int64]]():            {Types: []string{"integer", "null"}},
+		reflect.TypeFor[errandapi.Nullable[string]]():           {Types: []string{"string", "null"}},
+		reflect.TypeFor[errandapi.Nullable[errandapi.Target]](): target,
+	}
+}()
+
+// mustSchema infers T's schema (descriptions from `jsonschema` tags) with
+// schemas for the types in ts; it panics, as a wrong schema is a
+// programming error caught by any test.
+func mustSchema[T any](ts map[reflect.Type]*jsonschema.Schema) *jsonschema.Schema {
+	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: ts})
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// schemaOf is T's schema with errand's wire types described.
+func schemaOf[T any]() *jsonschema.Schema { return mustSchema[T](typeSchemas) }
+
+// enum limits a string property of s to values.
+func enum(s *jsonschema.Schema, prop string, values ...string) {
+	p := s.Properties[prop]
+	for _, v := range values {
+		p.Enum = append(p.Enum, v)
+	}
+}
+
+// bounds sets an integer or number property's range.
+func bounds(s *jsonschema.Schema, prop string, lo, hi float64) {
+	p := s.Properties[prop]
+	p.Minimum, p.Maximum = &lo, &hi
+}

@@ -1,0 +1,143 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/errandhq/errand/client"
+	"github.com/errandhq/errand/errandapi"
+)
+
+type newTaskIn struct {
+	Payload         json.RawMessage   `json:"payload,omitempty" jsonschema:"The task's data: any JSON value, at most 64 KiB. The target (or the worker that leases it) receives it as is. Default null."`
+	Name            string            `json:"name,omitempty" jsonschema:"Optional unique name in the queue (1–500 letters, digits, '-', '_', '.'), e.g. \"receipt-o-1041\". A second add with the same name is refused with TASK_EXISTS while the first task's record is kept: use it to add a task exactly once."`
+	Params          json.RawMessage   `json:"params,omitempty" jsonschema:"Optional JSON the target receives beside the payload (at most 64 KiB)."`
+	Target          *errandapi.Target `json:"target,omitempty" jsonschema:"This task's own target, overriding the queue's: exactly one of {\"webhook\": \"https://…\"}, {\"function\": \"group/name\"} or {\"channel\": \"name\"}. Needed on a push queue without a target (such as default)."`
+	Delay           *float64          `json:"delay,omitempty" jsonschema:"Seconds to wait before the task is due (fractions allowed, at most 31,536,000). Default 0: due at once. Do not combine with runAt."`
+	RunAt           *int64            `json:"runAt,omitempty" jsonschema:"When the task is due, as epoch milliseconds (a time in the past means now). Do not combine with delay."`
+	DeadlineSeconds *int              `json:"deadlineSeconds,omitempty" jsonschema:"Seconds the target has to answer each attempt (1–840); default the queue's deadlineSeconds."`
+}
+
+type addIn struct {
+	queueArg
+	Tasks []newTaskIn `json:"tasks" jsonschema:"The tasks to add: 1 to 100, stored in one transaction, each with its own result in order. A task that is invalid refuses the whole call and nothing is added; a name that is taken refuses only its task (TASK_EXISTS)."`
+}
+
+type listIn struct {
+	queueArg
+	State  errandapi.State `json:"state,omitempty" jsonschema:"Only tasks in this state. Without it, newest first; scheduled, running, leased and retrying tasks come soonest due first, finished ones latest first."`
+	Name   string          `json:"name,omitempty" jsonschema:"Only the task with this name."`
+	Limit  int             `json:"limit,omitempty" jsonschema:"Tasks per page, 1–200; default 50."`
+	Cursor string          `json:"cursor,omitempty" jsonschema:"The cursor of the previous page, to read the next one. A null cursor in an answer means it was the last page."`
+}
+
+// taskOut is the answer of every tool that returns one task.
+type taskOut = errandapi.TaskResponse
+
+var taskTools = []tool{
+	define(spec{
+		name: "tasks_add", title: "Add tasks", need: errandapi.RoleWrite,
+		desc: "Add 1–100 tasks to a queue. Each is delivered to its target (push queue) or held for tasks_lease (pull queue) when it is due, and retried with backoff until it succeeds or its attempts are spent. Tasks added here get source \"mcp\". Returns one result per task: {ok, id, name, state, runAt} or {ok: false, code, id, message}.",
+		shape: func(s *jsonschema.Schema) {
+			one, hundred := 1, 100
+			s.Properties["tasks"].MinItems, s.Properties["tasks"].MaxItems = &one, &hundred
+		},
+	}, func(ctx context.Context, c *client.Client, in addIn) (*errandapi.AddResponse, string, error) {
+		tasks := make([]errandapi.NewTask, len(in.Tasks))
+		for i, t := range in.Tasks {
+			tasks[i] = errandapi.NewTask{Payload: t.Payload, Name: t.Name, Params: t.Params, Target: t.Target,
+				Delay: t.Delay, RunAt: t.RunAt, DeadlineSeconds: t.DeadlineSeconds}
+		}
+		res, err := c.AddTasks(ctx, in.Instance, in.Queue, tasks...)
+		if err != nil {
+			return nil, "", err
+		}
+		added, refused := 0, []string{}
+		for i, r := range res {
+			if r.OK {
+				added++
+			} else {
+				refused = append(refused, fmt.Sprintf("tasks[%d] %s (id %s)", i, r.Code, r.ID))
+			}
+		}
+		summary := fmt.Sprintf("added %d of %d tasks to %s/%s", added, len(res), in.Instance, in.Queue)
+		if len(res) == 1 && added == 1 {
+			summary += fmt.Sprintf(": id %s, %s, due %s", res[0].ID, res[0].State, when(res[0].RunAt))
+		}
+		if len(refused) > 0 {
+			summary += "; refused: " + strings.Join(refused, ", ")
+		}
+		return &errandapi.AddResponse{Tasks: res}, summary, nil
+	}),
+	define(spec{
+		name: "tasks_list", title: "List tasks", need: errandapi.RoleRead, readOnly: true, idempotent: true,
+		desc: "List one page of a queue's tasks, without payloads (tasks_get shows one task whole). Filter by state or name; read further pages with the cursor the previous page returned.",
+		shape: func(s *jsonschema.Schema) {
+			vals := make([]string, len(states))
+			for i, st := range states {
+				vals[i] = string(st)
+			}
+			enum(s, "state", vals...)
+			bounds(s, "limit", 1, 200)
+		},
+	}, func(ctx context.Context, c *client.Client, in listIn) (*errandapi.TaskPage, string, error) {
+		page, err := c.ListTasks(ctx, in.Instance, in.Queue, client.ListOptions{State: in.State, Name: in.Name, Limit: in.Limit, Cursor: in.Cursor})
+		if err != nil {
+			return nil, "", err
+		}
+		what := "tasks"
+		if in.State != "" {
+			what = string(in.State) + " tasks"
+		}
+		summary := fmt.Sprintf("%d %s in %s/%s", len(page.Tasks), what, in.Instance, in.Queue)
+		if page.Cursor != nil {
+			summary += fmt.Sprintf("; more: call again with cursor %q", *page.Cursor)
+		} else {
+			summary += "; this is the last page"
+		}
+		return page, summary, nil
+	}),
+	define(spec{
+		name: "tasks_get", title: "Get a task", need: errandapi.RoleRead, readOnly: true, idempotent: true,
+		desc: "Get one task with its payload, result, and every attempt with its status, HTTP status and error.",
+	}, oneTask(func(ctx context.Context, c *client.Client, in taskArg) (*errandapi.Task, error) {
+		return c.GetTask(ctx, in.Instance, in.ID)
+	}, "")),
+	define(spec{
+		name: "tasks_run", title: "Run a task now", need: errandapi.RoleWrite, idempotent: true,
+		desc: "Make a scheduled or retrying task due now, without waiting for its delay or backoff. A finished task answers NOT_RUNNABLE.",
+	}, oneTask(func(ctx context.Context, c *client.Client, in taskArg) (*errandapi.Task, error) {
+		return c.RunTask(ctx, in.Instance, in.ID)
+	}, "due now: ")),
+	define(spec{
+		name: "tasks_cancel", title: "Cancel a task", need: errandapi.RoleWrite, idempotent: true,
+		desc: "Cancel a task that is scheduled or waiting to retry: it will not run. A task whose attempt is running answers RUNNING_NOT_CANCELLABLE; a finished one NOT_CANCELLABLE.",
+	}, oneTask(func(ctx context.Context, c *client.Client, in taskArg) (*errandapi.Task, error) {
+		return c.CancelTask(ctx, in.Instance, in.ID)
+	}, "cancelled: ")),
+	define(spec{
+		name: "tasks_retry", title: "Retry a failed task", need: errandapi.RoleWrite,
+		desc: "Run a failed task again with a fresh budget of attempts; it is due at once. Only a failed task can be retried (NOT_RETRYABLE otherwise).",
+	}, oneTask(func(ctx context.Context, c *client.Client, in taskArg) (*errandapi.Task, error) {
+		return c.RetryTask(ctx, in.Instance, in.ID)
+	}, "retrying: ")),
+}
+
+// oneTask is a tool over a call that answers one task.
+func oneTask[In any](call func(context.Context, *client.Client, In) (*errandapi.Task, error), prefix string) func(context.Context, *client.Client, In) (*taskOut, string, error) {
+	return func(ctx context.Context, c *client.Client, in In) (*taskOut, string, error) {
+		t, err := call(ctx, c, in)
+		if err != nil {
+			return nil, "", err
+		}
+		if t == nil {
+			return nil, "", errors.New("the server answered no task")
+		}
+		return &taskOut{Task: t}, prefix + taskText(t), nil
+	}
+}

@@ -1,0 +1,92 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/errandhq/errand/client"
+	"github.com/errandhq/errand/errandapi"
+)
+
+// tool is one MCP tool: its definition, the grant it needs (its key must
+// hold it on some instance for a session to list it) and its handler.
+type tool struct {
+	def  *mcp.Tool
+	need errandapi.Role
+	// call runs the tool with a client carrying the session's key.
+	call func(ctx context.Context, c *client.Client, args json.RawMessage) *mcp.CallToolResult
+}
+
+// spec describes a tool to define.
+type spec struct {
+	name, title, desc string
+	need              errandapi.Role
+	// readOnly, destructive and idempotent become the tool's annotations.
+	readOnly, destructive, idempotent bool
+	// shape adjusts the inferred input schema (enums, bounds).
+	shape func(*jsonschema.Schema)
+}
+
+// define makes a tool whose input is In (its schema inferred from In's
+// `jsonschema` tags) and whose structured output is Out. run returns the
+// output and a one-line summary for the model, or an error that becomes a
+// tool error with its API code.
+func define[In, Out any](s spec, run func(ctx context.Context, c *client.Client, in In) (Out, string, error)) tool {
+	in, out := schemaOf[In](), schemaOf[Out]()
+	if s.shape != nil {
+		s.shape(in)
+	}
+	resolved, err := in.Resolve(nil)
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: input schema: %v", s.name, err))
+	}
+	destructive := s.destructive
+	def := &mcp.Tool{
+		Name: s.name, Title: s.title, Description: s.desc, InputSchema: in, OutputSchema: out,
+		Annotations: &mcp.ToolAnnotations{Title: s.title, ReadOnlyHint: s.readOnly,
+			DestructiveHint: &destructive, IdempotentHint: s.idempotent},
+	}
+	return tool{def: def, need: s.need, call: func(ctx context.Context, c *client.Client, args json.RawMessage) *mcp.CallToolResult {
+		var v In
+		if err := decodeArgs(args, resolved, &v); err != nil {
+			return errorResult(err)
+		}
+		o, summary, err := run(ctx, c, v)
+		if err != nil {
+			return errorResult(err)
+		}
+		raw, err := json.Marshal(o)
+		if err != nil {
+			return errorResult(err)
+		}
+		return &mcp.CallToolResult{
+			StructuredContent: json.RawMessage(raw),
+			// The summary first; the JSON too, for clients that give the
+			// model only the content (a leased task's leaseId must reach it).
+			Content: []mcp.Content{&mcp.TextContent{Text: summary}, &mcp.TextContent{Text: string(raw)}},
+		}
+	}}
+}
+
+// decodeArgs validates a call's arguments against the tool's input schema
+// and decodes them into v; a refusal is INVALID_ARGUMENT.
+func decodeArgs(args json.RawMessage, resolved *jsonschema.Resolved, v any) error {
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	var generic any
+	if err := json.Unmarshal(args, &generic); err != nil {
+		return refuse(errandapi.CodeInvalidArgument, "arguments: %v", err)
+	}
+	if err := resolved.Validate(generic); err != nil {
+		return refuse(errandapi.CodeInvalidArgument, "arguments: %v", err)
+	}
+	if err := json.Unmarshal(args, v); err != nil {
+		return refuse(errandapi.CodeInvalidArgument, "arguments: %v", err)
+	}
+	return nil
+}

@@ -1,0 +1,121 @@
+package mcp_test
+
+import (
+	"context"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/errandhq/errand/errandapi"
+	errandmcp "github.com/errandhq/errand/internal/mcp"
+)
+
+// toolsFor is the sorted names of the tools a key whose strongest grant
+// is role lists.
+func toolsFor(role errandapi.Role) []string {
+	var out []string
+	for name, need := range errandmcp.ToolNames() {
+		if role.Includes(need) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestToolsPerGrant: over HTTP in serve mode, a session lists exactly the
+// tools its key's strongest grant allows (a read key sees no write tool, a
+// write key no full tool); a key without a valid token cannot open one;
+// errand dev lists every tool.
+func TestToolsPerGrant(t *testing.T) {
+	n := startNode(t, false)
+	all := slices.Sorted(maps.Keys(errandmcp.ToolNames()))
+	if len(all) != 18 {
+		t.Fatalf("%d tools: %v", len(all), all)
+	}
+	read := []string{"tasks_get", "tasks_list", "tasks_list_queues"}
+	if got := toolsFor(errandapi.RoleRead); !slices.Equal(got, read) {
+		t.Fatalf("read tools %v", got)
+	}
+	for _, c := range []struct {
+		grants []string
+		want   []string
+	}{
+		{[]string{"read:jobs"}, read},
+		{[]string{"write:jobs"}, toolsFor(errandapi.RoleWrite)},
+		{[]string{"read:jobs", "write:other"}, toolsFor(errandapi.RoleWrite)},
+		{[]string{"full:*"}, all},
+	} {
+		s := n.session(n.key(c.grants...))
+		got := s.tools()
+		if !slices.Equal(got, c.want) {
+			t.Errorf("key %v lists %v, want %v", c.grants, got, c.want)
+		}
+		// A tool not listed cannot be called either.
+		if !slices.Contains(got, "tasks_add") {
+			if _, err := s.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "tasks_add",
+				Arguments: map[string]any{"instance": "jobs", "queue": "default", "tasks": []any{map[string]any{}}}}); err == nil {
+				t.Errorf("key %v called tasks_add, which it does not list", c.grants)
+			}
+		}
+	}
+	if w := toolsFor(errandapi.RoleWrite); slices.Contains(w, "tasks_set_queue") || !slices.Contains(w, "tasks_ack") || len(w) != 11 {
+		t.Fatalf("write tools %v", w)
+	}
+	for _, key := range []string{"", "errk_" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "not-a-key"} {
+		if cs, err := n.connect(key); err == nil {
+			cs.Close()
+			t.Errorf("key %q opened a session", key)
+		}
+	}
+	if got := startNode(t, true).session("").tools(); !slices.Equal(got, all) {
+		t.Fatalf("dev lists %v", got)
+	}
+}
+
+// TestGuideIsTheDoc: docs://tasks/guide is docs/agent-guide.md byte for
+// byte, over HTTP, for every key.
+func TestGuideIsTheDoc(t *testing.T) {
+	n := startNode(t, false)
+	s := n.session(n.key("read:jobs"))
+	res, err := s.cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: errandmcp.GuideURI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGuide(t, res)
+}
+
+// checkGuide checks a read of the guide against docs/agent-guide.md.
+func checkGuide(t *testing.T, res *mcp.ReadResourceResult) {
+	t.Helper()
+	want, err := os.ReadFile("../../docs/agent-guide.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Contents) != 1 || res.Contents[0].Text != string(want) || res.Contents[0].MIMEType != "text/markdown" || res.Contents[0].URI != errandmcp.GuideURI {
+		t.Fatalf("the guide is not docs/agent-guide.md: %+v", res.Contents)
+	}
+	for _, topic := range []string{"## Targets", "## Retries", "## Triggers", "## Pull workers"} {
+		if !strings.Contains(string(want), topic) {
+			t.Errorf("the guide has no section %q", topic)
+		}
+	}
+}
+
+// TestDocsNameEveryTool: docs/mcp.md and the guide cannot fall behind the
+// tools: each tool is in docs/mcp.md's table with the grant it needs.
+func TestDocsNameEveryTool(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/mcp.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, need := range errandmcp.ToolNames() {
+		if !strings.Contains(string(doc), "| `"+name+"` | "+string(need)+" |") {
+			t.Errorf("docs/mcp.md has no row | `%s` | %s |", name, need)
+		}
+	}
+}
