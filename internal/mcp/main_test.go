@@ -3,13 +3,18 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,7 +31,44 @@ import (
 	"github.com/errandhq/errand/internal/testkit/stores"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	bin       string
+	buildErr  error
+)
+
+// errandBinary builds cmd/errand once per run.
+func errandBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if binDir, buildErr = os.MkdirTemp("", "errand-mcp-test"); buildErr != nil {
+			return
+		}
+		bin = filepath.Join(binDir, "errand")
+		cmd := exec.Command("go", "build", "-o", bin, "../../cmd/errand")
+		cmd.Stderr = os.Stderr
+		buildErr = cmd.Run()
+	})
+	if buildErr != nil {
+		t.Fatalf("build: %v", buildErr)
+	}
+	return bin
+}
 
 var (
 	t0    = time.UnixMilli(1_790_000_000_000)

@@ -1,0 +1,112 @@
+package mcp_test
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/errandhq/errand/errandapi"
+)
+
+// TestErrorsCarryCodes: refusals of the API come back as tool errors with
+// its code, status and message, and a next step; arguments that do not fit
+// a tool's schema are INVALID_ARGUMENT before any call.
+func TestErrorsCarryCodes(t *testing.T) {
+	n := startNode(t, false)
+	s := n.session(n.key("full:jobs"))
+	s.ok("create_instance", obj{"name": "jobs"}, nil)
+	s.ok("tasks_set_queue", obj{"instance": "jobs", "queue": "work", "mode": "pull"}, nil)
+	var added errandapi.AddResponse
+	s.ok("tasks_add", obj{"instance": "jobs", "queue": "work", "tasks": []any{obj{"name": "a"}}}, &added)
+	id := added.Tasks[0].ID
+
+	cases := []struct {
+		tool   string
+		args   obj
+		code   string
+		status float64
+		msg    string
+	}{
+		{"tasks_get", obj{"instance": "jobs", "id": "0nosuchtask"}, "NOT_FOUND", 404, ""},
+		{"tasks_list_queues", obj{"instance": "elsewhere"}, "NOT_FOUND", 404, ""},
+		{"tasks_add", obj{"instance": "jobs", "queue": "work", "tasks": []any{obj{"name": "a"}}}, "TASK_EXISTS", 409, ""},
+		{"tasks_add", obj{"instance": "jobs", "queue": "default", "tasks": []any{obj{"payload": 1}}}, "NO_TARGET", 400, ""},
+		{"tasks_add", obj{"instance": "jobs", "queue": "work", "tasks": []any{obj{"name": "bad name!"}}}, "INVALID_ARGUMENT", 400, "name: "},
+		{"tasks_lease", obj{"instance": "jobs", "queue": "default"}, "WRONG_MODE", 400, ""},
+		{"tasks_ack", obj{"instance": "jobs", "id": id, "leaseId": "nolease"}, "LEASE_LOST", 409, ""},
+		{"tasks_retry", obj{"instance": "jobs", "id": id}, "NOT_RETRYABLE", 400, ""},
+		{"tasks_set_queue", obj{"instance": "jobs", "queue": "work", "maxAttempts": 0}, "INVALID_ARGUMENT", 400, "arguments"},
+		{"tasks_list", obj{"instance": "jobs", "queue": "work", "limit": 500}, "INVALID_ARGUMENT", 400, "arguments"},
+		{"tasks_list", obj{"instance": "jobs", "queue": "work", "state": "done"}, "INVALID_ARGUMENT", 400, "arguments"},
+		{"tasks_get", obj{"instance": "jobs", "id": id, "owner": "other"}, "INVALID_ARGUMENT", 400, "arguments"},
+		{"tasks_get", obj{"instance": "jobs"}, "INVALID_ARGUMENT", 400, "arguments"},
+		{"create_instance", obj{"name": "other"}, "PERMISSION_DENIED", 403, "full"},
+	}
+	for _, c := range cases {
+		data := s.refused(c.tool, c.args, c.code)
+		if data["status"] != c.status || !strings.Contains(data["message"].(string), c.msg) {
+			t.Errorf("%s(%v): %v, want status %v and a message with %q", c.tool, c.args, data, c.status, c.msg)
+		}
+		if c.code == "TASK_EXISTS" && data["id"] != id {
+			t.Errorf("TASK_EXISTS names id %v, want %s", data["id"], id)
+		}
+	}
+
+	// A key that lists the write tools because of another instance is
+	// still checked by the API on each call.
+	w := n.session(n.key("read:jobs", "write:other"))
+	w.refused("tasks_add", obj{"instance": "jobs", "queue": "work", "tasks": []any{obj{}}}, "PERMISSION_DENIED")
+	w.refused("tasks_cancel", obj{"instance": "jobs", "id": id}, "PERMISSION_DENIED")
+}
+
+// TestConfirmRequired: purge and delete without confirm: true answer
+// CONFIRM_REQUIRED and change nothing.
+func TestConfirmRequired(t *testing.T) {
+	n := startNode(t, true)
+	s := n.session("")
+	s.ok("tasks_set_queue", obj{"instance": "jobs", "queue": "work", "mode": "pull"}, nil)
+	s.ok("tasks_add", obj{"instance": "jobs", "queue": "work", "tasks": []any{obj{}, obj{}}}, nil)
+	for _, tool := range []string{"tasks_purge_queue", "tasks_delete_queue"} {
+		for _, args := range []obj{{"instance": "jobs", "queue": "work"}, {"instance": "jobs", "queue": "work", "confirm": false}} {
+			data := s.refused(tool, args, "CONFIRM_REQUIRED")
+			if !strings.Contains(data["message"].(string), "confirm must be true") {
+				t.Errorf("%s: %v", tool, data)
+			}
+		}
+	}
+	var page errandapi.TaskPage
+	s.ok("tasks_list", obj{"instance": "jobs", "queue": "work"}, &page)
+	if len(page.Tasks) != 2 {
+		t.Fatalf("a refused purge or delete removed tasks: %+v", page)
+	}
+}
+
+// TestSessionBoundToKey: a session's later request with another key is
+// refused, and a request without a key never reaches the session.
+func TestSessionBoundToKey(t *testing.T) {
+	n := startNode(t, false)
+	s := n.session(n.key("full:*"))
+	other := n.key("full:*")
+	body := `{"jsonrpc":"2.0","id":99,"method":"tools/list"}`
+	for key, want := range map[string]int{other: http.StatusForbidden, "": http.StatusUnauthorized} {
+		req, _ := http.NewRequest("POST", n.srv.URL+"/mcp", bytes.NewBufferString(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", s.cs.ID())
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := n.hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("key %q on another key's session: %d, want %d", key, resp.StatusCode, want)
+		}
+	}
+	if got := s.tools(); len(got) != 18 {
+		t.Fatalf("the session's own key: %v", got)
+	}
+}
