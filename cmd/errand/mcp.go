@@ -32,7 +32,7 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	c, err := client.New(*url, client.Options{APIKey: *key, Source: "mcp", UserAgent: "errand-mcp"})
+	c, err := client.New(*url, mcp.ClientOptions(*key, nil))
 	if err != nil {
 		return fmt.Errorf("--url: %w", err)
 	}

@@ -53,6 +53,16 @@ func TestErrorsCarryCodes(t *testing.T) {
 		}
 	}
 
+	// RATE_LIMITED comes back at once with the wait (the fake clock
+	// never refills the bucket).
+	s.ok("patch_instance_config", obj{"instance": "jobs", "rateLimit": 1}, nil)
+	s.ok("tasks_list_queues", obj{"instance": "jobs"}, nil)
+	res := s.call("tasks_list_queues", obj{"instance": "jobs"})
+	if !res.IsError || !strings.HasPrefix(text(res), "RATE_LIMITED: ") || !strings.Contains(text(res), "wait 1 s") {
+		t.Fatalf("past the rate limit: %q", text(res))
+	}
+	s.ok("patch_instance_config", obj{"instance": "jobs", "rateLimit": nil}, nil)
+
 	// A key that lists the write tools because of another instance is
 	// still checked by the API on each call.
 	w := n.session(n.key("read:jobs", "write:other"))

@@ -59,8 +59,7 @@ func NewHTTPHandler(cfg HTTPConfig) *HTTPHandler {
 	newClient := func(key string) (*client.Client, error) {
 		// The host is never dialled: inProcess serves every request. It is a
 		// loopback name, which the node's Host guard always accepts.
-		return client.New("http://localhost", client.Options{APIKey: key, Source: "mcp",
-			HTTPClient: &http.Client{Transport: inProcess{h: cfg.API}}, UserAgent: "errand-mcp"})
+		return client.New("http://localhost", ClientOptions(key, &http.Client{Transport: inProcess{h: cfg.API}}))
 	}
 	clientFor := func(_ context.Context, extra *mcp.RequestExtra) (*client.Client, error) {
 		if extra == nil || extra.TokenInfo == nil {
