@@ -23,7 +23,7 @@ func FuzzParseAdd(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		ins, err := parseAdd(raw)
+		ins, err := parseAdd(raw, task.SourceAPI)
 		if err != nil {
 			te, ok := err.(*task.Error)
 			if !ok || (te.Code != task.CodeInvalidArgument && te.Code != task.CodePayloadTooLarge) || te.Field == "" {
@@ -52,7 +52,7 @@ func FuzzParseAdd(f *testing.F) {
 		if len(ins) == 1 && bytes.HasPrefix(bytes.TrimSpace(raw), []byte("[")) {
 			var items []json.RawMessage
 			_ = json.Unmarshal(raw, &items)
-			if again, err := parseAdd(items[0]); err != nil || len(again) != 1 || !bytes.Equal(again[0].Payload, ins[0].Payload) {
+			if again, err := parseAdd(items[0], task.SourceAPI); err != nil || len(again) != 1 || !bytes.Equal(again[0].Payload, ins[0].Payload) {
 				t.Fatalf("%q alone: %v", items[0], err)
 			}
 		}

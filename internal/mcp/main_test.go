@@ -100,7 +100,9 @@ func startNode(t *testing.T, dev bool) *node {
 	var api *httpapi.Server
 	n.mcp = errandmcp.NewHTTPHandler(errandmcp.HTTPConfig{Dev: dev, Logger: quiet,
 		API: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { api.ServeHTTP(w, r) })})
-	api = httpapi.New(httpapi.Config{Engine: eng, Auth: a, Logger: quiet, Extra: map[string]http.Handler{"/mcp": n.mcp}})
+	// On loopback, as cmd/errand: only loopback Host names are answered.
+	api = httpapi.New(httpapi.Config{Engine: eng, Auth: a, Logger: quiet, Hosts: httpapi.LoopbackHosts(""),
+		Extra: map[string]http.Handler{"/mcp": n.mcp}})
 	n.srv = httptest.NewServer(api)
 	n.hc = &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(func() {
