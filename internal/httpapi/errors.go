@@ -27,6 +27,13 @@ func writeBatchRefused(w http.ResponseWriter, body any) { writeJSON(w, http.Stat
 // logged under a fresh request id, and the answer gives that id alone, in
 // its message and in the X-Request-Id header, so an operator can find it.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	te := s.taskError(r, err)
+	writeJSON(w, StatusOf(te.Code), errandapi.ErrorResponse{Error: errandapi.ErrorDetail{Code: te.Code, Message: te.Message}})
+}
+
+// taskError is err as the coded error to answer: a cancelled request is
+// UNAVAILABLE, and an error without a code is logged and becomes INTERNAL.
+func (s *Server) taskError(r *http.Request, err error) *task.Error {
 	var te *task.Error
 	switch {
 	case errors.As(err, &te):
@@ -39,5 +46,5 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("X-Request-Id", rid)
 		te = task.Errorf(task.CodeInternal, "internal error; request id %s", rid)
 	}
-	writeJSON(w, StatusOf(te.Code), errandapi.ErrorResponse{Error: errandapi.ErrorDetail{Code: te.Code, Message: te.Message}})
+	return te
 }

@@ -1,0 +1,14 @@
+package engine
+
+import (
+	"context"
+	"errors"
+)
+
+func (e *Engine) runBackupExport(ctx context.Context, j *opsRun) (any, error) {
+	return nil, errors.New("backup.export: not built yet")
+}
+
+func (e *Engine) runInstanceBackup(ctx context.Context, j *opsRun) (any, error) {
+	return nil, errors.New("instance.backup: not built yet")
+}
