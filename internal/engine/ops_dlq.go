@@ -139,68 +139,74 @@ func (e *Engine) runDLQReplay(ctx context.Context, j *opsRun) (any, error) {
 		return nil, err
 	}
 	defer e.changed()
-	replay := func(id string) error {
-		_, err := e.store.TaskUpdate(ctx, d.inst.ID, id, func(t *task.Task) error { return t.Retry(e.now()) })
-		switch task.ErrorCode(err) {
-		case "":
-			d.cp.Replayed++
-		case task.CodeNotRetryable:
-			d.cp.Skipped++
-		case task.CodeNotFound:
-			d.cp.Refused++
-		default:
-			return err
+	// replay retries ids in one transaction and reports which were.
+	replay := func(ids []string) ([]bool, error) {
+		errs, err := e.store.TaskUpdateMany(ctx, &store.TaskUpdateManyParams{InstanceID: d.inst.ID, IDs: ids,
+			Fn: func(t *task.Task) error { return t.Retry(e.now()) }})
+		if err != nil {
+			return nil, err
 		}
-		return nil
+		done := make([]bool, len(ids))
+		for i, err := range errs {
+			switch task.ErrorCode(err) {
+			case "":
+				d.cp.Replayed++
+				done[i] = true
+			case task.CodeNotRetryable:
+				d.cp.Skipped++
+			case task.CodeNotFound:
+				d.cp.Refused++
+			default:
+				return nil, err
+			}
+		}
+		e.changed()
+		return done, nil
 	}
 	switch {
 	case len(d.sel.IDs) > 0:
 		err = d.byIDs(ctx, func(ids []string) error {
-			for _, id := range ids {
-				if err := replay(id); err != nil {
-					return err
-				}
-			}
-			e.changed()
-			return nil
+			_, err := replay(ids)
+			return err
 		})
 	case d.sel.Queue != "":
 		err = d.pages(ctx, func(ts []*task.Task) error {
+			var ids []string
 			for _, t := range ts {
-				if t.FinishedAt > d.cp.Since {
-					continue // failed after the job started: not part of it
-				}
-				if err := replay(t.ID); err != nil {
-					return err
+				if t.FinishedAt <= d.cp.Since { // a later failure is not part of the job
+					ids = append(ids, t.ID)
 				}
 			}
-			e.changed()
-			return nil
+			_, err := replay(ids)
+			return err
 		})
 	default:
 		// A dead-letter queue's copies: the original (deadLetterOf) is
 		// replayed and the copy, its job done, is removed unless a worker
 		// holds it right now.
 		err = d.pages(ctx, func(ts []*task.Task) error {
-			var done []string
+			var originals, copies []string
 			for _, t := range ts {
-				if t.CreatedAt > d.cp.Since {
-					continue
-				}
-				if t.DeadLetterOf == "" {
+				switch {
+				case t.CreatedAt > d.cp.Since:
+				case t.DeadLetterOf == "":
 					d.cp.Skipped++
-					continue
-				}
-				before := d.cp.Replayed
-				if err := replay(t.DeadLetterOf); err != nil {
-					return err
-				}
-				if d.cp.Replayed > before {
-					done = append(done, t.ID)
+				default:
+					originals = append(originals, t.DeadLetterOf)
+					copies = append(copies, t.ID)
 				}
 			}
-			_, err := e.store.TaskDelete(ctx, &store.TaskDeleteParams{InstanceID: d.inst.ID, IDs: done, States: notRunning})
-			e.changed()
+			replayed, err := replay(originals)
+			if err != nil {
+				return err
+			}
+			var done []string
+			for i, ok := range replayed {
+				if ok {
+					done = append(done, copies[i])
+				}
+			}
+			_, err = e.store.TaskDelete(ctx, &store.TaskDeleteParams{InstanceID: d.inst.ID, IDs: done, States: notRunning})
 			return err
 		})
 	}

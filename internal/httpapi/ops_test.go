@@ -39,7 +39,7 @@ func (b *bundle) job(kind, key string, payload any) res {
 // own goroutines; the fake clock is never moved here).
 func (b *bundle) waitJob(jobID, status string) res {
 	b.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		r := b.do("GET", "/api/tasks/"+jobID, nil).want(b.t, 200, "")
 		if r.obj("task")["status"] == status {

@@ -19,6 +19,19 @@ type OpsStore interface {
 	// An id of no task of the instance, or of a task in another state, is
 	// left alone (the caller counts it).
 	TaskDelete(ctx context.Context, p *TaskDeleteParams) (int, error)
+	// TaskUpdateMany is TaskUpdate for many tasks of one instance in one
+	// transaction: each row is read under a write lock, p.Fn (a domain
+	// method) applied, and stored if Fn returned nil. The result holds one
+	// error per id, in order: nil, task.ErrNotFound for an id of no task of
+	// the instance, or Fn's error unchanged (that row is not written).
+	TaskUpdateMany(ctx context.Context, p *TaskUpdateManyParams) ([]error, error)
+}
+
+// TaskUpdateManyParams names the tasks to update and how.
+type TaskUpdateManyParams struct {
+	InstanceID string
+	IDs        []string
+	Fn         func(*task.Task) error
 }
 
 // TaskPageParams selects one page of an instance's tasks.

@@ -2,6 +2,9 @@ package postgres
 
 import (
 	"context"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
@@ -11,6 +14,10 @@ import (
 // operations instance it serves holds few rows, so the sort is cheap.
 var sqlTaskPage = `SELECT ` + cols("", taskListCols) + ` FROM tasks
 	WHERE instance_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`
+
+// sqlTaskLockMany reads and locks the listed tasks of an instance, in id
+// order so that two such calls never wait on each other in a cycle.
+var sqlTaskLockMany = sqlTaskGetMany + ` ORDER BY id FOR NO KEY UPDATE`
 
 // sqlTaskDelete removes the listed ids that are in one of the listed states.
 const sqlTaskDelete = `DELETE FROM tasks WHERE instance_id = $1 AND id = ANY($2) AND state = ANY($3)`
@@ -39,3 +46,53 @@ func (s *Store) TaskDelete(ctx context.Context, p *store.TaskDeleteParams) (int,
 	}
 	return int(tag.RowsAffected()), nil
 }
+
+// TaskUpdateMany implements store.OpsStore: one locking read, then the
+// updates in one batch.
+func (s *Store) TaskUpdateMany(ctx context.Context, p *store.TaskUpdateManyParams) ([]error, error) {
+	out := make([]error, len(p.IDs))
+	if len(p.IDs) == 0 {
+		return out, nil
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, sqlTaskLockMany, p.InstanceID, p.IDs)
+		if err != nil {
+			return interpretError(err)
+		}
+		ts, err := scanTasks(rows, true)
+		if err != nil {
+			return err
+		}
+		got := store.ByID(ts)
+		var b pgx.Batch
+		for i, id := range p.IDs {
+			t := got[id]
+			if t == nil {
+				out[i] = task.ErrNotFound
+				continue
+			}
+			result, history := t.Result, slices.Clone(t.Attempts)
+			if err := p.Fn(t); err != nil {
+				out[i] = err
+				continue
+			}
+			attempts, err := attemptsJSON(t.Attempts)
+			if err != nil {
+				return err
+			}
+			b.Queue(sqlTaskUpdate, p.InstanceID, id, string(t.State), t.Attempt, t.MaxAttempts, t.RunAt,
+				t.StartedAt, t.DeadlineAt, t.FinishedAt, t.LeaseID, t.LeaseExpiresAt, t.LastError,
+				!equalBytes(result, t.Result), !slices.Equal(history, t.Attempts), nullBytes(t.Result), attempts)
+		}
+		if b.Len() == 0 {
+			return nil
+		}
+		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+			return interpretError(err)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func equalBytes(a, b []byte) bool { return string(a) == string(b) }

@@ -56,3 +56,34 @@ func (s *Store) TaskDelete(ctx context.Context, p *store.TaskDeleteParams) (int,
 	})
 	return n, err
 }
+
+// TaskUpdateMany implements store.OpsStore.
+func (s *Store) TaskUpdateMany(ctx context.Context, p *store.TaskUpdateManyParams) ([]error, error) {
+	out := make([]error, len(p.IDs))
+	err := s.write(ctx, func(w *wtx) error {
+		for i, id := range p.IDs {
+			t, err := scanTask(w.queryRow(qTaskGet, p.InstanceID, id), true)
+			if task.IsCode(err, task.CodeNotFound) {
+				out[i] = task.ErrNotFound
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if err := p.Fn(t); err != nil {
+				out[i] = err
+				continue
+			}
+			t.InstanceID, t.ID = p.InstanceID, id
+			args, err := taskSetArgs(make([]any, 0, len(taskSetNames)+2), t)
+			if err != nil {
+				return err
+			}
+			if _, err := w.exec(qTaskUpdate, append(args, p.InstanceID, id)...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
