@@ -2,13 +2,14 @@ package engine
 
 import (
 	"context"
-	"errors"
 )
 
+// runBackupExport produces the owner's configuration bundle as the job's
+// result (at most 64 KiB, as every result; ExportBundle has no cap).
 func (e *Engine) runBackupExport(ctx context.Context, j *opsRun) (any, error) {
-	return nil, errors.New("backup.export: not built yet")
-}
-
-func (e *Engine) runInstanceBackup(ctx context.Context, j *opsRun) (any, error) {
-	return nil, errors.New("instance.backup: not built yet")
+	b, err := e.ExportBundle(ctx, j.owner)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
 }
