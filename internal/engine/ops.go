@@ -128,6 +128,11 @@ func (e *Engine) OpsSubmit(ctx context.Context, org, kind string, payload json.R
 	if err := CheckOpsPayload(kind, payload); err != nil {
 		return nil, false, err
 	}
+	if kind == task.KindInstanceBackup {
+		if err := e.checkBackupConfigured(); err != nil {
+			return nil, false, err
+		}
+	}
 	inst, err := e.opsInstance(ctx, org)
 	if err != nil {
 		return nil, false, err
