@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -159,8 +160,8 @@ func (e *Engine) ImportBundle(ctx context.Context, org string, b *Bundle) (*Impo
 			if bq.DeadLetterQueue != "" && !names[bq.DeadLetterQueue] {
 				return nil, task.FieldErrorf(task.CodeInvalidArgument, qf+".deadLetterQueue", "names %q, which the bundle does not hold", bq.DeadLetterQueue)
 			}
-			if inst, err := e.store.InstanceGet(ctx, org, bi.Name); err == nil {
-				if old, err := e.store.QueueGet(ctx, inst.ID, bq.Name); err == nil && old.Mode != bq.Mode {
+			if inst, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: bi.Name}); err == nil {
+				if old, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: inst.ID, Name: bq.Name}); err == nil && old.Mode != bq.Mode {
 					return nil, task.FieldErrorf(task.CodeInvalidArgument, qf+".mode", "queue %s/%s exists as a %s queue; a queue's mode cannot change", bi.Name, bq.Name, old.Mode)
 				}
 			}
@@ -177,7 +178,7 @@ func (e *Engine) ImportBundle(ctx context.Context, org string, b *Bundle) (*Impo
 }
 
 func (e *Engine) importInstance(ctx context.Context, org string, bi BundleInstance, rep *ImportReport) error {
-	inst, err := e.store.InstanceGet(ctx, org, bi.Name)
+	inst, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: bi.Name})
 	if task.IsCode(err, task.CodeNotFound) {
 		inst, err = e.InstanceCreate(ctx, org, bi.Name)
 		if err == nil {
@@ -190,7 +191,7 @@ func (e *Engine) importInstance(ctx context.Context, org string, bi BundleInstan
 		return err
 	}
 	if BundleSettings(inst.Settings) != bi.Settings {
-		if _, err := e.store.InstanceUpdate(ctx, org, bi.Name, func(i *task.Instance) error {
+		if _, err := e.store.InstanceUpdate(ctx, store.InstanceRef{Org: org, Name: bi.Name}, func(i *task.Instance) error {
 			return settingsPatch(bi.Settings).Apply(&i.Settings)
 		}); err != nil {
 			return err
@@ -219,7 +220,7 @@ func (e *Engine) importQueue(ctx context.Context, inst *task.Instance, instName 
 	if pass == 0 {
 		want.DeadLetterQueue = ""
 	}
-	old, err := e.store.QueueGet(ctx, inst.ID, bq.Name)
+	old, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: inst.ID, Name: bq.Name})
 	if task.IsCode(err, task.CodeNotFound) {
 		q := task.NewQueue(inst.ID, bq.Name, bq.Mode)
 		if err := want.patch().Apply(q, true, e.rules); err != nil {
@@ -245,7 +246,7 @@ func (e *Engine) importQueue(ctx context.Context, inst *task.Instance, instName 
 		}
 		return nil
 	}
-	if _, err := e.store.QueueUpdate(ctx, inst.ID, bq.Name, func(q *task.Queue) error {
+	if _, err := e.store.QueueUpdate(ctx, store.QueueRef{InstanceID: inst.ID, Name: bq.Name}, func(q *task.Queue) error {
 		return want.patch().Apply(q, false, e.rules)
 	}); err != nil {
 		return err

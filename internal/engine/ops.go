@@ -74,21 +74,21 @@ func (e *Engine) opsInstance(ctx context.Context, org string) (*task.Instance, e
 	if v, ok := e.ops.ready.Load(org); ok {
 		return v.(*task.Instance), nil
 	}
-	inst, err := e.store.InstanceGet(ctx, org, task.OpsInstance)
+	inst, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: task.OpsInstance})
 	if task.IsCode(err, task.CodeNotFound) {
 		settings := task.DefaultSettings()
 		settings.RetentionDays = e.ops.cfg.RetentionDays
 		inst = &task.Instance{ID: e.newID(), Org: org, Name: task.OpsInstance, CreatedAt: e.now(), Settings: settings, WebhookKey: id.WebhookKey()}
 		err = e.store.InstanceCreate(ctx, inst)
 		if task.IsCode(err, task.CodeInstanceExists) {
-			inst, err = e.store.InstanceGet(ctx, org, task.OpsInstance)
+			inst, err = e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: task.OpsInstance})
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
 	for _, kind := range task.OpsKinds {
-		if _, err := e.store.QueueGet(ctx, inst.ID, kind); err == nil {
+		if _, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: inst.ID, Name: kind}); err == nil {
 			continue
 		} else if !task.IsCode(err, task.CodeNotFound) {
 			return nil, err
@@ -137,7 +137,7 @@ func (e *Engine) OpsSubmit(ctx context.Context, org, kind string, payload json.R
 	if err != nil {
 		return nil, false, err
 	}
-	q, err := e.store.QueueGet(ctx, inst.ID, kind)
+	q, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: inst.ID, Name: kind})
 	if err != nil {
 		return nil, false, err
 	}
@@ -159,7 +159,7 @@ func (e *Engine) OpsSubmit(ctx context.Context, org, kind string, payload json.R
 		if r.Err.Code != task.CodeTaskExists {
 			return nil, false, r.Err
 		}
-		old, err := e.store.TaskGet(ctx, inst.ID, r.Err.ID)
+		old, err := e.store.TaskGet(ctx, store.TaskRef{InstanceID: inst.ID, ID: r.Err.ID})
 		if err != nil {
 			return nil, false, err
 		}
@@ -183,7 +183,7 @@ func (e *Engine) OpsGet(ctx context.Context, org, jobID string) (*OpsJob, error)
 	if err != nil {
 		return nil, err
 	}
-	t, err := e.store.TaskGet(ctx, inst.ID, jobID)
+	t, err := e.store.TaskGet(ctx, store.TaskRef{InstanceID: inst.ID, ID: jobID})
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +236,7 @@ func (e *Engine) opsMutate(ctx context.Context, org, jobID string, fn func(*task
 	if err != nil {
 		return nil, err
 	}
-	t, err := e.store.TaskUpdate(ctx, inst.ID, jobID, fn)
+	t, err := e.store.TaskUpdate(ctx, store.TaskRef{InstanceID: inst.ID, ID: jobID}, fn)
 	if err != nil {
 		return nil, err
 	}

@@ -108,7 +108,7 @@ func (e *Engine) runInstanceBackup(ctx context.Context, j *opsRun) (any, error) 
 
 // archiveInstance reads one instance whole into the archive's plaintext.
 func (e *Engine) archiveInstance(ctx context.Context, org, name string) ([]byte, *BackupResult, error) {
-	inst, err := e.store.InstanceGet(ctx, org, name)
+	inst, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: name})
 	if err != nil {
 		return nil, nil, fmt.Errorf("instance %q: %w", name, err)
 	}
@@ -170,7 +170,7 @@ func (e *Engine) RestoreInstance(ctx context.Context, org, into, path string, ke
 	if err := json.Unmarshal(plain, &a); err != nil {
 		return nil, task.FieldErrorf(task.CodeInvalidArgument, "archive", "holds no instance backup: %v", err)
 	}
-	if _, err := e.store.InstanceGet(ctx, org, into); err == nil {
+	if _, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: into}); err == nil {
 		return nil, task.Errorf(task.CodeInstanceExists, "instance %q exists; restore into a new name", into)
 	}
 	inst, err := e.InstanceCreate(ctx, org, into)
@@ -178,7 +178,7 @@ func (e *Engine) RestoreInstance(ctx context.Context, org, into, path string, ke
 		return nil, err
 	}
 	if err := e.fillInstance(ctx, org, inst, &a); err != nil {
-		_ = e.store.InstanceDelete(context.WithoutCancel(ctx), org, into)
+		_ = e.store.InstanceDelete(context.WithoutCancel(ctx), store.InstanceRef{Org: org, Name: into})
 		return nil, err
 	}
 	e.changed()

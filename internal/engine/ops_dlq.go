@@ -44,7 +44,7 @@ func (e *Engine) startDLQ(ctx context.Context, j *opsRun) (*dlqJob, error) {
 	if err := decodePayload(j.t.Payload, &d.sel); err != nil {
 		return nil, err
 	}
-	inst, err := e.store.InstanceGet(ctx, j.owner, d.sel.Instance)
+	inst, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: j.owner, Name: d.sel.Instance})
 	if err != nil {
 		return nil, fmt.Errorf("instance %q: %w", d.sel.Instance, err)
 	}
@@ -63,7 +63,7 @@ func (e *Engine) startDLQ(ctx context.Context, j *opsRun) (*dlqJob, error) {
 		if name == "" {
 			name, st = d.sel.DeadLetterQueue, ""
 		}
-		counts, err := e.store.QueueCounts(ctx, inst.ID, name, 1<<30)
+		counts, err := e.store.QueueCounts(ctx, store.QueueRef{InstanceID: inst.ID, Name: name}, 1<<30)
 		if err != nil {
 			return nil, fmt.Errorf("queue %q: %w", name, err)
 		}

@@ -55,8 +55,8 @@ func checkSelector(sel *errandapi.DLQSelector) error {
 	if len(sel.IDs) > 0 {
 		n++
 		for _, id := range sel.IDs {
-			if id == "" || len(id) > 100 {
-				return task.FieldErrorf(task.CodeInvalidArgument, "payload.ids", "each id must be 1–100 characters")
+			if !task.ValidID(id) {
+				return task.FieldErrorf(task.CodeInvalidArgument, "payload.ids", "%q is not an id errand made (1–%d letters, digits, '-', '_' or '.')", id, task.MaxIDLen)
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/errandhq/errand/internal/deliver"
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -75,7 +76,7 @@ func (j *opsRun) save(ctx context.Context, v any) error {
 		return err
 	}
 	lease := j.t.LeaseID
-	if _, err := j.e.store.TaskUpdate(ctx, j.t.InstanceID, j.t.ID, func(t *task.Task) error {
+	if _, err := j.e.store.TaskUpdate(ctx, store.TaskRef{InstanceID: j.t.InstanceID, ID: j.t.ID}, func(t *task.Task) error {
 		return t.Checkpoint(lease, j.e.now(), raw)
 	}); err != nil {
 		return err

@@ -53,6 +53,10 @@ func (s *Server) wrapOps(rt OpsRoute) http.Handler {
 			s.writeOpsError(w, r, err)
 			return
 		}
+		if !validPathNames(r) {
+			s.writeOpsError(w, r, task.ErrNotFound)
+			return
+		}
 		rt.handle(s, w, r, p)
 	})
 }
@@ -60,7 +64,7 @@ func (s *Server) wrapOps(rt OpsRoute) http.Handler {
 // writeOpsError answers err in the operations API's shape: the v1 status,
 // the code in lowercase.
 func (s *Server) writeOpsError(w http.ResponseWriter, r *http.Request, err error) {
-	te := s.taskError(r, err)
+	te := s.taskError(w, r, err)
 	writeJSON(w, errandapi.OpsStatusOf(te.Code), errandapi.OpsErrorResponse{Error: errandapi.OpsErrorDetail{Code: errandapi.OpsCode(te.Code), Message: te.Message}})
 }
 

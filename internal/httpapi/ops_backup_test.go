@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/errandhq/errand/internal/engine"
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 	"github.com/errandhq/errand/internal/testkit/stores"
 )
@@ -76,7 +77,7 @@ func TestOpsBackupRestore(t *testing.T) {
 			if _, err := b.eng.RestoreInstance(ctx, "dev", "copy", cut, key); err == nil || !strings.Contains(err.Error(), "damaged") {
 				t.Fatalf("damaged: %v", err)
 			}
-			if _, err := b.eng.Store().InstanceGet(ctx, "dev", "copy"); !task.IsCode(err, task.CodeNotFound) {
+			if _, err := b.eng.Store().InstanceGet(ctx, store.InstanceRef{Org: "dev", Name: "copy"}); !task.IsCode(err, task.CodeNotFound) {
 				t.Fatalf("a refused restore left an instance: %v", err)
 			}
 			if _, err := b.eng.RestoreInstance(ctx, "dev", "src", path, key); !task.IsCode(err, task.CodeInstanceExists) {
@@ -87,8 +88,8 @@ func TestOpsBackupRestore(t *testing.T) {
 			if err != nil || got.Tasks != 2*300+len(payloads) {
 				t.Fatalf("restore: %+v %v", got, err)
 			}
-			src, _ := b.eng.Store().InstanceGet(ctx, "dev", "src")
-			dst, _ := b.eng.Store().InstanceGet(ctx, "dev", "copy")
+			src, _ := b.eng.Store().InstanceGet(ctx, store.InstanceRef{Org: "dev", Name: "src"})
+			dst, _ := b.eng.Store().InstanceGet(ctx, store.InstanceRef{Org: "dev", Name: "copy"})
 			if dst.Settings != src.Settings {
 				t.Fatalf("settings %+v, want %+v", dst.Settings, src.Settings)
 			}

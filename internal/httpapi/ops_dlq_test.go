@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/errandhq/errand/internal/id"
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 	"github.com/errandhq/errand/internal/testkit"
 )
@@ -25,11 +26,11 @@ func (b *bundle) failed(instance, queue, dlq string, n int) (ids, copies []strin
 		qb["deadLetterQueue"] = dlq
 	}
 	b.do("POST", "/v1/tasks/"+instance+"/queues", qb).want(b.t, 201, "")
-	inst, err := b.eng.Store().InstanceGet(ctx, "dev", instance)
+	inst, err := b.eng.Store().InstanceGet(ctx, store.InstanceRef{Org: "dev", Name: instance})
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	q, _ := b.eng.Store().QueueGet(ctx, inst.ID, queue)
+	q, _ := b.eng.Store().QueueGet(ctx, store.QueueRef{InstanceID: inst.ID, Name: queue})
 	now := b.clock.Now().UnixMilli()
 	var batch []*task.Task
 	flush := func() {
@@ -155,14 +156,14 @@ func TestOpsReplayResumes(t *testing.T) {
 		jid := b.job("dlq.replay", "resume", map[string]any{"instance": "jobs", "ids": ids}).want(t, 201, "").body["id"].(string)
 		// Node A claims the job and gets 600 done before it dies.
 		claimed := b.claimJob("dlq.replay")[0]
-		inst, _ := b.eng.Store().InstanceGet(ctx, "dev", "jobs")
+		inst, _ := b.eng.Store().InstanceGet(ctx, store.InstanceRef{Org: "dev", Name: "jobs"})
 		for _, tid := range ids[:600] {
-			if _, err := b.eng.Store().TaskUpdate(ctx, inst.ID, tid, func(t *task.Task) error { return t.Retry(b.clock.Now().UnixMilli()) }); err != nil {
+			if _, err := b.eng.Store().TaskUpdate(ctx, store.TaskRef{InstanceID: inst.ID, ID: tid}, func(t *task.Task) error { return t.Retry(b.clock.Now().UnixMilli()) }); err != nil {
 				t.Fatal(err)
 			}
 		}
 		cp := []byte(`{"progress":{"done":600,"total":1000},"replayed":600,"skipped":0,"refused":0,"since":1}`)
-		if _, err := b.eng.Store().TaskUpdate(ctx, claimed.InstanceID, claimed.ID, func(t *task.Task) error {
+		if _, err := b.eng.Store().TaskUpdate(ctx, store.TaskRef{InstanceID: claimed.InstanceID, ID: claimed.ID}, func(t *task.Task) error {
 			return t.Checkpoint(claimed.LeaseID, b.clock.Now().UnixMilli(), cp)
 		}); err != nil {
 			t.Fatal(err)

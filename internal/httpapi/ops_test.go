@@ -56,11 +56,11 @@ func (b *bundle) waitJob(jobID, status string) res {
 func (b *bundle) opsQueue(kind string) *task.Queue {
 	b.t.Helper()
 	ctx := context.Background()
-	inst, err := b.eng.Store().InstanceGet(ctx, "dev", task.OpsInstance)
+	inst, err := b.eng.Store().InstanceGet(ctx, store.InstanceRef{Org: "dev", Name: task.OpsInstance})
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	q, err := b.eng.Store().QueueGet(ctx, inst.ID, kind)
+	q, err := b.eng.Store().QueueGet(ctx, store.QueueRef{InstanceID: inst.ID, Name: kind})
 	if err != nil {
 		b.t.Fatal(err)
 	}
