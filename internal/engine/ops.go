@@ -5,7 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/id"
@@ -116,8 +119,8 @@ func (e *Engine) OpsSubmit(ctx context.Context, org, kind string, payload json.R
 	if !task.IsOpsKind(kind) {
 		return nil, false, task.Errorf(task.CodeUnknownTaskKind, "kind %q is not one of dlq.replay, dlq.purge, backup.export, instance.backup", kind)
 	}
-	if key == "" || len(key) > task.MaxIdempotencyKey {
-		return nil, false, task.FieldErrorf(task.CodeInvalidArgument, "idempotency_key", "must be 1–%d bytes", task.MaxIdempotencyKey)
+	if err := checkIdempotencyKey(key); err != nil {
+		return nil, false, err
 	}
 	if task.IsJSONNull(payload) {
 		payload = json.RawMessage("{}")
@@ -253,4 +256,16 @@ func withoutOps(insts []*task.Instance) []*task.Instance {
 		}
 	}
 	return out
+}
+
+// checkIdempotencyKey accepts 1–200 bytes of printable UTF-8: a control
+// character or invalid UTF-8 could not come back as it was sent.
+func checkIdempotencyKey(key string) error {
+	if key == "" || len(key) > task.MaxIdempotencyKey {
+		return task.FieldErrorf(task.CodeInvalidArgument, "idempotency_key", "must be 1–%d bytes", task.MaxIdempotencyKey)
+	}
+	if !utf8.ValidString(key) || strings.IndexFunc(key, unicode.IsControl) >= 0 {
+		return task.FieldErrorf(task.CodeInvalidArgument, "idempotency_key", "must be printable UTF-8 (no control characters)")
+	}
+	return nil
 }

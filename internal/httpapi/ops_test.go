@@ -153,6 +153,8 @@ func TestOpsRefusals(t *testing.T) {
 			t.Fatalf("message %q does not name the field", r.message())
 		}
 		b.job("dlq.replay", strings.Repeat("k", 201), sel).want(t, 400, "invalid_argument")
+		b.job("dlq.replay", "nul\x00key", sel).want(t, 400, "invalid_argument")
+		b.do("GET", "/api/tasks/bad%00id", nil).want(t, 404, "not_found")
 		big := map[string]any{"instance": "jobs", "ids": []string{strings.Repeat("x", 100)}}
 		ids := make([]string, 700)
 		for i := range ids {
