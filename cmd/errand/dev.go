@@ -21,11 +21,16 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	sync := fs.String("sync", "NORMAL", "SQLite synchronous mode: NORMAL (survives kill -9) or FULL (survives power loss)")
 	var timeouts httpTimeouts
 	addTimeoutFlags(fs, &timeouts)
+	opsf := addOpsFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if err := os.MkdirAll(*data, 0o755); err != nil {
+		return err
+	}
+	ops, err := opsf.config(*data)
+	if err != nil {
 		return err
 	}
 	st, err := sqlite.Open(ctx, filepath.Join(*data, "errand.db"), sqlite.Options{Synchronous: *sync, Logger: log})
@@ -34,6 +39,6 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	return serve(ctx, serveConfig{
 		addr: *addr, store: st, log: log, dev: true, auth: auth.Dev{},
-		rules: task.URLRules{AllowHTTP: true}, stdout: stdout, timeouts: timeouts,
+		rules: task.URLRules{AllowHTTP: true}, stdout: stdout, timeouts: timeouts, ops: ops,
 	})
 }

@@ -29,6 +29,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	syncMode := fs.String("sync", "NORMAL", "SQLite synchronous mode: NORMAL (survives kill -9) or FULL (survives power loss)")
 	org := fs.String("org", "default", "organization of the first admin key, made when the store has no key at all")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the server to `FILE` until it stops (for measuring)")
+	opsf := addOpsFlags(fs)
 	var allow []netip.Prefix
 	fs.Func("webhook-allow", "a CIDR (or one IP) webhooks may reach although it is private, loopback or link-local; http is allowed there (repeatable)", func(s string) error {
 		p, err := parseAllow(s)
@@ -47,6 +48,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if err := auth.ValidateOrg(*org); err != nil {
 		return fmt.Errorf("--org: %w", err)
+	}
+	ops, err := opsf.config("")
+	if err != nil {
+		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if *cpuProfile != "" {
@@ -70,7 +75,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	return serve(ctx, serveConfig{
 		addr: *addr, store: st, log: log, auth: auth.Keys{Store: st}, shared: storeurl.Shared(*storeURL),
-		rules: g.URLRules(), guard: g, stdout: stdout, timeouts: timeouts,
+		rules: g.URLRules(), guard: g, stdout: stdout, timeouts: timeouts, ops: ops,
 	})
 }
 

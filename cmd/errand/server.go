@@ -34,6 +34,7 @@ type serveConfig struct {
 	stdout io.Writer
 	// timeouts of the HTTP server; zero values take defaultTimeouts.
 	timeouts httpTimeouts
+	ops      engine.OpsConfig
 }
 
 // httpTimeouts bound how long a client may hold a connection.
@@ -84,7 +85,7 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 	}
 	eng := engine.New(engine.Config{
 		Store: c.store, Logger: c.log, Dev: c.dev, URLRules: c.rules, Backstop: backstop, DatabaseClock: c.shared,
-		Deliverer: &deliver.Mux{Webhook: wh},
+		Deliverer: &deliver.Mux{Webhook: wh}, Ops: c.ops,
 	})
 	if err := eng.Start(ctx); err != nil {
 		return err

@@ -49,6 +49,8 @@ type Config struct {
 	// for work that another node wrote (default 1 min; a single node is
 	// always woken by its own writes).
 	Backstop time.Duration
+	// Ops configures the operations API's jobs.
+	Ops OpsConfig
 }
 
 // Engine holds the store and the services. It is safe for concurrent use.
@@ -73,6 +75,7 @@ type Engine struct {
 	notifier   *notifierService // nil unless the store is shared
 	notify     chan struct{}
 	clockSync  *clockSync // nil unless DatabaseClock
+	ops        *opsState
 }
 
 // New returns an engine; Start runs its services.
@@ -92,7 +95,8 @@ func New(cfg Config) *Engine {
 	e := &Engine{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, dev: cfg.Dev, rules: cfg.URLRules, cfg: cfg, waker: newWaker(), leases: newWaker(), metrics: cfg.Metrics}
 	e.cleaner = &Cleaner{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger.With("service", "cleaner"), every: cfg.CleanEvery}
 	e.rescuer = &Rescuer{e: e, log: cfg.Logger.With("service", "rescuer"), backstop: cfg.Backstop}
-	e.dispatcher = newDispatcher(e, cfg.Deliverer)
+	e.ops = newOpsState(e, cfg.Ops)
+	e.dispatcher = newDispatcher(e, e.ops.router(cfg.Deliverer))
 	if cfg.Writers <= 0 {
 		cfg.Writers = 1
 		if _, ok := cfg.Store.(store.Notifier); ok {

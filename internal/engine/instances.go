@@ -9,8 +9,10 @@ import (
 )
 
 // InstanceList lists org's instances.
+// The operations instance is not listed.
 func (e *Engine) InstanceList(ctx context.Context, org string) ([]*task.Instance, error) {
-	return e.store.InstanceList(ctx, org)
+	insts, err := e.store.InstanceList(ctx, org)
+	return withoutOps(insts), err
 }
 
 // InstanceCreate creates an instance with its default queue and a fresh
@@ -36,6 +38,9 @@ func (e *Engine) InstanceCreate(ctx context.Context, org, name string) (*task.In
 
 // InstanceDelete removes an instance with everything in it.
 func (e *Engine) InstanceDelete(ctx context.Context, org, name string) error {
+	if name == task.OpsInstance {
+		return task.ErrNotFound
+	}
 	if err := e.store.InstanceDelete(ctx, store.InstanceRef{Org: org, Name: name}); err != nil {
 		return err
 	}
@@ -44,7 +49,11 @@ func (e *Engine) InstanceDelete(ctx context.Context, org, name string) error {
 }
 
 // Instance finds org's instance; in dev mode a missing one is created.
+// The operations instance is not found this way.
 func (e *Engine) Instance(ctx context.Context, org, name string) (*task.Instance, error) {
+	if name == task.OpsInstance {
+		return nil, task.ErrNotFound
+	}
 	inst, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: name})
 	if err == nil || !e.dev || !task.IsCode(err, task.CodeNotFound) {
 		return inst, err

@@ -27,17 +27,26 @@ func writeBatchRefused(w http.ResponseWriter, body any) { writeJSON(w, http.Stat
 // logged under a fresh request id, and the answer gives that id alone, in
 // its message and in the X-Request-Id header, so an operator can find it.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	te := s.taskError(w, r, err)
+	writeJSON(w, StatusOf(te.Code), errandapi.ErrorResponse{Error: errandapi.ErrorDetail{Code: te.Code, Message: te.Message}})
+}
+
+// taskError is err as the coded error to answer (the v1 and the operations
+// API share it): a cancelled request is UNAVAILABLE, and an error without a
+// code is logged and becomes INTERNAL with a request id.
+func (s *Server) taskError(w http.ResponseWriter, r *http.Request, err error) *task.Error {
 	var te *task.Error
 	switch {
 	case errors.As(err, &te):
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		te = task.Errorf(task.CodeUnavailable, "the request was cancelled or timed out")
 	}
-	if te == nil || te.Code == task.CodeInternal || StatusOf(te.Code) >= 500 && te.Code != task.CodeUnavailable {
+	// OpsStatusOf: the v1 table, plus the operations API's own 400 code.
+	if te == nil || te.Code == task.CodeInternal || errandapi.OpsStatusOf(te.Code) >= 500 && te.Code != task.CodeUnavailable {
 		rid := id.Secret(8)
 		s.log.Error("request failed", "request_id", rid, "method", r.Method, "path", r.URL.Path, "err", err)
 		w.Header().Set("X-Request-Id", rid)
 		te = task.Errorf(task.CodeInternal, "internal error; request id %s", rid)
 	}
-	writeJSON(w, StatusOf(te.Code), errandapi.ErrorResponse{Error: errandapi.ErrorDetail{Code: te.Code, Message: te.Message}})
+	return te
 }

@@ -38,12 +38,19 @@ type bundle struct {
 func setup(t testing.TB) *bundle { return setupOn(t, "sqlite") }
 
 // setupOn is setup on a store of kind (see stores.Kinds).
-func setupOn(t testing.TB, kind string) *bundle {
+func setupOn(t testing.TB, kind string) *bundle { return setupWith(t, kind, nil) }
+
+// setupWith is setupOn with the engine's configuration changed by fn.
+func setupWith(t testing.TB, kind string, fn func(*engine.Config)) *bundle {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st := stores.Open(t, kind)
 	fc := clock.NewFake(T0)
-	eng := engine.New(engine.Config{Store: st, Clock: fc, Logger: log, Dev: true, URLRules: task.URLRules{AllowHTTP: true}})
+	cfg := engine.Config{Store: st, Clock: fc, Logger: log, Dev: true, URLRules: task.URLRules{AllowHTTP: true}}
+	if fn != nil {
+		fn(&cfg)
+	}
+	eng := engine.New(cfg)
 	srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: eng, Logger: log}))
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	t.Cleanup(func() {

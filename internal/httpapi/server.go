@@ -115,6 +115,9 @@ func New(cfg Config) *Server {
 	for _, rt := range Routes {
 		s.mux.Handle(rt.Method+" "+rt.Pattern, s.wrap(rt))
 	}
+	for _, rt := range OpsRoutes {
+		s.mux.Handle(rt.Method+" "+rt.Pattern, s.wrapOps(rt))
+	}
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()

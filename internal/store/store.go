@@ -34,6 +34,7 @@ import (
 // Store is the storage seam.
 type Store interface {
 	KeyStore
+	OpsStore
 
 	// Close releases the backend; it is safe to call once.
 	Close() error

@@ -38,6 +38,7 @@ const (
 	CodeUnavailable           = errandapi.CodeUnavailable
 	CodeMethodNotAllowed      = errandapi.CodeMethodNotAllowed
 	CodeInternal              = errandapi.CodeInternal
+	CodeUnknownTaskKind       = errandapi.CodeUnknownTaskKind
 )
 
 // Lower returns the code in the lowercase form the operations API

@@ -120,7 +120,7 @@ func (t *Task) Claim(q *Queue, now int64, leaseID string, leaseMs int64) error {
 		return err
 	}
 	t.Attempt++
-	t.MaxAttempts = q.MaxAttempts
+	t.MaxAttempts = q.budget(t)
 	t.StartedAt = now
 	t.LeaseID = leaseID
 	t.LeaseExpiresAt = now + leaseMs
@@ -193,7 +193,7 @@ func (t *Task) Finish(q *Queue, now int64, o Outcome) (failed bool, err error) {
 			t.LastError = o.Status
 		}
 		next := now + Backoff(t.Attempt, q.Backoff()).Milliseconds()
-		if t.Attempt >= q.MaxAttempts || t.pastMaxAge(q, next) {
+		if t.Attempt >= q.budget(t) || t.pastMaxAge(q, next) {
 			t.FinishedAt = now
 			return true, t.moveTo(Failed)
 		}

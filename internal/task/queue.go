@@ -73,6 +73,9 @@ func NewQueue(instanceID, name string, mode Mode) *Queue {
 
 // Backoff returns the queue's retry policy.
 func (q *Queue) Backoff() BackoffPolicy {
+	if q.IsOpsQueue() {
+		return OpsBackoff
+	}
 	return BackoffPolicy{
 		Min:       time.Duration(q.MinBackoffSeconds * float64(time.Second)),
 		Max:       time.Duration(q.MaxBackoffSeconds * float64(time.Second)),

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/errandhq/errand/internal/engine"
+)
+
+// opsFlags are the operations API's flags of `errand serve` and `errand dev`.
+type opsFlags struct {
+	backupDir     *string
+	backupKeyFile *string
+	retentionDays *int
+}
+
+func addOpsFlags(fs *flag.FlagSet) *opsFlags {
+	return &opsFlags{
+		backupDir:     fs.String("backup-dir", "", "directory instance backups (POST /api/instances/{id}/backup) are written to; empty turns them off"),
+		backupKeyFile: fs.String("backup-key-file", "", "`FILE` holding the 32-byte AES-256 key of instance backups: 64 hex digits, base64, or 32 raw bytes"),
+		retentionDays: fs.Int("ops-retention-days", 30, "days finished operations jobs are kept"),
+	}
+}
+
+// config reads the key file. In dev, missing values default to
+// DATA/backups and DATA/backup.key, the key made on first use.
+func (f *opsFlags) config(devData string) (engine.OpsConfig, error) {
+	c := engine.OpsConfig{BackupDir: *f.backupDir, RetentionDays: *f.retentionDays}
+	if c.RetentionDays < 1 {
+		return c, fmt.Errorf("--ops-retention-days: must be at least 1")
+	}
+	keyFile := *f.backupKeyFile
+	if devData != "" {
+		if c.BackupDir == "" {
+			c.BackupDir = filepath.Join(devData, "backups")
+		}
+		if keyFile == "" {
+			keyFile = filepath.Join(devData, "backup.key")
+			if err := makeKeyFile(keyFile); err != nil {
+				return c, err
+			}
+		}
+	}
+	if keyFile == "" {
+		return c, nil
+	}
+	raw, err := os.ReadFile(keyFile)
+	if err != nil {
+		return c, fmt.Errorf("--backup-key-file: %w", err)
+	}
+	if c.BackupKey, err = parseBackupKey(raw); err != nil {
+		return c, fmt.Errorf("--backup-key-file %s: %w", keyFile, err)
+	}
+	if c.BackupDir != "" {
+		if err := os.MkdirAll(c.BackupDir, 0o700); err != nil {
+			return c, fmt.Errorf("--backup-dir: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// parseBackupKey reads 64 hex digits, base64 of 32 bytes, or 32 raw bytes.
+func parseBackupKey(raw []byte) ([]byte, error) {
+	s := strings.TrimSpace(string(raw))
+	if k, err := hex.DecodeString(s); err == nil && len(k) == engine.BackupKeySize {
+		return k, nil
+	}
+	if k, err := base64.StdEncoding.DecodeString(s); err == nil && len(k) == engine.BackupKeySize {
+		return k, nil
+	}
+	if len(raw) == engine.BackupKeySize {
+		return raw, nil
+	}
+	return nil, errors.New("must hold 32 bytes: 64 hex digits, base64, or the raw bytes")
+}
+
+// makeKeyFile writes a fresh hex key to path unless it exists.
+func makeKeyFile(path string) error {
+	if _, err := os.Stat(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	k := make([]byte, engine.BackupKeySize)
+	if _, err := rand.Read(k); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(hex.EncodeToString(k)+"\n"), 0o600)
+}

@@ -1,0 +1,271 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/errandhq/errand/internal/deliver"
+	"github.com/errandhq/errand/internal/id"
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// OpsConfig configures the operations API's jobs. Zero values take the
+// defaults noted.
+type OpsConfig struct {
+	// RetentionDays is how long finished jobs are kept (default 30).
+	RetentionDays int
+	// BackupDir is where instance.backup writes its archives; "" refuses
+	// instance.backup.
+	BackupDir string
+	// BackupKey is the 32-byte AES-256 key instance.backup encrypts with
+	// and RestoreInstance opens with; nil refuses instance.backup.
+	BackupKey []byte
+}
+
+// opsState is the engine's part of the operations API: the orgs whose
+// operations instance is known to exist, and the in-process handlers of
+// the ops functions.
+type opsState struct {
+	cfg   OpsConfig
+	ready sync.Map // org → *task.Instance
+	fns   deliver.Functions
+}
+
+// OpsJob is an operations task with the fields the operations API shows.
+type OpsJob struct {
+	*task.Task
+	Owner          string
+	Kind           string
+	IdempotencyKey string
+}
+
+// opsParams are the params stored with every operations task.
+type opsParams struct {
+	Owner          string `json:"owner"`
+	IdempotencyKey string `json:"idempotency_key"`
+}
+
+// opsName is the task name of a job: the identity (owner, kind,
+// idempotency_key) becomes the existing unique-name rule of the kind's
+// queue in the owner's operations instance.
+func opsName(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "k" + hex.EncodeToString(sum[:])
+}
+
+// opsFunction is the function target that serves kind in every node.
+func opsFunction(kind string) string {
+	b := []byte(kind)
+	for i, c := range b {
+		if c == '.' {
+			b[i] = '-'
+		}
+	}
+	return "ops/" + string(b)
+}
+
+// opsInstance returns org's operations instance, creating it and its
+// queues (one per kind) on first use.
+func (e *Engine) opsInstance(ctx context.Context, org string) (*task.Instance, error) {
+	if v, ok := e.ops.ready.Load(org); ok {
+		return v.(*task.Instance), nil
+	}
+	inst, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: task.OpsInstance})
+	if task.IsCode(err, task.CodeNotFound) {
+		settings := task.DefaultSettings()
+		settings.RetentionDays = e.ops.cfg.RetentionDays
+		inst = &task.Instance{ID: e.newID(), Org: org, Name: task.OpsInstance, CreatedAt: e.now(), Settings: settings, WebhookKey: id.WebhookKey()}
+		err = e.store.InstanceCreate(ctx, inst)
+		if task.IsCode(err, task.CodeInstanceExists) {
+			inst, err = e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: task.OpsInstance})
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, kind := range task.OpsKinds {
+		if _, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: inst.ID, Name: kind}); err == nil {
+			continue
+		} else if !task.IsCode(err, task.CodeNotFound) {
+			return nil, err
+		}
+		q := task.NewQueue(inst.ID, kind, task.ModePush)
+		q.Target = &task.Target{Function: opsFunction(kind)}
+		q.MaxAttempts = task.OpsMaxAttempts
+		q.MinBackoffSeconds = task.OpsBackoff.Min.Seconds()
+		q.MaxBackoffSeconds = task.OpsBackoff.Max.Seconds()
+		q.DeadlineSeconds = task.MaxDeadlineSeconds
+		q.CreatedAt = e.now()
+		if err := e.store.QueueCreate(ctx, q); err != nil && !task.IsCode(err, task.CodeQueueExists) {
+			return nil, err
+		}
+	}
+	e.ops.ready.Store(org, inst)
+	return inst, nil
+}
+
+// OpsSubmit stores a job of kind for org, or finds the one with the same
+// (org, kind, idempotencyKey): existed reports which. The payload is
+// checked for the kind before anything is stored. maxAttempts is clamped
+// (nil: 3; above 8: 8).
+func (e *Engine) OpsSubmit(ctx context.Context, org, kind string, payload json.RawMessage, key string, maxAttempts *int64) (job *OpsJob, existed bool, err error) {
+	if !task.IsOpsKind(kind) {
+		return nil, false, task.Errorf(task.CodeUnknownTaskKind, "kind %q is not one of dlq.replay, dlq.purge, backup.export, instance.backup", kind)
+	}
+	if err := checkIdempotencyKey(key); err != nil {
+		return nil, false, err
+	}
+	if task.IsJSONNull(payload) {
+		payload = json.RawMessage("{}")
+	}
+	if err := task.ValidateJSONBytes(payload, "payload"); err != nil {
+		return nil, false, err
+	}
+	if err := CheckOpsPayload(kind, payload); err != nil {
+		return nil, false, err
+	}
+	if kind == task.KindInstanceBackup {
+		if err := e.checkBackupConfigured(); err != nil {
+			return nil, false, err
+		}
+	}
+	inst, err := e.opsInstance(ctx, org)
+	if err != nil {
+		return nil, false, err
+	}
+	q, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: inst.ID, Name: kind})
+	if err != nil {
+		return nil, false, err
+	}
+	params, err := json.Marshal(opsParams{Owner: org, IdempotencyKey: key})
+	if err != nil {
+		return nil, false, err
+	}
+	t, err := task.NewTask(q, task.AddInput{Name: opsName(key), Payload: payload, Params: params, Source: task.SourceAPI}, e.now(), e.rules)
+	if err != nil {
+		return nil, false, err
+	}
+	t.ID = e.newID()
+	t.MaxAttempts = task.ClampAttempts(maxAttempts)
+	res, err := e.store.TaskAdd(ctx, []*task.Task{t})
+	if err != nil {
+		return nil, false, err
+	}
+	if r := res[0]; r.Err != nil {
+		if r.Err.Code != task.CodeTaskExists {
+			return nil, false, r.Err
+		}
+		old, err := e.store.TaskGet(ctx, store.TaskRef{InstanceID: inst.ID, ID: r.Err.ID})
+		if err != nil {
+			return nil, false, err
+		}
+		return opsJob(old), true, nil
+	}
+	e.metrics.TasksAdded.Inc()
+	e.changed()
+	return opsJob(res[0].Task), false, nil
+}
+
+// opsJob reads the operations fields of t.
+func opsJob(t *task.Task) *OpsJob {
+	var p opsParams
+	_ = json.Unmarshal(t.Params, &p)
+	return &OpsJob{Task: t, Owner: p.Owner, Kind: t.Queue, IdempotencyKey: p.IdempotencyKey}
+}
+
+// OpsGet returns org's job id; a foreign or missing id is NOT_FOUND alike.
+func (e *Engine) OpsGet(ctx context.Context, org, jobID string) (*OpsJob, error) {
+	inst, err := e.opsInstance(ctx, org)
+	if err != nil {
+		return nil, err
+	}
+	t, err := e.store.TaskGet(ctx, store.TaskRef{InstanceID: inst.ID, ID: jobID})
+	if err != nil {
+		return nil, err
+	}
+	return opsJob(t), nil
+}
+
+// OpsList returns one page of org's jobs, newest first, each with its
+// payload and result (progress).
+func (e *Engine) OpsList(ctx context.Context, org string, limit, offset int) ([]*OpsJob, error) {
+	inst, err := e.opsInstance(ctx, org)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := e.store.TaskPage(ctx, &store.TaskPageParams{InstanceID: inst.ID, Limit: limit, Offset: offset})
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(ts))
+	for i, t := range ts {
+		ids[i] = t.ID
+	}
+	full, err := e.store.TaskGetMany(ctx, inst.ID, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*OpsJob, 0, len(ts))
+	for _, t := range ts {
+		if f := full[t.ID]; f != nil { // nil: purged between the reads
+			out = append(out, opsJob(f))
+		}
+	}
+	return out, nil
+}
+
+// OpsCancel cancels org's job if it has not started or waits for a retry:
+// a running one answers RUNNING_NOT_CANCELLABLE and stays running, a
+// finished one NOT_CANCELLABLE.
+func (e *Engine) OpsCancel(ctx context.Context, org, jobID string) (*OpsJob, error) {
+	return e.opsMutate(ctx, org, jobID, func(t *task.Task) error { return t.Cancel(e.now()) })
+}
+
+// OpsRetry re-queues org's FAILED job with a fresh budget; anything else
+// answers NOT_RETRYABLE.
+func (e *Engine) OpsRetry(ctx context.Context, org, jobID string) (*OpsJob, error) {
+	return e.opsMutate(ctx, org, jobID, func(t *task.Task) error { return t.Retry(e.now()) })
+}
+
+func (e *Engine) opsMutate(ctx context.Context, org, jobID string, fn func(*task.Task) error) (*OpsJob, error) {
+	inst, err := e.opsInstance(ctx, org)
+	if err != nil {
+		return nil, err
+	}
+	t, err := e.store.TaskUpdate(ctx, store.TaskRef{InstanceID: inst.ID, ID: jobID}, fn)
+	if err != nil {
+		return nil, err
+	}
+	e.changed()
+	return opsJob(t), nil
+}
+
+// withoutOps drops the operations instance from a list of instances.
+func withoutOps(insts []*task.Instance) []*task.Instance {
+	out := insts[:0]
+	for _, inst := range insts {
+		if inst.Name != task.OpsInstance {
+			out = append(out, inst)
+		}
+	}
+	return out
+}
+
+// checkIdempotencyKey accepts 1–200 bytes of printable UTF-8: a control
+// character or invalid UTF-8 could not come back as it was sent.
+func checkIdempotencyKey(key string) error {
+	if key == "" || len(key) > task.MaxIdempotencyKey {
+		return task.FieldErrorf(task.CodeInvalidArgument, "idempotency_key", "must be 1–%d bytes", task.MaxIdempotencyKey)
+	}
+	if !utf8.ValidString(key) || strings.IndexFunc(key, unicode.IsControl) >= 0 {
+		return task.FieldErrorf(task.CodeInvalidArgument, "idempotency_key", "must be printable UTF-8 (no control characters)")
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package task
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The operations API's jobs (dead-letter replay and purge, exports, backups)
+// are tasks of this same lifecycle. They live in a reserved instance of each
+// organization, OpsInstance, one queue per kind named after the kind. The v1
+// API refuses both names (an instance name may not start with '_', a queue
+// name may not hold '.'), so no v1 call can create, list or reach them.
+const OpsInstance = "_ops"
+
+// The closed set of operations kinds.
+const (
+	KindDLQReplay      = "dlq.replay"
+	KindDLQPurge       = "dlq.purge"
+	KindBackupExport   = "backup.export"
+	KindInstanceBackup = "instance.backup"
+)
+
+// OpsKinds lists the kinds, in the order the documentation gives them.
+var OpsKinds = []string{KindDLQReplay, KindDLQPurge, KindBackupExport, KindInstanceBackup}
+
+// Attempt budget and backoff of operations tasks (the lifecycle document).
+const (
+	OpsDefaultAttempts = 3
+	OpsMaxAttempts     = 8
+	// OpsRetentionDays is how long a finished operations task is kept by
+	// default.
+	OpsRetentionDays = 30
+	// MaxIdempotencyKey is the longest idempotency_key accepted, in bytes.
+	MaxIdempotencyKey = 200
+)
+
+// OpsBackoff is the operations tasks' retry policy: 5 s, 20 s, 80 s, 320 s…
+// (factor 4), never above 5 minutes.
+var OpsBackoff = BackoffPolicy{Min: 5 * time.Second, Max: 5 * time.Minute, Doublings: 64, Factor: 4}
+
+// IsOpsKind reports whether kind is one of the closed set.
+func IsOpsKind(kind string) bool {
+	for _, k := range OpsKinds {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// IsOpsQueue reports whether q is an operations queue: one named after an
+// operations kind, a name the v1 API never accepts. Such a queue keeps each
+// task's own attempt budget (set at submission, clamped to OpsMaxAttempts)
+// instead of the queue's, and retries with OpsBackoff.
+func (q *Queue) IsOpsQueue() bool { return IsOpsKind(q.Name) }
+
+// budget is the attempt budget of t under q.
+func (q *Queue) budget(t *Task) int {
+	if q.IsOpsQueue() && t.MaxAttempts > 0 {
+		return t.MaxAttempts
+	}
+	return q.MaxAttempts
+}
+
+// ClampAttempts returns the budget of an operations task from the requested
+// value: nil or 0 takes the default, and anything above OpsMaxAttempts is
+// clamped (not refused, so an exaggerated value cannot loop unbounded).
+func ClampAttempts(requested *int64) int {
+	switch {
+	case requested == nil || *requested == 0:
+		return OpsDefaultAttempts
+	case *requested < 1:
+		return 1
+	case *requested > OpsMaxAttempts:
+		return OpsMaxAttempts
+	}
+	return int(*requested)
+}
+
+// Checkpoint stores a running task's progress in its result while the
+// attempt that holds leaseID is in flight (a resumed attempt reads it back).
+// The success of the attempt replaces it with the final result.
+func (t *Task) Checkpoint(leaseID string, now int64, progress json.RawMessage) error {
+	if err := t.CheckLease(leaseID, now); err != nil {
+		return err
+	}
+	if err := ValidateJSONBytes(progress, "result"); err != nil {
+		return err
+	}
+	t.Result = progress
+	return nil
+}
