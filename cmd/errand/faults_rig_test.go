@@ -229,7 +229,7 @@ type load struct {
 	// payload pads each task's payload to about this many bytes.
 	payload int
 	// window bounds the tasks added but not yet done, so that adds go on
-	// through the whole run, under the faults (default 150).
+	// through the whole run, under the faults (default 150; 400 long).
 	window int
 }
 
@@ -254,7 +254,7 @@ func (r *faultRig) runLoad(ctx context.Context, l load) (added <-chan struct{}, 
 	var wg sync.WaitGroup
 	for a := range l.adders {
 		wg.Go(func() {
-			r.adder(ctx, fmt.Sprintf("adder-%d", a), names, pending, l.batch, cmp.Or(l.window, 150), pad, tries, &triesMu)
+			r.adder(ctx, fmt.Sprintf("adder-%d", a), names, pending, l.batch, cmp.Or(l.window, pick(150, 400)), pad, tries, &triesMu)
 		})
 	}
 	for w := range l.workers {
