@@ -244,9 +244,8 @@ func (r *Report) checkName(n string, b *byName, finals []errandapi.Task, o Optio
 			ackSent[f.LeaseID] = true
 		}
 		if f.F == Ack && f.Type == OK {
-			if prev, dup := okAcks[f.LeaseID]; dup {
-				_ = prev // the same lease acked twice (a retry) is one completion
-				continue
+			if _, dup := okAcks[f.LeaseID]; dup {
+				continue // the same lease acked twice (a retry) is one completion
 			}
 			okAcks[f.LeaseID] = f
 		}
