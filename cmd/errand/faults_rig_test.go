@@ -536,7 +536,7 @@ func (r *faultRig) finish(added <-chan struct{}, stop func(), drain time.Duratio
 	stop()
 	final := r.finalState()
 	rep := history.Check(r.h, final, o)
-	r.t.Logf("kills %d; %s; peak deliveries open %v", r.kills, rep.Figures(), rep.PeakConcurrent)
+	r.t.Logf("kills %d; %s; peak deliveries open %v; answers by code %v", r.kills, rep.Figures(), rep.PeakConcurrent, r.codes())
 	if err := rep.Err(); err != nil {
 		r.t.Errorf("%v\n%s\n%s", err, r.explain(rep, final), r.logs())
 	}
