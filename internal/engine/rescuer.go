@@ -25,7 +25,8 @@ type Rescuer struct {
 func (r *Rescuer) run(ctx context.Context) {
 	for {
 		woken := r.e.leases.wait()
-		if _, err := r.RunOnce(ctx); err != nil && ctx.Err() == nil {
+		_, err := r.RunOnce(ctx)
+		if err != nil && ctx.Err() == nil {
 			r.log.Warn("rescue pass failed", "err", err)
 		}
 		sleep := r.backstop
@@ -33,6 +34,12 @@ func (r *Rescuer) run(ctx context.Context) {
 			if d := time.Duration(exp-r.e.now()) * time.Millisecond; d < sleep {
 				sleep = max(d, time.Millisecond)
 			}
+		}
+		if err != nil {
+			// The expired leases are still there (a full disk: reads work,
+			// writes fail): look again in a second, as the dispatcher does,
+			// not at once in a loop.
+			sleep = time.Second
 		}
 		select {
 		case <-ctx.Done():

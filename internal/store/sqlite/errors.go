@@ -15,7 +15,9 @@ import (
 // interpretError is the one place where SQLite's errors become domain
 // errors: a missing row is task.ErrNotFound, a unique or primary-key
 // violation is INSTANCE_EXISTS, QUEUE_EXISTS or TASK_EXISTS after its table,
-// a busy or locked database is UNAVAILABLE. Domain errors and context errors
+// a busy or locked database is UNAVAILABLE, and so is a full disk (the
+// write is refused and nothing of it is kept; it may succeed once space is
+// freed, as a client that retries a 503 expects). Domain errors and context errors
 // pass through unchanged; anything else is INTERNAL with SQLite's message.
 func interpretError(err error) error {
 	if err == nil {
@@ -47,6 +49,8 @@ func interpretError(err error) error {
 			}
 		case code&0xff == sqlite3.SQLITE_BUSY || code&0xff == sqlite3.SQLITE_LOCKED:
 			return task.Errorf(task.CodeUnavailable, "the store is busy; try again: %s", se.Error())
+		case code&0xff == sqlite3.SQLITE_FULL:
+			return task.Errorf(task.CodeUnavailable, "the store's disk is full; try again later")
 		}
 	}
 	return task.Errorf(task.CodeInternal, "store: %s", err.Error())
