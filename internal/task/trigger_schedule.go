@@ -144,6 +144,12 @@ func (tr *Trigger) Due(now int64) (tick, next int64, ok bool) {
 		return 0, 0, false
 	}
 	tick = tr.NextTickAt
+	if cd, ok := s.elapsed.(cron.ConstantDelaySchedule); ok {
+		// @every: ticks keep their phase, NextTickAt + k × delay.
+		d := cd.Delay.Milliseconds()
+		tick += (now - tick) / d * d
+		return tick, tick + d, true
+	}
 	// The latest tick at or before now: a long outage of a frequent
 	// schedule starts the walk two periods before now, not at every missed
 	// tick.
