@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -81,7 +80,7 @@ func (c *Chainer) RunOnce(ctx context.Context) (int, error) {
 // end adds the task of one event, or records why it cannot; it reports
 // whether this call added a task.
 func (c *Chainer) end(ctx context.Context, ev *store.TriggerEvent) (bool, error) {
-	now := clock.Ms(c.d.Clock)
+	now := c.d.Clock.Now().UnixMilli()
 	p := &store.TriggerEventDoneParams{Event: ev, Now: now}
 	tr, err := c.d.Store.TriggerGet(ctx, store.TriggerRef{InstanceID: ev.InstanceID, ID: ev.RuleID})
 	switch {
@@ -112,7 +111,7 @@ func (c *Chainer) end(ctx context.Context, ev *store.TriggerEvent) (bool, error)
 
 // chainTask builds the task that tr adds for ev through the domain.
 func (c *Chainer) chainTask(ctx context.Context, tr *task.Trigger, ev *store.TriggerEvent, now int64) (*task.Task, error) {
-	parent, err := c.d.Store.TaskGet(ctx, ev.InstanceID, ev.TaskID)
+	parent, err := c.d.Store.TaskGet(ctx, store.TaskRef{InstanceID: ev.InstanceID, ID: ev.TaskID})
 	if task.IsCode(err, task.CodeNotFound) {
 		return nil, task.Errorf(task.CodeNotFound, "finished task %s is gone", ev.TaskID)
 	}

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -49,7 +48,7 @@ func NewScheduler(d SchedulerDeps) *Scheduler {
 func (s *Scheduler) sleep(ctx context.Context) time.Duration {
 	sleep := s.d.Backstop
 	if next, err := s.d.Store.TriggerNextTick(ctx); err == nil && next > 0 {
-		if d := time.Duration(next-clock.Ms(s.d.Clock)) * time.Millisecond; d < sleep {
+		if d := time.Duration(next-s.d.Clock.Now().UnixMilli()) * time.Millisecond; d < sleep {
 			sleep = max(d, time.Millisecond)
 		}
 	}
@@ -65,7 +64,7 @@ func (s *Scheduler) RunOnce(ctx context.Context) (int, error) {
 		}
 	}()
 	for {
-		now := clock.Ms(s.d.Clock)
+		now := s.d.Clock.Now().UnixMilli()
 		due, err := s.d.Store.TriggerDue(ctx, &store.TriggerDueParams{Now: now, Limit: scheduleBatch})
 		if err != nil {
 			return added, err
@@ -130,7 +129,7 @@ func (e *Engine) Scheduler() *Scheduler { return e.scheduler }
 // ruleQueue reads the queue a rule adds to; a queue that is gone is a
 // NOT_FOUND that names it.
 func ruleQueue(ctx context.Context, st store.Store, tr *task.Trigger) (*task.Queue, error) {
-	q, err := st.QueueGet(ctx, tr.InstanceID, tr.Queue)
+	q, err := st.QueueGet(ctx, store.QueueRef{InstanceID: tr.InstanceID, Name: tr.Queue})
 	if task.IsCode(err, task.CodeNotFound) {
 		return nil, task.Errorf(task.CodeNotFound, "queue %q not found", tr.Queue)
 	}

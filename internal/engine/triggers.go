@@ -45,24 +45,31 @@ func (e *Engine) TriggerList(ctx context.Context, org, instance string) ([]*task
 	return e.store.TriggerList(ctx, &store.TriggerListParams{InstanceID: inst.ID})
 }
 
+// TriggerRef names a rule of an organization's instance.
+type TriggerRef struct {
+	Org      string
+	Instance string // the instance's name
+	ID       string
+}
+
 // TriggerGet returns one rule.
-func (e *Engine) TriggerGet(ctx context.Context, org, instance, ruleID string) (*task.Trigger, error) {
-	inst, err := e.Instance(ctx, org, instance)
+func (e *Engine) TriggerGet(ctx context.Context, ref TriggerRef) (*task.Trigger, error) {
+	inst, err := e.Instance(ctx, ref.Org, ref.Instance)
 	if err != nil {
 		return nil, err
 	}
-	return e.store.TriggerGet(ctx, store.TriggerRef{InstanceID: inst.ID, ID: ruleID})
+	return e.store.TriggerGet(ctx, store.TriggerRef{InstanceID: inst.ID, ID: ref.ID})
 }
 
 // TriggerPatch changes the fields p sends, with the checks of create. A
 // schedule rule whose schedule changes, or that is enabled again, waits for
 // its next tick after now: the time it was off is not caught up.
-func (e *Engine) TriggerPatch(ctx context.Context, org, instance, ruleID string, p *task.TriggerPatch) (*task.Trigger, error) {
-	inst, err := e.Instance(ctx, org, instance)
+func (e *Engine) TriggerPatch(ctx context.Context, ref TriggerRef, p *task.TriggerPatch) (*task.Trigger, error) {
+	inst, err := e.Instance(ctx, ref.Org, ref.Instance)
 	if err != nil {
 		return nil, err
 	}
-	tr, err := e.store.TriggerUpdate(ctx, store.TriggerRef{InstanceID: inst.ID, ID: ruleID}, func(tr *task.Trigger) error {
+	tr, err := e.store.TriggerUpdate(ctx, store.TriggerRef{InstanceID: inst.ID, ID: ref.ID}, func(tr *task.Trigger) error {
 		wasEnabled := tr.Enabled
 		if err := p.Apply(tr, inst.Name, false); err != nil {
 			return err
@@ -86,12 +93,12 @@ func (e *Engine) TriggerPatch(ctx context.Context, org, instance, ruleID string,
 
 // TriggerDelete removes a rule (and its hook URL, and its chain events not
 // yet added).
-func (e *Engine) TriggerDelete(ctx context.Context, org, instance, ruleID string) error {
-	inst, err := e.Instance(ctx, org, instance)
+func (e *Engine) TriggerDelete(ctx context.Context, ref TriggerRef) error {
+	inst, err := e.Instance(ctx, ref.Org, ref.Instance)
 	if err != nil {
 		return err
 	}
-	if err := e.store.TriggerDelete(ctx, store.TriggerRef{InstanceID: inst.ID, ID: ruleID}); err != nil {
+	if err := e.store.TriggerDelete(ctx, store.TriggerRef{InstanceID: inst.ID, ID: ref.ID}); err != nil {
 		return err
 	}
 	e.rulesChanged()
@@ -102,7 +109,7 @@ func (e *Engine) TriggerDelete(ctx context.Context, org, instance, ruleID string
 // to exists and has a target or is pull, and a task rule's watched queue
 // exists.
 func (e *Engine) checkRuleQueues(ctx context.Context, tr *task.Trigger) error {
-	q, err := e.store.QueueGet(ctx, tr.InstanceID, tr.Queue)
+	q, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: tr.InstanceID, Name: tr.Queue})
 	if task.IsCode(err, task.CodeNotFound) {
 		return task.Errorf(task.CodeNotFound, "queue %q not found", tr.Queue)
 	}
@@ -113,7 +120,7 @@ func (e *Engine) checkRuleQueues(ctx context.Context, tr *task.Trigger) error {
 		return task.Errorf(task.CodeNoTarget, "queue %q has no target: a rule's tasks carry none, so give the queue a target or use a pull queue", tr.Queue)
 	}
 	if tr.Kind == task.TriggerTask {
-		if _, err := e.store.QueueGet(ctx, tr.InstanceID, tr.OnQueue); task.IsCode(err, task.CodeNotFound) {
+		if _, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: tr.InstanceID, Name: tr.OnQueue}); task.IsCode(err, task.CodeNotFound) {
 			return task.Errorf(task.CodeNotFound, "watched queue %q not found", tr.OnQueue)
 		} else if err != nil {
 			return err

@@ -53,7 +53,7 @@ func sqliteNode(t *testing.T, start time.Time) *node {
 
 func (n *node) pullQueue(name string) {
 	n.t.Helper()
-	if _, err := n.eng.QueueCreate(n.ctx, "dev", "jobs", name, &task.QueuePatch{Mode: ptr(task.ModePull)}); err != nil {
+	if _, err := n.eng.QueueCreate(n.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: name}, &task.QueuePatch{Mode: ptr(task.ModePull)}); err != nil {
 		n.t.Fatal(err)
 	}
 }
@@ -69,7 +69,7 @@ func (n *node) rule(p *task.TriggerPatch) *task.Trigger {
 
 func (n *node) tasks(queue string) []*task.Task {
 	n.t.Helper()
-	page, err := n.eng.TaskList(n.ctx, "dev", "jobs", store.ListParams{Queue: queue, Limit: 200})
+	page, err := n.eng.TaskList(n.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: queue}, engine.ListFilter{Limit: 200})
 	if err != nil {
 		n.t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func (n *node) schedule(want int) {
 
 func (n *node) getRule(id string) *task.Trigger {
 	n.t.Helper()
-	tr, err := n.eng.TriggerGet(n.ctx, "dev", "jobs", id)
+	tr, err := n.eng.TriggerGet(n.ctx, engine.TriggerRef{Org: "dev", Instance: "jobs", ID: id})
 	if err != nil {
 		n.t.Fatal(err)
 	}
@@ -123,27 +123,27 @@ func TestTriggerSaveChecks(t *testing.T) {
 		t.Fatalf("created: %+v", tr)
 	}
 	// A refused PATCH changes nothing.
-	_, err := n.eng.TriggerPatch(n.ctx, "dev", "jobs", tr.ID, &task.TriggerPatch{Enabled: ptr(false), Queue: ptr("jobs/default")})
+	_, err := n.eng.TriggerPatch(n.ctx, engine.TriggerRef{Org: "dev", Instance: "jobs", ID: tr.ID}, &task.TriggerPatch{Enabled: ptr(false), Queue: ptr("jobs/default")})
 	if !task.IsCode(err, task.CodeNoTarget) {
 		t.Fatalf("patch to a queue without target: %v", err)
 	}
 	if got := n.getRule(tr.ID); !got.Enabled || got.Queue != "out" {
 		t.Fatalf("refused patch wrote %+v", got)
 	}
-	off, err := n.eng.TriggerPatch(n.ctx, "dev", "jobs", tr.ID, &task.TriggerPatch{Enabled: ptr(false)})
+	off, err := n.eng.TriggerPatch(n.ctx, engine.TriggerRef{Org: "dev", Instance: "jobs", ID: tr.ID}, &task.TriggerPatch{Enabled: ptr(false)})
 	if err != nil || off.Enabled || off.NextTickAt != 0 {
 		t.Fatalf("disable: %+v %v", off, err)
 	}
 	n.clock.Advance(5 * time.Minute)
 	n.schedule(0)
-	on, _ := n.eng.TriggerPatch(n.ctx, "dev", "jobs", tr.ID, &task.TriggerPatch{Enabled: ptr(true)})
+	on, _ := n.eng.TriggerPatch(n.ctx, engine.TriggerRef{Org: "dev", Instance: "jobs", ID: tr.ID}, &task.TriggerPatch{Enabled: ptr(true)})
 	if on.NextTickAt != T0.UnixMilli()+6*60_000 {
 		t.Fatalf("enabled again waits for %d, want the next tick after now", on.NextTickAt-T0.UnixMilli())
 	}
-	if err := n.eng.TriggerDelete(n.ctx, "dev", "jobs", tr.ID); err != nil {
+	if err := n.eng.TriggerDelete(n.ctx, engine.TriggerRef{Org: "dev", Instance: "jobs", ID: tr.ID}); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.eng.TriggerDelete(n.ctx, "dev", "jobs", tr.ID); !task.IsCode(err, task.CodeNotFound) {
+	if err := n.eng.TriggerDelete(n.ctx, engine.TriggerRef{Org: "dev", Instance: "jobs", ID: tr.ID}); !task.IsCode(err, task.CodeNotFound) {
 		t.Fatalf("delete twice: %v", err)
 	}
 }
@@ -162,7 +162,7 @@ func TestScheduleOneTaskPerTickAndCatchUp(t *testing.T) {
 	if len(ts) != 1 || ts[0].Name != task.TickName(tr.ID, tick) || ts[0].Source != task.SourceSchedule || ts[0].RunAt != tick {
 		t.Fatalf("tick task: %+v", ts)
 	}
-	full, _ := n.eng.TaskGet(n.ctx, "dev", "jobs", ts[0].ID)
+	full, _ := n.eng.TaskGet(n.ctx, engine.TaskRef{Org: "dev", Instance: "jobs", ID: ts[0].ID})
 	if string(full.Payload) != `{"report":"daily"}` || string(full.Params) != `{"k":"v"}` {
 		t.Fatalf("payload %s params %s", full.Payload, full.Params)
 	}
@@ -224,7 +224,7 @@ func TestScheduleRestartMidTick(t *testing.T) {
 	// The tick's task is there already, as if the node added it and died
 	// before it could record the tick.
 	tick := T0.UnixMilli() + 60_000
-	if _, err := a.eng.TaskAdd(a.ctx, "dev", "jobs", "out", []task.AddInput{{Name: task.TickName(tr.ID, tick)}}); err != nil {
+	if _, err := a.eng.TaskAdd(a.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "out"}, []task.AddInput{{Name: task.TickName(tr.ID, tick)}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {
@@ -310,11 +310,11 @@ func chainNode(t *testing.T, n *node) {
 // leaseAck leases the one task of queue and acks it.
 func (n *node) leaseAck(queue string) *task.Task {
 	n.t.Helper()
-	ts, err := n.eng.Lease(n.ctx, "dev", "jobs", queue, engine.LeaseParams{Count: 10, LeaseSeconds: 60})
+	ts, err := n.eng.Lease(n.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: queue}, engine.LeaseParams{Count: 10, LeaseSeconds: 60})
 	if err != nil || len(ts) != 1 {
 		n.t.Fatalf("lease %s: %d tasks, %v", queue, len(ts), err)
 	}
-	done, err := n.eng.Ack(n.ctx, "dev", "jobs", ts[0].ID, ts[0].LeaseID, json.RawMessage(`{"ok":true}`))
+	done, err := n.eng.Ack(n.ctx, engine.TaskRef{Org: "dev", Instance: "jobs", ID: ts[0].ID}, engine.AckParams{LeaseID: ts[0].LeaseID, Result: json.RawMessage(`{"ok":true}`)})
 	if err != nil {
 		n.t.Fatal(err)
 	}
@@ -334,7 +334,7 @@ func (n *node) chain(want int) {
 func TestChainDepthExceeded(t *testing.T) {
 	n := sqliteNode(t, T0)
 	chainNode(t, n)
-	if _, err := n.eng.TaskAdd(n.ctx, "dev", "jobs", "a", []task.AddInput{{Payload: json.RawMessage(`{"start":1}`)}}); err != nil {
+	if _, err := n.eng.TaskAdd(n.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "a"}, []task.AddInput{{Payload: json.RawMessage(`{"start":1}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	queue := "a"
@@ -351,7 +351,7 @@ func TestChainDepthExceeded(t *testing.T) {
 		queue = map[string]string{"a": "b", "b": "a"}[queue]
 		if depth == 0 {
 			ts := n.tasks("b")
-			full, _ := n.eng.TaskGet(n.ctx, "dev", "jobs", ts[0].ID)
+			full, _ := n.eng.TaskGet(n.ctx, engine.TaskRef{Org: "dev", Instance: "jobs", ID: ts[0].ID})
 			var p struct {
 				Task    struct{ ID, Queue, State string }
 				Result  map[string]bool
@@ -391,7 +391,7 @@ func TestChainSurvivesNodeDeath(t *testing.T) {
 	fc := clock.NewFake(T0)
 	a := newNode(t, st, fc)
 	chainNode(t, a)
-	if _, err := a.eng.TaskAdd(a.ctx, "dev", "jobs", "a", []task.AddInput{{}}); err != nil {
+	if _, err := a.eng.TaskAdd(a.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "a"}, []task.AddInput{{}}); err != nil {
 		t.Fatal(err)
 	}
 	a.leaseAck("a") // finished; a's chainer never runs
@@ -417,15 +417,15 @@ func TestChainTwoNodesPostgres(t *testing.T) {
 	a.rule(&task.TriggerPatch{Queue: ptr("jobs/b"), Task: &task.TaskOnPatch{Queue: ptr("jobs/a")}})
 	const n = 30
 	ins := make([]task.AddInput, n)
-	if _, err := a.eng.TaskAdd(a.ctx, "dev", "jobs", "a", ins); err != nil {
+	if _, err := a.eng.TaskAdd(a.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "a"}, ins); err != nil {
 		t.Fatal(err)
 	}
-	ts, err := a.eng.Lease(a.ctx, "dev", "jobs", "a", engine.LeaseParams{Count: n, LeaseSeconds: 60})
+	ts, err := a.eng.Lease(a.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "a"}, engine.LeaseParams{Count: n, LeaseSeconds: 60})
 	if err != nil || len(ts) != n {
 		t.Fatalf("lease: %d %v", len(ts), err)
 	}
 	for _, tk := range ts {
-		if _, err := a.eng.Ack(a.ctx, "dev", "jobs", tk.ID, tk.LeaseID, nil); err != nil {
+		if _, err := a.eng.Ack(a.ctx, engine.TaskRef{Org: "dev", Instance: "jobs", ID: tk.ID}, engine.AckParams{LeaseID: tk.LeaseID}); err != nil {
 			t.Fatal(err)
 		}
 	}

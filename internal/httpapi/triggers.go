@@ -4,36 +4,13 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/task"
 )
 
-// triggerBody is a rule as a create or PATCH sends it.
-type triggerBody struct {
-	Queue    *string          `json:"queue"`
-	Params   json.RawMessage  `json:"params"`
-	Payload  json.RawMessage  `json:"payload"`
-	Enabled  *bool            `json:"enabled"`
-	Schedule *scheduleBody    `json:"schedule"`
-	Hook     *hookBody        `json:"hook"`
-	Task     *taskTriggerBody `json:"task"`
-}
-
-type scheduleBody struct {
-	Cron     *string `json:"cron"`
-	TimeZone *string `json:"timeZone"`
-}
-
-type hookBody struct {
-	Secret  Nullable[string] `json:"secret"`
-	Headers *[]string        `json:"headers"`
-}
-
-type taskTriggerBody struct {
-	Queue *string   `json:"queue"`
-	On    *[]string `json:"on"`
-}
-
-func (b *triggerBody) patch() *task.TriggerPatch {
+// triggerPatch turns a rule request into the domain's patch.
+func triggerPatch(b *errandapi.TriggerRequest) *task.TriggerPatch {
 	p := &task.TriggerPatch{Queue: b.Queue, Enabled: b.Enabled}
 	if b.Params != nil {
 		p.Params = &b.Params
@@ -45,7 +22,7 @@ func (b *triggerBody) patch() *task.TriggerPatch {
 		p.Schedule = &task.SchedulePatch{Cron: b.Schedule.Cron, TimeZone: b.Schedule.TimeZone}
 	}
 	if b.Hook != nil {
-		p.Hook = &task.HookPatch{Secret: ptrPtr(b.Hook.Secret), Headers: b.Hook.Headers}
+		p.Hook = &task.HookPatch{Secret: b.Hook.Secret.Ptr(), Headers: b.Hook.Headers}
 	}
 	if b.Task != nil {
 		p.Task = &task.TaskOnPatch{Queue: b.Task.Queue, On: b.Task.On}
@@ -53,62 +30,26 @@ func (b *triggerBody) patch() *task.TriggerPatch {
 	return p
 }
 
-// triggerJSON is a rule in v1 JSON. A hook's secret is never shown:
-// hasSecret says whether it has one.
-type triggerJSON struct {
-	ID          string               `json:"id"`
-	Kind        task.TriggerKind     `json:"kind"`
-	Queue       string               `json:"queue"`
-	Params      json.RawMessage      `json:"params"`
-	Payload     json.RawMessage      `json:"payload"`
-	Enabled     bool                 `json:"enabled"`
-	Schedule    *scheduleJSON        `json:"schedule,omitempty"`
-	Hook        *hookJSON            `json:"hook,omitempty"`
-	Task        *taskTriggerJSONPart `json:"task,omitempty"`
-	Fired       int64                `json:"fired"`
-	ErrorCount  int64                `json:"errorCount"`
-	LastError   *string              `json:"lastError"`
-	LastErrorAt *int64               `json:"lastErrorAt"`
-	CreatedAt   int64                `json:"createdAt"`
-	UpdatedAt   int64                `json:"updatedAt"`
-}
-
-type scheduleJSON struct {
-	Cron       string `json:"cron"`
-	TimeZone   string `json:"timeZone"`
-	LastTickAt *int64 `json:"lastTickAt"`
-	NextTickAt *int64 `json:"nextTickAt"`
-}
-
-type hookJSON struct {
-	Path      string   `json:"path"`
-	HasSecret bool     `json:"hasSecret"`
-	Headers   []string `json:"headers"`
-}
-
-type taskTriggerJSONPart struct {
-	Queue string   `json:"queue"`
-	On    []string `json:"on"`
-}
-
-func toTriggerJSON(tr *task.Trigger, instance string) *triggerJSON {
-	out := &triggerJSON{
-		ID: tr.ID, Kind: tr.Kind, Queue: tr.Target(instance), Params: nullRaw(tr.Params), Payload: nullRaw(tr.Payload),
-		Enabled: tr.Enabled, Fired: tr.Fired, ErrorCount: tr.ErrorCount, CreatedAt: tr.CreatedAt, UpdatedAt: tr.UpdatedAt,
+// toTrigger is a rule in v1 JSON; instance is its instance's name.
+func toTrigger(tr *task.Trigger, instance string) *errandapi.Trigger {
+	out := &errandapi.Trigger{
+		ID: tr.ID, Kind: errandapi.TriggerKind(tr.Kind), Queue: tr.Target(instance), Params: nullRaw(tr.Params),
+		Payload: nullRaw(tr.Payload), Enabled: tr.Enabled, Fired: tr.Fired, ErrorCount: tr.ErrorCount,
+		CreatedAt: tr.CreatedAt, UpdatedAt: tr.UpdatedAt, LastError: strPtr(tr.LastError),
 	}
 	if tr.LastError != "" {
-		out.LastError, out.LastErrorAt = &tr.LastError, &tr.LastErrorAt
+		out.LastErrorAt = &tr.LastErrorAt
 	}
 	switch tr.Kind {
 	case task.TriggerSchedule:
-		out.Schedule = &scheduleJSON{Cron: tr.Cron, TimeZone: tr.TimeZone, LastTickAt: nonZero(tr.LastTickAt), NextTickAt: nonZero(tr.NextTickAt)}
+		out.Schedule = &errandapi.TriggerSchedule{Cron: tr.Cron, TimeZone: tr.TimeZone, LastTickAt: msPtr(tr.LastTickAt), NextTickAt: msPtr(tr.NextTickAt)}
 	case task.TriggerHook:
-		out.Hook = &hookJSON{Path: "/v1/hooks/" + instance + "/" + tr.HookToken, HasSecret: tr.HookSecret != "", Headers: tr.HookHeaders}
+		out.Hook = &errandapi.TriggerHook{Path: "/v1/hooks/" + instance + "/" + tr.HookToken, HasSecret: tr.HookSecret != "", Headers: tr.HookHeaders}
 		if out.Hook.Headers == nil {
 			out.Hook.Headers = []string{}
 		}
 	case task.TriggerTask:
-		out.Task = &taskTriggerJSONPart{Queue: instance + "/" + tr.OnQueue, On: []string{}}
+		out.Task = &errandapi.TriggerOnTask{Queue: instance + "/" + tr.OnQueue, On: []string{}}
 		if tr.OnSucceeded {
 			out.Task.On = append(out.Task.On, "succeeded")
 		}
@@ -126,67 +67,65 @@ func nullRaw(b json.RawMessage) json.RawMessage {
 	return b
 }
 
-func nonZero(v int64) *int64 {
-	if v == 0 {
-		return nil
-	}
-	return &v
-}
-
 func (s *Server) listTriggers(w http.ResponseWriter, r *http.Request, c *call) {
 	list, err := s.eng.TriggerList(r.Context(), c.p.Org, c.instance)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	out := make([]*triggerJSON, 0, len(list))
+	out := errandapi.TriggerList{Triggers: make([]errandapi.Trigger, 0, len(list))}
 	for _, tr := range list {
-		out = append(out, toTriggerJSON(tr, c.instance))
+		out.Triggers = append(out.Triggers, *toTrigger(tr, c.instance))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"triggers": out})
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) createTrigger(w http.ResponseWriter, r *http.Request, c *call) {
-	var body triggerBody
+	var body errandapi.TriggerRequest
 	if err := decodeBody(r, &body); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	tr, err := s.eng.TriggerCreate(r.Context(), c.p.Org, c.instance, body.patch())
+	tr, err := s.eng.TriggerCreate(r.Context(), c.p.Org, c.instance, triggerPatch(&body))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"trigger": toTriggerJSON(tr, c.instance)})
+	writeJSON(w, http.StatusCreated, errandapi.TriggerResponse{Trigger: toTrigger(tr, c.instance)})
 }
 
 func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request, c *call) {
-	tr, err := s.eng.TriggerGet(r.Context(), c.p.Org, c.instance, r.PathValue("id"))
+	tr, err := s.eng.TriggerGet(r.Context(), c.trigger(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"trigger": toTriggerJSON(tr, c.instance)})
+	writeJSON(w, http.StatusOK, errandapi.TriggerResponse{Trigger: toTrigger(tr, c.instance)})
 }
 
 func (s *Server) patchTrigger(w http.ResponseWriter, r *http.Request, c *call) {
-	var body triggerBody
+	var body errandapi.TriggerRequest
 	if err := decodeBody(r, &body); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	tr, err := s.eng.TriggerPatch(r.Context(), c.p.Org, c.instance, r.PathValue("id"), body.patch())
+	tr, err := s.eng.TriggerPatch(r.Context(), c.trigger(r), triggerPatch(&body))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"trigger": toTriggerJSON(tr, c.instance)})
+	writeJSON(w, http.StatusOK, errandapi.TriggerResponse{Trigger: toTrigger(tr, c.instance)})
 }
 
 func (s *Server) deleteTrigger(w http.ResponseWriter, r *http.Request, c *call) {
-	if err := s.eng.TriggerDelete(r.Context(), c.p.Org, c.instance, r.PathValue("id")); err != nil {
+	if err := s.eng.TriggerDelete(r.Context(), c.trigger(r)); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"deleted": true})
+	writeJSON(w, http.StatusOK, errandapi.TriggerDeleteResponse{Deleted: true})
+}
+
+// trigger is the engine's ref of the rule the path names.
+func (c *call) trigger(r *http.Request) engine.TriggerRef {
+	return engine.TriggerRef{Org: c.p.Org, Instance: c.instance, ID: r.PathValue("id")}
 }
