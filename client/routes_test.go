@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/errandhq/errand/client"
@@ -141,6 +142,28 @@ func TestEveryRoute(t *testing.T) {
 		rotated := must(c.RotateWebhookKey(ctx, "jobs")).of(t)
 		if len(key) < 10 || key[:6] != "whsec_" || rotated == key || must(c.WebhookKey(ctx, "jobs")).of(t) != rotated {
 			t.Fatalf("webhook keys %q %q", key, rotated)
+		}
+
+		// Trigger rules.
+		rule := must(c.CreateTrigger(ctx, "jobs", errandapi.TriggerRequest{Queue: new("jobs/pull"),
+			Schedule: &errandapi.TriggerScheduleSpec{Cron: new("@hourly"), TimeZone: new("Europe/Paris")}})).of(t)
+		if rule.Kind != errandapi.KindSchedule || rule.Queue != "jobs/pull" || rule.Schedule.TimeZone != "Europe/Paris" || rule.Schedule.NextTickAt == nil {
+			t.Fatalf("rule %+v", rule)
+		}
+		if l := must(c.ListTriggers(ctx, "jobs")).of(t); len(l) != 1 || l[0].ID != rule.ID {
+			t.Fatalf("rules %+v", l)
+		}
+		if off := must(c.UpdateTrigger(ctx, "jobs", rule.ID, errandapi.TriggerRequest{Enabled: new(false)})).of(t); off.Enabled || off.Schedule.NextTickAt != nil {
+			t.Fatalf("disabled %+v", off)
+		}
+		if g := must(c.GetTrigger(ctx, "jobs", rule.ID)).of(t); g.Enabled || g.ID != rule.ID {
+			t.Fatalf("rule %+v", g)
+		}
+		if err := c.DeleteTrigger(ctx, "jobs", rule.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.GetTrigger(ctx, "jobs", rule.ID); !errors.Is(err, errandapi.ErrNotFound) {
+			t.Fatalf("deleted rule: %v", err)
 		}
 
 		// Purge, delete a queue, delete the instance.

@@ -19,9 +19,11 @@ type finishBatcher struct {
 	store   store.Store
 	log     *slog.Logger
 	writers int
-	mu      sync.Mutex
-	queue   []*finishReq
-	busy    int // batches being written
+	// stored, if set, is told of each batch written (the chainer's wake).
+	stored func(ps []*store.FinishParams)
+	mu     sync.Mutex
+	queue  []*finishReq
+	busy   int // batches being written
 }
 
 type finishReq struct {
@@ -86,6 +88,9 @@ func (b *finishBatcher) drain(ctx context.Context) {
 		// The batch is written even if the leading caller gives up: other
 		// callers wait for it.
 		errs, err := storeOutcomes(context.WithoutCancel(ctx), b.store, ps, b.log)
+		if err == nil && b.stored != nil {
+			b.stored(ps)
+		}
 		for i, r := range batch {
 			if err != nil {
 				r.done <- err

@@ -55,22 +55,26 @@ type Config struct {
 
 // Engine holds the store and the services. It is safe for concurrent use.
 type Engine struct {
-	store  store.Store
-	clock  clock.Clock
-	log    *slog.Logger
-	dev    bool
-	rules  task.URLRules
-	waker  *waker // tasks became due or queues changed: dispatcher, long polls
-	leases *waker // new lease expiries: rescuer
-	cfg    Config
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	store    store.Store
+	clock    clock.Clock
+	log      *slog.Logger
+	dev      bool
+	rules    task.URLRules
+	waker    *waker // tasks became due or queues changed: dispatcher, long polls
+	leases   *waker // new lease expiries: rescuer
+	ruleWake *waker // trigger rules changed: scheduler
+	chains   *waker // a finish may have written chain events: chainer
+	cfg      Config
+	mu       sync.Mutex
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
 
 	metrics    *metrics.Metrics
 	cleaner    *Cleaner
 	rescuer    *Rescuer
 	dispatcher *Dispatcher
+	scheduler  *Scheduler
+	chainer    *Chainer
 	finisher   *finishBatcher
 	notifier   *notifierService // nil unless the store is shared
 	notify     chan struct{}
@@ -104,7 +108,7 @@ func New(cfg Config) *Engine {
 		}
 		e.cfg.Writers = cfg.Writers
 	}
-	e.finisher = &finishBatcher{store: cfg.Store, writers: cfg.Writers, log: cfg.Logger.With("service", "finisher")}
+	e.finisher = &finishBatcher{store: cfg.Store, writers: cfg.Writers, log: cfg.Logger.With("service", "finisher"), stored: e.chainsMaybe}
 	if n, ok := cfg.Store.(store.Notifier); ok {
 		e.notify = make(chan struct{}, 1)
 		e.notifier = &notifierService{e: e, n: n, log: cfg.Logger.With("service", "notifier")}
@@ -114,6 +118,12 @@ func New(cfg Config) *Engine {
 		e.clock = off
 		e.clockSync = &clockSync{e: e, sc: sc, clk: off, log: cfg.Logger.With("service", "clock"), interval: 30 * time.Second}
 	}
+	e.ruleWake, e.chains = newWaker(), newWaker()
+	td := TriggerDeps{Store: cfg.Store, Clock: e.clock, Logger: cfg.Logger, Rules: cfg.URLRules, Added: e.changed, NewID: e.newID}
+	td.Wake = e.ruleWake.wait
+	e.scheduler = NewScheduler(SchedulerDeps{TriggerDeps: td, Backstop: cfg.Backstop})
+	td.Wake = e.chains.wait
+	e.chainer = NewChainer(ChainerDeps{TriggerDeps: td, Poll: min(cfg.Backstop, 5*time.Second)})
 	return e
 }
 
@@ -142,7 +152,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		}
 	}
 	ctx, e.cancel = context.WithCancel(ctx)
-	services := []interface{ run(context.Context) }{e.cleaner, e.rescuer, e.dispatcher}
+	services := []interface{ run(context.Context) }{e.cleaner, e.rescuer, e.dispatcher, e.scheduler, e.chainer}
 	if e.notifier != nil {
 		services = append(services, e.notifier)
 	}

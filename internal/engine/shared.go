@@ -36,6 +36,7 @@ func (s *notifierService) run(ctx context.Context) {
 		_ = s.n.Listen(ctx, func() {
 			s.e.waker.wake()
 			s.e.leases.wake()
+			s.e.ruleWake.wake()
 		})
 	}()
 	for {

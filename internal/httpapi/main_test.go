@@ -82,6 +82,12 @@ func (b *bundle) do(method, path string, body any) res {
 	}
 	req, _ := http.NewRequest(method, b.srv.URL+path, rd)
 	req.Header.Set("Content-Type", "application/json")
+	return b.send(req)
+}
+
+// send sends req and decodes the answer.
+func (b *bundle) send(req *http.Request) res {
+	b.t.Helper()
 	resp, err := b.client.Do(req)
 	if err != nil {
 		b.t.Fatal(err)
@@ -91,7 +97,7 @@ func (b *bundle) do(method, path string, body any) res {
 	r := res{status: resp.StatusCode, raw: raw}
 	if len(raw) > 0 && raw[0] == '{' {
 		if err := json.Unmarshal(raw, &r.body); err != nil {
-			b.t.Fatalf("%s %s: bad JSON %q", method, path, raw)
+			b.t.Fatalf("%s %s: bad JSON %q", req.Method, req.URL.Path, raw)
 		}
 	}
 	return r

@@ -95,6 +95,12 @@ var Routes = []Route{
 	{"POST", "/v1/tasks/{instance}/tasks/{id}/extend", auth.RoleWrite, (*Server).extend},
 	{"POST", "/v1/tasks/{instance}/tasks/{id}/release", auth.RoleWrite, (*Server).release},
 
+	{"GET", "/v1/tasks/{instance}/triggers", auth.RoleRead, (*Server).listTriggers},
+	{"POST", "/v1/tasks/{instance}/triggers", auth.RoleFull, (*Server).createTrigger},
+	{"GET", "/v1/tasks/{instance}/triggers/{id}", auth.RoleRead, (*Server).getTrigger},
+	{"PATCH", "/v1/tasks/{instance}/triggers/{id}", auth.RoleFull, (*Server).patchTrigger},
+	{"DELETE", "/v1/tasks/{instance}/triggers/{id}", auth.RoleFull, (*Server).deleteTrigger},
+
 	{"GET", "/v1/tasks/{instance}/settings", auth.RoleRead, (*Server).getSettings},
 	{"PATCH", "/v1/tasks/{instance}/settings", auth.RoleFull, (*Server).patchSettings},
 	{"GET", "/v1/tasks/{instance}/settings/webhook-key", auth.RoleFull, (*Server).revealWebhookKey},
@@ -118,6 +124,7 @@ func New(cfg Config) *Server {
 	for _, rt := range OpsRoutes {
 		s.mux.Handle(rt.Method+" "+rt.Pattern, s.wrapOps(rt))
 	}
+	s.mux.HandleFunc("POST /v1/hooks/{instance}/{hook}", s.hook) // no key: see hooks.go
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -134,7 +135,7 @@ func (c caller) doH(method, path string, body any) (res, http.Header) {
 // is jobs, {queue} the pull queue q, and {id} the fixture task named by id.
 type routeCall struct {
 	query string // added to the path
-	id    string // t1 (scheduled), t2 (leased), t3 (failed)
+	id    string // t1 (scheduled), t2 (leased), t3 (failed), r1 (a hook rule)
 	body  string // {lease} is t2's lease id
 	want  int
 }
@@ -165,6 +166,11 @@ var routeCalls = map[string]routeCall{
 	"PATCH /v1/tasks/{instance}/settings":                   {body: `{"retentionDays":3}`, want: 200},
 	"GET /v1/tasks/{instance}/settings/webhook-key":         {want: 200},
 	"POST /v1/tasks/{instance}/settings/webhook-key/rotate": {want: 200},
+	"GET /v1/tasks/{instance}/triggers":                     {want: 200},
+	"POST /v1/tasks/{instance}/triggers":                    {body: `{"queue":"jobs/q","schedule":{"cron":"@hourly"}}`, want: 201},
+	"GET /v1/tasks/{instance}/triggers/{id}":                {id: "r1", want: 200},
+	"PATCH /v1/tasks/{instance}/triggers/{id}":              {id: "r1", body: `{"enabled":false}`, want: 200},
+	"DELETE /v1/tasks/{instance}/triggers/{id}":             {id: "r1", want: 200},
 }
 
 // TestRouteCallsCoverTheRouter: every route of the router's table has its
@@ -199,6 +205,7 @@ type fixture struct {
 	admin string
 	tasks map[string]string // t1, t2, t3 → id
 	lease string            // t2's lease id
+	rule  string            // r1: a hook rule adding to q
 }
 
 func newFixture(t *testing.T, org string) *fixture {
@@ -233,13 +240,18 @@ func addFixture(s *served, org string) *fixture {
 	r := a.do("POST", "/v1/tasks/jobs/queues/q/tasks", `{"payload":1,"delay":60}`).want(t, 201, "")
 	f.tasks["t1"] = r.list("tasks")[0].(map[string]any)["id"].(string)
 	f.tasks["t3"] = t3
+	f.rule = a.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/q","hook":{}}`).want(t, 201, "").obj("trigger")["id"].(string)
 	return f
 }
 
 // request returns the path and body of rt's call in f.
 func (f *fixture) request(rt httpapi.Route, instance string) (string, string) {
 	c := routeCalls[rt.Method+" "+rt.Pattern]
-	return fill(rt.Pattern, instance, "q", f.tasks[c.id]) + c.query, strings.NewReplacer("{lease}", f.lease, "{t2}", f.tasks["t2"]).Replace(c.body)
+	id := f.tasks[c.id]
+	if c.id == "r1" {
+		id = f.rule
+	}
+	return fill(rt.Pattern, instance, "q", id) + c.query, strings.NewReplacer("{lease}", f.lease, "{t2}", f.tasks["t2"]).Replace(c.body)
 }
 
 // TestGrantsByRoute walks the router's table: for every route, no key, a
@@ -345,7 +357,9 @@ func TestForeignIDLooksMissing(t *testing.T) {
 		if missing.status != 404 {
 			t.Errorf("%s %s with a missing id: %d %s, want 404", rt.Method, rt.Pattern, missing.status, missing.raw)
 		}
-		for name, tid := range globex.tasks {
+		ids := maps.Clone(globex.tasks)
+		ids["r1"] = globex.rule
+		for name, tid := range ids {
 			foreign := a.do(rt.Method, fill(rt.Pattern, "jobs", "q", tid)+c.query, body)
 			if foreign.status != missing.status || !bytes.Equal(foreign.raw, missing.raw) {
 				t.Errorf("%s %s: another org's %s answers %d %s; a missing id %d %s",

@@ -35,6 +35,7 @@ import (
 type Store interface {
 	KeyStore
 	OpsStore
+	TriggerStore
 
 	// Close releases the backend; it is safe to call once.
 	Close() error

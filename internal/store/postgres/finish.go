@@ -109,6 +109,7 @@ func (s *Store) TaskFinish(ctx context.Context, ps []*store.FinishParams) ([]err
 		}
 		b.Queue(sqlFinish, r.args()...)
 	}
+	queueChainEvents(b, ps) // in the same transaction: see store.TriggerStore
 	dead := false
 	for _, p := range ps {
 		dead = dead || p.DeadLetter != nil

@@ -265,6 +265,9 @@ func (s *Store) TaskFinish(ctx context.Context, ps []*store.FinishParams) ([]err
 					res[i] = task.Errorf(task.CodeLeaseLost, "the lease is no longer held: it expired, was released, or the task was finished or leased again")
 					continue
 				}
+				if err := w.chainEvents(p.Task); err != nil {
+					return err
+				}
 				dl := p.DeadLetter
 				if dl == nil {
 					continue

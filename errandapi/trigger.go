@@ -1,0 +1,113 @@
+package errandapi
+
+import "encoding/json"
+
+// TriggerKind is what makes a rule fire.
+type TriggerKind string
+
+// The three kinds of trigger rule.
+const (
+	KindSchedule TriggerKind = "schedule"
+	KindHook     TriggerKind = "hook"
+	KindTask     TriggerKind = "task"
+)
+
+// TriggerRequest is the body of a rule create (Queue and exactly one of
+// Schedule, Hook, Task required) or PATCH (only the fields sent change; the
+// kind never does). Queue is "<instance>/<queue>" of the rule's instance.
+type TriggerRequest struct {
+	Queue    *string              `json:"queue,omitempty"`
+	Params   json.RawMessage      `json:"params,omitempty"`  // a JSON object, or null to clear
+	Payload  json.RawMessage      `json:"payload,omitempty"` // the template, or null to clear
+	Enabled  *bool                `json:"enabled,omitempty"`
+	Schedule *TriggerScheduleSpec `json:"schedule,omitempty"`
+	Hook     *TriggerHookSpec     `json:"hook,omitempty"`
+	Task     *TriggerTaskSpec     `json:"task,omitempty"`
+}
+
+// TriggerScheduleSpec is a schedule rule's cron expression (5 fields or a
+// descriptor such as @hourly, @every 30s) and IANA time zone (default UTC).
+type TriggerScheduleSpec struct {
+	Cron     *string `json:"cron,omitempty"`
+	TimeZone *string `json:"timeZone,omitempty"`
+}
+
+// TriggerHookSpec is a hook rule's optional Standard Webhooks secret
+// ("whsec_…"; null removes it) and the request headers copied into params.
+type TriggerHookSpec struct {
+	Secret  Nullable[string] `json:"secret,omitzero"`
+	Headers *[]string        `json:"headers,omitempty"`
+}
+
+// TriggerTaskSpec is a task rule's watched queue ("<instance>/<queue>")
+// and the outcomes that fire it ("succeeded", "failed").
+type TriggerTaskSpec struct {
+	Queue *string   `json:"queue,omitempty"`
+	On    *[]string `json:"on,omitempty"`
+}
+
+// Trigger is a rule in v1 JSON. A hook's secret is never shown: HasSecret
+// says whether it has one.
+type Trigger struct {
+	ID          string           `json:"id"`
+	Kind        TriggerKind      `json:"kind"`
+	Queue       string           `json:"queue"`
+	Params      json.RawMessage  `json:"params"`
+	Payload     json.RawMessage  `json:"payload"`
+	Enabled     bool             `json:"enabled"`
+	Schedule    *TriggerSchedule `json:"schedule,omitempty"`
+	Hook        *TriggerHook     `json:"hook,omitempty"`
+	Task        *TriggerOnTask   `json:"task,omitempty"`
+	Fired       int64            `json:"fired"`
+	ErrorCount  int64            `json:"errorCount"`
+	LastError   *string          `json:"lastError"`
+	LastErrorAt *int64           `json:"lastErrorAt"`
+	CreatedAt   int64            `json:"createdAt"`
+	UpdatedAt   int64            `json:"updatedAt"`
+}
+
+// TriggerSchedule is a schedule rule's state: the last tick fired and the
+// next one it waits for (null while disabled).
+type TriggerSchedule struct {
+	Cron       string `json:"cron"`
+	TimeZone   string `json:"timeZone"`
+	LastTickAt *int64 `json:"lastTickAt"`
+	NextTickAt *int64 `json:"nextTickAt"`
+}
+
+// TriggerHook is a hook rule's URL path (POST it, no key needed: the path
+// is the capability), whether it has a secret, and its copied headers.
+type TriggerHook struct {
+	Path      string   `json:"path"`
+	HasSecret bool     `json:"hasSecret"`
+	Headers   []string `json:"headers"`
+}
+
+// TriggerOnTask is a task rule's watched queue and outcomes.
+type TriggerOnTask struct {
+	Queue string   `json:"queue"`
+	On    []string `json:"on"`
+}
+
+// TriggerResponse is the answer of a rule create, get or patch.
+type TriggerResponse struct {
+	Trigger *Trigger `json:"trigger"`
+}
+
+// TriggerList is the answer of listing an instance's rules, oldest first.
+type TriggerList struct {
+	Triggers []Trigger `json:"triggers"`
+}
+
+// TriggerDeleteResponse is the answer of a rule delete.
+type TriggerDeleteResponse struct {
+	Deleted bool `json:"deleted"`
+}
+
+// HookResponse is the answer (202) of POST /v1/hooks/{instance}/{hook}:
+// the task added, or with Duplicate the one an earlier call with the same
+// Idempotency-Key (or signed webhook-id) added.
+type HookResponse struct {
+	ID        string `json:"id"`
+	Duplicate bool   `json:"duplicate"`
+}

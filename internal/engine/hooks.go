@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"context"
+	"crypto/hmac"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/errandhq/errand/internal/deliver"
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// HookReplayWindow is how far a signed hook call's timestamp may be from now
+// (Standard Webhooks): an older (or newer) call is refused as a replay.
+const HookReplayWindow = 5 * time.Minute
+
+// Hook is a hook rule found by its URL, with its instance.
+type Hook struct {
+	Rule     *task.Trigger
+	Instance *task.Instance
+}
+
+// HookFind finds the enabled hook rule of instance (a name) with token. The
+// token is the capability: the URL alone lets a caller add tasks, unless
+// the hook has a secret. Anything else (no such hook, a hook of another
+// instance, a disabled one) is NOT_FOUND.
+func (e *Engine) HookFind(ctx context.Context, instance, token string) (*Hook, error) {
+	tr, err := e.store.TriggerGetHook(ctx, store.HookRef{Token: token})
+	if err != nil {
+		return nil, err
+	}
+	inst, err := e.store.InstanceGetByID(ctx, tr.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	if inst.Name != instance || tr.Kind != task.TriggerHook || !tr.Enabled {
+		return nil, task.ErrNotFound
+	}
+	return &Hook{Rule: tr, Instance: inst}, nil
+}
+
+// HookCall is one inbound call of a hook.
+type HookCall struct {
+	Body []byte
+	// Header reads one request header.
+	Header func(name string) string
+}
+
+// HookAdded is the outcome of a hook call: the task added, or the one an
+// earlier call with the same Idempotency-Key (or signed message id) added.
+type HookAdded struct {
+	TaskID    string
+	Duplicate bool
+}
+
+// HookFire turns a call into a task of the hook's queue. With a secret the
+// call must carry a valid Standard Webhooks signature (webhook-id,
+// webhook-timestamp within HookReplayWindow, webhook-signature), else
+// UNAUTHENTICATED. The body is the payload; the rule's selected headers
+// join its params; Idempotency-Key (or, signed, webhook-id) names the task,
+// so a sender's retry adds nothing twice.
+func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded, error) {
+	tr := h.Rule
+	name := c.Header("Idempotency-Key")
+	if tr.HookSecret != "" {
+		msgID, err := verifyHook(tr.HookSecret, c, e.clock.Now())
+		if err != nil {
+			return nil, err
+		}
+		if name == "" && task.ValidateName(msgID, "webhook-id") == nil {
+			name = msgID
+		}
+	}
+	in, err := tr.HookInput(c.Body, c.Header, name)
+	if err != nil {
+		return nil, err
+	}
+	q, err := ruleQueue(ctx, e.store, tr)
+	if err != nil {
+		return nil, e.hookRefused(tr, err)
+	}
+	t, err := task.NewTask(q, in, e.now(), e.rules)
+	if err != nil {
+		return nil, e.hookRefused(tr, err)
+	}
+	t.ID = e.newID()
+	res, err := e.store.TaskAdd(ctx, []*task.Task{t})
+	if err != nil {
+		return nil, err
+	}
+	if r := res[0]; r.Err != nil {
+		if r.Err.Code == task.CodeTaskExists && r.Err.ID != "" {
+			return &HookAdded{TaskID: r.Err.ID, Duplicate: true}, nil
+		}
+		return nil, e.hookRefused(tr, r.Err)
+	}
+	e.metrics.TasksAdded.Inc()
+	e.changed()
+	return &HookAdded{TaskID: t.ID}, nil
+}
+
+// hookRefused logs a call the rule could not turn into a task (the caller
+// is told too).
+func (e *Engine) hookRefused(tr *task.Trigger, err error) error {
+	e.log.Warn("hook call could not be queued", "instance", tr.InstanceID, "rule", tr.ID, "queue", tr.Queue, "reason", err)
+	return err
+}
+
+// verifyHook checks a Standard Webhooks signature: HMAC-SHA256 keyed with
+// the secret's bytes over "<webhook-id>.<webhook-timestamp>.<body>", sent
+// base64 as one of the space-separated "v1,<sig>" of webhook-signature
+// (deliver.SignStandard computes it). It returns the message id.
+func verifyHook(secret string, c HookCall, now time.Time) (string, error) {
+	msgID, ts, sigs := c.Header("webhook-id"), c.Header("webhook-timestamp"), c.Header("webhook-signature")
+	if msgID == "" || ts == "" || sigs == "" {
+		return "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks)")
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return "", task.Errorf(task.CodeUnauthenticated, "webhook-timestamp must be seconds since the epoch")
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > HookReplayWindow || d < -HookReplayWindow {
+		return "", task.Errorf(task.CodeUnauthenticated, "webhook-timestamp is more than 5 minutes from now: refused as a replay")
+	}
+	want, ok := deliver.SignStandard(secret, msgID, sec, c.Body)
+	if !ok {
+		return "", task.Errorf(task.CodeInternal, "hook secret is not whsec_ and base64")
+	}
+	for _, sig := range strings.Fields(sigs) {
+		if hmac.Equal([]byte(sig), []byte(want)) {
+			return msgID, nil
+		}
+	}
+	return "", task.Errorf(task.CodeUnauthenticated, "webhook-signature does not match this hook's secret")
+}

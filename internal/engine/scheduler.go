@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// scheduleBatch is how many due rules one read takes.
+const scheduleBatch = 100
+
+// SchedulerDeps are what the scheduler needs.
+type SchedulerDeps struct {
+	TriggerDeps
+	// Backstop bounds a sleep without a wake-up (default 1 min).
+	Backstop time.Duration
+}
+
+// Scheduler fires schedule rules: at each rule's tick it adds one task,
+// named by the tick (task.TickName) and fenced on the rule's next tick in
+// the same transaction (store.TriggerFire), so that every node may run a
+// scheduler and a tick is still added once: by whichever node fires it
+// first. After downtime only the latest missed tick is added (one catch-up
+// task); the rule records the tick it last fired. It sleeps until the
+// earliest next tick, or a rule change.
+type Scheduler struct {
+	passService
+	d   SchedulerDeps
+	log *slog.Logger
+}
+
+// NewScheduler returns a scheduler; Start runs it.
+func NewScheduler(d SchedulerDeps) *Scheduler {
+	d.setDefaults()
+	if d.Backstop <= 0 {
+		d.Backstop = time.Minute
+	}
+	s := &Scheduler{d: d, log: d.Logger.With("service", "scheduler")}
+	s.passService = passService{name: "scheduler", log: s.log, clock: d.Clock, wake: d.Wake, pass: s.RunOnce, sleep: s.sleep, onPass: d.OnPass}
+	return s
+}
+
+// sleep is how long the scheduler may sleep: until the earliest next tick,
+// at most the backstop.
+func (s *Scheduler) sleep(ctx context.Context) time.Duration {
+	sleep := s.d.Backstop
+	if next, err := s.d.Store.TriggerNextTick(ctx); err == nil && next > 0 {
+		if d := time.Duration(next-s.d.Clock.Now().UnixMilli()) * time.Millisecond; d < sleep {
+			sleep = max(d, time.Millisecond)
+		}
+	}
+	return sleep
+}
+
+// RunOnce fires every rule due now and returns how many tasks it added.
+func (s *Scheduler) RunOnce(ctx context.Context) (int, error) {
+	added := 0
+	defer func() {
+		if added > 0 {
+			s.d.Added()
+		}
+	}()
+	for {
+		now := s.d.Clock.Now().UnixMilli()
+		due, err := s.d.Store.TriggerDue(ctx, &store.TriggerDueParams{Now: now, Limit: scheduleBatch})
+		if err != nil {
+			return added, err
+		}
+		for _, tr := range due {
+			ok, err := s.fire(ctx, tr, now)
+			if err != nil {
+				return added, err
+			}
+			if ok {
+				added++
+			}
+		}
+		if len(due) < scheduleBatch {
+			return added, nil
+		}
+	}
+}
+
+// fire adds the task of tr's due tick, or records why it cannot. It
+// reports whether this call added it.
+func (s *Scheduler) fire(ctx context.Context, tr *task.Trigger, now int64) (bool, error) {
+	p := &store.TriggerFireParams{Ref: store.TriggerRef{InstanceID: tr.InstanceID, ID: tr.ID}, ExpectNext: tr.NextTickAt, Now: now}
+	tick, next, ok := tr.Due(now)
+	p.Tick, p.Next = tick, next
+	if !ok {
+		// Not a schedule that parses (a rule stored by hand): stop it.
+		p.Tick, p.Next, p.Err = tr.LastTickAt, 0, "schedule.cron: does not parse; the rule is stopped"
+	} else if t, err := s.tickTask(ctx, tr, tick, now); err != nil {
+		p.Err = err.Error()
+	} else {
+		p.Task = t
+	}
+	res, err := s.d.Store.TriggerFire(ctx, p)
+	if err != nil {
+		return false, err
+	}
+	if res.Applied && res.Err != "" {
+		s.log.Warn("schedule rule could not add its task", "instance", tr.InstanceID, "rule", tr.ID,
+			"queue", tr.Queue, "tick", time.UnixMilli(tick).UTC(), "reason", res.Err)
+	}
+	return res.Applied && p.Task != nil && res.TaskID == p.Task.ID, nil
+}
+
+// tickTask builds the task of one tick through the domain.
+func (s *Scheduler) tickTask(ctx context.Context, tr *task.Trigger, tick, now int64) (*task.Task, error) {
+	q, err := ruleQueue(ctx, s.d.Store, tr)
+	if err != nil {
+		return nil, err
+	}
+	t, err := task.NewTask(q, tr.ScheduleInput(tick), now, s.d.Rules)
+	if err != nil {
+		return nil, err
+	}
+	t.ID = s.d.NewID()
+	return t, nil
+}
+
+// Scheduler returns the schedule service (tests run it with RunOnce).
+func (e *Engine) Scheduler() *Scheduler { return e.scheduler }
+
+// ruleQueue reads the queue a rule adds to; a queue that is gone is a
+// NOT_FOUND that names it.
+func ruleQueue(ctx context.Context, st store.Store, tr *task.Trigger) (*task.Queue, error) {
+	q, err := st.QueueGet(ctx, store.QueueRef{InstanceID: tr.InstanceID, Name: tr.Queue})
+	if task.IsCode(err, task.CodeNotFound) {
+		return nil, task.Errorf(task.CodeNotFound, "queue %q not found", tr.Queue)
+	}
+	return q, err
+}

@@ -1,0 +1,46 @@
+package httpapi
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/engine"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// hook serves POST /v1/hooks/{instance}/{hook}: it turns the request into a
+// task of the hook rule's queue and answers 202 {id}. It needs no API key:
+// the hook's URL (its random token) is the capability, and a hook with a
+// secret also needs a valid Standard Webhooks signature. Calls count
+// against the instance's rateLimit like any other call.
+func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
+	h, err := s.eng.HookFind(r.Context(), r.PathValue("instance"), r.PathValue("hook"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if wait, err := s.limits.allow(r.Context(), h.Instance.Org, h.Instance.Name); err != nil {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
+		s.writeError(w, r, err)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, task.MaxPayloadBytes))
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		s.writeError(w, r, task.FieldErrorf(task.CodePayloadTooLarge, "body", "is over %d bytes (64 KiB)", task.MaxPayloadBytes))
+		return
+	case err != nil:
+		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "body", "reading it failed: %v", err))
+		return
+	}
+	res, err := s.eng.HookFire(r.Context(), h, engine.HookCall{Body: body, Header: r.Header.Get})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, errandapi.HookResponse{ID: res.TaskID, Duplicate: res.Duplicate})
+}

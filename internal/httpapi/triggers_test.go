@@ -1,0 +1,175 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/errandhq/errand/internal/deliver"
+	"github.com/errandhq/errand/internal/id"
+)
+
+// hookCall posts body to a hook path with headers and no API key.
+func (b *bundle) hookCall(path string, body []byte, headers map[string]string) res {
+	b.t.Helper()
+	req, _ := http.NewRequest("POST", b.srv.URL+path, bytes.NewReader(body))
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	return b.send(req)
+}
+
+func TestTriggerRoutesRefuseBadInput(t *testing.T) {
+	s := setupServe(t)
+	a := s.as(s.key("acme", "full:*"))
+	a.do("POST", "/v1/instances", `{"name":"jobs"}`).want(t, 201, "")
+	a.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	for _, c := range []struct{ body, code, field string }{
+		{`{"queue":"jobs/out","schedule":{"cron":"99 * * * *"}}`, "INVALID_ARGUMENT", "schedule.cron"},
+		{`{"queue":"jobs/out","schedule":{"cron":"@daily","timeZone":"Europe/Atlantis"}}`, "INVALID_ARGUMENT", "schedule.timeZone"},
+		{`{"queue":"other/out","hook":{}}`, "INVALID_ARGUMENT", "queue"},
+		{`{"queue":"jobs/out"}`, "INVALID_ARGUMENT", "schedule"},
+		{`{"queue":"jobs/out","hook":{},"task":{"queue":"jobs/out"}}`, "INVALID_ARGUMENT", "schedule"},
+		{`{"queue":"jobs/out","hook":{"secret":"plain"}}`, "INVALID_ARGUMENT", "hook.secret"},
+		{`{"queue":"jobs/out","hook":{},"colour":1}`, "INVALID_ARGUMENT", "colour"},
+		{`{"queue":"jobs/out","hook":{},"params":[1]}`, "INVALID_ARGUMENT", "params"},
+		{`{"queue":"jobs/out","task":{"queue":"jobs/out","on":["done"]}}`, "INVALID_ARGUMENT", "task.on"},
+		{`{"queue":"jobs/default","hook":{}}`, "NO_TARGET", ""},
+	} {
+		r := a.do("POST", "/v1/tasks/jobs/triggers", c.body)
+		r.want(t, 400, c.code)
+		if !strings.HasPrefix(r.message(), c.field) {
+			t.Errorf("%s: message %q does not name %s", c.body, r.message(), c.field)
+		}
+	}
+	a.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/missing","hook":{}}`).want(t, 404, "NOT_FOUND")
+	a.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","task":{"queue":"jobs/missing"}}`).want(t, 404, "NOT_FOUND")
+	if l := a.do("GET", "/v1/tasks/jobs/triggers", nil).want(t, 200, "").list("triggers"); len(l) != 0 {
+		t.Fatalf("refused creates left %d rules", len(l))
+	}
+	// A good rule, read back; a PATCH of another kind's block is refused.
+	tr := a.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","schedule":{"cron":"0 9 * * 1-5","timeZone":"Europe/Paris"},"params":{"a":1}}`).
+		want(t, 201, "").obj("trigger")
+	if tr["kind"] != "schedule" || tr["queue"] != "jobs/out" || tr["schedule"].(map[string]any)["nextTickAt"] == nil {
+		t.Fatalf("created %v", tr)
+	}
+	path := "/v1/tasks/jobs/triggers/" + tr["id"].(string)
+	a.do("PATCH", path, `{"hook":{}}`).want(t, 400, "INVALID_ARGUMENT")
+	a.do("PATCH", path, `{"schedule":{"timeZone":"Mars/Base"}}`).want(t, 400, "INVALID_ARGUMENT")
+	got := a.do("GET", path, nil).want(t, 200, "").obj("trigger")
+	if got["schedule"].(map[string]any)["timeZone"] != "Europe/Paris" {
+		t.Fatalf("refused patch changed the rule: %v", got)
+	}
+	off := a.do("PATCH", path, `{"enabled":false}`).want(t, 200, "").obj("trigger")
+	if off["enabled"] != false || off["schedule"].(map[string]any)["nextTickAt"] != nil {
+		t.Fatalf("disabled: %v", off)
+	}
+	// Deleting the queue deletes its rules.
+	a.do("DELETE", "/v1/tasks/jobs/queues/out?confirm=true", nil).want(t, 200, "")
+	a.do("GET", path, nil).want(t, 404, "NOT_FOUND")
+}
+
+func TestHookWithoutSecret(t *testing.T) {
+	s := setupServe(t)
+	a := s.as(s.key("acme", "full:*"))
+	a.do("POST", "/v1/instances", `{"name":"jobs"}`).want(t, 201, "")
+	a.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	tr := a.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"headers":["X-Github-Event"]},"params":{"source":"gh"}}`).
+		want(t, 201, "").obj("trigger")
+	hook := tr["hook"].(map[string]any)
+	path := hook["path"].(string)
+	if !strings.HasPrefix(path, "/v1/hooks/jobs/hk_") || hook["hasSecret"] != false {
+		t.Fatalf("hook: %v", hook)
+	}
+	// No API key needed: the URL is the capability.
+	r := s.hookCall(path, []byte(`{"ref":"main"}`), map[string]string{"X-GitHub-Event": "push", "Idempotency-Key": "delivery-1"}).want(t, 202, "")
+	taskID := r.body["id"].(string)
+	got := a.do("GET", "/v1/tasks/jobs/tasks/"+taskID, nil).want(t, 200, "").obj("task")
+	params, _ := json.Marshal(got["params"])
+	if got["source"] != "hook" || got["name"] != "delivery-1" || got["payload"].(map[string]any)["ref"] != "main" ||
+		string(params) != `{"headers":{"X-Github-Event":"push"},"source":"gh"}` {
+		t.Fatalf("hook task: %v", got)
+	}
+	// The sender's retry with the same key adds nothing.
+	again := s.hookCall(path, []byte(`{"ref":"main"}`), map[string]string{"Idempotency-Key": "delivery-1"}).want(t, 202, "")
+	if again.body["id"] != taskID || again.body["duplicate"] != true {
+		t.Fatalf("duplicate: %s", again.raw)
+	}
+	s.hookCall(path, nil, nil).want(t, 202, "") // an empty body: payload null
+	s.hookCall(path, []byte(`{"ref":`), nil).want(t, 400, "INVALID_ARGUMENT")
+	s.hookCall(path, []byte(`<xml/>`), nil).want(t, 400, "INVALID_ARGUMENT")
+	big := []byte(`"` + strings.Repeat("x", 64<<10) + `"`)
+	s.hookCall(path, big, nil).want(t, 400, "PAYLOAD_TOO_LARGE")
+	s.hookCall(path, []byte(`{}`), map[string]string{"Idempotency-Key": "a key with spaces"}).want(t, 400, "INVALID_ARGUMENT")
+	s.hookCall(strings.Replace(path, "/jobs/", "/other/", 1), []byte(`{}`), nil).want(t, 404, "NOT_FOUND")
+	s.hookCall("/v1/hooks/jobs/hk_nope", []byte(`{}`), nil).want(t, 404, "NOT_FOUND")
+	if n := len(a.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 2 {
+		t.Fatalf("%d tasks, want 2 (refused calls add nothing)", n)
+	}
+	// A disabled hook answers as a missing one.
+	a.do("PATCH", "/v1/tasks/jobs/triggers/"+tr["id"].(string), `{"enabled":false}`).want(t, 200, "")
+	s.hookCall(path, []byte(`{}`), nil).want(t, 404, "NOT_FOUND")
+	// Hook calls count against the instance's rateLimit.
+	a.do("PATCH", "/v1/tasks/jobs/triggers/"+tr["id"].(string), `{"enabled":true}`).want(t, 200, "")
+	a.do("PATCH", "/v1/tasks/jobs/settings", `{"rateLimit":1}`).want(t, 200, "")
+	limited := false
+	for range 5 {
+		if r := s.hookCall(path, []byte(`{}`), nil); r.status == 429 {
+			r.want(t, 429, "RATE_LIMITED")
+			limited = true
+			break
+		}
+	}
+	if !limited {
+		t.Fatal("hook calls past the instance's rateLimit were not limited")
+	}
+}
+
+func TestHookWithSecret(t *testing.T) {
+	s := setupServe(t)
+	a := s.as(s.key("acme", "full:*"))
+	a.do("POST", "/v1/instances", `{"name":"jobs"}`).want(t, 201, "")
+	a.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	secret := id.WebhookKey()
+	tr := a.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+secret+`"}}`).want(t, 201, "").obj("trigger")
+	if h := tr["hook"].(map[string]any); h["hasSecret"] != true || strings.Contains(string(mustJSON(tr)), secret) {
+		t.Fatalf("secret shown or missing: %v", tr)
+	}
+	path := tr["hook"].(map[string]any)["path"].(string)
+	body := []byte(`{"order":42}`)
+	signed := func(msgID string, at time.Time, key string, b []byte) map[string]string {
+		ts := at.Unix()
+		sig, ok := deliver.SignStandard(key, msgID, ts, b)
+		if !ok {
+			t.Fatal("sign")
+		}
+		return map[string]string{"webhook-id": msgID, "webhook-timestamp": strconv.FormatInt(ts, 10), "webhook-signature": "v1,bm90IGl0 " + sig}
+	}
+	now := s.clock.Now()
+	s.hookCall(path, body, nil).want(t, 401, "UNAUTHENTICATED")
+	s.hookCall(path, body, signed("msg_1", now, id.WebhookKey(), body)).want(t, 401, "UNAUTHENTICATED")
+	s.hookCall(path, []byte(`{"order":43}`), signed("msg_1", now, secret, body)).want(t, 401, "UNAUTHENTICATED")
+	r := s.hookCall(path, body, signed("msg_1", now, secret, body)).want(t, 202, "")
+	// The same message again within the window (a replay, or the sender's
+	// retry): the same task, nothing added.
+	again := s.hookCall(path, body, signed("msg_1", now.Add(time.Minute), secret, body)).want(t, 202, "")
+	if again.body["id"] != r.body["id"] || again.body["duplicate"] != true {
+		t.Fatalf("replay in the window: %s vs %s", again.raw, r.raw)
+	}
+	// A signature older than 5 minutes is refused, however valid.
+	s.clock.Advance(6 * time.Minute)
+	s.hookCall(path, body, signed("msg_2", now, secret, body)).want(t, 401, "UNAUTHENTICATED")
+	s.hookCall(path, body, signed("msg_2", s.clock.Now(), secret, body)).want(t, 202, "")
+	if n := len(a.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 2 {
+		t.Fatalf("%d tasks, want 2", n)
+	}
+	// The secret can be removed: then no signature is needed.
+	a.do("PATCH", "/v1/tasks/jobs/triggers/"+tr["id"].(string), `{"hook":{"secret":null}}`).want(t, 200, "")
+	s.hookCall(path, body, nil).want(t, 202, "")
+}
+
+func mustJSON(v any) []byte { b, _ := json.Marshal(v); return b }

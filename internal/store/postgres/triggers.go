@@ -1,0 +1,287 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+var triggerCols = store.Columns("", store.TriggerColumns)
+
+var (
+	qTriggerInsert = `INSERT INTO triggers (` + triggerCols + `) VALUES (` + placeholders(1, len(store.TriggerColumns)) + `)`
+	qTriggerGet    = `SELECT ` + triggerCols + ` FROM triggers WHERE instance_id = $1 AND id = $2`
+	qTriggerLock   = qTriggerGet + ` FOR UPDATE`
+	qTriggerHook   = `SELECT ` + triggerCols + ` FROM triggers WHERE hook_token = $1`
+	qTriggerList   = `SELECT ` + triggerCols + ` FROM triggers WHERE instance_id = $1 ORDER BY created_at, id`
+	qTriggerUpdate = `UPDATE triggers SET queue = $3, enabled = $4, params = $5, payload = $6, cron = $7,
+		time_zone = $8, last_tick_at = $9, next_tick_at = $10, hook_secret = $11, hook_headers = $12, on_queue = $13,
+		on_succeeded = $14, on_failed = $15, fired = $16, error_count = $17, last_error = $18, last_error_at = $19,
+		updated_at = $20
+		WHERE instance_id = $1 AND id = $2`
+	qTriggerDelete = `DELETE FROM triggers WHERE instance_id = $1 AND id = $2`
+	qTriggerDue    = `SELECT ` + triggerCols + ` FROM triggers
+		WHERE kind = 'schedule' AND enabled AND next_tick_at > 0 AND next_tick_at <= $1 ORDER BY next_tick_at LIMIT $2`
+	qTriggerNextTick = `SELECT coalesce(min(next_tick_at), 0) FROM triggers
+		WHERE kind = 'schedule' AND enabled AND next_tick_at > 0`
+	// The fire's fence: the tick applies only while the rule still waits
+	// for the tick the scheduler read; a second node's fire of the same
+	// tick waits for this row lock, then matches nothing.
+	qTriggerTick = `UPDATE triggers SET last_tick_at = $3, next_tick_at = $4
+		WHERE instance_id = $1 AND id = $2 AND next_tick_at = $5 AND enabled AND kind = 'schedule'`
+	qTriggerFired = `UPDATE triggers SET fired = fired + 1 WHERE instance_id = $1 AND id = $2`
+	qTriggerError = `UPDATE triggers SET error_count = error_count + 1, last_error = $3, last_error_at = $4
+		WHERE instance_id = $1 AND id = $2`
+	qTaskIDByName = `SELECT id FROM tasks WHERE instance_id = $1 AND queue = $2 AND name = $3`
+
+	// sqlChainEvents writes, in the finish's batch (one transaction), one
+	// event per enabled task rule watching the queue of a task that
+	// finished SUCCEEDED or FAILED. Only a write that applied counts: the
+	// row must hold the entry's state and finish time with no lease; the
+	// unique key drops a second write of the same finish.
+	sqlChainEvents = `INSERT INTO trigger_events (instance_id, rule_id, task_id, state, finished_at)
+		SELECT r.instance_id, r.id, c.id, c.state, c.finished_at
+		FROM ` + unnestSQL(1, "c", []string{"instance_id text", "id text", "queue text", "state text", "finished_at int8"}) + `
+		JOIN triggers r ON r.instance_id = c.instance_id AND r.on_queue = c.queue AND r.kind = 'task' AND r.enabled
+			AND CASE c.state WHEN 'SUCCEEDED' THEN r.on_succeeded ELSE r.on_failed END
+		JOIN tasks t ON t.instance_id = c.instance_id AND t.id = c.id AND t.state = c.state
+			AND t.finished_at = c.finished_at AND t.lease_id = ''
+		ON CONFLICT ON CONSTRAINT trigger_events_once DO NOTHING`
+	qEventList   = `SELECT ` + store.TriggerEventColumns + ` FROM trigger_events ORDER BY seq LIMIT $1`
+	qEventDelete = `DELETE FROM trigger_events WHERE instance_id = $1 AND seq = $2`
+)
+
+func placeholders(first, n int) string {
+	ps := make([]string, n)
+	for i := range ps {
+		ps[i] = fmt.Sprintf("$%d", first+i)
+	}
+	return strings.Join(ps, ", ")
+}
+
+// queueChainEvents adds sqlChainEvents for the finishes of ps that end a
+// task SUCCEEDED or FAILED to b, the finish's batch.
+func queueChainEvents(b *pgx.Batch, ps []*store.FinishParams) {
+	var inst, id, queue, state []string
+	var fin []int64
+	for _, p := range ps {
+		if t := p.Task; store.ChainState(t.State) {
+			inst, id, queue = append(inst, t.InstanceID), append(id, t.ID), append(queue, t.Queue)
+			state, fin = append(state, string(t.State)), append(fin, t.FinishedAt)
+		}
+	}
+	if len(id) > 0 {
+		b.Queue(sqlChainEvents, inst, id, queue, state, fin)
+	}
+}
+
+// TriggerCreate stores a new rule.
+func (s *Store) TriggerCreate(ctx context.Context, p *store.TriggerCreateParams) error {
+	args, err := store.TriggerArgs(p.Trigger)
+	if err != nil {
+		return err
+	}
+	_, err = s.pool.Exec(ctx, qTriggerInsert, args...)
+	return interpretError(err)
+}
+
+// TriggerGet finds one rule of an instance.
+func (s *Store) TriggerGet(ctx context.Context, ref store.TriggerRef) (*task.Trigger, error) {
+	return scanTrigger(s.pool.QueryRow(ctx, qTriggerGet, ref.InstanceID, ref.ID))
+}
+
+// TriggerGetHook finds a hook rule by its token.
+func (s *Store) TriggerGetHook(ctx context.Context, ref store.HookRef) (*task.Trigger, error) {
+	if ref.Token == "" {
+		return nil, task.ErrNotFound
+	}
+	return scanTrigger(s.pool.QueryRow(ctx, qTriggerHook, ref.Token))
+}
+
+// TriggerList lists an instance's rules, oldest first.
+func (s *Store) TriggerList(ctx context.Context, p *store.TriggerListParams) ([]*task.Trigger, error) {
+	return s.triggers(ctx, qTriggerList, p.InstanceID)
+}
+
+// TriggerDue returns the enabled schedule rules due at p.Now.
+func (s *Store) TriggerDue(ctx context.Context, p *store.TriggerDueParams) ([]*task.Trigger, error) {
+	return s.triggers(ctx, qTriggerDue, p.Now, p.Limit)
+}
+
+func (s *Store) triggers(ctx context.Context, q string, args ...any) ([]*task.Trigger, error) {
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	out := []*task.Trigger{}
+	for rows.Next() {
+		tr, err := scanTrigger(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, tr)
+	}
+	return out, rowsErr(rows)
+}
+
+// TriggerNextTick returns the earliest tick of an enabled schedule rule.
+func (s *Store) TriggerNextTick(ctx context.Context) (int64, error) {
+	var next int64
+	if err := s.pool.QueryRow(ctx, qTriggerNextTick).Scan(&next); err != nil {
+		return 0, interpretError(err)
+	}
+	return next, nil
+}
+
+// TriggerUpdate applies fn to a rule under a row lock and stores it.
+func (s *Store) TriggerUpdate(ctx context.Context, ref store.TriggerRef, fn func(*task.Trigger) error) (*task.Trigger, error) {
+	var out *task.Trigger
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		tr, err := scanTrigger(tx.QueryRow(ctx, qTriggerLock, ref.InstanceID, ref.ID))
+		if err != nil {
+			return err
+		}
+		kind, created, token := tr.Kind, tr.CreatedAt, tr.HookToken
+		if err := fn(tr); err != nil {
+			return err
+		}
+		tr.InstanceID, tr.ID, tr.Kind, tr.CreatedAt, tr.HookToken = ref.InstanceID, ref.ID, kind, created, token
+		a, err := store.TriggerArgs(tr)
+		if err != nil {
+			return err
+		}
+		// TriggerColumns: queue (3) … updated_at (22), without kind and
+		// hook_token, after the key.
+		if _, err := tx.Exec(ctx, qTriggerUpdate, ref.InstanceID, ref.ID, a[3], a[4], a[5], a[6], a[7], a[8], a[9],
+			a[10], a[12], a[13], a[14], a[15], a[16], a[17], a[18], a[19], a[20], a[22]); err != nil {
+			return interpretError(err)
+		}
+		out = tr
+		return nil
+	})
+	return out, err
+}
+
+// TriggerDelete removes a rule (its pending events go with it, by the
+// schema's trigger).
+func (s *Store) TriggerDelete(ctx context.Context, ref store.TriggerRef) error {
+	tag, err := s.pool.Exec(ctx, qTriggerDelete, ref.InstanceID, ref.ID)
+	if err != nil {
+		return interpretError(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return task.ErrNotFound
+	}
+	return nil
+}
+
+// TriggerFire records one tick of a schedule rule and adds its task, in one
+// transaction fenced on the tick the rule waited for.
+func (s *Store) TriggerFire(ctx context.Context, p *store.TriggerFireParams) (*store.TriggerFireResult, error) {
+	res := &store.TriggerFireResult{}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		*res = store.TriggerFireResult{}
+		tag, err := tx.Exec(ctx, qTriggerTick, p.Ref.InstanceID, p.Ref.ID, p.Tick, p.Next, p.ExpectNext)
+		if err != nil {
+			return interpretError(err)
+		}
+		if tag.RowsAffected() == 0 {
+			return nil // fired already
+		}
+		res.Applied = true
+		return s.addForRule(ctx, tx, p.Ref, p.Task, p.Err, p.Now, res)
+	})
+	return res, err
+}
+
+// addForRule adds t (when set) for rule ref and records the outcome on the
+// rule: fired once more, or errMsg (or a queue that is gone) as its last
+// error. A name already taken in the queue means the task was added before.
+func (s *Store) addForRule(ctx context.Context, tx pgx.Tx, ref store.TriggerRef, t *task.Task, errMsg string, now int64, res *store.TriggerFireResult) error {
+	if t != nil {
+		out, err := insertTasks(ctx, tx, []*task.Task{t})
+		if err != nil {
+			return err
+		}
+		switch {
+		case !out[0].queueOK:
+			errMsg = fmt.Sprintf("queue %q not found", t.Queue)
+		case out[0].stored:
+			res.Added, res.TaskID = true, t.ID
+			_, err := tx.Exec(ctx, qTriggerFired, ref.InstanceID, ref.ID)
+			return interpretError(err)
+		case t.Name == "":
+			return task.Errorf(task.CodeInternal, "store: task id %s is taken", t.ID)
+		default:
+			res.Added, res.TaskID = true, out[0].holder
+			if res.TaskID == "" {
+				if err := tx.QueryRow(ctx, qTaskIDByName, t.InstanceID, t.Queue, t.Name).Scan(&res.TaskID); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+					return interpretError(err)
+				}
+			}
+			return nil // added before: fired counted then
+		}
+	}
+	if errMsg != "" {
+		res.Err = errMsg
+		if len(errMsg) > 500 {
+			errMsg = errMsg[:500]
+		}
+		_, err := tx.Exec(ctx, qTriggerError, ref.InstanceID, ref.ID, errMsg, now)
+		return interpretError(err)
+	}
+	return nil
+}
+
+// TriggerEventList returns the oldest pending chain events.
+func (s *Store) TriggerEventList(ctx context.Context, p *store.TriggerEventListParams) ([]*store.TriggerEvent, error) {
+	rows, err := s.pool.Query(ctx, qEventList, p.Limit)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	out := []*store.TriggerEvent{}
+	for rows.Next() {
+		ev, err := store.ScanTriggerEvent(rows.Scan)
+		if err != nil {
+			return nil, interpretError(err)
+		}
+		out = append(out, ev)
+	}
+	return out, rowsErr(rows)
+}
+
+// TriggerEventDone removes a chain event and, if this call removed it, adds
+// its task and records the outcome on the rule, in one transaction. A second
+// node ending the same event waits for the row lock, then removes nothing.
+func (s *Store) TriggerEventDone(ctx context.Context, p *store.TriggerEventDoneParams) (*store.TriggerFireResult, error) {
+	res := &store.TriggerFireResult{}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		*res = store.TriggerFireResult{}
+		tag, err := tx.Exec(ctx, qEventDelete, p.Event.InstanceID, p.Event.Seq)
+		if err != nil {
+			return interpretError(err)
+		}
+		if tag.RowsAffected() == 0 {
+			return nil
+		}
+		res.Applied = true
+		return s.addForRule(ctx, tx, store.TriggerRef{InstanceID: p.Event.InstanceID, ID: p.Event.RuleID}, p.Task, p.Err, p.Now, res)
+	})
+	return res, err
+}
+
+func scanTrigger(row pgx.Row) (*task.Trigger, error) {
+	tr, err := store.ScanTrigger(row.Scan)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return tr, nil
+}

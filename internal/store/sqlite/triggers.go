@@ -1,0 +1,283 @@
+package sqlite
+
+import (
+	"context"
+	"strings"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+var triggerCols = store.Columns("", store.TriggerColumns)
+
+var (
+	qTriggerInsert = define(onWriter, `INSERT INTO triggers (`+triggerCols+`) VALUES (`+
+		strings.TrimSuffix(strings.Repeat("?, ", len(store.TriggerColumns)), ", ")+`)`)
+	qTriggerGet     = define(onWriter|onReader, `SELECT `+triggerCols+` FROM triggers WHERE instance_id = ? AND id = ?`)
+	qTriggerGetHook = define(onReader, `SELECT `+triggerCols+` FROM triggers WHERE hook_token = ?`)
+	qTriggerList    = define(onReader, `SELECT `+triggerCols+` FROM triggers WHERE instance_id = ? ORDER BY created_at, id`)
+	qTriggerUpdate  = define(onWriter, `UPDATE triggers SET queue = ?, enabled = ?, params = ?, payload = ?, cron = ?,
+		time_zone = ?, last_tick_at = ?, next_tick_at = ?, hook_secret = ?, hook_headers = ?, on_queue = ?,
+		on_succeeded = ?, on_failed = ?, fired = ?, error_count = ?, last_error = ?, last_error_at = ?, updated_at = ?
+		WHERE instance_id = ? AND id = ?`)
+	qTriggerDelete = define(onWriter, `DELETE FROM triggers WHERE instance_id = ? AND id = ?`)
+	qTriggerDue    = define(onReader, `SELECT `+triggerCols+` FROM triggers INDEXED BY triggers_due
+		WHERE kind = 'schedule' AND enabled = 1 AND next_tick_at > 0 AND next_tick_at <= ? ORDER BY next_tick_at LIMIT ?`)
+	qTriggerNextTick = define(onReader, `SELECT coalesce(min(next_tick_at), 0) FROM triggers INDEXED BY triggers_due
+		WHERE kind = 'schedule' AND enabled = 1 AND next_tick_at > 0`)
+	// The fire's fence: the tick applies only while the rule still waits
+	// for the tick the scheduler read.
+	qTriggerTick = define(onWriter, `UPDATE triggers SET last_tick_at = ?, next_tick_at = ?
+		WHERE instance_id = ? AND id = ? AND next_tick_at = ? AND enabled = 1 AND kind = 'schedule'`)
+	qTriggerFired = define(onWriter, `UPDATE triggers SET fired = fired + 1 WHERE instance_id = ? AND id = ?`)
+	qTriggerError = define(onWriter, `UPDATE triggers SET error_count = error_count + 1, last_error = ?, last_error_at = ?
+		WHERE instance_id = ? AND id = ?`)
+
+	// A finish that ends a task SUCCEEDED or FAILED writes one event per
+	// enabled task rule watching its queue for that outcome.
+	qChainEvents = define(onWriter, `INSERT OR IGNORE INTO trigger_events (instance_id, rule_id, task_id, state, finished_at)
+		SELECT instance_id, id, ?, ?, ? FROM triggers INDEXED BY triggers_on
+		WHERE instance_id = ? AND on_queue = ? AND kind = 'task' AND enabled = 1
+			AND CASE ? WHEN 'SUCCEEDED' THEN on_succeeded ELSE on_failed END = 1`)
+	qEventList   = define(onReader, `SELECT `+store.TriggerEventColumns+` FROM trigger_events ORDER BY seq LIMIT ?`)
+	qEventDelete = define(onWriter, `DELETE FROM trigger_events WHERE seq = ? AND instance_id = ?`)
+)
+
+// TriggerCreate stores a new rule.
+func (s *Store) TriggerCreate(ctx context.Context, p *store.TriggerCreateParams) error {
+	args, err := store.TriggerArgs(p.Trigger)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(w *wtx) error {
+		_, err := w.exec(qTriggerInsert, args...)
+		return err
+	})
+}
+
+// TriggerGet finds one rule of an instance.
+func (s *Store) TriggerGet(ctx context.Context, ref store.TriggerRef) (*task.Trigger, error) {
+	return scanTrigger(s.reader(qTriggerGet).QueryRowContext(ctx, ref.InstanceID, ref.ID))
+}
+
+// TriggerGetHook finds a hook rule by its token.
+func (s *Store) TriggerGetHook(ctx context.Context, ref store.HookRef) (*task.Trigger, error) {
+	if ref.Token == "" {
+		return nil, task.ErrNotFound
+	}
+	return scanTrigger(s.reader(qTriggerGetHook).QueryRowContext(ctx, ref.Token))
+}
+
+// TriggerList lists an instance's rules, oldest first.
+func (s *Store) TriggerList(ctx context.Context, p *store.TriggerListParams) ([]*task.Trigger, error) {
+	return s.triggers(ctx, qTriggerList, p.InstanceID)
+}
+
+// TriggerDue returns the enabled schedule rules due at p.Now.
+func (s *Store) TriggerDue(ctx context.Context, p *store.TriggerDueParams) ([]*task.Trigger, error) {
+	return s.triggers(ctx, qTriggerDue, p.Now, p.Limit)
+}
+
+func (s *Store) triggers(ctx context.Context, q query, args ...any) ([]*task.Trigger, error) {
+	rows, err := s.reader(q).QueryContext(ctx, args...)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	out := []*task.Trigger{}
+	for rows.Next() {
+		tr, err := scanTrigger(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, tr)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, interpretError(err)
+	}
+	return out, nil
+}
+
+// TriggerNextTick returns the earliest tick of an enabled schedule rule.
+func (s *Store) TriggerNextTick(ctx context.Context) (int64, error) {
+	var next int64
+	if err := s.reader(qTriggerNextTick).QueryRowContext(ctx).Scan(&next); err != nil {
+		return 0, interpretError(err)
+	}
+	return next, nil
+}
+
+// TriggerUpdate applies fn to a rule under the write lock and stores it.
+func (s *Store) TriggerUpdate(ctx context.Context, ref store.TriggerRef, fn func(*task.Trigger) error) (*task.Trigger, error) {
+	var out *task.Trigger
+	err := s.write(ctx, func(w *wtx) error {
+		tr, err := scanTrigger(w.queryRow(qTriggerGet, ref.InstanceID, ref.ID))
+		if err != nil {
+			return err
+		}
+		kind, created, token := tr.Kind, tr.CreatedAt, tr.HookToken
+		if err := fn(tr); err != nil {
+			return err
+		}
+		tr.InstanceID, tr.ID, tr.Kind, tr.CreatedAt, tr.HookToken = ref.InstanceID, ref.ID, kind, created, token
+		args, err := store.TriggerArgs(tr)
+		if err != nil {
+			return err
+		}
+		// TriggerColumns: queue (3) … updated_at (22), without kind and
+		// hook_token, then the key.
+		if _, err := w.exec(qTriggerUpdate, args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10],
+			args[12], args[13], args[14], args[15], args[16], args[17], args[18], args[19], args[20], args[22],
+			ref.InstanceID, ref.ID); err != nil {
+			return err
+		}
+		out = tr
+		return nil
+	})
+	return out, err
+}
+
+// TriggerDelete removes a rule (its pending events go with it, by the
+// schema's trigger).
+func (s *Store) TriggerDelete(ctx context.Context, ref store.TriggerRef) error {
+	return s.write(ctx, func(w *wtx) error {
+		r, err := w.exec(qTriggerDelete, ref.InstanceID, ref.ID)
+		if err != nil {
+			return err
+		}
+		if n, err := affected(r); err != nil || n == 0 {
+			return cmpErr(err, task.ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// TriggerFire records one tick of a schedule rule and adds its task, in one
+// transaction fenced on the tick the rule waited for.
+func (s *Store) TriggerFire(ctx context.Context, p *store.TriggerFireParams) (*store.TriggerFireResult, error) {
+	res := &store.TriggerFireResult{}
+	err := s.write(ctx, func(w *wtx) error {
+		*res = store.TriggerFireResult{}
+		r, err := w.exec(qTriggerTick, p.Tick, p.Next, p.Ref.InstanceID, p.Ref.ID, p.ExpectNext)
+		if err != nil {
+			return err
+		}
+		if n, err := affected(r); err != nil || n == 0 {
+			return err // fired already: nothing to do
+		}
+		res.Applied = true
+		return w.addForRule(p.Ref, p.Task, p.Err, p.Now, res)
+	})
+	return res, err
+}
+
+// addForRule adds t (when set) for rule ref and records the outcome on the
+// rule: fired once more, or errMsg (or a queue that is gone) as its last
+// error. A name already taken in the queue means the task was added before.
+func (w *wtx) addForRule(ref store.TriggerRef, t *task.Task, errMsg string, now int64, res *store.TriggerFireResult) error {
+	if t != nil {
+		ok, err := w.queueExists(t.InstanceID, t.Queue)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			errMsg = "queue " + quote(t.Queue) + " not found"
+		} else {
+			stored, err := w.insertTasks([]*task.Task{t})
+			if err != nil {
+				return err
+			}
+			res.Added, res.TaskID = true, t.ID
+			if !stored[[2]string{t.InstanceID, t.ID}] {
+				if t.Name == "" {
+					return task.Errorf(task.CodeInternal, "store: task id %s is taken", t.ID)
+				}
+				if err := w.queryRow(qTaskByName, t.InstanceID, t.Queue, t.Name).Scan(&res.TaskID); err != nil {
+					return interpretError(err)
+				}
+				return nil // added before: fired counted then
+			}
+			_, err = w.exec(qTriggerFired, ref.InstanceID, ref.ID)
+			return err
+		}
+	}
+	if errMsg != "" {
+		res.Err = errMsg
+		_, err := w.exec(qTriggerError, truncateMsg(errMsg), now, ref.InstanceID, ref.ID)
+		return err
+	}
+	return nil
+}
+
+// TriggerEventList returns the oldest pending chain events.
+func (s *Store) TriggerEventList(ctx context.Context, p *store.TriggerEventListParams) ([]*store.TriggerEvent, error) {
+	rows, err := s.reader(qEventList).QueryContext(ctx, p.Limit)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	out := []*store.TriggerEvent{}
+	for rows.Next() {
+		ev, err := store.ScanTriggerEvent(rows.Scan)
+		if err != nil {
+			return nil, interpretError(err)
+		}
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, interpretError(err)
+	}
+	return out, nil
+}
+
+// TriggerEventDone removes a chain event and, if this call removed it, adds
+// its task and records the outcome on the rule, in one transaction.
+func (s *Store) TriggerEventDone(ctx context.Context, p *store.TriggerEventDoneParams) (*store.TriggerFireResult, error) {
+	res := &store.TriggerFireResult{}
+	err := s.write(ctx, func(w *wtx) error {
+		*res = store.TriggerFireResult{}
+		r, err := w.exec(qEventDelete, p.Event.Seq, p.Event.InstanceID)
+		if err != nil {
+			return err
+		}
+		if n, err := affected(r); err != nil || n == 0 {
+			return err
+		}
+		res.Applied = true
+		return w.addForRule(store.TriggerRef{InstanceID: p.Event.InstanceID, ID: p.Event.RuleID}, p.Task, p.Err, p.Now, res)
+	})
+	return res, err
+}
+
+// chainEvents writes the chain events of a finish that applied.
+func (w *wtx) chainEvents(t *task.Task) error {
+	if !store.ChainState(t.State) {
+		return nil
+	}
+	_, err := w.exec(qChainEvents, t.ID, string(t.State), t.FinishedAt, t.InstanceID, t.Queue, string(t.State))
+	return err
+}
+
+func scanTrigger(sc scanner) (*task.Trigger, error) {
+	tr, err := store.ScanTrigger(sc.Scan)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return tr, nil
+}
+
+// cmpErr returns err, or else missing.
+func cmpErr(err, missing error) error {
+	if err != nil {
+		return err
+	}
+	return missing
+}
+
+// truncateMsg bounds a message stored on a rule.
+func truncateMsg(s string) string {
+	if len(s) > 500 {
+		return s[:500]
+	}
+	return s
+}

@@ -1,0 +1,323 @@
+package storetest
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+var triggerCases = []testCase{
+	{"CRUD", testTriggerCRUD},
+	{"Hook", testTriggerHook},
+	{"DueAndFire", testTriggerDueAndFire},
+	{"FireQueueGone", testTriggerFireQueueGone},
+	{"ChainEventInFinish", testTriggerChainEvent},
+	{"ChainEventDoneOnce", testTriggerChainEventDoneOnce},
+	{"QueueDeleteRemovesRules", testTriggerQueueDelete},
+}
+
+// rule stores a rule of kind on inst adding to queue.
+func (e *env) rule(inst *task.Instance, kind task.TriggerKind, queue string, mod ...func(*task.Trigger)) *task.Trigger {
+	e.t.Helper()
+	tr := &task.Trigger{InstanceID: inst.ID, ID: e.id("rule"), Kind: kind, Queue: queue, Enabled: true,
+		TimeZone: "UTC", CreatedAt: T0, UpdatedAt: T0}
+	switch kind {
+	case task.TriggerSchedule:
+		tr.Cron, tr.NextTickAt = "@every 1m", T0+60_000
+	case task.TriggerHook:
+		tr.HookToken = e.id("hk")
+	case task.TriggerTask:
+		tr.OnQueue, tr.OnSucceeded = "work", true
+	}
+	for _, m := range mod {
+		m(tr)
+	}
+	if err := e.s.TriggerCreate(e.ctx, &store.TriggerCreateParams{Trigger: tr}); err != nil {
+		e.t.Fatalf("TriggerCreate: %v", err)
+	}
+	return tr
+}
+
+func (e *env) events() []*store.TriggerEvent {
+	e.t.Helper()
+	evs, err := e.s.TriggerEventList(e.ctx, &store.TriggerEventListParams{Limit: 100})
+	if err != nil {
+		e.t.Fatalf("TriggerEventList: %v", err)
+	}
+	return evs
+}
+
+func testTriggerCRUD(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	other := e.instance("acme", "other")
+	e.queue(inst, "out", task.ModePull)
+	tr := e.rule(inst, task.TriggerSchedule, "out", func(tr *task.Trigger) {
+		tr.Params, tr.Payload = json.RawMessage(`{"a": 1}`), json.RawMessage(`[1, 2]`)
+	})
+	e.rule(inst, task.TriggerHook, "out", func(tr *task.Trigger) { tr.HookHeaders = []string{"X-Event"}; tr.HookSecret = "whsec_x" })
+	got, err := e.s.TriggerGet(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: tr.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if show(got) != show(tr) {
+		t.Fatalf("get:\n%s\nwant\n%s", show(got), show(tr))
+	}
+	_, err = e.s.TriggerGet(e.ctx, store.TriggerRef{InstanceID: other.ID, ID: tr.ID})
+	wantCode(t, err, task.CodeNotFound, "get from another instance")
+	list, err := e.s.TriggerList(e.ctx, &store.TriggerListParams{InstanceID: inst.ID})
+	if err != nil || len(list) != 2 || list[0].ID != tr.ID || list[1].HookHeaders[0] != "X-Event" || list[1].HookSecret != "whsec_x" {
+		t.Fatalf("list: %s %v", show(list), err)
+	}
+	if list, _ := e.s.TriggerList(e.ctx, &store.TriggerListParams{InstanceID: other.ID}); len(list) != 0 {
+		t.Fatalf("other instance lists %d", len(list))
+	}
+	up, err := e.s.TriggerUpdate(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: tr.ID}, func(tr *task.Trigger) error {
+		tr.Enabled, tr.Cron, tr.Kind, tr.Params, tr.UpdatedAt = false, "@hourly", task.TriggerHook, nil, T0+5
+		return nil
+	})
+	if err != nil || up.Kind != task.TriggerSchedule || up.Enabled || up.Cron != "@hourly" {
+		t.Fatalf("update: %+v %v", up, err)
+	}
+	got, _ = e.s.TriggerGet(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: tr.ID})
+	if show(got) != show(up) || got.Params != nil {
+		t.Fatalf("after update:\n%s\nwant\n%s", show(got), show(up))
+	}
+	// fn's error writes nothing.
+	_, err = e.s.TriggerUpdate(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: tr.ID}, func(tr *task.Trigger) error {
+		tr.Cron = "x"
+		return task.Errorf(task.CodeInvalidArgument, "no")
+	})
+	wantCode(t, err, task.CodeInvalidArgument, "update refused")
+	if got, _ := e.s.TriggerGet(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: tr.ID}); got.Cron != "@hourly" {
+		t.Fatalf("refused update wrote %q", got.Cron)
+	}
+	_, err = e.s.TriggerUpdate(e.ctx, store.TriggerRef{InstanceID: other.ID, ID: tr.ID}, func(*task.Trigger) error { return nil })
+	wantCode(t, err, task.CodeNotFound, "update in another instance")
+	wantCode(t, e.s.TriggerDelete(e.ctx, store.TriggerRef{InstanceID: other.ID, ID: tr.ID}), task.CodeNotFound, "delete from another instance")
+	if err := e.s.TriggerDelete(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: tr.ID}); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, e.s.TriggerDelete(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: tr.ID}), task.CodeNotFound, "delete twice")
+}
+
+func testTriggerHook(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	e.queue(inst, "out", task.ModePull)
+	tr := e.rule(inst, task.TriggerHook, "out")
+	got, err := e.s.TriggerGetHook(e.ctx, store.HookRef{Token: tr.HookToken})
+	if err != nil || got.ID != tr.ID || got.InstanceID != inst.ID {
+		t.Fatalf("by token: %+v %v", got, err)
+	}
+	_, err = e.s.TriggerGetHook(e.ctx, store.HookRef{Token: "hk-nope"})
+	wantCode(t, err, task.CodeNotFound, "unknown token")
+	_, err = e.s.TriggerGetHook(e.ctx, store.HookRef{})
+	wantCode(t, err, task.CodeNotFound, "empty token")
+}
+
+func testTriggerDueAndFire(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "out", task.ModePull)
+	a := e.rule(inst, task.TriggerSchedule, "out", func(tr *task.Trigger) { tr.NextTickAt = T0 + 1000 })
+	e.rule(inst, task.TriggerSchedule, "out", func(tr *task.Trigger) { tr.NextTickAt = T0 + 500; tr.Enabled = false })
+	e.rule(inst, task.TriggerSchedule, "out", func(tr *task.Trigger) { tr.NextTickAt = T0 + 5000 })
+	if next, err := e.s.TriggerNextTick(e.ctx); err != nil || next != T0+1000 {
+		t.Fatalf("next tick %d %v", next-T0, err)
+	}
+	due, err := e.s.TriggerDue(e.ctx, &store.TriggerDueParams{Now: T0 + 1000, Limit: 10})
+	if err != nil || len(due) != 1 || due[0].ID != a.ID {
+		t.Fatalf("due: %s %v", show(due), err)
+	}
+	fire := func(expect int64) *store.TriggerFireResult {
+		tk := e.newTask(q, T0+1000, func(in *task.AddInput) { in.Name = task.TickName(a.ID, T0+1000); in.Source = task.SourceSchedule })
+		res, err := e.s.TriggerFire(e.ctx, &store.TriggerFireParams{Ref: store.TriggerRef{InstanceID: inst.ID, ID: a.ID},
+			ExpectNext: expect, Tick: T0 + 1000, Next: T0 + 61_000, Task: tk, Now: T0 + 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := fire(T0 + 1000)
+	if !res.Applied || !res.Added || res.TaskID == "" {
+		t.Fatalf("fire: %+v", res)
+	}
+	first := res.TaskID
+	// The same tick again (a second node, a retry): nothing applies.
+	if res := fire(T0 + 1000); res.Applied || res.Added {
+		t.Fatalf("second fire: %+v", res)
+	}
+	got, _ := e.s.TriggerGet(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: a.ID})
+	if got.LastTickAt != T0+1000 || got.NextTickAt != T0+61_000 || got.Fired != 1 {
+		t.Fatalf("rule after fire: %+v", got)
+	}
+	page, _ := e.s.TaskList(e.ctx, &store.ListParams{InstanceID: inst.ID, Queue: "out", Limit: 10})
+	if len(page.Tasks) != 1 || page.Tasks[0].ID != first || page.Tasks[0].Name != task.TickName(a.ID, T0+1000) {
+		t.Fatalf("tasks: %s", show(page.Tasks))
+	}
+	// A rule moved back to the same tick whose task is kept: the name
+	// holds, the fire applies and answers the existing task.
+	if _, err := e.s.TriggerUpdate(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: a.ID}, func(tr *task.Trigger) error {
+		tr.NextTickAt = T0 + 1000
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if res := fire(T0 + 1000); !res.Applied || !res.Added || res.TaskID != first {
+		t.Fatalf("refire of a kept tick: %+v, want task %s", res, first)
+	}
+	if got, _ := e.s.TriggerGet(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: a.ID}); got.Fired != 1 {
+		t.Fatalf("fired %d after a refire", got.Fired)
+	}
+	if next, _ := e.s.TriggerNextTick(e.ctx); next != T0+5000 {
+		t.Fatalf("next tick after fire %d", next-T0)
+	}
+}
+
+func testTriggerFireQueueGone(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "out", task.ModePull)
+	a := e.rule(inst, task.TriggerSchedule, "other-queue", func(tr *task.Trigger) { tr.NextTickAt = T0 + 1000 })
+	tk := e.newTask(q, T0+1000)
+	tk.Queue = "other-queue"
+	res, err := e.s.TriggerFire(e.ctx, &store.TriggerFireParams{Ref: store.TriggerRef{InstanceID: inst.ID, ID: a.ID},
+		ExpectNext: T0 + 1000, Tick: T0 + 1000, Next: T0 + 2000, Task: tk, Now: T0 + 1000})
+	if err != nil || !res.Applied || res.Added || res.Err == "" {
+		t.Fatalf("fire into a missing queue: %+v %v", res, err)
+	}
+	// A refusal decided by the engine is recorded alike.
+	res, err = e.s.TriggerFire(e.ctx, &store.TriggerFireParams{Ref: store.TriggerRef{InstanceID: inst.ID, ID: a.ID},
+		ExpectNext: T0 + 2000, Tick: T0 + 2000, Next: T0 + 3000, Err: "NO_TARGET: no", Now: T0 + 2000})
+	if err != nil || !res.Applied || res.Err != "NO_TARGET: no" {
+		t.Fatalf("fire with an error: %+v %v", res, err)
+	}
+	got, _ := e.s.TriggerGet(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: a.ID})
+	if got.ErrorCount != 2 || got.LastError != "NO_TARGET: no" || got.LastErrorAt != T0+2000 || got.Fired != 0 || got.NextTickAt != T0+3000 {
+		t.Fatalf("rule: %+v", got)
+	}
+}
+
+func testTriggerChainEvent(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	work := e.queue(inst, "work", task.ModePush, func(q *task.Queue) { q.MaxAttempts = 1 })
+	e.queue(inst, "next", task.ModePull)
+	ok := e.rule(inst, task.TriggerTask, "next")
+	bad := e.rule(inst, task.TriggerTask, "next", func(tr *task.Trigger) { tr.OnSucceeded, tr.OnFailed = false, true })
+	e.rule(inst, task.TriggerTask, "next", func(tr *task.Trigger) { tr.Enabled = false; tr.OnFailed = true })
+	e.rule(inst, task.TriggerTask, "next", func(tr *task.Trigger) { tr.OnQueue = "elsewhere"; tr.OnFailed = true })
+	e.addN(work, 3, T0, nil)
+	c := e.claim(work, T0, 3, 60_000)
+	e.finish(work, c[0], T0+10, succeed(`1`))
+	e.finish(work, c[1], T0+20, fail("boom"))
+	// A lost lease writes nothing, so no event either.
+	stale := *c[2]
+	stale.LeaseID = "lease-other"
+	if _, err := stale.Finish(work, T0+30, succeed(`2`)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.s.TaskFinish(e.ctx, []*store.FinishParams{{Task: &stale, LeaseID: "lease-other"}})
+	if err != nil || !task.IsCode(res[0], task.CodeLeaseLost) {
+		t.Fatalf("stale finish: %v %v", res, err)
+	}
+	evs := e.events()
+	if len(evs) != 2 {
+		t.Fatalf("events: %s", show(evs))
+	}
+	if evs[0].RuleID != ok.ID || evs[0].TaskID != c[0].ID || evs[0].State != task.Succeeded || evs[0].FinishedAt != T0+10 || evs[0].InstanceID != inst.ID {
+		t.Fatalf("event 0: %+v", evs[0])
+	}
+	if evs[1].RuleID != bad.ID || evs[1].TaskID != c[1].ID || evs[1].State != task.Failed || evs[1].Seq <= evs[0].Seq {
+		t.Fatalf("event 1: %+v", evs[1])
+	}
+	// A retry to RETRY_WAIT fires nothing.
+	q2 := e.queue(inst, "retrying", task.ModePush)
+	e.rule(inst, task.TriggerTask, "next", func(tr *task.Trigger) { tr.OnQueue = "retrying"; tr.OnFailed = true })
+	e.addN(q2, 1, T0, nil)
+	e.finish(q2, e.claim(q2, T0, 1, 60_000)[0], T0+40, fail("again"))
+	if n := len(e.events()); n != 2 {
+		t.Fatalf("%d events after a retryable failure", n)
+	}
+}
+
+func testTriggerChainEventDoneOnce(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	work := e.queue(inst, "work", task.ModePush)
+	next := e.queue(inst, "next", task.ModePull)
+	rule := e.rule(inst, task.TriggerTask, "next")
+	e.addN(work, 2, T0, nil)
+	c := e.claim(work, T0, 2, 60_000)
+	e.finish(work, c[0], T0+10, succeed(`1`))
+	e.finish(work, c[1], T0+11, succeed(`2`))
+	evs := e.events()
+	if len(evs) != 2 {
+		t.Fatalf("events %d", len(evs))
+	}
+	chained := e.newTask(next, T0+20, func(in *task.AddInput) { in.Depth = 1; in.Source = task.SourceTask })
+	done := func(ev *store.TriggerEvent, tk *task.Task, msg string) *store.TriggerFireResult {
+		res, err := e.s.TriggerEventDone(e.ctx, &store.TriggerEventDoneParams{Event: ev, Task: tk, Err: msg, Now: T0 + 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := done(evs[0], chained, ""); !res.Applied || !res.Added || res.TaskID != chained.ID {
+		t.Fatalf("done: %+v", res)
+	}
+	again := e.newTask(next, T0+21, func(in *task.AddInput) { in.Depth = 1 })
+	if res := done(evs[0], again, ""); res.Applied || res.Added {
+		t.Fatalf("done twice: %+v", res)
+	}
+	if res := done(evs[1], nil, "DEPTH_EXCEEDED: too deep"); !res.Applied || res.Added || res.Err == "" {
+		t.Fatalf("refused: %+v", res)
+	}
+	if n := len(e.events()); n != 0 {
+		t.Fatalf("%d events left", n)
+	}
+	page, _ := e.s.TaskList(e.ctx, &store.ListParams{InstanceID: inst.ID, Queue: "next", Limit: 10})
+	if len(page.Tasks) != 1 || page.Tasks[0].ID != chained.ID || page.Tasks[0].Depth != 1 {
+		t.Fatalf("chained tasks: %s", show(page.Tasks))
+	}
+	got, _ := e.s.TriggerGet(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: rule.ID})
+	if got.Fired != 1 || got.ErrorCount != 1 || got.LastError != "DEPTH_EXCEEDED: too deep" || got.LastErrorAt != T0+20 {
+		t.Fatalf("rule: %+v", got)
+	}
+}
+
+func testTriggerQueueDelete(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	work := e.queue(inst, "work", task.ModePush)
+	e.queue(inst, "next", task.ModePull)
+	e.queue(inst, "keep", task.ModePull)
+	into := e.rule(inst, task.TriggerHook, "next")
+	watch := e.rule(inst, task.TriggerTask, "keep") // watches work
+	keep := e.rule(inst, task.TriggerSchedule, "keep")
+	e.addN(work, 1, T0, nil)
+	e.finish(work, e.claim(work, T0, 1, 60_000)[0], T0+10, succeed(`1`))
+	if n := len(e.events()); n != 1 {
+		t.Fatalf("events %d", n)
+	}
+	if _, err := e.s.QueueDelete(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "next"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.QueueDelete(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "work"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, gone := range []*task.Trigger{into, watch} {
+		_, err := e.s.TriggerGet(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: gone.ID})
+		wantCode(t, err, task.CodeNotFound, "rule of a deleted queue")
+	}
+	if n := len(e.events()); n != 0 {
+		t.Fatalf("%d events of a deleted rule left", n)
+	}
+	if _, err := e.s.TriggerGet(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: keep.ID}); err != nil {
+		t.Fatalf("unrelated rule: %v", err)
+	}
+	if err := e.s.InstanceDelete(e.ctx, store.InstanceRef{Org: "acme", Name: "jobs"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.s.TriggerGet(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: keep.ID})
+	wantCode(t, err, task.CodeNotFound, "rule of a deleted instance")
+	if next, _ := e.s.TriggerNextTick(e.ctx); next != 0 {
+		t.Fatalf("next tick %d after the instance went", next)
+	}
+}

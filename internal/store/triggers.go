@@ -1,0 +1,137 @@
+package store
+
+import (
+	"context"
+
+	"github.com/errandhq/errand/internal/task"
+)
+
+// TriggerStore keeps trigger rules and the chain outbox.
+//
+// Task rules fire from inside TaskFinish: the transaction that stores a
+// task's SUCCEEDED or FAILED also writes one TriggerEvent for every enabled
+// task rule watching its queue for that outcome, so a finish and its chain
+// event are stored together or not at all. The engine drains the events
+// (TriggerEventList, TriggerEventDone): a node that dies between the finish
+// and the chained add leaves the event for any node to add.
+//
+// Deleting a queue deletes the rules that add to it or watch it, in the
+// same transaction (and so does deleting an instance, with its queues).
+type TriggerStore interface {
+	// TriggerCreate stores a new rule (its ID set by the caller). It does
+	// not check the queues: the engine does.
+	TriggerCreate(ctx context.Context, p *TriggerCreateParams) error
+	// TriggerGet finds one rule of an instance.
+	TriggerGet(ctx context.Context, ref TriggerRef) (*task.Trigger, error)
+	// TriggerGetHook finds a hook rule by its token (the {hook} of
+	// /v1/hooks/{instance}/{hook}), whatever its instance: the token is
+	// unique across instances, like an API key's digest.
+	TriggerGetHook(ctx context.Context, ref HookRef) (*task.Trigger, error)
+	// TriggerList lists an instance's rules, oldest first.
+	TriggerList(ctx context.Context, p *TriggerListParams) ([]*task.Trigger, error)
+	// TriggerUpdate applies fn to a rule under a write lock and stores what
+	// fn left (InstanceID, ID, Kind, CreatedAt and HookToken are kept). fn's
+	// error is returned unchanged and nothing is written.
+	TriggerUpdate(ctx context.Context, ref TriggerRef, fn func(*task.Trigger) error) (*task.Trigger, error)
+	// TriggerDelete removes a rule and its pending chain events.
+	TriggerDelete(ctx context.Context, ref TriggerRef) error
+
+	// TriggerDue returns up to p.Limit enabled schedule rules of every
+	// instance whose NextTickAt is at or before p.Now, soonest first.
+	TriggerDue(ctx context.Context, p *TriggerDueParams) ([]*task.Trigger, error)
+	// TriggerNextTick returns the earliest NextTickAt of an enabled schedule
+	// rule of any instance, 0 when there is none.
+	TriggerNextTick(ctx context.Context) (int64, error)
+	// TriggerFire records one tick of a schedule rule in one transaction:
+	// it applies only while the rule is enabled with NextTickAt equal to
+	// p.ExpectNext (so two nodes firing the same tick apply once), adds
+	// p.Task (a task already named by its tick) and moves the rule to
+	// p.Tick and p.Next; a task whose name is taken counts as added (a
+	// retry of the same tick), a queue that is gone records the refusal on
+	// the rule, as p.Err does when p.Task is nil.
+	TriggerFire(ctx context.Context, p *TriggerFireParams) (*TriggerFireResult, error)
+
+	// TriggerEventList returns up to p.Limit pending chain events of every
+	// instance, oldest first.
+	TriggerEventList(ctx context.Context, p *TriggerEventListParams) ([]*TriggerEvent, error)
+	// TriggerEventDone ends one chain event in one transaction: it removes
+	// the event and, only if this call removed it (not another node), adds
+	// p.Task (nil for none) and records the outcome on the rule (Fired, or
+	// p.Err as its last error). It reports whether this call removed it.
+	TriggerEventDone(ctx context.Context, p *TriggerEventDoneParams) (*TriggerFireResult, error)
+}
+
+// TriggerRef names one rule of an instance.
+type TriggerRef struct {
+	InstanceID string
+	ID         string
+}
+
+// HookRef names a hook rule by its token.
+type HookRef struct {
+	Token string
+}
+
+// TriggerCreateParams holds a rule to store.
+type TriggerCreateParams struct {
+	Trigger *task.Trigger
+}
+
+// TriggerListParams selects an instance's rules.
+type TriggerListParams struct {
+	InstanceID string
+}
+
+// TriggerDueParams selects the schedule rules due at Now.
+type TriggerDueParams struct {
+	Now   int64
+	Limit int
+}
+
+// TriggerFireParams is one tick of a schedule rule to record.
+type TriggerFireParams struct {
+	Ref        TriggerRef
+	ExpectNext int64      // the NextTickAt the rule was read with
+	Tick       int64      // the tick fired: the rule's new LastTickAt
+	Next       int64      // the tick after it: the rule's new NextTickAt
+	Task       *task.Task // the tick's task, or nil when Err says why not
+	Err        string     // the refusal to record when Task is nil
+	Now        int64
+}
+
+// TriggerFireResult says what a fire or a chain event did.
+type TriggerFireResult struct {
+	// Applied is false when another node (or an earlier try) had already
+	// fired the tick or ended the event: nothing was written.
+	Applied bool
+	// Added is true when the task was stored or its name already held a
+	// task (then TaskID is that task's id).
+	Added  bool
+	TaskID string
+	// Err is the refusal recorded on the rule ("" for none).
+	Err string
+}
+
+// TriggerEvent is one pending chain event: a task of a watched queue
+// finished in State, and rule RuleID is to add a task for it.
+type TriggerEvent struct {
+	InstanceID string
+	Seq        int64
+	RuleID     string
+	TaskID     string
+	State      task.State
+	FinishedAt int64
+}
+
+// TriggerEventListParams selects pending chain events.
+type TriggerEventListParams struct {
+	Limit int
+}
+
+// TriggerEventDoneParams ends one chain event.
+type TriggerEventDoneParams struct {
+	Event *TriggerEvent
+	Task  *task.Task // the chained task, or nil (Err says why, or the rule is gone)
+	Err   string
+	Now   int64
+}

@@ -1,0 +1,309 @@
+package task
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"net/textproto"
+	"strings"
+)
+
+// TriggerKind is what makes a trigger rule fire.
+type TriggerKind string
+
+// The three kinds of rule (DESIGN.md, "Triggers").
+const (
+	// TriggerSchedule fires on a cron schedule.
+	TriggerSchedule TriggerKind = "schedule"
+	// TriggerHook fires on POST /v1/hooks/{instance}/{hook}.
+	TriggerHook TriggerKind = "hook"
+	// TriggerTask fires when a task of a watched queue finishes.
+	TriggerTask TriggerKind = "task"
+)
+
+// Sources of the tasks that rules add (Task.Source).
+const (
+	SourceSchedule = "schedule"
+	SourceHook     = "hook"
+	SourceTask     = "task"
+)
+
+// Trigger limits.
+const (
+	MaxHookHeaders   = 20
+	DefaultTimeZone  = "UTC"
+	MaxCronLen       = 200
+	minSecretBytes   = 24
+	maxSecretBytes   = 64
+	hookSecretPrefix = "whsec_"
+)
+
+// Trigger is one rule of an instance: when its event happens it adds a task
+// to Queue (a queue of the same instance) with Params, at the depth and with
+// the payload its kind defines. Times are epoch milliseconds.
+type Trigger struct {
+	InstanceID string
+	ID         string
+	Kind       TriggerKind
+	Queue      string          // the target queue, in the rule's instance
+	Params     json.RawMessage // a JSON object or nil; reaches the task as params
+	Payload    json.RawMessage // the payload template, nil for none
+	Enabled    bool
+
+	// schedule
+	Cron     string
+	TimeZone string // IANA name; "UTC" by default
+	// LastTickAt is the last tick a task was added for; NextTickAt the next
+	// one due (0 while disabled or for other kinds).
+	LastTickAt int64
+	NextTickAt int64
+
+	// hook
+	HookToken   string   // the {hook} path segment: the hook's capability
+	HookSecret  string   // whsec_… Standard Webhooks key; "" for none
+	HookHeaders []string // canonical header names copied into params.headers
+
+	// task
+	OnQueue     string // the watched queue
+	OnSucceeded bool
+	OnFailed    bool
+
+	// What the rule did: tasks added, and the last refusal.
+	Fired       int64
+	ErrorCount  int64
+	LastError   string
+	LastErrorAt int64
+	CreatedAt   int64
+	UpdatedAt   int64
+}
+
+// TriggerPatch is what a create or PATCH sends; nil fields stay as they are.
+// Exactly one of Schedule, Hook and Task names the kind on create; a PATCH
+// may change only the block of the rule's own kind.
+type TriggerPatch struct {
+	Queue    *string // "<instance>/<queue>"
+	Params   *json.RawMessage
+	Payload  *json.RawMessage
+	Enabled  *bool
+	Schedule *SchedulePatch
+	Hook     *HookPatch
+	Task     *TaskOnPatch
+}
+
+// SchedulePatch holds a schedule rule's fields.
+type SchedulePatch struct {
+	Cron     *string
+	TimeZone *string
+}
+
+// HookPatch holds a hook rule's fields. Secret uses a double pointer so that
+// `"secret": null` removes it.
+type HookPatch struct {
+	Secret  **string
+	Headers *[]string
+}
+
+// TaskOnPatch holds a task rule's fields: the watched queue and the
+// outcomes ("succeeded", "failed") that fire it.
+type TaskOnPatch struct {
+	Queue *string
+	On    *[]string
+}
+
+// Apply validates p and applies it to tr. instance is the name of the rule's
+// instance (a queue must be "<instance>/<queue>" of that one). It does not
+// check that queues exist: the engine does, against the store. It leaves
+// NextTickAt to the caller (NextTick needs now).
+func (p *TriggerPatch) Apply(tr *Trigger, instance string, create bool) error {
+	kinds := 0
+	for _, set := range []bool{p.Schedule != nil, p.Hook != nil, p.Task != nil} {
+		if set {
+			kinds++
+		}
+	}
+	if create {
+		if kinds != 1 {
+			return FieldErrorf(CodeInvalidArgument, "schedule", "send exactly one of schedule, hook or task")
+		}
+		switch {
+		case p.Schedule != nil:
+			tr.Kind = TriggerSchedule
+			tr.TimeZone = DefaultTimeZone
+		case p.Hook != nil:
+			tr.Kind = TriggerHook
+		default:
+			tr.Kind = TriggerTask
+			tr.OnSucceeded = true
+		}
+		tr.Enabled = true
+		if p.Queue == nil {
+			return FieldErrorf(CodeInvalidArgument, "queue", "is required, as \"<instance>/<queue>\"")
+		}
+	} else if kinds > 1 || (p.Schedule != nil && tr.Kind != TriggerSchedule) ||
+		(p.Hook != nil && tr.Kind != TriggerHook) || (p.Task != nil && tr.Kind != TriggerTask) {
+		return FieldErrorf(CodeInvalidArgument, string(tr.Kind), "a rule's kind cannot change; this rule is a %s rule", tr.Kind)
+	}
+	if p.Queue != nil {
+		q, err := RuleQueue(*p.Queue, instance, "queue")
+		if err != nil {
+			return err
+		}
+		tr.Queue = q
+	}
+	if p.Params != nil {
+		if IsJSONNull(*p.Params) {
+			tr.Params = nil
+		} else {
+			if err := ValidateJSONBytes(*p.Params, "params"); err != nil {
+				return err
+			}
+			if !isJSONObject(*p.Params) {
+				return FieldErrorf(CodeInvalidArgument, "params", "must be a JSON object")
+			}
+			tr.Params = *p.Params
+		}
+	}
+	if p.Payload != nil {
+		if IsJSONNull(*p.Payload) {
+			tr.Payload = nil
+		} else {
+			if err := ValidateJSONBytes(*p.Payload, "payload"); err != nil {
+				return err
+			}
+			tr.Payload = *p.Payload
+		}
+	}
+	if p.Enabled != nil {
+		tr.Enabled = *p.Enabled
+	}
+	switch {
+	case p.Schedule != nil:
+		return p.Schedule.apply(tr)
+	case p.Hook != nil:
+		return p.Hook.apply(tr)
+	case p.Task != nil:
+		return p.Task.apply(tr, instance)
+	}
+	return nil
+}
+
+func (p *SchedulePatch) apply(tr *Trigger) error {
+	if p.Cron != nil {
+		tr.Cron = strings.TrimSpace(*p.Cron)
+	}
+	if p.TimeZone != nil {
+		tr.TimeZone = *p.TimeZone
+		if tr.TimeZone == "" {
+			tr.TimeZone = DefaultTimeZone
+		}
+	}
+	_, err := ParseSchedule(tr.Cron, tr.TimeZone)
+	return err
+}
+
+func (p *HookPatch) apply(tr *Trigger) error {
+	if p.Secret != nil {
+		tr.HookSecret = ""
+		if *p.Secret != nil {
+			if _, err := HookSecretKey(**p.Secret); err != nil {
+				return err
+			}
+			tr.HookSecret = **p.Secret
+		}
+	}
+	if p.Headers != nil {
+		hs := *p.Headers
+		if len(hs) > MaxHookHeaders {
+			return FieldErrorf(CodeInvalidArgument, "hook.headers", "at most %d headers", MaxHookHeaders)
+		}
+		out := make([]string, 0, len(hs))
+		for _, h := range hs {
+			if h == "" || len(h) > 100 || strings.ContainsAny(h, " \t:\r\n") {
+				return FieldErrorf(CodeInvalidArgument, "hook.headers", "%q is not a header name", h)
+			}
+			out = append(out, textproto.CanonicalMIMEHeaderKey(h))
+		}
+		tr.HookHeaders = out
+	}
+	return nil
+}
+
+func (p *TaskOnPatch) apply(tr *Trigger, instance string) error {
+	if p.Queue != nil {
+		q, err := RuleQueue(*p.Queue, instance, "task.queue")
+		if err != nil {
+			return err
+		}
+		tr.OnQueue = q
+	}
+	if tr.OnQueue == "" {
+		return FieldErrorf(CodeInvalidArgument, "task.queue", "is required, as \"<instance>/<queue>\"")
+	}
+	if p.On != nil {
+		tr.OnSucceeded, tr.OnFailed = false, false
+		for _, o := range *p.On {
+			switch o {
+			case "succeeded":
+				tr.OnSucceeded = true
+			case "failed":
+				tr.OnFailed = true
+			default:
+				return FieldErrorf(CodeInvalidArgument, "task.on", "%q: must be succeeded or failed", o)
+			}
+		}
+		if !tr.OnSucceeded && !tr.OnFailed {
+			return FieldErrorf(CodeInvalidArgument, "task.on", "name succeeded, failed or both")
+		}
+	}
+	return nil
+}
+
+// RuleQueue checks a rule's "<instance>/<queue>" against the rule's own
+// instance and returns the queue name. Another instance is INVALID_ARGUMENT:
+// a rule adds only to its own instance.
+func RuleQueue(ref, instance, field string) (string, error) {
+	inst, q, ok := strings.Cut(ref, "/")
+	if !ok {
+		return "", FieldErrorf(CodeInvalidArgument, field, "must be \"<instance>/<queue>\", e.g. %q", instance+"/default")
+	}
+	if inst != instance {
+		return "", FieldErrorf(CodeInvalidArgument, field, "names instance %q; a rule adds only to queues of its own instance %q", inst, instance)
+	}
+	if err := ValidateQueueName(q, field); err != nil {
+		return "", err
+	}
+	return q, nil
+}
+
+// HookSecretKey checks a Standard Webhooks secret ("whsec_" and the base64
+// of 24–64 random bytes) and returns the HMAC key it carries.
+func HookSecretKey(secret string) ([]byte, error) {
+	b64, ok := strings.CutPrefix(secret, hookSecretPrefix)
+	if !ok {
+		return nil, FieldErrorf(CodeInvalidArgument, "hook.secret", "must be \"whsec_\" and base64 (Standard Webhooks)")
+	}
+	key, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return nil, FieldErrorf(CodeInvalidArgument, "hook.secret", "the part after whsec_ is not base64")
+	}
+	if len(key) < minSecretBytes || len(key) > maxSecretBytes {
+		return nil, FieldErrorf(CodeInvalidArgument, "hook.secret", "must carry %d–%d bytes; it carries %d", minSecretBytes, maxSecretBytes, len(key))
+	}
+	return key, nil
+}
+
+// Target returns the rule's "<instance>/<queue>" form of its target queue.
+func (tr *Trigger) Target(instance string) string { return instance + "/" + tr.Queue }
+
+// RecordError notes a refused event on the rule: the count, the message and
+// when.
+func (tr *Trigger) RecordError(msg string, now int64) {
+	tr.ErrorCount++
+	tr.LastError = truncate(msg, 500)
+	tr.LastErrorAt = now
+}
+
+func isJSONObject(raw []byte) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
+}

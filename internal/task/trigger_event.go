@@ -1,0 +1,134 @@
+package task
+
+import "encoding/json"
+
+// ScheduleInput is the task a schedule rule adds for one tick: named by the
+// tick (so no second node, restart or retry adds it twice), due at the
+// tick, with the rule's payload template as its payload.
+func (tr *Trigger) ScheduleInput(tick int64) AddInput {
+	return AddInput{
+		Name:    TickName(tr.ID, tick),
+		Payload: tr.Payload,
+		Params:  tr.Params,
+		RunAt:   &tick,
+		Source:  SourceSchedule,
+	}
+}
+
+// HookInput is the task a hook call adds: the request body is the payload
+// (the rule's template when the body is empty), the rule's params gain
+// "headers" with the selected request headers, and name (the sender's
+// Idempotency-Key, or the signed message id) names the task. header
+// reads one request header.
+func (tr *Trigger) HookInput(body []byte, header func(name string) string, name string) (AddInput, error) {
+	payload := json.RawMessage(body)
+	if len(body) == 0 || IsJSONNull(body) && tr.Payload != nil {
+		payload = tr.Payload
+	}
+	if payload != nil {
+		if err := ValidateJSONBytes(payload, "body"); err != nil {
+			return AddInput{}, err
+		}
+	}
+	if name != "" {
+		if err := ValidateName(name, "Idempotency-Key"); err != nil {
+			return AddInput{}, err
+		}
+	}
+	params := tr.Params
+	if len(tr.HookHeaders) > 0 {
+		m := map[string]json.RawMessage{}
+		if len(params) > 0 {
+			if err := json.Unmarshal(params, &m); err != nil {
+				return AddInput{}, Errorf(CodeInternal, "rule params: %v", err)
+			}
+		}
+		hs := map[string]string{}
+		for _, k := range tr.HookHeaders {
+			if v := header(k); v != "" {
+				hs[k] = v
+			}
+		}
+		b, _ := json.Marshal(hs)
+		m["headers"] = b
+		params, _ = json.Marshal(m)
+		if err := ValidateJSONBytes(params, "params"); err != nil {
+			return AddInput{}, err
+		}
+	}
+	return AddInput{Name: name, Payload: payload, Params: params, Source: SourceHook}, nil
+}
+
+// Fires reports whether a task rule fires for a task of its watched queue
+// that finished in state s.
+func (tr *Trigger) Fires(s State) bool {
+	return tr.Kind == TriggerTask && (s == Succeeded && tr.OnSucceeded || s == Failed && tr.OnFailed)
+}
+
+// chainTask is the finished task as a chained task's payload shows it.
+type chainTask struct {
+	ID          string `json:"id"`
+	Queue       string `json:"queue"`
+	Name        string `json:"name,omitempty"`
+	State       string `json:"state"`
+	Attempt     int    `json:"attempt"`
+	MaxAttempts int    `json:"maxAttempts"`
+	Source      string `json:"source"`
+	Depth       int    `json:"depth"`
+	CreatedAt   int64  `json:"createdAt"`
+	FinishedAt  int64  `json:"finishedAt"`
+}
+
+// chainPayload is the payload of a task added by a task rule.
+type chainPayload struct {
+	Task      chainTask       `json:"task"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	LastError *string         `json:"lastError,omitempty"`
+	Payload   json.RawMessage `json:"payload"`
+	Template  json.RawMessage `json:"template,omitempty"`
+}
+
+// ChainInput is the task a task rule adds for parent, which finished in
+// state s: its payload is {task: {id, queue, name, state, attempt, …},
+// result (succeeded) or lastError (failed), payload (the parent's), and the
+// rule's template when it has one}; its depth is the parent's + 1, which
+// NewTask refuses past MaxDepth with DEPTH_EXCEEDED.
+func (tr *Trigger) ChainInput(parent *Task, s State) (AddInput, error) {
+	p := chainPayload{
+		Task: chainTask{
+			ID: parent.ID, Queue: parent.Queue, Name: parent.Name, State: s.V1(parent.Pull),
+			Attempt: parent.Attempt, MaxAttempts: parent.MaxAttempts, Source: parent.Source,
+			Depth: parent.Depth, CreatedAt: parent.CreatedAt, FinishedAt: parent.FinishedAt,
+		},
+		Payload:  parent.Payload,
+		Template: tr.Payload,
+	}
+	if p.Payload == nil {
+		p.Payload = json.RawMessage("null")
+	}
+	if s == Succeeded {
+		p.Result = parent.Result
+		if p.Result == nil {
+			p.Result = json.RawMessage("null")
+		}
+	} else {
+		msg := parent.LastError
+		p.LastError = &msg
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return AddInput{}, Errorf(CodeInternal, "chain payload: %v", err)
+	}
+	if len(b) > MaxPayloadBytes {
+		// The parent's payload and result may each be 64 KiB: the chained
+		// task keeps what fits and says what it left out.
+		p.Payload, p.Result = json.RawMessage(`"(left out: over 64 KiB with the rest)"`), nil
+		if s == Succeeded {
+			p.Result = json.RawMessage(`"(left out: over 64 KiB with the rest)"`)
+		}
+		if b, err = json.Marshal(p); err != nil {
+			return AddInput{}, Errorf(CodeInternal, "chain payload: %v", err)
+		}
+	}
+	return AddInput{Payload: b, Params: tr.Params, Source: SourceTask, Depth: parent.Depth + 1}, nil
+}

@@ -1,0 +1,187 @@
+package task
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func sp(s string) *string { return &s }
+
+func TestTriggerPatchValidation(t *testing.T) {
+	raw := func(s string) *json.RawMessage { r := json.RawMessage(s); return &r }
+	cases := []struct {
+		name  string
+		p     TriggerPatch
+		code  Code
+		field string
+	}{
+		{"schedule ok", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{Cron: sp("*/5 * * * *")}}, "", ""},
+		{"descriptor", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{Cron: sp("@every 30s")}}, "", ""},
+		{"hourly in a zone", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{Cron: sp("@hourly"), TimeZone: sp("Europe/Paris")}}, "", ""},
+		{"bad cron", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{Cron: sp("61 * * * *")}}, CodeInvalidArgument, "schedule.cron"},
+		{"six fields", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{Cron: sp("0 */5 * * * *")}}, CodeInvalidArgument, "schedule.cron"},
+		{"no cron", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{}}, CodeInvalidArgument, "schedule.cron"},
+		{"tz in cron", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{Cron: sp("CRON_TZ=UTC 0 * * * *")}}, CodeInvalidArgument, "schedule.cron"},
+		{"every too short", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{Cron: sp("@every 10ms")}}, CodeInvalidArgument, "schedule.cron"},
+		{"bad zone", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{Cron: sp("@hourly"), TimeZone: sp("Mars/Olympus")}}, CodeInvalidArgument, "schedule.timeZone"},
+		{"local zone", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{Cron: sp("@hourly"), TimeZone: sp("Local")}}, CodeInvalidArgument, "schedule.timeZone"},
+		{"no kind", TriggerPatch{Queue: sp("jobs/q")}, CodeInvalidArgument, "schedule"},
+		{"two kinds", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{}, Task: &TaskOnPatch{Queue: sp("jobs/a")}}, CodeInvalidArgument, "schedule"},
+		{"no queue", TriggerPatch{Hook: &HookPatch{}}, CodeInvalidArgument, "queue"},
+		{"other instance", TriggerPatch{Queue: sp("other/q"), Hook: &HookPatch{}}, CodeInvalidArgument, "queue"},
+		{"bare queue", TriggerPatch{Queue: sp("q"), Hook: &HookPatch{}}, CodeInvalidArgument, "queue"},
+		{"params not object", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{}, Params: raw(`[1]`)}, CodeInvalidArgument, "params"},
+		{"payload bad", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{}, Payload: raw(`{`)}, CodeInvalidArgument, "payload"},
+		{"bad header", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{Headers: &[]string{"X Bad"}}}, CodeInvalidArgument, "hook.headers"},
+		{"bad secret", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{Secret: func() **string { s := sp("nope"); return &s }()}}, CodeInvalidArgument, "hook.secret"},
+		{"task ok", TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{Queue: sp("jobs/a"), On: &[]string{"failed"}}}, "", ""},
+		{"task no queue", TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{}}, CodeInvalidArgument, "task.queue"},
+		{"task other instance", TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{Queue: sp("x/a")}}, CodeInvalidArgument, "task.queue"},
+		{"task bad on", TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{Queue: sp("jobs/a"), On: &[]string{"done"}}}, CodeInvalidArgument, "task.on"},
+		{"task empty on", TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{Queue: sp("jobs/a"), On: &[]string{}}}, CodeInvalidArgument, "task.on"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var tr Trigger
+			err := c.p.Apply(&tr, "jobs", true)
+			if ErrorCode(err) != c.code {
+				t.Fatalf("code %q, want %q (%v)", ErrorCode(err), c.code, err)
+			}
+			if c.field != "" && err.(*Error).Field != c.field {
+				t.Fatalf("field %q, want %q (%v)", err.(*Error).Field, c.field, err)
+			}
+		})
+	}
+	// A PATCH cannot change the kind.
+	tr := Trigger{Kind: TriggerHook}
+	if err := (&TriggerPatch{Schedule: &SchedulePatch{Cron: sp("@hourly")}}).Apply(&tr, "jobs", false); !IsCode(err, CodeInvalidArgument) {
+		t.Fatalf("kind change: %v", err)
+	}
+}
+
+// ticks lists the first n ticks after start, in the zone, as "15:04 MST".
+func ticks(t *testing.T, expr, zone string, start time.Time, n int) []string {
+	t.Helper()
+	s, err := ParseSchedule(expr, zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, _ := time.LoadLocation(zone)
+	var out []string
+	at := start
+	for range n {
+		at = s.Next(at)
+		out = append(out, at.In(loc).Format("01-02 15:04 MST"))
+	}
+	return out
+}
+
+func TestScheduleDST(t *testing.T) {
+	ny, _ := time.LoadLocation("America/New_York")
+	// 2026-03-08: 02:00 EST → 03:00 EDT. 2026-11-01: 02:00 EDT → 01:00 EST.
+	spring := time.Date(2026, 3, 7, 12, 0, 0, 0, ny)
+	fall := time.Date(2026, 10, 31, 12, 0, 0, 0, ny)
+	cases := []struct {
+		name, expr string
+		start      time.Time
+		n          int
+		want       string
+	}{
+		// A wall time in the skipped hour fires once, at the change.
+		{"spring daily 02:30", "30 2 * * *", spring, 3, "03-08 03:00 EDT,03-09 02:30 EDT,03-10 02:30 EDT"},
+		// Wall times beside the gap are unmoved.
+		{"spring daily 01:30", "30 1 * * *", spring, 2, "03-08 01:30 EST,03-09 01:30 EDT"},
+		{"spring daily 03:30", "30 3 * * *", spring, 2, "03-08 03:30 EDT,03-09 03:30 EDT"},
+		// A wall time in the repeated hour fires once, at its first occurrence.
+		{"fall daily 01:30", "30 1 * * *", fall, 3, "11-01 01:30 EDT,11-02 01:30 EST,11-03 01:30 EST"},
+		// Hourly runs by elapsed time: every real hour, twice through 01:xx.
+		{"fall hourly", "0 * * * *", time.Date(2026, 11, 1, 0, 30, 0, 0, ny), 4, "11-01 01:00 EDT,11-01 01:00 EST,11-01 02:00 EST,11-01 03:00 EST"},
+		{"spring hourly", "0 * * * *", time.Date(2026, 3, 8, 0, 30, 0, 0, ny), 3, "03-08 01:00 EST,03-08 03:00 EDT,03-08 04:00 EDT"},
+		// @every is elapsed time whatever the zone.
+		{"every 90m", "@every 90m", time.Date(2026, 11, 1, 0, 0, 0, 0, ny), 2, "11-01 01:30 EDT,11-01 02:00 EST"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := strings.Join(ticks(t, c.expr, "America/New_York", c.start, c.n), ",")
+			if got != c.want {
+				t.Fatalf("got  %s\nwant %s", got, c.want)
+			}
+		})
+	}
+}
+
+func TestScheduleDueCatchUp(t *testing.T) {
+	tr := &Trigger{ID: "r1", Kind: TriggerSchedule, Cron: "@every 1s", TimeZone: "UTC"}
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	tr.NextTickAt = tr.NextTickAfter(base)
+	if tr.NextTickAt != base+1000 {
+		t.Fatalf("next %d", tr.NextTickAt-base)
+	}
+	if _, _, ok := tr.Due(base + 999); ok {
+		t.Fatal("due before its tick")
+	}
+	// Down for a day: one catch-up tick, the latest, then the next second.
+	now := base + 86400_000 + 500
+	tick, next, ok := tr.Due(now)
+	if !ok || tick != base+86400_000 || next != base+86401_000 {
+		t.Fatalf("catch-up: tick %d next %d ok %v", tick-base, next-base, ok)
+	}
+	// A daily schedule missed for three days fires its latest tick once.
+	d := &Trigger{ID: "r2", Kind: TriggerSchedule, Cron: "0 9 * * *", TimeZone: "Europe/Paris"}
+	d.NextTickAt = d.NextTickAfter(base)
+	tick, next, ok = d.Due(base + 3*86400_000 + 12*3600_000)
+	paris, _ := time.LoadLocation("Europe/Paris")
+	if !ok || time.UnixMilli(tick).In(paris).Format("01-02 15:04") != "01-04 09:00" || time.UnixMilli(next).In(paris).Format("01-02 15:04") != "01-05 09:00" {
+		t.Fatalf("daily catch-up: %v %v", time.UnixMilli(tick).In(paris), time.UnixMilli(next).In(paris))
+	}
+	if got := TickName("r1", base+1000); got != "r1-20260101T000001.000Z" {
+		t.Fatalf("tick name %s", got)
+	}
+	if err := ValidateName(TickName(strings.Repeat("a", 21), base), "name"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestChainInput(t *testing.T) {
+	tr := &Trigger{Kind: TriggerTask, Params: json.RawMessage(`{"a":1}`), OnSucceeded: true}
+	parent := &Task{ID: "p1", Queue: "a", State: Succeeded, Attempt: 2, Depth: 3, Payload: json.RawMessage(`{"x":1}`), Result: json.RawMessage(`{"ok":true}`)}
+	in, err := tr.ChainInput(parent, Succeeded)
+	if err != nil || in.Depth != 4 || in.Source != SourceTask || string(in.Params) != `{"a":1}` {
+		t.Fatalf("%+v %v", in, err)
+	}
+	var got map[string]any
+	_ = json.Unmarshal(in.Payload, &got)
+	if got["task"].(map[string]any)["id"] != "p1" || got["result"].(map[string]any)["ok"] != true || got["payload"].(map[string]any)["x"] != 1.0 {
+		t.Fatalf("payload %s", in.Payload)
+	}
+	parent.State, parent.LastError = Failed, "HTTP 500"
+	in, _ = tr.ChainInput(parent, Failed)
+	if !strings.Contains(string(in.Payload), `"lastError":"HTTP 500"`) || strings.Contains(string(in.Payload), `"result"`) {
+		t.Fatalf("failed payload %s", in.Payload)
+	}
+	parent.Depth = MaxDepth
+	in, _ = tr.ChainInput(parent, Succeeded)
+	if _, err := NewTask(&Queue{Mode: ModePull}, in, 0, URLRules{}); !IsCode(err, CodeDepthExceeded) {
+		t.Fatalf("depth 9: %v", err)
+	}
+	if !tr.Fires(Succeeded) || tr.Fires(Failed) || tr.Fires(Cancelled) {
+		t.Fatal("fires")
+	}
+}
+
+func TestHookInput(t *testing.T) {
+	tr := &Trigger{Kind: TriggerHook, Params: json.RawMessage(`{"a":1}`), HookHeaders: []string{"X-Github-Event"}}
+	h := map[string]string{"X-Github-Event": "push"}
+	in, err := tr.HookInput([]byte(`{"b":2}`), func(k string) string { return h[k] }, "key-1")
+	if err != nil || in.Name != "key-1" || string(in.Payload) != `{"b":2}` || string(in.Params) != `{"a":1,"headers":{"X-Github-Event":"push"}}` {
+		t.Fatalf("%+v %v", in, err)
+	}
+	if _, err := tr.HookInput([]byte(`{`), func(string) string { return "" }, ""); !IsCode(err, CodeInvalidArgument) {
+		t.Fatalf("bad json: %v", err)
+	}
+	if _, err := tr.HookInput([]byte(`1`), func(string) string { return "" }, "a b"); !IsCode(err, CodeInvalidArgument) {
+		t.Fatalf("bad key: %v", err)
+	}
+}
