@@ -24,6 +24,10 @@ type finishBatcher struct {
 	busy    int // batches being written
 }
 
+func newFinishBatcher(st store.Store, writers int, log *slog.Logger) *finishBatcher {
+	return &finishBatcher{store: st, writers: writers, log: log}
+}
+
 type finishReq struct {
 	fp   *store.FinishParams
 	done chan error
