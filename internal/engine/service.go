@@ -36,9 +36,10 @@ func (r *runner) start(ctx context.Context, run func(context.Context)) error {
 		return errStarted
 	}
 	ctx, r.cancel = context.WithCancel(ctx)
-	r.done = make(chan struct{})
+	done := make(chan struct{})
+	r.done = done
 	go func() {
-		defer close(r.done)
+		defer close(done)
 		run(ctx)
 	}()
 	return nil
