@@ -69,7 +69,6 @@ type Engine struct {
 	rules  task.URLRules
 	waker  *waker // tasks became due or queues changed: dispatcher, long polls
 	leases *waker // new lease expiries: rescuer
-	cfg    Config
 	mu     sync.Mutex
 	state  int // notStarted, started, stopped
 
@@ -118,7 +117,7 @@ func New(cfg Config) *Engine {
 			cfg.Writers = 4
 		}
 	}
-	e := &Engine{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, dev: cfg.Dev, rules: cfg.URLRules, cfg: cfg,
+	e := &Engine{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, dev: cfg.Dev, rules: cfg.URLRules,
 		waker: newWaker(), leases: newWaker(), metrics: cfg.Metrics}
 	if sc, ok := cfg.Store.(store.ServerClock); ok && cfg.DatabaseClock {
 		// First, so that every other service starts on the database's time.

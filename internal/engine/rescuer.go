@@ -33,15 +33,6 @@ type Rescuer struct {
 	asleep *progress[sleepReport] // tests only
 }
 
-// sleepReport is what a service reports to tests when it goes to sleep:
-// the wakes it had seen when its pass began, the clock then, and when its
-// timer will wake it.
-type sleepReport struct {
-	Seen   uint64
-	Now    time.Time
-	WakeAt time.Time
-}
-
 func newRescuer(d rescuerDeps) *Rescuer { return &Rescuer{rescuerDeps: d} }
 
 // Start runs the rescuer until Stop.
@@ -73,22 +64,6 @@ func (r *Rescuer) run(ctx context.Context) {
 			return
 		}
 	}
-}
-
-// sleep waits until wakeAt on c, a wake or a signal on extra, and reports
-// false if ctx ended. Its timer is stopped when it returns, so a fake clock
-// counts only the services that still sleep.
-func sleep(ctx context.Context, c clock.Clock, wakeAt time.Time, woken <-chan struct{}, extra <-chan struct{}) bool {
-	t := c.NewTimer(wakeAt.Sub(c.Now()))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-woken:
-	case <-extra:
-	case <-t.C():
-	}
-	return true
 }
 
 // RunOnce expires every lease that has run out by now and returns how many.

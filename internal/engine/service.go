@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
+
+	"github.com/errandhq/errand/internal/clock"
 )
 
 // service is a long-lived part of the engine: the dispatcher, the rescuer,
@@ -57,6 +60,31 @@ func (r *runner) Stop() {
 	}
 }
 
+// sleep waits until wakeAt on c, a wake or a signal on extra, and reports
+// false if ctx ended. Its timer is stopped when it returns, so a fake clock
+// counts only the services that still sleep.
+func sleep(ctx context.Context, c clock.Clock, wakeAt time.Time, woken <-chan struct{}, extra <-chan struct{}) bool {
+	t := c.NewTimer(wakeAt.Sub(c.Now()))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-woken:
+	case <-extra:
+	case <-t.C():
+	}
+	return true
+}
+
+// sleepReport is what a service reports to tests when it goes to sleep:
+// the wakes it had seen when its pass began, the clock then, and when its
+// timer will wake it.
+type sleepReport struct {
+	Seen   uint64
+	Now    time.Time
+	WakeAt time.Time
+}
+
 // progress publishes a service's latest report to tests, River's test
 // signals: a test waits for the report it needs ("the dispatcher looked at
 // the store at this time and went to sleep") instead of sleeping. It is nil
@@ -69,16 +97,8 @@ type progress[T any] struct {
 
 func newProgress[T any]() *progress[T] { return &progress[T]{ch: make(chan struct{})} }
 
-func (p *progress[T]) report(v T) {
-	if p == nil {
-		return
-	}
-	p.mu.Lock()
-	p.last = v
-	close(p.ch)
-	p.ch = make(chan struct{})
-	p.mu.Unlock()
-}
+// report replaces the last report with v.
+func (p *progress[T]) report(v T) { p.update(func(last *T) { *last = v }) }
 
 // update changes the last report in place (for counts).
 func (p *progress[T]) update(fn func(*T)) {
