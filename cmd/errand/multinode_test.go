@@ -77,7 +77,12 @@ func TestThreeNodesShareTheWorkAndSurviveAKill(t *testing.T) {
 	overlap := ""
 	succeeded := map[string]bool{}
 	attempts := map[string][]int{} // attempt numbers each task was delivered with
-	fromPorts := map[int]int{}     // in-flight deliveries by the sender's local port
+	// The kill: the receiver holds one delivery until its node is killed,
+	// so that node surely dies with an attempt in flight.
+	holdOne := false
+	heldPort := make(chan int, 1) // the sender's local port of the delivery held
+	killed := make(chan struct{})
+	release := sync.OnceFunc(func() { close(killed) })
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			Task struct {
@@ -95,23 +100,24 @@ func TestThreeNodesShareTheWorkAndSurviveAKill(t *testing.T) {
 			overlap = body.Task.ID
 		}
 		running[body.Task.ID] = true
-		_, port, _ := strings.Cut(r.RemoteAddr[strings.LastIndex(r.RemoteAddr, "]")+1:], ":")
-		if p, err := strconv.Atoi(port); err == nil {
-			fromPorts[p]++
-		}
 		attempts[body.Task.ID] = append(attempts[body.Task.ID], body.Task.Attempt)
+		hold := holdOne
+		holdOne = false
 		mu.Unlock()
+		if hold {
+			port, _ := strconv.Atoi(r.RemoteAddr[strings.LastIndex(r.RemoteAddr, ":")+1:])
+			heldPort <- port
+			<-killed
+		}
 		time.Sleep(20 * time.Millisecond) // a target that does some work
 		mu.Lock()
 		inFlight--
-		if p, err := strconv.Atoi(r.RemoteAddr[strings.LastIndex(r.RemoteAddr, ":")+1:]); err == nil {
-			fromPorts[p]--
-		}
 		delete(running, body.Task.ID)
 		succeeded[body.Task.ID] = true
 		mu.Unlock()
 	}))
 	defer rcv.Close()
+	defer release() // before the receiver closes: it waits for its handlers
 
 	code, key, stderr := runMain("keys", "create", "--store", storeURL, "--org", "acme", "--grant", "full:*")
 	if code != 0 {
@@ -141,35 +147,32 @@ func TestThreeNodesShareTheWorkAndSurviveAKill(t *testing.T) {
 			t.Fatalf("add: %d %s", st, body)
 		}
 	}
-	// Kill, mid-flight, a node that has deliveries in flight: the receiver
-	// knows the local ports they come from, and /proc which process owns
-	// each port.
+	// Kill, mid-flight, the node of a delivery the receiver holds: /proc
+	// tells which process owns the local port it comes from.
 	waitUntil(t, 60*time.Second, "deliveries to start", func() bool { mu.Lock(); defer mu.Unlock(); return calls > 300 })
+	mu.Lock()
+	holdOne = true
+	mu.Unlock()
+	var port int
+	select {
+	case port = <-heldPort:
+	case <-time.After(60 * time.Second):
+		t.Fatal("no delivery came to hold")
+	}
 	victim := -1
-	waitUntil(t, 30*time.Second, "a node with deliveries in flight", func() bool {
-		mu.Lock()
-		var busy []int
-		for p, n := range fromPorts {
-			if n > 0 {
-				busy = append(busy, p)
-			}
+	for i, n := range nodes {
+		if localPorts(t, n.cmd.Process.Pid)[port] {
+			victim = i
 		}
-		mu.Unlock()
-		for i, n := range nodes {
-			ports := localPorts(t, n.cmd.Process.Pid)
-			for _, p := range busy {
-				if ports[p] {
-					victim = i
-					return true
-				}
-			}
-		}
-		return false
-	})
+	}
+	if victim < 0 {
+		t.Fatalf("no node owns port %d of the delivery held", port)
+	}
 	if err := nodes[victim].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = nodes[victim].cmd.Wait()
+	release()
 	alive := nodes[(victim+1)%3]
 	// Every task reaches succeeded (read through a surviving node).
 	waitUntil(t, 3*time.Minute, "every task to succeed", func() bool {

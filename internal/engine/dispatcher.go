@@ -86,12 +86,10 @@ func newDispatcher(d dispatcherDeps) *Dispatcher {
 // Start runs the dispatcher, its heartbeat and its outcome writers until
 // Stop; Stop waits for the deliveries in flight to end and their outcomes
 // to be stored.
-func (d *Dispatcher) Start(ctx context.Context) error {
-	d.results = make(chan finished, 1024)
-	return d.runner.start(ctx, d.run)
-}
+func (d *Dispatcher) Start(ctx context.Context) error { return d.start(ctx, d.run) }
 
 func (d *Dispatcher) run(ctx context.Context) {
+	d.results = make(chan finished, 1024)
 	var fin sync.WaitGroup
 	for range max(d.writers, 1) {
 		fin.Go(d.finisher)
