@@ -130,9 +130,14 @@ func (c *Client) do(ctx context.Context, cl call) error {
 		if err == nil {
 			return nil
 		}
-		wait, retry := c.retryAfter(ctx, cl, err, try)
+		wait, retry := c.retryAfter(cl, err, try)
 		if !retry {
 			return err
+		}
+		if ctx.Err() != nil {
+			// Ended between the answer and the next try: the context's
+			// error, as docs/sdk.md promises, not the answer's.
+			return ctx.Err()
 		}
 		if serr := c.sleep(ctx, wait); serr != nil {
 			return serr

@@ -65,8 +65,8 @@ func (c *Client) backoff(n int) time.Duration {
 
 // retryAfter decides whether the call that failed with err on try is sent
 // again, and after how long.
-func (c *Client) retryAfter(ctx context.Context, cl call, err error, try int) (time.Duration, bool) {
-	if try >= c.retry.MaxAttempts || ctx.Err() != nil {
+func (c *Client) retryAfter(cl call, err error, try int) (time.Duration, bool) {
+	if try >= c.retry.MaxAttempts {
 		return 0, false
 	}
 	var te *transportError

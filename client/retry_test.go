@@ -1,9 +1,11 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -279,5 +281,42 @@ func TestContextEndsTheWait(t *testing.T) {
 	go func() { <-f.first; cancel() }()
 	if _, err := c.ListQueues(ctx, "jobs"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
+	}
+}
+
+// cancelAfter is a transport that reads each answer whole and then cancels
+// the call's context, before the client decides on another try.
+type cancelAfter struct {
+	base   http.RoundTripper
+	cancel context.CancelFunc
+}
+
+func (c cancelAfter) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.base.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	c.cancel()
+	return resp, err
+}
+
+// TestContextEndedAfterAnAnswer: a context that ends after an answer to
+// retry arrived and before the next try returns the context's error, not
+// the answer's.
+func TestContextEndedAfterAnAnswer(t *testing.T) {
+	f := &failing{n: 1 << 30, suffix: "/queues", how: "503"}
+	e := start(t, options{wrap: f.wrap})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hc := &http.Client{Transport: cancelAfter{base: e.hc.Transport, cancel: cancel}}
+	c, err := client.New(e.srv.URL, client.Options{HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ListQueues(ctx, "jobs"); !errors.Is(err, context.Canceled) || f.seen.Load() != 1 {
+		t.Fatalf("got %v after %d tries, want context.Canceled after 1", err, f.seen.Load())
 	}
 }
