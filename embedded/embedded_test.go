@@ -59,7 +59,10 @@ func open(t *testing.T, kind string) (*Engine, *clock.Fake) {
 // eachStore runs fn on every store kind this machine has.
 func eachStore(t *testing.T, fn func(t *testing.T, kind string)) {
 	for _, kind := range stores.Kinds {
-		t.Run(kind, func(t *testing.T) { fn(t, kind) })
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			fn(t, kind)
+		})
 	}
 }
 
@@ -99,6 +102,7 @@ func add(t *testing.T, e *Engine, queue string, tasks ...NewTask) []string {
 }
 
 func TestFunctionServesPushQueue(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, kind string) {
 		e, _ := open(t, kind)
 		ctx := context.Background()
@@ -130,6 +134,7 @@ func TestFunctionServesPushQueue(t *testing.T) {
 }
 
 func TestFunctionFailureRetriesWithBackoff(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, kind string) {
 		e, fc := open(t, kind)
 		ctx := context.Background()
@@ -159,6 +164,7 @@ func TestFunctionFailureRetriesWithBackoff(t *testing.T) {
 }
 
 func TestFunctionPanicDeferAndMissingHandler(t *testing.T) {
+	t.Parallel()
 	e, fc := open(t, "sqlite")
 	ctx := context.Background()
 	var deferred atomic.Bool
@@ -191,6 +197,7 @@ func TestFunctionPanicDeferAndMissingHandler(t *testing.T) {
 }
 
 func TestLeaseAndAckMany(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, kind string) {
 		e, _ := open(t, kind)
 		ctx := context.Background()
@@ -222,6 +229,7 @@ func TestLeaseAndAckMany(t *testing.T) {
 }
 
 func TestErrorsAreTyped(t *testing.T) {
+	t.Parallel()
 	e, _ := open(t, "sqlite")
 	ctx := context.Background()
 	must(t, e.CreateQueue(ctx, "jobs", "q", QueueOptions{Pull: true}))
@@ -242,6 +250,7 @@ func TestErrorsAreTyped(t *testing.T) {
 }
 
 func TestHTTPHandlerSeesTheSameTasks(t *testing.T) {
+	t.Parallel()
 	e, _ := open(t, "sqlite")
 	ctx := context.Background()
 	must(t, e.CreateQueue(ctx, "jobs", "q", QueueOptions{Pull: true}))
@@ -276,6 +285,7 @@ func must(t *testing.T, err error) {
 }
 
 func TestQueueCountsAndPause(t *testing.T) {
+	t.Parallel()
 	e, _ := open(t, "sqlite")
 	ctx := context.Background()
 	served := make(chan struct{}, 4)

@@ -3,7 +3,6 @@
 package clock
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -13,6 +12,18 @@ type Clock interface {
 	Now() time.Time
 	// After returns a channel that receives once d has passed on this clock.
 	After(d time.Duration) <-chan time.Time
+	// NewTimer returns a timer that fires once d has passed on this clock,
+	// unless it is stopped first. A service that sleeps on a timer stops it
+	// when something else wakes it, so a fake clock knows who still sleeps.
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is a one-shot timer of a Clock.
+type Timer interface {
+	// C receives the time once the timer fires.
+	C() <-chan time.Time
+	// Stop disarms the timer; it reports whether the timer was still armed.
+	Stop() bool
 }
 
 // Real is the wall clock.
@@ -24,62 +35,13 @@ func (Real) Now() time.Time { return time.Now() }
 // After returns time.After(d).
 func (Real) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
-// Fake is a clock that moves only when told to.
-type Fake struct {
-	mu      sync.Mutex
-	now     time.Time
-	waiters []waiter
-}
+// NewTimer returns a time.Timer.
+func (Real) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
 
-type waiter struct {
-	at time.Time
-	ch chan time.Time
-}
+type realTimer struct{ t *time.Timer }
 
-// NewFake returns a fake clock set to start.
-func NewFake(start time.Time) *Fake { return &Fake{now: start} }
-
-// Now returns the fake time.
-func (f *Fake) Now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.now
-}
-
-// After fires when Advance moves the clock to or past now+d.
-func (f *Fake) After(d time.Duration) <-chan time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	at := f.now.Add(d)
-	if d <= 0 {
-		ch <- f.now
-		return ch
-	}
-	f.waiters = append(f.waiters, waiter{at: at, ch: ch})
-	return ch
-}
-
-// Advance moves the clock forward by d and fires every timer now due.
-func (f *Fake) Advance(d time.Duration) {
-	f.mu.Lock()
-	f.now = f.now.Add(d)
-	now := f.now
-	keep := f.waiters[:0]
-	var fire []waiter
-	for _, w := range f.waiters {
-		if !w.at.After(now) {
-			fire = append(fire, w)
-		} else {
-			keep = append(keep, w)
-		}
-	}
-	f.waiters = keep
-	f.mu.Unlock()
-	for _, w := range fire {
-		w.ch <- now
-	}
-}
+func (r realTimer) C() <-chan time.Time { return r.t.C }
+func (r realTimer) Stop() bool          { return r.t.Stop() }
 
 // Offset is a clock that runs at its base's rate, shifted by an offset that
 // can be set at any time (to follow the database's clock).
@@ -93,6 +55,9 @@ func (o *Offset) Now() time.Time { return o.Base.Now().Add(time.Duration(o.ns.Lo
 
 // After waits on the base clock.
 func (o *Offset) After(d time.Duration) <-chan time.Time { return o.Base.After(d) }
+
+// NewTimer waits on the base clock.
+func (o *Offset) NewTimer(d time.Duration) Timer { return o.Base.NewTimer(d) }
 
 // Set sets the offset.
 func (o *Offset) Set(d time.Duration) { o.ns.Store(int64(d)) }

@@ -67,10 +67,10 @@ func (e *Engine) AckMany(ctx context.Context, ref QueueRef, acks []AckInput) ([]
 	if len(fps) == 0 {
 		return errs, nil
 	}
-	for j, err := range e.finisher.finishMany(ctx, fps) {
+	for j, err := range e.batcher.finishMany(ctx, fps) {
 		errs[at[j]] = err
 		if err == nil {
-			e.countAttempt(task.AttemptSucceeded, true)
+			countAttempt(e.metrics, task.AttemptSucceeded, true)
 		}
 	}
 	return errs, nil

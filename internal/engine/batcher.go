@@ -26,6 +26,12 @@ type finishBatcher struct {
 	busy   int // batches being written
 }
 
+// newFinishBatcher returns a batcher of up to writers transactions at once;
+// stored, if not nil, is told of each batch written.
+func newFinishBatcher(st store.Store, writers int, log *slog.Logger, stored func(ps []*store.FinishParams)) *finishBatcher {
+	return &finishBatcher{store: st, writers: writers, log: log, stored: stored}
+}
+
 type finishReq struct {
 	fp   *store.FinishParams
 	done chan error

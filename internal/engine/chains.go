@@ -44,7 +44,7 @@ func NewChainer(d ChainerDeps) *Chainer {
 	}
 	c := &Chainer{d: d, log: d.Logger.With("service", "chainer")}
 	c.passService = passService{name: "chainer", log: c.log, clock: d.Clock, wake: d.Wake, pass: c.RunOnce,
-		sleep: func(context.Context) time.Duration { return d.Poll }, onPass: d.OnPass}
+		until: func(_ context.Context, now time.Time) time.Time { return now.Add(d.Poll) }, onPass: d.OnPass}
 	return c
 }
 

@@ -12,28 +12,38 @@ import (
 // cleanBatch is how many finished tasks one delete removes.
 const cleanBatch = 1000
 
-// Cleaner removes finished tasks past their instance's retention, in
-// batches, never an unfinished one.
-type Cleaner struct {
+// cleanerDeps is what the cleaner uses.
+type cleanerDeps struct {
 	store store.Store
 	clock clock.Clock
 	log   *slog.Logger
-	every time.Duration
+	every time.Duration // default 1 min
 }
 
-func (c *Cleaner) run(ctx context.Context) {
-	every := c.every
-	if every <= 0 {
-		every = time.Minute
+// Cleaner removes finished tasks past their instance's retention, in
+// batches, never an unfinished one.
+type Cleaner struct {
+	runner
+	cleanerDeps
+}
+
+func newCleaner(d cleanerDeps) *Cleaner {
+	if d.every <= 0 {
+		d.every = time.Minute
 	}
+	return &Cleaner{cleanerDeps: d}
+}
+
+// Start runs a pass now and then every interval, until Stop.
+func (c *Cleaner) Start(ctx context.Context) error { return c.start(ctx, c.run) }
+
+func (c *Cleaner) run(ctx context.Context) {
 	for {
 		if _, err := c.RunOnce(ctx); err != nil && ctx.Err() == nil {
 			c.log.Warn("retention pass failed", "err", err)
 		}
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, c.clock, c.clock.Now().Add(c.every), nil, nil) {
 			return
-		case <-c.clock.After(every):
 		}
 	}
 }

@@ -8,8 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/id"
+	"github.com/errandhq/errand/internal/metrics"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -28,6 +30,19 @@ const (
 	lateCap = 10 * time.Minute
 )
 
+// dispatcherDeps is what the dispatcher uses.
+type dispatcherDeps struct {
+	store    store.Store
+	clock    clock.Clock
+	log      *slog.Logger
+	targets  deliver.Deliverer // nil fails every attempt
+	metrics  *metrics.Metrics
+	wake     *waker // it waits on it, and rings it when a retry moves the next due time
+	dev      bool   // log every attempt at Info
+	writers  int    // outcome batches written at once
+	backstop time.Duration
+}
+
 // Dispatcher delivers due tasks of push queues to their targets. It wakes
 // on add, run, retry and queue changes, sleeps until the next runAt
 // otherwise, claims due tasks in batches, round-robin over queues so a busy
@@ -35,10 +50,8 @@ const (
 // maxConcurrent and each instance's maxInFlight are kept by the store inside
 // the claim, so they hold across every node sharing it.
 type Dispatcher struct {
-	e       *Engine
-	log     *slog.Logger
-	targets deliver.Deliverer
-	dev     bool
+	runner
+	dispatcherDeps
 
 	mu       sync.Mutex
 	inflight map[string]store.LeaseRef // attempts of this node, by task id
@@ -47,6 +60,11 @@ type Dispatcher struct {
 	wg       sync.WaitGroup
 
 	results chan finished
+
+	// Tests only (nil in production): the pass before each sleep, and how
+	// many attempts have passed their deadline.
+	asleep    *progress[sleepReport]
+	deadlines *progress[int]
 }
 
 type qkey struct{ instance, queue string }
@@ -57,17 +75,23 @@ type finished struct {
 	dur time.Duration
 }
 
-func newDispatcher(e *Engine, targets deliver.Deliverer) *Dispatcher {
+func newDispatcher(d dispatcherDeps) *Dispatcher {
 	return &Dispatcher{
-		e: e, log: e.log.With("service", "dispatcher"), targets: targets, dev: e.dev,
-		inflight: map[string]store.LeaseRef{},
-		freed:    make(chan struct{}, 1), results: make(chan finished, 1024),
+		dispatcherDeps: d,
+		inflight:       map[string]store.LeaseRef{},
+		freed:          make(chan struct{}, 1),
 	}
 }
 
+// Start runs the dispatcher, its heartbeat and its outcome writers until
+// Stop; Stop waits for the deliveries in flight to end and their outcomes
+// to be stored.
+func (d *Dispatcher) Start(ctx context.Context) error { return d.start(ctx, d.run) }
+
 func (d *Dispatcher) run(ctx context.Context) {
+	d.results = make(chan finished, 1024)
 	var fin sync.WaitGroup
-	for range d.e.cfg.Writers {
+	for range max(d.writers, 1) {
 		fin.Go(d.finisher)
 	}
 	hb := make(chan struct{})
@@ -79,41 +103,38 @@ func (d *Dispatcher) run(ctx context.Context) {
 		<-hb
 	}()
 	for {
-		woken := d.e.waker.wait()
-		claimed, wakeAt, err := d.pass(ctx)
+		woken, seen := d.wake.wait()
+		claimed, now, wakeAt, err := d.pass(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
 			d.log.Warn("dispatch pass failed", "err", err)
-			wakeAt = d.e.clock.Now().Add(time.Second)
+			wakeAt = d.clock.Now().Add(time.Second)
 		}
 		if claimed > 0 {
 			continue
 		}
-		select {
-		case <-ctx.Done():
+		d.asleep.report(sleepReport{Seen: seen, Now: now, WakeAt: wakeAt})
+		if !sleep(ctx, d.clock, wakeAt, woken, d.freed) {
 			return
-		case <-woken:
-		case <-d.freed:
-		case <-d.e.clock.After(wakeAt.Sub(d.e.clock.Now())):
 		}
 	}
 }
 
-// pass claims and starts what it can, and returns how many it started and,
-// if none, when to look again. The time is absolute so that a sleep computed
-// late (after the clock moved) still ends on time.
-func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, error) {
+// pass claims and starts what it can, and returns how many it started, the
+// time it claimed at and, if none, when to look again. The time is absolute
+// so that a sleep computed late (after the clock moved) still ends on time.
+func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, time.Time, error) {
 	// now is read before the queues, so that a pass never claims at a time
 	// later than the settings it read (a queue changed meanwhile wakes the
 	// next pass, which sees the change).
-	now := d.e.clock.Now()
-	queues, err := d.e.store.QueueListAll(ctx)
+	now := d.clock.Now()
+	queues, err := d.store.QueueListAll(ctx)
 	if err != nil {
-		return 0, time.Time{}, err
+		return 0, now, time.Time{}, err
 	}
-	wait := d.e.cfg.Backstop
+	wait := d.backstop
 	rateWait := time.Duration(0) // the shortest token interval of a rated queue
 	byKey := make(map[qkey]*task.Queue, len(queues))
 	for _, q := range queues {
@@ -131,12 +152,12 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, error) {
 		}
 		inst, ok := insts[q.InstanceID]
 		if !ok {
-			inst, err = d.e.store.InstanceGetByID(ctx, q.InstanceID)
+			inst, err = d.store.InstanceGetByID(ctx, q.InstanceID)
 			if err != nil {
 				if task.IsCode(err, task.CodeNotFound) {
 					continue
 				}
-				return started, time.Time{}, err
+				return started, now, time.Time{}, err
 			}
 			insts[q.InstanceID] = inst
 		}
@@ -151,19 +172,19 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, error) {
 				rateWait = iv
 			}
 		}
-		ts, err := d.e.store.TaskClaim(ctx, p)
+		ts, err := d.store.TaskClaim(ctx, p)
 		if err != nil {
-			return started, time.Time{}, err
+			return started, now, time.Time{}, err
 		}
 		for _, t := range ts {
 			started++
-			d.start(ctx, t, q, inst, byKey)
+			d.launch(ctx, t, q, inst, byKey)
 		}
 	}
 	if started == 0 {
-		runAt, _, err := d.e.store.TaskNextDue(ctx)
+		runAt, _, err := d.store.TaskNextDue(ctx)
 		if err != nil {
-			return 0, time.Time{}, err
+			return 0, now, time.Time{}, err
 		}
 		switch until := time.Duration(runAt-now.UnixMilli()) * time.Millisecond; {
 		case runAt == 0:
@@ -175,7 +196,7 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, error) {
 			wait = min(wait, max(rateWait, time.Millisecond))
 		}
 	}
-	return started, now.Add(wait), nil
+	return started, now, now.Add(wait), nil
 }
 
 // release forgets a finished attempt of this node.
@@ -185,20 +206,20 @@ func (d *Dispatcher) release(taskID string) {
 	d.mu.Unlock()
 }
 
-// start delivers one claimed task in its own goroutine.
-func (d *Dispatcher) start(ctx context.Context, t *task.Task, q *task.Queue, inst *task.Instance, queues map[qkey]*task.Queue) {
+// launch delivers one claimed task in its own goroutine.
+func (d *Dispatcher) launch(ctx context.Context, t *task.Task, q *task.Queue, inst *task.Instance, queues map[qkey]*task.Queue) {
 	d.wg.Add(1)
 	d.mu.Lock()
 	d.inflight[t.ID] = store.LeaseRef{InstanceID: t.InstanceID, ID: t.ID, LeaseID: t.LeaseID}
 	d.mu.Unlock()
-	d.e.metrics.InFlight.Inc()
+	d.metrics.InFlight.Inc()
 	go func() {
 		defer d.wg.Done()
-		defer d.e.metrics.InFlight.Dec()
+		defer d.metrics.InFlight.Dec()
 		defer d.release(t.ID)
-		began := d.e.clock.Now()
+		began := d.clock.Now()
 		res := d.deliver(ctx, t, q, inst)
-		now := d.e.clock.Now()
+		now := d.clock.Now()
 		o := res.OutcomeFor(q.TargetControl)
 		if ctx.Err() != nil && o.Status != task.AttemptSucceeded {
 			// Shutting down mid-attempt: give the task back, uncounted.
@@ -214,7 +235,7 @@ func (d *Dispatcher) start(ctx context.Context, t *task.Task, q *task.Queue, ins
 		if failed && q.DeadLetterQueue != "" {
 			if dlq := queues[qkey{q.InstanceID, q.DeadLetterQueue}]; dlq != nil {
 				fp.DeadLetter = t.DeadLetter(dlq, now.UnixMilli())
-				fp.DeadLetter.ID = d.e.newID()
+				fp.DeadLetter.ID = newID(d.clock)
 			}
 		}
 		d.results <- finished{fp: fp, q: q, dur: now.Sub(began)}
@@ -237,17 +258,20 @@ func (d *Dispatcher) deliver(ctx context.Context, t *task.Task, q *task.Queue, i
 	if d.targets == nil {
 		return deliver.Result{Outcome: task.Outcome{Status: task.AttemptFailed, Error: "no deliverer on this node"}}
 	}
-	limit := time.Duration(t.DeadlineAt-d.e.now()) * time.Millisecond
+	limit := time.Duration(t.DeadlineAt-d.clock.Now().UnixMilli()) * time.Millisecond
 	rctx, cancel := context.WithTimeout(ctx, limit+lateCap)
 	defer cancel()
 	answer := make(chan deliver.Result, 1)
-	req := &deliver.Request{Task: t, Target: *target, Key: inst.WebhookKey, Now: d.e.clock.Now()}
+	req := &deliver.Request{Task: t, Target: *target, Key: inst.WebhookKey, Now: d.clock.Now()}
 	go func() { answer <- d.targets.Deliver(rctx, req) }()
+	timer := d.clock.NewTimer(limit)
 	select {
 	case res := <-answer:
+		timer.Stop()
 		return res
-	case <-d.e.clock.After(limit):
+	case <-timer.C():
 	}
+	d.deadlines.update(func(n *int) { *n++ })
 	res := <-answer // the late answer, or the cut at lateCap
 	late := "no answer"
 	if res.Outcome.HTTPStatus != 0 {
@@ -265,10 +289,8 @@ func (d *Dispatcher) deliver(ctx context.Context, t *task.Task, q *task.Queue, i
 // heartbeat renews the leases of this node's attempts in flight.
 func (d *Dispatcher) heartbeat(ctx context.Context) {
 	for {
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, d.clock, d.clock.Now().Add(heartbeatEvery), nil, nil) {
 			return
-		case <-d.e.clock.After(heartbeatEvery):
 		}
 		d.mu.Lock()
 		refs := make([]store.LeaseRef, 0, len(d.inflight))
@@ -279,8 +301,8 @@ func (d *Dispatcher) heartbeat(ctx context.Context) {
 		if len(refs) == 0 {
 			continue
 		}
-		until := d.e.clock.Now().Add(pushLease).UnixMilli()
-		if _, err := d.e.store.TaskHeartbeat(ctx, refs, until); err != nil && ctx.Err() == nil {
+		until := d.clock.Now().Add(pushLease).UnixMilli()
+		if _, err := d.store.TaskHeartbeat(ctx, refs, until); err != nil && ctx.Err() == nil {
 			d.log.Warn("lease heartbeat failed", "n", len(refs), "err", err)
 		}
 	}
@@ -309,7 +331,7 @@ func (d *Dispatcher) finisher() {
 		for i, f := range batch {
 			ps[i] = f.fp
 		}
-		errs, err := storeOutcomes(ctx, d.e.store, ps, d.log)
+		errs, err := storeOutcomes(ctx, d.store, ps, d.log)
 		if err != nil {
 			d.log.Error("storing outcomes failed; their leases will run out and be retried", "n", len(ps), "err", err)
 			continue
@@ -320,7 +342,7 @@ func (d *Dispatcher) finisher() {
 			again = again || f.fp.Task.State == task.RetryWait || f.fp.DeadLetter != nil
 		}
 		if again {
-			d.e.waker.wake() // the next due time moved
+			d.wake.wake() // the next due time moved
 		}
 		select {
 		case d.freed <- struct{}{}: // RUNNING rows left: capped queues may claim
@@ -333,8 +355,8 @@ func (d *Dispatcher) logAttempt(f finished, err error) {
 	t := f.fp.Task
 	a := t.Attempts[len(t.Attempts)-1]
 	if err == nil {
-		d.e.countAttempt(a.Status, false)
-		d.e.metrics.DeliverySeconds.WithLabelValues(a.Status).Observe(f.dur.Seconds())
+		countAttempt(d.metrics, a.Status, false)
+		d.metrics.DeliverySeconds.WithLabelValues(a.Status).Observe(f.dur.Seconds())
 	}
 	attrs := []any{"queue", t.Queue, "task", t.ID, "attempt", a.Attempt, "outcome", a.Status, "ms", f.dur.Milliseconds()}
 	if a.HTTPStatus != 0 {

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -49,6 +50,7 @@ func (r *receiver) next(t *testing.T) (http.Header, []byte) {
 }
 
 func TestPushDeliversSignedAndSucceeds(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	rcv := newReceiver(t)
 	b.queue("emails", &task.QueuePatch{Target: targetPtr(rcv.URL + "/hook")})
@@ -75,6 +77,7 @@ func TestPushDeliversSignedAndSucceeds(t *testing.T) {
 }
 
 func TestPushRetriesWithBackoffThenDeadLetters(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	rcv := newReceiver(t)
 	rcv.answer.Store(func(w http.ResponseWriter) { w.WriteHeader(500); _, _ = w.Write([]byte("down")) })
@@ -86,12 +89,14 @@ func TestPushRetriesWithBackoffThenDeadLetters(t *testing.T) {
 	if tk.Attempt != 1 || tk.RunAt != T0.UnixMilli()+10_000 || tk.LastError != "HTTP 500: down" {
 		t.Fatalf("after attempt 1: %+v", tk)
 	}
-	// Nothing happens before the backoff runs out.
+	// Nothing happens before the backoff runs out: the dispatcher looks
+	// again at 9 s, claims nothing and sleeps until 10 s.
 	b.clock.Advance(9 * time.Second)
-	select {
-	case <-rcv.got:
-		t.Fatal("delivered before its backoff")
-	case <-time.After(50 * time.Millisecond):
+	if wakeAt := b.sig.Settle(t); !wakeAt.Equal(T0.Add(10 * time.Second)) {
+		t.Fatalf("the dispatcher sleeps until %v, want the end of the backoff", wakeAt.Sub(T0))
+	}
+	if tk := b.waitState(id, task.RetryWait); tk.Attempt != 1 || len(rcv.got) != 0 {
+		t.Fatalf("delivered before its backoff: %+v", tk)
 	}
 	b.clock.Advance(time.Second)
 	rcv.next(t)
@@ -113,6 +118,7 @@ func TestPushRetriesWithBackoffThenDeadLetters(t *testing.T) {
 }
 
 func TestPushDeferDoesNotUseAnAttempt(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	rcv := newReceiver(t)
 	rcv.answer.Store(func(w http.ResponseWriter) {
@@ -140,6 +146,7 @@ func TestPushDeferDoesNotUseAnAttempt(t *testing.T) {
 }
 
 func TestPushKeepsMaxConcurrent(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	var mu sync.Mutex
 	inFlight, peak := 0, 0
@@ -162,21 +169,13 @@ func TestPushKeepsMaxConcurrent(t *testing.T) {
 	}
 	// Each time, wait for the full wave (3, or what is left) to be in the
 	// target, then let one answer.
-	deadline := time.Now().Add(10 * time.Second)
 	for done := 0; done < 12; done++ {
 		want := min(3, 12-done)
-		for {
+		waitFor(t, fmt.Sprintf("%d in flight", want), func() bool {
 			mu.Lock()
-			n := inFlight
-			mu.Unlock()
-			if n == want {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("stalled with %d in flight, want %d", n, want)
-			}
-			time.Sleep(time.Millisecond)
-		}
+			defer mu.Unlock()
+			return inFlight == want
+		})
 		release <- struct{}{}
 	}
 	for _, id := range ids {
@@ -190,6 +189,7 @@ func TestPushKeepsMaxConcurrent(t *testing.T) {
 // TestRotatedKeySignsTheNextDelivery: a rotated webhook key applies to the
 // next delivery; the old key no longer verifies it.
 func TestRotatedKeySignsTheNextDelivery(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	rcv := newReceiver(t)
 	b.queue("q", &task.QueuePatch{Target: targetPtr(rcv.URL)})

@@ -1,8 +1,17 @@
 // Package engine is errand's application core: the operations the API,
-// console, CLI and MCP call (instances, queues, tasks, leases), and the
-// long-lived services that move tasks through their lifecycle (dispatcher,
-// lease rescuer, retention cleaner). Each service has Start/Stop, a logger and
-// the engine's clock.
+// console, CLI and MCP call (instances, queues, tasks, leases), which are
+// methods of Engine, and the long-lived services that move tasks through
+// their lifecycle: the dispatcher, the lease rescuer, the retention cleaner,
+// the trigger scheduler and chainer, and on a shared store the notifier and
+// the clock sync.
+//
+// Each service is built with what it uses (store, clock, logger, the wakers
+// it waits on or rings, the finisher, limits), never the whole Engine, and
+// has Start(ctx) and Stop(). The rescuer, the cleaner, the scheduler, the
+// chainer and the clock sync also have RunOnce, one pass, for tests.
+// Engine.Start starts the services as a list and Engine.Stop stops them in
+// reverse, so a new service (a channel fan-out, say) is one line in New. The
+// finish batcher has no goroutine of its own: its callers write.
 package engine
 
 import (
@@ -14,7 +23,6 @@ import (
 
 	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/deliver"
-	"github.com/errandhq/errand/internal/id"
 	"github.com/errandhq/errand/internal/metrics"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
@@ -54,6 +62,8 @@ type Config struct {
 }
 
 // Engine holds the store and the services. It is safe for concurrent use.
+// Its operations (add, lease, ack, cancel, …) are its methods; its
+// long-lived work is done by services that each own their dependencies.
 type Engine struct {
 	store    store.Store
 	clock    clock.Clock
@@ -64,23 +74,36 @@ type Engine struct {
 	leases   *waker // new lease expiries: rescuer
 	ruleWake *waker // trigger rules changed: scheduler
 	chains   *waker // a finish may have written chain events: chainer
-	cfg      Config
 	mu       sync.Mutex
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+	state    int // notStarted, started, stopped
 
 	metrics    *metrics.Metrics
+	batcher    *finishBatcher
+	fin        *finisher
 	cleaner    *Cleaner
 	rescuer    *Rescuer
 	dispatcher *Dispatcher
 	scheduler  *Scheduler
 	chainer    *Chainer
-	finisher   *finishBatcher
 	notifier   *notifierService // nil unless the store is shared
-	notify     chan struct{}
-	clockSync  *clockSync // nil unless DatabaseClock
 	ops        *opsState
+	// services run from Start to Stop, started in this order and stopped
+	// in reverse.
+	services []service
+	signals  engineSignals
 }
+
+// engineSignals report the engine's own progress to tests (nil in
+// production).
+type engineSignals struct {
+	parked *progress[int] // long polls that found nothing and wait
+}
+
+const (
+	notStarted = iota
+	started
+	stopped
+)
 
 // New returns an engine; Start runs its services.
 func New(cfg Config) *Engine {
@@ -96,34 +119,42 @@ func New(cfg Config) *Engine {
 	if cfg.Backstop <= 0 {
 		cfg.Backstop = time.Minute
 	}
-	e := &Engine{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, dev: cfg.Dev, rules: cfg.URLRules, cfg: cfg, waker: newWaker(), leases: newWaker(), metrics: cfg.Metrics}
-	e.cleaner = &Cleaner{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger.With("service", "cleaner"), every: cfg.CleanEvery}
-	e.rescuer = &Rescuer{e: e, log: cfg.Logger.With("service", "rescuer"), backstop: cfg.Backstop}
-	e.ops = newOpsState(e, cfg.Ops)
-	e.dispatcher = newDispatcher(e, e.ops.router(cfg.Deliverer))
 	if cfg.Writers <= 0 {
 		cfg.Writers = 1
 		if _, ok := cfg.Store.(store.Notifier); ok {
 			cfg.Writers = 4
 		}
-		e.cfg.Writers = cfg.Writers
 	}
-	e.finisher = &finishBatcher{store: cfg.Store, writers: cfg.Writers, log: cfg.Logger.With("service", "finisher"), stored: e.chainsMaybe}
-	if n, ok := cfg.Store.(store.Notifier); ok {
-		e.notify = make(chan struct{}, 1)
-		e.notifier = &notifierService{e: e, n: n, log: cfg.Logger.With("service", "notifier")}
-	}
+	e := &Engine{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, dev: cfg.Dev, rules: cfg.URLRules,
+		waker: newWaker(), leases: newWaker(), ruleWake: newWaker(), chains: newWaker(), metrics: cfg.Metrics}
 	if sc, ok := cfg.Store.(store.ServerClock); ok && cfg.DatabaseClock {
+		// First, so that every other service starts on the database's time.
 		off := &clock.Offset{Base: cfg.Clock}
 		e.clock = off
-		e.clockSync = &clockSync{e: e, sc: sc, clk: off, log: cfg.Logger.With("service", "clock"), interval: 30 * time.Second}
+		e.services = append(e.services, &clockSync{sc: sc, clk: off, log: cfg.Logger.With("service", "clock"), interval: 30 * time.Second})
 	}
-	e.ruleWake, e.chains = newWaker(), newWaker()
+	e.batcher = newFinishBatcher(cfg.Store, cfg.Writers, cfg.Logger.With("service", "finisher"), e.chainsMaybe)
+	e.fin = &finisher{store: cfg.Store, clock: e.clock, batch: e.batcher, metrics: cfg.Metrics, changed: e.changed}
+	e.cleaner = newCleaner(cleanerDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "cleaner"), every: cfg.CleanEvery})
+	e.rescuer = newRescuer(rescuerDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "rescuer"),
+		leases: e.leases, finisher: e.fin, backstop: cfg.Backstop})
+	// Attempts of operations jobs run in this process; the rest go to
+	// cfg.Deliverer.
+	e.ops = newOpsState(e, cfg.Ops)
+	e.dispatcher = newDispatcher(dispatcherDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "dispatcher"),
+		targets: e.ops.router(cfg.Deliverer), metrics: cfg.Metrics, wake: e.waker, dev: cfg.Dev, writers: cfg.Writers, backstop: cfg.Backstop})
 	td := TriggerDeps{Store: cfg.Store, Clock: e.clock, Logger: cfg.Logger, Rules: cfg.URLRules, Added: e.changed, NewID: e.newID}
-	td.Wake = e.ruleWake.wait
+	td.Wake = e.ruleWake.next
 	e.scheduler = NewScheduler(SchedulerDeps{TriggerDeps: td, Backstop: cfg.Backstop})
-	td.Wake = e.chains.wait
+	td.Wake = e.chains.next
 	e.chainer = NewChainer(ChainerDeps{TriggerDeps: td, Poll: min(cfg.Backstop, 5*time.Second)})
+	e.services = append(e.services, e.cleaner, e.rescuer, e.dispatcher, e.scheduler, e.chainer)
+	if n, ok := cfg.Store.(store.Notifier); ok {
+		// Other nodes' changes wake the dispatcher and long polls, the
+		// rescuer and the scheduler here.
+		e.notifier = newNotifierService(n, cfg.Logger.With("service", "notifier"), e.waker, e.leases, e.ruleWake)
+		e.services = append(e.services, e.notifier)
+	}
 	return e
 }
 
@@ -139,47 +170,39 @@ func (e *Engine) Clock() clock.Clock { return e.clock }
 // Dev reports whether the engine runs as the emulator.
 func (e *Engine) Dev() bool { return e.dev }
 
-// Start runs the engine's services until Stop.
+// Start runs the engine's services until Stop. An engine starts once.
 func (e *Engine) Start(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.cancel != nil {
+	if e.state != notStarted {
 		return errors.New("engine: already started")
 	}
-	if e.clockSync != nil {
-		if err := e.clockSync.measure(ctx); err != nil {
+	for i, svc := range e.services {
+		if err := svc.Start(ctx); err != nil {
+			for j := i - 1; j >= 0; j-- {
+				e.services[j].Stop()
+			}
 			return err
 		}
 	}
-	ctx, e.cancel = context.WithCancel(ctx)
-	services := []interface{ run(context.Context) }{e.cleaner, e.rescuer, e.dispatcher, e.scheduler, e.chainer}
-	if e.notifier != nil {
-		services = append(services, e.notifier)
-	}
-	if e.clockSync != nil {
-		services = append(services, e.clockSync)
-	}
-	for _, svc := range services {
-		e.wg.Add(1)
-		go func() {
-			defer e.wg.Done()
-			svc.run(ctx)
-		}()
-	}
+	e.state = started
 	return nil
 }
 
-// Stop stops the services and waits for them; the store stays open.
+// Stop stops the services, in the reverse of their start, and waits for
+// them; the store stays open.
 func (e *Engine) Stop() {
 	e.mu.Lock()
-	cancel := e.cancel
-	e.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	defer e.mu.Unlock()
+	if e.state != started {
+		return
 	}
-	e.wg.Wait()
+	e.state = stopped
+	for i := len(e.services) - 1; i >= 0; i-- {
+		e.services[i].Stop()
+	}
 }
 
 func (e *Engine) now() int64 { return e.clock.Now().UnixMilli() }
 
-func (e *Engine) newID() string { return id.New(e.clock.Now()) }
+func (e *Engine) newID() string { return newID(e.clock) }

@@ -42,10 +42,12 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 	}
 	var deadline <-chan time.Time
 	if p.WaitSeconds > 0 {
-		deadline = e.clock.After(time.Duration(p.WaitSeconds) * time.Second)
+		timer := e.clock.NewTimer(time.Duration(p.WaitSeconds) * time.Second)
+		defer timer.Stop()
+		deadline = timer.C()
 	}
 	for {
-		woken := e.waker.wait() // before the claim: no add slips between
+		woken, _ := e.waker.wait() // before the claim: no add slips between
 		q, err := e.store.QueueGet(ctx, sq)
 		if err != nil {
 			return nil, err
@@ -70,6 +72,7 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 			}
 			return got, nil
 		}
+		e.signals.parked.update(func(n *int) { *n++ })
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -145,48 +148,8 @@ func (e *Engine) finishLeased(ctx context.Context, ref TaskRef, leaseID string, 
 	if err := t.CheckLease(leaseID, now); err != nil {
 		return nil, err
 	}
-	if err := e.finish(ctx, t, now, o); err != nil {
+	if err := e.fin.finish(ctx, t, now, o); err != nil {
 		return nil, err
 	}
 	return t, nil
-}
-
-// finish applies o to the claimed task t and stores it fenced on its lease,
-// with a dead-letter copy if the task failed and its queue names one.
-func (e *Engine) finish(ctx context.Context, t *task.Task, now int64, o task.Outcome) error {
-	q, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: t.InstanceID, Name: t.Queue})
-	if err != nil {
-		return err
-	}
-	lease := t.LeaseID
-	failed, err := t.Finish(q, now, o)
-	if err != nil {
-		return err
-	}
-	fp := &store.FinishParams{Task: t, LeaseID: lease}
-	if failed && q.DeadLetterQueue != "" {
-		if dlq, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: t.InstanceID, Name: q.DeadLetterQueue}); err == nil {
-			fp.DeadLetter = t.DeadLetter(dlq, now)
-			fp.DeadLetter.ID = e.newID()
-		} else if !task.IsCode(err, task.CodeNotFound) {
-			return err
-		}
-	}
-	if err := e.finisher.finish(ctx, fp); err != nil {
-		return err
-	}
-	e.countAttempt(o.Status, t.Pull)
-	if t.State == task.RetryWait || fp.DeadLetter != nil {
-		e.changed() // a task will be due again: dispatcher and long polls
-	}
-	return nil
-}
-
-// countAttempt counts a stored attempt outcome.
-func (e *Engine) countAttempt(status string, pull bool) {
-	kind := "push"
-	if pull {
-		kind = "pull"
-	}
-	e.metrics.Attempts.WithLabelValues(status, kind).Inc()
 }

@@ -14,6 +14,7 @@ import (
 // tasks; no task is ever held under two valid leases and each is acked
 // exactly once.
 func TestConcurrentLeasersNeverShare(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	b.queue("work", &task.QueuePatch{Mode: ptr(task.ModePull)})
 	const n = 2000
@@ -88,6 +89,7 @@ func TestConcurrentLeasersNeverShare(t *testing.T) {
 // TestLongPollWakesOnAdd: a lease with waitSeconds returns as soon as a task
 // is added, without the clock moving.
 func TestLongPollWakesOnAdd(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	b.queue("work", &task.QueuePatch{Mode: ptr(task.ModePull)})
 	got := make(chan []*task.Task, 1)
@@ -98,10 +100,11 @@ func TestLongPollWakesOnAdd(t *testing.T) {
 		}
 		got <- ts
 	}()
+	b.sig.Parked(t, 1) // it found nothing and waits
 	select {
 	case <-got:
 		t.Fatal("returned before any task")
-	case <-time.After(30 * time.Millisecond):
+	default:
 	}
 	id := b.add("work", task.AddInput{})
 	select {
@@ -113,12 +116,15 @@ func TestLongPollWakesOnAdd(t *testing.T) {
 		t.Fatal("long poll did not wake on add")
 	}
 	// With nothing to lease, the wait ends when the (fake) clock passes it.
+	// Its timer is armed before it parks (a timer of another service may
+	// be armed for the same time: the chainer polls every 5 s).
+	parked := b.sig.Parked(t, 1)
 	done := make(chan int, 1)
 	go func() {
 		ts, _ := b.eng.Lease(b.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "work"}, engine.LeaseParams{Count: 1, LeaseSeconds: 30, WaitSeconds: 5})
 		done <- len(ts)
 	}()
-	time.Sleep(20 * time.Millisecond)
+	b.sig.Parked(t, parked+1)
 	b.clock.Advance(5 * time.Second)
 	select {
 	case n := <-done:
@@ -133,6 +139,7 @@ func TestLongPollWakesOnAdd(t *testing.T) {
 // TestExpiredLeaseIsRescued: the rescuer service, not a test call, finds an
 // expired lease as soon as the clock passes it.
 func TestExpiredLeaseIsRescued(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	b.queue("work", &task.QueuePatch{Mode: ptr(task.ModePull)})
 	id := b.add("work", task.AddInput{})
@@ -140,7 +147,7 @@ func TestExpiredLeaseIsRescued(t *testing.T) {
 	if err != nil || len(ts) != 1 {
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond) // let the rescuer go to sleep on the new expiry
+	b.sig.RescuerAsleepUntil(t, T0.Add(30*time.Second)) // on the new expiry
 	b.clock.Advance(30 * time.Second)
 	tk := b.waitState(id, task.RetryWait)
 	if tk.Attempts[0].Status != task.AttemptExpired || tk.RunAt != T0.UnixMilli()+30_000+10_000 {

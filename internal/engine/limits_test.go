@@ -63,33 +63,35 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// quiet checks that cond stays false for a moment.
-func quiet(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(50 * time.Millisecond)
-	for time.Now().Before(deadline) {
-		if cond() {
-			t.Fatalf("unexpected: %s", what)
-		}
-		time.Sleep(time.Millisecond)
+// pending returns how many of queue's tasks wait to be claimed.
+func (b *bundle) pending(queue string) int {
+	b.t.Helper()
+	v, err := b.eng.QueueGet(b.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: queue})
+	if err != nil {
+		b.t.Fatal(err)
 	}
+	return v.Counts[task.Pending] + v.Counts[task.RetryWait]
 }
 
 // TestDeadlineKeepsTheSlot: past the deadline the attempt is failed, but the
 // target is not cut off, the task does not run beside itself, and the late
 // answer is recorded on the timed-out attempt.
 func TestDeadlineKeepsTheSlot(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	g := newGate(t)
 	b.queue("slow", &task.QueuePatch{Target: targetPtr(g.URL), DeadlineSeconds: ptr(1), MinBackoffSeconds: ptr(0.5)})
 	id := b.add("slow", task.AddInput{})
 	waitFor(t, "the first attempt", func() bool { n, _, _ := g.counts(); return n == 1 })
-	time.Sleep(10 * time.Millisecond) // let the dispatcher arm the deadline
 	b.clock.Advance(time.Second)
+	b.sig.DeadlinesPassed(t, 1)
 	b.clock.Advance(time.Second) // well past the deadline and the backoff
-	quiet(t, "a second attempt beside the first", func() bool { _, _, total := g.counts(); return total > 1 })
-	if tk, _ := b.eng.TaskGet(b.ctx, engine.TaskRef{Org: "dev", Instance: "jobs", ID: id}); tk.State != task.Running {
-		t.Fatalf("state %s while the target still works", tk.State)
+	b.sig.Settle(t)              // a claim now would be a second attempt beside the first
+	if tk, _ := b.eng.TaskGet(b.ctx, engine.TaskRef{Org: "dev", Instance: "jobs", ID: id}); tk.State != task.Running || tk.Attempt != 1 {
+		t.Fatalf("state %s, attempt %d while the target still works", tk.State, tk.Attempt)
+	}
+	if _, _, total := g.counts(); total != 1 {
+		t.Fatalf("%d requests while the first still works", total)
 	}
 	g.release <- 200 // the late answer
 	tk := b.waitState(id, task.RetryWait)
@@ -110,6 +112,7 @@ func TestDeadlineKeepsTheSlot(t *testing.T) {
 // one delivery at once and then one per half second of the (fake) clock,
 // and no more.
 func TestRatePerSecond(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	var n atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.Add(1) }))
@@ -119,17 +122,30 @@ func TestRatePerSecond(t *testing.T) {
 		b.add("q", task.AddInput{})
 	}
 	waitFor(t, "the first delivery", func() bool { return n.Load() == 1 })
-	quiet(t, "a second delivery before its token", func() bool { return n.Load() > 1 })
-	for want := int32(2); want <= 4; want++ {
-		b.clock.Advance(500 * time.Millisecond)
-		waitFor(t, "the next delivery", func() bool { return n.Load() == want })
-		quiet(t, "more than the rate allows", func() bool { return n.Load() > want })
+	for want := 1; want <= 4; want++ {
+		if want > 1 {
+			b.clock.Advance(500 * time.Millisecond)
+			waitFor(t, "the next delivery", func() bool { return n.Load() == int32(want) })
+		}
+		// The dispatcher has looked again at this time: it claimed no
+		// more than the rate allows, and sleeps until the next token.
+		wakeAt := b.sig.Settle(t)
+		if left := b.pending("q"); left != 4-want {
+			t.Fatalf("%d tasks claimed by %v, want %d", 4-left, b.clock.Now().Sub(T0), want)
+		}
+		if next := b.clock.Now().Add(500 * time.Millisecond); want < 4 && !wakeAt.Equal(next) {
+			t.Fatalf("the dispatcher sleeps until %v, want the next token at %v", wakeAt, next)
+		}
+	}
+	if got := n.Load(); got != 4 {
+		t.Fatalf("%d deliveries, want 4", got)
 	}
 }
 
 // TestMaxInFlightAcrossQueues: the instance's maxInFlight holds across all
 // its queues.
 func TestMaxInFlightAcrossQueues(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	g := newGate(t)
 	if _, err := b.eng.SettingsUpdate(b.ctx, "dev", "jobs", &task.SettingsPatch{MaxInFlight: ptr(3)}); err != nil {
@@ -153,13 +169,17 @@ func TestMaxInFlightAcrossQueues(t *testing.T) {
 
 // TestPausedQueueDeliversNothing, until it is resumed.
 func TestPausedQueueDeliversNothing(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	var n atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.Add(1) }))
 	defer srv.Close()
 	b.queue("q", &task.QueuePatch{Target: targetPtr(srv.URL), Paused: ptr(true)})
 	id := b.add("q", task.AddInput{})
-	quiet(t, "a delivery from a paused queue", func() bool { return n.Load() > 0 })
+	b.sig.Settle(t)
+	if left := b.pending("q"); left != 1 || n.Load() != 0 {
+		t.Fatalf("a paused queue: %d claimed, %d delivered", 1-left, n.Load())
+	}
 	if _, err := b.eng.QueuePatch(b.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "q"}, &task.QueuePatch{Paused: ptr(false)}); err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +189,7 @@ func TestPausedQueueDeliversNothing(t *testing.T) {
 // TestTargetLookedUpOnEveryAttempt: a queue target changed after the add is
 // where the next attempt goes; a task with no target left fails its attempt.
 func TestTargetLookedUpOnEveryAttempt(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }))
 	defer bad.Close()

@@ -27,10 +27,11 @@ type bundle struct {
 	eng   *engine.Engine
 	clock *clock.Fake
 	ctx   context.Context
+	sig   *engine.Signals
 }
 
 // setup starts a real engine on a real SQLite file with a real webhook
-// deliverer and a fake clock.
+// deliverer, a fake clock and its test signals.
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	ctx := context.Background()
@@ -45,6 +46,7 @@ func setup(t *testing.T) *bundle {
 		Store: st, Clock: fc, Dev: true, URLRules: task.URLRules{AllowHTTP: true},
 		Logger: log, Deliverer: &deliver.Mux{Webhook: wh},
 	})
+	sig := engine.WithSignals(eng)
 	if err := eng.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +55,7 @@ func setup(t *testing.T) *bundle {
 		wh.Close()
 		_ = st.Close()
 	})
-	return &bundle{t: t, eng: eng, clock: fc, ctx: ctx}
+	return &bundle{t: t, eng: eng, clock: fc, ctx: ctx, sig: sig}
 }
 
 // queue creates a queue from a patch.

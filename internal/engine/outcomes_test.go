@@ -32,6 +32,7 @@ func (f *flakyFinish) TaskFinish(ctx context.Context, ps []*store.FinishParams) 
 // dropped batch's tasks would be delivered again when their leases run out;
 // any other error is returned at once, and the tries are bounded.
 func TestStoreOutcomesTriesAgain(t *testing.T) {
+	t.Parallel()
 	st := stores.Open(t, "sqlite")
 	defer st.Close()
 	ctx := context.Background()

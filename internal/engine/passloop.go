@@ -2,9 +2,7 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/errandhq/errand/internal/clock"
@@ -45,47 +43,25 @@ func (d *TriggerDeps) setDefaults() {
 }
 
 // passService is the life of the trigger services (scheduler, chainer): a
-// pass, then a sleep until a wake-up, the next due time or the end.
+// pass, then a sleep until a wake-up, the next due time or the end. Start
+// and Stop are the shared runner's.
 type passService struct {
-	name   string
-	log    *slog.Logger
-	clock  clock.Clock
-	wake   func() <-chan struct{} // nil: no wake-ups
-	pass   func(ctx context.Context) (int, error)
-	sleep  func(ctx context.Context) time.Duration
+	runner
+	name  string
+	log   *slog.Logger
+	clock clock.Clock
+	wake  func() <-chan struct{} // nil: no wake-ups
+	pass  func(ctx context.Context) (int, error)
+	// until is when to look again after a pass that began at now. The time
+	// is absolute, so that a sleep armed late (after the clock moved) still
+	// ends on time.
+	until  func(ctx context.Context, now time.Time) time.Time
 	onPass func(n int)
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	asleep *progress[sleepReport] // tests only
 }
 
 // Start runs the service until Stop or the end of ctx.
-func (p *passService) Start(ctx context.Context) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cancel != nil {
-		return errors.New(p.name + ": already started")
-	}
-	ctx, p.cancel = context.WithCancel(ctx)
-	p.done = make(chan struct{})
-	go func() {
-		defer close(p.done)
-		p.run(ctx)
-	}()
-	return nil
-}
-
-// Stop stops the service and waits for it.
-func (p *passService) Stop() {
-	p.mu.Lock()
-	cancel, done := p.cancel, p.done
-	p.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
-	}
-}
+func (p *passService) Start(ctx context.Context) error { return p.start(ctx, p.run) }
 
 func (p *passService) run(ctx context.Context) {
 	for {
@@ -93,6 +69,7 @@ func (p *passService) run(ctx context.Context) {
 		if p.wake != nil {
 			woken = p.wake()
 		}
+		now := p.clock.Now()
 		n, err := p.pass(ctx)
 		if err != nil && ctx.Err() == nil {
 			p.log.Warn(p.name+" pass failed", "err", err)
@@ -100,11 +77,16 @@ func (p *passService) run(ctx context.Context) {
 		if p.onPass != nil {
 			p.onPass(n)
 		}
-		select {
-		case <-ctx.Done():
+		wakeAt := p.until(ctx, now)
+		if err != nil {
+			// What failed is still due (a full disk: reads work, writes
+			// fail): look again in a second, as the rescuer and the
+			// dispatcher do, not at once in a loop.
+			wakeAt = p.clock.Now().Add(time.Second)
+		}
+		p.asleep.report(sleepReport{Now: now, WakeAt: wakeAt})
+		if !sleep(ctx, p.clock, wakeAt, woken, nil) {
 			return
-		case <-woken:
-		case <-p.clock.After(p.sleep(ctx)):
 		}
 	}
 }

@@ -5,47 +5,62 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/errandhq/errand/internal/clock"
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
 // rescueBatch is how many expired leases one pass takes at a time.
 const rescueBatch = 500
 
+// rescuerDeps is what the rescuer uses.
+type rescuerDeps struct {
+	store    store.Store
+	clock    clock.Clock
+	log      *slog.Logger
+	leases   *waker    // rung when leases are taken or extended
+	finisher *finisher // stores each expiry as a failed attempt
+	backstop time.Duration
+}
+
 // Rescuer ends attempts whose lease ran out: a pull worker that never acked,
 // or a push attempt whose node died. Each becomes a failed attempt with
 // backoff. It sleeps until the next expiry or a wake, so an expired lease is
 // found within moments, not on a minute timer.
 type Rescuer struct {
-	e   *Engine
-	log *slog.Logger
-	// backstop bounds a sleep, for expiries written by other nodes.
-	backstop time.Duration
+	runner
+	rescuerDeps
+	asleep *progress[sleepReport] // tests only
 }
+
+func newRescuer(d rescuerDeps) *Rescuer { return &Rescuer{rescuerDeps: d} }
+
+// Start runs the rescuer until Stop.
+func (r *Rescuer) Start(ctx context.Context) error { return r.start(ctx, r.run) }
 
 func (r *Rescuer) run(ctx context.Context) {
 	for {
-		woken := r.e.leases.wait()
+		woken, seen := r.leases.wait()
+		now := r.clock.Now()
 		_, err := r.RunOnce(ctx)
 		if err != nil && ctx.Err() == nil {
 			r.log.Warn("rescue pass failed", "err", err)
 		}
-		sleep := r.backstop
-		if _, exp, err := r.e.store.TaskNextDue(ctx); err == nil && exp > 0 {
-			if d := time.Duration(exp-r.e.now()) * time.Millisecond; d < sleep {
-				sleep = max(d, time.Millisecond)
-			}
+		// The wake time is absolute, so that a sleep armed late (after the
+		// clock moved) still ends on time.
+		wakeAt := now.Add(r.backstop)
+		if _, exp, err := r.store.TaskNextDue(ctx); err == nil && exp > 0 {
+			wakeAt = wakeAtOrBefore(now, wakeAt, time.UnixMilli(exp))
 		}
 		if err != nil {
 			// The expired leases are still there (a full disk: reads work,
 			// writes fail): look again in a second, as the dispatcher does,
 			// not at once in a loop.
-			sleep = time.Second
+			wakeAt = r.clock.Now().Add(time.Second)
 		}
-		select {
-		case <-ctx.Done():
+		r.asleep.report(sleepReport{Seen: seen, Now: now, WakeAt: wakeAt})
+		if !sleep(ctx, r.clock, wakeAt, woken, nil) {
 			return
-		case <-woken:
-		case <-r.e.clock.After(sleep):
 		}
 	}
 }
@@ -54,8 +69,8 @@ func (r *Rescuer) run(ctx context.Context) {
 func (r *Rescuer) RunOnce(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		now := r.e.now()
-		ts, err := r.e.store.TaskExpired(ctx, now, rescueBatch)
+		now := r.clock.Now().UnixMilli()
+		ts, err := r.store.TaskExpired(ctx, now, rescueBatch)
 		if err != nil {
 			return total, err
 		}
@@ -65,7 +80,7 @@ func (r *Rescuer) RunOnce(ctx context.Context) (int, error) {
 				o = task.Outcome{Status: task.AttemptTimedOut, Error: "attempt abandoned: its node stopped answering"}
 			}
 			attempt, expired := t.Attempt, t.LeaseExpiresAt
-			switch err := r.e.finish(ctx, t, now, o); {
+			switch err := r.finisher.finish(ctx, t, now, o); {
 			case task.IsCode(err, task.CodeLeaseLost): // its node finished it meanwhile
 			case err != nil:
 				return total, err

@@ -39,20 +39,18 @@ func NewScheduler(d SchedulerDeps) *Scheduler {
 		d.Backstop = time.Minute
 	}
 	s := &Scheduler{d: d, log: d.Logger.With("service", "scheduler")}
-	s.passService = passService{name: "scheduler", log: s.log, clock: d.Clock, wake: d.Wake, pass: s.RunOnce, sleep: s.sleep, onPass: d.OnPass}
+	s.passService = passService{name: "scheduler", log: s.log, clock: d.Clock, wake: d.Wake, pass: s.RunOnce, until: s.until, onPass: d.OnPass}
 	return s
 }
 
-// sleep is how long the scheduler may sleep: until the earliest next tick,
-// at most the backstop.
-func (s *Scheduler) sleep(ctx context.Context) time.Duration {
-	sleep := s.d.Backstop
+// until is when the scheduler looks again after a pass that began at now:
+// at the earliest next tick, at most the backstop on, at least 1 ms on.
+func (s *Scheduler) until(ctx context.Context, now time.Time) time.Time {
+	wakeAt := now.Add(s.d.Backstop)
 	if next, err := s.d.Store.TriggerNextTick(ctx); err == nil && next > 0 {
-		if d := time.Duration(next-s.d.Clock.Now().UnixMilli()) * time.Millisecond; d < sleep {
-			sleep = max(d, time.Millisecond)
-		}
+		wakeAt = wakeAtOrBefore(now, wakeAt, time.UnixMilli(next))
 	}
-	return sleep
+	return wakeAt
 }
 
 // RunOnce fires every rule due now and returns how many tasks it added.

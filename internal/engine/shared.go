@@ -14,29 +14,44 @@ import (
 func (e *Engine) changed() {
 	e.waker.wake()
 	if e.notifier != nil {
-		select {
-		case e.notify <- struct{}{}:
-		default: // one is pending: it covers this change too
-		}
+		e.notifier.send()
 	}
 }
 
 // notifierService sends the NOTIFYs that changed asks for, and turns every
-// notification heard (other nodes' changes) into a local wake-up.
+// notification heard (other nodes' changes) into a local wake-up of the
+// wakers it rings.
 type notifierService struct {
-	e   *Engine
-	n   store.Notifier
-	log *slog.Logger
+	runner
+	n     store.Notifier
+	log   *slog.Logger
+	rings []*waker
+	asks  chan struct{} // a change to announce; one pending covers many
 }
+
+func newNotifierService(n store.Notifier, log *slog.Logger, rings ...*waker) *notifierService {
+	return &notifierService{n: n, log: log, rings: rings, asks: make(chan struct{}, 1)}
+}
+
+// send asks for one NOTIFY; it never blocks.
+func (s *notifierService) send() {
+	select {
+	case s.asks <- struct{}{}:
+	default: // one is pending: it covers this change too
+	}
+}
+
+// Start listens and notifies until Stop.
+func (s *notifierService) Start(ctx context.Context) error { return s.start(ctx, s.run) }
 
 func (s *notifierService) run(ctx context.Context) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_ = s.n.Listen(ctx, func() {
-			s.e.waker.wake()
-			s.e.leases.wake()
-			s.e.ruleWake.wake()
+			for _, w := range s.rings {
+				w.wake()
+			}
 		})
 	}()
 	for {
@@ -44,7 +59,7 @@ func (s *notifierService) run(ctx context.Context) {
 		case <-ctx.Done():
 			<-done
 			return
-		case <-s.e.notify:
+		case <-s.asks:
 			if err := s.n.Notify(ctx); err != nil && ctx.Err() == nil {
 				s.log.Warn("notify failed; other nodes find the change within their backstop", "err", err)
 			}
@@ -54,17 +69,27 @@ func (s *notifierService) run(ctx context.Context) {
 
 // clockSync keeps the engine's clock on the store's (the database's) clock,
 // so that nodes with drifting clocks agree on leases and deadlines. It
-// measures the offset every interval, halving the round trip.
+// measures the offset at Start and then every interval, halving the round
+// trip.
 type clockSync struct {
-	e        *Engine
+	runner
 	sc       store.ServerClock
 	clk      *clock.Offset
 	log      *slog.Logger
 	interval time.Duration
 }
 
-// measure sets the offset once.
-func (c *clockSync) measure(ctx context.Context) error {
+// Start sets the offset once (its error means the engine cannot start: its
+// clock would be wrong), then keeps it set until Stop.
+func (c *clockSync) Start(ctx context.Context) error {
+	if err := c.RunOnce(ctx); err != nil {
+		return err
+	}
+	return c.start(ctx, c.run)
+}
+
+// RunOnce measures and sets the offset once.
+func (c *clockSync) RunOnce(ctx context.Context) error {
 	t0 := c.clk.Base.Now()
 	server, err := c.sc.ServerNow(ctx)
 	if err != nil {
@@ -82,12 +107,10 @@ func (c *clockSync) measure(ctx context.Context) error {
 
 func (c *clockSync) run(ctx context.Context) {
 	for {
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, c.clk.Base, c.clk.Base.Now().Add(c.interval), nil, nil) {
 			return
-		case <-c.clk.Base.After(c.interval):
 		}
-		if err := c.measure(ctx); err != nil && ctx.Err() == nil {
+		if err := c.RunOnce(ctx); err != nil && ctx.Err() == nil {
 			c.log.Warn("reading the database's clock failed", "err", err)
 		}
 	}

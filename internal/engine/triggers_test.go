@@ -94,6 +94,7 @@ func (n *node) getRule(id string) *task.Trigger {
 }
 
 func TestTriggerSaveChecks(t *testing.T) {
+	t.Parallel()
 	n := sqliteNode(t, T0)
 	n.pullQueue("out")
 	cases := []struct {
@@ -149,6 +150,7 @@ func TestTriggerSaveChecks(t *testing.T) {
 }
 
 func TestScheduleOneTaskPerTickAndCatchUp(t *testing.T) {
+	t.Parallel()
 	n := sqliteNode(t, T0)
 	n.pullQueue("out")
 	tr := n.rule(&task.TriggerPatch{Queue: ptr("jobs/out"), Schedule: &task.SchedulePatch{Cron: ptr("@every 1m")},
@@ -181,6 +183,7 @@ func TestScheduleOneTaskPerTickAndCatchUp(t *testing.T) {
 }
 
 func TestScheduleAcrossDST(t *testing.T) {
+	t.Parallel()
 	ny, _ := time.LoadLocation("America/New_York")
 	// 2026-03-08 02:00 EST → 03:00 EDT: "30 2 * * *" fires at 03:00 that day.
 	n := sqliteNode(t, time.Date(2026, 3, 6, 12, 0, 0, 0, ny))
@@ -214,6 +217,7 @@ func TestScheduleAcrossDST(t *testing.T) {
 // race to a restarted node (or another), adds nothing; a tick whose task is
 // already there (added before a crash) is not added twice.
 func TestScheduleRestartMidTick(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "errand.db")
 	st := openSQLite(t, path)
 	fc := clock.NewFake(T0)
@@ -246,6 +250,7 @@ func TestScheduleRestartMidTick(t *testing.T) {
 // TestScheduleTwoNodesPostgres: two engines on one PostgreSQL fire the same
 // rules at once, tick after tick: each tick adds exactly one task.
 func TestScheduleTwoNodesPostgres(t *testing.T) {
+	t.Parallel()
 	a, b, fc := postgresPair(t)
 	a.pullQueue("out")
 	for range 5 {
@@ -273,27 +278,32 @@ func TestScheduleTwoNodesPostgres(t *testing.T) {
 // TestScheduleServiceWakesOnRuleChange: with the services running, a new
 // rule is fired at its first tick without waiting out the backstop.
 func TestScheduleServiceWakesOnRuleChange(t *testing.T) {
+	t.Parallel()
 	st := openSQLite(t, filepath.Join(t.TempDir(), "errand.db"))
 	defer st.Close()
 	fc := clock.NewFake(T0)
 	eng := engine.New(engine.Config{Store: st, Clock: fc, Dev: true, Logger: discardLog, Backstop: time.Hour})
+	sig := engine.WithSignals(eng)
 	n := &node{t: t, eng: eng, clock: fc, ctx: context.Background()}
 	n.pullQueue("out")
 	if err := eng.Start(n.ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer eng.Stop()
+	// No rules: the scheduler sleeps out its backstop.
+	sig.SchedulerAsleepUntil(t, T0.Add(time.Hour))
 	n.rule(&task.TriggerPatch{Queue: ptr("jobs/out"), Schedule: &task.SchedulePatch{Cron: ptr("@every 1s")}})
-	// The scheduler re-reads the rules and sleeps until the first tick, on
-	// the fake clock; advancing it (repeatedly, since its sleep may start
-	// after the first advance) fires the tick.
-	deadline := time.Now().Add(10 * time.Second)
-	for len(n.tasks("out")) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the new rule never fired")
-		}
-		fc.Advance(100 * time.Millisecond)
-		time.Sleep(time.Millisecond)
+	// The new rule wakes it: it re-reads the rules and sleeps until the
+	// first tick, on the fake clock.
+	sig.SchedulerAsleepUntil(t, T0.Add(time.Second))
+	if ts := n.tasks("out"); len(ts) != 0 {
+		t.Fatalf("%d tasks before the first tick", len(ts))
+	}
+	fc.Advance(time.Second)
+	// It fires the tick, then sleeps until the next.
+	sig.SchedulerAsleepUntil(t, T0.Add(2*time.Second))
+	if ts := n.tasks("out"); len(ts) != 1 {
+		t.Fatalf("%d tasks after the first tick, want 1", len(ts))
 	}
 }
 
@@ -332,6 +342,7 @@ func (n *node) chain(want int) {
 // TestChainDepthExceeded: A→B→A… runs to depth 8, then the add is refused
 // with DEPTH_EXCEEDED, recorded on the rule.
 func TestChainDepthExceeded(t *testing.T) {
+	t.Parallel()
 	n := sqliteNode(t, T0)
 	chainNode(t, n)
 	if _, err := n.eng.TaskAdd(n.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "a"}, []task.AddInput{{Payload: json.RawMessage(`{"start":1}`)}}); err != nil {
@@ -386,6 +397,7 @@ func TestChainDepthExceeded(t *testing.T) {
 // its chainer runs loses nothing: the event was stored with the finish, and
 // the next node to start adds the chained task, once.
 func TestChainSurvivesNodeDeath(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "errand.db")
 	st := openSQLite(t, path)
 	fc := clock.NewFake(T0)
@@ -411,6 +423,7 @@ func TestChainSurvivesNodeDeath(t *testing.T) {
 // TestChainTwoNodesPostgres: two nodes drain the same events at once; each
 // finish adds its chained task exactly once.
 func TestChainTwoNodesPostgres(t *testing.T) {
+	t.Parallel()
 	a, b, _ := postgresPair(t)
 	a.pullQueue("a")
 	a.pullQueue("b")

@@ -6,17 +6,26 @@ import "sync"
 // run or retried; a queue changed). Each call to wait returns a channel that
 // is closed at the next wake: no wake is lost between a check and a sleep.
 type waker struct {
-	mu sync.Mutex
-	ch chan struct{}
+	mu  sync.Mutex
+	ch  chan struct{}
+	gen uint64 // wakes so far
 }
 
 func newWaker() *waker { return &waker{ch: make(chan struct{})} }
 
-// wait returns the channel closed by the next wake.
-func (w *waker) wait() <-chan struct{} {
+// wait returns the channel closed by the next wake, and how many wakes came
+// before it: a pass that starts after wait has seen every change up to then.
+func (w *waker) wait() (<-chan struct{}, uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.ch
+	return w.ch, w.gen
+}
+
+// next returns the channel closed by the next wake (wait without the count,
+// for a TriggerDeps.Wake).
+func (w *waker) next() <-chan struct{} {
+	ch, _ := w.wait()
+	return ch
 }
 
 // wake closes the current channel and starts a new one.
@@ -24,5 +33,13 @@ func (w *waker) wake() {
 	w.mu.Lock()
 	close(w.ch)
 	w.ch = make(chan struct{})
+	w.gen++
 	w.mu.Unlock()
+}
+
+// wakes returns how many wakes there have been.
+func (w *waker) wakes() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.gen
 }

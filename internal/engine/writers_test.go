@@ -18,8 +18,10 @@ import (
 // once (Config.Writers, PostgreSQL's default), concurrent batch acks are
 // each stored exactly once, on every store.
 func TestParallelWritersLoseNoAck(t *testing.T) {
+	t.Parallel()
 	for _, kind := range stores.Kinds {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			st := stores.Open(t, kind)
 			ctx := context.Background()
 			eng := engine.New(engine.Config{Store: st, Clock: clock.NewFake(T0), Dev: true, Writers: 4,

@@ -29,6 +29,7 @@ func noDriverText(t *testing.T, r res) {
 // Defect 1: NUL bytes and invalid UTF-8 in ids, names, cursors and error
 // texts are refused at the edge (or sanitised, for free text), never 500.
 func TestNULAndInvalidUTF8AtTheEdge(t *testing.T) {
+	t.Parallel()
 	onBoth(t, func(t *testing.T, b *bundle) {
 		b.do("POST", "/v1/tasks/jobs/queues", `{"name":"emails","target":{"webhook":"http://127.0.0.1:1/x"}}`).want(t, 201, "")
 		b.do("POST", "/v1/tasks/jobs/queues", `{"name":"work","mode":"pull"}`).want(t, 201, "")
@@ -81,6 +82,7 @@ func TestNULAndInvalidUTF8AtTheEdge(t *testing.T) {
 
 // Defect 3: invalid UTF-8 in payload, params and result is refused.
 func TestInvalidUTF8InJSONRefused(t *testing.T) {
+	t.Parallel()
 	onBoth(t, func(t *testing.T, b *bundle) {
 		b.do("POST", "/v1/tasks/jobs/queues", `{"name":"work","mode":"pull"}`).want(t, 201, "")
 		for _, c := range []struct{ body, field string }{
@@ -114,6 +116,7 @@ func TestInvalidUTF8InJSONRefused(t *testing.T) {
 
 // Defect 4: a task must be an object.
 func TestAddTaskMustBeAnObject(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"work","mode":"pull"}`).want(t, 201, "")
 	for _, body := range []string{`[null]`, `{"tasks":[null]}`, `[{"payload":1},null]`, `[1]`, `{"tasks":["x"]}`, `{"tasks":null}`} {
@@ -129,6 +132,7 @@ func TestAddTaskMustBeAnObject(t *testing.T) {
 
 // Defect 5: field names match exactly.
 func TestFieldNamesMatchExactly(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"work","mode":"pull"}`).want(t, 201, "")
 	for _, c := range []struct{ method, path, body, field string }{
@@ -155,6 +159,7 @@ func TestFieldNamesMatchExactly(t *testing.T) {
 
 // Defect 6: a known path with the wrong method answers 405 with Allow.
 func TestWrongMethodIs405(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	for _, c := range []struct{ method, path, allow string }{
 		{"DELETE", "/v1/tasks/jobs/tasks/abc", "GET, HEAD"},
@@ -178,6 +183,7 @@ func TestWrongMethodIs405(t *testing.T) {
 // Defects 2 and 9: every numeric setting has an upper bound, rateLimit a
 // lower one that keeps Retry-After meaningful.
 func TestSettingBounds(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"work","mode":"pull"}`).want(t, 201, "")
 	for _, c := range []struct{ path, body, field string }{

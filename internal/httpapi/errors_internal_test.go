@@ -14,6 +14,7 @@ import (
 // An INTERNAL answer carries a request id, never the driver's message; the
 // log carries both under the same id (defect 1).
 func TestInternalAnswerHidesTheDriverMessage(t *testing.T) {
+	t.Parallel()
 	for _, err := range []error{
 		task.Errorf(task.CodeInternal, `store: ERROR: invalid byte sequence for encoding "UTF8": 0x00 (SQLSTATE 22021)`),
 		errors.New("sqlite: disk I/O error (SQLSTATE 22021)"),

@@ -54,6 +54,7 @@ func (b *bundle) snapshot() string {
 // on both backends: never a 5xx, never a store's or driver's words, and a
 // refused call changes nothing.
 func TestHostileInputOnEveryRoute(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("thousands of requests")
 	}

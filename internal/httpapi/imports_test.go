@@ -13,6 +13,7 @@ import (
 // check and the rate-limit lookup all go through engine operations. (The
 // tests may: they make API keys, whose grants are store.Grant.)
 func TestNoStore(t *testing.T) {
+	t.Parallel()
 	const store = "github.com/errandhq/errand/internal/store"
 	files, _ := filepath.Glob("*.go")
 	seen := 0

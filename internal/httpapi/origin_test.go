@@ -52,6 +52,7 @@ func (b *bundle) raw(method, path, body string, headers map[string]string) int {
 // through errand on loopback: cross-site writes and foreign Host names
 // are refused.
 func TestCrossSiteAndRebindingRefused(t *testing.T) {
+	t.Parallel()
 	b := guarded(t, httpapi.LoopbackHosts("127.0.0.1"))
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"work","mode":"pull"}`).want(t, 201, "")
 	b.do("POST", "/v1/tasks/jobs/queues/work/tasks", `{"payload":1}`).want(t, 201, "")

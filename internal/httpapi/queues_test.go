@@ -6,6 +6,7 @@ import (
 )
 
 func TestQueueLifecycle(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	// dev: the instance is created on first use, with its default queue.
 	r := b.do("GET", "/v1/tasks/jobs/queues", nil).want(t, 200, "")
@@ -48,6 +49,7 @@ func TestQueueLifecycle(t *testing.T) {
 }
 
 func TestQueueValidationNamesTheField(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	for _, c := range []struct {
 		body  string
@@ -83,6 +85,7 @@ func TestQueueValidationNamesTheField(t *testing.T) {
 }
 
 func TestInstances(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	b.do("POST", "/v1/instances", map[string]any{"name": "shop"}).want(t, 201, "")
 	b.do("POST", "/v1/instances", map[string]any{"name": "shop"}).want(t, 409, "INSTANCE_EXISTS")
@@ -99,6 +102,7 @@ func TestInstances(t *testing.T) {
 }
 
 func TestSettingsAndWebhookKey(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	r := b.do("GET", "/v1/tasks/jobs/settings", nil).want(t, 200, "")
 	s := r.obj("settings")

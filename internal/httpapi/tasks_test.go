@@ -9,6 +9,7 @@ import (
 )
 
 func TestAddForms(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"emails","target":{"webhook":"http://127.0.0.1:1/x"}}`).want(t, 201, "")
 	r := b.do("POST", "/v1/tasks/jobs/queues/emails/tasks", `{"payload":{"orderId":"o-1041"},"name":"receipt-o-1041","delay":60}`).want(t, 201, "")
@@ -42,6 +43,7 @@ func TestAddForms(t *testing.T) {
 }
 
 func TestAddRefusals(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"emails","target":{"webhook":"http://127.0.0.1:1/x"}}`).want(t, 201, "")
 	// default has no target: a task with none is refused, and nothing in the call is added.
@@ -83,6 +85,7 @@ func TestAddRefusals(t *testing.T) {
 }
 
 func TestListPagingAndOrder(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"q","mode":"pull"}`).want(t, 201, "")
 	var batch []string
@@ -141,6 +144,7 @@ func (b *bundle) leaseOne(queue string, seconds int) (string, string) {
 }
 
 func TestRunCancelRetry(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"q","mode":"pull","maxAttempts":1}`).want(t, 201, "")
 	add := func(body string) string {
@@ -187,6 +191,7 @@ func TestRunCancelRetry(t *testing.T) {
 }
 
 func TestPullLeaseAckExtendRelease(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"thumbs","mode":"pull"}`).want(t, 201, "")
 	b.do("POST", "/v1/tasks/jobs/queues/thumbs/tasks", `[{"payload":{"key":"a"}},{"payload":{"key":"b"}}]`).want(t, 201, "")
@@ -245,6 +250,7 @@ func TestPullLeaseAckExtendRelease(t *testing.T) {
 }
 
 func TestCountsCapped(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("adds 10,000 tasks")
 	}
@@ -261,6 +267,7 @@ func TestCountsCapped(t *testing.T) {
 }
 
 func TestRetentionFreesTheName(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"q","mode":"pull"}`).want(t, 201, "")
 	id := b.do("POST", "/v1/tasks/jobs/queues/q/tasks", `{"name":"once"}`).want(t, 201, "").list("tasks")[0].(map[string]any)["id"].(string)
@@ -281,6 +288,7 @@ func TestRetentionFreesTheName(t *testing.T) {
 }
 
 func TestBatchAck(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"thumbs","mode":"pull"}`).want(t, 201, "")
 	b.do("POST", "/v1/tasks/jobs/queues/thumbs/tasks", `[{},{},{}]`).want(t, 201, "")

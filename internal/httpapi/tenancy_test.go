@@ -177,6 +177,7 @@ var routeCalls = map[string]routeCall{
 // call in routeCalls and no call names a route that is gone, so the
 // tables below cover every route.
 func TestRouteCallsCoverTheRouter(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	for _, rt := range httpapi.Routes {
 		k := rt.Method + " " + rt.Pattern
@@ -259,6 +260,7 @@ func (f *fixture) request(rt httpapi.Route, instance string) (string, string) {
 // role on the instance is 403; a grant only on another instance is 404
 // exactly like a missing instance; the route's own role succeeds.
 func TestGrantsByRoute(t *testing.T) {
+	t.Parallel()
 	for _, rt := range httpapi.Routes {
 		name := rt.Method + " " + rt.Pattern
 		c, ok := routeCalls[name]
@@ -335,6 +337,7 @@ func TestGrantsByRoute(t *testing.T) {
 // its real lease id in the body) answers exactly like an id that does not
 // exist: same status, same body bytes. And the foreign tasks are untouched.
 func TestForeignIDLooksMissing(t *testing.T) {
+	t.Parallel()
 	s := setupServe(t)
 	acme := addFixture(s, "acme")
 	globex := addFixture(s, "globex")
@@ -382,6 +385,7 @@ func TestForeignIDLooksMissing(t *testing.T) {
 // in another organization answers exactly as before that organization made
 // it, on every route that takes it.
 func TestForeignNamesLookMissing(t *testing.T) {
+	t.Parallel()
 	s := setupServe(t)
 	acme := addFixture(s, "acme")
 	a := acme.as(acme.admin)
@@ -425,6 +429,7 @@ func TestForeignNamesLookMissing(t *testing.T) {
 // TestListsNeverShowForeignRows: two organizations both with jobs see only
 // their own instances, queues, counts and tasks.
 func TestListsNeverShowForeignRows(t *testing.T) {
+	t.Parallel()
 	s := setupServe(t)
 	acme := addFixture(s, "acme")
 	globex := addFixture(s, "globex")
@@ -471,6 +476,7 @@ func TestListsNeverShowForeignRows(t *testing.T) {
 // TestOwnerFieldsRefused: fields naming an owner or a state are refused
 // with 400 naming the field, never applied.
 func TestOwnerFieldsRefused(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "acme")
 	a := f.as(f.admin)
 	for _, c := range []struct{ method, path, body, field string }{
@@ -516,6 +522,7 @@ func TestOwnerFieldsRefused(t *testing.T) {
 // bucket holds one second of calls; past it 429 RATE_LIMITED with
 // Retry-After in whole seconds, rounded up; the clock refills it.
 func TestRateLimit(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "acme")
 	a := f.as(f.admin)
 	a.do("PATCH", "/v1/tasks/jobs/settings", `{"rateLimit":3}`).want(t, 200, "")
@@ -599,6 +606,7 @@ func TestRateLimit(t *testing.T) {
 // TestWebhookKeyNeedsFull: in serve mode only the full grant reveals or
 // rotates the webhook key; a new instance has a random whsec_ key.
 func TestWebhookKeyNeedsFull(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "acme")
 	w := f.as(f.key("acme", "write:*"))
 	w.do("GET", "/v1/tasks/jobs/settings/webhook-key", nil).want(t, 403, "PERMISSION_DENIED")

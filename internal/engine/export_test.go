@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// Signals reads the services' test signals. Only tests build it.
+type Signals struct{ e *Engine }
+
+// signalWait bounds every wait on a signal: past it the test has failed.
+const signalWait = 10 * time.Second
+
+// WithSignals turns on e's test signals; call it before Start.
+func WithSignals(e *Engine) *Signals {
+	e.dispatcher.asleep = newProgress[sleepReport]()
+	e.dispatcher.deadlines = newProgress[int]()
+	e.rescuer.asleep = newProgress[sleepReport]()
+	e.scheduler.asleep = newProgress[sleepReport]()
+	e.chainer.asleep = newProgress[sleepReport]()
+	e.signals.parked = newProgress[int]()
+	return &Signals{e: e}
+}
+
+// Settle wakes the dispatcher and waits until a pass that began after the
+// wake, at the clock's current time or later, found nothing more to claim
+// and went to sleep; it returns when the dispatcher will wake next. After
+// it, whatever the dispatcher would start by now has been claimed.
+func (s *Signals) Settle(tb testing.TB) time.Time {
+	tb.Helper()
+	s.e.waker.wake()
+	seen, now := s.e.waker.wakes(), s.e.clock.Now()
+	r := wait(tb, "the dispatcher to settle", s.e.dispatcher.asleep, func(r sleepReport) bool {
+		return r.Seen >= seen && !r.Now.Before(now)
+	})
+	return r.WakeAt
+}
+
+// RescuerAsleepUntil waits until the rescuer, after a pass that saw every
+// lease taken so far, sleeps with its timer set for at.
+func (s *Signals) RescuerAsleepUntil(tb testing.TB, at time.Time) {
+	tb.Helper()
+	seen := s.e.leases.wakes()
+	wait(tb, "the rescuer to sleep until "+at.String(), s.e.rescuer.asleep, func(r sleepReport) bool {
+		return r.Seen >= seen && r.WakeAt.Equal(at)
+	})
+}
+
+// SchedulerAsleepUntil waits until the scheduler, after a pass, sleeps with
+// its timer set for at.
+func (s *Signals) SchedulerAsleepUntil(tb testing.TB, at time.Time) {
+	tb.Helper()
+	wait(tb, "the scheduler to sleep until "+at.String(), s.e.scheduler.asleep, func(r sleepReport) bool {
+		return r.WakeAt.Equal(at)
+	})
+}
+
+// Parked waits until n long polls in all have found nothing and wait, and
+// returns how many have.
+func (s *Signals) Parked(tb testing.TB, n int) int {
+	tb.Helper()
+	return wait(tb, "a long poll to park", s.e.signals.parked, func(got int) bool { return got >= n })
+}
+
+// DeadlinesPassed waits until n push attempts in all have passed their
+// deadline (and wait for their late answer).
+func (s *Signals) DeadlinesPassed(tb testing.TB, n int) {
+	tb.Helper()
+	wait(tb, "an attempt's deadline", s.e.dispatcher.deadlines, func(got int) bool { return got >= n })
+}
+
+func wait[T any](tb testing.TB, what string, p *progress[T], ok func(T) bool) T {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), signalWait)
+	defer cancel()
+	v, err := p.wait(ctx, ok)
+	if err != nil {
+		tb.Fatalf("timed out waiting for %s (last report %+v)", what, v)
+	}
+	return v
+}

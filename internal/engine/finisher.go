@@ -1,0 +1,65 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/errandhq/errand/internal/clock"
+	"github.com/errandhq/errand/internal/id"
+	"github.com/errandhq/errand/internal/metrics"
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// finisher ends claimed attempts for the pull calls (ack, release) and the
+// rescuer: the domain decides the next state, and the batcher writes it
+// fenced on the lease, with a dead-letter copy when the task failed.
+type finisher struct {
+	store   store.Store
+	clock   clock.Clock
+	batch   *finishBatcher
+	metrics *metrics.Metrics
+	changed func() // a task will be due again: wakes dispatchers and long polls
+}
+
+// finish applies o to the claimed task t and stores it fenced on its lease,
+// with a dead-letter copy if the task failed and its queue names one.
+func (f *finisher) finish(ctx context.Context, t *task.Task, now int64, o task.Outcome) error {
+	q, err := f.store.QueueGet(ctx, store.QueueRef{InstanceID: t.InstanceID, Name: t.Queue})
+	if err != nil {
+		return err
+	}
+	lease := t.LeaseID
+	failed, err := t.Finish(q, now, o)
+	if err != nil {
+		return err
+	}
+	fp := &store.FinishParams{Task: t, LeaseID: lease}
+	if failed && q.DeadLetterQueue != "" {
+		if dlq, err := f.store.QueueGet(ctx, store.QueueRef{InstanceID: t.InstanceID, Name: q.DeadLetterQueue}); err == nil {
+			fp.DeadLetter = t.DeadLetter(dlq, now)
+			fp.DeadLetter.ID = newID(f.clock)
+		} else if !task.IsCode(err, task.CodeNotFound) {
+			return err
+		}
+	}
+	if err := f.batch.finish(ctx, fp); err != nil {
+		return err
+	}
+	countAttempt(f.metrics, o.Status, t.Pull)
+	if t.State == task.RetryWait || fp.DeadLetter != nil {
+		f.changed()
+	}
+	return nil
+}
+
+// countAttempt counts a stored attempt outcome.
+func countAttempt(m *metrics.Metrics, status string, pull bool) {
+	kind := "push"
+	if pull {
+		kind = "pull"
+	}
+	m.Attempts.WithLabelValues(status, kind).Inc()
+}
+
+// newID returns a fresh task or instance id, ordered by c's time.
+func newID(c clock.Clock) string { return id.New(c.Now()) }
