@@ -227,18 +227,8 @@ func opsWire(j *engine.OpsJob) errandapi.OpsTask {
 	return t
 }
 
-// opsShortcut is the body of the routes that start one kind (DELETE
-// /api/dlq, POST /api/backup/export, POST /api/instances/{id}/backup): a
-// submission without kind. Without an idempotency_key, each call is a new
-// job.
-type opsShortcut struct {
-	Payload        json.RawMessage `json:"payload,omitempty"`
-	IdempotencyKey string          `json:"idempotency_key,omitempty"`
-	MaxAttempts    *int64          `json:"max_attempts,omitempty"`
-}
-
 func (s *Server) shortcut(w http.ResponseWriter, r *http.Request, p *auth.Principal, kind string, payload func(json.RawMessage) json.RawMessage) {
-	var b opsShortcut
+	var b errandapi.OpsShortcut
 	if err := decodeBody(r, &b); err != nil {
 		s.writeOpsError(w, r, err)
 		return
