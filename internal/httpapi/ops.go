@@ -45,12 +45,8 @@ const (
 // wrapOps authenticates the caller of an operations route.
 func (s *Server) wrapOps(rt OpsRoute) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.auth.Authenticate(r)
-		if err != nil {
-			if task.IsCode(err, task.CodeUnauthenticated) {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="errand"`)
-			}
-			s.writeOpsError(w, r, err)
+		p := s.authenticate(w, r, s.writeOpsError)
+		if p == nil {
 			return
 		}
 		if !validPathNames(r) {
