@@ -102,8 +102,14 @@ func (s *Server) submitJob(w http.ResponseWriter, r *http.Request, p *auth.Princ
 		s.writeOpsError(w, r, err)
 		return
 	}
+	scope := engine.OpsScope(b.Kind, b.Payload)
 	if !opsAllowed(p, b.Kind, b.Payload) {
-		s.writeOpsError(w, r, task.Errorf(task.CodePermissionDenied, "a %s job on %q needs the full grant there", b.Kind, engine.OpsScope(b.Kind, b.Payload)))
+		s.writeOpsError(w, r, task.Errorf(task.CodePermissionDenied, "a %s job on %q needs the full grant there", b.Kind, scope))
+		return
+	}
+	// A job that names an instance is a call on that instance: it counts
+	// against the instance's rateLimit, as a v1 call on it would.
+	if scope != "*" && !s.takeCall(w, r, p.Org, scope, s.writeOpsError) {
 		return
 	}
 	job, existed, err := s.eng.OpsSubmit(r.Context(), p.Org, b.Kind, b.Payload, b.IdempotencyKey, b.MaxAttempts)
@@ -171,7 +177,14 @@ func (s *Server) opsRetry(w http.ResponseWriter, r *http.Request, p *auth.Princi
 	s.opsSteer(w, r, p, s.eng.OpsRetry)
 }
 
+// opsSteer cancels or retries the path's job. The call takes no body: one
+// that is malformed or has a field is refused, as the v1 cancel and retry
+// refuse it.
 func (s *Server) opsSteer(w http.ResponseWriter, r *http.Request, p *auth.Principal, fn func(ctx context.Context, org, id string) (*engine.OpsJob, error)) {
+	if err := decodeBody(r, &struct{}{}); err != nil {
+		s.writeOpsError(w, r, err)
+		return
+	}
 	if s.opsJob(w, r, p) == nil {
 		return
 	}
