@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 )
 
 // usageError is a command line that cannot run as written (an unknown
@@ -26,4 +28,19 @@ func exitCode(err error) int {
 		return 2
 	}
 	return 1
+}
+
+// parseVerb parses a verb's flags and positional arguments in any order.
+// -h or --help prints usage on stdout (help is true, err nil); a bad flag
+// is a usageError followed by the usage.
+func parseVerb(fs *flag.FlagSet, args []string, usage string, stdout io.Writer) (pos []string, help bool, err error) {
+	pos, err = parseInterleaved(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprintln(stdout, usage)
+		return nil, true, nil
+	case err != nil:
+		return nil, false, usageError{fmt.Errorf("%w\n\n%s", err, usage)}
+	}
+	return pos, false, nil
 }

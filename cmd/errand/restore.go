@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -60,14 +59,10 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	keyFile := fs.String("backup-key-file", "", "")
 	into := fs.String("into", "", "")
 	asJSON := fs.Bool("json", false, "")
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintln(stdout, restoreUsage)
-		return nil
-	}
+	pos, help, err := parseVerb(fs, args, restoreUsage, stdout)
 	switch {
-	case err != nil:
-		return usageError{fmt.Errorf("%w\n\n%s", err, restoreUsage)}
+	case help || err != nil:
+		return err
 	case len(pos) != 1:
 		return usagef("name one archive to restore (got %d arguments)\n\n%s", len(pos), restoreUsage)
 	case *org == "":
