@@ -45,6 +45,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/errandhq/errand/client"
+	"github.com/errandhq/errand/errandapi"
 )
 
 const (
@@ -62,8 +65,9 @@ type errandSystem struct {
 	dbName   string // postgres: the fresh database of the run
 	storeURL string
 	key      string
-	base     string // http://127.0.0.1:PORT
-	client   *http.Client
+	base     string         // http://127.0.0.1:PORT
+	client   *http.Client   // under api: Teardown closes its idle connections
+	api      *client.Client // the Go SDK's client of the run (errand_api.go)
 
 	proc *externalProcess
 	hook *webhookReceiver
@@ -188,19 +192,13 @@ func (e *errandSystem) Setup(ctx context.Context) error {
 		return fmt.Errorf("%v: %s", err, tailFile(logPath, 3))
 	}
 
-	tr := &http.Transport{
-		Proxy:               nil,
-		MaxIdleConns:        1024,
-		MaxIdleConnsPerHost: 1024, // ≥ every concurrency the workloads use
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
+	if e.api, e.client, err = newErrandAPI(e.base, e.key); err != nil {
+		return err
 	}
-	e.client = &http.Client{Transport: tr, Timeout: 2 * time.Minute}
-
-	if err := e.call(ctx, "POST", "/v1/instances", []byte(`{"name":"`+errandInstance+`"}`), nil); err != nil {
+	if _, err := e.api.CreateInstance(ctx, errandInstance); err != nil {
 		return fmt.Errorf("create instance: %w", err)
 	}
-	if err := e.call(ctx, "PATCH", e.path("/settings"), fmt.Appendf(nil, `{"maxInFlight":%d}`, e.tun.MaxInFlight), nil); err != nil {
+	if _, err := e.api.UpdateSettings(ctx, errandInstance, errandapi.SettingsRequest{MaxInFlight: &e.tun.MaxInFlight}); err != nil {
 		return fmt.Errorf("settings: %w", err)
 	}
 	e.p = newProbe()

@@ -1,109 +1,83 @@
 package main
 
-// errand_api.go holds the harness's calls to errand's v1 API: queues,
-// adds, counts, listing, leases and acks.
+// errand_api.go holds the harness's calls to errand's v1 API, through the
+// Go SDK (github.com/errandhq/errand/client): queues, adds, counts,
+// listing, leases and acks.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/errandhq/errand/client"
+	"github.com/errandhq/errand/errandapi"
 )
 
-func (e *errandSystem) path(rest string) string { return "/v1/tasks/" + errandInstance + rest }
-
-// call sends body (JSON bytes, or nil) and decodes a 2xx answer into out (if
-// not nil); anything else is an error carrying the answer.
-func (e *errandSystem) call(ctx context.Context, method, path string, body []byte, out any) error {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
+// newErrandAPI is the SDK client of one run and the http.Client under it
+// (Teardown closes its idle connections).
+//
+// The pool keeps up to 1,024 idle connections to the server, more than any
+// concurrency the workloads use, so that no call waits for a connection or
+// dials a new one. The SDK never retries (MaxAttempts 1): a benchmark must
+// not hide a refused or lost call behind a retry and its backoff, which
+// would be counted as the system's time; every error fails the run.
+func newErrandAPI(base, key string) (*client.Client, *http.Client, error) {
+	tr := &http.Transport{
+		Proxy:               nil,
+		MaxIdleConns:        1024,
+		MaxIdleConnsPerHost: 1024, // ≥ every concurrency the workloads use
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
 	}
-	req, err := http.NewRequestWithContext(ctx, method, e.base+path, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+e.key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := e.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, bytes.TrimSpace(b))
-	}
-	if out == nil {
-		_, err = io.Copy(io.Discard, resp.Body)
-		return err
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	hc := &http.Client{Transport: tr, Timeout: 2 * time.Minute}
+	api, err := client.New(base, client.Options{APIKey: key, HTTPClient: hc, Retry: client.RetryPolicy{MaxAttempts: 1}})
+	return api, hc, err
 }
 
 // createQueue makes a queue: pull, or push to the receiver (paused or not).
-func (e *errandSystem) createQueue(ctx context.Context, name, mode string, paused bool) error {
-	body := map[string]any{"name": name, "mode": mode}
-	if mode == "push" {
-		body["target"] = map[string]string{"webhook": e.hook.URL()}
-		body["paused"] = paused
+func (e *errandSystem) createQueue(ctx context.Context, name string, mode errandapi.Mode, paused bool) error {
+	req := errandapi.QueueRequest{Mode: &mode}
+	if mode == errandapi.ModePush {
+		req.Target = errandapi.Value(errandapi.Target{Webhook: e.hook.URL()})
+		req.Paused = &paused
 	}
-	b, _ := json.Marshal(body)
-	return e.call(ctx, "POST", e.path("/queues"), b, nil)
+	_, err := e.api.CreateQueue(ctx, errandInstance, name, req)
+	return err
 }
 
-// addBody is an array of k bench tasks, each {"payload":{"t":at}} followed
-// by extra (e.g. `,"delay":86400`, or "").
-func addBody(k int, at int64, extra string) []byte {
-	b := make([]byte, 0, k*(32+len(extra))+2)
-	b = append(b, '[')
-	for i := range k {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"payload":{"t":`...)
-		b = strconv.AppendInt(b, at, 10)
-		b = append(b, '}')
-		b = append(b, extra...)
-		b = append(b, '}')
+// newTasks is k bench tasks, each with the payload {"t":at} and the given
+// delay (nil: due now). They share one payload.
+func newTasks(k int, at int64, delay *float64) []errandapi.NewTask {
+	payload := json.RawMessage(strconv.AppendInt([]byte(`{"t":`), at, 10))
+	payload = append(payload, '}')
+	ts := make([]errandapi.NewTask, k)
+	for i := range ts {
+		ts[i] = errandapi.NewTask{Payload: payload, Delay: delay}
 	}
-	return append(b, ']')
-}
-
-type addAnswer struct {
-	Tasks []struct {
-		OK   bool   `json:"ok"`
-		ID   string `json:"id"`
-		Code string `json:"code"`
-	} `json:"tasks"`
+	return ts
 }
 
 // add adds k tasks to queue in one call and returns their ids.
 func (e *errandSystem) add(ctx context.Context, queue string, k int) ([]string, error) {
-	return e.addWith(ctx, queue, k, "")
+	return e.addWith(ctx, queue, k, nil)
 }
 
-// addWith is add with extra fields in every task (see addBody).
-func (e *errandSystem) addWith(ctx context.Context, queue string, k int, extra string) ([]string, error) {
-	var a addAnswer
-	if err := e.call(ctx, "POST", e.path("/queues/"+queue+"/tasks"), addBody(k, time.Now().UnixNano(), extra), &a); err != nil {
+// addWith is add with a delay (seconds) on every task.
+func (e *errandSystem) addWith(ctx context.Context, queue string, k int, delay *float64) ([]string, error) {
+	res, err := e.api.AddTasks(ctx, errandInstance, queue, newTasks(k, time.Now().UnixNano(), delay)...)
+	if err != nil {
 		return nil, err
 	}
-	if len(a.Tasks) != k {
-		return nil, fmt.Errorf("add of %d answered %d results", k, len(a.Tasks))
+	if len(res) != k {
+		return nil, fmt.Errorf("add of %d answered %d results", k, len(res))
 	}
 	ids := make([]string, k)
-	for i, r := range a.Tasks {
+	for i, r := range res {
 		if !r.OK {
 			return nil, fmt.Errorf("add refused task %d: %s", i, r.Code)
 		}
@@ -146,121 +120,61 @@ func (e *errandSystem) addMany(ctx context.Context, queue string, n, batch, clie
 	return all, nil
 }
 
-type queueAnswer struct {
-	Queue struct {
-		Paused bool           `json:"paused"`
-		Counts map[string]int `json:"counts"`
-		Capped []string       `json:"capped"`
-	} `json:"queue"`
-}
-
-func (e *errandSystem) counts(ctx context.Context, queue string) (map[string]int, error) {
-	c, _, err := e.countsCapped(ctx, queue)
-	return c, err
-}
-
 // countsCapped is the queue's counts by state and the states whose count
 // reached errand's cap (10,000: the count says "at least").
-func (e *errandSystem) countsCapped(ctx context.Context, queue string) (map[string]int, map[string]bool, error) {
-	var q queueAnswer
-	if err := e.call(ctx, "GET", e.path("/queues/"+queue), nil, &q); err != nil {
+func (e *errandSystem) countsCapped(ctx context.Context, queue string) (map[errandapi.State]int, map[errandapi.State]bool, error) {
+	q, err := e.api.GetQueue(ctx, errandInstance, queue)
+	if err != nil {
 		return nil, nil, err
 	}
-	capped := map[string]bool{}
-	for _, st := range q.Queue.Capped {
+	capped := map[errandapi.State]bool{}
+	for _, st := range q.Capped {
 		capped[st] = true
 	}
-	return q.Queue.Counts, capped, nil
-}
-
-// scheduledIs reports whether a queue's scheduled count (c, capped) reads
-// as n: exactly, or capped below n (errand counts no further).
-func scheduledIs(c map[string]int, capped map[string]bool, n int) bool {
-	return c["scheduled"] == n || (capped["scheduled"] && c["scheduled"] > 0 && c["scheduled"] < n)
+	return q.Counts, capped, nil
 }
 
 // listIDs pages through a queue's tasks in one state (untimed checks).
-func (e *errandSystem) listIDs(ctx context.Context, queue, state string) (map[string]int, error) {
+func (e *errandSystem) listIDs(ctx context.Context, queue string, state errandapi.State) (map[string]int, error) {
 	ids := map[string]int{}
-	cursor := ""
-	for {
-		p := e.path("/queues/"+queue+"/tasks") + "?limit=200&state=" + state
-		if cursor != "" {
-			p += "&cursor=" + url.QueryEscape(cursor)
-		}
-		var page struct {
-			Tasks []struct {
-				ID string `json:"id"`
-			} `json:"tasks"`
-			Cursor *string `json:"cursor"`
-		}
-		if err := e.call(ctx, "GET", p, nil, &page); err != nil {
+	for t, err := range e.api.Tasks(ctx, errandInstance, queue, client.ListOptions{State: state, Limit: 200}) {
+		if err != nil {
 			return nil, err
 		}
-		for _, t := range page.Tasks {
-			ids[t.ID]++
-		}
-		if page.Cursor == nil || *page.Cursor == "" {
-			return ids, nil
-		}
-		cursor = *page.Cursor
+		ids[t.ID]++
 	}
+	return ids, nil
 }
 
-// expectAll checks (untimed) that the store lists exactly the ids added, once
-// each, in state.
-func (e *errandSystem) expectAll(ctx context.Context, queue, state string, added []string) error {
-	got, err := e.listIDs(ctx, queue, state)
-	if err != nil {
-		return err
-	}
-	return sameIDs(fmt.Sprintf("the store's %s tasks", state), got, added)
+// lease leases up to count tasks of queue for 60 s, waiting up to wait
+// seconds for one to come due.
+func (e *errandSystem) lease(ctx context.Context, queue string, count, wait int) ([]errandapi.LeasedTask, error) {
+	return e.api.Lease(ctx, errandInstance, queue, errandapi.LeaseRequest{Count: &count, LeaseSeconds: new(60), WaitSeconds: wait})
 }
 
-type leased struct {
-	ID      string `json:"id"`
-	LeaseID string `json:"leaseId"`
-	Payload struct {
-		T int64 `json:"t"`
-	} `json:"payload"`
-}
-
-func (e *errandSystem) lease(ctx context.Context, queue string, count, wait int) ([]leased, error) {
-	var a struct {
-		Tasks []leased `json:"tasks"`
+// leasedAt is the add time a leased task's payload carries ({"t": …}).
+func leasedAt(t errandapi.LeasedTask) (int64, error) {
+	var a noopArgs
+	if err := json.Unmarshal(t.Payload, &a); err != nil {
+		return 0, fmt.Errorf("leased task %s: payload %s: %w", t.ID, t.Payload, err)
 	}
-	body := fmt.Appendf(nil, `{"count":%d,"leaseSeconds":60,"waitSeconds":%d}`, count, wait)
-	if err := e.call(ctx, "POST", e.path("/queues/"+queue+"/lease"), body, &a); err != nil {
-		return nil, err
-	}
-	return a.Tasks, nil
+	return a.T, nil
 }
 
 // ackBatch acks ts in one call of errand's batch ack; every result must be ok.
-func (e *errandSystem) ackBatch(ctx context.Context, queue string, ts []leased) error {
-	var b strings.Builder
-	b.WriteString(`{"acks":[`)
+func (e *errandSystem) ackBatch(ctx context.Context, queue string, ts []errandapi.LeasedTask) error {
+	acks := make([]errandapi.BatchAck, len(ts))
 	for i, t := range ts {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(`{"id":"` + t.ID + `","leaseId":"` + t.LeaseID + `"}`)
+		acks[i] = errandapi.BatchAck{ID: t.ID, LeaseID: t.LeaseID}
 	}
-	b.WriteString(`]}`)
-	var a struct {
-		Results []struct {
-			OK   bool   `json:"ok"`
-			ID   string `json:"id"`
-			Code string `json:"code"`
-		} `json:"results"`
-	}
-	if err := e.call(ctx, "POST", e.path("/queues/"+queue+"/ack"), []byte(b.String()), &a); err != nil {
+	res, err := e.api.AckMany(ctx, errandInstance, queue, acks)
+	if err != nil {
 		return err
 	}
-	if len(a.Results) != len(ts) {
-		return fmt.Errorf("batch ack: %d results for %d acks", len(a.Results), len(ts))
+	if len(res) != len(ts) {
+		return fmt.Errorf("batch ack: %d results for %d acks", len(res), len(ts))
 	}
-	for _, r := range a.Results {
+	for _, r := range res {
 		if !r.OK {
 			return fmt.Errorf("batch ack of %s: %s", r.ID, r.Code)
 		}
@@ -268,9 +182,8 @@ func (e *errandSystem) ackBatch(ctx context.Context, queue string, ts []leased) 
 	return nil
 }
 
-func (e *errandSystem) ack(ctx context.Context, t leased) error {
-	return e.call(ctx, "POST", e.path("/tasks/"+t.ID+"/ack"), []byte(`{"leaseId":"`+t.LeaseID+`"}`), nil)
+// ack acks one leased task (the single-ack path: --errand-tuning batchAck=0).
+func (e *errandSystem) ack(ctx context.Context, t errandapi.LeasedTask) error {
+	_, err := e.api.Ack(ctx, errandInstance, t.ID, errandapi.AckRequest{LeaseID: t.LeaseID})
+	return err
 }
-
-// pullWorkers runs workers that lease and ack until stop says so. Each
-// worker leases up to 100 and acks them with AckConcurrency concurrent

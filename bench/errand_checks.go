@@ -8,7 +8,25 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/errandhq/errand/errandapi"
 )
+
+// expectAll checks (untimed) that the store lists exactly the ids added, once
+// each, in state.
+func (e *errandSystem) expectAll(ctx context.Context, queue string, state errandapi.State, added []string) error {
+	got, err := e.listIDs(ctx, queue, state)
+	if err != nil {
+		return err
+	}
+	return sameIDs(fmt.Sprintf("the store's %s tasks", state), got, added)
+}
+
+// scheduledIs reports whether a queue's scheduled count (c, capped) reads
+// as n: exactly, or capped below n (errand counts no further).
+func scheduledIs(c map[errandapi.State]int, capped map[errandapi.State]bool, n int) bool {
+	return c["scheduled"] == n || (capped["scheduled"] && c["scheduled"] > 0 && c["scheduled"] < n)
+}
 
 // sameIDs checks that got holds every id of want exactly once and nothing else.
 func sameIDs(what string, got map[string]int, want []string) error {

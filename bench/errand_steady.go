@@ -6,10 +6,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/errandhq/errand/errandapi"
 )
 
 // steadyQueue is the queue Steady works (and AddFuture fills first): made
@@ -20,9 +21,9 @@ func (e *errandSystem) steadyQueue(ctx context.Context) (string, error) {
 	if e.steadyMade {
 		return q, nil
 	}
-	mode := "push"
+	mode := errandapi.ModePush
 	if e.tun.SteadyMode == "pull" {
-		mode = "pull"
+		mode = errandapi.ModePull
 	}
 	if err := e.createQueue(ctx, q, mode, false); err != nil {
 		return "", err
@@ -40,7 +41,7 @@ func (e *errandSystem) AddFuture(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	extra := `,"delay":` + strconv.Itoa(int(futureDelay.Seconds()))
+	delay := futureDelay.Seconds()
 	ecpu, hcpu := e.proc.CPUSeconds(), selfCPUSeconds()
 	start := time.Now()
 	var next atomic.Int64
@@ -53,7 +54,7 @@ func (e *errandSystem) AddFuture(ctx context.Context, n int) error {
 				if from >= int64(n) {
 					return
 				}
-				if _, err := e.addWith(ctx, q, int(min(100, int64(n)-from)), extra); err != nil {
+				if _, err := e.addWith(ctx, q, int(min(100, int64(n)-from)), &delay); err != nil {
 					errs <- err
 					return
 				}
@@ -93,6 +94,7 @@ func (e *errandSystem) Steady(ctx context.Context, d time.Duration, maxBacklog i
 
 	var workersDone chan error
 	var acks *idCounter
+	var badPayload atomic.Pointer[error] // a leased task without {"t": …}
 	if pull {
 		acks = newIDCounter(int(d.Seconds() * 10_000))
 		wctx, wcancel := context.WithCancel(ctx)
@@ -102,8 +104,14 @@ func (e *errandSystem) Steady(ctx context.Context, d time.Duration, maxBacklog i
 		go func() {
 			workersDone <- e.pullWorkers(wctx, q, 1,
 				stopping.Load,
-				func(t leased) { p.onStart(t.Payload.T) },
-				func(t leased) { p.onFinish(); acks.add(t.ID) })
+				func(t errandapi.LeasedTask) {
+					at, err := leasedAt(t)
+					if err != nil {
+						badPayload.CompareAndSwap(nil, &err)
+					}
+					p.onStart(at)
+				},
+				func(t errandapi.LeasedTask) { p.onFinish(); acks.add(t.ID) })
 		}()
 		defer func() { stopping.Store(true); wcancel(); <-workersDone }()
 	}
@@ -139,6 +147,9 @@ func (e *errandSystem) Steady(ctx context.Context, d time.Duration, maxBacklog i
 	}
 	if ctx.Err() != nil {
 		return SteadyResult{}, ctx.Err()
+	}
+	if err := badPayload.Load(); err != nil {
+		return SteadyResult{}, *err
 	}
 	// Untimed: let the rest drain, then check every task was done once.
 	if err := waitCount(ctx, &p.finished, int64(len(ids)), 2*time.Minute); err != nil {

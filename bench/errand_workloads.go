@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/errandhq/errand/errandapi"
 )
 
 // --- insert --------------------------------------------------------------------
@@ -29,9 +31,12 @@ func (e *errandSystem) Insert(ctx context.Context, n, batch int) (time.Duration,
 }
 
 // --- burndown (pull) -----------------------------------------------------------
-// requests, then leases again. onTask is called when a task is leased,
+
+// pullWorkers runs workers that lease and ack until stop says so. Each
+// worker leases up to LeaseCount and acks them in one batch ack (BatchAck)
+// or with AckConcurrency concurrent requests, then leases again. onTask is called when a task is leased,
 // onAck after its ack answered.
-func (e *errandSystem) pullWorkers(ctx context.Context, queue string, wait int, stop func() bool, onTask func(leased), onAck func(leased)) error {
+func (e *errandSystem) pullWorkers(ctx context.Context, queue string, wait int, stop func() bool, onTask func(errandapi.LeasedTask), onAck func(errandapi.LeasedTask)) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, e.tun.LeaseWorkers)
 	for range e.tun.LeaseWorkers {
@@ -109,8 +114,8 @@ func (e *errandSystem) BurnDown(ctx context.Context, n int) (time.Duration, erro
 	start := time.Now()
 	err = e.pullWorkers(ctx, "work", 0,
 		func() bool { return leasedN.Load() >= int64(n) },
-		func(t leased) { leasedN.Add(1); leases.add(t.ID) },
-		func(t leased) { acked.Add(1); acks.add(t.ID) })
+		func(t errandapi.LeasedTask) { leasedN.Add(1); leases.add(t.ID) },
+		func(t errandapi.LeasedTask) { acked.Add(1); acks.add(t.ID) })
 	d := time.Since(start)
 	if err != nil {
 		return 0, err
@@ -142,7 +147,7 @@ func (e *errandSystem) Push(ctx context.Context, n int) (time.Duration, error) {
 	}
 	ecpu, hcpu := e.proc.CPUSeconds(), selfCPUSeconds()
 	start := time.Now()
-	if err := e.call(ctx, "PATCH", e.path("/queues/push"), []byte(`{"paused":false}`), nil); err != nil {
+	if _, err := e.api.UpdateQueue(ctx, errandInstance, "push", errandapi.QueueRequest{Paused: new(false)}); err != nil {
 		return 0, err
 	}
 	if err := waitCount(ctx, &e.p.finished, int64(n), 15*time.Minute); err != nil {
