@@ -197,13 +197,16 @@ func (c *Client) once(ctx context.Context, cl call, u string, body []byte) error
 	return e
 }
 
-// answerError reads a refused call's answer: the v1 error body, or for an
+// answerError reads a refused call's answer: the v1 error body (or the
+// operations API's, whose lowercase code is read in upper case), or for an
 // answer without one (a proxy's) the code of its status.
 func answerError(resp *http.Response, raw []byte) *errandapi.Error {
 	e := &errandapi.Error{Status: resp.StatusCode}
 	var body errandapi.ErrorResponse
 	if json.Unmarshal(raw, &body) == nil && body.Error.Code != "" {
-		e.Code, e.Message = body.Error.Code, body.Error.Message
+		// The operations API spells its codes in lowercase (not_found);
+		// the v1 API's are upper snake case: one Code, one sentinel each.
+		e.Code, e.Message = errandapi.Code(strings.ToUpper(string(body.Error.Code))), body.Error.Message
 	} else {
 		e.Code = errandapi.CodeOfStatus(resp.StatusCode)
 		msg := strings.TrimSpace(string(raw))

@@ -34,4 +34,7 @@ var (
 	ErrRateLimited           = errandapi.ErrRateLimited
 	ErrUnavailable           = errandapi.ErrUnavailable
 	ErrInternal              = errandapi.ErrInternal
+	// ErrUnknownTaskKind is the operations API's unknown_task_kind: a
+	// submitted kind outside the closed set.
+	ErrUnknownTaskKind = errandapi.ErrUnknownTaskKind
 )

@@ -55,6 +55,8 @@ type options struct {
 	key  string
 	// st is an open store to serve instead of a fresh one of kind.
 	st store.Store
+	// ops configures the operations API's jobs (backups).
+	ops engine.OpsConfig
 }
 
 func start(t *testing.T, o options) *env {
@@ -70,7 +72,7 @@ func start(t *testing.T, o options) *env {
 	if o.serve {
 		a = auth.Keys{Store: e.st}
 	}
-	e.eng = engine.New(engine.Config{Store: e.st, Clock: e.clock, Logger: quiet, Dev: !o.serve, URLRules: task.URLRules{AllowHTTP: true}})
+	e.eng = engine.New(engine.Config{Store: e.st, Clock: e.clock, Logger: quiet, Dev: !o.serve, URLRules: task.URLRules{AllowHTTP: true}, Ops: o.ops})
 	var api http.Handler = httpapi.New(httpapi.Config{Engine: e.eng, Auth: a, Logger: quiet})
 	inner := api
 	api = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -71,6 +71,7 @@ func Sentinel(c Code) *Error {
 		ErrLeaseLost, ErrPayloadTooLarge, ErrNotCancellable, ErrRunningNotCancellable, ErrNotRetryable,
 		ErrNotRunnable, ErrConfirmRequired, ErrDepthExceeded, ErrWrongMode, ErrUnauthenticated,
 		ErrPermissionDenied, ErrRateLimited, ErrUnavailable, ErrInternal, ErrMethodNotAllowed,
+		ErrUnknownTaskKind,
 	} {
 		if e.Code == c {
 			return e

@@ -12,6 +12,14 @@ const CodeUnknownTaskKind Code = "UNKNOWN_TASK_KIND"
 // ErrUnknownTaskKind is the sentinel of CodeUnknownTaskKind.
 var ErrUnknownTaskKind = &Error{Code: CodeUnknownTaskKind, Message: "unknown task kind", Status: 400}
 
+// The closed set of operations kinds (the kind of OpsSubmit).
+const (
+	KindDLQReplay      = "dlq.replay"
+	KindDLQPurge       = "dlq.purge"
+	KindBackupExport   = "backup.export"
+	KindInstanceBackup = "instance.backup"
+)
+
 // OpsStatusOf is the HTTP status of an operations API refusal: the v1
 // table's, and 400 for the operations API's own unknown_task_kind.
 func OpsStatusOf(c Code) int {
@@ -44,6 +52,16 @@ type OpsSubmit struct {
 	Kind           string          `json:"kind"`
 	Payload        json.RawMessage `json:"payload,omitempty"`
 	IdempotencyKey string          `json:"idempotency_key"`
+	MaxAttempts    *int64          `json:"max_attempts,omitempty"`
+}
+
+// OpsShortcut is the body of the routes that start one kind (DELETE
+// /api/dlq, POST /api/backup/export, POST /api/instances/{id}/backup): an
+// OpsSubmit without kind, which the path names. Without an IdempotencyKey
+// every call is a new job.
+type OpsShortcut struct {
+	Payload        json.RawMessage `json:"payload,omitempty"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
 	MaxAttempts    *int64          `json:"max_attempts,omitempty"`
 }
 

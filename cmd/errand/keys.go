@@ -63,19 +63,7 @@ func newKeysFlags(name string, stderr io.Writer) *keysFlags {
 }
 
 // parse parses flags and positional arguments in any order.
-func (k *keysFlags) parse(args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := k.fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if k.fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, k.fs.Arg(0))
-		args = k.fs.Args()[1:]
-	}
-}
+func (k *keysFlags) parse(args []string) ([]string, error) { return parseInterleaved(k.fs, args) }
 
 // open opens the store for a short command: its own logs go to stderr,
 // warnings only.

@@ -23,6 +23,9 @@ var commands = []command{
 	{"serve", "run production mode: API keys required, --store sqlite://PATH, outbound webhook address guard", runServe},
 	{"keys", "make, list and revoke API keys: errand keys create|list|revoke --store URL …", runKeys},
 	{"mcp", "serve MCP over stdio for an AI agent, against a server: --url (ERRAND_URL), --api-key (ERRAND_API_KEY)", runMCP},
+	{"export", "write the organization's configuration bundle (instances, settings, queues) as JSON: errand export [--out FILE]", runExport},
+	{"import", "load a configuration bundle into a node; reports what it created, changed and left: errand import FILE", runImport},
+	{"restore", "recreate an instance from an instance backup: errand restore --store URL --org ORG --backup-key-file F ARCHIVE", runRestore},
 }
 
 func main() {
@@ -44,7 +47,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if c.name == args[0] {
 			if err := c.run(ctx, args[1:], stdout, stderr); err != nil {
 				fmt.Fprintf(stderr, "errand %s: %v\n", c.name, err)
-				return 1
+				return exitCode(err)
 			}
 			return 0
 		}

@@ -118,6 +118,50 @@ func (e *Engine) ExportBundle(ctx context.Context, org string) (*Bundle, error) 
 	return b, nil
 }
 
+// Check checks a whole bundle without a store: its version, every name,
+// every setting (webhook targets under rules), and that each
+// deadLetterQueue is a queue of the bundle's same instance. The error
+// names the field (instances[0].queues[2].maxAttempts).
+func (b *Bundle) Check(rules task.URLRules) error {
+	if b.Version != BundleVersion {
+		return task.FieldErrorf(task.CodeInvalidArgument, "version", "must be %d", BundleVersion)
+	}
+	for i, bi := range b.Instances {
+		field := fmt.Sprintf("instances[%d]", i)
+		if err := task.ValidateQueueName(bi.Name, field+".name"); err != nil {
+			return err
+		}
+		s := task.DefaultSettings()
+		if err := settingsPatch(bi.Settings).Apply(&s); err != nil {
+			return prefixed(err, field+".settings")
+		}
+		names := map[string]bool{}
+		for _, bq := range bi.Queues {
+			names[bq.Name] = true
+		}
+		for j, bq := range bi.Queues {
+			qf := fmt.Sprintf("%s.queues[%d]", field, j)
+			if err := task.ValidateQueueName(bq.Name, qf+".name"); err != nil {
+				return err
+			}
+			if err := bq.patch().Apply(task.NewQueue("", bq.Name, bq.Mode), true, rules); err != nil {
+				return prefixed(err, qf)
+			}
+			if bq.DeadLetterQueue != "" && !names[bq.DeadLetterQueue] {
+				return task.FieldErrorf(task.CodeInvalidArgument, qf+".deadLetterQueue", "names %q, which the bundle does not hold", bq.DeadLetterQueue)
+			}
+		}
+	}
+	return nil
+}
+
+// ModeChangeError refuses importing queue j of instance i of a bundle over
+// an existing queue of another mode.
+func ModeChangeError(i, j int, instance, queue string, was task.Mode) error {
+	return task.FieldErrorf(task.CodeInvalidArgument, fmt.Sprintf("instances[%d].queues[%d].mode", i, j),
+		"queue %s/%s exists as a %s queue; a queue's mode cannot change", instance, queue, was)
+}
+
 // ImportReport says what an import did, each item named
 // "instance NAME", "settings NAME" or "queue NAME/QUEUE".
 type ImportReport struct {
@@ -132,38 +176,18 @@ type ImportReport struct {
 // before anything is written, so a refused import changes nothing; an
 // instance or queue of org that the bundle does not name is left alone.
 func (e *Engine) ImportBundle(ctx context.Context, org string, b *Bundle) (*ImportReport, error) {
-	if b.Version != BundleVersion {
-		return nil, task.FieldErrorf(task.CodeInvalidArgument, "version", "must be %d", BundleVersion)
+	if err := b.Check(e.rules); err != nil {
+		return nil, err
 	}
-	// Check every instance and queue first.
+	// No existing queue may change mode.
 	for i, bi := range b.Instances {
-		field := fmt.Sprintf("instances[%d]", i)
-		if err := task.ValidateQueueName(bi.Name, field+".name"); err != nil {
-			return nil, err
-		}
-		s := task.DefaultSettings()
-		if err := settingsPatch(bi.Settings).Apply(&s); err != nil {
-			return nil, prefixed(err, field+".settings")
-		}
-		names := map[string]bool{}
-		for _, bq := range bi.Queues {
-			names[bq.Name] = true
+		inst, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: bi.Name})
+		if err != nil {
+			continue
 		}
 		for j, bq := range bi.Queues {
-			qf := fmt.Sprintf("%s.queues[%d]", field, j)
-			if err := task.ValidateQueueName(bq.Name, qf+".name"); err != nil {
-				return nil, err
-			}
-			if err := bq.patch().Apply(task.NewQueue("", bq.Name, bq.Mode), true, e.rules); err != nil {
-				return nil, prefixed(err, qf)
-			}
-			if bq.DeadLetterQueue != "" && !names[bq.DeadLetterQueue] {
-				return nil, task.FieldErrorf(task.CodeInvalidArgument, qf+".deadLetterQueue", "names %q, which the bundle does not hold", bq.DeadLetterQueue)
-			}
-			if inst, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: bi.Name}); err == nil {
-				if old, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: inst.ID, Name: bq.Name}); err == nil && old.Mode != bq.Mode {
-					return nil, task.FieldErrorf(task.CodeInvalidArgument, qf+".mode", "queue %s/%s exists as a %s queue; a queue's mode cannot change", bi.Name, bq.Name, old.Mode)
-				}
+			if old, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: inst.ID, Name: bq.Name}); err == nil && old.Mode != bq.Mode {
+				return nil, ModeChangeError(i, j, bi.Name, bq.Name, old.Mode)
 			}
 		}
 	}

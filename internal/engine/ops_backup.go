@@ -62,11 +62,14 @@ func (a *archivedTask) task(instanceID string) *task.Task {
 
 // BackupResult is the result of an instance.backup job.
 type BackupResult struct {
-	Path   string `json:"path"`
-	Bytes  int    `json:"bytes"`
-	Queues int    `json:"queues"`
-	Tasks  int    `json:"tasks"`
-	SHA256 string `json:"sha256"`
+	// Instance is the instance archived (or, from RestoreInstance, the
+	// instance restored into).
+	Instance string `json:"instance"`
+	Path     string `json:"path"`
+	Bytes    int    `json:"bytes"`
+	Queues   int    `json:"queues"`
+	Tasks    int    `json:"tasks"`
+	SHA256   string `json:"sha256"`
 }
 
 // checkBackupConfigured refuses instance.backup on a node without a key or
@@ -102,7 +105,7 @@ func (e *Engine) runInstanceBackup(ctx context.Context, j *opsRun) (any, error) 
 		return nil, err
 	}
 	sum := sha256.Sum256(sealed)
-	n.Path, n.Bytes, n.SHA256 = path, len(sealed), hex.EncodeToString(sum[:])
+	n.Instance, n.Path, n.Bytes, n.SHA256 = p.Instance, path, len(sealed), hex.EncodeToString(sum[:])
 	return n, nil
 }
 
@@ -149,14 +152,17 @@ func (e *Engine) archiveInstance(ctx context.Context, org, name string) ([]byte,
 }
 
 // RestoreInstance opens an instance backup with key and recreates it in org
-// as a new instance named into, with its settings, queues and every task as
-// archived (ids, states, attempts, payloads byte for byte). A wrong key, a
-// truncated or damaged archive, or an existing instance named into is
-// refused before anything is written; a failure part-way removes the
-// instance it was making.
+// as a new instance named into ("" for the archived instance's name), with
+// its settings, queues and every task as archived (ids, states, attempts,
+// payloads byte for byte). A wrong key, a truncated or damaged archive, or
+// an existing instance named into is refused before anything is written; a
+// failure part-way removes the instance it was making. The result's Path
+// is the instance restored into.
 func (e *Engine) RestoreInstance(ctx context.Context, org, into, path string, key []byte) (*BackupResult, error) {
-	if err := task.ValidateQueueName(into, "into"); err != nil {
-		return nil, err
+	if into != "" {
+		if err := task.ValidateQueueName(into, "into"); err != nil {
+			return nil, err
+		}
 	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -170,6 +176,12 @@ func (e *Engine) RestoreInstance(ctx context.Context, org, into, path string, ke
 	if err := json.Unmarshal(plain, &a); err != nil {
 		return nil, task.FieldErrorf(task.CodeInvalidArgument, "archive", "holds no instance backup: %v", err)
 	}
+	if into == "" {
+		into = a.Instance
+		if err := task.ValidateQueueName(into, "archive.instance"); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: into}); err == nil {
 		return nil, task.Errorf(task.CodeInstanceExists, "instance %q exists; restore into a new name", into)
 	}
@@ -182,7 +194,7 @@ func (e *Engine) RestoreInstance(ctx context.Context, org, into, path string, ke
 		return nil, err
 	}
 	e.changed()
-	return &BackupResult{Path: path, Bytes: len(raw), Queues: len(a.Queues), Tasks: len(a.Tasks)}, nil
+	return &BackupResult{Instance: into, Path: path, Bytes: len(raw), Queues: len(a.Queues), Tasks: len(a.Tasks)}, nil
 }
 
 func (e *Engine) fillInstance(ctx context.Context, org string, inst *task.Instance, a *instanceArchive) error {

@@ -21,6 +21,7 @@ var hostileQueries = []string{
 	"?name=a%00b", "?name=%FF", "?cursor=%00", "?cursor=YTEyMzphAGI", "?cursor=" + strings.Repeat("A", 10000),
 	"?state=%00", "?state=leased%FF", "?limit=%00", "?limit=99999999999999999999", "?limit=-1",
 	"?confirm=%00", "?confirm=true%00", "?name=" + strings.Repeat("n", 600),
+	"?offset=%00", "?offset=-99999999999999999999", "?offset=1e3", "?limit=1.5", "?limit=0x10",
 }
 
 // hostileBodies are sent to every route that takes a body.
@@ -34,14 +35,27 @@ var hostileBodies = []string{
 	strings.Repeat("[", 100000) + strings.Repeat("]", 100000),
 	`{"payload":` + strings.Repeat(`{"a":`, 20000) + "1" + strings.Repeat("}", 20000) + `}`,
 	`{"tasks":[` + strings.TrimSuffix(strings.Repeat(`{"payload":1},`, 101), ",") + `]}`,
+	// The operations API's fields.
+	`{"kind":5}`, `{"kind":"dlq.replay"}`, `{"kind":"dlq.nope","idempotency_key":"k"}`, "{\"kind\":\"dlq.replay\u0000\",\"idempotency_key\":\"k\"}",
+	"{\"kind\":\"backup.export\",\"idempotency_key\":\"\xff\"}", `{"kind":"backup.export","idempotency_key":"a\u0000b"}`,
+	`{"kind":"backup.export","idempotency_key":"` + strings.Repeat("k", 201) + `"}`, `{"idempotency_key":"` + strings.Repeat("k", 201) + `"}`,
+	`{"kind":"backup.export","idempotency_key":"k","max_attempts":1e400}`, `{"max_attempts":-99999999999999999999}`,
+	`{"kind":"backup.export","idempotency_key":"k","max_attempts":"3"}`, `{"kind":"backup.export","idempotency_key":"k","payload":{"x":1}}`,
+	`{"kind":"dlq.replay","idempotency_key":"k","payload":{"instance":"a\u0000b","queue":"work"}}`,
+	"{\"kind\":\"dlq.purge\",\"idempotency_key\":\"k\",\"payload\":{\"instance\":\"\xff\",\"queue\":\"work\"}}",
+	`{"payload":{"instance":"jobs","ids":[5]}}`, `{"payload":{"instance":"jobs","ids":["a\u0000b"]}}`, `{"payload":{"instance":"jobs"}}`,
+	`{"payload":{"instance":"jobs","queue":"work","dead_letter_queue":"d"}}`, `{"payload":{"instance":"jobs","queue":"` + strings.Repeat("q", 5000) + `"}}`,
+	`{"payload":{"instance":"jobs","ids":[` + strings.TrimSuffix(strings.Repeat(`"x",`, 20000), ",") + `]}}`,
+	`{"payload":[1]}`, `{"payload":"x"}`, `{"payload":{"instance":"jobs","queue":"work"},"kind":"dlq.purge"}`,
 }
 
 // snapshot is what a refused call must leave as it was: every queue of
-// jobs with its settings and counts, the instances and the settings.
+// jobs with its settings and counts, the instances, the settings and the
+// operations jobs.
 func (b *bundle) snapshot() string {
 	b.t.Helper()
 	var s strings.Builder
-	for _, p := range []string{"/v1/instances", "/v1/tasks/jobs/queues", "/v1/tasks/jobs/settings", "/v1/tasks/jobs/settings/webhook-key"} {
+	for _, p := range []string{"/v1/instances", "/v1/tasks/jobs/queues", "/v1/tasks/jobs/settings", "/v1/tasks/jobs/settings/webhook-key", "/api/tasks?limit=200"} {
 		r := b.do("GET", p, nil)
 		s.Write(r.raw)
 	}
@@ -63,6 +77,7 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 		b.do("POST", "/v1/tasks/jobs/queues", `{"name":"push","target":{"webhook":"http://127.0.0.1:1/x"}}`).want(t, 201, "")
 		b.do("POST", "/v1/tasks/jobs/queues/work/tasks", `[{"payload":1},{"payload":2}]`).want(t, 201, "")
 		id, lease := b.leaseOne("work", 600)
+		job := b.job("dlq.replay", "hostile", map[string]any{"instance": "jobs", "queue": "work"}).want(t, 201, "").body["id"].(string)
 		check := func(method, path, body string, headers map[string]string) {
 			t.Helper()
 			before := b.snapshot()
@@ -90,8 +105,8 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 			}
 		}
 		n := 0
-		for _, rt := range httpapi.Routes {
-			base := map[string]string{"{instance}": "jobs", "{queue}": "work", "{id}": id}
+		for _, rt := range hostileRoutes(id, job) {
+			base := rt.base
 			for seg := range base {
 				if !strings.Contains(rt.Pattern, seg) {
 					continue
@@ -103,11 +118,11 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 					}
 					vals[seg] = bad
 					path := strings.NewReplacer("{instance}", vals["{instance}"], "{queue}", vals["{queue}"], "{id}", vals["{id}"]).Replace(rt.Pattern)
-					check(rt.Method, path, `{"leaseId":"`+lease+`"}`, nil)
+					check(rt.Method, path, strings.ReplaceAll(rt.segBody, "{lease}", lease), nil)
 					n++
 				}
 			}
-			path := strings.NewReplacer("{instance}", "jobs", "{queue}", "work", "{id}", id).Replace(rt.Pattern)
+			path := strings.NewReplacer("{instance}", base["{instance}"], "{queue}", base["{queue}"], "{id}", base["{id}"]).Replace(rt.Pattern)
 			for _, q := range hostileQueries {
 				if rt.Method == "GET" {
 					check(rt.Method, path+q, "", nil)
@@ -138,6 +153,34 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 		}
 		t.Logf("%d hostile requests", n)
 	})
+}
+
+// hostileRoute is a route of either table with the values its pattern's
+// segments take when they are not the one being replaced, and the body
+// sent while a segment is.
+type hostileRoute struct {
+	Method, Pattern string
+	base            map[string]string
+	segBody         string
+}
+
+// hostileRoutes are the routes of the v1 table and of the operations
+// table: {id} is the task id, the job id, or (POST
+// /api/instances/{id}/backup) the instance.
+func hostileRoutes(taskID, jobID string) []hostileRoute {
+	var out []hostileRoute
+	for _, rt := range httpapi.Routes {
+		out = append(out, hostileRoute{rt.Method, rt.Pattern,
+			map[string]string{"{instance}": "jobs", "{queue}": "work", "{id}": taskID}, `{"leaseId":"{lease}"}`})
+	}
+	for _, rt := range httpapi.OpsRoutes {
+		idv := jobID
+		if strings.HasPrefix(rt.Pattern, "/api/instances/") {
+			idv = "jobs"
+		}
+		out = append(out, hostileRoute{rt.Method, rt.Pattern, map[string]string{"{id}": idv}, `{}`})
+	}
+	return out
 }
 
 func readAll(resp *http.Response) []byte {

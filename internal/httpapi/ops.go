@@ -45,12 +45,8 @@ const (
 // wrapOps authenticates the caller of an operations route.
 func (s *Server) wrapOps(rt OpsRoute) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.auth.Authenticate(r)
-		if err != nil {
-			if task.IsCode(err, task.CodeUnauthenticated) {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="errand"`)
-			}
-			s.writeOpsError(w, r, err)
+		p := s.authenticate(w, r, s.writeOpsError)
+		if p == nil {
 			return
 		}
 		if !validPathNames(r) {
@@ -106,8 +102,14 @@ func (s *Server) submitJob(w http.ResponseWriter, r *http.Request, p *auth.Princ
 		s.writeOpsError(w, r, err)
 		return
 	}
+	scope := engine.OpsScope(b.Kind, b.Payload)
 	if !opsAllowed(p, b.Kind, b.Payload) {
-		s.writeOpsError(w, r, task.Errorf(task.CodePermissionDenied, "a %s job on %q needs the full grant there", b.Kind, engine.OpsScope(b.Kind, b.Payload)))
+		s.writeOpsError(w, r, task.Errorf(task.CodePermissionDenied, "a %s job on %q needs the full grant there", b.Kind, scope))
+		return
+	}
+	// A job that names an instance is a call on that instance: it counts
+	// against the instance's rateLimit, as a v1 call on it would.
+	if scope != "*" && !s.takeCall(w, r, p.Org, scope, s.writeOpsError) {
 		return
 	}
 	job, existed, err := s.eng.OpsSubmit(r.Context(), p.Org, b.Kind, b.Payload, b.IdempotencyKey, b.MaxAttempts)
@@ -175,7 +177,14 @@ func (s *Server) opsRetry(w http.ResponseWriter, r *http.Request, p *auth.Princi
 	s.opsSteer(w, r, p, s.eng.OpsRetry)
 }
 
+// opsSteer cancels or retries the path's job. The call takes no body: one
+// that is malformed or has a field is refused, as the v1 cancel and retry
+// refuse it.
 func (s *Server) opsSteer(w http.ResponseWriter, r *http.Request, p *auth.Principal, fn func(ctx context.Context, org, id string) (*engine.OpsJob, error)) {
+	if err := decodeBody(r, &struct{}{}); err != nil {
+		s.writeOpsError(w, r, err)
+		return
+	}
 	if s.opsJob(w, r, p) == nil {
 		return
 	}
@@ -227,18 +236,8 @@ func opsWire(j *engine.OpsJob) errandapi.OpsTask {
 	return t
 }
 
-// opsShortcut is the body of the routes that start one kind (DELETE
-// /api/dlq, POST /api/backup/export, POST /api/instances/{id}/backup): a
-// submission without kind. Without an idempotency_key, each call is a new
-// job.
-type opsShortcut struct {
-	Payload        json.RawMessage `json:"payload,omitempty"`
-	IdempotencyKey string          `json:"idempotency_key,omitempty"`
-	MaxAttempts    *int64          `json:"max_attempts,omitempty"`
-}
-
 func (s *Server) shortcut(w http.ResponseWriter, r *http.Request, p *auth.Principal, kind string, payload func(json.RawMessage) json.RawMessage) {
-	var b opsShortcut
+	var b errandapi.OpsShortcut
 	if err := decodeBody(r, &b); err != nil {
 		s.writeOpsError(w, r, err)
 		return

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -193,12 +192,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 func (s *Server) wrap(rt Route) http.Handler {
 	limited := !unlimitedRoutes[rt.Method+" "+rt.Pattern]
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.auth.Authenticate(r)
-		if err != nil {
-			if task.IsCode(err, task.CodeUnauthenticated) {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="errand"`)
-			}
-			s.writeError(w, r, err)
+		p := s.authenticate(w, r, s.writeError)
+		if p == nil {
 			return
 		}
 		c := &call{p: p, instance: r.PathValue("instance")}
@@ -219,12 +214,8 @@ func (s *Server) wrap(rt Route) http.Handler {
 				s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "this call needs the %s grant on instance %q; the key has %s", rt.Role, c.instance, have))
 				return
 			}
-			if limited {
-				if wait, err := s.limits.allow(r.Context(), p.Org, c.instance); err != nil {
-					w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
-					s.writeError(w, r, err)
-					return
-				}
+			if limited && !s.takeCall(w, r, p.Org, c.instance, s.writeError) {
+				return
 			}
 		}
 		rt.handle(s, w, r, c)

@@ -37,8 +37,8 @@ type TaskUpdateManyParams struct {
 // TaskPageParams selects one page of an instance's tasks.
 type TaskPageParams struct {
 	InstanceID string
-	Limit      int // 1–200
-	Offset     int // ≥ 0
+	Limit      int // 1–200; a value outside is clamped
+	Offset     int // ≥ 0; a negative value reads from the start
 }
 
 // TaskDeleteParams names the tasks to remove.

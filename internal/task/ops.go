@@ -3,6 +3,8 @@ package task
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/errandhq/errand/errandapi"
 )
 
 // The operations API's jobs (dead-letter replay and purge, exports, backups)
@@ -14,10 +16,10 @@ const OpsInstance = "_ops"
 
 // The closed set of operations kinds.
 const (
-	KindDLQReplay      = "dlq.replay"
-	KindDLQPurge       = "dlq.purge"
-	KindBackupExport   = "backup.export"
-	KindInstanceBackup = "instance.backup"
+	KindDLQReplay      = errandapi.KindDLQReplay
+	KindDLQPurge       = errandapi.KindDLQPurge
+	KindBackupExport   = errandapi.KindBackupExport
+	KindInstanceBackup = errandapi.KindInstanceBackup
 )
 
 // OpsKinds lists the kinds, in the order the documentation gives them.

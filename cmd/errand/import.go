@@ -1,0 +1,341 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+
+	"github.com/errandhq/errand/client"
+	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/engine"
+	"github.com/errandhq/errand/internal/task"
+)
+
+const importUsage = `usage:
+  errand import [--url URL] [--api-key KEY] [--dry-run] [--json] FILE|-
+
+Load a configuration bundle (written by errand export) into the node's
+organization: instances and queues that are missing are created, settings that
+differ are changed, and what already matches is left. Each item is reported as
+created, changed or left ("instance NAME", "settings NAME", "queue NAME/QUEUE").
+Importing the same bundle again changes nothing. An instance or queue the
+bundle does not name is left alone: an import never deletes.
+
+The whole bundle is checked before anything is written — every name and
+setting, that each deadLetterQueue is in the bundle, that no existing queue
+would change mode, that the key has the full grant on every instance named —
+so a refused import changes nothing. Only the node's own refusal of a value
+(its webhook address guard) can stop an import part-way; fix the bundle and
+run it again: what was done is then left.
+
+flags:
+` + remoteFlagsHelp + `
+  --dry-run               check and report what would be done; write nothing
+  --json                  print the report as JSON on stdout
+
+exit codes: 0 imported (or nothing to do), 1 refused or failed, 2 bad command line
+
+examples:
+  errand import errand-config.json
+  errand export --url http://old:9191 | errand import --url https://new.example.com --api-key "$KEY" -
+  errand import --dry-run errand-config.json`
+
+func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("import", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	rf := addRemoteFlags(fs)
+	dry := fs.Bool("dry-run", false, "")
+	asJSON := fs.Bool("json", false, "")
+	pos, help, err := parseVerb(fs, args, importUsage, stdout)
+	switch {
+	case help || err != nil:
+		return err
+	case len(pos) != 1:
+		return usagef("name one bundle file, or - for stdin\n\n%s", importUsage)
+	}
+	b, err := readBundle(pos[0])
+	if err != nil {
+		return err
+	}
+	c, err := rf.client()
+	if err != nil {
+		return err
+	}
+	steps, err := planImport(ctx, c, b)
+	if err != nil {
+		return err
+	}
+	rep := &engine.ImportReport{Created: []string{}, Changed: []string{}, Left: []string{}}
+	prog := newProgress(stderr)
+	for i, s := range steps {
+		if !*dry && s.do != nil {
+			prog.show("import: %d/%d %s", i+1, len(steps), s.item)
+			if err := s.do(ctx); err != nil {
+				prog.done()
+				return fmt.Errorf("%s: %w (the items before it were imported; running the import again leaves them)", s.item, err)
+			}
+		}
+		s.report(rep)
+	}
+	prog.done()
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(rep)
+	}
+	verb := map[bool]string{false: "", true: "would be "}[*dry]
+	for _, l := range []struct {
+		what  string
+		items []string
+	}{{"created", rep.Created}, {"changed", rep.Changed}, {"left", rep.Left}} {
+		for _, it := range l.items {
+			fmt.Fprintf(stdout, "%s%-8s %s\n", verb, l.what, it)
+		}
+	}
+	fmt.Fprintf(stderr, "errand: %d %screated, %d %schanged, %d left\n", len(rep.Created), verb, len(rep.Changed), verb, len(rep.Left))
+	return nil
+}
+
+// readBundle reads and decodes a bundle file ("-" is stdin), strictly.
+func readBundle(path string) (*engine.Bundle, error) {
+	var raw []byte
+	var err error
+	if path == "-" {
+		raw, err = io.ReadAll(os.Stdin)
+	} else {
+		raw, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var b engine.Bundle
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil {
+		return nil, fmt.Errorf("%s: not a bundle errand export wrote: %v", path, err)
+	}
+	return &b, nil
+}
+
+// importStep is one item of an import: what to do (nil: it matches) and
+// which list of the report it goes to.
+type importStep struct {
+	item   string
+	kind   string // created, changed, left
+	do     func(ctx context.Context) error
+	silent bool // a second step of an item already reported
+}
+
+func (s importStep) report(rep *engine.ImportReport) {
+	if s.silent {
+		return
+	}
+	switch s.kind {
+	case "created":
+		rep.Created = append(rep.Created, s.item)
+	case "changed":
+		rep.Changed = append(rep.Changed, s.item)
+	default:
+		rep.Left = append(rep.Left, s.item)
+	}
+}
+
+// planImport checks the whole bundle against the node and returns the
+// steps that load it, in order; it writes nothing.
+func planImport(ctx context.Context, c *client.Client, b *engine.Bundle) ([]importStep, error) {
+	// The node checks webhook URLs under its own rules when it is written.
+	if err := b.Check(task.URLRules{AllowHTTP: true}); err != nil {
+		return nil, cliError(err)
+	}
+	self, err := c.Self(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, bi := range b.Instances {
+		if !fullOn(self, bi.Name) {
+			return nil, fmt.Errorf("the key has no full grant on instance %q; an import needs it on every instance it names", bi.Name)
+		}
+	}
+	have := map[string]bool{}
+	insts, err := c.ListInstances(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, in := range insts {
+		have[in.Name] = true
+	}
+	var steps, dlqSteps []importStep
+	for i, bi := range b.Instances {
+		cur := map[string]errandapi.Queue{}
+		settings := engine.BundleSettings{}
+		if have[bi.Name] {
+			qs, err := c.ListQueues(ctx, bi.Name)
+			if err != nil {
+				return nil, err
+			}
+			for _, q := range qs {
+				cur[q.Name] = q
+			}
+			s, err := c.Settings(ctx, bi.Name)
+			if err != nil {
+				return nil, err
+			}
+			settings = engine.BundleSettings{RetentionDays: s.RetentionDays, MaxInFlight: s.MaxInFlight}
+			if s.RateLimit != nil {
+				settings.RateLimit = *s.RateLimit
+			}
+			steps = append(steps, importStep{item: "instance " + bi.Name})
+		} else {
+			name := bi.Name
+			steps = append(steps, importStep{item: "instance " + name, kind: "created", do: func(ctx context.Context) error {
+				_, err := c.CreateInstance(ctx, name)
+				return err
+			}})
+			// A new instance has the default settings and queue.
+			settings = engine.BundleSettings(task.DefaultSettings())
+			settings.RateLimit = 0
+			cur["default"] = defaultQueue()
+		}
+		steps = append(steps, settingsStep(c, bi, settings))
+		for j, bq := range bi.Queues {
+			old, exists := cur[bq.Name]
+			if exists && string(old.Mode) != string(bq.Mode) {
+				return nil, cliError(engine.ModeChangeError(i, j, bi.Name, bq.Name, task.Mode(old.Mode)))
+			}
+			s, d := queueSteps(c, bi.Name, bq, old, exists)
+			steps = append(steps, s)
+			if d != nil {
+				dlqSteps = append(dlqSteps, *d)
+			}
+		}
+	}
+	// Dead-letter queues are set once every queue of the bundle exists.
+	return append(steps, dlqSteps...), nil
+}
+
+// fullOn reports whether the key has the full grant on instance.
+func fullOn(self *errandapi.KeySelf, instance string) bool {
+	for _, g := range self.Grants {
+		if g.Role == errandapi.RoleFull && (g.Instance == "*" || g.Instance == instance) {
+			return true
+		}
+	}
+	return false
+}
+
+// defaultQueue is the queue a new instance is made with, as a bundle
+// would show it.
+func defaultQueue() errandapi.Queue {
+	q := task.NewQueue("", "default", task.ModePush)
+	return errandapi.Queue{Name: q.Name, Mode: errandapi.Mode(q.Mode), MaxAttempts: q.MaxAttempts, MinBackoffSeconds: q.MinBackoffSeconds,
+		MaxBackoffSeconds: q.MaxBackoffSeconds, MaxDoublings: q.MaxDoublings, DeadlineSeconds: q.DeadlineSeconds,
+		TargetControl: q.TargetControl, Paused: q.Paused}
+}
+
+func settingsStep(c *client.Client, bi engine.BundleInstance, cur engine.BundleSettings) importStep {
+	item := "settings " + bi.Name
+	if cur == bi.Settings {
+		return importStep{item: item}
+	}
+	want, name := bi.Settings, bi.Name
+	return importStep{item: item, kind: "changed", do: func(ctx context.Context) error {
+		req := errandapi.SettingsRequest{RetentionDays: &want.RetentionDays, MaxInFlight: &want.MaxInFlight, RateLimit: errandapi.Null[float64]()}
+		if want.RateLimit != 0 {
+			req.RateLimit = errandapi.Value(want.RateLimit)
+		}
+		_, err := c.UpdateSettings(ctx, name, req)
+		return err
+	}}
+}
+
+// bundleQueueOf is a queue of the v1 API in the bundle's shape.
+func bundleQueueOf(q errandapi.Queue) engine.BundleQueue {
+	b := engine.BundleQueue{Name: q.Name, Mode: task.Mode(q.Mode), Target: (*task.Target)(q.Target), MaxAttempts: q.MaxAttempts,
+		MinBackoffSeconds: q.MinBackoffSeconds, MaxBackoffSeconds: q.MaxBackoffSeconds, MaxDoublings: q.MaxDoublings,
+		DeadlineSeconds: q.DeadlineSeconds, TargetControl: q.TargetControl, Paused: q.Paused}
+	if q.RatePerSecond != nil {
+		b.RatePerSecond = *q.RatePerSecond
+	}
+	if q.MaxConcurrent != nil {
+		b.MaxConcurrent = *q.MaxConcurrent
+	}
+	if q.MaxAgeSeconds != nil {
+		b.MaxAgeSeconds = *q.MaxAgeSeconds
+	}
+	if q.DeadLetterQueue != nil {
+		b.DeadLetterQueue = *q.DeadLetterQueue
+	}
+	return b
+}
+
+// queueRequest sets every setting of b but its name, mode and dead-letter
+// queue.
+func queueRequest(b engine.BundleQueue) errandapi.QueueRequest {
+	nf := func(v float64) errandapi.Nullable[float64] {
+		if v == 0 {
+			return errandapi.Null[float64]()
+		}
+		return errandapi.Value(v)
+	}
+	r := errandapi.QueueRequest{Target: errandapi.Null[errandapi.Target](), RatePerSecond: nf(b.RatePerSecond),
+		MaxConcurrent: errandapi.Null[int](), MaxAttempts: &b.MaxAttempts, MinBackoffSeconds: &b.MinBackoffSeconds,
+		MaxBackoffSeconds: &b.MaxBackoffSeconds, MaxDoublings: &b.MaxDoublings, MaxAgeSeconds: errandapi.Null[int64](),
+		DeadlineSeconds: &b.DeadlineSeconds, TargetControl: &b.TargetControl, Paused: &b.Paused}
+	if b.Target != nil {
+		r.Target = errandapi.Value(errandapi.Target(*b.Target))
+	}
+	if b.MaxConcurrent != 0 {
+		r.MaxConcurrent = errandapi.Value(b.MaxConcurrent)
+	}
+	if b.MaxAgeSeconds != 0 {
+		r.MaxAgeSeconds = errandapi.Value(b.MaxAgeSeconds)
+	}
+	return r
+}
+
+// queueSteps are the steps of one queue: its creation or update without
+// its dead-letter queue, and (when that differs) the dead-letter queue's
+// step, to run once every queue exists.
+func queueSteps(c *client.Client, instance string, want engine.BundleQueue, old errandapi.Queue, exists bool) (importStep, *importStep) {
+	item := "queue " + instance + "/" + want.Name
+	cur := bundleQueueOf(old)
+	var dlq *importStep
+	if cur.DeadLetterQueue != want.DeadLetterQueue {
+		name := want.DeadLetterQueue
+		dlq = &importStep{item: item, silent: true, do: func(ctx context.Context) error {
+			req := errandapi.QueueRequest{DeadLetterQueue: errandapi.Null[string]()}
+			if name != "" {
+				req.DeadLetterQueue = errandapi.Value(name)
+			}
+			_, err := c.UpdateQueue(ctx, instance, want.Name, req)
+			return err
+		}}
+	}
+	if !exists {
+		return importStep{item: item, kind: "created", do: func(ctx context.Context) error {
+			req := queueRequest(want)
+			req.Name, req.Mode = &want.Name, (*errandapi.Mode)(&want.Mode)
+			if want.Target == nil {
+				req.Target = errandapi.Nullable[errandapi.Target]{}
+			}
+			_, err := c.CreateQueue(ctx, instance, want.Name, req)
+			return err
+		}}, dlq
+	}
+	cur.DeadLetterQueue = want.DeadLetterQueue
+	switch {
+	case reflect.DeepEqual(cur, want) && dlq == nil:
+		return importStep{item: item}, nil
+	case reflect.DeepEqual(cur, want):
+		dlq.silent = false
+		dlq.kind = "changed"
+		return importStep{item: item, silent: true}, dlq
+	}
+	return importStep{item: item, kind: "changed", do: func(ctx context.Context) error {
+		_, err := c.UpdateQueue(ctx, instance, want.Name, queueRequest(want))
+		return err
+	}}, dlq
+}
