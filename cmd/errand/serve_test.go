@@ -115,7 +115,7 @@ func runMain(args ...string) (int, string, string) {
 func TestKeysCreateStoresNoPlaintext(t *testing.T) {
 	dir := t.TempDir()
 	url := "sqlite://" + filepath.Join(dir, "sub", "errand.db")
-	code, out, errs := runMain("keys", "create", "--store", url, "--org", "acme", "--grant", "full:jobs", "--grant", "read:*")
+	code, out, errs := runMain("keys", "create", "--store", url, "--create", "--org", "acme", "--grant", "full:jobs", "--grant", "read:*")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -207,7 +207,7 @@ func TestServeRequiresKeys(t *testing.T) {
 	bin := buildErrand(t)
 	dir := t.TempDir()
 	store := "sqlite://" + filepath.Join(dir, "errand.db")
-	out, err := exec.Command(bin, "keys", "create", "--store", store, "--org", "acme", "--grant", "full:*").Output()
+	out, err := exec.Command(bin, "keys", "create", "--store", store, "--create", "--org", "acme", "--grant", "full:*").Output()
 	if err != nil {
 		t.Fatal(err)
 	}

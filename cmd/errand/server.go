@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/deliver"
@@ -50,7 +51,7 @@ type httpTimeouts struct {
 var defaultTimeouts = httpTimeouts{Read: 150 * time.Second, Idle: 120 * time.Second}
 
 // addTimeoutFlags registers --read-timeout and --idle-timeout on fs.
-func addTimeoutFlags(fs *flag.FlagSet, t *httpTimeouts) {
+func addTimeoutFlags(fs *pflag.FlagSet, t *httpTimeouts) {
 	*t = defaultTimeouts
 	fs.DurationVar(&t.Read, "read-timeout", defaultTimeouts.Read, "longest time a client may take to send a whole request, body included")
 	fs.DurationVar(&t.Idle, "idle-timeout", defaultTimeouts.Idle, "longest time a kept-alive connection may wait for its next request")
@@ -97,7 +98,7 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 	}
 	// /mcp calls the API it is mounted on, in process, with each caller's key.
 	var api *httpapi.Server
-	mcpHTTP := mcp.NewHTTPHandler(mcp.HTTPConfig{Dev: c.dev, Logger: c.log, Version: version,
+	mcpHTTP := mcp.NewHTTPHandler(mcp.HTTPConfig{Dev: c.dev, Logger: c.log, Version: mcpVersion(),
 		API: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { api.ServeHTTP(w, r) })})
 	api = httpapi.New(httpapi.Config{Engine: eng, Auth: c.auth, Logger: c.log, Hosts: listenHosts(ln, c.addr, c.dev),
 		Extra: map[string]http.Handler{"GET /metrics": eng.Metrics().Handler(), "/mcp": mcpHTTP}})
