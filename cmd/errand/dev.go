@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/errandhq/errand/internal/auth"
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/store/sqlite"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -31,24 +33,46 @@ Ctrl-C: calls in flight finish first.`,
 	var timeouts httpTimeouts
 	addTimeoutFlags(fs, &timeouts)
 	opsf := addOpsFlags(fs)
+	lf := addLogFlags(fs)
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		ctx := c.Context()
-		log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
-		if err := os.MkdirAll(*data, 0o755); err != nil {
-			return err
-		}
-		ops, err := opsf.config(*data)
+		log, ln, err := lf.listen(c, *addr)
 		if err != nil {
 			return err
 		}
-		st, err := sqlite.Open(ctx, filepath.Join(*data, "errand.db"), sqlite.Options{Synchronous: *sync, Logger: log})
+		st, release, err := openDev(ctx, *data, *sync, log)
 		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer release()
+		ops, err := opsf.config(*data) // after the lock: it may make DATA/backup.key
+		if err != nil {
+			st.Close()
+			ln.Close()
 			return err
 		}
 		return serve(ctx, serveConfig{
-			addr: *addr, store: st, log: log, dev: true, auth: auth.Dev{},
+			ln: ln, addr: *addr, store: st, log: log, dev: true, auth: auth.Dev{},
 			rules: task.URLRules{AllowHTTP: true}, stdout: c.OutOrStdout(), timeouts: timeouts, ops: ops,
 		})
 	}
 	return c
+}
+
+// openDev takes the data directory (see lockDataDir) and opens its store.
+func openDev(ctx context.Context, data, sync string, log *slog.Logger) (store.Store, func(), error) {
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return nil, nil, err
+	}
+	release, err := lockDataDir(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(data, "errand.db"), sqlite.Options{Synchronous: sync, Logger: log})
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return st, release, nil
 }

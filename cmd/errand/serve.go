@@ -1,13 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"log/slog"
 	"net/netip"
 	"os"
 	"runtime/pprof"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -52,17 +51,23 @@ and shows it once.`,
 	var timeouts httpTimeouts
 	addTimeoutFlags(fs, &timeouts)
 	opsf := addOpsFlags(fs)
+	keyFile := fs.String("first-key-file", "", "where the first admin key is written when stderr is not a terminal (default: errand-admin-key beside the SQLite file, or in the working directory)")
+	lf := addLogFlags(fs)
 	hide(fs, "cpuprofile")
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		ctx := c.Context()
 		if err := auth.ValidateOrg(*org); err != nil {
 			return usageErrorf("--org: %w", err)
 		}
-		ops, err := opsf.config("")
+		log, ln, err := lf.listen(c, *addr)
 		if err != nil {
 			return err
 		}
-		log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+		defer ln.Close()
+		ops, err := opsf.config("") // after the port: --backup-dir is made here
+		if err != nil {
+			return err
+		}
 		if *cpuProfile != "" {
 			stop, err := startCPUProfile(*cpuProfile)
 			if err != nil {
@@ -74,7 +79,8 @@ and shows it once.`,
 		if err != nil {
 			return err
 		}
-		if err := firstAdminKey(ctx, st, *org, log); err != nil {
+		fk := firstKey{org: *org, log: log, stderr: c.ErrOrStderr(), file: cmp.Or(*keyFile, defaultKeyFile(*storeURL))}
+		if err := fk.make(ctx, st); err != nil {
 			st.Close()
 			return err
 		}
@@ -83,7 +89,7 @@ and shows it once.`,
 			log.Info("webhooks may reach these ranges (http allowed there)", "webhook-allow", fmt.Sprint(allow))
 		}
 		return serve(ctx, serveConfig{
-			addr: *addr, store: st, log: log, auth: auth.Keys{Store: st}, shared: storeurl.Shared(*storeURL),
+			ln: ln, addr: *addr, store: st, log: log, auth: auth.Keys{Store: st}, shared: storeurl.Shared(*storeURL),
 			rules: g.URLRules(), guard: g, stdout: c.OutOrStdout(), timeouts: timeouts, ops: ops,
 		})
 	}
@@ -117,31 +123,6 @@ func parseAllow(s string) (netip.Prefix, error) {
 		return netip.PrefixFrom(a, a.BitLen()), nil
 	}
 	return netip.Prefix{}, fmt.Errorf("%q is not a CIDR such as 10.0.0.0/8 or an IP address", s)
-}
-
-// firstAdminKey makes a key with the full grant on every instance of org
-// when the store holds no key at all (revoked ones count), and logs it: the
-// one time it is shown. Two nodes starting at once on one empty shared store
-// may each make one; both are valid and each is in its own node's log.
-func firstAdminKey(ctx context.Context, st store.KeyStore, org string, log *slog.Logger) error {
-	n, err := st.KeyCount(ctx)
-	if err != nil {
-		return fmt.Errorf("counting API keys: %w", err)
-	}
-	if n > 0 {
-		return nil
-	}
-	secret, k, err := auth.NewKey(org, []store.Grant{{Instance: "*", Role: "full"}}, time.Now())
-	if err != nil {
-		return err
-	}
-	if err := st.KeyCreate(ctx, k); err != nil {
-		return fmt.Errorf("storing the first admin key: %w", err)
-	}
-	log.Warn("the store had no API key: made a first admin key with the full grant on every instance; "+
-		"it is shown this once, so keep it now (errand keys create makes more, errand keys revoke ends one)",
-		"org", org, "id", k.ID, "grant", "full:*", "key", secret)
-	return nil
 }
 
 // storeOptions are the settings a store URL does not carry.

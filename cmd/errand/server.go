@@ -22,7 +22,8 @@ import (
 )
 
 type serveConfig struct {
-	addr  string
+	ln    net.Listener // opened before the store, so a taken port fails first
+	addr  string       // --addr as given (listenHosts reads its host)
 	store store.Store
 	log   *slog.Logger
 	dev   bool
@@ -73,6 +74,7 @@ func listenHosts(ln net.Listener, addr string, dev bool) []string {
 // serve runs the engine and the HTTP server until ctx ends, then shuts down
 // gracefully: in-flight requests finish, the engine stops, the store closes.
 func serve(ctx context.Context, c serveConfig) (err error) {
+	defer c.ln.Close()
 	defer func() {
 		if cerr := c.store.Close(); err == nil {
 			err = cerr
@@ -92,10 +94,7 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 		return err
 	}
 	defer eng.Stop()
-	ln, err := net.Listen("tcp", c.addr)
-	if err != nil {
-		return err
-	}
+	ln := c.ln
 	// /mcp calls the API it is mounted on, in process, with each caller's key.
 	var api *httpapi.Server
 	mcpHTTP := mcp.NewHTTPHandler(mcp.HTTPConfig{Dev: c.dev, Logger: c.log, Version: mcpVersion(),
@@ -106,7 +105,7 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 	if to == (httpTimeouts{}) {
 		to = defaultTimeouts
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: to.Read, IdleTimeout: to.Idle,
+	srv := &http.Server{Handler: logRequests(api, c.log), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: to.Read, IdleTimeout: to.Idle,
 		ErrorLog: slog.NewLogLogger(c.log.Handler(), slog.LevelWarn)}
 	srv.RegisterOnShutdown(mcpHTTP.Close) // MCP sessions hold streams open
 	mode := "serve"
