@@ -89,8 +89,13 @@ func (e *Engine) QueuePatch(ctx context.Context, ref QueueRef, p *task.QueuePatc
 	return q, nil
 }
 
-// QueueDelete removes a queue and its tasks at once.
+// QueueDelete removes a queue and its tasks at once. The queue "default"
+// is refused: every instance has one (purge empties it).
 func (e *Engine) QueueDelete(ctx context.Context, ref QueueRef) (int, error) {
+	if ref.Queue == task.DefaultQueueName {
+		return 0, task.FieldErrorf(task.CodeInvalidArgument, "queue",
+			"the queue %q cannot be deleted: every instance has one; purge it to remove its tasks", task.DefaultQueueName)
+	}
 	sq, err := e.queueOf(ctx, ref)
 	if err != nil {
 		return 0, err
