@@ -9,8 +9,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/errandhq/errand/internal/auth"
 )
 
 // TestDevLocksItsDataDir: a second errand dev on the same data directory
@@ -135,4 +138,40 @@ func readKeyFile(t *testing.T, path string) string {
 		return err == nil && len(b) > 0
 	})
 	return strings.TrimSpace(string(b))
+}
+
+// TestServeFirstKeyOnATerminal: with stderr a terminal, serve prints the
+// first admin key alone on its own line there, outside every log line,
+// and writes no file. script(1) gives the process a terminal.
+func TestServeFirstKeyOnATerminal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("script(1) is not installed: no terminal to give serve")
+	}
+	bin := buildErrand(t)
+	dir := t.TempDir()
+	pty := &lockedBuffer{}
+	cmd := exec.Command("script", "-qefc", bin+" serve --addr 127.0.0.1:0 --store sqlite://"+filepath.Join(dir, "errand.db"), "/dev/null")
+	cmd.Stdout = pty
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitUntil(t, 20*time.Second, "serve listening on the terminal", func() bool { return strings.Contains(pty.String(), "listening on") })
+	var keys []string
+	for _, l := range strings.Split(pty.String(), "\n") {
+		l = strings.TrimSpace(l)
+		if strings.Contains(l, "errk_") {
+			keys = append(keys, l)
+		}
+	}
+	if len(keys) != 1 || !auth.WellFormed(keys[0]) {
+		t.Fatalf("want the key alone on one line of the terminal:\n%s", pty)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "errand-admin-key")); !os.IsNotExist(err) {
+		t.Fatalf("a key file was written although stderr is a terminal: %v", err)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
 }

@@ -227,6 +227,18 @@ func TestServeRequiresKeys(t *testing.T) {
 	if st, body := call(t, key, "POST", url+"/v1/instances", `{"name":"jobs"}`); st != 201 {
 		t.Fatalf("create instance: %d %s", st, body)
 	}
+	// The CLI takes the key from ERRAND_API_KEY or --api-key; without
+	// one it is refused with the API's code.
+	c := newCLI(t, url)
+	c.refused("UNAUTHENTICATED", "instances", "list")
+	if out := c.ok("instances", "list", "--api-key", key); !strings.Contains(out, "jobs") {
+		t.Fatalf("instances list --api-key:\n%s", out)
+	}
+	c.env = []string{"ERRAND_API_KEY=" + key}
+	if out := c.ok("queues", "list", "-i", "jobs"); !strings.Contains(out, "default") {
+		t.Fatalf("queues list with ERRAND_API_KEY:\n%s", out)
+	}
+	c.refused("NOT_FOUND", "queues", "list", "-i", "nope")
 	// Serve mode creates nothing on first use.
 	if st, _ := call(t, key, "GET", url+"/v1/tasks/nope/queues", ""); st != 404 {
 		t.Fatalf("unknown instance: %d", st)
