@@ -58,7 +58,7 @@ size (1–200, default 50). Without --all one page is printed, and the cursor of
 		if err := t.flush(); err != nil {
 			return err
 		}
-		if page.Cursor != nil {
+		if page.Cursor != nil { // (--json carries the cursor itself)
 			c.PrintErrf("more: errand list -i %s -q %s --cursor %s\n", f.instance, f.queue, *page.Cursor)
 		}
 		return nil
