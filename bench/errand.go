@@ -164,7 +164,7 @@ func (e *errandSystem) Setup(ctx context.Context) error {
 
 	// The key: the one line `errand keys create` prints on stdout.
 	var stdout, stderr bytes.Buffer
-	kc := exec.CommandContext(ctx, bin, "keys", "create", "--store", e.storeURL, "--org", errandOrg, "--grant", "full:*")
+	kc := exec.CommandContext(ctx, bin, "keys", "create", "--store", e.storeURL, "--create", "--org", errandOrg, "--grant", "full:*")
 	kc.Stdout, kc.Stderr = &stdout, &stderr
 	if err := kc.Run(); err != nil {
 		return fmt.Errorf("errand keys create: %v: %s", err, firstLine(stderr.String()))

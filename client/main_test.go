@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/errandhq/errand/client"
 	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/clock"
@@ -19,10 +17,11 @@ import (
 	"github.com/errandhq/errand/internal/httpapi"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
+	"github.com/errandhq/errand/internal/testkit"
 	"github.com/errandhq/errand/internal/testkit/stores"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testkit.Main(m, "client") }
 
 // t0 is where the fake clock starts.
 var t0 = time.UnixMilli(1_790_000_000_000)

@@ -15,16 +15,15 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/errandhq/errand/client"
 	"github.com/errandhq/errand/errandapi"
 
 	"github.com/errandhq/errand/internal/clock"
+	"github.com/errandhq/errand/internal/testkit"
 	"github.com/errandhq/errand/internal/testkit/stores"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testkit.Main(m, "embedded") }
 
 // t0 is where the fake clock starts.
 var t0 = time.UnixMilli(1_790_000_000_000)

@@ -60,7 +60,8 @@ type Task struct {
 	Payload         json.RawMessage `json:"payload,omitempty"`
 	Result          json.RawMessage `json:"result,omitempty"`
 	LastError       *string         `json:"lastError"`
-	Attempts        []Attempt       `json:"attempts,omitempty"`
+	// Attempts is [] on a task with none; a list's tasks leave it out (nil).
+	Attempts []Attempt `json:"attempts,omitzero"`
 }
 
 // Attempt is one entry of a task's history, the one in flight included.

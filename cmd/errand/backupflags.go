@@ -5,12 +5,13 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/errandhq/errand/internal/engine"
 )
@@ -22,7 +23,7 @@ type opsFlags struct {
 	retentionDays *int
 }
 
-func addOpsFlags(fs *flag.FlagSet) *opsFlags {
+func addOpsFlags(fs *pflag.FlagSet) *opsFlags {
 	return &opsFlags{
 		backupDir:     fs.String("backup-dir", "", "directory instance backups (POST /api/instances/{id}/backup) are written to; empty turns them off"),
 		backupKeyFile: fs.String("backup-key-file", "", "`FILE` holding the 32-byte AES-256 key of instance backups: 64 hex digits, base64, or 32 raw bytes"),

@@ -2,43 +2,77 @@ package main
 
 import (
 	"context"
-	"flag"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 
+	"github.com/spf13/cobra"
+
 	"github.com/errandhq/errand/internal/auth"
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/store/sqlite"
 	"github.com/errandhq/errand/internal/task"
 )
 
-func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func newDevCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "dev",
+		Short: "Run the emulator: embedded SQLite, no keys, instances created on first use",
+		Long: `Run errand for development on one machine: the store is a SQLite file in --data,
+no API key is needed, an instance is created on its first use (with its queue "default"),
+and webhooks may be plain http and local. Answered writes survive kill -9. Stop it with
+Ctrl-C: calls in flight finish first.`,
+		Example: `  errand dev
+  errand dev --addr 127.0.0.1:8080 --data /tmp/errand`,
+		Args: noArgs,
+	}
+	fs := c.Flags()
 	addr := fs.String("addr", "127.0.0.1:9191", "address to listen on")
 	data := fs.String("data", "./.errand/", "directory of the SQLite store")
 	sync := fs.String("sync", "NORMAL", "SQLite synchronous mode: NORMAL (survives kill -9) or FULL (survives power loss)")
 	var timeouts httpTimeouts
 	addTimeoutFlags(fs, &timeouts)
 	opsf := addOpsFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
+	lf := addLogFlags(fs)
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		ctx := c.Context()
+		log, ln, err := lf.listen(c, *addr)
+		if err != nil {
+			return err
+		}
+		st, release, err := openDev(ctx, *data, *sync, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer release()
+		ops, err := opsf.config(*data) // after the lock: it may make DATA/backup.key
+		if err != nil {
+			st.Close()
+			ln.Close()
+			return err
+		}
+		return serve(ctx, serveConfig{
+			ln: ln, addr: *addr, store: st, log: log, dev: true, auth: auth.Dev{},
+			rules: task.URLRules{AllowHTTP: true}, stdout: c.OutOrStdout(), timeouts: timeouts, ops: ops,
+		})
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if err := os.MkdirAll(*data, 0o755); err != nil {
-		return err
+	return c
+}
+
+// openDev takes the data directory (see lockDataDir) and opens its store.
+func openDev(ctx context.Context, data, sync string, log *slog.Logger) (store.Store, func(), error) {
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return nil, nil, err
 	}
-	ops, err := opsf.config(*data)
+	release, err := lockDataDir(data)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	st, err := sqlite.Open(ctx, filepath.Join(*data, "errand.db"), sqlite.Options{Synchronous: *sync, Logger: log})
+	st, err := sqlite.Open(ctx, filepath.Join(data, "errand.db"), sqlite.Options{Synchronous: sync, Logger: log})
 	if err != nil {
-		return err
+		release()
+		return nil, nil, err
 	}
-	return serve(ctx, serveConfig{
-		addr: *addr, store: st, log: log, dev: true, auth: auth.Dev{},
-		rules: task.URLRules{AllowHTTP: true}, stdout: stdout, timeouts: timeouts, ops: ops,
-	})
+	return st, release, nil
 }

@@ -73,7 +73,7 @@ func newFaultRig(t *testing.T, store string, n int, pushLimit int, behave func(s
 		tr: &http.Transport{MaxIdleConnsPerHost: 64, DialContext: (&net.Dialer{Timeout: 2 * time.Second}).DialContext}}
 	t.Cleanup(r.tr.CloseIdleConnections)
 	hc := &http.Client{Transport: countingTransport{r.tr}}
-	code, key, stderr := runMain("keys", "create", "--store", store, "--org", "acme", "--grant", "full:*")
+	code, key, stderr := runMain("keys", "create", "--store", store, "--create", "--org", "acme", "--grant", "full:*")
 	if code != 0 {
 		t.Fatalf("keys create: %s", stderr)
 	}

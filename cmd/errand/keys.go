@@ -1,106 +1,132 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/store/storeurl"
 	"github.com/errandhq/errand/internal/task"
 )
 
-const keysUsage = `usage:
-  errand keys create --store URL --org ORG --grant ROLE:INSTANCE [--grant …]
-      make a key; it is printed alone on stdout, once (ROLE: read, write or full;
-      INSTANCE: a name or * for every instance)
-  errand keys list   --store URL [--org ORG]
-      list keys (never their secrets); without --org, every organization's
-  errand keys revoke --store URL [--org ORG] ID…
-      revoke keys by id: they stop working at once, on every node`
-
-func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, keysUsage)
-		return errors.New("a subcommand is needed: create, list or revoke")
-	}
-	switch args[0] {
-	case "create":
-		return keysCreate(ctx, args[1:], stdout, stderr)
-	case "list":
-		return keysList(ctx, args[1:], stdout, stderr)
-	case "revoke":
-		return keysRevoke(ctx, args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprintln(stderr, keysUsage)
-		return nil
-	}
-	fmt.Fprintln(stderr, keysUsage)
-	return fmt.Errorf("unknown subcommand %q", args[0])
+func newKeysCmd() *cobra.Command {
+	return group(&cobra.Command{
+		Use:     "keys",
+		Aliases: []string{"key"},
+		Short:   "Make, list and revoke the API keys of errand serve",
+		Long: `Make, list and revoke API keys directly in errand serve's store (not over the API), so
+it works with serve stopped or running: a revoked key stops working at once, on every node.
+--store must name the store serve uses; a SQLite file that does not exist is refused (a
+mistyped path would otherwise make a new, empty store) unless --create is given. The store
+opened is named on stderr.`,
+		Example: `  errand keys create --store sqlite:///var/lib/errand/errand.db --org acme --grant full:jobs --grant 'read:*'
+  errand keys list --store sqlite:///var/lib/errand/errand.db
+  errand keys revoke --store sqlite:///var/lib/errand/errand.db 01J9Z3K1V8M2Q4R6T8W0Y2A4C6`,
+	}, newKeysCreateCmd(), newKeysListCmd(), newKeysRevokeCmd())
 }
 
 // keysFlags are the flags every keys subcommand has.
 type keysFlags struct {
-	fs    *flag.FlagSet
-	store *string
-	org   *string
+	store  string
+	org    string
+	create bool
 }
 
-func newKeysFlags(name string, stderr io.Writer) *keysFlags {
-	fs := flag.NewFlagSet("keys "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return &keysFlags{
-		fs:    fs,
-		store: fs.String("store", defaultStore, "the store: sqlite://PATH"),
-		org:   fs.String("org", "", "the organization"),
+func addKeysFlags(c *cobra.Command, orgUsage string) *keysFlags {
+	k := &keysFlags{}
+	c.Flags().StringVar(&k.store, "store", defaultStore, "the store serve uses: sqlite://PATH or postgres://…")
+	c.Flags().StringVar(&k.org, "org", "", orgUsage)
+	c.Flags().BoolVar(&k.create, "create", false, "create the SQLite store if it does not exist")
+	return k
+}
+
+// open opens the store for a short command, and says which on stderr; its
+// own logs go to stderr, warnings only.
+func (k *keysFlags) open(c *cobra.Command) (store.Store, error) {
+	log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	st, err := openStore(c.Context(), k.store, storeOptions{Log: log, MustExist: !k.create})
+	if errors.Is(err, storeurl.ErrNoStore) {
+		return nil, fmt.Errorf("%w: give --store the store errand serve uses (--create makes a new one)", err)
 	}
+	if err != nil {
+		return nil, err
+	}
+	c.PrintErrf("%s: store: %s\n", c.CommandPath(), storeurl.Describe(k.store))
+	return st, nil
 }
 
-// parse parses flags and positional arguments in any order.
-func (k *keysFlags) parse(args []string) ([]string, error) { return parseInterleaved(k.fs, args) }
-
-// open opens the store for a short command: its own logs go to stderr,
-// warnings only.
-func (k *keysFlags) open(ctx context.Context, stderr io.Writer) (store.Store, error) {
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return openStore(ctx, *k.store, storeOptions{Log: log})
+func newKeysCreateCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "create --org ORG --grant ROLE:INSTANCE…",
+		Short: "Make an API key; it is printed alone on stdout, once",
+		Long: `Make an API key of an organization with one grant or more. ROLE is read (list and
+get), write (add, run, cancel, retry, lease, ack) or full (queues, settings, purge, delete,
+webhook key, creating the instance); INSTANCE is an instance's name or * for every
+instance. The key is printed alone on stdout, this once: the store keeps only its digest.`,
+		Example: `  KEY=$(errand keys create --store sqlite:///var/lib/errand/errand.db --org acme --grant full:jobs --grant 'read:*')`,
+		Args:    noArgs,
+	}
+	kf := addKeysFlags(c, "the organization the key belongs to (required)")
+	grants := c.Flags().StringArray("grant", nil, "ROLE:INSTANCE (repeatable): read, write or full on an instance name or *")
+	c.RunE = func(c *cobra.Command, _ []string) error { return keysCreate(c, kf, *grants) }
+	return c
 }
 
-func keysCreate(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	kf := newKeysFlags("create", stderr)
+func newKeysListCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List API keys (never their secrets)",
+		Long: `List the keys of an organization, or of every organization without --org: id,
+organization, the key's first characters, grants, when made and when revoked. The secret
+itself is never shown again.`,
+		Example: `  errand keys list --store sqlite:///var/lib/errand/errand.db --org acme`,
+		Args:    noArgs,
+	}
+	kf := addKeysFlags(c, "only this organization's keys")
+	c.RunE = func(c *cobra.Command, _ []string) error { return keysList(c, kf) }
+	return c
+}
+
+func newKeysRevokeCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "revoke ID…",
+		Short: "Revoke API keys by id; they stop working at once",
+		Long: `Revoke keys by their id (errand keys list shows them). A revoked key stops working
+at once, on every node of the store, even while serve runs; it stays listed as revoked.`,
+		Example: `  errand keys revoke --store sqlite:///var/lib/errand/errand.db 01J9Z3K1V8M2Q4R6T8W0Y2A4C6`,
+		Args:    minArgs("the key ids to revoke (errand keys list shows them)"),
+	}
+	kf := addKeysFlags(c, "the organization of the keys (default: each key's own)")
+	c.RunE = func(c *cobra.Command, ids []string) error { return keysRevoke(c, kf, ids) }
+	return c
+}
+
+func keysCreate(c *cobra.Command, kf *keysFlags, grantArgs []string) (err error) {
 	var grants []store.Grant
-	kf.fs.Func("grant", "ROLE:INSTANCE (repeatable): read, write or full on an instance name or *", func(s string) error {
-		g, err := auth.ParseGrant(s)
+	for _, a := range grantArgs {
+		g, err := auth.ParseGrant(a)
 		if err != nil {
-			return cliError(err)
+			return usageErrorf("--grant: %w", cliError(err))
 		}
 		grants = append(grants, g)
-		return nil
-	})
-	pos, err := kf.parse(args)
-	if err != nil {
-		return err
 	}
-	if len(pos) > 0 {
-		return fmt.Errorf("unexpected argument %q", pos[0])
-	}
-	if *kf.org == "" {
-		return errors.New("--org is required: the organization the key belongs to")
+	if kf.org == "" {
+		return usageErrorf("--org is required: the organization the key belongs to")
 	}
 	if len(grants) == 0 {
-		return errors.New("at least one --grant ROLE:INSTANCE is required (for example --grant full:jobs or --grant read:*)")
+		return usageErrorf("at least one --grant ROLE:INSTANCE is required (for example --grant full:jobs or --grant 'read:*')")
 	}
-	secret, k, err := auth.NewKey(*kf.org, grants, time.Now())
+	secret, k, err := auth.NewKey(kf.org, grants, time.Now())
 	if err != nil {
-		return cliError(err)
+		return usageErrorf("%w", cliError(err))
 	}
-	st, err := kf.open(ctx, stderr)
+	st, err := kf.open(c)
 	if err != nil {
 		return err
 	}
@@ -109,24 +135,15 @@ func keysCreate(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 			err = cerr
 		}
 	}()
-	if err := st.KeyCreate(ctx, k); err != nil {
+	if err := st.KeyCreate(c.Context(), k); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "errand: made key %s of org %s (%s); it is shown once, below on stdout\n", k.ID, k.Org, auth.FormatGrants(k.Grants))
-	_, err = fmt.Fprintln(stdout, secret)
-	return err
+	c.PrintErrf("%s: made key %s of org %s (%s); it is shown once, below on stdout\n", c.CommandPath(), k.ID, k.Org, auth.FormatGrants(k.Grants))
+	return printf(c, "%s\n", secret)
 }
 
-func keysList(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	kf := newKeysFlags("list", stderr)
-	pos, err := kf.parse(args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return fmt.Errorf("unexpected argument %q", pos[0])
-	}
-	st, err := kf.open(ctx, stderr)
+func keysList(c *cobra.Command, kf *keysFlags) (err error) {
+	st, err := kf.open(c)
 	if err != nil {
 		return err
 	}
@@ -135,32 +152,23 @@ func keysList(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 			err = cerr
 		}
 	}()
-	ks, err := st.KeyList(ctx, *kf.org)
+	ks, err := st.KeyList(c.Context(), kf.org)
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tORG\tKEY\tGRANTS\tCREATED\tREVOKED")
+	t := newTable(c.OutOrStdout(), "ID", "ORG", "KEY", "GRANTS", "CREATED", "REVOKED")
 	for _, k := range ks {
 		revoked := "-"
 		if k.RevokedAt != 0 {
 			revoked = fmtMs(k.RevokedAt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s…\t%s\t%s\t%s\n", k.ID, k.Org, k.Prefix, auth.FormatGrants(k.Grants), fmtMs(k.CreatedAt), revoked)
+		t.row(k.ID, k.Org, k.Prefix+"…", auth.FormatGrants(k.Grants), fmtMs(k.CreatedAt), revoked)
 	}
-	return tw.Flush()
+	return t.flush()
 }
 
-func keysRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	kf := newKeysFlags("revoke", stderr)
-	ids, err := kf.parse(args)
-	if err != nil {
-		return err
-	}
-	if len(ids) == 0 {
-		return errors.New("name the key ids to revoke (errand keys list shows them)")
-	}
-	st, err := kf.open(ctx, stderr)
+func keysRevoke(c *cobra.Command, kf *keysFlags, ids []string) (err error) {
+	st, err := kf.open(c)
 	if err != nil {
 		return err
 	}
@@ -169,8 +177,9 @@ func keysRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 			err = cerr
 		}
 	}()
+	ctx := c.Context()
 	orgOf := map[string]string{}
-	if *kf.org == "" {
+	if kf.org == "" {
 		all, err := st.KeyList(ctx, "")
 		if err != nil {
 			return err
@@ -181,17 +190,19 @@ func keysRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	}
 	now := time.Now().UnixMilli()
 	for _, id := range ids {
-		org := *kf.org
+		org := kf.org
 		if org == "" {
 			org = orgOf[id]
 		}
 		if err := st.KeyRevoke(ctx, store.KeyRef{Org: org, ID: id}, now); err != nil {
 			if task.IsCode(err, task.CodeNotFound) {
-				return fmt.Errorf("no key %s%s", id, inOrg(*kf.org))
+				return fmt.Errorf("no key %s%s", id, inOrg(kf.org))
 			}
 			return err
 		}
-		fmt.Fprintf(stdout, "revoked %s\n", id)
+		if err := printf(c, "revoked %s\n", id); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -13,7 +12,7 @@ import (
 	"syscall"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/errandhq/errand/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -22,13 +21,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binDir = dir
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
+	code := testkit.Run(m, "cmd/errand")
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

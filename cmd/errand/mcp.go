@@ -1,47 +1,55 @@
 package main
 
 import (
-	"cmp"
-	"context"
-	"flag"
-	"fmt"
 	"io"
 	"log/slog"
-	"os"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
 
 	"github.com/errandhq/errand/client"
 	"github.com/errandhq/errand/internal/mcp"
 )
 
-// version is the errand version reported to MCP clients.
-const version = "dev"
+// mcpVersion is the errand version reported to MCP clients.
+func mcpVersion() string {
+	if version != "" {
+		return version
+	}
+	return "dev"
+}
 
-// runMCP serves MCP over stdin and stdout against an errand server: the
-// command an MCP client (an agent's host) starts. Logs go to stderr, as
-// stdout carries the protocol.
-func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	url := fs.String("url", cmp.Or(os.Getenv("ERRAND_URL"), "http://127.0.0.1:9191"), "the errand server (default $ERRAND_URL, else http://127.0.0.1:9191)")
-	key := fs.String("api-key", os.Getenv("ERRAND_API_KEY"), "the API key (default $ERRAND_API_KEY; errand dev needs none)")
-	if err := fs.Parse(args); err != nil {
-		return err
+func newMCPCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve MCP over stdio for an AI agent, against a running node",
+		Long: `Serve the Model Context Protocol over stdin and stdout: the command an MCP client
+(an agent's host) starts. Its tools call the node at --url or ERRAND_URL with the key of
+--api-key or ERRAND_API_KEY (errand dev needs none). Logs go to stderr, as stdout carries
+the protocol. Every node also serves MCP over streamable HTTP at /mcp.`,
+		Example: `  errand mcp
+  ERRAND_URL=https://errand.example.com ERRAND_API_KEY=errk_… errand mcp`,
+		Args: noArgs,
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	f := apiCmd(c, false, false)
+	hide(c.Flags(), "json") // the protocol is JSON already
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		key := f.key
+		if key == "" {
+			key = envOr("ERRAND_API_KEY", "")
+		}
+		cl, err := client.New(f.url, mcp.ClientOptions(key, nil))
+		if err != nil {
+			return usageErrorf("--url: %w", err)
+		}
+		log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+		t := &sdk.IOTransport{Reader: io.NopCloser(c.InOrStdin()), Writer: nopWriteCloser{c.OutOrStdout()}}
+		if err := mcp.Serve(c.Context(), cl, t, mcpVersion(), log); err != nil && c.Context().Err() == nil {
+			return err
+		}
+		return nil
 	}
-	c, err := client.New(*url, mcp.ClientOptions(*key, nil))
-	if err != nil {
-		return fmt.Errorf("--url: %w", err)
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	t := &sdk.IOTransport{Reader: os.Stdin, Writer: nopWriteCloser{stdout}}
-	if err := mcp.Serve(ctx, c, t, version, log); err != nil && ctx.Err() == nil {
-		return err
-	}
-	return nil
+	return c
 }
 
 // nopWriteCloser is stdout as the transport's writer: closing the session

@@ -93,7 +93,7 @@ func TestMCPOnServeNode(t *testing.T) {
 	}
 	store := "sqlite://" + filepath.Join(t.TempDir(), "errand.db")
 	key := func(grant string) string {
-		code, out, errOut := runMain("keys", "create", "--store", store, "--org", "acme", "--grant", grant)
+		code, out, errOut := runMain("keys", "create", "--store", store, "--create", "--org", "acme", "--grant", grant)
 		if code != 0 {
 			t.Fatalf("keys create: %s", errOut)
 		}

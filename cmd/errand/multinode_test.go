@@ -29,7 +29,7 @@ func pgSchemaURL(t *testing.T) string {
 	t.Helper()
 	base := os.Getenv("ERRAND_TEST_POSTGRES")
 	if base == "" {
-		t.Skip("ERRAND_TEST_POSTGRES is not set: PostgreSQL tests skipped")
+		testkit.SkipPostgres(t)
 	}
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, base)

@@ -1,15 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/netip"
 	"os"
 	"runtime/pprof"
-	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/deliver"
@@ -21,15 +20,26 @@ import (
 // --store is not given.
 const defaultStore = "sqlite://errand.db"
 
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func newServeCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Run production mode: API keys required, SQLite or PostgreSQL, outbound webhook guard",
+		Long: `Run errand in production. Every call but GET /healthz needs an API key (make them
+with errand keys create); instances are created explicitly; webhooks must be https and may
+not reach private, loopback or link-local addresses unless --webhook-allow opens a range.
+--store picks the backend: sqlite://PATH for one node, postgres://… for any number of nodes
+sharing the work. On a store without any key, serve makes a first admin key (grant full:*)
+and shows it once.`,
+		Example: `  errand serve --store sqlite:///var/lib/errand/errand.db
+  errand serve --addr :9191 --store 'postgres://errand@db.internal/errand' --webhook-allow 10.20.0.0/16`,
+		Args: noArgs,
+	}
+	fs := c.Flags()
 	addr := fs.String("addr", ":9191", "address to listen on")
 	storeURL := fs.String("store", defaultStore, "the store: sqlite://PATH (one node) or postgres://USER@HOST/DB (any number of nodes)")
 	syncMode := fs.String("sync", "NORMAL", "SQLite synchronous mode: NORMAL (survives kill -9) or FULL (survives power loss)")
 	org := fs.String("org", "default", "organization of the first admin key, made when the store has no key at all")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the server to `FILE` until it stops (for measuring)")
-	opsf := addOpsFlags(fs)
 	var allow []netip.Prefix
 	fs.Func("webhook-allow", "a CIDR (or one IP) webhooks may reach although it is private, loopback or link-local; http is allowed there (repeatable)", func(s string) error {
 		p, err := parseAllow(s)
@@ -40,43 +50,50 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	})
 	var timeouts httpTimeouts
 	addTimeoutFlags(fs, &timeouts)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if err := auth.ValidateOrg(*org); err != nil {
-		return fmt.Errorf("--org: %w", err)
-	}
-	ops, err := opsf.config("")
-	if err != nil {
-		return err
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if *cpuProfile != "" {
-		stop, err := startCPUProfile(*cpuProfile)
+	opsf := addOpsFlags(fs)
+	keyFile := fs.String("first-key-file", "", "where the first admin key is written when stderr is not a terminal (default: errand-admin-key beside the SQLite file, or in the working directory)")
+	lf := addLogFlags(fs)
+	hide(fs, "cpuprofile")
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		ctx := c.Context()
+		if err := auth.ValidateOrg(*org); err != nil {
+			return usageErrorf("--org: %w", err)
+		}
+		log, ln, err := lf.listen(c, *addr)
 		if err != nil {
 			return err
 		}
-		defer stop()
+		defer ln.Close()
+		ops, err := opsf.config("") // after the port: --backup-dir is made here
+		if err != nil {
+			return err
+		}
+		if *cpuProfile != "" {
+			stop, err := startCPUProfile(*cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer stop()
+		}
+		st, err := openStore(ctx, *storeURL, storeOptions{Sync: *syncMode, Log: log})
+		if err != nil {
+			return err
+		}
+		fk := firstKey{org: *org, log: log, stderr: c.ErrOrStderr(), file: cmp.Or(*keyFile, defaultKeyFile(*storeURL))}
+		if err := fk.make(ctx, st); err != nil {
+			st.Close()
+			return err
+		}
+		g := deliver.NewGuard(allow)
+		if len(allow) > 0 {
+			log.Info("webhooks may reach these ranges (http allowed there)", "webhook-allow", fmt.Sprint(allow))
+		}
+		return serve(ctx, serveConfig{
+			ln: ln, addr: *addr, store: st, log: log, auth: auth.Keys{Store: st}, shared: storeurl.Shared(*storeURL),
+			rules: g.URLRules(), guard: g, stdout: c.OutOrStdout(), timeouts: timeouts, ops: ops,
+		})
 	}
-	st, err := openStore(ctx, *storeURL, storeOptions{Sync: *syncMode, Log: log})
-	if err != nil {
-		return err
-	}
-	if err := firstAdminKey(ctx, st, *org, log); err != nil {
-		st.Close()
-		return err
-	}
-	g := deliver.NewGuard(allow)
-	if len(allow) > 0 {
-		log.Info("webhooks may reach these ranges (http allowed there)", "webhook-allow", fmt.Sprint(allow))
-	}
-	return serve(ctx, serveConfig{
-		addr: *addr, store: st, log: log, auth: auth.Keys{Store: st}, shared: storeurl.Shared(*storeURL),
-		rules: g.URLRules(), guard: g, stdout: stdout, timeouts: timeouts, ops: ops,
-	})
+	return c
 }
 
 // startCPUProfile profiles the process into path until the returned
@@ -106,31 +123,6 @@ func parseAllow(s string) (netip.Prefix, error) {
 		return netip.PrefixFrom(a, a.BitLen()), nil
 	}
 	return netip.Prefix{}, fmt.Errorf("%q is not a CIDR such as 10.0.0.0/8 or an IP address", s)
-}
-
-// firstAdminKey makes a key with the full grant on every instance of org
-// when the store holds no key at all (revoked ones count), and logs it: the
-// one time it is shown. Two nodes starting at once on one empty shared store
-// may each make one; both are valid and each is in its own node's log.
-func firstAdminKey(ctx context.Context, st store.KeyStore, org string, log *slog.Logger) error {
-	n, err := st.KeyCount(ctx)
-	if err != nil {
-		return fmt.Errorf("counting API keys: %w", err)
-	}
-	if n > 0 {
-		return nil
-	}
-	secret, k, err := auth.NewKey(org, []store.Grant{{Instance: "*", Role: "full"}}, time.Now())
-	if err != nil {
-		return err
-	}
-	if err := st.KeyCreate(ctx, k); err != nil {
-		return fmt.Errorf("storing the first admin key: %w", err)
-	}
-	log.Warn("the store had no API key: made a first admin key with the full grant on every instance; "+
-		"it is shown this once, so keep it now (errand keys create makes more, errand keys revoke ends one)",
-		"org", org, "id", k.ID, "grant", "full:*", "key", secret)
-	return nil
 }
 
 // storeOptions are the settings a store URL does not carry.

@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -115,7 +115,7 @@ func runMain(args ...string) (int, string, string) {
 func TestKeysCreateStoresNoPlaintext(t *testing.T) {
 	dir := t.TempDir()
 	url := "sqlite://" + filepath.Join(dir, "sub", "errand.db")
-	code, out, errs := runMain("keys", "create", "--store", url, "--org", "acme", "--grant", "full:jobs", "--grant", "read:*")
+	code, out, errs := runMain("keys", "create", "--store", url, "--create", "--org", "acme", "--grant", "full:jobs", "--grant", "read:*")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -195,8 +195,6 @@ func TestKeysCreateStoresNoPlaintext(t *testing.T) {
 	}
 }
 
-var logKey = regexp.MustCompile(`key=(errk_[0-9a-f]+)`)
-
 // TestServeRequiresKeys runs the binary: a key made with `errand keys
 // create` works against `errand serve`, no key is 401, /healthz is open,
 // a revoked key stops at once, and the webhook guard refuses loopback.
@@ -207,7 +205,7 @@ func TestServeRequiresKeys(t *testing.T) {
 	bin := buildErrand(t)
 	dir := t.TempDir()
 	store := "sqlite://" + filepath.Join(dir, "errand.db")
-	out, err := exec.Command(bin, "keys", "create", "--store", store, "--org", "acme", "--grant", "full:*").Output()
+	out, err := exec.Command(bin, "keys", "create", "--store", store, "--create", "--org", "acme", "--grant", "full:*").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +215,7 @@ func TestServeRequiresKeys(t *testing.T) {
 	key := strings.TrimSpace(string(out))
 
 	_, url, logs := startServe(t, bin, "--store", store)
-	if logKey.MatchString(logs.String()) {
+	if strings.Contains(logs.String(), "first admin key") {
 		t.Fatalf("serve made a first key on a store that has one:\n%s", logs)
 	}
 	if st, _ := call(t, "", "GET", url+"/healthz", ""); st != 200 {
@@ -229,6 +227,18 @@ func TestServeRequiresKeys(t *testing.T) {
 	if st, body := call(t, key, "POST", url+"/v1/instances", `{"name":"jobs"}`); st != 201 {
 		t.Fatalf("create instance: %d %s", st, body)
 	}
+	// The CLI takes the key from ERRAND_API_KEY or --api-key; without
+	// one it is refused with the API's code.
+	c := newCLI(t, url)
+	c.refused("UNAUTHENTICATED", "instances", "list")
+	if out := c.ok("instances", "list", "--api-key", key); !strings.Contains(out, "jobs") {
+		t.Fatalf("instances list --api-key:\n%s", out)
+	}
+	c.env = []string{"ERRAND_API_KEY=" + key}
+	if out := c.ok("queues", "list", "-i", "jobs"); !strings.Contains(out, "default") {
+		t.Fatalf("queues list with ERRAND_API_KEY:\n%s", out)
+	}
+	c.refused("NOT_FOUND", "queues", "list", "-i", "nope")
 	// Serve mode creates nothing on first use.
 	if st, _ := call(t, key, "GET", url+"/v1/tasks/nope/queues", ""); st != 404 {
 		t.Fatalf("unknown instance: %d", st)
@@ -264,24 +274,42 @@ func TestServeRequiresKeys(t *testing.T) {
 	}
 }
 
-// TestServeFirstAdminKey: on an empty store serve logs a first admin key
-// once; it works; a restart makes no other. --webhook-allow opens a range,
-// http included.
+// TestServeFirstAdminKey: on an empty store serve makes a first admin key
+// once and, its stderr not being a terminal, writes it to an owner-only
+// file it names in the log; the key is never in the log. It works; a
+// restart makes no other. --webhook-allow opens a range, http included.
 func TestServeFirstAdminKey(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
 	bin := buildErrand(t)
-	store := "sqlite://" + filepath.Join(t.TempDir(), "errand.db")
-	cmd, url, logs := startServe(t, bin, "--store", store, "--org", "ops")
+	dir := t.TempDir()
+	store := "sqlite://" + filepath.Join(dir, "errand.db")
+	keyFile := filepath.Join(dir, "errand-admin-key")
+	cmd, url, logs := startServe(t, bin, "--store", store, "--org", "ops", "--log-format", "json")
 	// stderr reaches the buffer through a pipe: it may trail stdout's
 	// "listening" line a little.
-	waitUntil(t, 10*time.Second, "the first key in the log", func() bool { return logKey.MatchString(logs.String()) })
-	m := logKey.FindAllStringSubmatch(logs.String(), -1)
-	if len(m) != 1 {
-		t.Fatalf("want one first key in the log:\n%s", logs)
+	waitUntil(t, 10*time.Second, "the first key's file in the log", func() bool { return strings.Contains(logs.String(), keyFile) })
+	b, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
 	}
-	key := m[0][1]
+	key := strings.TrimSpace(string(b))
+	if !auth.WellFormed(key) {
+		t.Fatalf("key file holds %q", b)
+	}
+	if fi, _ := os.Stat(keyFile); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file mode %v", fi.Mode().Perm())
+	}
+	if strings.Contains(logs.String(), key[len("errk_"):]) {
+		t.Fatalf("the key is in the log:\n%s", logs)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("--log-format json wrote a line that is not JSON: %q", l)
+		}
+	}
 	if st, body := call(t, key, "POST", url+"/v1/instances", `{"name":"jobs"}`); st != 201 {
 		t.Fatalf("first key: %d %s", st, body)
 	}
@@ -293,8 +321,9 @@ func TestServeFirstAdminKey(t *testing.T) {
 		t.Fatalf("exit after SIGTERM: %v\n%s", err, logs)
 	}
 
+	os.Remove(keyFile)
 	_, url, logs = startServe(t, bin, "--store", store, "--webhook-allow", "127.0.0.1/32", "--webhook-allow", "::1")
-	if logKey.MatchString(logs.String()) {
+	if _, err := os.Stat(keyFile); err == nil || strings.Contains(logs.String(), "first admin key") {
 		t.Fatalf("a restart made another first key:\n%s", logs)
 	}
 	if st, body := call(t, key, "POST", url+"/v1/tasks/jobs/queues", `{"name":"q","target":{"webhook":"http://127.0.0.1:9/x"}}`); st != 201 {

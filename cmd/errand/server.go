@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/deliver"
@@ -21,7 +22,8 @@ import (
 )
 
 type serveConfig struct {
-	addr  string
+	ln    net.Listener // opened before the store, so a taken port fails first
+	addr  string       // --addr as given (listenHosts reads its host)
 	store store.Store
 	log   *slog.Logger
 	dev   bool
@@ -50,7 +52,7 @@ type httpTimeouts struct {
 var defaultTimeouts = httpTimeouts{Read: 150 * time.Second, Idle: 120 * time.Second}
 
 // addTimeoutFlags registers --read-timeout and --idle-timeout on fs.
-func addTimeoutFlags(fs *flag.FlagSet, t *httpTimeouts) {
+func addTimeoutFlags(fs *pflag.FlagSet, t *httpTimeouts) {
 	*t = defaultTimeouts
 	fs.DurationVar(&t.Read, "read-timeout", defaultTimeouts.Read, "longest time a client may take to send a whole request, body included")
 	fs.DurationVar(&t.Idle, "idle-timeout", defaultTimeouts.Idle, "longest time a kept-alive connection may wait for its next request")
@@ -72,6 +74,7 @@ func listenHosts(ln net.Listener, addr string, dev bool) []string {
 // serve runs the engine and the HTTP server until ctx ends, then shuts down
 // gracefully: in-flight requests finish, the engine stops, the store closes.
 func serve(ctx context.Context, c serveConfig) (err error) {
+	defer c.ln.Close()
 	defer func() {
 		if cerr := c.store.Close(); err == nil {
 			err = cerr
@@ -91,13 +94,10 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 		return err
 	}
 	defer eng.Stop()
-	ln, err := net.Listen("tcp", c.addr)
-	if err != nil {
-		return err
-	}
+	ln := c.ln
 	// /mcp calls the API it is mounted on, in process, with each caller's key.
 	var api *httpapi.Server
-	mcpHTTP := mcp.NewHTTPHandler(mcp.HTTPConfig{Dev: c.dev, Logger: c.log, Version: version,
+	mcpHTTP := mcp.NewHTTPHandler(mcp.HTTPConfig{Dev: c.dev, Logger: c.log, Version: mcpVersion(),
 		API: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { api.ServeHTTP(w, r) })})
 	api = httpapi.New(httpapi.Config{Engine: eng, Auth: c.auth, Logger: c.log, Hosts: listenHosts(ln, c.addr, c.dev),
 		Extra: map[string]http.Handler{"GET /metrics": eng.Metrics().Handler(), "/mcp": mcpHTTP}})
@@ -105,7 +105,7 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 	if to == (httpTimeouts{}) {
 		to = defaultTimeouts
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: to.Read, IdleTimeout: to.Idle,
+	srv := &http.Server{Handler: logRequests(api, c.log), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: to.Read, IdleTimeout: to.Idle,
 		ErrorLog: slog.NewLogLogger(c.log.Handler(), slog.LevelWarn)}
 	srv.RegisterOnShutdown(mcpHTTP.Close) // MCP sessions hold streams open
 	mode := "serve"

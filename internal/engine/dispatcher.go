@@ -60,6 +60,7 @@ type Dispatcher struct {
 	wg       sync.WaitGroup
 
 	results chan finished
+	fails   failLog // serve: rate limit of failed attempts' info lines
 
 	// Tests only (nil in production): the pass before each sleep, and how
 	// many attempts have passed their deadline.
@@ -368,9 +369,20 @@ func (d *Dispatcher) logAttempt(f finished, err error) {
 	if err != nil {
 		attrs = append(attrs, "stored", err.Error())
 	}
-	if d.dev {
+	switch {
+	case d.dev: // the emulator logs every attempt
 		d.log.Info("attempt", attrs...)
-	} else {
+	case a.Status == task.AttemptFailed || a.Status == task.AttemptTimedOut:
+		// serve: failures at info, at most one line per queue a window
+		if ok, skipped := d.fails.allow(qkey{t.InstanceID, t.Queue}, d.clock.Now().UnixMilli()); ok {
+			if skipped > 0 {
+				attrs = append(attrs, "notLogged", skipped)
+			}
+			d.log.Info("attempt failed", attrs...)
+			return
+		}
+		d.log.Debug("attempt failed", attrs...)
+	default:
 		d.log.Debug("attempt", attrs...)
 	}
 }

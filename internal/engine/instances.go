@@ -42,7 +42,7 @@ func (e *Engine) InstanceDelete(ctx context.Context, org, name string) error {
 		return task.ErrNotFound
 	}
 	if err := e.store.InstanceDelete(ctx, store.InstanceRef{Org: org, Name: name}); err != nil {
-		return err
+		return task.NamedInstance(err, name)
 	}
 	e.changed()
 	return nil
@@ -56,10 +56,10 @@ func (e *Engine) Instance(ctx context.Context, org, name string) (*task.Instance
 	}
 	inst, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: name})
 	if err == nil || !e.dev || !task.IsCode(err, task.CodeNotFound) {
-		return inst, err
+		return inst, task.NamedInstance(err, name)
 	}
 	if err := task.ValidateQueueName(name, "instance"); err != nil {
-		return nil, task.ErrNotFound
+		return nil, task.InstanceNotFound(name)
 	}
 	inst, err = e.InstanceCreate(ctx, org, name)
 	if task.IsCode(err, task.CodeInstanceExists) { // a concurrent first use

@@ -50,7 +50,7 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 		woken, _ := e.waker.wait() // before the claim: no add slips between
 		q, err := e.store.QueueGet(ctx, sq)
 		if err != nil {
-			return nil, err
+			return nil, ref.notFound(err)
 		}
 		if q.Mode != task.ModePull {
 			return nil, task.Errorf(task.CodeWrongMode, "queue %q is a push queue; only a pull queue can be leased", ref.Queue)
@@ -126,7 +126,7 @@ func (e *Engine) Extend(ctx context.Context, ref TaskRef, p ExtendParams) (*task
 	if err == nil {
 		e.leases.wake()
 	}
-	return t, err
+	return t, ref.notFound(err)
 }
 
 // finishLeased ends a leased attempt: the domain checks the lease and decides
@@ -139,7 +139,7 @@ func (e *Engine) finishLeased(ctx context.Context, ref TaskRef, leaseID string, 
 	}
 	t, err := e.store.TaskGet(ctx, st)
 	if err != nil {
-		return nil, err
+		return nil, ref.notFound(err)
 	}
 	now := e.now()
 	if !t.Pull {

@@ -83,14 +83,19 @@ func (e *Engine) QueuePatch(ctx context.Context, ref QueueRef, p *task.QueuePatc
 	}
 	q, err := e.store.QueueUpdate(ctx, sq, func(q *task.Queue) error { return p.Apply(q, false, e.rules) })
 	if err != nil {
-		return nil, err
+		return nil, ref.notFound(err)
 	}
 	e.changed()
 	return q, nil
 }
 
-// QueueDelete removes a queue and its tasks at once.
+// QueueDelete removes a queue and its tasks at once. The queue "default"
+// is refused: every instance has one (purge empties it).
 func (e *Engine) QueueDelete(ctx context.Context, ref QueueRef) (int, error) {
+	if ref.Queue == task.DefaultQueueName {
+		return 0, task.FieldErrorf(task.CodeInvalidArgument, "queue",
+			"the queue %q cannot be deleted: every instance has one; purge it to remove its tasks", task.DefaultQueueName)
+	}
 	sq, err := e.queueOf(ctx, ref)
 	if err != nil {
 		return 0, err
@@ -99,7 +104,7 @@ func (e *Engine) QueueDelete(ctx context.Context, ref QueueRef) (int, error) {
 	if err == nil {
 		e.changed()
 	}
-	return n, err
+	return n, ref.notFound(err)
 }
 
 // QueuePurge removes every task of a queue at once.
@@ -108,5 +113,6 @@ func (e *Engine) QueuePurge(ctx context.Context, ref QueueRef) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return e.store.QueuePurge(ctx, store.QueueRef{InstanceID: q.InstanceID, Name: q.Name})
+	n, err := e.store.QueuePurge(ctx, store.QueueRef{InstanceID: q.InstanceID, Name: q.Name})
+	return n, ref.notFound(err)
 }

@@ -50,6 +50,16 @@ type ReleaseParams struct {
 	DelaySeconds float64
 }
 
+// notFound names the queue in a NOT_FOUND without a subject.
+func (r QueueRef) notFound(err error) error {
+	return task.Named(err, "queue %q not found in instance %q", r.Queue, r.Instance)
+}
+
+// notFound names the task in a NOT_FOUND without a subject.
+func (r TaskRef) notFound(err error) error {
+	return task.Named(err, "task %q not found in instance %q", r.ID, r.Instance)
+}
+
 // queueOf resolves ref's instance (creating it on first use in dev mode) and
 // returns the store's ref of the queue.
 func (e *Engine) queueOf(ctx context.Context, ref QueueRef) (store.QueueRef, error) {
@@ -67,7 +77,8 @@ func (e *Engine) queueGet(ctx context.Context, ref QueueRef) (*task.Queue, error
 	if err != nil {
 		return nil, err
 	}
-	return e.store.QueueGet(ctx, sq)
+	q, err := e.store.QueueGet(ctx, sq)
+	return q, ref.notFound(err)
 }
 
 // taskOf resolves ref's instance (creating it on first use in dev mode) and

@@ -67,7 +67,8 @@ func (e *Engine) TaskGet(ctx context.Context, ref TaskRef) (*task.Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.store.TaskGet(ctx, st)
+	t, err := e.store.TaskGet(ctx, st)
+	return t, ref.notFound(err)
 }
 
 // TaskRun makes a scheduled or retrying task due now.
@@ -92,7 +93,7 @@ func (e *Engine) mutate(ctx context.Context, ref TaskRef, fn func(*task.Task) er
 	}
 	t, err := e.store.TaskUpdate(ctx, st, fn)
 	if err != nil {
-		return nil, err
+		return nil, ref.notFound(err)
 	}
 	e.changed()
 	return t, nil

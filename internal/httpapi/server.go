@@ -199,7 +199,7 @@ func (s *Server) wrap(rt Route) http.Handler {
 		c := &call{p: p, instance: r.PathValue("instance")}
 		if rt.Role != auth.RoleNone {
 			if err := task.ValidateQueueName(c.instance, "instance"); err != nil {
-				s.writeError(w, r, task.ErrNotFound)
+				s.writeError(w, r, task.InstanceNotFound(c.instance))
 				return
 			}
 			if !validPathNames(r) {
@@ -208,7 +208,7 @@ func (s *Server) wrap(rt Route) http.Handler {
 			}
 			switch have := p.RoleOn(c.instance); {
 			case have == auth.RoleNone:
-				s.writeError(w, r, task.ErrNotFound)
+				s.writeError(w, r, task.InstanceNotFound(c.instance))
 				return
 			case have < rt.Role:
 				s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "this call needs the %s grant on instance %q; the key has %s", rt.Role, c.instance, have))

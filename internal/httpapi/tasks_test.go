@@ -47,13 +47,17 @@ func TestAddRefusals(t *testing.T) {
 	b := setup(t)
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"emails","target":{"webhook":"http://127.0.0.1:1/x"}}`).want(t, 201, "")
 	// default has no target: a task with none is refused, and nothing in the call is added.
-	b.do("POST", "/v1/tasks/jobs/queues/default/tasks", `[{"target":{"function":"app/x"}},{"payload":1}]`).want(t, 400, "NO_TARGET")
+	r := b.do("POST", "/v1/tasks/jobs/queues/default/tasks", `[{"target":{"function":"app/x"}},{"payload":1}]`).want(t, 400, "NO_TARGET")
+	// The message says which task and how to give it a target.
+	if msg := r.message(); !strings.HasPrefix(msg, `tasks[1]: queue "default" has no target`) || !strings.Contains(msg, `"target": {"webhook"`) || !strings.Contains(msg, "PATCH the queue") {
+		t.Fatal(msg)
+	}
 	if n := b.do("GET", "/v1/tasks/jobs/queues/default", nil).obj("queue")["counts"].(map[string]any)["scheduled"]; n != 0.0 {
 		t.Fatalf("NO_TARGET added %v", n)
 	}
 	b.do("POST", "/v1/tasks/jobs/queues/default/tasks", `{"target":{"function":"app/x"}}`).want(t, 201, "")
 	big := `{"payload":"` + strings.Repeat("x", 64<<10) + `"}`
-	r := b.do("POST", "/v1/tasks/jobs/queues/emails/tasks", big).want(t, 400, "PAYLOAD_TOO_LARGE")
+	r = b.do("POST", "/v1/tasks/jobs/queues/emails/tasks", big).want(t, 400, "PAYLOAD_TOO_LARGE")
 	if !strings.HasPrefix(r.message(), "payload") {
 		t.Fatal(r.message())
 	}

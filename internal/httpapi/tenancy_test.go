@@ -315,7 +315,8 @@ func TestGrantsByRoute(t *testing.T) {
 			missingPath, _ := f.request(rt, "nope")
 			missing := f.as(f.admin).do(rt.Method, missingPath, body).want(t, 404, "NOT_FOUND")
 			foreign := f.as(f.key("acme", "full:other")).do(rt.Method, path, body).want(t, 404, "NOT_FOUND")
-			if !bytes.Equal(foreign.raw, missing.raw) {
+			// The same bytes but for the name the caller gave.
+			if !bytes.Equal(bytes.ReplaceAll(foreign.raw, []byte(`\"jobs\"`), []byte(`\"nope\"`)), missing.raw) {
 				t.Fatalf("no grant on the instance answers %s; a missing instance %s", foreign.raw, missing.raw)
 			}
 			// The route's own role on the instance: the call succeeds.
@@ -356,7 +357,8 @@ func TestForeignIDLooksMissing(t *testing.T) {
 		ids["r1"] = globex.rule
 		for name, tid := range ids {
 			foreign := a.do(rt.Method, fill(rt.Pattern, "jobs", "q", tid)+c.query, body)
-			if foreign.status != missing.status || !bytes.Equal(foreign.raw, missing.raw) {
+			// The same bytes but for the id the caller gave.
+			if foreign.status != missing.status || !bytes.Equal(bytes.ReplaceAll(foreign.raw, []byte(tid), []byte(missingID)), missing.raw) {
 				t.Errorf("%s %s: another org's %s answers %d %s; a missing id %d %s",
 					rt.Method, rt.Pattern, name, foreign.status, foreign.raw, missing.status, missing.raw)
 			}

@@ -105,9 +105,9 @@ func toQueueJSON(q *task.Queue, counts map[task.State]int) *errandapi.Queue {
 		v := q.RatePerSecond
 		j.RatePerSecond = &v
 	}
+	j.Capped = []errandapi.State{} // always a list, also without counts
 	if counts != nil {
 		j.Counts = map[errandapi.State]int{}
-		j.Capped = []errandapi.State{}
 		for _, s := range task.States {
 			name := errandapi.State(s.V1(q.Mode == task.ModePull))
 			j.Counts[name] = counts[s]

@@ -3,7 +3,6 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -19,7 +18,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.uber.org/goleak"
 
 	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/clock"
@@ -28,19 +26,14 @@ import (
 	errandmcp "github.com/errandhq/errand/internal/mcp"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
+	"github.com/errandhq/errand/internal/testkit"
 	"github.com/errandhq/errand/internal/testkit/stores"
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := testkit.Run(m, "internal/mcp")
 	if binDir != "" {
 		os.RemoveAll(binDir)
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
 	}
 	os.Exit(code)
 }

@@ -89,3 +89,26 @@ func IsCode(err error, code Code) bool { return err != nil && ErrorCode(err) == 
 
 // ErrNotFound is the error for anything missing or foreign: both answer alike.
 var ErrNotFound = &Error{Code: CodeNotFound, Message: "not found"}
+
+// InstanceNotFound is the NOT_FOUND of an instance the caller named: the
+// same whether it does not exist, belongs to another organization or the
+// caller's key has no grant on it.
+func InstanceNotFound(name string) *Error {
+	return Errorf(CodeNotFound, instanceNotFound, name)
+}
+
+const instanceNotFound = "instance %q not found"
+
+// NamedInstance is Named for the instance name.
+func NamedInstance(err error, name string) error { return Named(err, instanceNotFound, name) }
+
+// Named gives a NOT_FOUND without a subject (ErrNotFound, as stores answer)
+// the message naming what the caller asked for; any other error is
+// returned as it is.
+func Named(err error, format string, a ...any) error {
+	var e *Error
+	if errors.As(err, &e) && e.Code == CodeNotFound && e.Message == ErrNotFound.Message {
+		return Errorf(CodeNotFound, format, a...)
+	}
+	return err
+}

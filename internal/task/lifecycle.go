@@ -58,7 +58,8 @@ func NewTask(q *Queue, in AddInput, now int64, rules URLRules) (*Task, error) {
 			return nil, err
 		}
 	} else if q.Mode == ModePush && q.Target == nil {
-		return nil, Errorf(CodeNoTarget, "queue %q has no target and the task names none", q.Name)
+		return nil, Errorf(CodeNoTarget, "queue %q has no target and the task names none: give the task one "+
+			`("target": {"webhook": "https://…"}), or the queue one (PATCH the queue with a target), or use a pull queue`, q.Name)
 	}
 	if in.Delay != nil && in.RunAt != nil {
 		return nil, FieldErrorf(CodeInvalidArgument, "delay", "send delay or runAt, not both")

@@ -3,18 +3,15 @@ package postgres_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/store/postgres"
 	"github.com/errandhq/errand/internal/store/storetest"
+	"github.com/errandhq/errand/internal/testkit"
 )
 
 // TestMain fails the package's tests if any goroutine (of the pool, a
 // proxy, a test) outlives them.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { testkit.Main(m, "internal/store/postgres") }
 
 // TestConformance runs the storage seam's conformance suite, each subtest
 // on its own schema, in parallel.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/errandhq/errand/internal/testkit"
 )
 
 // The test helpers live in the package so that its internal tests (plans,
@@ -38,7 +40,7 @@ func DatabaseURL(tb testing.TB) string {
 	tb.Helper()
 	url := os.Getenv("ERRAND_TEST_POSTGRES")
 	if url == "" {
-		tb.Skip("ERRAND_TEST_POSTGRES is not set: PostgreSQL tests skipped")
+		testkit.SkipPostgres(tb)
 	}
 	return url
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,35 @@ import (
 type Options struct {
 	Sync string       // SQLite: NORMAL (default) or FULL
 	Log  *slog.Logger // default slog.Default()
+	// MustExist refuses a SQLite file that does not exist instead of
+	// creating it (errand keys: a mistyped path must not make a new,
+	// empty store).
+	MustExist bool
+}
+
+// ErrNoStore is the error of Open with MustExist when the SQLite file does
+// not exist.
+var ErrNoStore = errors.New("no store there")
+
+// Describe names the store a URL opens, for a person: the SQLite file's
+// absolute path, or PostgreSQL's host and database (never a password).
+func Describe(rawURL string) string {
+	scheme, rest, _ := strings.Cut(rawURL, "://")
+	switch scheme {
+	case "sqlite":
+		return "SQLite file " + abs(rest)
+	case "postgres", "postgresql":
+		u, err := url.Parse(rawURL)
+		if err != nil {
+			return "PostgreSQL"
+		}
+		d := "PostgreSQL database " + strings.TrimPrefix(u.Path, "/") + " on " + u.Host
+		if sp := u.Query().Get("search_path"); sp != "" {
+			d += " (schema " + sp + ")"
+		}
+		return d
+	}
+	return rawURL
 }
 
 // Shared reports whether the URL names a store that several nodes may share
@@ -54,6 +84,11 @@ func openSQLite(ctx context.Context, path string, o Options) (store.Store, error
 	if path == "" || strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("--store sqlite://PATH: %q is not a file path (options are flags, such as --sync)", path)
 	}
+	if o.MustExist {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: the SQLite file %s does not exist", ErrNoStore, abs(path))
+		}
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
@@ -71,4 +106,11 @@ func openSQLite(ctx context.Context, path string, o Options) (store.Store, error
 		sync = "NORMAL"
 	}
 	return sqlite.Open(ctx, path, sqlite.Options{Synchronous: sync, Logger: o.Log})
+}
+
+func abs(path string) string {
+	if a, err := filepath.Abs(path); err == nil {
+		return a
+	}
+	return path
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/errandhq/errand/internal/id"
 	"github.com/errandhq/errand/internal/store/postgres"
+	"github.com/errandhq/errand/internal/testkit"
 )
 
 // OpenPostgresShared returns a function that opens a store on one fresh
@@ -19,7 +20,7 @@ func OpenPostgresShared(tb testing.TB) func() *postgres.Store {
 	tb.Helper()
 	base := os.Getenv("ERRAND_TEST_POSTGRES")
 	if base == "" {
-		tb.Skip("ERRAND_TEST_POSTGRES is not set: PostgreSQL tests skipped")
+		testkit.SkipPostgres(tb)
 	}
 	schema := "errand_kit_" + id.Secret(6)
 	tb.Cleanup(func() {

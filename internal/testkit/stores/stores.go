@@ -21,6 +21,7 @@ import (
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/store/postgres"
 	"github.com/errandhq/errand/internal/store/sqlite"
+	"github.com/errandhq/errand/internal/testkit"
 )
 
 // Kinds are the backends, in the order benchmarks run them.
@@ -43,7 +44,7 @@ func Open(tb testing.TB, kind string) store.Store {
 	case "postgres":
 		base := os.Getenv("ERRAND_TEST_POSTGRES")
 		if base == "" {
-			tb.Skip("ERRAND_TEST_POSTGRES is not set: PostgreSQL tests skipped")
+			testkit.SkipPostgres(tb)
 		}
 		schema := "errand_kit_" + id.Secret(6)
 		conn, err := pgx.Connect(ctx, base)

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/errandhq/errand/client"
+	"github.com/errandhq/errand/errandapi"
+)
+
+func newAddCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "add",
+		Short: "Add a task, or every task of a JSONL file",
+		Long: `Add one task given by flags, or with --file every task of a JSON Lines file (--file -
+reads stdin): one task a line, in the shape the API adds ({"payload": …, "name": …,
+"params": …, "target": {"webhook": …}, "delay": seconds, "runAt": epoch ms,
+"deadlineSeconds": …}); blank lines are skipped. A file is sent in batches of 100, with a
+progress bar on a terminal, and ends with a summary: tasks added, tasks whose name already
+existed (a second run of the same file adds nothing twice) and lines refused, each with its
+line number, code and reason. The exit code is 1 when a line was refused. A refusal of the
+whole call (an unknown queue, a bad key) stops the file there.
+With --json: the add's result for one task; for a file, the summary
+{"added", "existing", "refused": [{"line", "code", "message"}]}.`,
+		Example: `  errand add -i jobs -q emails --payload '{"orderId":"o-1041"}' --name receipt-o-1041 --delay 60
+  errand add -i jobs -q hooks --payload '{}' --webhook https://example.com/hook
+  errand add -i jobs -q emails --file tasks.jsonl
+  jq -c '.[]' orders.json | errand add -i jobs -q emails --file - --json`,
+		Args: noArgs,
+	}
+	f := apiCmd(c, true, true)
+	var file, payload, params, name, webhook, runAt string
+	var delay float64
+	var deadline int
+	fs := c.Flags()
+	fs.StringVar(&file, "file", "", "add every task of this JSON Lines file (- for stdin)")
+	fs.StringVar(&payload, "payload", "", "the task's payload, any JSON (default null)")
+	fs.StringVar(&params, "params", "", "the task's params, a JSON object")
+	fs.StringVar(&name, "name", "", "the task's name: a second add of the name answers TASK_EXISTS")
+	fs.Float64Var(&delay, "delay", 0, "seconds before the task is due (fractions allowed)")
+	fs.StringVar(&runAt, "run-at", "", "when the task is due: RFC 3339 (2026-01-02T15:04:05Z) or epoch milliseconds")
+	fs.StringVar(&webhook, "webhook", "", "the task's own target webhook (a push queue without a target needs one)")
+	fs.IntVar(&deadline, "deadline", 0, "deadlineSeconds of each attempt")
+	single := []string{"payload", "params", "name", "delay", "run-at", "webhook", "deadline"}
+	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, _ []string) error {
+		if file != "" {
+			for _, n := range single {
+				if c.Flags().Changed(n) {
+					return usageErrorf("--%s and --file are exclusive: a file's lines give their own fields", n)
+				}
+			}
+			return addFile(c, f, cl, file)
+		}
+		var t errandapi.NewTask
+		t.Name = name
+		for _, js := range []struct {
+			flag, val string
+			dst       *json.RawMessage
+		}{{"payload", payload, &t.Payload}, {"params", params, &t.Params}} {
+			if js.val == "" {
+				continue
+			}
+			if !json.Valid([]byte(js.val)) {
+				return usageErrorf("--%s is not JSON: %s", js.flag, short(js.val, 40))
+			}
+			*js.dst = json.RawMessage(js.val)
+		}
+		if c.Flags().Changed("delay") {
+			t.Delay = &delay
+		}
+		if runAt != "" {
+			ms, err := parseRunAt(runAt)
+			if err != nil {
+				return err
+			}
+			t.RunAt = &ms
+		}
+		if webhook != "" {
+			t.Target = &errandapi.Target{Webhook: webhook}
+		}
+		if c.Flags().Changed("deadline") {
+			t.DeadlineSeconds = &deadline
+		}
+		r, err := cl.AddTask(c.Context(), f.instance, f.queue, t)
+		if err != nil {
+			return err
+		}
+		if f.json {
+			return printJSON(c.OutOrStdout(), r)
+		}
+		return printf(c, "%s %s, due %s\n", r.ID, r.State, when(r.RunAt))
+	})
+	return c
+}
+
+// parseRunAt reads --run-at: RFC 3339 or epoch milliseconds.
+func parseRunAt(s string) (int64, error) {
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return ms, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, usageErrorf("--run-at: %q is neither RFC 3339 (2026-01-02T15:04:05Z) nor epoch milliseconds", s)
+	}
+	return t.UnixMilli(), nil
+}

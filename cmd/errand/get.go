@@ -1,0 +1,90 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/errandhq/errand/client"
+	"github.com/errandhq/errand/errandapi"
+)
+
+func newGetCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "get ID",
+		Short: "Show one task with its payload, result and attempts",
+		Long: `Show one task whole: its state, payload, params, result, target and every
+attempt with its outcome. With --json: the task as the API answers it.`,
+		Example: `  errand get -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6
+  errand get -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6 --json | jq .attempts`,
+		Args: exactArgs("ID"),
+	}
+	f := apiCmd(c, true, false)
+	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, args []string) error {
+		t, err := cl.GetTask(c.Context(), f.instance, args[0])
+		if err != nil {
+			return err
+		}
+		return printTask(c, f, t)
+	})
+	return c
+}
+
+// printTask prints a task as --json asks, or as "field  value" lines and
+// its attempts.
+func printTask(c *cobra.Command, f *apiFlags, t *errandapi.Task) error {
+	if f.json {
+		return printJSON(c.OutOrStdout(), t)
+	}
+	tb := newTable(c.OutOrStdout(), "id", t.ID)
+	tb.row("queue", t.Queue)
+	tb.row("name", strPtr(t.Name))
+	tb.row("state", t.State)
+	tb.row("attempt", attempts(t.Attempt, t.MaxAttempts))
+	tb.row("runAt", when(t.RunAt))
+	tb.row("created", when(t.CreatedAt))
+	tb.row("finished", whenPtr(t.FinishedAt))
+	if t.LeaseExpiresAt != nil {
+		tb.row("leaseExpires", whenPtr(t.LeaseExpiresAt))
+	}
+	tb.row("target", target(t.Target))
+	tb.row("source", t.Source)
+	if len(t.Payload) > 0 {
+		tb.row("payload", short(string(t.Payload), 200))
+	}
+	if len(t.Params) > 0 && string(t.Params) != "null" {
+		tb.row("params", short(string(t.Params), 200))
+	}
+	if len(t.Result) > 0 && string(t.Result) != "null" {
+		tb.row("result", short(string(t.Result), 200))
+	}
+	tb.row("lastError", strPtr(t.LastError))
+	if err := tb.flush(); err != nil {
+		return err
+	}
+	if len(t.Attempts) == 0 {
+		return nil
+	}
+	c.Println()
+	at := newTable(c.OutOrStdout(), "ATTEMPT", "STATUS", "STARTED", "ENDED", "HTTP", "ERROR")
+	for _, a := range t.Attempts {
+		http := "-"
+		if a.HTTPStatus != nil {
+			http = itoa(*a.HTTPStatus)
+		}
+		at.row(a.Attempt, a.Status, when(a.StartedAt), whenPtr(a.EndedAt), http, short(strPtr(a.Error), 80))
+	}
+	return at.flush()
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// short cuts s to n runes on one line, with … when cut.
+func short(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

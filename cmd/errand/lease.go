@@ -1,0 +1,46 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/errandhq/errand/client"
+	"github.com/errandhq/errand/errandapi"
+)
+
+func newLeaseCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "lease",
+		Short: "Lease due tasks of a pull queue",
+		Long: `Lease due tasks of a pull queue, as a worker does: each comes with a lease id that
+errand ack (or the API's extend and release) must give back before the lease expires;
+a lease that expires counts as a failed attempt and the task is retried. --wait waits up
+to that many seconds (at most 30) for a task to come due. A push queue is refused with
+WRONG_MODE. With --json: {"tasks": [...]} as the API answers.`,
+		Example: `  errand lease -i jobs -q emails --count 10 --lease-seconds 120
+  errand lease -i jobs -q emails --wait 30 --json | jq -r '.tasks[] | .id + " " + .leaseId'`,
+		Args: noArgs,
+	}
+	f := apiCmd(c, true, true)
+	var count, leaseSeconds, wait int
+	c.Flags().IntVar(&count, "count", 1, "tasks to lease at most, 1–1000")
+	c.Flags().IntVar(&leaseSeconds, "lease-seconds", 60, "how long the lease lasts, 1–86400")
+	c.Flags().IntVar(&wait, "wait", 0, "seconds to wait for a task to come due, 0–30")
+	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, _ []string) error {
+		ts, err := cl.Lease(c.Context(), f.instance, f.queue, errandapi.LeaseRequest{Count: &count, LeaseSeconds: &leaseSeconds, WaitSeconds: wait})
+		if err != nil {
+			return err
+		}
+		if f.json {
+			if ts == nil {
+				ts = []errandapi.LeasedTask{}
+			}
+			return printJSON(c.OutOrStdout(), errandapi.LeaseResponse{Tasks: ts})
+		}
+		t := newTable(c.OutOrStdout(), "ID", "LEASE ID", "EXPIRES", "ATTEMPT", "NAME", "PAYLOAD")
+		for _, k := range ts {
+			t.row(k.ID, k.LeaseID, when(k.LeaseExpiresAt), k.Attempts, strPtr(k.Name), short(string(k.Payload), 60))
+		}
+		return t.flush()
+	})
+	return c
+}

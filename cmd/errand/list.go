@@ -1,0 +1,71 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/errandhq/errand/client"
+	"github.com/errandhq/errand/errandapi"
+)
+
+func newListCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List a queue's tasks",
+		Long: `List a queue's tasks, newest pages first as the API orders them, without their
+payloads (errand get shows one task whole). --state and --name select; --limit is the page
+size (1–200, default 50). Without --all one page is printed, and the cursor of the next
+(pass it with --cursor); with --all every page is read. With --json: {"tasks": [...],
+"cursor": …} as the API answers a page (with --all, every task and a null cursor).`,
+		Example: `  errand list -i jobs -q emails
+  errand list -i jobs -q emails --state failed --all
+  errand list -i jobs -q emails --name receipt-o-1041 --json | jq -r '.tasks[0].id'`,
+		Args: noArgs,
+	}
+	f := apiCmd(c, true, true)
+	var o client.ListOptions
+	var state string
+	var all bool
+	c.Flags().StringVar(&state, "state", "", "only tasks in this state: scheduled, running, leased, retrying, succeeded, failed or cancelled")
+	c.Flags().StringVar(&o.Name, "name", "", "only the task of this name")
+	c.Flags().IntVar(&o.Limit, "limit", 0, "tasks per page, 1–200 (the node's default: 50)")
+	c.Flags().StringVar(&o.Cursor, "cursor", "", "the page after the one that printed this cursor")
+	c.Flags().BoolVar(&all, "all", false, "read every page")
+	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, _ []string) error {
+		o.State = errandapi.State(state)
+		var page errandapi.TaskPage
+		if all {
+			page.Tasks = []errandapi.Task{}
+			for t, err := range cl.Tasks(c.Context(), f.instance, f.queue, o) {
+				if err != nil {
+					return err
+				}
+				page.Tasks = append(page.Tasks, *t)
+			}
+		} else {
+			p, err := cl.ListTasks(c.Context(), f.instance, f.queue, o)
+			if err != nil {
+				return err
+			}
+			page = *p
+		}
+		if f.json {
+			return printJSON(c.OutOrStdout(), page)
+		}
+		t := newTable(c.OutOrStdout(), "ID", "NAME", "STATE", "ATTEMPT", "RUN AT", "CREATED", "LAST ERROR")
+		for _, k := range page.Tasks {
+			t.row(k.ID, strPtr(k.Name), k.State, attempts(k.Attempt, k.MaxAttempts), when(k.RunAt), when(k.CreatedAt), short(strPtr(k.LastError), 60))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+		if page.Cursor != nil { // (--json carries the cursor itself)
+			c.PrintErrf("more: errand list -i %s -q %s --cursor %s\n", f.instance, f.queue, *page.Cursor)
+		}
+		return nil
+	})
+	return c
+}
+
+func attempts(n, max int) string {
+	return itoa(n) + "/" + itoa(max)
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/errandhq/errand/internal/auth"
+)
+
+// TestDevLocksItsDataDir: a second errand dev on the same data directory
+// is refused, naming the first one's pid; a taken port fails before the
+// data directory is created.
+func TestDevLocksItsDataDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildErrand(t)
+	data := t.TempDir()
+	first, url := startErrand(t, bin, "--data", data)
+	out, err := exec.Command(bin, "dev", "--addr", "127.0.0.1:0", "--data", data).CombinedOutput()
+	want := "is in use by another errand dev (process " + strconv.Itoa(first.Process.Pid) + ")"
+	if err == nil || !strings.Contains(string(out), want) {
+		t.Fatalf("second dev on one directory: %v\n%s", err, out)
+	}
+
+	taken := strings.TrimPrefix(url, "http://")
+	fresh := filepath.Join(t.TempDir(), "new")
+	out, err = exec.Command(bin, "dev", "--addr", taken, "--data", fresh).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "address already in use") {
+		t.Fatalf("dev on a taken port: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+		t.Fatalf("dev on a taken port created its data directory: %v", err)
+	}
+	store := filepath.Join(t.TempDir(), "s", "errand.db")
+	out, err = exec.Command(bin, "serve", "--addr", taken, "--store", "sqlite://"+store).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "address already in use") {
+		t.Fatalf("serve on a taken port: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Dir(store)); !os.IsNotExist(err) {
+		t.Fatalf("serve on a taken port created its store: %v", err)
+	}
+}
+
+// TestKeysRefuseAMissingStore: a SQLite path that does not exist is
+// refused and not created unless --create; the store opened is named.
+func TestKeysRefuseAMissingStore(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "typo", "errand.db")
+	for _, args := range [][]string{
+		{"keys", "list", "--store", "sqlite://" + path},
+		{"keys", "create", "--store", "sqlite://" + path, "--org", "acme", "--grant", "full:*"},
+		{"keys", "revoke", "--store", "sqlite://" + path, "some-id"},
+	} {
+		code, out, errs := runMain(args...)
+		if code != exitRefused || out != "" || !strings.Contains(errs, "the SQLite file "+path+" does not exist") || !strings.Contains(errs, "--create") {
+			t.Fatalf("%v: exit %d, %q, %q", args, code, out, errs)
+		}
+	}
+	if _, err := os.Stat(filepath.Dir(path)); !os.IsNotExist(err) {
+		t.Fatalf("a refused keys command created the store's directory: %v", err)
+	}
+	code, _, errs := runMain("keys", "create", "--store", "sqlite://"+path, "--create", "--org", "acme", "--grant", "full:*")
+	if code != 0 || !strings.Contains(errs, "store: SQLite file "+path) {
+		t.Fatalf("create with --create: exit %d, %s", code, errs)
+	}
+	if code, out, errs := runMain("keys", "list", "--store", "sqlite://"+path); code != 0 || !strings.Contains(out, "acme") || !strings.Contains(errs, "store: SQLite file "+path) {
+		t.Fatalf("list: exit %d, %s, %s", code, out, errs)
+	}
+}
+
+// TestServeLogs: serve logs a failing queue's attempts at info, one line
+// per queue and window; --log-level debug logs every request; bad values
+// of the log flags are usage errors.
+func TestServeLogs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildErrand(t)
+	dir := t.TempDir()
+	store := "sqlite://" + filepath.Join(dir, "errand.db")
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(503) }))
+	defer hook.Close()
+	host, _, _ := net.SplitHostPort(hook.Listener.Addr().String())
+
+	_, url, logs := startServe(t, bin, "--store", store, "--webhook-allow", host)
+	key := readKeyFile(t, filepath.Join(dir, "errand-admin-key"))
+	if st, body := call(t, key, "POST", url+"/v1/instances", `{"name":"jobs"}`); st != 201 {
+		t.Fatalf("instance: %d %s", st, body)
+	}
+	if st, body := call(t, key, "POST", url+"/v1/tasks/jobs/queues", `{"name":"hooks","target":{"webhook":"`+hook.URL+`"},"maxAttempts":1}`); st != 201 {
+		t.Fatalf("queue: %d %s", st, body)
+	}
+	if st, body := call(t, key, "POST", url+"/v1/tasks/jobs/queues/hooks/tasks", `[{},{},{}]`); st != 201 {
+		t.Fatalf("add: %d %s", st, body)
+	}
+	waitUntil(t, 20*time.Second, "three failed tasks", func() bool {
+		_, body := call(t, key, "GET", url+"/v1/tasks/jobs/queues/hooks/tasks?state=failed", "")
+		return strings.Count(body, `"id"`) == 3
+	})
+	if n := strings.Count(logs.String(), `msg="attempt failed"`); n != 1 || !strings.Contains(logs.String(), "level=INFO") || !strings.Contains(logs.String(), "http=503") {
+		t.Fatalf("want one info line of the failing queue, got %d:\n%s", n, logs)
+	}
+	if strings.Contains(logs.String(), "msg=request") {
+		t.Fatalf("requests logged at info:\n%s", logs)
+	}
+
+	_, url, logs = startServe(t, bin, "--store", store, "--log-level", "debug")
+	call(t, key, "GET", url+"/v1/instances", "")
+	waitUntil(t, 10*time.Second, "the request's debug line", func() bool {
+		return strings.Contains(logs.String(), "level=DEBUG msg=request method=GET path=/v1/instances status=200")
+	})
+	if strings.Contains(logs.String(), key) {
+		t.Fatal("the key is in the request log")
+	}
+	for _, args := range [][]string{{"serve", "--log-level", "loud"}, {"serve", "--log-format", "xml"}, {"dev", "--log-level", "loud"}} {
+		if code, _, errs := runMain(args...); code != exitUsage {
+			t.Errorf("%v: exit %d, %s", args, code, errs)
+		}
+	}
+}
+
+func readKeyFile(t *testing.T, path string) string {
+	t.Helper()
+	var b []byte
+	waitUntil(t, 10*time.Second, "the first key's file", func() bool {
+		var err error
+		b, err = os.ReadFile(path)
+		return err == nil && len(b) > 0
+	})
+	return strings.TrimSpace(string(b))
+}
+
+// TestServeFirstKeyOnATerminal: with stderr a terminal, serve prints the
+// first admin key alone on its own line there, outside every log line,
+// and writes no file. script(1) gives the process a terminal.
+func TestServeFirstKeyOnATerminal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("script(1) is not installed: no terminal to give serve")
+	}
+	bin := buildErrand(t)
+	dir := t.TempDir()
+	pty := &lockedBuffer{}
+	cmd := exec.Command("script", "-qefc", bin+" serve --addr 127.0.0.1:0 --store sqlite://"+filepath.Join(dir, "errand.db"), "/dev/null")
+	cmd.Stdout = pty
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitUntil(t, 20*time.Second, "serve listening on the terminal", func() bool { return strings.Contains(pty.String(), "listening on") })
+	var keys []string
+	for _, l := range strings.Split(pty.String(), "\n") {
+		l = strings.TrimSpace(l)
+		if strings.Contains(l, "errk_") {
+			keys = append(keys, l)
+		}
+	}
+	if len(keys) != 1 || !auth.WellFormed(keys[0]) {
+		t.Fatalf("want the key alone on one line of the terminal:\n%s", pty)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "errand-admin-key")); !os.IsNotExist(err) {
+		t.Fatalf("a key file was written although stderr is a terminal: %v", err)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+}

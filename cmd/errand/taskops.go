@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	"github.com/spf13/cobra"
+
+	"github.com/errandhq/errand/client"
+	"github.com/errandhq/errand/errandapi"
+)
+
+// taskOp is one of the commands that change a task by id: run, cancel,
+// retry.
+type taskOp struct {
+	verb, short, long, example string
+	call                       func(*client.Client, context.Context, string, string) (*errandapi.Task, error)
+}
+
+var (
+	taskRun = taskOp{"run", "Make scheduled or retrying tasks due now",
+		`Make scheduled or retrying tasks due now: they are delivered (push) or can be leased
+(pull) at once. A finished task is refused with NOT_RUNNABLE.`,
+		"  errand run -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6", (*client.Client).RunTask}
+	taskCancel = taskOp{"cancel", "Cancel tasks that have not finished",
+		`Cancel tasks that are scheduled, retrying or leased. A task running on a push
+target cannot be stopped and is refused with RUNNING_NOT_CANCELLABLE (it stays running); a
+finished one with NOT_CANCELLABLE.`,
+		"  errand cancel -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6 01J9Z3K1V8M2Q4R6T8W0Y2A4C7", (*client.Client).CancelTask}
+	taskRetry = taskOp{"retry", "Give failed tasks a fresh budget and run them now",
+		`Give failed tasks a fresh budget of attempts and make them due now. Only a failed
+task can be retried (NOT_RETRYABLE otherwise).`,
+		"  errand list -i jobs -q emails --state failed --all --json | jq -r '.tasks[].id' | xargs errand retry -i jobs", (*client.Client).RetryTask}
+)
+
+// newTaskOpCmd makes run, cancel or retry: each takes one id or more and
+// goes on past a refusal, exiting 1 if any was refused.
+func newTaskOpCmd(op taskOp) *cobra.Command {
+	c := &cobra.Command{
+		Use:   op.verb + " ID…",
+		Short: op.short,
+		Long: op.long + ` With several ids each is tried in turn; the exit code is 1
+if any was refused, each refusal on stderr. With --json: the tasks changed, one JSON
+object a line.`,
+		Example: op.example,
+		Args:    minArgs("ID"),
+	}
+	f := apiCmd(c, true, false)
+	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, ids []string) error {
+		var first error
+		refused := 0
+		for _, id := range ids {
+			t, err := op.call(cl, c.Context(), f.instance, id)
+			var ae *errandapi.Error
+			if errors.As(err, &ae) && len(ids) > 1 {
+				c.PrintErrf("%s: %s: %s: %s\n", c.CommandPath(), id, ae.Code, ae.Message)
+				refused++
+				if first == nil {
+					first = err
+				}
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if f.json {
+				if err := compactJSON(c.OutOrStdout(), t); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := printf(c, "%s %s\n", t.ID, t.State); err != nil {
+				return err
+			}
+		}
+		if refused > 0 {
+			return &quietError{first}
+		}
+		return nil
+	})
+	return c
+}

@@ -1,0 +1,42 @@
+package httpapi_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestNotFoundNamesWhat: a NOT_FOUND says what was not found, in the
+// caller's own words (the instance, queue or id it gave).
+func TestNotFoundNamesWhat(t *testing.T) {
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", map[string]any{"name": "q", "mode": "pull"}).want(t, 201, "")
+	for _, c := range []struct{ method, path, want string }{
+		{"GET", "/v1/tasks/jobs/queues/emails", `queue "emails" not found in instance "jobs"`},
+		{"PATCH", "/v1/tasks/jobs/queues/emails", `queue "emails" not found in instance "jobs"`},
+		{"DELETE", "/v1/tasks/jobs/queues/emails?confirm=true", `queue "emails" not found in instance "jobs"`},
+		{"POST", "/v1/tasks/jobs/queues/emails/purge?confirm=true", `queue "emails" not found in instance "jobs"`},
+		{"POST", "/v1/tasks/jobs/queues/emails/tasks", `queue "emails" not found in instance "jobs"`},
+		{"GET", "/v1/tasks/jobs/queues/emails/tasks", `queue "emails" not found in instance "jobs"`},
+		{"POST", "/v1/tasks/jobs/queues/emails/lease", `queue "emails" not found in instance "jobs"`},
+		{"GET", "/v1/tasks/jobs/tasks/01nope", `task "01nope" not found in instance "jobs"`},
+		{"POST", "/v1/tasks/jobs/tasks/01nope/cancel", `task "01nope" not found in instance "jobs"`},
+		{"POST", "/v1/tasks/jobs/tasks/01nope/ack", `task "01nope" not found in instance "jobs"`},
+		{"DELETE", "/v1/instances/nope?confirm=true", `instance "nope" not found`},
+	} {
+		var body any
+		switch {
+		case c.method == "PATCH":
+			body = map[string]any{"paused": true}
+		case strings.HasSuffix(c.path, "/tasks") && c.method == "POST":
+			body = map[string]any{"payload": 1}
+		case strings.HasSuffix(c.path, "/ack"):
+			body = map[string]any{"leaseId": "x"}
+		case c.method == "POST":
+			body = map[string]any{}
+		}
+		r := b.do(c.method, c.path, body).want(t, 404, "NOT_FOUND")
+		if msg := r.body["error"].(map[string]any)["message"]; msg != c.want {
+			t.Errorf("%s %s: message %q, want %q", c.method, c.path, msg, c.want)
+		}
+	}
+}
