@@ -161,7 +161,9 @@ func (c *Client) once(ctx context.Context, cl call, u string, body []byte) error
 		return fmt.Errorf("client: %w", err)
 	}
 	for name, vs := range cl.header {
-		req.Header[http.CanonicalHeaderKey(name)] = vs
+		for _, v := range vs {
+			req.Header.Add(name, v)
+		}
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")

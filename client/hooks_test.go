@@ -58,7 +58,10 @@ func TestFireHook(t *testing.T) {
 		Hook: &errandapi.TriggerHookSpec{Secret: errandapi.Value(secret)}})).of(t)
 	body, ts := []byte(`{"signed":true}`), e.clock.Now().Unix()
 	sig, _ := deliver.SignStandard(secret, "msg_1", ts, body)
-	sh := http.Header{"webhook-id": {"msg_1"}, "webhook-timestamp": {strconv.FormatInt(ts, 10)}, "webhook-signature": {sig}}
+	sh := http.Header{}
+	sh.Set("webhook-id", "msg_1")
+	sh.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	sh.Set("webhook-signature", sig)
 	if r := must(anon.FireHook(ctx, "jobs", path.Base(signed.Hook.Path), body, sh)).of(t); r.ID == "" || r.Duplicate {
 		t.Fatalf("signed call %+v", r)
 	}
