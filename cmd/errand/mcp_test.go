@@ -120,7 +120,7 @@ func TestMCPOnServeNode(t *testing.T) {
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	if strings.Join(names, ",") != "tasks_get,tasks_list,tasks_list_queues" {
+	if strings.Join(names, ",") != "tasks_get,tasks_get_trigger,tasks_list,tasks_list_queues,tasks_list_triggers" {
 		t.Fatalf("a read key lists %v", names)
 	}
 }
