@@ -110,11 +110,16 @@ type call struct {
 	// conflictOut: a 409 answer carries per-item results to decode into
 	// out (add, batch ack) beside its error.
 	conflictOut bool
+	// raw is a body sent as is (a hook call's), instead of body.
+	raw []byte
+	// header holds extra request headers; anonymous sends no API key.
+	header    http.Header
+	anonymous bool
 }
 
 // do runs c with the client's retry policy.
 func (c *Client) do(ctx context.Context, cl call) error {
-	var body []byte
+	body := cl.raw
 	if cl.body != nil {
 		var err error
 		if body, err = json.Marshal(cl.body); err != nil {
@@ -155,12 +160,17 @@ func (c *Client) once(ctx context.Context, cl call, u string, body []byte) error
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
+	for name, vs := range cl.header {
+		for _, v := range vs {
+			req.Header.Add(name, v)
+		}
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.agent)
-	if c.key != "" {
+	if c.key != "" && !cl.anonymous {
 		req.Header.Set("Authorization", "Bearer "+c.key)
 	}
 	if c.source != "" {

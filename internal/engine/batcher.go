@@ -110,17 +110,34 @@ func (b *finishBatcher) drain(ctx context.Context) {
 // outcomeTries bounds how often storeOutcomes writes one batch.
 const outcomeTries = 8
 
+// errOutcomeUnknown answers an outcome whose first write may have
+// committed before the store's answer was lost.
+var errOutcomeUnknown = task.Errorf(task.CodeUnavailable, "the store's answer was lost while this outcome was written, and it may have been recorded: read the task before trying again")
+
 // storeOutcomes writes ps with TaskFinish, and tries again, pausing 10 ms
 // and doubling (2.5 s in all), when the store answers UNAVAILABLE: a
 // deadlock with a concurrent heartbeat on PostgreSQL, a dropped connection.
 // Giving up on a batch lets its leases run out, and the rescuer then
-// delivers those tasks again, although they were done. A batch whose
-// transaction failed wrote nothing, so writing it again is safe: each row
-// is still fenced on its lease.
+// delivers those tasks again, although they were done. Writing a batch
+// again is safe: each row is still fenced on its lease.
+//
+// But an UNAVAILABLE may come after the commit reached the database (the
+// connection dropped before its answer, as when PostgreSQL crashes): then
+// the next try finds the lease gone because this very outcome finished
+// the task. So after a failed try, an item refused LEASE_LOST is answered
+// UNAVAILABLE ("may have been recorded") rather than LEASE_LOST, which
+// would tell a worker that its stored ack was refused.
 func storeOutcomes(ctx context.Context, st store.Store, ps []*store.FinishParams, log *slog.Logger) ([]error, error) {
 	pause := 10 * time.Millisecond
 	for try := 1; ; try++ {
 		errs, err := st.TaskFinish(ctx, ps)
+		if err == nil && try > 1 {
+			for i, e := range errs {
+				if task.IsCode(e, task.CodeLeaseLost) {
+					errs[i] = errOutcomeUnknown
+				}
+			}
+		}
 		if err == nil || try == outcomeTries || !task.IsCode(err, task.CodeUnavailable) {
 			return errs, err
 		}

@@ -60,7 +60,8 @@ type HookAdded struct {
 // webhook-timestamp within HookReplayWindow, webhook-signature), else
 // UNAUTHENTICATED. The body is the payload; the rule's selected headers
 // join its params; Idempotency-Key (or, signed, webhook-id) names the task,
-// so a sender's retry adds nothing twice.
+// so a sender's retry adds nothing twice. Each task added counts on the
+// rule's Fired (a duplicate does not).
 func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded, error) {
 	tr := h.Rule
 	name := c.Header("Idempotency-Key")
@@ -86,15 +87,26 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 		return nil, e.hookRefused(tr, err)
 	}
 	t.ID = e.newID()
-	res, err := e.store.TaskAdd(ctx, []*task.Task{t})
-	if err != nil {
-		return nil, err
-	}
-	if r := res[0]; r.Err != nil {
-		if r.Err.Code == task.CodeTaskExists && r.Err.ID != "" {
-			return &HookAdded{TaskID: r.Err.ID, Duplicate: true}, nil
+	// The task and the rule's fired count go in one transaction; a name
+	// taken by a task that left before we could read its id is tried again.
+	var res *store.TriggerFireResult
+	for try := 0; try < 3; try++ {
+		res, err = e.store.TriggerHookAdd(ctx, &store.TriggerHookAddParams{
+			Ref: store.TriggerRef{InstanceID: tr.InstanceID, ID: tr.ID}, Task: t, Now: e.now()})
+		if err != nil {
+			return nil, err
 		}
-		return nil, e.hookRefused(tr, r.Err)
+		if res.Err != "" || res.TaskID != "" {
+			break
+		}
+	}
+	switch {
+	case res.Err != "":
+		return nil, e.hookRefused(tr, task.Errorf(task.CodeNotFound, "%s", res.Err))
+	case res.TaskID == "":
+		return nil, task.Errorf(task.CodeUnavailable, "task name %q is being released: call again", t.Name)
+	case res.TaskID != t.ID:
+		return &HookAdded{TaskID: res.TaskID, Duplicate: true}, nil
 	}
 	e.metrics.TasksAdded.Inc()
 	e.changed()

@@ -81,3 +81,68 @@ func TestStoreOutcomesTriesAgain(t *testing.T) {
 		t.Fatalf("stored: %v %v", got, err)
 	}
 }
+
+// lostAnswer writes TaskFinish's first batch for real and then answers
+// UNAVAILABLE, as a PostgreSQL that crashes after the commit but before
+// its answer does.
+type lostAnswer struct {
+	store.Store
+	calls int
+}
+
+func (l *lostAnswer) TaskFinish(ctx context.Context, ps []*store.FinishParams) ([]error, error) {
+	l.calls++
+	errs, err := l.Store.TaskFinish(ctx, ps)
+	if l.calls == 1 && err == nil {
+		return nil, task.Errorf(task.CodeUnavailable, "connection reset by peer")
+	}
+	return errs, err
+}
+
+// TestStoreOutcomesLostAnswer: an outcome whose first write committed
+// although the store answered UNAVAILABLE is refused LEASE_LOST by the
+// next try (its own commit finished the task); the caller is told
+// UNAVAILABLE — it may have been recorded — never LEASE_LOST, which would
+// tell a worker that its stored ack was refused.
+func TestStoreOutcomesLostAnswer(t *testing.T) {
+	t.Parallel()
+	st := stores.Open(t, "sqlite")
+	defer st.Close()
+	ctx := context.Background()
+	inst := &task.Instance{ID: "i1", Org: "o", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}
+	if err := st.InstanceCreate(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	q := task.NewQueue("i1", "q", task.ModePull)
+	if err := st.QueueCreate(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := task.NewTask(q, task.AddInput{}, 1, task.URLRules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.ID = "t1"
+	if _, err := st.TaskAdd(ctx, []*task.Task{tk}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := st.TaskClaim(ctx, &store.ClaimParams{Queue: q, Now: 2, Limit: 1, LeaseMs: 60_000, NewLeaseID: func() string { return "l1" }})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %v %v", claimed, err)
+	}
+	c := claimed[0]
+	if _, err := c.Finish(q, 3, task.Outcome{Status: task.AttemptSucceeded}); err != nil {
+		t.Fatal(err)
+	}
+	lost := &lostAnswer{Store: st}
+	errs, err := storeOutcomes(ctx, lost, []*store.FinishParams{{Task: c, LeaseID: "l1"}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil || lost.calls != 2 {
+		t.Fatalf("storeOutcomes: %v after %d calls; want an answer on the second", err, lost.calls)
+	}
+	if !task.IsCode(errs[0], task.CodeUnavailable) {
+		t.Fatalf("the outcome's answer is %v; want UNAVAILABLE (it may have been recorded), not LEASE_LOST", errs[0])
+	}
+	got, err := st.TaskGet(ctx, store.TaskRef{InstanceID: "i1", ID: "t1"})
+	if err != nil || got.State != task.Succeeded {
+		t.Fatalf("stored: %v %v", got, err)
+	}
+}

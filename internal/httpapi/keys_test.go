@@ -92,7 +92,7 @@ func TestAddSourceHeader(t *testing.T) {
 			t.Fatalf("header %q: source %v, want %s", source, src, want)
 		}
 	}
-	for _, bad := range []string{"trigger", "deadletter", "function", "rerun", "MCP", "x"} {
+	for _, bad := range []string{"trigger", "schedule", "hook", "task", "deadletter", "function", "rerun", "MCP", "x"} {
 		r := add(bad)
 		e := r.body["error"].(map[string]any)
 		if r.status != 400 || e["code"] != "INVALID_ARGUMENT" || e["message"] != `X-Errand-Source: must be api, console or mcp, not "`+bad+`"` {

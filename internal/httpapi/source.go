@@ -10,7 +10,7 @@ import (
 // addSource is the source an add's tasks get: api, or the client surface
 // the request names in the SourceHeader. Only the surfaces that call this
 // API for someone else may be named (the console, the MCP server); the
-// other sources (function, trigger, deadletter, rerun) are set by errand
+// other sources (function, schedule, hook, task, deadletter, rerun) are set by errand
 // itself and cannot be claimed. The header is the caller's own statement,
 // like a User-Agent: it labels the task and grants nothing.
 func addSource(r *http.Request) (string, error) {

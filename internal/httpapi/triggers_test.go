@@ -110,6 +110,10 @@ func TestHookWithoutSecret(t *testing.T) {
 	if n := len(a.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 2 {
 		t.Fatalf("%d tasks, want 2 (refused calls add nothing)", n)
 	}
+	// fired counts the tasks added: not the retry, not the refused calls.
+	if got := a.do("GET", "/v1/tasks/jobs/triggers/"+tr["id"].(string), nil).want(t, 200, "").obj("trigger"); got["fired"] != 2.0 || got["errorCount"] != 0.0 {
+		t.Fatalf("rule after the calls: fired %v, errorCount %v, want 2 and 0", got["fired"], got["errorCount"])
+	}
 	// A disabled hook answers as a missing one.
 	a.do("PATCH", "/v1/tasks/jobs/triggers/"+tr["id"].(string), `{"enabled":false}`).want(t, 200, "")
 	s.hookCall(path, []byte(`{}`), nil).want(t, 404, "NOT_FOUND")

@@ -20,7 +20,7 @@ const ErrorMetaKey = "errand/error"
 // next tells the agent what to do after a refusal with each code.
 var next = map[errandapi.Code]string{
 	errandapi.CodeInvalidArgument:       "fix the argument named at the start of the message and call again.",
-	errandapi.CodeNotFound:              "check the names and the id: tasks_list_queues lists an instance's queues, tasks_list a queue's tasks. An instance the key has no grant on also answers NOT_FOUND.",
+	errandapi.CodeNotFound:              "check the names and the id: tasks_list_queues lists an instance's queues, tasks_list a queue's tasks, tasks_list_triggers its trigger rules. An instance the key has no grant on also answers NOT_FOUND.",
 	errandapi.CodeTaskExists:            "a task with this name is already in the queue (its id is in the message data); tasks_get shows it. Treat it as added, or use another name for a new task.",
 	errandapi.CodeQueueExists:           "the queue exists: change it with tasks_set_queue.",
 	errandapi.CodeInstanceExists:        "the instance exists already: use it.",
@@ -31,7 +31,7 @@ var next = map[errandapi.Code]string{
 	errandapi.CodeRunningNotCancellable: "an attempt is running now: wait for it to end (tasks_get), then cancel the task if it is still waiting.",
 	errandapi.CodeNotRetryable:          "only a failed task can be retried: tasks_get shows its state.",
 	errandapi.CodeNotRunnable:           "run now applies to a scheduled or retrying task; this one has finished (tasks_retry re-runs a failed one).",
-	errandapi.CodeConfirmRequired:       "this removes tasks for good: ask the user to confirm, then call again with confirm: true.",
+	errandapi.CodeConfirmRequired:       "this cannot be undone: ask the user to confirm, then call again with confirm: true.",
 	errandapi.CodeDepthExceeded:         "a chain of tasks adding tasks is more than 8 deep: stop adding from inside this chain.",
 	errandapi.CodeWrongMode:             "tasks_lease works on pull queues only; this queue delivers its tasks itself (tasks_list_queues shows each queue's mode).",
 	errandapi.CodeUnauthenticated:       "the API key is missing or not valid: the user must configure one (ERRAND_API_KEY for errand mcp, the Authorization header over HTTP).",

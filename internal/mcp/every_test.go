@@ -137,6 +137,43 @@ func TestEveryTool(t *testing.T) {
 		t.Fatalf("reveal after rotate %q, want %q", k1.WebhookKey, k2.WebhookKey)
 	}
 
+	// Trigger rules: create one of each kind, read, change, delete.
+	var tr errandapi.TriggerResponse
+	sum = s.ok("tasks_create_trigger", obj{"instance": "jobs", "queue": "hooks", "params": obj{"team": "ops"},
+		"schedule": obj{"cron": "*/5 * * * *", "timeZone": "Europe/Paris"}}, &tr)
+	sched := *tr.Trigger
+	if sched.Kind != "schedule" || sched.Queue != "jobs/hooks" || sched.Schedule.TimeZone != "Europe/Paris" || string(sched.Params) != `{"team":"ops"}` ||
+		!strings.HasPrefix(sum, "created schedule rule "+sched.ID+" → jobs/hooks") {
+		t.Fatalf("schedule rule %+v %q", sched, sum)
+	}
+	s.ok("tasks_create_trigger", obj{"instance": "jobs", "queue": "jobs/work", "hook": obj{"headers": []any{"X-Event"}}}, &tr)
+	if tr.Trigger.Kind != "hook" || !strings.HasPrefix(tr.Trigger.Hook.Path, "/v1/hooks/jobs/") || tr.Trigger.Hook.HasSecret {
+		t.Fatalf("hook rule %+v", tr.Trigger)
+	}
+	s.ok("tasks_create_trigger", obj{"instance": "jobs", "queue": "hooks", "task": obj{"queue": "work", "on": []any{"failed"}}}, &tr)
+	if tr.Trigger.Kind != "task" || tr.Trigger.Task.Queue != "jobs/work" || tr.Trigger.Task.On[0] != "failed" {
+		t.Fatalf("task rule %+v", tr.Trigger)
+	}
+	var tl errandapi.TriggerList
+	sum = s.ok("tasks_list_triggers", obj{"instance": "jobs"}, &tl)
+	if len(tl.Triggers) != 3 || tl.Triggers[0].ID != sched.ID || !strings.HasPrefix(sum, "3 trigger rules in jobs: schedule rule") {
+		t.Fatalf("rules %+v %q", tl, sum)
+	}
+	sum = s.ok("tasks_update_trigger", obj{"instance": "jobs", "id": sched.ID, "enabled": false, "params": nil}, &tr)
+	if tr.Trigger.Enabled || tr.Trigger.Schedule.Cron != "*/5 * * * *" || string(tr.Trigger.Params) != "null" || !strings.Contains(sum, ", disabled") {
+		t.Fatalf("changed rule %+v %q", tr.Trigger, sum)
+	}
+	s.ok("tasks_get_trigger", obj{"instance": "jobs", "id": sched.ID}, &tr)
+	if tr.Trigger.Enabled || tr.Trigger.Schedule.NextTickAt != nil {
+		t.Fatalf("got rule %+v", tr.Trigger)
+	}
+	var trDel errandapi.TriggerDeleteResponse
+	s.ok("tasks_delete_trigger", obj{"instance": "jobs", "id": sched.ID, "confirm": true}, &trDel)
+	if !trDel.Deleted {
+		t.Fatalf("deleted %+v", trDel)
+	}
+	s.refused("tasks_get_trigger", obj{"instance": "jobs", "id": sched.ID}, "NOT_FOUND")
+
 	var del errandapi.DeleteResponse
 	s.ok("tasks_purge_queue", obj{"instance": "jobs", "queue": "work", "confirm": true}, &del)
 	if del.Deleted != 2 {

@@ -39,7 +39,9 @@ type Options struct {
 }
 
 // allTools is every tool in the order they are listed.
-func allTools() []tool { return slices.Concat(queueTools, taskTools, pullTools, instanceTools) }
+func allTools() []tool {
+	return slices.Concat(queueTools, taskTools, pullTools, triggerTools, instanceTools)
+}
 
 // ToolNames returns every tool's name and the grant it needs, in order.
 func ToolNames() map[string]errandapi.Role {

@@ -51,6 +51,13 @@ type TriggerStore interface {
 	// the rule, as p.Err does when p.Task is nil.
 	TriggerFire(ctx context.Context, p *TriggerFireParams) (*TriggerFireResult, error)
 
+	// TriggerHookAdd adds p.Task, a hook call's task, for hook rule p.Ref
+	// and counts it on the rule (Fired) in one transaction. A task whose
+	// name is taken (a sender's retry) adds and counts nothing: Added is
+	// true and TaskID is the holder's. A queue that is gone is recorded on
+	// the rule as its last error (Err) and adds nothing.
+	TriggerHookAdd(ctx context.Context, p *TriggerHookAddParams) (*TriggerFireResult, error)
+
 	// TriggerEventList returns up to p.Limit pending chain events of every
 	// instance, oldest first.
 	TriggerEventList(ctx context.Context, p *TriggerEventListParams) ([]*TriggerEvent, error)
@@ -110,6 +117,13 @@ type TriggerFireResult struct {
 	TaskID string
 	// Err is the refusal recorded on the rule ("" for none).
 	Err string
+}
+
+// TriggerHookAddParams is one hook call's task to add for its rule.
+type TriggerHookAddParams struct {
+	Ref  TriggerRef
+	Task *task.Task
+	Now  int64
 }
 
 // TriggerEvent is one pending chain event: a task of a watched queue

@@ -21,7 +21,6 @@ const (
 	SourceConsole    = "console"
 	SourceMCP        = "mcp"
 	SourceFunction   = "function"
-	SourceTrigger    = "trigger"
 	SourceDeadLetter = "deadletter"
 	SourceRerun      = "rerun"
 )

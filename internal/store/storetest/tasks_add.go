@@ -55,7 +55,7 @@ func testAddRoundTrip(t *testing.T, e *env) {
 		in.Target = &task.Target{Function: "app/send-receipt"}
 		in.Delay = ptr(1.5)
 		in.DeadlineSeconds = ptr(30)
-		in.Source = task.SourceTrigger
+		in.Source = task.SourceSchedule
 		in.Depth = 3
 	})
 	tk.DeadLetterOf = "task-original"

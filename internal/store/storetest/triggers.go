@@ -11,6 +11,7 @@ import (
 var triggerCases = []testCase{
 	{"CRUD", testTriggerCRUD},
 	{"Hook", testTriggerHook},
+	{"HookAdd", testTriggerHookAdd},
 	{"DueAndFire", testTriggerDueAndFire},
 	{"FireQueueGone", testTriggerFireQueueGone},
 	{"ChainEventInFinish", testTriggerChainEvent},

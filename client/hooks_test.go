@@ -1,0 +1,78 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"path"
+	"strconv"
+	"testing"
+
+	"github.com/errandhq/errand/client"
+	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/deliver"
+)
+
+// TestFireHook: the client calls a hook as a sender would, without an API
+// key even in serve mode; Idempotency-Key makes a retry a duplicate;
+// copied headers reach params; a signed hook takes the Standard Webhooks
+// headers, and a bad signature is UNAUTHENTICATED; the rule counts each
+// task added.
+func TestFireHook(t *testing.T) {
+	e := start(t, options{serve: true})
+	ctx := context.Background()
+	admin := e.client(e.key("acme", "full:*"), client.RetryPolicy{})
+	if _, err := admin.CreateInstance(ctx, "jobs"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateQueue(ctx, "jobs", "in", errandapi.QueueRequest{Mode: new(errandapi.ModePull)}); err != nil {
+		t.Fatal(err)
+	}
+	q := "jobs/in"
+	rule := must(admin.CreateTrigger(ctx, "jobs", errandapi.TriggerRequest{Queue: &q,
+		Hook: &errandapi.TriggerHookSpec{Headers: &[]string{"X-Event"}}})).of(t)
+	token := path.Base(rule.Hook.Path)
+
+	anon := e.client("", client.RetryPolicy{})
+	h := http.Header{"Idempotency-Key": {"d-1"}, "X-Event": {"push"}}
+	first := must(anon.FireHook(ctx, "jobs", token, []byte(`{"n":1}`), h)).of(t)
+	if first.ID == "" || first.Duplicate {
+		t.Fatalf("first call %+v", first)
+	}
+	if again := must(anon.FireHook(ctx, "jobs", token, []byte(`{"n":1}`), h)).of(t); again.ID != first.ID || !again.Duplicate {
+		t.Fatalf("retry %+v, want a duplicate of %s", again, first.ID)
+	}
+	got := must(admin.GetTask(ctx, "jobs", first.ID)).of(t)
+	if got.Source != "hook" || string(got.Payload) != `{"n":1}` || string(got.Params) != `{"headers":{"X-Event":"push"}}` || got.Name == nil || *got.Name != "d-1" {
+		t.Fatalf("hook task %+v", got)
+	}
+	if _, err := anon.FireHook(ctx, "jobs", token, []byte(`not json`), nil); !errors.Is(err, errandapi.ErrInvalidArgument) {
+		t.Fatalf("a body that is not JSON: %v", err)
+	}
+	if _, err := anon.FireHook(ctx, "jobs", "hk_nope", nil, nil); !errors.Is(err, errandapi.ErrNotFound) {
+		t.Fatalf("an unknown hook: %v", err)
+	}
+
+	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	signed := must(admin.CreateTrigger(ctx, "jobs", errandapi.TriggerRequest{Queue: &q,
+		Hook: &errandapi.TriggerHookSpec{Secret: errandapi.Value(secret)}})).of(t)
+	body, ts := []byte(`{"signed":true}`), e.clock.Now().Unix()
+	sig, _ := deliver.SignStandard(secret, "msg_1", ts, body)
+	sh := http.Header{}
+	sh.Set("webhook-id", "msg_1")
+	sh.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	sh.Set("webhook-signature", sig)
+	if r := must(anon.FireHook(ctx, "jobs", path.Base(signed.Hook.Path), body, sh)).of(t); r.ID == "" || r.Duplicate {
+		t.Fatalf("signed call %+v", r)
+	}
+	sh.Set("webhook-signature", "v1,AAAA")
+	if _, err := anon.FireHook(ctx, "jobs", path.Base(signed.Hook.Path), body, sh); !errors.Is(err, errandapi.ErrUnauthenticated) {
+		t.Fatalf("a bad signature: %v", err)
+	}
+	if r := must(admin.GetTrigger(ctx, "jobs", rule.ID)).of(t); r.Fired != 1 {
+		t.Fatalf("rule fired %d, want 1", r.Fired)
+	}
+	if r := must(admin.GetTrigger(ctx, "jobs", signed.ID)).of(t); r.Fired != 1 {
+		t.Fatalf("signed rule fired %d, want 1", r.Fired)
+	}
+}
