@@ -41,6 +41,9 @@ type dispatcherDeps struct {
 	dev      bool   // log every attempt at Info
 	writers  int    // outcome batches written at once
 	backstop time.Duration
+	// stored, if set, is told of each outcome batch written (the
+	// chainer's wake, as the finish batcher tells it of pull outcomes).
+	stored func(ps []*store.FinishParams)
 }
 
 // Dispatcher delivers due tasks of push queues to their targets. It wakes
@@ -336,6 +339,9 @@ func (d *Dispatcher) finisher() {
 		if err != nil {
 			d.log.Error("storing outcomes failed; their leases will run out and be retried", "n", len(ps), "err", err)
 			continue
+		}
+		if d.stored != nil {
+			d.stored(ps)
 		}
 		again := false
 		for i, f := range batch {

@@ -207,3 +207,35 @@ func TestRotatedKeySignsTheNextDelivery(t *testing.T) {
 		t.Fatal("the old key still verifies after rotation")
 	}
 }
+
+// TestPushFinishWakesTheChainer: a push task that succeeds wakes the
+// chainer at once (the dispatcher's outcome writers tell it, as the finish
+// batcher does for pull acks), so its task rule adds the chained task
+// without waiting for the chainer's poll — the fake clock never moves here.
+func TestPushFinishWakesTheChainer(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rcv := newReceiver(t)
+	b.queue("emails", &task.QueuePatch{Target: targetPtr(rcv.URL + "/hook")})
+	b.queue("after", &task.QueuePatch{Mode: new(task.ModePull)})
+	if _, err := b.eng.TriggerCreate(b.ctx, "dev", "jobs", &task.TriggerPatch{Queue: new("jobs/after"), Task: &task.TaskOnPatch{Queue: new("jobs/emails")}}); err != nil {
+		t.Fatal(err)
+	}
+	id := b.add("emails", task.AddInput{Payload: json.RawMessage(`{"n":1}`)})
+	rcv.next(t)
+	b.waitState(id, task.Succeeded)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		page, err := b.eng.TaskList(b.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "after"}, engine.ListFilter{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Tasks) == 1 && page.Tasks[0].Depth == 1 && page.Tasks[0].Source == task.SourceTask {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no chained task 10 s after the push task succeeded: %+v", page.Tasks)
+		}
+		time.Sleep(2 * time.Millisecond) // polls the store; the fake clock stays put
+	}
+}

@@ -142,7 +142,7 @@ func New(cfg Config) *Engine {
 	// cfg.Deliverer.
 	e.ops = newOpsState(e, cfg.Ops)
 	e.dispatcher = newDispatcher(dispatcherDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "dispatcher"),
-		targets: e.ops.router(cfg.Deliverer), metrics: cfg.Metrics, wake: e.waker, dev: cfg.Dev, writers: cfg.Writers, backstop: cfg.Backstop})
+		targets: e.ops.router(cfg.Deliverer), metrics: cfg.Metrics, wake: e.waker, dev: cfg.Dev, writers: cfg.Writers, backstop: cfg.Backstop, stored: e.chainsMaybe})
 	td := TriggerDeps{Store: cfg.Store, Clock: e.clock, Logger: cfg.Logger, Rules: cfg.URLRules, Added: e.changed, NewID: e.newID}
 	td.Wake = e.ruleWake.next
 	e.scheduler = NewScheduler(SchedulerDeps{TriggerDeps: td, Backstop: cfg.Backstop})
