@@ -210,6 +210,13 @@ type ClaimParams struct {
 	// at Rate per second of Now and pays one token per claimed task.
 	Rate  float64
 	Burst int
+	// Functions, when not nil, routes function targets: a task whose
+	// attempt goes to a function (FunctionOf) is claimed only while
+	// Functions gives that function a free slot here, at most that many;
+	// tasks of other targets are claimed as usual. A task past its queue's
+	// maxAgeSeconds is claimed whatever its function, so that its attempt
+	// ends it. nil claims every due task.
+	Functions map[string]int
 }
 
 // LeaseRef names one attempt in flight: a task and the lease it holds.

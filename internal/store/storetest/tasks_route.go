@@ -1,0 +1,61 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// testClaimRouted: under ClaimParams.Functions a function's tasks are
+// claimed only up to its free slots, a function with none (or unlisted)
+// is left waiting with no attempt used, tasks of other targets are claimed
+// as usual, and a task past maxAgeSeconds is claimed whatever its function.
+func testClaimRouted(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	fnA := &task.Target{Function: "app/a"}
+	q := e.queue(inst, "fn", task.ModePush, func(q *task.Queue) { q.Target = fnA; q.MaxAgeSeconds = 3600 })
+	// 3 tasks of the queue's function, 2 of app/b by their own target, 1
+	// webhook of its own.
+	ownA := e.addN(q, 3, T0, nil)
+	ownB := e.addN(q, 2, T0+1, func(_ int, in *task.AddInput) { in.Target = &task.Target{Function: "app/b"} })
+	hooked := e.addN(q, 1, T0+2, func(_ int, in *task.AddInput) { in.Target = hook })
+	route := func(fns map[string]int) func(*store.ClaimParams) {
+		return func(p *store.ClaimParams) { p.Functions = fns }
+	}
+
+	// No worker anywhere: only the webhook task goes.
+	got := e.claimWith(q, T0+10, 100, route(map[string]int{}))
+	sameIDs(t, "claim with no function served", got, hooked[0].ID)
+	for _, tk := range append(ownA, ownB...) {
+		if g := e.get(inst.ID, tk.ID); g.State != task.Pending || g.Attempt != 0 {
+			t.Fatalf("unserved task %s: state %s attempt %d; want PENDING, 0", tk.ID, g.State, g.Attempt)
+		}
+	}
+	// Two slots for app/a, none for app/b: the first two of app/a.
+	got = e.claimWith(q, T0+10, 100, route(map[string]int{"app/a": 2, "app/b": 0}))
+	sameIDs(t, "claim with 2 slots of app/a", got, ownA[0].ID, ownA[1].ID)
+	// One slot of app/b.
+	got = e.claimWith(q, T0+10, 100, route(map[string]int{"app/b": 1}))
+	sameIDs(t, "claim with 1 slot of app/b", got, ownB[0].ID)
+	// Past maxAgeSeconds every task goes, to be ended by its attempt.
+	late := T0 + 3600*1000 + 10
+	got = e.claimWith(q, late, 100, route(map[string]int{}))
+	sameIDs(t, "claim past maxAgeSeconds", got, ownA[2].ID, ownB[1].ID)
+}
+
+// testClaimRoutedQueueTarget: a queue whose target is a webhook is not
+// narrowed by the route, and a nil Functions claims everything.
+func testClaimRoutedQueueTarget(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "hooks", task.ModePush)
+	e.addN(q, 2, T0, nil)
+	fq := e.queue(inst, "fn", task.ModePush, func(q *task.Queue) { q.Target = &task.Target{Function: "app/a"} })
+	e.addN(fq, 2, T0, nil)
+	if got := e.claimWith(q, T0, 10, func(p *store.ClaimParams) { p.Functions = map[string]int{} }); len(got) != 2 {
+		t.Fatalf("a webhook queue under a route claimed %d of 2", len(got))
+	}
+	if got := e.claimWith(fq, T0, 10, func(p *store.ClaimParams) {}); len(got) != 2 {
+		t.Fatalf("a function queue without a route claimed %d of 2", len(got))
+	}
+}
