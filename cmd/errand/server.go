@@ -86,20 +86,26 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 	if c.shared {
 		backstop = time.Second
 	}
+	workers := &deliver.Workers{}
 	eng := engine.New(engine.Config{
 		Store: c.store, Logger: c.log, Dev: c.dev, URLRules: c.rules, Backstop: backstop, DatabaseClock: c.shared,
-		Deliverer: &deliver.Mux{Webhook: wh}, Ops: c.ops,
+		Deliverer: &deliver.Mux{Webhook: wh, Function: workers}, Ops: c.ops,
 	})
+	workers.OnFree, workers.Now = eng.Wake, func() int64 { return eng.Clock().Now().UnixMilli() }
 	if err := eng.Start(ctx); err != nil {
 		return err
 	}
+	// Worker connections are hijacked, so the HTTP server's shutdown does
+	// not end them: the engine stops first (attempts in flight are given
+	// back uncounted), then the workers are told to go.
+	defer workers.CloseAll("the node is shutting down")
 	defer eng.Stop()
 	ln := c.ln
 	// /mcp calls the API it is mounted on, in process, with each caller's key.
 	var api *httpapi.Server
 	mcpHTTP := mcp.NewHTTPHandler(mcp.HTTPConfig{Dev: c.dev, Logger: c.log, Version: mcpVersion(),
 		API: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { api.ServeHTTP(w, r) })})
-	api = httpapi.New(httpapi.Config{Engine: eng, Auth: c.auth, Logger: c.log, Hosts: listenHosts(ln, c.addr, c.dev),
+	api = httpapi.New(httpapi.Config{Engine: eng, Auth: c.auth, Logger: c.log, Hosts: listenHosts(ln, c.addr, c.dev), Workers: workers,
 		Extra: map[string]http.Handler{"GET /metrics": eng.Metrics().Handler(), "/mcp": mcpHTTP}})
 	to := c.timeouts
 	if to == (httpTimeouts{}) {

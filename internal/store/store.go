@@ -126,6 +126,11 @@ type Store interface {
 	// for a resume, not for the dispatcher) and the earliest lease expiry of a RUNNING task of any
 	// queue; each is 0 when there is none.
 	TaskNextDue(ctx context.Context) (runAt int64, leaseExpiry int64, err error)
+	// TaskNextDueAfter returns the earliest runAt later than after of a
+	// PENDING or RETRY_WAIT task of any unpaused push queue, or 0: when
+	// tasks are due but held back (a cap, a rate, a function no worker here
+	// serves), the dispatcher still wakes for the next one that comes due.
+	TaskNextDueAfter(ctx context.Context, after int64) (int64, error)
 	// TaskDeleteFinished removes up to limit finished tasks (SUCCEEDED,
 	// FAILED, CANCELLED) whose FinishedAt is older than their instance's
 	// retentionDays at now, and never an unfinished one. It returns how many.

@@ -10,6 +10,7 @@ import (
 var maintenanceCases = []testCase{
 	{"Expired", testExpired},
 	{"NextDue", testNextDue},
+	{"NextDueAfter", testNextDueAfter},
 	{"Heartbeat", testHeartbeat},
 	{"DeleteFinished", testDeleteFinished},
 	{"DeleteFinishedBatches", testDeleteFinishedBatches},

@@ -59,3 +59,27 @@ func testClaimRoutedQueueTarget(t *testing.T, e *env) {
 		t.Fatalf("a function queue without a route claimed %d of 2", len(got))
 	}
 }
+
+// testNextDueAfter: the earliest waiting push task strictly after a time,
+// across queues, leaving out pull and paused queues.
+func testNextDueAfter(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	a := e.queue(inst, "a", task.ModePush)
+	b := e.queue(inst, "b", task.ModePush)
+	p := e.queue(inst, "p", task.ModePull)
+	paused := e.queue(inst, "paused", task.ModePush, func(q *task.Queue) { q.Paused = true })
+	at := func(ms int64) func(int, *task.AddInput) {
+		return func(_ int, in *task.AddInput) { in.RunAt = ptr(T0 + ms) }
+	}
+	e.addN(a, 1, T0, at(0))
+	e.addN(a, 1, T0, at(500))
+	e.addN(b, 1, T0, at(300))
+	e.addN(p, 1, T0, at(100))
+	e.addN(paused, 1, T0, at(50))
+	for _, c := range []struct{ after, want int64 }{{T0 - 1, T0}, {T0, T0 + 300}, {T0 + 300, T0 + 500}, {T0 + 500, 0}} {
+		got, err := e.s.TaskNextDueAfter(e.ctx, c.after)
+		if err != nil || got != c.want {
+			t.Fatalf("TaskNextDueAfter(T0%+d) = %d, %v; want %d", c.after-T0, got-T0, err, c.want-T0)
+		}
+	}
+}
