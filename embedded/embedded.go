@@ -17,9 +17,10 @@
 //	e.Add(ctx, "jobs", "receipts", embedded.NewTask{Payload: json.RawMessage(`{"order":42}`)})
 //
 // Several programs may embed the engine on one PostgreSQL store, beside
-// `errand serve` nodes: they share the work as nodes do. A function is served
-// only by the programs that registered it; an attempt that reaches a program
-// without it fails and is retried with backoff.
+// `errand serve` nodes: they share the work as nodes do. A function's
+// attempts are claimed only by the programs that registered it (and the
+// nodes its connected workers are on); while nobody serves it, its tasks
+// wait as scheduled without using an attempt.
 package embedded
 
 import (
@@ -151,9 +152,13 @@ func (e *Engine) Handle(function string, h Handler) error {
 	if h == nil {
 		return publicError(task.FieldErrorf(task.CodeInvalidArgument, "handler", "must not be nil"))
 	}
-	return publicError(e.fns.Handle(function, func(ctx context.Context, t *task.Task) (json.RawMessage, error) {
+	if err := e.fns.Handle(function, func(ctx context.Context, t *task.Task) (json.RawMessage, error) {
 		return h(ctx, publicTask(t))
-	}))
+	}); err != nil {
+		return publicError(err)
+	}
+	e.eng.Wake() // the function's waiting tasks may be claimed now
+	return nil
 }
 
 // Defer is the error a Handler returns to be tried again after d without

@@ -29,13 +29,13 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 		s.writeError(w, r, task.Errorf(task.CodeNotFound, "function workers are not served here"))
 		return
 	}
-	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
-		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "Upgrade", "GET %s{instance} is a WebSocket: send Upgrade: websocket", errandapi.WorkerPath))
-		return
-	}
 	inst, err := s.eng.Instance(r.Context(), c.p.Org, c.instance)
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "Upgrade", "GET %s{instance} is a WebSocket: send Upgrade: websocket", errandapi.WorkerPath))
 		return
 	}
 	// The server's read and write timeouts are for requests; a worker's
