@@ -129,6 +129,9 @@ func TestWorkersServeFunctions(t *testing.T) {
 			done := waitTasks(t, c, ids, 60*time.Second)
 			by := map[string]int{}
 			for _, tk := range done {
+				if len(tk.Attempts) != 1 {
+					t.Fatalf("task %s took attempts %+v; want one", tk.ID, tk.Attempts)
+				}
 				var r struct{ By string }
 				if err := json.Unmarshal(tk.Result, &r); err != nil || r.By == "" {
 					t.Fatalf("task %s result %s", tk.ID, tk.Result)
@@ -229,4 +232,48 @@ func derefStr(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// TestWorkerOnOneOfTwoNodes: two `errand serve` nodes on one PostgreSQL,
+// the worker connected to only one: tasks added through the other run,
+// each once, on the first attempt (the node without the worker never
+// claims them, so it spends no attempt on them).
+func TestWorkerOnOneOfTwoNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs server and worker processes")
+	}
+	ctx := context.Background()
+	urlA, adminA, writer, store := serveNode(t, "postgres")
+	_, urlB, logsB := startServe(t, buildErrand(t), "--store", store)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("node B log:\n%s", logsB)
+		}
+	})
+	code, out, errOut := runMain("keys", "create", "--store", store, "--org", "acme", "--grant", "write:jobs")
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	viaB, err := client.New(urlB, client.Options{APIKey: strings.TrimSpace(out)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	functionQueue(t, adminA, "work", 0)
+	rs := &reports{running: map[string]string{}}
+	rec := httptest.NewServer(rs)
+	defer rec.Close()
+	startWorker(t, "A", urlA, writer, rec.URL, 4)
+	var ids []string
+	for range 20 {
+		res, err := viaB.AddTask(ctx, "jobs", "work", errandapi.NewTask{Payload: json.RawMessage(`{"sleepMs":5}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.ID)
+	}
+	for id, tk := range waitTasks(t, viaB, ids, 30*time.Second) {
+		if tk.Attempt != 1 || len(tk.Attempts) != 1 {
+			t.Fatalf("task %s took %d attempts: %+v", id, tk.Attempt, tk.Attempts)
+		}
+	}
 }

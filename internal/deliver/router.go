@@ -1,5 +1,7 @@
 package deliver
 
+import "github.com/errandhq/errand/internal/task"
+
 // inProcessSlots is what an in-process function offers a claim: no cap of
 // its own (the queue's and instance's limits apply).
 const inProcessSlots = 1 << 20
@@ -22,4 +24,18 @@ func (m *Mux) Free(instanceID string) map[string]int {
 		return r.Free(instanceID)
 	}
 	return map[string]int{}
+}
+
+// Reserver is implemented by a Router whose slots are taken when an
+// attempt is claimed, before its delivery starts: the dispatcher claims
+// again at once, and must not see the same slots free twice.
+type Reserver interface {
+	Reserve(t *task.Task, fn string)
+}
+
+// Reserve implements Reserver when the mux's function deliverer does.
+func (m *Mux) Reserve(t *task.Task, fn string) {
+	if r, ok := m.Function.(Reserver); ok {
+		r.Reserve(t, fn)
+	}
 }

@@ -186,9 +186,17 @@ func (w *Workers) Free(instanceID string) map[string]int {
 // disconnects before answering fails the attempt.
 func (w *Workers) Deliver(ctx context.Context, r *Request) Result {
 	fn := r.Target.Function
-	c, h := w.pick(r.Task.InstanceID, fn, r.Task.LeaseID, r.Task.DeadlineAt)
+	c, h := w.reserved(r.Task.LeaseID)
+	if c == nil {
+		c, h = w.pick(r.Task.InstanceID, fn, r.Task.LeaseID, r.Task.DeadlineAt)
+	}
 	if c == nil {
 		return Result{Outcome: task.Outcome{Status: task.AttemptReleased, Error: "no worker serves " + fn + " with a free slot on this node"}}
+	}
+	if ctx.Err() != nil { // the node is stopping: never sent
+		c.drop(r.Task.LeaseID)
+		w.freed()
+		return Result{Outcome: task.Outcome{Status: task.AttemptReleased, Error: "the node stopped before the attempt was sent"}}
 	}
 	start := time.Now()
 	_, name, _ := strings.Cut(fn, "/")
@@ -208,6 +216,24 @@ func (w *Workers) Deliver(ctx context.Context, r *Request) Result {
 		c.abandon(r.Task.LeaseID)
 		return Result{Outcome: task.Outcome{Status: task.AttemptFailed, Error: "deadline exceeded: the worker did not answer"}, Duration: time.Since(start)}
 	}
+}
+
+// Reserve implements Reserver: the claim of t took a slot of fn here, held
+// for its delivery under t's lease id.
+func (w *Workers) Reserve(t *task.Task, fn string) {
+	w.pick(t.InstanceID, fn, t.LeaseID, t.DeadlineAt)
+}
+
+// reserved returns the slot Reserve took for leaseID, if any.
+func (w *Workers) reserved(leaseID string) (*WorkerConn, *held) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range w.conns {
+		if h := c.held[leaseID]; h != nil {
+			return c, h
+		}
+	}
+	return nil, nil
 }
 
 // pick reserves a slot for fn on the connection of instanceID with the

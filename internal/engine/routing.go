@@ -34,15 +34,25 @@ func (v *slotView) free(instanceID string) map[string]int {
 	return m
 }
 
-// took lessens the view by the function tasks a claim of q took.
+// took lessens the view by the function tasks a claim of q took, and
+// takes their slots in the router (deliver.Reserver) before the next pass
+// reads it again.
 func (v *slotView) took(q *task.Queue, ts []*task.Task) {
 	m := v.byInst[q.InstanceID]
 	if m == nil {
 		return
 	}
+	res, _ := v.r.(deliver.Reserver)
 	for _, t := range ts {
-		if fn := store.FunctionOf(t, q); fn != "" && m[fn] > 0 {
+		fn := store.FunctionOf(t, q)
+		if fn == "" {
+			continue
+		}
+		if m[fn] > 0 {
 			m[fn]--
+		}
+		if res != nil {
+			res.Reserve(t, fn)
 		}
 	}
 }
