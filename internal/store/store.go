@@ -131,6 +131,15 @@ type Store interface {
 	// tasks are due but held back (a cap, a rate, a function no worker here
 	// serves), the dispatcher still wakes for the next one that comes due.
 	TaskNextDueAfter(ctx context.Context, after int64) (int64, error)
+	// WorkersPut replaces p.Node's rows of the workers table (the
+	// functions its connected workers serve) in one transaction, and
+	// removes every node's rows not seen since p.Forget.
+	WorkersPut(ctx context.Context, p *WorkersPutParams) error
+	// WorkersServed returns the functions served for p.InstanceID (and for
+	// AllInstances) by nodes seen after p.SeenAfter, with their slots
+	// summed over the nodes.
+	WorkersServed(ctx context.Context, p *WorkersServedParams) (map[string]int, error)
+
 	// TaskDeleteFinished removes up to limit finished tasks (SUCCEEDED,
 	// FAILED, CANCELLED) whose FinishedAt is older than their instance's
 	// retentionDays at now, and never an unfinished one. It returns how many.

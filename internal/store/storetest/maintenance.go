@@ -11,6 +11,7 @@ var maintenanceCases = []testCase{
 	{"Expired", testExpired},
 	{"NextDue", testNextDue},
 	{"NextDueAfter", testNextDueAfter},
+	{"Workers", testWorkers},
 	{"Heartbeat", testHeartbeat},
 	{"DeleteFinished", testDeleteFinished},
 	{"DeleteFinishedBatches", testDeleteFinishedBatches},

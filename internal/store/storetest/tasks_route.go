@@ -83,3 +83,39 @@ func testNextDueAfter(t *testing.T, e *env) {
 		}
 	}
 }
+
+// testWorkers: WorkersPut replaces a node's rows; WorkersServed sums the
+// live nodes' slots for an instance and the in-process '*' rows, leaving
+// out quiet nodes and other instances; Forget removes dead nodes.
+func testWorkers(t *testing.T, e *env) {
+	a := e.instance("acme", "jobs")
+	b := e.instance("acme", "other")
+	put := func(node string, now int64, served map[string]map[string]int) {
+		t.Helper()
+		if err := e.s.WorkersPut(e.ctx, &store.WorkersPutParams{Node: node, Served: served, Now: now, Forget: now - 3_600_000}); err != nil {
+			t.Fatalf("WorkersPut(%s): %v", node, err)
+		}
+	}
+	served := func(inst string, after int64) string {
+		t.Helper()
+		m, err := e.s.WorkersServed(e.ctx, &store.WorkersServedParams{InstanceID: inst, SeenAfter: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return show(m)
+	}
+	put("n1", T0, map[string]map[string]int{a.ID: {"app/x": 4, "app/y": 1}, b.ID: {"app/z": 2}})
+	put("n2", T0, map[string]map[string]int{a.ID: {"app/x": 3}})
+	put("emb", T0, map[string]map[string]int{store.AllInstances: {"lib/f": 1 << 20}})
+	if got, want := served(a.ID, T0-1), show(map[string]int{"app/x": 7, "app/y": 1, "lib/f": 1 << 20}); got != want {
+		t.Fatalf("served %s; want %s", got, want)
+	}
+	put("n1", T0+10, map[string]map[string]int{a.ID: {"app/y": 2}}) // n1 now serves only app/y
+	if got, want := served(a.ID, T0), show(map[string]int{"app/y": 2}); got != want {
+		t.Fatalf("served after n1 changed, n2 and emb quiet: %s; want %s", got, want)
+	}
+	put("n1", T0+3_600_000+100, nil) // n1 leaves; n2 and emb are forgotten
+	if got := served(a.ID, 0); got != show(map[string]int{}) {
+		t.Fatalf("served after every node left or was forgotten: %s", got)
+	}
+}
