@@ -103,7 +103,7 @@ func TestWorkerBadInput(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	ctx := context.Background()
-	_, url := startErrand(t, buildErrand(t), "--data", t.TempDir())
+	_, url, logs := startMode(t, buildErrand(t), "dev", "--data", t.TempDir())
 	c, err := client.New(url, client.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -137,9 +137,19 @@ func TestWorkerBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// dev logs a function no worker serves once, however many tasks wait.
+	if _, err := c.AddTask(ctx, "jobs", "work", errandapi.NewTask{Delay: new(3600.0)}); err != nil {
+		t.Fatal(err)
+	}
 	w := dialWorker(t, url)
 	w.send(hello("work"))
 	w.want(errandapi.FrameWelcome)
+	// The log is a pipe, in order: once the connection's line is in, the
+	// adds' lines before it are too.
+	waitUntil(t, 10*time.Second, "the worker's log line", func() bool { return strings.Contains(logs.String(), "worker connected") })
+	if n := strings.Count(logs.String(), "no worker serves app/work"); n != 1 {
+		t.Fatalf("dev logged the unserved function %d times; want once:\n%s", n, logs)
+	}
 	a := w.want(errandapi.FrameAttempt)
 	if a.Function != "work" || a.Token == "" || !strings.Contains(string(a.Body), res.ID) {
 		t.Fatalf("attempt frame %+v", a)

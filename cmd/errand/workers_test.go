@@ -117,8 +117,9 @@ func TestWorkersServeFunctions(t *testing.T) {
 				}
 				ids = append(ids, res.ID)
 			}
-			if tk, err := c.GetTask(ctx, "jobs", ids[0]); err != nil || tk.State != errandapi.StateScheduled || tk.Attempt != 0 {
-				t.Fatalf("before any worker: %+v %v; want scheduled, attempt 0", tk, err)
+			if tk, err := c.GetTask(ctx, "jobs", ids[0]); err != nil || tk.State != errandapi.StateScheduled || tk.Attempt != 0 ||
+				!strings.HasPrefix(derefStr(tk.LastError), "no worker serves app/work") {
+				t.Fatalf("before any worker: %+v %v; want scheduled, attempt 0, lastError no worker serves app/work", tk, err)
 			}
 			t.Logf("%d tasks added (at %v)", total, time.Since(start))
 			procs := map[string]*exec.Cmd{

@@ -42,6 +42,9 @@ type Workers struct {
 	// OnFree is called when slots may have come free (a worker connected,
 	// answered or left): the dispatcher's wake-up.
 	OnFree func()
+	// OnChange is called when a worker connects or leaves: the node
+	// publishes what it serves (the workers table).
+	OnChange func()
 	// Now is the node's clock in epoch ms (default: the system clock).
 	Now func() int64
 
@@ -108,6 +111,7 @@ func (w *Workers) Register(instanceID string, hello *errandapi.WorkerFrame, tr W
 		group: hello.Group, functions: fns, slots: hello.Slots, tr: tr, held: map[string]*held{}, done: make(chan struct{})}
 	w.conns[c.id] = c
 	w.mu.Unlock()
+	w.changed()
 	w.freed()
 	return c, nil
 }
@@ -145,6 +149,7 @@ func (c *WorkerConn) Close(reason string) {
 			h.answer <- failed(0, "the worker disconnected during the attempt: "+reason)
 		}
 	}
+	w.changed()
 	w.freed()
 }
 
@@ -365,6 +370,31 @@ func (w *Workers) now() int64 {
 		return w.Now()
 	}
 	return time.Now().UnixMilli()
+}
+
+func (w *Workers) changed() {
+	if w.OnChange != nil {
+		w.OnChange()
+	}
+}
+
+// Served returns what the connected workers serve: by instance id, each
+// function's slots summed over the connections.
+func (w *Workers) Served() map[string]map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]map[string]int{}
+	for _, c := range w.conns {
+		m := out[c.instanceID]
+		if m == nil {
+			m = map[string]int{}
+			out[c.instanceID] = m
+		}
+		for f := range c.functions {
+			m[f] += c.slots
+		}
+	}
+	return out
 }
 
 func (w *Workers) freed() {

@@ -205,8 +205,8 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, time.Time, error
 		if runAt != 0 && runAt <= now.UnixMilli() {
 			// Due but held back (a cap, a rate, a function no worker here
 			// serves): still wake for the next task that comes due.
-			if next, err := d.e.store.TaskNextDueAfter(ctx, now.UnixMilli()); err != nil {
-				return 0, time.Time{}, err
+			if next, err := d.store.TaskNextDueAfter(ctx, now.UnixMilli()); err != nil {
+				return 0, now, time.Time{}, err
 			} else if next > 0 {
 				wait = min(wait, time.Duration(next-now.UnixMilli())*time.Millisecond)
 			}

@@ -49,6 +49,7 @@ func (e *Engine) TaskAddWith(ctx context.Context, ref QueueRef, ins []task.AddIn
 		}
 	}
 	e.changed()
+	e.logUnserved(ctx, q, res)
 	return res, nil
 }
 
@@ -75,7 +76,11 @@ func (e *Engine) TaskGet(ctx context.Context, ref TaskRef) (*task.Task, error) {
 		return nil, err
 	}
 	t, err := e.store.TaskGet(ctx, st)
-	return t, ref.notFound(err)
+	if err != nil {
+		return nil, ref.notFound(err)
+	}
+	e.noteUnserved(ctx, t)
+	return t, nil
 }
 
 // TaskRun makes a scheduled or retrying task due now.
