@@ -68,6 +68,7 @@ type WorkerConn struct {
 
 	// guarded by w.mu
 	held   map[string]*held // attempts sent and not answered, by lease id
+	ready  bool             // welcomed: attempts may be sent
 	closed bool
 	done   chan struct{}
 }
@@ -111,9 +112,17 @@ func (w *Workers) Register(instanceID string, hello *errandapi.WorkerFrame, tr W
 		group: hello.Group, functions: fns, slots: hello.Slots, tr: tr, held: map[string]*held{}, done: make(chan struct{})}
 	w.conns[c.id] = c
 	w.mu.Unlock()
-	w.changed()
-	w.freed()
 	return c, nil
+}
+
+// Ready makes the connection's slots usable: call it once the worker has
+// been welcomed, so that no attempt overtakes the welcome.
+func (c *WorkerConn) Ready() {
+	c.w.mu.Lock()
+	c.ready = !c.closed
+	c.w.mu.Unlock()
+	c.w.changed()
+	c.w.freed()
 }
 
 // ID is the worker's id, sent in welcome.
@@ -173,7 +182,7 @@ func (w *Workers) Free(instanceID string) map[string]int {
 	defer w.mu.Unlock()
 	out := map[string]int{}
 	for _, c := range w.conns {
-		if c.instanceID != instanceID {
+		if c.instanceID != instanceID || !c.ready {
 			continue
 		}
 		if free := c.slots - len(c.held); free > 0 {
@@ -252,7 +261,7 @@ func (w *Workers) pick(instanceID, fn, leaseID string, deadline int64) (*WorkerC
 	i := 0
 	for _, c := range w.conns {
 		i++
-		if c.instanceID != instanceID || !c.functions[fn] {
+		if c.instanceID != instanceID || !c.ready || !c.functions[fn] {
 			continue
 		}
 		free := c.slots - len(c.held)
@@ -385,6 +394,9 @@ func (w *Workers) Served() map[string]map[string]int {
 	defer w.mu.Unlock()
 	out := map[string]map[string]int{}
 	for _, c := range w.conns {
+		if !c.ready {
+			continue
+		}
 		m := out[c.instanceID]
 		if m == nil {
 			m = map[string]int{}

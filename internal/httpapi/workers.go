@@ -73,6 +73,7 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 		conn.CloseNow()
 		return
 	}
+	wc.Ready()
 	go func() { // heartbeat
 		t := time.NewTicker(workerHeartbeat)
 		defer t.Stop()
