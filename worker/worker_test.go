@@ -159,3 +159,44 @@ func TestRunRefusedHello(t *testing.T) {
 		t.Fatalf("Run with an invalid name: %v", err)
 	}
 }
+
+// TestRunDrains: when Run's context ends, a running handler finishes and
+// its answer is recorded before Run returns nil.
+func TestRunDrains(t *testing.T) {
+	url, e := node(t)
+	ctx := context.Background()
+	if err := e.CreateQueue(ctx, "jobs", "q", embedded.QueueOptions{Function: "app/slow"}); err != nil {
+		t.Fatal(err)
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	w, err := worker.New(url, "jobs", "app", worker.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Handle("slow", func(ctx context.Context, tk *worker.Task) (json.RawMessage, error) {
+		close(started)
+		<-release
+		return json.RawMessage(`"finished"`), nil
+	})
+	rctx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(rctx) }()
+	res, err := e.Add(ctx, "jobs", "q", embedded.NewTask{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	stop()
+	select {
+	case err := <-ran:
+		t.Fatalf("Run returned %v with a handler still running", err)
+	default:
+	}
+	close(release)
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	if tk := wait(t, e, res[0].ID, "succeeded"); string(tk.Result) != `"finished"` || tk.Attempt != 1 {
+		t.Fatalf("drained task: %+v", tk)
+	}
+}
