@@ -326,12 +326,16 @@ func (c *WorkerConn) Answer(f *errandapi.WorkerFrame) *errandapi.WorkerFrame {
 	if h.abandoned {
 		return refuse(task.Errorf(task.CodeLeaseLost, "the attempt ended before this answer: it was recorded as timed out and will be retried"))
 	}
+	if w.now() > h.deadline {
+		// Late: whichever of this answer and the dispatcher's deadline
+		// timer comes first, the attempt is recorded as timed out.
+		h.answer <- Result{Outcome: task.Outcome{Status: task.AttemptTimedOut,
+			Error: "deadline exceeded; the worker then answered " + f.Type}}
+		return refuse(task.Errorf(task.CodeLeaseLost, "the answer came after the attempt's deadline: it is recorded as timed out and retried"))
+	}
 	h.answer <- res
 	if rerr != nil {
 		return refuse(rerr)
-	}
-	if now := w.now(); now > h.deadline {
-		return refuse(task.Errorf(task.CodeLeaseLost, "the answer came after the attempt's deadline: it is recorded as timed out and retried"))
 	}
 	return &errandapi.WorkerFrame{Type: errandapi.FrameRecorded, LeaseID: f.LeaseID}
 }
