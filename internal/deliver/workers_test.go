@@ -15,7 +15,7 @@ type frames struct {
 }
 
 func (f *frames) Send(_ context.Context, fr *errandapi.WorkerFrame) error { f.sent <- fr; return nil }
-func (f *frames) Close(string)                                           {}
+func (f *frames) Close(string)                                            {}
 
 func connect(t *testing.T, w *Workers, inst string, slots int, fns ...string) (*WorkerConn, *frames) {
 	t.Helper()
