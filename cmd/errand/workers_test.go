@@ -26,7 +26,7 @@ func serveNode(t *testing.T, kind string) (url string, admin *client.Client, wri
 		store = pgSchemaURL(t)
 	}
 	key := func(grant string) string {
-		code, out, errOut := runMain("keys", "create", "--store", store, "--org", "acme", "--grant", grant)
+		code, out, errOut := runMain("keys", "create", "--store", store, "--create", "--org", "acme", "--grant", grant)
 		if code != 0 {
 			t.Fatalf("keys create: %s", errOut)
 		}
