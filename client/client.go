@@ -176,6 +176,9 @@ func (c *Client) once(ctx context.Context, cl call, u string, body []byte) error
 	if c.source != "" {
 		req.Header.Set(errandapi.SourceHeader, c.source)
 	}
+	if tok := DeliveryToken(ctx); tok != "" {
+		req.Header.Set(errandapi.DeliveryHeader, tok)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {

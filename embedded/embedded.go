@@ -17,9 +17,10 @@
 //	e.Add(ctx, "jobs", "receipts", embedded.NewTask{Payload: json.RawMessage(`{"order":42}`)})
 //
 // Several programs may embed the engine on one PostgreSQL store, beside
-// `errand serve` nodes: they share the work as nodes do. A function is served
-// only by the programs that registered it; an attempt that reaches a program
-// without it fails and is retried with backoff.
+// `errand serve` nodes: they share the work as nodes do. A function's
+// attempts are claimed only by the programs that registered it (and the
+// nodes its connected workers are on); while nobody serves it, its tasks
+// wait as scheduled without using an attempt.
 package embedded
 
 import (
@@ -35,7 +36,7 @@ import (
 	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/engine"
-	"github.com/errandhq/errand/internal/httpapi"
+	"github.com/errandhq/errand/internal/node"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/store/storeurl"
 	"github.com/errandhq/errand/internal/task"
@@ -67,14 +68,13 @@ type Options struct {
 // Engine is an errand engine running inside this program. It is safe for
 // concurrent use.
 type Engine struct {
-	eng   *engine.Engine
-	st    store.Store
-	fns   *deliver.Functions
-	wh    *deliver.Webhook
-	org   string
-	dev   bool
-	log   *slog.Logger
-	guard *deliver.Guard
+	node *node.Node
+	eng  *engine.Engine
+	st   store.Store
+	fns  *deliver.Functions
+	org  string
+	dev  bool
+	log  *slog.Logger
 }
 
 // Open opens the store, migrating its schema if needed, and starts the
@@ -104,26 +104,11 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		}
 	}
 	e := &Engine{st: st, fns: &deliver.Functions{}, org: o.Org, dev: o.Dev, log: o.Logger}
-	var rules task.URLRules
-	if o.Dev {
-		rules = task.URLRules{AllowHTTP: true}
-		e.wh = deliver.NewWebhook(deliver.WebhookOptions{})
-	} else {
-		e.guard = deliver.NewGuard(nil)
-		rules = e.guard.URLRules()
-		e.wh = deliver.NewWebhook(deliver.WebhookOptions{Guard: e.guard})
-	}
 	shared := o.st == nil && storeurl.Shared(o.Store)
-	backstop := time.Duration(0)
-	if shared {
-		backstop = time.Second
-	}
-	e.eng = engine.New(engine.Config{
-		Store: st, Clock: o.clock, Logger: o.Logger, Dev: o.Dev, URLRules: rules,
-		Deliverer: &deliver.Mux{Webhook: e.wh, Function: e.fns}, Backstop: backstop, DatabaseClock: shared,
-	})
-	if err := e.eng.Start(context.WithoutCancel(ctx)); err != nil {
-		e.wh.Close()
+	e.node = node.New(node.Config{Store: st, Clock: o.clock, Logger: o.Logger, Dev: o.Dev, Shared: shared, Functions: e.fns})
+	e.eng = e.node.Engine
+	if err := e.node.Start(context.WithoutCancel(ctx)); err != nil {
+		e.node.Close()
 		st.Close()
 		return nil, err
 	}
@@ -133,8 +118,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 // Close stops the engine (attempts in flight finish and are recorded) and
 // closes the store.
 func (e *Engine) Close() error {
-	e.eng.Stop()
-	e.wh.Close()
+	e.node.Close()
 	return e.st.Close()
 }
 
@@ -151,9 +135,14 @@ func (e *Engine) Handle(function string, h Handler) error {
 	if h == nil {
 		return publicError(task.FieldErrorf(task.CodeInvalidArgument, "handler", "must not be nil"))
 	}
-	return publicError(e.fns.Handle(function, func(ctx context.Context, t *task.Task) (json.RawMessage, error) {
+	if err := e.fns.Handle(function, func(ctx context.Context, t *task.Task) (json.RawMessage, error) {
 		return h(ctx, publicTask(t))
-	}))
+	}); err != nil {
+		return publicError(err)
+	}
+	e.node.Changed() // published: other nodes see the function served
+	e.eng.Wake()     // its waiting tasks may be claimed now
+	return nil
 }
 
 // Defer is the error a Handler returns to be tried again after d without
@@ -168,8 +157,7 @@ func (e *Engine) HTTPHandler() http.Handler {
 	if e.dev {
 		a = auth.Dev{}
 	}
-	return httpapi.New(httpapi.Config{Engine: e.eng, Auth: a, Logger: e.log,
-		Extra: map[string]http.Handler{"GET /metrics": e.eng.Metrics().Handler()}})
+	return e.node.Handler(node.HandlerConfig{Auth: a})
 }
 
 // Error is a refusal of the engine: the v1 API's code, message, HTTP

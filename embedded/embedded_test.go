@@ -183,16 +183,22 @@ func TestFunctionPanicDeferAndMissingHandler(t *testing.T) {
 	if !strings.Contains(tk.LastError, `function "app/panics" panicked: boom`) {
 		t.Fatalf("panic recorded as %q", tk.LastError)
 	}
-	tk = waitState(t, e, missing, "failed")
-	if !strings.Contains(tk.LastError, `no worker serves function "app/nobody"`) {
-		t.Fatalf("missing handler recorded as %q", tk.LastError)
-	}
 	tk = waitState(t, e, deferID, "retrying")
 	if tk.Attempt != 0 || !tk.RunAt.Equal(t0.Add(30*time.Second)) {
 		t.Fatalf("deferred: attempt %d runAt %v; want 0 (not counted) and t0+30s", tk.Attempt, tk.RunAt)
 	}
 	fc.Advance(30 * time.Second)
 	waitState(t, e, deferID, "succeeded")
+	// A function nobody serves is never claimed: it waits, no attempt
+	// used, saying why, until a handler comes.
+	if tk, err := e.Get(ctx, "jobs", missing); err != nil || tk.State != "scheduled" || tk.Attempt != 0 ||
+		!strings.HasPrefix(tk.LastError, "no worker serves app/nobody") {
+		t.Fatalf("unserved task: %+v %v; want scheduled, attempt 0, lastError no worker serves app/nobody", tk, err)
+	}
+	must(t, e.Handle("app/nobody", func(context.Context, *Task) (json.RawMessage, error) { return json.RawMessage(`1`), nil }))
+	if tk := waitState(t, e, missing, "succeeded"); tk.Attempt != 1 {
+		t.Fatalf("served at last: attempt %d, want 1", tk.Attempt)
+	}
 }
 
 func TestLeaseAndAckMany(t *testing.T) {

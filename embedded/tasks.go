@@ -144,6 +144,15 @@ type Added struct {
 // invalid refuses the whole call (the error); a duplicate name refuses only
 // that task (its Added.Err).
 func (e *Engine) Add(ctx context.Context, instance, queue string, tasks ...NewTask) ([]Added, error) {
+	res, err := e.eng.TaskAdd(ctx, engine.QueueRef{Org: e.org, Instance: instance, Queue: queue}, addInputs(tasks))
+	if err != nil {
+		return nil, publicError(err)
+	}
+	return addedOf(res, tasks), nil
+}
+
+// addInputs are tasks in the engine's shape.
+func addInputs(tasks []NewTask) []task.AddInput {
 	ins := make([]task.AddInput, len(tasks))
 	for i, t := range tasks {
 		in := task.AddInput{Name: t.Name, Payload: t.Payload, Params: t.Params, Source: task.SourceAPI}
@@ -160,10 +169,11 @@ func (e *Engine) Add(ctx context.Context, instance, queue string, tasks ...NewTa
 		}
 		ins[i] = in
 	}
-	res, err := e.eng.TaskAdd(ctx, engine.QueueRef{Org: e.org, Instance: instance, Queue: queue}, ins)
-	if err != nil {
-		return nil, publicError(err)
-	}
+	return ins
+}
+
+// addedOf is an add's results as Added.
+func addedOf(res []engine.AddResult, tasks []NewTask) []Added {
 	out := make([]Added, len(res))
 	for i, r := range res {
 		if r.Err != nil {
@@ -172,7 +182,7 @@ func (e *Engine) Add(ctx context.Context, instance, queue string, tasks ...NewTa
 		}
 		out[i] = Added{ID: r.Task.ID, Name: r.Task.Name, State: r.Task.State.V1(r.Task.Pull), RunAt: time.UnixMilli(r.Task.RunAt)}
 	}
-	return out, nil
+	return out
 }
 
 // Get returns one task with its payload and result.

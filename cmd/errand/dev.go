@@ -10,8 +10,7 @@ import (
 
 	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/store"
-	"github.com/errandhq/errand/internal/store/sqlite"
-	"github.com/errandhq/errand/internal/task"
+	"github.com/errandhq/errand/internal/store/storeurl"
 )
 
 func newDevCmd() *cobra.Command {
@@ -54,7 +53,7 @@ Ctrl-C: calls in flight finish first.`,
 		}
 		return serve(ctx, serveConfig{
 			ln: ln, addr: *addr, store: st, log: log, dev: true, auth: auth.Dev{},
-			rules: task.URLRules{AllowHTTP: true}, stdout: c.OutOrStdout(), timeouts: timeouts, ops: ops,
+			stdout: c.OutOrStdout(), timeouts: timeouts, ops: ops,
 		})
 	}
 	return c
@@ -62,14 +61,17 @@ Ctrl-C: calls in flight finish first.`,
 
 // openDev takes the data directory (see lockDataDir) and opens its store.
 func openDev(ctx context.Context, data, sync string, log *slog.Logger) (store.Store, func(), error) {
-	if err := os.MkdirAll(data, 0o755); err != nil {
+	// The directory and the store's files are their owner's only (they
+	// hold webhook signing keys and the backup key); the store opens
+	// through storeurl, as serve's.
+	if err := os.MkdirAll(data, 0o700); err != nil {
 		return nil, nil, err
 	}
 	release, err := lockDataDir(data)
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := sqlite.Open(ctx, filepath.Join(data, "errand.db"), sqlite.Options{Synchronous: sync, Logger: log})
+	st, err := storeurl.Open(ctx, "sqlite://"+filepath.Join(data, "errand.db"), storeurl.Options{Sync: sync, Log: log})
 	if err != nil {
 		release()
 		return nil, nil, err

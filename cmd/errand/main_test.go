@@ -16,6 +16,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(workerEnv) != "" { // a worker process of workers_test.go
+		os.Exit(runTestWorker())
+	}
 	dir, err := os.MkdirTemp("", "errand-bin")
 	if err != nil {
 		panic(err)

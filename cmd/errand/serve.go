@@ -90,7 +90,7 @@ and shows it once.`,
 		}
 		return serve(ctx, serveConfig{
 			ln: ln, addr: *addr, store: st, log: log, auth: auth.Keys{Store: st}, shared: storeurl.Shared(*storeURL),
-			rules: g.URLRules(), guard: g, stdout: c.OutOrStdout(), timeouts: timeouts, ops: ops,
+			guard: g, stdout: c.OutOrStdout(), timeouts: timeouts, ops: ops,
 		})
 	}
 	return c

@@ -17,8 +17,8 @@ import (
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/httpapi"
 	"github.com/errandhq/errand/internal/mcp"
+	"github.com/errandhq/errand/internal/node"
 	"github.com/errandhq/errand/internal/store"
-	"github.com/errandhq/errand/internal/task"
 )
 
 type serveConfig struct {
@@ -28,7 +28,6 @@ type serveConfig struct {
 	log   *slog.Logger
 	dev   bool
 	auth  auth.Authenticator
-	rules task.URLRules
 	guard *deliver.Guard // nil in dev: any address
 	// shared: other nodes write to the same store, so sleeping services
 	// look at it at least every second.
@@ -80,27 +79,21 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 			err = cerr
 		}
 	}()
-	wh := deliver.NewWebhook(deliver.WebhookOptions{Guard: c.guard})
-	defer wh.Close()
-	backstop := time.Duration(0) // the engine's default: a lone node wakes itself
-	if c.shared {
-		backstop = time.Second
-	}
-	eng := engine.New(engine.Config{
-		Store: c.store, Logger: c.log, Dev: c.dev, URLRules: c.rules, Backstop: backstop, DatabaseClock: c.shared,
-		Deliverer: &deliver.Mux{Webhook: wh}, Ops: c.ops,
-	})
-	if err := eng.Start(ctx); err != nil {
+	n := node.New(node.Config{Store: c.store, Logger: c.log, Dev: c.dev, Guard: c.guard, Shared: c.shared, Ops: c.ops})
+	if err := n.Start(ctx); err != nil {
 		return err
 	}
-	defer eng.Stop()
+	// Worker connections are hijacked, so the HTTP server's shutdown does
+	// not end them: Close stops the engine first (attempts in flight are
+	// given back uncounted), then tells the workers to go.
+	defer n.Close()
 	ln := c.ln
 	// /mcp calls the API it is mounted on, in process, with each caller's key.
 	var api *httpapi.Server
 	mcpHTTP := mcp.NewHTTPHandler(mcp.HTTPConfig{Dev: c.dev, Logger: c.log, Version: mcpVersion(),
 		API: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { api.ServeHTTP(w, r) })})
-	api = httpapi.New(httpapi.Config{Engine: eng, Auth: c.auth, Logger: c.log, Hosts: listenHosts(ln, c.addr, c.dev),
-		Extra: map[string]http.Handler{"GET /metrics": eng.Metrics().Handler(), "/mcp": mcpHTTP}})
+	api = n.Handler(node.HandlerConfig{Auth: c.auth, Hosts: listenHosts(ln, c.addr, c.dev),
+		Extra: map[string]http.Handler{"/mcp": mcpHTTP}})
 	to := c.timeouts
 	if to == (httpTimeouts{}) {
 		to = defaultTimeouts

@@ -146,6 +146,7 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, time.Time, error
 	}
 	insts := map[string]*task.Instance{}
 	started := 0
+	slots := newSlotView(d.targets) // function targets go where a worker has a slot
 	// Start each pass at the next queue, so that under a shared cap
 	// (maxInFlight) a busy queue does not starve the others.
 	d.turn++
@@ -169,6 +170,7 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, time.Time, error
 			Queue: q, Now: now.UnixMilli(), Limit: claimBatch,
 			LeaseMs: pushLease.Milliseconds(), NewLeaseID: id.Lease,
 			MaxRunning: q.MaxConcurrent, InstanceMaxRunning: inst.Settings.MaxInFlight,
+			Functions: slots.free(q.InstanceID),
 		}
 		if q.RatePerSecond > 0 {
 			p.Rate, p.Burst = q.RatePerSecond, max(1, int(math.Ceil(q.RatePerSecond/10)))
@@ -180,6 +182,7 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, time.Time, error
 		if err != nil {
 			return started, now, time.Time{}, err
 		}
+		slots.took(q, ts)
 		for _, t := range ts {
 			started++
 			d.launch(ctx, t, q, inst, byKey)
@@ -198,6 +201,15 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, time.Time, error
 			// Due but held back: by a rate (look again when a token is
 			// earned) or by a cap (a finish signals freed).
 			wait = min(wait, max(rateWait, time.Millisecond))
+		}
+		if runAt != 0 && runAt <= now.UnixMilli() {
+			// Due but held back (a cap, a rate, a function no worker here
+			// serves): still wake for the next task that comes due.
+			if next, err := d.store.TaskNextDueAfter(ctx, now.UnixMilli()); err != nil {
+				return 0, now, time.Time{}, err
+			} else if next > 0 {
+				wait = min(wait, time.Duration(next-now.UnixMilli())*time.Millisecond)
+			}
 		}
 	}
 	return started, now, now.Add(wait), nil

@@ -91,6 +91,7 @@ type Engine struct {
 	// in reverse.
 	services []service
 	signals  engineSignals
+	unserved unservedLog
 }
 
 // engineSignals report the engine's own progress to tests (nil in

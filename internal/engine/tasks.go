@@ -15,6 +15,13 @@ type AddResult = store.AddResult
 // refuses the whole call (nothing is added); a duplicate name refuses only
 // that task (TASK_EXISTS with the existing id).
 func (e *Engine) TaskAdd(ctx context.Context, ref QueueRef, ins []task.AddInput) ([]AddResult, error) {
+	return e.TaskAddWith(ctx, ref, ins, e.store.TaskAdd)
+}
+
+// TaskAddWith is TaskAdd storing the tasks with add (store.Store.TaskAdd's
+// contract) instead: the embedded engine's AddTx adds them inside the
+// application's own transaction.
+func (e *Engine) TaskAddWith(ctx context.Context, ref QueueRef, ins []task.AddInput, add func(context.Context, []*task.Task) ([]AddResult, error)) ([]AddResult, error) {
 	if len(ins) == 0 || len(ins) > task.MaxAddBatch {
 		return nil, task.FieldErrorf(task.CodeInvalidArgument, "tasks", "send 1–%d tasks", task.MaxAddBatch)
 	}
@@ -32,7 +39,7 @@ func (e *Engine) TaskAdd(ctx context.Context, ref QueueRef, ins []task.AddInput)
 		t.ID = e.newID()
 		tasks[i] = t
 	}
-	res, err := e.store.TaskAdd(ctx, tasks)
+	res, err := add(ctx, tasks)
 	if err != nil {
 		return nil, err
 	}
@@ -42,6 +49,7 @@ func (e *Engine) TaskAdd(ctx context.Context, ref QueueRef, ins []task.AddInput)
 		}
 	}
 	e.changed()
+	e.logUnserved(ctx, q, res)
 	return res, nil
 }
 
@@ -68,7 +76,11 @@ func (e *Engine) TaskGet(ctx context.Context, ref TaskRef) (*task.Task, error) {
 		return nil, err
 	}
 	t, err := e.store.TaskGet(ctx, st)
-	return t, ref.notFound(err)
+	if err != nil {
+		return nil, ref.notFound(err)
+	}
+	e.noteUnserved(ctx, t)
+	return t, nil
 }
 
 // TaskRun makes a scheduled or retrying task due now.

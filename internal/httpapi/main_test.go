@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/errandhq/errand/internal/clock"
+	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/httpapi"
 	"github.com/errandhq/errand/internal/task"
@@ -50,9 +51,11 @@ func setupWith(t testing.TB, kind string, fn func(*engine.Config)) *bundle {
 		fn(&cfg)
 	}
 	eng := engine.New(cfg)
-	srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: eng, Logger: log}))
+	workers := &deliver.Workers{}
+	srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: eng, Logger: log, Workers: workers}))
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	t.Cleanup(func() {
+		workers.CloseAll("the test ended")
 		srv.Close()
 		client.CloseIdleConnections()
 		eng.Stop()

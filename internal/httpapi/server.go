@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/errandhq/errand/internal/auth"
+	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -27,6 +28,9 @@ type Config struct {
 	// (LoopbackHosts for a server on loopback); nil answers any Host.
 	// Cross-site state-changing requests are refused either way.
 	Hosts []string
+	// Workers, when set, serves GET /v1/workers/{instance}: function
+	// workers connect there and are handed their functions' attempts.
+	Workers *deliver.Workers
 }
 
 // Server serves the v1 API.
@@ -40,6 +44,8 @@ type Server struct {
 	hosts   *hostGuard
 	// limits enforces each instance's rateLimit setting.
 	limits *limiter
+	// workers is the node's registry of connected function workers.
+	workers *deliver.Workers
 }
 
 // Route is one v1 route: the method and pattern as registered on the mux,
@@ -104,6 +110,8 @@ var Routes = []Route{
 	{"PATCH", "/v1/tasks/{instance}/settings", auth.RoleFull, (*Server).patchSettings},
 	{"GET", "/v1/tasks/{instance}/settings/webhook-key", auth.RoleFull, (*Server).revealWebhookKey},
 	{"POST", "/v1/tasks/{instance}/settings/webhook-key/rotate", auth.RoleFull, (*Server).rotateWebhookKey},
+
+	{"GET", "/v1/workers/{instance}", auth.RoleWrite, (*Server).workerConnect},
 }
 
 // New builds the server and its mux.
@@ -114,7 +122,7 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{eng: cfg.Engine, auth: cfg.Auth, log: cfg.Logger, mux: http.NewServeMux(), hosts: newHostGuard(cfg.Hosts)}
+	s := &Server{eng: cfg.Engine, auth: cfg.Auth, log: cfg.Logger, mux: http.NewServeMux(), hosts: newHostGuard(cfg.Hosts), workers: cfg.Workers}
 	s.handler = s.guard(s.mux)
 	s.limits = newLimiter(cfg.Engine.Clock(), cfg.Engine.RateLimit)
 	for _, rt := range Routes {

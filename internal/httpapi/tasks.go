@@ -72,7 +72,12 @@ func (s *Server) addTasks(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.eng.TaskAdd(r.Context(), c.queue(r), ins)
+	var res []engine.AddResult
+	if tok := r.Header.Get(errandapi.DeliveryHeader); tok != "" {
+		res, err = s.eng.TaskAddFromDelivery(r.Context(), c.queue(r), ins, tok, errandapi.DeliveryHeader)
+	} else {
+		res, err = s.eng.TaskAdd(r.Context(), c.queue(r), ins)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -18,6 +18,7 @@ import (
 
 	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/clock"
+	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/httpapi"
 	"github.com/errandhq/errand/internal/id"
@@ -44,9 +45,11 @@ func setupServe(t testing.TB) *served {
 	}
 	fc := clock.NewFake(T0)
 	eng := engine.New(engine.Config{Store: st, Clock: fc, Logger: log, URLRules: task.URLRules{AllowHTTP: true}})
-	srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: eng, Auth: auth.Keys{Store: st}, Logger: log}))
+	workers := &deliver.Workers{}
+	srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: eng, Auth: auth.Keys{Store: st}, Logger: log, Workers: workers}))
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	t.Cleanup(func() {
+		workers.CloseAll("the test ended")
 		srv.Close()
 		client.CloseIdleConnections()
 		eng.Stop()
@@ -171,6 +174,9 @@ var routeCalls = map[string]routeCall{
 	"GET /v1/tasks/{instance}/triggers/{id}":                {id: "r1", want: 200},
 	"PATCH /v1/tasks/{instance}/triggers/{id}":              {id: "r1", body: `{"enabled":false}`, want: 200},
 	"DELETE /v1/tasks/{instance}/triggers/{id}":             {id: "r1", want: 200},
+	// Without Upgrade: websocket the worker route refuses, after the grant
+	// check (workers_test.go connects for real).
+	"GET /v1/workers/{instance}": {want: 400},
 }
 
 // TestRouteCallsCoverTheRouter: every route of the router's table has its

@@ -126,6 +126,20 @@ type Store interface {
 	// for a resume, not for the dispatcher) and the earliest lease expiry of a RUNNING task of any
 	// queue; each is 0 when there is none.
 	TaskNextDue(ctx context.Context) (runAt int64, leaseExpiry int64, err error)
+	// TaskNextDueAfter returns the earliest runAt later than after of a
+	// PENDING or RETRY_WAIT task of any unpaused push queue, or 0: when
+	// tasks are due but held back (a cap, a rate, a function no worker here
+	// serves), the dispatcher still wakes for the next one that comes due.
+	TaskNextDueAfter(ctx context.Context, after int64) (int64, error)
+	// WorkersPut replaces p.Node's rows of the workers table (the
+	// functions its connected workers serve) in one transaction, and
+	// removes every node's rows not seen since p.Forget.
+	WorkersPut(ctx context.Context, p *WorkersPutParams) error
+	// WorkersServed returns the functions served for p.InstanceID (and for
+	// AllInstances) by nodes seen after p.SeenAfter, with their slots
+	// summed over the nodes.
+	WorkersServed(ctx context.Context, p *WorkersServedParams) (map[string]int, error)
+
 	// TaskDeleteFinished removes up to limit finished tasks (SUCCEEDED,
 	// FAILED, CANCELLED) whose FinishedAt is older than their instance's
 	// retentionDays at now, and never an unfinished one. It returns how many.
@@ -210,6 +224,13 @@ type ClaimParams struct {
 	// at Rate per second of Now and pays one token per claimed task.
 	Rate  float64
 	Burst int
+	// Functions, when not nil, routes function targets: a task whose
+	// attempt goes to a function (FunctionOf) is claimed only while
+	// Functions gives that function a free slot here, at most that many;
+	// tasks of other targets are claimed as usual. A task past its queue's
+	// maxAgeSeconds is claimed whatever its function, so that its attempt
+	// ends it. nil claims every due task.
+	Functions map[string]int
 }
 
 // LeaseRef names one attempt in flight: a task and the lease it holds.

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"hash/fnv"
 
 	"github.com/jackc/pgx/v5"
@@ -34,6 +35,7 @@ var (
 	// SQL with the same floating-point steps (TestRefillParity).
 	sqlClaimDue = `SELECT ` + cols("", taskCols) + ` FROM tasks
 		WHERE instance_id = $1 AND queue = $2 AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= $3
+		AND ` + routeSQL(9) + `
 		ORDER BY run_at, id
 		LIMIT greatest(0, least($4::bigint,
 			CASE WHEN $5::bigint > 0 THEN $5 - (SELECT count(*) FROM (
@@ -64,8 +66,16 @@ var (
 	// Written as EXISTS over the filter, the planner took a sequential
 	// scan expecting a due row early: with a million future tasks ahead of
 	// the due ones it read them all on every dispatcher pass.
+	//
+	// Under a route filter (store.RouteFilter) the earliest waiting task may
+	// be one this node cannot take: the filter is then applied to the due
+	// tasks instead, and a claim runs only if one of them passes it.
 	sqlClaimAny = `SELECT coalesce((SELECT run_at <= $3 FROM tasks
 		WHERE instance_id = $1 AND queue = $2 AND state IN ('PENDING', 'RETRY_WAIT')
+		ORDER BY run_at LIMIT 1), false)`
+	sqlClaimAnyRouted = `SELECT coalesce((SELECT true FROM tasks
+		WHERE instance_id = $1 AND queue = $2 AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= $3
+		AND ` + routeSQL(4) + `
 		ORDER BY run_at LIMIT 1), false)`
 	// sqlBucketGet reads the queue's bucket, under the queue's lock.
 	sqlBucketGet = `SELECT rate_tokens, rate_at FROM queues WHERE instance_id = $1 AND name = $2`
@@ -79,6 +89,19 @@ var (
 		FROM ` + unnestSQL(1, "c", claimSpec) + `
 		WHERE t.instance_id = c.instance_id AND t.id = c.id AND t.state = ANY ((SELECT '{PENDING,RETRY_WAIT}'::text[])::text[])`
 )
+
+// routeSQL is store.RouteFilter as a condition on a task row, with its
+// four parameters (routeArgs) numbered from n.
+func routeSQL(n int) string {
+	return fmt.Sprintf(`($%d::bool OR created_at <= $%d::bigint OR CASE WHEN target IS NULL THEN $%d::bool
+		ELSE coalesce(target->>'function', '') = '' OR target->>'function' = ANY ($%d::text[]) END)`, n, n+1, n+2, n+3)
+}
+
+// routeArgs are routeSQL's parameters for p.
+func routeArgs(p *store.ClaimParams) []any {
+	f := p.Route()
+	return []any{f.All, f.ExpiredBefore, f.QueueOK, f.Served}
+}
 
 // byKey: the statements that reach tasks by their key (claim set, finish,
 // heartbeat) check the row's state against a sub-select rather than a
@@ -117,7 +140,11 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 	// transaction or a lock: most passes of a dispatcher find most queues
 	// idle.
 	var due bool
-	if err := s.pool.QueryRow(ctx, sqlClaimAny, q.InstanceID, q.Name, p.Now).Scan(&due); err != nil {
+	anySQL, anyArgs := sqlClaimAny, []any{q.InstanceID, q.Name, p.Now}
+	if p.Functions != nil {
+		anySQL, anyArgs = sqlClaimAnyRouted, append(anyArgs, routeArgs(p)...)
+	}
+	if err := s.pool.QueryRow(ctx, anySQL, anyArgs...).Scan(&due); err != nil {
 		return nil, interpretError(err)
 	}
 	if !due {
@@ -148,8 +175,8 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 	if rate {
 		b.Queue(sqlBucketGet, q.InstanceID, q.Name)
 	}
-	b.Queue(sqlClaimDue, q.InstanceID, q.Name, p.Now, p.Limit, max(p.MaxRunning, 0), max(p.InstanceMaxRunning, 0),
-		max(p.Rate, 0), p.Burst)
+	b.Queue(sqlClaimDue, append([]any{q.InstanceID, q.Name, p.Now, p.Limit, max(p.MaxRunning, 0), max(p.InstanceMaxRunning, 0),
+		max(p.Rate, 0), p.Burst}, routeArgs(p)...)...)
 	var tokens float64 // the bucket at p.Now
 	tasks, err := claimDue(conn.SendBatch(ctx, b), func(row pgx.Row) error {
 		var at int64
@@ -163,6 +190,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 		abort(ctx, conn)
 		return nil, err
 	}
+	tasks = p.Keep(tasks)
 	if len(tasks) == 0 {
 		if _, err := conn.Exec(ctx, `COMMIT`); err != nil {
 			abort(ctx, conn)

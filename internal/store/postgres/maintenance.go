@@ -37,6 +37,13 @@ var (
 			SELECT t.lease_expires_at FROM tasks AS t
 			WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state = 'RUNNING'
 			ORDER BY t.lease_expires_at LIMIT 1) AS l), 0)`
+	// sqlNextDueAfter is sqlNextDue's first column, for tasks due after $1.
+	sqlNextDueAfter = `SELECT coalesce((SELECT min(d.run_at) FROM queues AS q CROSS JOIN LATERAL (
+			SELECT t.run_at FROM tasks AS t
+			WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state IN ('PENDING', 'RETRY_WAIT')
+			AND t.run_at > $1
+			ORDER BY t.run_at LIMIT 1) AS d
+			WHERE q.mode = 'push' AND NOT q.paused), 0)`
 	// sqlHeartbeat moves the lease expiry of attempts in flight, each
 	// fenced on its lease and found by its key (see byKey in claim.go). It
 	// changes no indexed column: a HOT update. A row another transaction
@@ -109,6 +116,16 @@ func (s *Store) TaskNextDue(ctx context.Context) (runAt int64, leaseExpiry int64
 		return 0, 0, interpretError(err)
 	}
 	return runAt, leaseExpiry, nil
+}
+
+// TaskNextDueAfter returns the earliest runAt after after of a waiting task
+// of an unpaused push queue, or 0.
+func (s *Store) TaskNextDueAfter(ctx context.Context, after int64) (int64, error) {
+	var runAt int64
+	if err := s.pool.QueryRow(ctx, sqlNextDueAfter, after).Scan(&runAt); err != nil {
+		return 0, interpretError(err)
+	}
+	return runAt, nil
 }
 
 // TaskDeleteFinished removes up to limit finished tasks whose FinishedAt is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -255,8 +256,9 @@ func TestQueryPlans(t *testing.T) {
 		noSort bool
 	}
 	checks := []check{
-		{"claim", sqlClaimDue, []any{"inst-0", "q0", planNow, 100, 0, 0, 0.0, 0}, []string{"tasks_due"}, true},
-		{"claim with limits", sqlClaimDue, []any{"inst-0", "q0", planNow, 100, 500, 50, 100.0, 10}, []string{"tasks_due", "tasks_running"}, true},
+		{"claim", sqlClaimDue, []any{"inst-0", "q0", planNow, 100, 0, 0, 0.0, 0, true, int64(math.MinInt64), true, []string{}}, []string{"tasks_due"}, true},
+		{"claim routed", sqlClaimDue, []any{"inst-0", "q0", planNow, 100, 0, 0, 0.0, 0, false, int64(math.MinInt64), false, []string{"app/x"}}, []string{"tasks_due"}, true},
+		{"claim with limits", sqlClaimDue, []any{"inst-0", "q0", planNow, 100, 500, 50, 100.0, 10, true, int64(math.MinInt64), true, []string{}}, []string{"tasks_due", "tasks_running"}, true},
 		{"claim set", sqlClaimSet, claimSet, []string{"tasks_pkey"}, true},
 		{"finish", sqlFinish, finish, []string{"tasks_pkey"}, true},
 		{"heartbeat", sqlHeartbeat, []any{insts100, ids100, strs100, planNow}, []string{"tasks_pkey"}, true},
@@ -268,6 +270,7 @@ func TestQueryPlans(t *testing.T) {
 		{"next due", sqlNextDue, nil, []string{"tasks_due", "tasks_running"}, false},
 		{"delete finished", sqlDeleteFinished, []any{planNow + 30*86_400_000, 1000}, []string{"tasks_done"}, false},
 		{"claim any", sqlClaimAny, []any{"inst-0", "q0", planNow}, []string{"tasks_due"}, true},
+		{"claim any routed", sqlClaimAnyRouted, []any{"inst-0", "q0", planNow, false, int64(math.MinInt64), false, []string{"app/x"}}, []string{"tasks_due"}, true},
 	}
 	for _, l := range []struct {
 		st     task.State

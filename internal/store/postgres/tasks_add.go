@@ -205,6 +205,26 @@ const addRounds = 3
 // TASK_EXISTS with that id, a queue that does not exist gets NOT_FOUND, and
 // the others are stored.
 func (s *Store) TaskAdd(ctx context.Context, tasks []*task.Task) ([]store.AddResult, error) {
+	return taskAdd(ctx, s.pool, tasks)
+}
+
+// TaskAddTx is TaskAdd inside the caller's transaction tx (the embedded
+// engine's AddTx): the tasks exist if and only if tx commits. With them it
+// queues a notification, which PostgreSQL delivers at the commit, so that
+// every node wakes for them then.
+func (s *Store) TaskAddTx(ctx context.Context, tx pgx.Tx, tasks []*task.Task) ([]store.AddResult, error) {
+	res, err := taskAdd(ctx, tx, tasks)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, "SELECT pg_notify('"+wakeChannel+"', '')"); err != nil {
+		return nil, interpretError(err)
+	}
+	return res, nil
+}
+
+// taskAdd is TaskAdd over db, a pool or a transaction.
+func taskAdd(ctx context.Context, db querier, tasks []*task.Task) ([]store.AddResult, error) {
 	res := make([]store.AddResult, len(tasks))
 	ids := make(map[[2]string]bool, len(tasks))
 	send := make([]int, 0, len(tasks)) // indexes of tasks to send
@@ -222,7 +242,7 @@ func (s *Store) TaskAdd(ctx context.Context, tasks []*task.Task) ([]store.AddRes
 		for j, i := range send {
 			batch[j] = tasks[i]
 		}
-		out, err := insertTasks(ctx, s.pool, batch)
+		out, err := insertTasks(ctx, db, batch)
 		if err != nil {
 			return nil, err
 		}

@@ -15,6 +15,7 @@ var (
 	// claim on an idle queue never takes the write lock.
 	qClaimAny = define(onReader, `SELECT 1 FROM tasks
 		WHERE instance_id = ? AND queue = ? AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= ?
+		AND `+routeSQL+`
 		LIMIT 1`)
 	// qRunningQueue counts a queue's RUNNING tasks through tasks_running.
 	qRunningQueue = define(onWriter, `SELECT count(*) FROM tasks
@@ -28,6 +29,7 @@ var (
 	// qClaimDue walks the tasks_due index of one queue in runAt order.
 	qClaimDue = define(onWriter, `SELECT `+cols("", taskCols)+` FROM tasks
 		WHERE instance_id = ? AND queue = ? AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= ?
+		AND `+routeSQL+`
 		ORDER BY run_at, id LIMIT ?`)
 	// qClaimSetN holds, by chunk size, the UPDATE that stores what
 	// task.Claim changed in that many tasks. Each entry brings its own
@@ -43,6 +45,18 @@ var (
 			WHERE tasks.instance_id = c.instance_id AND tasks.id = c.id`
 	})
 )
+
+// routeSQL is store.RouteFilter as a condition on a task row; its four
+// parameters are routeArgs'.
+const routeSQL = `(? OR created_at <= ? OR CASE WHEN target IS NULL THEN ?
+	ELSE coalesce(json_extract(target, '$.function'), '') = ''
+		OR json_extract(target, '$.function') IN (SELECT value FROM json_each(?)) END)`
+
+// routeArgs are routeSQL's parameters for p.
+func routeArgs(p *store.ClaimParams) []any {
+	f := p.Route()
+	return []any{f.All, f.ExpiredBefore, f.QueueOK, f.ServedJSON}
+}
 
 // claimSetNames are the columns task.Claim changes.
 var claimSetNames = []string{"state", "attempt", "max_attempts", "started_at", "deadline_at", "lease_id", "lease_expires_at"}
@@ -63,7 +77,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 	}
 	q := p.Queue
 	var one int
-	switch err := s.reader(qClaimAny).QueryRowContext(ctx, q.InstanceID, q.Name, p.Now).Scan(&one); {
+	switch err := s.reader(qClaimAny).QueryRowContext(ctx, append([]any{q.InstanceID, q.Name, p.Now}, routeArgs(p)...)...).Scan(&one); {
 	case errors.Is(err, sql.ErrNoRows):
 		return []*task.Task{}, nil
 	case err != nil:
@@ -75,7 +89,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 		if err != nil || limit <= 0 {
 			return err
 		}
-		rows, err := w.query(qClaimDue, q.InstanceID, q.Name, p.Now, limit)
+		rows, err := w.query(qClaimDue, append(append([]any{q.InstanceID, q.Name, p.Now}, routeArgs(p)...), limit)...)
 		if err != nil {
 			return err
 		}
@@ -83,6 +97,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 		if err != nil {
 			return err
 		}
+		tasks = p.Keep(tasks)
 		for _, t := range tasks {
 			if err := t.Claim(q, p.Now, p.NewLeaseID(), p.LeaseMs); err != nil {
 				return err

@@ -29,6 +29,13 @@ var (
 		coalesce(min((SELECT min(t.lease_expires_at) FROM tasks AS t
 			WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state = 'RUNNING')), 0)
 		FROM queues AS q`)
+	// qNextDueAfter is qNextDue's first column, for tasks due after ?.
+	qNextDueAfter = define(onReader, `SELECT
+		coalesce(min((SELECT t.run_at FROM tasks AS t
+			WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state IN ('PENDING', 'RETRY_WAIT')
+			AND t.run_at > ?1
+			ORDER BY t.run_at LIMIT 1)), 0)
+		FROM queues AS q WHERE q.mode = 'push' AND q.paused = 0`)
 	// qDeleteFinished removes finished tasks past their instance's
 	// retention, walking tasks_done by (state, finishedAt) per queue.
 	qDeleteFinished = define(onWriter, `DELETE FROM tasks WHERE (instance_id, id) IN (
@@ -66,6 +73,16 @@ func (s *Store) TaskNextDue(ctx context.Context) (runAt int64, leaseExpiry int64
 		return 0, 0, interpretError(err)
 	}
 	return r.Int64, l.Int64, nil
+}
+
+// TaskNextDueAfter returns the earliest runAt after after of a waiting task
+// of an unpaused push queue, or 0.
+func (s *Store) TaskNextDueAfter(ctx context.Context, after int64) (int64, error) {
+	var r sql.NullInt64
+	if err := s.reader(qNextDueAfter).QueryRowContext(ctx, after).Scan(&r); err != nil {
+		return 0, interpretError(err)
+	}
+	return r.Int64, nil
 }
 
 // TaskDeleteFinished removes up to limit finished tasks whose FinishedAt is

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,8 +40,9 @@ func TestQueryPlans(t *testing.T) {
 	}
 	pa, pb := pullArgs(nil)
 	checks := []check{
-		{"claim any", qClaimAny, []any{"i1", "q1", 1000}, true, "tasks_due"},
-		{"claim", qClaimDue, []any{"i1", "q1", 1000, 100}, true, "tasks_due"},
+		{"claim any", qClaimAny, []any{"i1", "q1", 1000, true, int64(math.MinInt64), true, "[]"}, true, "tasks_due"},
+		{"claim", qClaimDue, []any{"i1", "q1", 1000, true, int64(math.MinInt64), true, "[]", 100}, true, "tasks_due"},
+		{"claim routed", qClaimDue, []any{"i1", "q1", 1000, false, int64(math.MinInt64), false, `["app/x"]`, 100}, true, "tasks_due"},
 		{"counts", qQueueCounts, []any{"i1", "q1", 10000}, true, "tasks_done"},
 		{"get", qTaskGet, []any{"i1", "t1"}, true, "(instance_id=? AND id=?)"},
 		{"get many", qTaskGetMany, []any{"i1", `["t1","t2"]`}, true, "(instance_id=? AND id=?)"},

@@ -10,6 +10,8 @@ import (
 var maintenanceCases = []testCase{
 	{"Expired", testExpired},
 	{"NextDue", testNextDue},
+	{"NextDueAfter", testNextDueAfter},
+	{"Workers", testWorkers},
 	{"Heartbeat", testHeartbeat},
 	{"DeleteFinished", testDeleteFinished},
 	{"DeleteFinishedBatches", testDeleteFinishedBatches},

@@ -19,6 +19,8 @@ var claimCases = []testCase{
 	{"MaxRunning", testClaimMaxRunning},
 	{"InstanceMaxRunning", testClaimInstanceMaxRunning},
 	{"RateBucket", testClaimRateBucket},
+	{"Routed", testClaimRouted},
+	{"RoutedQueueTarget", testClaimRoutedQueueTarget},
 }
 
 // claimWith claims with the limits set by mod.

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/errandhq/errand/client"
+	"github.com/errandhq/errand/errandapi"
+)
+
+// rawWorker is a worker connection driven frame by frame.
+type rawWorker struct {
+	t    *testing.T
+	conn *websocket.Conn
+}
+
+func dialWorker(t *testing.T, url string) *rawWorker {
+	t.Helper()
+	conn, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(url, "http")+"/v1/workers/jobs", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadLimit(1 << 20)
+	t.Cleanup(func() { conn.CloseNow() })
+	return &rawWorker{t: t, conn: conn}
+}
+
+func (w *rawWorker) send(v any) {
+	w.t.Helper()
+	b, ok := v.([]byte)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+	if err := w.conn.Write(context.Background(), websocket.MessageText, b); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// read returns the next frame that is not a ping, or the close error.
+func (w *rawWorker) read() (*errandapi.WorkerFrame, error) {
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, b, err := w.conn.Read(ctx)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		var f errandapi.WorkerFrame
+		if err := json.Unmarshal(b, &f); err != nil {
+			w.t.Fatalf("frame %s: %v", b, err)
+		}
+		if f.Type != errandapi.FramePing {
+			return &f, nil
+		}
+	}
+}
+
+func (w *rawWorker) want(typ string) *errandapi.WorkerFrame {
+	w.t.Helper()
+	f, err := w.read()
+	if err != nil {
+		w.t.Fatalf("want %s: %v", typ, err)
+	}
+	if f.Type != typ {
+		w.t.Fatalf("got %+v, want %s", f, typ)
+	}
+	return f
+}
+
+// closed returns the v1 error the node closed the connection with.
+func (w *rawWorker) closed() errandapi.ErrorDetail {
+	w.t.Helper()
+	_, err := w.read()
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) {
+		w.t.Fatalf("want a close with a reason, got %v", err)
+	}
+	var d errandapi.ErrorDetail
+	if json.Unmarshal([]byte(ce.Reason), &d) != nil || d.Code == "" {
+		w.t.Fatalf("close reason %q is not a v1 error", ce.Reason)
+	}
+	return d
+}
+
+func hello(fns ...string) errandapi.WorkerFrame {
+	return errandapi.WorkerFrame{Type: errandapi.FrameHello, Group: "app", Functions: fns, Slots: 1}
+}
+
+// TestWorkerBadInput: each kind of bad input from a worker gets a clear
+// error (a refused frame, or the connection closed with a v1 error as the
+// reason) and loses nothing: the attempt is retried and then succeeds.
+func TestWorkerBadInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	ctx := context.Background()
+	_, url, logs := startMode(t, buildErrand(t), "dev", "--data", t.TempDir())
+	c, err := client.New(url, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Hellos the node refuses, each closing with the field named.
+	for _, c := range []struct {
+		hello errandapi.WorkerFrame
+		field string
+	}{
+		{hello("work", "Bad Name!"), "functions[1]"},
+		{errandapi.WorkerFrame{Type: errandapi.FrameHello, Group: "a/b", Functions: []string{"x"}, Slots: 1}, "group"},
+		{errandapi.WorkerFrame{Type: errandapi.FrameHello, Group: "app", Functions: []string{"x"}, Slots: 0}, "slots"},
+		{errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: "x"}, "type"},
+	} {
+		w := dialWorker(t, url)
+		w.send(c.hello)
+		if d := w.closed(); d.Code != errandapi.CodeInvalidArgument || !strings.Contains(d.Message, c.field) {
+			t.Fatalf("hello %+v closed with %+v; want INVALID_ARGUMENT naming %s", c.hello, d, c.field)
+		}
+	}
+	// A function target not of the form group/name is refused at once.
+	_, err = c.CreateQueue(ctx, "jobs", "bad", errandapi.QueueRequest{Target: errandapi.Value(errandapi.Target{Function: "nogroup"})})
+	var e *client.Error
+	if !errors.As(err, &e) || e.Code != errandapi.CodeInvalidArgument || !strings.Contains(e.Message, "target.function") {
+		t.Fatalf("queue with target function nogroup: %v", err)
+	}
+
+	functionQueue(t, c, "work", 0)
+	res, err := c.AddTask(ctx, "jobs", "work", errandapi.NewTask{Payload: json.RawMessage(`{}`), DeadlineSeconds: new(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// dev logs a function no worker serves once, however many tasks wait.
+	if _, err := c.AddTask(ctx, "jobs", "work", errandapi.NewTask{Delay: new(3600.0)}); err != nil {
+		t.Fatal(err)
+	}
+	w := dialWorker(t, url)
+	w.send(hello("work"))
+	w.want(errandapi.FrameWelcome)
+	// The log is a pipe, in order: once the connection's line is in, the
+	// adds' lines before it are too.
+	waitUntil(t, 10*time.Second, "the worker's log line", func() bool { return strings.Contains(logs.String(), "worker connected") })
+	if n := strings.Count(logs.String(), "no worker serves app/work"); n != 1 {
+		t.Fatalf("dev logged the unserved function %d times; want once:\n%s", n, logs)
+	}
+	a := w.want(errandapi.FrameAttempt)
+	if a.Function != "work" || a.Token == "" || !strings.Contains(string(a.Body), res.ID) {
+		t.Fatalf("attempt frame %+v", a)
+	}
+	// An answer for an attempt this connection does not hold: refused,
+	// the connection and the real attempt go on.
+	w.send(errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: "not-mine"})
+	if f := w.want(errandapi.FrameRefused); f.Refusal == nil || f.Refusal.Code != errandapi.CodeLeaseLost {
+		t.Fatalf("answer for another lease: %+v", f)
+	}
+	// A result over 64 KiB: refused, and the attempt fails (retried).
+	big := `{"x":"` + strings.Repeat("a", 70<<10) + `"}`
+	w.send(errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: a.LeaseID, Result: json.RawMessage(big)})
+	if f := w.want(errandapi.FrameRefused); f.Refusal == nil || f.Refusal.Code != errandapi.CodePayloadTooLarge {
+		t.Fatalf("a 70 KiB result: %+v", f)
+	}
+	// The retry comes; a malformed frame closes the connection with the
+	// reason, and the attempt it held fails (retried).
+	a2 := w.want(errandapi.FrameAttempt)
+	w.send([]byte(`not json`))
+	if d := w.closed(); d.Code != errandapi.CodeInvalidArgument {
+		t.Fatalf("malformed frame closed with %+v", d)
+	}
+	// A new connection gets attempt 3; answered past its deadline it is
+	// refused (recorded as timed out), and attempt 4 then succeeds.
+	w = dialWorker(t, url)
+	w.send(hello("work"))
+	w.want(errandapi.FrameWelcome)
+	a3 := w.want(errandapi.FrameAttempt)
+	if a3.LeaseID == a2.LeaseID || a2.LeaseID == a.LeaseID {
+		t.Fatal("a retried attempt reused its lease id")
+	}
+	for time.Now().UnixMilli() <= a3.DeadlineAt { // the event is the attempt's own deadline
+		time.Sleep(time.Until(time.UnixMilli(a3.DeadlineAt + 1)))
+	}
+	w.send(errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: a3.LeaseID})
+	if f := w.want(errandapi.FrameRefused); f.Refusal == nil || f.Refusal.Code != errandapi.CodeLeaseLost {
+		t.Fatalf("a late answer: %+v", f)
+	}
+	a4 := w.want(errandapi.FrameAttempt)
+	w.send(errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: a4.LeaseID, Result: json.RawMessage(`{"ok":true}`)})
+	w.want(errandapi.FrameRecorded)
+	tk := waitTasks(t, c, []string{res.ID}, 30*time.Second)[res.ID]
+	var got []string
+	for _, at := range tk.Attempts {
+		got = append(got, at.Status+": "+derefStr(at.Error))
+	}
+	want := []string{"failed: the worker's result was refused", "failed: the worker disconnected", "timed_out: deadline", "succeeded: "}
+	if len(got) != len(want) {
+		t.Fatalf("attempts %q; want %q", got, want)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Fatalf("attempt %d: %q; want %q…", i+1, got[i], want[i])
+		}
+	}
+	if string(tk.Result) != `{"ok":true}` {
+		t.Fatalf("result %s", tk.Result)
+	}
+}

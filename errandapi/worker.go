@@ -1,0 +1,130 @@
+package errandapi
+
+import "encoding/json"
+
+// DeliveryHeader carries the delivery token of the attempt a request is
+// made from (a handler's add): the tasks it adds get depth = the parent's
+// + 1 and source "function", and an add past MaxDepth is DEPTH_EXCEEDED.
+const DeliveryHeader = "X-Errand-Delivery"
+
+// MaxDepth is the deepest chain of adds made from inside deliveries: a task
+// of depth 8 may still add, an add that would make depth 9 is refused.
+const MaxDepth = 8
+
+// WorkerPath is the path prefix of the worker connection: GET
+// /v1/workers/{instance}, upgraded to a WebSocket.
+const WorkerPath = "/v1/workers/"
+
+// Worker frame types (docs/workers.md): the worker sends hello, done,
+// failed, defer and ping; the server sends welcome, attempt, recorded,
+// refused and ping.
+const (
+	FrameHello    = "hello"
+	FrameWelcome  = "welcome"
+	FrameAttempt  = "attempt"
+	FrameDone     = "done"
+	FrameFailed   = "failed"
+	FrameDefer    = "defer"
+	FrameRecorded = "recorded"
+	FrameRefused  = "refused"
+	FramePing     = "ping"
+)
+
+// MaxWorkerSlots bounds hello's slots.
+const MaxWorkerSlots = 1000
+
+// MaxWorkerFrame bounds one frame a worker sends: a result is at most
+// 64 KiB of JSON, and a frame carries it with a little more.
+const MaxWorkerFrame = 256 << 10
+
+// WorkerFrame is one message of the worker connection, a JSON text frame.
+// Type says which fields are set.
+type WorkerFrame struct {
+	Type string `json:"type"`
+
+	// hello
+	Group     string   `json:"group,omitempty"`
+	Functions []string `json:"functions,omitempty"`
+	Slots     int      `json:"slots,omitempty"`
+	SDK       string   `json:"sdk,omitempty"`
+
+	// welcome
+	Worker           string `json:"worker,omitempty"`
+	HeartbeatSeconds int    `json:"heartbeatSeconds,omitempty"`
+
+	// attempt, done, failed, defer, recorded, refused
+	LeaseID string `json:"leaseId,omitempty"`
+
+	// attempt: Function is the name within the group; Token the delivery
+	// token for DeliveryHeader; Body what a webhook receives.
+	Function   string          `json:"function,omitempty"`
+	DeadlineAt int64           `json:"deadlineAt,omitempty"`
+	Token      string          `json:"token,omitempty"`
+	Body       json.RawMessage `json:"body,omitempty"`
+
+	// done: the task's result (JSON, ≤ 64 KiB; absent or null for none).
+	Result json.RawMessage `json:"result,omitempty"`
+	// failed: the error; refused: the refusal as a v1 error object.
+	Error   string       `json:"-"`
+	Refusal *ErrorDetail `json:"-"`
+	// defer: how long to wait, in seconds (fractions allowed).
+	Seconds float64 `json:"seconds,omitempty"`
+}
+
+// wireFrame is WorkerFrame as encoded: error is a string on failed and an
+// object on refused.
+type wireFrame struct {
+	Type             string          `json:"type"`
+	Group            string          `json:"group,omitempty"`
+	Functions        []string        `json:"functions,omitempty"`
+	Slots            int             `json:"slots,omitempty"`
+	SDK              string          `json:"sdk,omitempty"`
+	Worker           string          `json:"worker,omitempty"`
+	HeartbeatSeconds int             `json:"heartbeatSeconds,omitempty"`
+	LeaseID          string          `json:"leaseId,omitempty"`
+	Function         string          `json:"function,omitempty"`
+	DeadlineAt       int64           `json:"deadlineAt,omitempty"`
+	Token            string          `json:"token,omitempty"`
+	Body             json.RawMessage `json:"body,omitempty"`
+	Result           json.RawMessage `json:"result,omitempty"`
+	Error            json.RawMessage `json:"error,omitempty"`
+	Seconds          float64         `json:"seconds,omitempty"`
+}
+
+// MarshalJSON encodes the frame; error is a string on failed and a v1
+// error object on refused.
+func (f WorkerFrame) MarshalJSON() ([]byte, error) {
+	w := wireFrame{Type: f.Type, Group: f.Group, Functions: f.Functions, Slots: f.Slots, SDK: f.SDK,
+		Worker: f.Worker, HeartbeatSeconds: f.HeartbeatSeconds, LeaseID: f.LeaseID, Function: f.Function,
+		DeadlineAt: f.DeadlineAt, Token: f.Token, Body: f.Body, Result: f.Result, Seconds: f.Seconds}
+	var err error
+	switch {
+	case f.Refusal != nil:
+		w.Error, err = json.Marshal(f.Refusal)
+	case f.Error != "":
+		w.Error, err = json.Marshal(f.Error)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON decodes a frame (see MarshalJSON).
+func (f *WorkerFrame) UnmarshalJSON(b []byte) error {
+	var w wireFrame
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*f = WorkerFrame{Type: w.Type, Group: w.Group, Functions: w.Functions, Slots: w.Slots, SDK: w.SDK,
+		Worker: w.Worker, HeartbeatSeconds: w.HeartbeatSeconds, LeaseID: w.LeaseID, Function: w.Function,
+		DeadlineAt: w.DeadlineAt, Token: w.Token, Body: w.Body, Result: w.Result, Seconds: w.Seconds}
+	if len(w.Error) > 0 && string(w.Error) != "null" {
+		if w.Error[0] == '{' {
+			f.Refusal = &ErrorDetail{}
+			return json.Unmarshal(w.Error, f.Refusal)
+		}
+		return json.Unmarshal(w.Error, &f.Error)
+	}
+	return nil
+}

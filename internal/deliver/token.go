@@ -1,0 +1,77 @@
+package deliver
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+
+	"github.com/errandhq/errand/internal/task"
+)
+
+// tokenLate is how long past the attempt's deadline its token still
+// carries depth: a handler that outlives its deadline keeps its slot (and
+// may still add) until the node stops waiting for it.
+const tokenLate = 10 * 60 * 1000
+
+// Token is what a delivery token says: the instance and task of the
+// attempt it was made for, the task's depth, and until when it holds.
+type Token struct {
+	Instance string `json:"i"`
+	Task     string `json:"t"`
+	Depth    int    `json:"d"`
+	Expires  int64  `json:"e"` // epoch ms
+}
+
+// SignToken makes the delivery token of attempt t, signed with the
+// instance's webhook key (so any node on the store can check it, and a
+// rotation ends the tokens in flight). It is
+// base64url(JSON of Token) "." base64url(HMAC-SHA256(key, "errand-delivery." + first part)).
+func SignToken(t *task.Task, key string) string {
+	b, _ := json.Marshal(Token{Instance: t.InstanceID, Task: t.ID, Depth: t.Depth, Expires: t.DeadlineAt + tokenLate})
+	body := base64.RawURLEncoding.EncodeToString(b)
+	return body + "." + base64.RawURLEncoding.EncodeToString(tokenMAC(key, body))
+}
+
+// VerifyToken checks a delivery token against the instance's id and key at
+// now (epoch ms) and returns what it says. A token that is malformed,
+// signed with another key, made for another instance or expired is
+// INVALID_ARGUMENT naming field.
+func VerifyToken(raw, instanceID, key string, now int64, field string) (*Token, error) {
+	bad := func(why string) error {
+		return task.FieldErrorf(task.CodeInvalidArgument, field, "is not a valid delivery token: %s", why)
+	}
+	body, sig, ok := strings.Cut(raw, ".")
+	if !ok || len(raw) > 1024 {
+		return nil, bad("malformed")
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, tokenMAC(key, body)) {
+		return nil, bad("its signature does not match this instance's key (rotated since?)")
+	}
+	b, err := base64.RawURLEncoding.DecodeString(body)
+	if err != nil {
+		return nil, bad("malformed")
+	}
+	var tok Token
+	if err := json.Unmarshal(b, &tok); err != nil {
+		return nil, bad("malformed")
+	}
+	switch {
+	case tok.Instance != instanceID:
+		return nil, bad("it was made for another instance")
+	case now > tok.Expires:
+		return nil, bad("it expired with its attempt")
+	case tok.Depth < 0:
+		return nil, bad("malformed")
+	}
+	return &tok, nil
+}
+
+func tokenMAC(key, body string) []byte {
+	m := hmac.New(sha256.New, []byte(key))
+	m.Write([]byte("errand-delivery."))
+	m.Write([]byte(body))
+	return m.Sum(nil)
+}

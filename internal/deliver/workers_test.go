@@ -1,0 +1,109 @@
+package deliver
+
+import (
+	"context"
+	"testing"
+
+	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// frames records what the node sends a worker (the WebSocket's place in
+// these tests of the registry; cmd/errand's tests use real connections).
+type frames struct {
+	sent chan *errandapi.WorkerFrame
+}
+
+func (f *frames) Send(_ context.Context, fr *errandapi.WorkerFrame) error { f.sent <- fr; return nil }
+func (f *frames) Close(string)                                            {}
+
+func connect(t *testing.T, w *Workers, inst string, slots int, fns ...string) (*WorkerConn, *frames) {
+	t.Helper()
+	tr := &frames{sent: make(chan *errandapi.WorkerFrame, 16)}
+	c, err := w.Register(inst, &errandapi.WorkerFrame{Type: errandapi.FrameHello, Group: "app", Functions: fns, Slots: slots}, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Ready()
+	return c, tr
+}
+
+func attempt(id string, deadline int64) *Request {
+	return &Request{Task: &task.Task{InstanceID: "i1", ID: id, LeaseID: "lease-" + id, DeadlineAt: deadline, Payload: []byte(`1`)},
+		Target: task.Target{Function: "app/f"}, Key: "whsec_k"}
+}
+
+// TestWorkersRouting: slots are counted per instance and function, a
+// claim's Reserve takes them at once, attempts go to the connection with
+// the most free slots, and a connection that leaves fails what it held.
+func TestWorkersRouting(t *testing.T) {
+	now := int64(1000)
+	w := &Workers{Now: func() int64 { return now }}
+	a, fa := connect(t, w, "i1", 2, "f")
+	_, fb := connect(t, w, "i1", 1, "f", "g")
+	connect(t, w, "i2", 5, "f")
+	if got := w.Free("i1"); got["app/f"] != 3 || got["app/g"] != 1 {
+		t.Fatalf("Free = %v", got)
+	}
+	r1 := attempt("t1", 5000)
+	w.Reserve(r1.Task, "app/f") // the most free slots: a
+	if got := w.Free("i1"); got["app/f"] != 2 {
+		t.Fatalf("Free after a reserve = %v", got)
+	}
+	res := make(chan Result, 2)
+	go func() { res <- w.Deliver(context.Background(), r1) }()
+	f := <-fa.sent
+	if f.Type != errandapi.FrameAttempt || f.LeaseID != "lease-t1" || f.Function != "f" || f.Token == "" {
+		t.Fatalf("attempt frame %+v", f)
+	}
+	// One more: a and b have one free slot each; either is fair.
+	r2 := attempt("t2", 5000)
+	go func() { res <- w.Deliver(context.Background(), r2) }()
+	var onB bool
+	select {
+	case <-fa.sent:
+	case <-fb.sent:
+		onB = true
+	}
+	// a answers t1: recorded, succeeded with the result.
+	if ans := a.Answer(&errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: "lease-t1", Result: []byte(`{"ok":1}`)}); ans.Type != errandapi.FrameRecorded {
+		t.Fatalf("answer: %+v", ans)
+	}
+	if r := <-res; r.Outcome.Status != task.AttemptSucceeded || string(r.Outcome.Result) != `{"ok":1}` {
+		t.Fatalf("t1: %+v", r)
+	}
+	// The connection holding t2 leaves: t2 fails, to be retried.
+	holder := a
+	if onB {
+		for _, c := range w.conns {
+			if c != a && c.instanceID == "i1" {
+				holder = c
+			}
+		}
+	}
+	holder.Close("gone")
+	if r := <-res; r.Outcome.Status != task.AttemptFailed {
+		t.Fatalf("t2 after its worker left: %+v", r)
+	}
+}
+
+// TestWorkersLateAnswer: an answer after the deadline is refused with
+// LEASE_LOST and the attempt is timed out, whichever comes first.
+func TestWorkersLateAnswer(t *testing.T) {
+	now := int64(1000)
+	w := &Workers{Now: func() int64 { return now }}
+	c, tr := connect(t, w, "i1", 1, "f")
+	res := make(chan Result, 1)
+	go func() { res <- w.Deliver(context.Background(), attempt("t1", 2000)) }()
+	<-tr.sent
+	now = 2001
+	if ans := c.Answer(&errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: "lease-t1"}); ans.Type != errandapi.FrameRefused || ans.Refusal.Code != errandapi.CodeLeaseLost {
+		t.Fatalf("late answer: %+v", ans)
+	}
+	if r := <-res; r.Outcome.Status != task.AttemptTimedOut {
+		t.Fatalf("late attempt: %+v", r)
+	}
+	if got := w.Free("i1"); got["app/f"] != 1 {
+		t.Fatalf("the slot is not free after the answer: %v", got)
+	}
+}

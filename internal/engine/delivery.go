@@ -1,0 +1,38 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/errandhq/errand/internal/deliver"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// Wake wakes this node's dispatcher: a connected worker came or a slot of
+// one came free, so a function's waiting tasks may be claimable now.
+func (e *Engine) Wake() { e.waker.wake() }
+
+// TaskAddFromDelivery adds tasks from inside an attempt: token is the
+// attempt's delivery token (the header errandapi.DeliveryHeader), checked
+// against the instance's key. The tasks get depth = the parent's + 1 and
+// source "function"; past task.MaxDepth the add is refused with
+// DEPTH_EXCEEDED and logged, since it is most likely a loop.
+func (e *Engine) TaskAddFromDelivery(ctx context.Context, ref QueueRef, ins []task.AddInput, token string, field string) ([]AddResult, error) {
+	inst, err := e.Instance(ctx, ref.Org, ref.Instance)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := deliver.VerifyToken(token, inst.ID, inst.WebhookKey, e.now(), field)
+	if err != nil {
+		return nil, err
+	}
+	for i := range ins {
+		ins[i].Depth = tok.Depth + 1
+		ins[i].Source = task.SourceFunction
+	}
+	res, err := e.TaskAdd(ctx, ref, ins)
+	if task.IsCode(err, task.CodeDepthExceeded) {
+		e.log.Warn("add refused: a chain of adds from deliveries is too deep (a loop?)",
+			"instance", ref.Instance, "queue", ref.Queue, "parent", tok.Task, "depth", tok.Depth+1, "max", task.MaxDepth)
+	}
+	return res, err
+}

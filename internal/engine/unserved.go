@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// WorkersQuiet is how long a node's rows of the workers table count after
+// it last refreshed them (it does every few seconds).
+const WorkersQuiet = 30 * time.Second
+
+// served returns the functions some node serves for the instance now.
+func (e *Engine) served(ctx context.Context, instanceID string) (map[string]int, error) {
+	return e.store.WorkersServed(ctx, &store.WorkersServedParams{InstanceID: instanceID, SeenAfter: e.clock.Now().Add(-WorkersQuiet).UnixMilli()})
+}
+
+// noteUnserved sets the LastError of a task that waits, due, for a
+// function no node serves, so a caller sees why it does not run. It is
+// not stored: the task waits unharmed and runs when a worker comes.
+func (e *Engine) noteUnserved(ctx context.Context, t *task.Task) {
+	if (t.State != task.Pending && t.State != task.RetryWait) || t.RunAt > e.now() || t.Pull {
+		return
+	}
+	fn := ""
+	if t.Target != nil {
+		fn = t.Target.Function
+	} else if q, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: t.InstanceID, Name: t.Queue}); err == nil && q.Target != nil {
+		fn = q.Target.Function
+	}
+	if fn == "" {
+		return
+	}
+	served, err := e.served(ctx, t.InstanceID)
+	if err != nil || served[fn] > 0 {
+		return
+	}
+	msg := "no worker serves " + fn + ": the task waits, no attempt used, until one connects"
+	if t.LastError != "" {
+		msg += " (last error: " + t.LastError + ")"
+	}
+	t.LastError = msg
+}
+
+// unservedLog logs, in dev, the first add for a function no worker
+// serves, once per instance and function.
+type unservedLog struct{ seen sync.Map }
+
+// logUnserved is unservedLog's check after an add of tasks to q.
+func (e *Engine) logUnserved(ctx context.Context, q *task.Queue, res []AddResult) {
+	if !e.dev {
+		return
+	}
+	var served map[string]int
+	for _, r := range res {
+		if r.Task == nil {
+			continue
+		}
+		fn := store.FunctionOf(r.Task, q)
+		if fn == "" {
+			continue
+		}
+		if _, logged := e.unserved.seen.Load(q.InstanceID + "\x00" + fn); logged {
+			continue
+		}
+		if served == nil {
+			var err error
+			if served, err = e.served(ctx, q.InstanceID); err != nil {
+				return
+			}
+		}
+		if served[fn] == 0 {
+			if _, logged := e.unserved.seen.LoadOrStore(q.InstanceID+"\x00"+fn, true); !logged {
+				e.log.Warn("no worker serves "+fn+": its tasks wait as scheduled, no attempt used, until a worker connects (see docs/workers.md)",
+					"queue", q.Name, "task", r.Task.ID)
+			}
+		}
+	}
+}

@@ -1,0 +1,187 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/deliver"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// workerHeartbeat is how often each side of a worker connection pings when
+// idle; a side that hears nothing for three periods closes it.
+const workerHeartbeat = 10 * time.Second
+
+// workerConnect serves GET /v1/workers/{instance}: a function worker's
+// WebSocket (docs/workers.md). The worker says hello (its group, functions
+// and slots), gets welcome, then receives attempts and answers each once.
+// A bad hello or a malformed frame closes the connection with a v1 error
+// object as the reason; the attempts it held are failed and retried.
+func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) {
+	if s.workers == nil {
+		s.writeError(w, r, task.Errorf(task.CodeNotFound, "function workers are not served here"))
+		return
+	}
+	inst, err := s.eng.Instance(r.Context(), c.p.Org, c.instance)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "Upgrade", "GET %s{instance} is a WebSocket: send Upgrade: websocket", errandapi.WorkerPath))
+		return
+	}
+	// The server's read and write timeouts are for requests; a worker's
+	// connection lives as long as the worker, with its own heartbeat.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
+	conn, err := websocket.Accept(w, r, nil) // checks Origin against Host
+	if err != nil {
+		return // Accept answered
+	}
+	conn.SetReadLimit(errandapi.MaxWorkerFrame)
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer cancel()
+	tr := &wsTransport{conn: conn}
+	hello, err := readFrame(ctx, conn)
+	if err != nil {
+		tr.closeWith(websocket.StatusPolicyViolation, err)
+		return
+	}
+	wc, err := s.workers.Register(inst.ID, hello, tr)
+	if err != nil {
+		tr.closeWith(websocket.StatusPolicyViolation, err)
+		return
+	}
+	log := s.log.With("instance", c.instance, "worker", wc.ID(), "group", hello.Group)
+	log.Info("worker connected", "functions", strings.Join(wc.Functions(), ","), "slots", hello.Slots, "sdk", hello.SDK)
+	reason := "the worker closed the connection"
+	defer func() {
+		wc.Close(reason)
+		log.Info("worker disconnected", "reason", reason)
+	}()
+	if err := wc.Send(ctx, &errandapi.WorkerFrame{Type: errandapi.FrameWelcome, Worker: wc.ID(), HeartbeatSeconds: int(workerHeartbeat / time.Second)}); err != nil {
+		reason = "sending welcome failed"
+		conn.CloseNow()
+		return
+	}
+	wc.Ready()
+	go func() { // heartbeat
+		t := time.NewTicker(workerHeartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if wc.Send(ctx, &errandapi.WorkerFrame{Type: errandapi.FramePing}) != nil {
+					return
+				}
+			}
+		}
+	}()
+	for {
+		f, err := readFrame(ctx, conn)
+		if err != nil {
+			var te *task.Error
+			if errors.As(err, &te) {
+				reason = "malformed frame: " + te.Message
+				tr.closeWith(websocket.StatusPolicyViolation, err)
+			} else {
+				reason = err.Error()
+				conn.CloseNow()
+			}
+			return
+		}
+		switch f.Type {
+		case errandapi.FramePing:
+		case errandapi.FrameDone, errandapi.FrameFailed, errandapi.FrameDefer:
+			if f.LeaseID == "" {
+				reason = "malformed frame: no leaseId"
+				tr.closeWith(websocket.StatusPolicyViolation, task.FieldErrorf(task.CodeInvalidArgument, "leaseId", "is required on %s", f.Type))
+				return
+			}
+			if err := wc.Send(ctx, wc.Answer(f)); err != nil {
+				reason = "sending an answer failed: " + err.Error()
+				conn.CloseNow()
+				return
+			}
+		default:
+			reason = "malformed frame: unexpected type " + f.Type
+			tr.closeWith(websocket.StatusPolicyViolation, task.FieldErrorf(task.CodeInvalidArgument, "type", "a worker sends done, failed, defer or ping here, not %q", f.Type))
+			return
+		}
+	}
+}
+
+// readFrame reads one JSON text frame, waiting at most three heartbeats. A
+// frame that is not a JSON object with a type is an INVALID_ARGUMENT
+// *task.Error; a broken or silent connection is another error.
+func readFrame(ctx context.Context, conn *websocket.Conn) (*errandapi.WorkerFrame, error) {
+	rctx, cancel := context.WithTimeout(ctx, 3*workerHeartbeat)
+	defer cancel()
+	typ, b, err := conn.Read(rctx)
+	if err != nil {
+		return nil, err
+	}
+	if typ != websocket.MessageText {
+		return nil, task.Errorf(task.CodeInvalidArgument, "frames are JSON text, not binary")
+	}
+	var f errandapi.WorkerFrame
+	if err := json.Unmarshal(b, &f); err != nil || f.Type == "" {
+		return nil, task.Errorf(task.CodeInvalidArgument, "a frame is a JSON object with a type")
+	}
+	return &f, nil
+}
+
+// wsTransport is deliver.WorkerTransport over a WebSocket.
+type wsTransport struct {
+	conn *websocket.Conn
+}
+
+var _ deliver.WorkerTransport = (*wsTransport)(nil)
+
+// Send implements deliver.WorkerTransport.
+func (t *wsTransport) Send(ctx context.Context, f *errandapi.WorkerFrame) error {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 3*workerHeartbeat)
+	defer cancel()
+	return t.conn.Write(wctx, websocket.MessageText, b)
+}
+
+// Close implements deliver.WorkerTransport.
+func (t *wsTransport) Close(reason string) {
+	_ = t.conn.Close(websocket.StatusGoingAway, closeReason(errandapi.CodeUnavailable, reason))
+}
+
+// closeWith closes the connection with err as a v1 error object.
+func (t *wsTransport) closeWith(code websocket.StatusCode, err error) {
+	var te *task.Error
+	if !errors.As(err, &te) {
+		_ = t.conn.Close(websocket.StatusProtocolError, closeReason(errandapi.CodeInvalidArgument, err.Error()))
+		return
+	}
+	_ = t.conn.Close(code, closeReason(te.Code, te.Message))
+}
+
+// closeReason is a v1 error object that fits a close frame (123 bytes).
+func closeReason(code errandapi.Code, msg string) string {
+	for {
+		b, _ := json.Marshal(errandapi.ErrorDetail{Code: code, Message: msg})
+		if len(b) <= 123 || msg == "" {
+			return string(b)
+		}
+		msg = strings.ToValidUTF8(msg[:max(0, len(msg)-(len(b)-123)-4)], "") + "…"
+	}
+}

@@ -1,0 +1,196 @@
+// Package node assembles one errand node from its parts, in one place for
+// `errand serve`, `errand dev` and the embedded engine: the store, the
+// engine and its services, the delivery mux (webhooks; functions served in
+// process or by connected workers; channels later), the HTTP API with
+// metrics, and the publisher of what this node's workers serve (the
+// store's workers table, read by every node).
+package node
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/errandhq/errand/internal/auth"
+	"github.com/errandhq/errand/internal/clock"
+	"github.com/errandhq/errand/internal/deliver"
+	"github.com/errandhq/errand/internal/engine"
+	"github.com/errandhq/errand/internal/httpapi"
+	"github.com/errandhq/errand/internal/id"
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// Config is what differs between the modes.
+type Config struct {
+	Store  store.Store
+	Clock  clock.Clock // default the real clock
+	Logger *slog.Logger
+	// Dev is the emulator: instances on first use, every attempt logged,
+	// http and local webhooks (Guard is then ignored).
+	Dev bool
+	// Guard vets webhook addresses (serve); nil with Dev.
+	Guard *deliver.Guard
+	// Shared: other nodes write to the same store (PostgreSQL): sleeping
+	// services look at it every second and the clock is the database's.
+	Shared bool
+	// Functions are served in process (the embedded engine); nil for none.
+	Functions *deliver.Functions
+	// Ops configures the operations API's jobs.
+	Ops engine.OpsConfig
+}
+
+// Node is one assembled node. Start runs it; Close stops it.
+type Node struct {
+	Engine  *engine.Engine
+	Workers *deliver.Workers
+	webhook *deliver.Webhook
+	fns     *deliver.Functions
+	st      store.Store
+	log     *slog.Logger
+	rules   task.URLRules
+	id      string
+
+	changed chan struct{}
+	cancel  context.CancelFunc
+	done    chan struct{}
+	stopped sync.Once
+}
+
+// publishEvery is how often a node refreshes its rows of the workers table
+// (engine.WorkersQuiet is how long they count).
+const publishEvery = 5 * time.Second
+
+// New builds a node; nothing runs until Start.
+func New(cfg Config) *Node {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	n := &Node{Workers: &deliver.Workers{}, fns: cfg.Functions, st: cfg.Store, log: cfg.Logger,
+		id: id.Secret(8), changed: make(chan struct{}, 1)}
+	if cfg.Dev {
+		n.rules = task.URLRules{AllowHTTP: true}
+		n.webhook = deliver.NewWebhook(deliver.WebhookOptions{})
+	} else {
+		if cfg.Guard == nil {
+			cfg.Guard = deliver.NewGuard(nil)
+		}
+		n.rules = cfg.Guard.URLRules()
+		n.webhook = deliver.NewWebhook(deliver.WebhookOptions{Guard: cfg.Guard})
+	}
+	backstop := time.Duration(0) // the engine's default: a lone node wakes itself
+	if cfg.Shared {
+		backstop = time.Second
+	}
+	n.Engine = engine.New(engine.Config{
+		Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, Dev: cfg.Dev, URLRules: n.rules,
+		Backstop: backstop, DatabaseClock: cfg.Shared, Ops: cfg.Ops,
+		Deliverer: &deliver.Mux{Webhook: n.webhook, Function: &deliver.FunctionRoutes{InProcess: cfg.Functions, Workers: n.Workers}},
+	})
+	n.Workers.OnFree = n.Engine.Wake
+	n.Workers.OnChange = n.Changed
+	n.Workers.Now = func() int64 { return n.Engine.Clock().Now().UnixMilli() }
+	return n
+}
+
+// URLRules are the webhook rules the node's engine applies.
+func (n *Node) URLRules() task.URLRules { return n.rules }
+
+// Changed tells the node that what it serves changed (a worker came or
+// left, an in-process function was registered): it publishes at once.
+func (n *Node) Changed() {
+	select {
+	case n.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the engine's services and the publisher until Close. ctx
+// bounds the start; the node runs until Close.
+func (n *Node) Start(ctx context.Context) error {
+	if err := n.Engine.Start(ctx); err != nil {
+		return err
+	}
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	n.cancel, n.done = cancel, make(chan struct{})
+	go func() {
+		defer close(n.done)
+		n.publish(pctx)
+	}()
+	return nil
+}
+
+// HandlerConfig is what the HTTP API needs beyond the node.
+type HandlerConfig struct {
+	Auth  auth.Authenticator
+	Hosts []string
+	// Extra mounts more handlers (MCP, console) beside /metrics.
+	Extra map[string]http.Handler
+}
+
+// Handler returns the node's HTTP API: the v1 routes, the worker
+// endpoint, /healthz and /metrics.
+func (n *Node) Handler(c HandlerConfig) *httpapi.Server {
+	extra := map[string]http.Handler{"GET /metrics": n.Engine.Metrics().Handler()}
+	maps.Copy(extra, c.Extra)
+	return httpapi.New(httpapi.Config{Engine: n.Engine, Auth: c.Auth, Logger: n.log, Hosts: c.Hosts, Extra: extra, Workers: n.Workers})
+}
+
+// Close stops the node: the engine (attempts in flight finish or are
+// given back), then the worker connections, the publisher (which removes
+// the node's rows) and the webhook client. The store stays open.
+func (n *Node) Close() {
+	n.stopped.Do(func() {
+		n.Engine.Stop()
+		n.Workers.CloseAll("the node is shutting down")
+		if n.cancel != nil {
+			n.cancel()
+			<-n.done
+		}
+		n.webhook.Close()
+	})
+}
+
+// publish keeps this node's rows of the workers table: at once when what
+// it serves changes, and every publishEvery so they stay live; at the end
+// it removes them.
+func (n *Node) publish(ctx context.Context) {
+	clk := n.Engine.Clock()
+	put := func(ctx context.Context, served map[string]map[string]int) {
+		now := clk.Now().UnixMilli()
+		err := n.st.WorkersPut(ctx, &store.WorkersPutParams{Node: n.id, Served: served, Now: now, Forget: now - time.Hour.Milliseconds()})
+		if err != nil && ctx.Err() == nil {
+			n.log.Warn("publishing the functions this node serves failed", "err", err)
+		}
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		put(ctx, nil)
+	}()
+	had := false
+	for {
+		served := n.Workers.Served()
+		if n.fns != nil {
+			if own := n.fns.Free(""); len(own) > 0 {
+				served[store.AllInstances] = map[string]int{}
+				for fn := range own {
+					served[store.AllInstances][fn] = 1
+				}
+			}
+		}
+		if len(served) > 0 || had {
+			put(ctx, served)
+			had = len(served) > 0
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.changed:
+		case <-clk.After(publishEvery):
+		}
+	}
+}

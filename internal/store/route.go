@@ -1,0 +1,85 @@
+package store
+
+import (
+	"encoding/json"
+	"math"
+
+	"github.com/errandhq/errand/internal/task"
+)
+
+// RouteFilter is ClaimParams.Functions reduced to what a backend's claim
+// statement filters on; Keep then trims the claimed rows to the slots.
+type RouteFilter struct {
+	// All: no filter (Functions is nil).
+	All bool
+	// QueueOK: a task without a target of its own may be claimed (the
+	// queue's target is not a function, or is one with a free slot).
+	QueueOK bool
+	// Served lists the functions with a free slot; ServedJSON is the same
+	// as a JSON array.
+	Served     []string
+	ServedJSON string
+	// ExpiredBefore: a task created at or before it is claimed whatever
+	// its function, so that maxAgeSeconds ends it (math.MinInt64: none).
+	ExpiredBefore int64
+}
+
+// Route returns p's route filter.
+func (p *ClaimParams) Route() RouteFilter {
+	if p.Functions == nil {
+		return RouteFilter{All: true, QueueOK: true, Served: []string{}, ServedJSON: "[]", ExpiredBefore: math.MinInt64}
+	}
+	f := RouteFilter{Served: []string{}, ExpiredBefore: math.MinInt64}
+	for fn, n := range p.Functions {
+		if n > 0 {
+			f.Served = append(f.Served, fn)
+		}
+	}
+	b, _ := json.Marshal(f.Served)
+	f.ServedJSON = string(b)
+	qt := p.Queue.Target
+	f.QueueOK = qt == nil || qt.Function == "" || p.Functions[qt.Function] > 0
+	if p.Queue.MaxAgeSeconds > 0 {
+		f.ExpiredBefore = task.SaturatingAddMs(p.Now, -p.Queue.MaxAgeSeconds, 1000)
+	}
+	return f
+}
+
+// FunctionOf is the function a task's attempt goes to: its own target's,
+// or else its queue's; "" when that target is not a function.
+func FunctionOf(t *task.Task, q *task.Queue) string {
+	switch {
+	case t.Target != nil:
+		return t.Target.Function
+	case q.Target != nil:
+		return q.Target.Function
+	}
+	return ""
+}
+
+// Keep trims tasks (in claim order) to p.Functions' slots: a task of a
+// function is kept while its function has a slot left; a task past its
+// queue's maxAgeSeconds and a task of no function are always kept.
+func (p *ClaimParams) Keep(tasks []*task.Task) []*task.Task {
+	if p.Functions == nil {
+		return tasks
+	}
+	expired := p.Route().ExpiredBefore
+	left := make(map[string]int, len(p.Functions))
+	for fn, n := range p.Functions {
+		left[fn] = n
+	}
+	out := tasks[:0:0]
+	for _, t := range tasks {
+		fn := FunctionOf(t, p.Queue)
+		switch {
+		case fn == "" || t.CreatedAt <= expired:
+		case left[fn] > 0:
+			left[fn]--
+		default:
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}

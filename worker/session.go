@@ -1,0 +1,301 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/errandhq/errand/client"
+	"github.com/errandhq/errand/errandapi"
+)
+
+// sdkName is hello's sdk.
+const sdkName = "go/1"
+
+// readLimit bounds a frame from the node: an attempt carries a payload and
+// params of 64 KiB each, JSON-escaped at worst.
+const readLimit = 1 << 20
+
+// session is one connection: hello, then attempts until it drops or ctx
+// ends. connected reports whether the node welcomed the worker.
+func (w *Worker) session(ctx context.Context) (connected bool, err error) {
+	hdr := http.Header{}
+	if w.o.APIKey != "" {
+		hdr.Set("Authorization", "Bearer "+w.o.APIKey)
+	}
+	hdr.Set("User-Agent", "errand-go-worker")
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	conn, resp, err := websocket.Dial(dctx, w.url, &websocket.DialOptions{HTTPClient: w.o.HTTPClient, HTTPHeader: hdr})
+	cancel()
+	if err != nil {
+		return false, dialError(resp, err)
+	}
+	conn.SetReadLimit(readLimit)
+	defer conn.CloseNow()
+
+	w.mu.Lock()
+	names := make([]string, 0, len(w.handlers))
+	for n := range w.handlers {
+		names = append(names, n)
+	}
+	w.mu.Unlock()
+	sort.Strings(names)
+	s := &session{w: w, conn: conn}
+	if err := s.send(ctx, &errandapi.WorkerFrame{Type: errandapi.FrameHello, Group: w.group, Functions: names,
+		Slots: w.o.Slots, SDK: sdkName}); err != nil {
+		return false, err
+	}
+	welcome, err := s.read(ctx, 30*time.Second)
+	if err != nil {
+		return false, err
+	}
+	if welcome.Type != errandapi.FrameWelcome {
+		return false, fmt.Errorf("worker: the node answered hello with %q", welcome.Type)
+	}
+	hb := time.Duration(max(welcome.HeartbeatSeconds, 1)) * time.Second
+	w.log.Info("worker connected", "worker", welcome.Worker, "functions", strings.Join(names, ","), "slots", w.o.Slots)
+
+	// Handlers run under lost: it ends when the connection does, so that
+	// a handler whose attempt the node has already failed (and will retry
+	// elsewhere) learns it. They do not end with ctx: on shutdown they
+	// finish and their answers are sent.
+	lost, lose := context.WithCancel(context.WithoutCancel(ctx))
+	defer lose()
+	go s.heartbeat(lost, hb)
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.drain()
+		case <-lost.Done():
+		}
+	}()
+	for {
+		f, err := s.read(lost, 3*hb)
+		if err != nil {
+			lose()
+			s.wg.Wait()
+			if s.drained() {
+				return true, nil
+			}
+			return true, err
+		}
+		switch f.Type {
+		case errandapi.FrameAttempt:
+			s.start(lost, f)
+		case errandapi.FrameRefused:
+			msg := ""
+			if f.Refusal != nil {
+				msg = string(f.Refusal.Code) + ": " + f.Refusal.Message
+			}
+			w.log.Warn("the node refused an answer", "lease", f.LeaseID, "error", msg)
+		case errandapi.FrameRecorded, errandapi.FramePing:
+		}
+	}
+}
+
+// session is the state of one connection.
+type session struct {
+	w      *Worker
+	conn   *websocket.Conn
+	sendMu sync.Mutex
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	stopping bool // ctx ended: new attempts are deferred, the connection closes when idle
+	running  int
+}
+
+func (s *session) send(ctx context.Context, f *errandapi.WorkerFrame) error {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return s.conn.Write(wctx, websocket.MessageText, b)
+}
+
+// read reads one frame, waiting at most wait.
+func (s *session) read(ctx context.Context, wait time.Duration) (*errandapi.WorkerFrame, error) {
+	rctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	_, b, err := s.conn.Read(rctx)
+	if err != nil {
+		return nil, closeError(err)
+	}
+	var f errandapi.WorkerFrame
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("worker: a frame from the node is not JSON: %w", err)
+	}
+	return &f, nil
+}
+
+func (s *session) heartbeat(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if s.send(ctx, &errandapi.WorkerFrame{Type: errandapi.FramePing}) != nil {
+				return
+			}
+		}
+	}
+}
+
+// drain stops taking attempts; the connection closes once none runs.
+func (s *session) drain() {
+	s.mu.Lock()
+	s.stopping = true
+	idle := s.running == 0
+	s.mu.Unlock()
+	if idle {
+		s.conn.Close(websocket.StatusNormalClosure, "the worker is shutting down")
+	}
+}
+
+func (s *session) drained() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopping
+}
+
+// start runs one attempt in its own goroutine and sends its answer.
+func (s *session) start(ctx context.Context, f *errandapi.WorkerFrame) {
+	s.mu.Lock()
+	if s.stopping {
+		s.mu.Unlock()
+		_ = s.send(ctx, &errandapi.WorkerFrame{Type: errandapi.FrameDefer, LeaseID: f.LeaseID, Seconds: 1})
+		return
+	}
+	s.running++
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		answer := s.run(ctx, f)
+		_ = s.send(ctx, answer)
+		s.mu.Lock()
+		s.running--
+		last := s.stopping && s.running == 0
+		s.mu.Unlock()
+		if last {
+			s.conn.Close(websocket.StatusNormalClosure, "the worker is shutting down")
+		}
+	}()
+}
+
+// body is an attempt frame's body: what a webhook receives.
+type body struct {
+	Task struct {
+		ID           string          `json:"id"`
+		Queue        string          `json:"queue"`
+		Name         *string         `json:"name"`
+		Attempt      int             `json:"attempt"`
+		MaxAttempts  int             `json:"maxAttempts"`
+		RunAt        int64           `json:"runAt"`
+		CreatedAt    int64           `json:"createdAt"`
+		DeadlineAt   int64           `json:"deadlineAt"`
+		Source       string          `json:"source"`
+		Depth        int             `json:"depth"`
+		Params       json.RawMessage `json:"params"`
+		DeadLetterOf *string         `json:"deadLetterOf"`
+	} `json:"task"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// run runs the attempt's handler and returns the answer to send.
+func (s *session) run(ctx context.Context, f *errandapi.WorkerFrame) (answer *errandapi.WorkerFrame) {
+	fail := func(msg string) *errandapi.WorkerFrame {
+		return &errandapi.WorkerFrame{Type: errandapi.FrameFailed, LeaseID: f.LeaseID, Error: msg}
+	}
+	s.w.mu.Lock()
+	h := s.w.handlers[f.Function]
+	s.w.mu.Unlock()
+	if h == nil {
+		return fail(fmt.Sprintf("this worker has no handler for %q", f.Function))
+	}
+	var b body
+	if err := json.Unmarshal(f.Body, &b); err != nil {
+		return fail("the attempt's body is not valid: " + err.Error())
+	}
+	t := &Task{ID: b.Task.ID, Queue: b.Task.Queue, Attempt: b.Task.Attempt, MaxAttempts: b.Task.MaxAttempts,
+		RunAt: time.UnixMilli(b.Task.RunAt), CreatedAt: time.UnixMilli(b.Task.CreatedAt), DeadlineAt: time.UnixMilli(f.DeadlineAt),
+		Source: b.Task.Source, Depth: b.Task.Depth, Payload: b.Payload, Function: f.Function}
+	if b.Task.Name != nil {
+		t.Name = *b.Task.Name
+	}
+	if b.Task.DeadLetterOf != nil {
+		t.DeadLetterOf = *b.Task.DeadLetterOf
+	}
+	if len(b.Task.Params) > 0 && string(b.Task.Params) != "null" {
+		t.Params = b.Task.Params
+	}
+	hctx, cancel := context.WithDeadline(client.WithDelivery(ctx, f.Token), t.DeadlineAt)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			answer = fail(fmt.Sprintf("function %q panicked: %v\n%s", f.Function, p, firstLines(debug.Stack(), 8)))
+		}
+	}()
+	out, err := h(hctx, t)
+	var de *DeferError
+	switch {
+	case errors.As(err, &de):
+		return &errandapi.WorkerFrame{Type: errandapi.FrameDefer, LeaseID: f.LeaseID, Seconds: max(de.Delay.Seconds(), 0.001)}
+	case err != nil:
+		return fail(err.Error())
+	}
+	if len(out) > 0 && !json.Valid(out) {
+		return fail("the function's result is not valid JSON")
+	}
+	return &errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: f.LeaseID, Result: out}
+}
+
+// firstLines returns the first n lines of b.
+func firstLines(b []byte, n int) string {
+	lines := strings.SplitN(string(b), "\n", n+1)
+	return strings.Join(lines[:min(n, len(lines))], "\n")
+}
+
+// closeError turns a close frame with a v1 error object as its reason
+// into a *CloseError; other errors pass unchanged.
+func closeError(err error) error {
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	out := &CloseError{Status: ce.Code}
+	if json.Unmarshal([]byte(ce.Reason), &out.ErrorDetail) != nil || out.Code == "" {
+		out.Code, out.Message = errandapi.CodeUnavailable, ce.Reason
+	}
+	return out
+}
+
+// dialError reads a refused handshake's answer (an errand error body).
+func dialError(resp *http.Response, err error) error {
+	if resp == nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var e errandapi.ErrorResponse
+	if json.Unmarshal(raw, &e) == nil && e.Error.Code != "" {
+		return &errandapi.Error{Code: e.Error.Code, Message: e.Error.Message, Status: resp.StatusCode}
+	}
+	return fmt.Errorf("worker: the handshake got HTTP %d: %w", resp.StatusCode, err)
+}

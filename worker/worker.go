@@ -1,0 +1,224 @@
+// Package worker serves errand function targets from a Go program: it
+// connects to any errand node (dev or serve) over one long-lived WebSocket,
+// registers functions under a worker group, and runs the attempts the node
+// hands it, up to a number of slots at once.
+//
+//	w, err := worker.New("http://127.0.0.1:9191", "jobs", "app", worker.Options{Slots: 8})
+//	...
+//	w.Handle("send-receipt", func(ctx context.Context, t *worker.Task) (json.RawMessage, error) {
+//		return json.RawMessage(`{"sent":true}`), send(ctx, t.Payload)
+//	})
+//	err = w.Run(ctx) // until ctx ends; reconnects by itself
+//
+// A queue whose target is {"function": "app/send-receipt"} then delivers
+// each attempt to this handler. Returning (result, nil) succeeds the
+// attempt and stores result as the task's result; an error fails it (it is
+// retried with the queue's backoff); Defer(d) asks to be tried again after
+// d without using an attempt; a panic fails it with the panic in the error.
+// The handler's ctx ends at the attempt's deadline, and carries the
+// attempt's delivery token: adds made with a client.Client and that ctx
+// get depth = this task's + 1 and source "function".
+//
+// The package imports nothing internal to errand; the protocol it speaks
+// is docs/workers.md.
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/errandhq/errand/errandapi"
+)
+
+// Options configure a Worker; zero values take the defaults noted.
+type Options struct {
+	// APIKey is sent as `Authorization: Bearer <key>`; errand serve needs
+	// a key with the write grant on the instance, errand dev none.
+	APIKey string
+	// Slots is how many attempts run at once (default 8, at most 1,000).
+	Slots int
+	// Logger receives connection events and refused answers (default
+	// slog.Default()).
+	Logger *slog.Logger
+	// HTTPClient makes the WebSocket handshake (default http.DefaultClient).
+	HTTPClient *http.Client
+	// MinBackoff and MaxBackoff bound the wait between reconnects
+	// (defaults 200 ms and 10 s; jittered, doubling).
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// Task is the attempt a handler runs: the task as its target receives it.
+type Task struct {
+	ID           string
+	Queue        string
+	Name         string // "" when unnamed
+	Attempt      int    // this attempt's number, from 1
+	MaxAttempts  int
+	RunAt        time.Time
+	CreatedAt    time.Time
+	DeadlineAt   time.Time
+	Source       string
+	Depth        int
+	Params       json.RawMessage // nil when none
+	DeadLetterOf string          // the failed task this is a dead letter of, or ""
+	Payload      json.RawMessage
+	// Function is the function's name within the group.
+	Function string
+}
+
+// Handler serves one function (see the package doc for what its answer
+// means).
+type Handler func(ctx context.Context, t *Task) (result json.RawMessage, err error)
+
+// DeferError asks for the attempt to be tried again after Delay without
+// using an attempt.
+type DeferError struct{ Delay time.Duration }
+
+func (e *DeferError) Error() string { return "deferred for " + e.Delay.String() }
+
+// Defer is the error a Handler returns to be tried again after d without
+// using an attempt (when the queue's targetControl is on, the default;
+// otherwise it counts as a failure).
+func Defer(d time.Duration) error { return &DeferError{Delay: d} }
+
+// Worker serves a group's functions for one instance.
+type Worker struct {
+	url      string
+	instance string
+	group    string
+	o        Options
+	log      *slog.Logger
+
+	mu       sync.Mutex
+	handlers map[string]Handler
+	running  bool
+}
+
+// New returns a worker for the node at baseURL (http or https), the
+// instance and the worker group. It makes no call.
+func New(baseURL, instance, group string, o Options) (*Worker, error) {
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("worker: base URL %q: want http(s)://host[:port][/prefix]", baseURL)
+	}
+	if instance == "" || group == "" {
+		return nil, errors.New("worker: instance and group are required")
+	}
+	u.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
+	u.Path += errandapi.WorkerPath + url.PathEscape(instance)
+	if o.Slots == 0 {
+		o.Slots = 8
+	}
+	if o.Slots < 1 || o.Slots > errandapi.MaxWorkerSlots {
+		return nil, fmt.Errorf("worker: Slots must be 1–%d", errandapi.MaxWorkerSlots)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = 200 * time.Millisecond
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 10 * time.Second
+	}
+	return &Worker{url: u.String(), instance: instance, group: group, o: o, handlers: map[string]Handler{},
+		log: o.Logger.With("instance", instance, "group", group)}, nil
+}
+
+// Handle serves the function name (within the worker's group: "send-receipt"
+// serves the target "app/send-receipt" for group app). Handle before Run.
+func (w *Worker) Handle(name string, h Handler) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.running {
+		panic("worker: Handle after Run")
+	}
+	w.handlers[name] = h
+}
+
+// Serve is New, Handle for each of handlers and Run.
+func Serve(ctx context.Context, baseURL, instance, group string, o Options, handlers map[string]Handler) error {
+	w, err := New(baseURL, instance, group, o)
+	if err != nil {
+		return err
+	}
+	for name, h := range handlers {
+		w.Handle(name, h)
+	}
+	return w.Run(ctx)
+}
+
+// Run connects and serves until ctx ends, reconnecting with backoff when
+// the connection drops. When ctx ends, attempts already running finish and
+// their answers are sent; new ones are deferred. Run returns nil then, or
+// at once the refusal that reconnecting cannot fix (a bad key, a missing
+// grant, an invalid function name) as a *CloseError or *errandapi.Error.
+func (w *Worker) Run(ctx context.Context) error {
+	w.mu.Lock()
+	if len(w.handlers) == 0 {
+		w.mu.Unlock()
+		return errors.New("worker: no handler: call Handle before Run")
+	}
+	w.running = true
+	w.mu.Unlock()
+	wait := w.o.MinBackoff
+	for {
+		connected, err := w.session(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if permanent(err) {
+			return err
+		}
+		if connected {
+			wait = w.o.MinBackoff
+		}
+		w.log.Warn("worker connection lost; reconnecting", "err", err, "in", wait)
+		t := time.NewTimer(wait/2 + rand.N(wait/2+1))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		wait = min(2*wait, w.o.MaxBackoff)
+	}
+}
+
+// CloseError is the node's refusal of the connection: the v1 error it gave
+// as the close reason.
+type CloseError struct {
+	Status websocket.StatusCode
+	errandapi.ErrorDetail
+}
+
+func (e *CloseError) Error() string {
+	return fmt.Sprintf("worker: the node closed the connection: %s: %s", e.Code, e.Message)
+}
+
+// permanent reports whether err is a refusal that reconnecting cannot fix.
+func permanent(err error) bool {
+	var ce *CloseError
+	if errors.As(err, &ce) {
+		switch ce.Code {
+		case errandapi.CodeInvalidArgument, errandapi.CodeUnauthenticated, errandapi.CodePermissionDenied, errandapi.CodeNotFound:
+			return true
+		}
+	}
+	var ae *errandapi.Error
+	if errors.As(err, &ae) {
+		return ae.Status/100 == 4 && ae.Status != http.StatusTooManyRequests
+	}
+	return false
+}
