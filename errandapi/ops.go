@@ -66,7 +66,7 @@ type OpsShortcut struct {
 }
 
 // OpsTask is one operations task (a job) as the operations API shows it.
-// Times are epoch seconds, as in the lifecycle document.
+// Times are epoch seconds, as docs/ops.md says.
 type OpsTask struct {
 	ID             string          `json:"id"`
 	Owner          string          `json:"owner"`

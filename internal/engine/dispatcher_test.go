@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -224,18 +225,12 @@ func TestPushFinishWakesTheChainer(t *testing.T) {
 	id := b.add("emails", task.AddInput{Payload: json.RawMessage(`{"n":1}`)})
 	rcv.next(t)
 	b.waitState(id, task.Succeeded)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		page, err := b.eng.TaskList(b.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "after"}, engine.ListFilter{Limit: 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page.Tasks) == 1 && page.Tasks[0].Depth == 1 && page.Tasks[0].Source == task.SourceTask {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no chained task 10 s after the push task succeeded: %+v", page.Tasks)
-		}
-		time.Sleep(2 * time.Millisecond) // polls the store; the fake clock stays put
+	// A long-poll lease on "after" is woken by the chained add; the fake
+	// clock never moves, so only the wake can end it before ctx does.
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	got, err := b.eng.Lease(ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "after"}, engine.LeaseParams{Count: 1, LeaseSeconds: 60, WaitSeconds: engine.MaxWaitSeconds})
+	if err != nil || len(got) != 1 || got[0].Depth != 1 || got[0].Source != task.SourceTask {
+		t.Fatalf("no chained task after the push task succeeded: %+v %v", got, err)
 	}
 }

@@ -33,33 +33,8 @@ func (f *flakyFinish) TaskFinish(ctx context.Context, ps []*store.FinishParams) 
 // any other error is returned at once, and the tries are bounded.
 func TestStoreOutcomesTriesAgain(t *testing.T) {
 	t.Parallel()
-	st := stores.Open(t, "sqlite")
-	defer st.Close()
+	st, c := succeededClaim(t)
 	ctx := context.Background()
-	inst := &task.Instance{ID: "i1", Org: "o", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}
-	if err := st.InstanceCreate(ctx, inst); err != nil {
-		t.Fatal(err)
-	}
-	q := task.NewQueue("i1", "q", task.ModePull)
-	if err := st.QueueCreate(ctx, q); err != nil {
-		t.Fatal(err)
-	}
-	tk, err := task.NewTask(q, task.AddInput{}, 1, task.URLRules{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tk.ID = "t1"
-	if _, err := st.TaskAdd(ctx, []*task.Task{tk}); err != nil {
-		t.Fatal(err)
-	}
-	claimed, err := st.TaskClaim(ctx, &store.ClaimParams{Queue: q, Now: 2, Limit: 1, LeaseMs: 60_000, NewLeaseID: func() string { return "l1" }})
-	if err != nil || len(claimed) != 1 {
-		t.Fatalf("claim: %v %v", claimed, err)
-	}
-	c := claimed[0]
-	if _, err := c.Finish(q, 3, task.Outcome{Status: task.AttemptSucceeded}); err != nil {
-		t.Fatal(err)
-	}
 	ps := []*store.FinishParams{{Task: c, LeaseID: "l1"}}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 
@@ -106,8 +81,29 @@ func (l *lostAnswer) TaskFinish(ctx context.Context, ps []*store.FinishParams) (
 // tell a worker that its stored ack was refused.
 func TestStoreOutcomesLostAnswer(t *testing.T) {
 	t.Parallel()
+	st, c := succeededClaim(t)
+	ctx := context.Background()
+	lost := &lostAnswer{Store: st}
+	errs, err := storeOutcomes(ctx, lost, []*store.FinishParams{{Task: c, LeaseID: "l1"}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil || lost.calls != 2 {
+		t.Fatalf("storeOutcomes: %v after %d calls; want an answer on the second", err, lost.calls)
+	}
+	if !task.IsCode(errs[0], task.CodeUnavailable) {
+		t.Fatalf("the outcome's answer is %v; want UNAVAILABLE (it may have been recorded), not LEASE_LOST", errs[0])
+	}
+	got, err := st.TaskGet(ctx, store.TaskRef{InstanceID: "i1", ID: "t1"})
+	if err != nil || got.State != task.Succeeded {
+		t.Fatalf("stored: %v %v", got, err)
+	}
+}
+
+// succeededClaim stores one pull task on a fresh SQLite store, claims it
+// under lease l1 and marks the claimed copy succeeded, ready for
+// storeOutcomes.
+func succeededClaim(t *testing.T) (store.Store, *task.Task) {
+	t.Helper()
 	st := stores.Open(t, "sqlite")
-	defer st.Close()
+	t.Cleanup(func() { _ = st.Close() })
 	ctx := context.Background()
 	inst := &task.Instance{ID: "i1", Org: "o", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}
 	if err := st.InstanceCreate(ctx, inst); err != nil {
@@ -133,16 +129,5 @@ func TestStoreOutcomesLostAnswer(t *testing.T) {
 	if _, err := c.Finish(q, 3, task.Outcome{Status: task.AttemptSucceeded}); err != nil {
 		t.Fatal(err)
 	}
-	lost := &lostAnswer{Store: st}
-	errs, err := storeOutcomes(ctx, lost, []*store.FinishParams{{Task: c, LeaseID: "l1"}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil || lost.calls != 2 {
-		t.Fatalf("storeOutcomes: %v after %d calls; want an answer on the second", err, lost.calls)
-	}
-	if !task.IsCode(errs[0], task.CodeUnavailable) {
-		t.Fatalf("the outcome's answer is %v; want UNAVAILABLE (it may have been recorded), not LEASE_LOST", errs[0])
-	}
-	got, err := st.TaskGet(ctx, store.TaskRef{InstanceID: "i1", ID: "t1"})
-	if err != nil || got.State != task.Succeeded {
-		t.Fatalf("stored: %v %v", got, err)
-	}
+	return st, c
 }

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// contract is DESIGN.md's transition table, written out again here so that
+// contract is the transition table docs/engine.md lists, written out again here so that
 // the code's table is checked against the contract, not against itself.
 var contract = map[[2]State]bool{
 	{Pending, Running}: true, {Pending, Cancelled}: true,

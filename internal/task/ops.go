@@ -25,7 +25,7 @@ const (
 // OpsKinds lists the kinds, in the order the documentation gives them.
 var OpsKinds = []string{KindDLQReplay, KindDLQPurge, KindBackupExport, KindInstanceBackup}
 
-// Attempt budget and backoff of operations tasks (the lifecycle document).
+// Attempt budget and backoff of operations tasks (docs/ops.md).
 const (
 	OpsDefaultAttempts = 3
 	OpsMaxAttempts     = 8

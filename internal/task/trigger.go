@@ -11,7 +11,7 @@ import (
 // TriggerKind is what makes a trigger rule fire.
 type TriggerKind string
 
-// The three kinds of rule (DESIGN.md, "Triggers").
+// The three kinds of rule (docs/triggers.md).
 const (
 	// TriggerSchedule fires on a cron schedule.
 	TriggerSchedule TriggerKind = "schedule"
