@@ -137,6 +137,14 @@ func (c *Chainer) chainTask(ctx context.Context, tr *task.Trigger, ev *store.Tri
 // Chainer returns the task-rule service (tests run it with RunOnce).
 func (e *Engine) Chainer() *Chainer { return e.chainer }
 
+// outcomesStored is told of each batch of attempt outcomes written: it
+// wakes the chainer when one ended a chain's task, and reports the count to
+// tests.
+func (e *Engine) outcomesStored(ps []*store.FinishParams) {
+	e.chainsMaybe(ps)
+	e.signals.outcomes.update(func(n *int) { *n += len(ps) })
+}
+
 // chainsMaybe wakes the chainer when a stored batch ended a task SUCCEEDED
 // or FAILED (which may have written chain events).
 func (e *Engine) chainsMaybe(ps []*store.FinishParams) {

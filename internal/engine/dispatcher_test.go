@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -149,21 +148,8 @@ func TestPushDeferDoesNotUseAnAttempt(t *testing.T) {
 func TestPushKeepsMaxConcurrent(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	var mu sync.Mutex
-	inFlight, peak := 0, 0
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		inFlight++
-		peak = max(peak, inFlight)
-		mu.Unlock()
-		<-release
-		mu.Lock()
-		inFlight--
-		mu.Unlock()
-	}))
-	defer srv.Close()
-	b.queue("q", &task.QueuePatch{Target: targetPtr(srv.URL), MaxConcurrent: ptr(ptr(3))})
+	g := newGate(t)
+	b.queue("q", &task.QueuePatch{Target: targetPtr(g.URL), MaxConcurrent: ptr(ptr(3))})
 	var ids []string
 	for range 12 {
 		ids = append(ids, b.add("q", task.AddInput{}))
@@ -172,17 +158,13 @@ func TestPushKeepsMaxConcurrent(t *testing.T) {
 	// target, then let one answer.
 	for done := 0; done < 12; done++ {
 		want := min(3, 12-done)
-		waitFor(t, fmt.Sprintf("%d in flight", want), func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return inFlight == want
-		})
-		release <- struct{}{}
+		g.waitFor(t, fmt.Sprintf("%d in flight", want), func() bool { n, _, _ := g.counts(); return n == want })
+		g.release <- http.StatusOK
 	}
 	for _, id := range ids {
 		b.waitState(id, task.Succeeded)
 	}
-	if peak != 3 {
+	if _, peak, _ := g.counts(); peak != 3 {
 		t.Fatalf("peak concurrency %d, want exactly 3", peak)
 	}
 }

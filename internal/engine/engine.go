@@ -97,7 +97,8 @@ type Engine struct {
 // engineSignals report the engine's own progress to tests (nil in
 // production).
 type engineSignals struct {
-	parked *progress[int] // long polls that found nothing and wait
+	parked   *progress[int] // long polls that found nothing and wait
+	outcomes *progress[int] // attempt outcomes stored, in all
 }
 
 const (
@@ -134,7 +135,7 @@ func New(cfg Config) *Engine {
 		e.clock = off
 		e.services = append(e.services, &clockSync{sc: sc, clk: off, log: cfg.Logger.With("service", "clock"), interval: 30 * time.Second})
 	}
-	e.batcher = newFinishBatcher(cfg.Store, cfg.Writers, cfg.Logger.With("service", "finisher"), e.chainsMaybe)
+	e.batcher = newFinishBatcher(cfg.Store, cfg.Writers, cfg.Logger.With("service", "finisher"), e.outcomesStored)
 	e.fin = &finisher{store: cfg.Store, clock: e.clock, batch: e.batcher, metrics: cfg.Metrics, changed: e.changed}
 	e.cleaner = newCleaner(cleanerDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "cleaner"), every: cfg.CleanEvery})
 	e.rescuer = newRescuer(rescuerDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "rescuer"),
@@ -143,7 +144,7 @@ func New(cfg Config) *Engine {
 	// cfg.Deliverer.
 	e.ops = newOpsState(e, cfg.Ops)
 	e.dispatcher = newDispatcher(dispatcherDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "dispatcher"),
-		targets: e.ops.router(cfg.Deliverer), metrics: cfg.Metrics, wake: e.waker, dev: cfg.Dev, writers: cfg.Writers, backstop: cfg.Backstop, stored: e.chainsMaybe})
+		targets: e.ops.router(cfg.Deliverer), metrics: cfg.Metrics, wake: e.waker, dev: cfg.Dev, writers: cfg.Writers, backstop: cfg.Backstop, stored: e.outcomesStored})
 	td := TriggerDeps{Store: cfg.Store, Clock: e.clock, Logger: cfg.Logger, Rules: cfg.URLRules, Added: e.changed, NewID: e.newID}
 	td.Wake = e.ruleWake.next
 	e.scheduler = NewScheduler(SchedulerDeps{TriggerDeps: td, Backstop: cfg.Backstop})

@@ -20,6 +20,7 @@ func WithSignals(e *Engine) *Signals {
 	e.scheduler.asleep = newProgress[sleepReport]()
 	e.chainer.asleep = newProgress[sleepReport]()
 	e.signals.parked = newProgress[int]()
+	e.signals.outcomes = newProgress[int]()
 	return &Signals{e: e}
 }
 
@@ -68,6 +69,19 @@ func (s *Signals) Parked(tb testing.TB, n int) int {
 func (s *Signals) DeadlinesPassed(tb testing.TB, n int) {
 	tb.Helper()
 	wait(tb, "an attempt's deadline", s.e.dispatcher.deadlines, func(got int) bool { return got >= n })
+}
+
+// Outcomes returns how many attempt outcomes have been stored so far.
+func (s *Signals) Outcomes() int {
+	n, _ := s.e.signals.outcomes.wait(context.Background(), func(int) bool { return true })
+	return n
+}
+
+// OutcomesAfter waits until more than n attempt outcomes in all have been
+// stored, and returns how many have.
+func (s *Signals) OutcomesAfter(tb testing.TB, n int) int {
+	tb.Helper()
+	return wait(tb, "an attempt outcome to be stored", s.e.signals.outcomes, func(got int) bool { return got > n })
 }
 
 func wait[T any](tb testing.TB, what string, p *progress[T], ok func(T) bool) T {

@@ -17,6 +17,7 @@ import (
 // counts how many it holds at once.
 type gate struct {
 	*httptest.Server
+	*events
 	mu       sync.Mutex
 	inFlight int
 	peak     int
@@ -25,17 +26,19 @@ type gate struct {
 }
 
 func newGate(t *testing.T) *gate {
-	g := &gate{release: make(chan int)}
+	g := &gate{release: make(chan int), events: newEvents()}
 	g.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		g.mu.Lock()
 		g.inFlight++
 		g.total++
 		g.peak = max(g.peak, g.inFlight)
 		g.mu.Unlock()
+		g.bump()
 		status := <-g.release
 		g.mu.Lock()
 		g.inFlight--
 		g.mu.Unlock()
+		g.bump()
 		w.WriteHeader(status)
 	}))
 	t.Cleanup(func() {
@@ -51,15 +54,42 @@ func (g *gate) counts() (inFlight, peak, total int) {
 	return g.inFlight, g.peak, g.total
 }
 
-// waitFor polls cond (never the fake clock) for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// events lets a test wait on what its loopback target sees: the target
+// bumps it at each change, and waitFor checks its condition again at each
+// bump, never on a timer.
+type events struct {
+	mu sync.Mutex
+	ch chan struct{} // closed and replaced at each bump
+}
+
+func newEvents() *events { return &events{ch: make(chan struct{})} }
+
+// bump reports a change.
+func (e *events) bump() {
+	e.mu.Lock()
+	close(e.ch)
+	e.ch = make(chan struct{})
+	e.mu.Unlock()
+}
+
+// waitFor returns once cond holds, checking it at first and after each
+// bump; past 10 s the test fails.
+func (e *events) waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
+	limit := time.NewTimer(10 * time.Second)
+	defer limit.Stop()
+	for {
+		e.mu.Lock()
+		ch := e.ch
+		e.mu.Unlock()
+		if cond() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-limit.C:
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -82,7 +112,7 @@ func TestDeadlineKeepsTheSlot(t *testing.T) {
 	g := newGate(t)
 	b.queue("slow", &task.QueuePatch{Target: targetPtr(g.URL), DeadlineSeconds: ptr(1), MinBackoffSeconds: ptr(0.5)})
 	id := b.add("slow", task.AddInput{})
-	waitFor(t, "the first attempt", func() bool { n, _, _ := g.counts(); return n == 1 })
+	g.waitFor(t, "the first attempt", func() bool { n, _, _ := g.counts(); return n == 1 })
 	b.clock.Advance(time.Second)
 	b.sig.DeadlinesPassed(t, 1)
 	b.clock.Advance(time.Second) // well past the deadline and the backoff
@@ -100,7 +130,7 @@ func TestDeadlineKeepsTheSlot(t *testing.T) {
 		t.Fatalf("attempt %+v", a)
 	}
 	b.clock.Advance(time.Second)
-	waitFor(t, "the retry", func() bool { _, _, total := g.counts(); return total == 2 })
+	g.waitFor(t, "the retry", func() bool { _, _, total := g.counts(); return total == 2 })
 	g.release <- 200
 	tk = b.waitState(id, task.Succeeded)
 	if tk.Attempt != 2 {
@@ -115,17 +145,18 @@ func TestRatePerSecond(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	var n atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.Add(1) }))
+	ev := newEvents()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.Add(1); ev.bump() }))
 	defer srv.Close()
 	b.queue("q", &task.QueuePatch{Target: targetPtr(srv.URL), RatePerSecond: ptr(ptr(2.0))})
 	for range 4 {
 		b.add("q", task.AddInput{})
 	}
-	waitFor(t, "the first delivery", func() bool { return n.Load() == 1 })
+	ev.waitFor(t, "the first delivery", func() bool { return n.Load() == 1 })
 	for want := 1; want <= 4; want++ {
 		if want > 1 {
 			b.clock.Advance(500 * time.Millisecond)
-			waitFor(t, "the next delivery", func() bool { return n.Load() == int32(want) })
+			ev.waitFor(t, "the next delivery", func() bool { return n.Load() == int32(want) })
 		}
 		// The dispatcher has looked again at this time: it claimed no
 		// more than the rate allows, and sleeps until the next token.
@@ -159,7 +190,7 @@ func TestMaxInFlightAcrossQueues(t *testing.T) {
 	}
 	for done := 0; done < 8; done++ {
 		want := min(3, 8-done)
-		waitFor(t, "a full wave", func() bool { n, _, _ := g.counts(); return n == want })
+		g.waitFor(t, "a full wave", func() bool { n, _, _ := g.counts(); return n == want })
 		g.release <- 200
 	}
 	if _, peak, total := g.counts(); peak != 3 || total != 8 {

@@ -77,11 +77,13 @@ func (b *bundle) add(queue string, in task.AddInput) string {
 	return res[0].Task.ID
 }
 
-// waitState polls the store (never the clock) until the task reaches state.
+// waitState waits until the task reaches state: it reads the task, and
+// again after each attempt outcome the engine stores (a test signal),
+// never on a timer.
 func (b *bundle) waitState(id string, state task.State) *task.Task {
 	b.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
 	for {
+		seen := b.sig.Outcomes()
 		tk, err := b.eng.TaskGet(b.ctx, engine.TaskRef{Org: "dev", Instance: "jobs", ID: id})
 		if err != nil {
 			b.t.Fatal(err)
@@ -89,10 +91,10 @@ func (b *bundle) waitState(id string, state task.State) *task.Task {
 		if tk.State == state {
 			return tk
 		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("task %s is %s, want %s (attempts %+v)", id, tk.State, state, tk.Attempts)
+		if b.t.Failed() {
+			b.t.FailNow()
 		}
-		time.Sleep(2 * time.Millisecond)
+		b.sig.OutcomesAfter(b.t, seen)
 	}
 }
 
