@@ -211,6 +211,7 @@ func TestQueueDeleteDuringAdds(t *testing.T) {
 		var wg sync.WaitGroup
 		var added atomic.Int64
 		stop := make(chan struct{})
+		twenty := make(chan struct{}) // closed at the 20th add
 		for w := range 3 {
 			wg.Go(func() {
 				for i := 0; ; i++ {
@@ -224,12 +225,18 @@ func TestQueueDeleteDuringAdds(t *testing.T) {
 						t.Errorf("TaskAdd: %v", err)
 						return
 					}
-					added.Add(1)
+					if added.Add(1) == 20 {
+						close(twenty)
+					}
 				}
 			})
 		}
-		for added.Load() < 20 && !t.Failed() {
-			time.Sleep(time.Millisecond)
+		writersDone := make(chan struct{})
+		go func() { wg.Wait(); close(writersDone) }()
+		select {
+		case <-twenty:
+		case <-writersDone: // every writer failed before 20 adds
+			t.FailNow()
 		}
 		if _, err := s.QueueDelete(ctx, store.QueueRef{InstanceID: "i1", Name: "work"}); err != nil {
 			t.Fatal(err)
