@@ -352,13 +352,13 @@ func (d *Dispatcher) finisher() {
 			d.log.Error("storing outcomes failed; their leases will run out and be retried", "n", len(ps), "err", err)
 			continue
 		}
-		if d.stored != nil {
-			d.stored(ps)
-		}
 		again := false
 		for i, f := range batch {
 			d.logAttempt(f, errs[i])
 			again = again || f.fp.Task.State == task.RetryWait || f.fp.DeadLetter != nil
+		}
+		if d.stored != nil {
+			d.stored(ps) // after the counts: a test told of it sees them
 		}
 		if again {
 			d.wake.wake() // the next due time moved

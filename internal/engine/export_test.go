@@ -20,7 +20,7 @@ func WithSignals(e *Engine) *Signals {
 	e.scheduler.asleep = newProgress[sleepReport]()
 	e.chainer.asleep = newProgress[sleepReport]()
 	e.signals.parked = newProgress[int]()
-	e.signals.outcomes = newProgress[int]()
+	WatchOutcomes(e)
 	return &Signals{e: e}
 }
 

@@ -31,6 +31,8 @@ type bundle struct {
 	clock *clock.Fake
 	// client talks to srv; its idle connections close with the bundle.
 	client *http.Client
+	// outcomes reports each attempt outcome the engine stores.
+	outcomes *engine.OutcomeWatch
 }
 
 // setup runs the real API over a real SQLite file on loopback, with a fake
@@ -61,7 +63,7 @@ func setupWith(t testing.TB, kind string, fn func(*engine.Config)) *bundle {
 		eng.Stop()
 		_ = st.Close()
 	})
-	return &bundle{t: t, srv: srv, eng: eng, clock: fc, client: client}
+	return &bundle{t: t, srv: srv, eng: eng, clock: fc, client: client, outcomes: engine.WatchOutcomes(eng)}
 }
 
 // res is a decoded answer.

@@ -192,21 +192,10 @@ func TestOpsForeignJobLooksMissing(t *testing.T) {
 	}
 }
 
-// waitJob polls a job through c until it has status (the engine's services
-// run on their own goroutines; the fake clock is not moved).
+// waitJob reads a job through c until it has status (see awaitJob).
 func (c caller) waitJob(jobID, status string) res {
 	c.b.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		r := c.do("GET", "/api/tasks/"+jobID, nil).want(c.b.t, 200, "")
-		if r.obj("task")["status"] == status {
-			return r
-		}
-		if time.Now().After(deadline) {
-			c.b.t.Fatalf("job %s: %s, want %s", jobID, r.raw, status)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	return c.b.awaitJob(status, func() res { return c.do("GET", "/api/tasks/"+jobID, nil).want(c.b.t, 200, "") })
 }
 
 // TestOpsForeignInstanceIsNeverTouched: a dead-letter job naming an

@@ -35,20 +35,30 @@ func (b *bundle) job(kind, key string, payload any) res {
 	return b.do("POST", "/api/tasks", map[string]any{"kind": kind, "idempotency_key": key, "payload": payload})
 }
 
-// waitJob polls the job until it has status (the services run on their
-// own goroutines; the fake clock is never moved here).
+// waitJob reads the job until it has status (see awaitJob).
 func (b *bundle) waitJob(jobID, status string) res {
 	b.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	return b.awaitJob(status, func() res { return b.do("GET", "/api/tasks/"+jobID, nil).want(b.t, 200, "") })
+}
+
+// awaitJob reads a job with get until it has status, and reads it again
+// only after the engine stores the next attempt outcome (a test signal):
+// the services run on their own goroutines and the fake clock is not
+// moved, so an outcome is what changes a job.
+func (b *bundle) awaitJob(status string, get func() res) res {
+	b.t.Helper()
 	for {
-		r := b.do("GET", "/api/tasks/"+jobID, nil).want(b.t, 200, "")
+		seen := b.outcomes.Count()
+		r := get()
 		if r.obj("task")["status"] == status {
 			return r
 		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("job %s: status %v, want %s: %s", jobID, r.obj("task")["status"], status, r.raw)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		_, err := b.outcomes.After(ctx, seen)
+		cancel()
+		if err != nil {
+			b.t.Fatalf("job: %s, want status %s", r.raw, status)
 		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -55,7 +55,7 @@ func setupServe(t testing.TB) *served {
 		eng.Stop()
 		_ = st.Close()
 	})
-	return &served{bundle: &bundle{t: t, srv: srv, eng: eng, clock: fc, client: client}, st: st}
+	return &served{bundle: &bundle{t: t, srv: srv, eng: eng, clock: fc, client: client, outcomes: engine.WatchOutcomes(eng)}, st: st}
 }
 
 // key stores a new key of org with grants (ROLE:INSTANCE) and returns its

@@ -46,22 +46,6 @@ func scrape(t *testing.T, m *metrics.Metrics) (map[string]float64, string) {
 	return samples, rec.Body.String()
 }
 
-// waitSample polls the scrape until name reads want.
-func waitSample(t *testing.T, m *metrics.Metrics, name string, want float64) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got, _ := scrape(t, m)
-		if got[name] == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s = %v, want %v", name, got[name], want)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // TestCountersFollowTheEngine: a real engine on SQLite adds, leases, acks,
 // fails and delivers, and each move shows in the scraped text.
 func TestCountersFollowTheEngine(t *testing.T) {
@@ -72,12 +56,16 @@ func TestCountersFollowTheEngine(t *testing.T) {
 	eng := engine.New(engine.Config{Store: st, Clock: clock.NewFake(time.UnixMilli(1_790_000_000_000)), Dev: true,
 		URLRules: task.URLRules{AllowHTTP: true}, Metrics: m, Deliverer: &deliver.Mux{Webhook: wh},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	outcomes := engine.WatchOutcomes(eng)
 	ctx := context.Background()
 	if err := eng.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	release := make(chan struct{})
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
+	release, arrived := make(chan struct{}), make(chan struct{}, 1)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+	}))
 	t.Cleanup(func() {
 		eng.Stop()
 		target.Close()
@@ -127,9 +115,17 @@ func TestCountersFollowTheEngine(t *testing.T) {
 	if _, err := eng.TaskAdd(ctx, engine.QueueRef{Org: org, Instance: inst, Queue: "queue-secret-b"}, []task.AddInput{{}}); err != nil {
 		t.Fatal(err)
 	}
-	waitSample(t, m, "errand_deliveries_in_flight", 1)
+	<-arrived
+	if got, _ := scrape(t, m); got["errand_deliveries_in_flight"] != 1 {
+		t.Fatalf("while the target works: %v", got)
+	}
+	seen := outcomes.Count()
 	close(release)
-	waitSample(t, m, `errand_attempts_total{kind="push",outcome="succeeded"}`, 1)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := outcomes.After(wctx, seen); err != nil {
+		t.Fatal("the delivery's outcome was not stored")
+	}
 	got, text := scrape(t, m)
 	if got["errand_deliveries_in_flight"] != 0 || got[`errand_delivery_seconds_count{outcome="succeeded"}`] != 1 || got["errand_tasks_added_total"] != 4 {
 		t.Fatalf("after the delivery: %v", got)
