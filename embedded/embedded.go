@@ -61,20 +61,22 @@ type Options struct {
 	// webhooks may be http and local, and HTTPHandler needs no API key.
 	Dev bool
 
-	clock clock.Clock // tests: a fake clock
-	st    store.Store // tests: an open store instead of Store
+	clock    clock.Clock // tests: a fake clock
+	st       store.Store // tests: an open store instead of Store
+	outcomes bool        // tests: turn on the engine's outcome signal
 }
 
 // Engine is an errand engine running inside this program. It is safe for
 // concurrent use.
 type Engine struct {
-	node *node.Node
-	eng  *engine.Engine
-	st   store.Store
-	fns  *deliver.Functions
-	org  string
-	dev  bool
-	log  *slog.Logger
+	node     *node.Node
+	eng      *engine.Engine
+	outcomes *engine.OutcomeWatch // tests only (Options.outcomes)
+	st       store.Store
+	fns      *deliver.Functions
+	org      string
+	dev      bool
+	log      *slog.Logger
 }
 
 // Open opens the store, migrating its schema if needed, and starts the
@@ -107,6 +109,9 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	shared := o.st == nil && storeurl.Shared(o.Store)
 	e.node = node.New(node.Config{Store: st, Clock: o.clock, Logger: o.Logger, Dev: o.Dev, Shared: shared, Functions: e.fns})
 	e.eng = e.node.Engine
+	if o.outcomes {
+		e.outcomes = engine.WatchOutcomes(e.eng)
+	}
 	if err := e.node.Start(context.WithoutCancel(ctx)); err != nil {
 		e.node.Close()
 		st.Close()

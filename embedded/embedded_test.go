@@ -34,7 +34,7 @@ var t0 = time.UnixMilli(1_790_000_000_000)
 func open(t *testing.T, kind string) (*Engine, *clock.Fake) {
 	t.Helper()
 	fc := clock.NewFake(t0)
-	o := Options{Dev: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), clock: fc}
+	o := Options{Dev: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), clock: fc, outcomes: true}
 	if kind == "sqlite" {
 		o.Store = "sqlite://" + filepath.Join(t.TempDir(), "sub", "errand.db")
 	} else {
@@ -65,11 +65,13 @@ func eachStore(t *testing.T, fn func(t *testing.T, kind string)) {
 	}
 }
 
-// waitState polls (never the clock) until the task reaches the v1 state.
+// waitState reads the task until it reaches the v1 state, and reads it
+// again only after the engine stores the next attempt outcome (a test
+// signal), never on a timer.
 func waitState(t *testing.T, e *Engine, id, state string) *Task {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
 	for {
+		seen := e.outcomes.Count()
 		tk, err := e.Get(context.Background(), "jobs", id)
 		if err != nil {
 			t.Fatal(err)
@@ -77,10 +79,12 @@ func waitState(t *testing.T, e *Engine, id, state string) *Task {
 		if tk.State == state {
 			return tk
 		}
-		if time.Now().After(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err = e.outcomes.After(ctx, seen)
+		cancel()
+		if err != nil {
 			t.Fatalf("task %s is %s, want %s (last error %q)", id, tk.State, state, tk.LastError)
 		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 
