@@ -53,3 +53,53 @@ func TestBodyNullsAndEscapes(t *testing.T) {
 		t.Fatalf("decoded %+v", got)
 	}
 }
+
+// FuzzBodyMatchesEncodingJSON: the hand-written body is byte for byte what
+// encoding/json's Marshal makes of the same task, for any strings and
+// numbers. Payload and params are raw JSON kept as sent (TestBodyKeepsRawBytes);
+// here they are strings encoded by encoding/json, which it emits unchanged.
+func FuzzBodyMatchesEncodingJSON(f *testing.F) {
+	f.Add("0mvpn7bai3f9c2e81d4a7", "emails", "receipt-o-1041", "api", "", 1, 10, int64(1793042520000), int64(-1), 0, "o-1041", "")
+	f.Add("t\"1\\", "q<&>", "\x00\x01\b\f\n\r\t\x1f\x7f", "deadletter", "t0", -3, 0, int64(0), int64(9e18), 2, "\u2028\u2029é€😀", "x")
+	f.Add("\xff\xfe", "a\xc3", "\xe2\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", 0, 0, int64(0), int64(0), 0, "\xc0\xaf", "<script>")
+	f.Fuzz(func(t *testing.T, id, queue, name, source, deadLetterOf string, attempt, maxAttempts int, runAt, deadlineAt int64, depth int, payload, params string) {
+		p, _ := json.Marshal(payload)
+		tk := &task.Task{ID: id, Queue: queue, Name: name, Attempt: attempt, MaxAttempts: maxAttempts,
+			RunAt: runAt, CreatedAt: runAt / 3, DeadlineAt: deadlineAt, Source: source, Depth: depth,
+			DeadLetterOf: deadLetterOf, Payload: p}
+		if params != "" {
+			tk.Params, _ = json.Marshal(params)
+		}
+		type wireTask struct {
+			ID           string          `json:"id"`
+			Queue        string          `json:"queue"`
+			Name         *string         `json:"name"`
+			Attempt      int             `json:"attempt"`
+			MaxAttempts  int             `json:"maxAttempts"`
+			RunAt        int64           `json:"runAt"`
+			CreatedAt    int64           `json:"createdAt"`
+			DeadlineAt   int64           `json:"deadlineAt"`
+			Source       string          `json:"source"`
+			Depth        int             `json:"depth"`
+			Params       json.RawMessage `json:"params"`
+			DeadLetterOf *string         `json:"deadLetterOf"`
+		}
+		orNil := func(s string) *string {
+			if s == "" {
+				return nil
+			}
+			return &s
+		}
+		want, err := json.Marshal(struct {
+			Task    wireTask        `json:"task"`
+			Payload json.RawMessage `json:"payload"`
+		}{wireTask{tk.ID, tk.Queue, orNil(tk.Name), tk.Attempt, tk.MaxAttempts, tk.RunAt, tk.CreatedAt,
+			tk.DeadlineAt, tk.Source, tk.Depth, tk.Params, orNil(tk.DeadLetterOf)}, tk.Payload})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Body(tk); string(got) != string(want) {
+			t.Fatalf("got\n%q\nencoding/json\n%q", got, want)
+		}
+	})
+}

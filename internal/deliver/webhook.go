@@ -7,9 +7,9 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 )
 
 // UserAgent is sent with every webhook delivery.
@@ -42,13 +42,14 @@ type WebhookOptions struct {
 	TLSConfig *tls.Config
 }
 
-// Webhook delivers to webhook targets: a signed POST over a pooled HTTP/1.1
-// client that follows no redirect and uses no proxy. It is safe for
+// Webhook delivers to webhook targets: a signed POST over a pooled
+// connection (HTTP/2 when an https target offers it, HTTP/1.1 keep-alive
+// otherwise) that follows no redirect and uses no proxy. It is safe for
 // concurrent use; Close releases its idle connections.
 type Webhook struct {
-	client    *http.Client
 	transport *http.Transport
 	guard     *Guard
+	signers   signers
 }
 
 // NewWebhook returns a webhook deliverer with its own connection pool.
@@ -78,16 +79,11 @@ func NewWebhook(opts WebhookOptions) *Webhook {
 		MaxIdleConnsPerHost:    cmp.Or(opts.MaxIdleConnsPerHost, 1024),
 		MaxResponseHeaderBytes: 64 << 10,
 		DisableCompression:     true,
+		// A custom dialer or TLS config turns HTTP/2 off unless asked for:
+		// a target that offers h2 (ALPN) gets one multiplexed connection.
+		ForceAttemptHTTP2: true,
 	}
-	return &Webhook{
-		transport: tr,
-		guard:     opts.Guard,
-		client: &http.Client{
-			Transport: tr,
-			// A 3xx is the answer: a redirect could lead anywhere.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
-	}
+	return &Webhook{transport: tr, guard: opts.Guard}
 }
 
 // Close closes the idle pooled connections. Deliveries in flight finish.
@@ -116,13 +112,14 @@ func (w *Webhook) deliver(ctx context.Context, r *Request) Result {
 	if w.guard != nil && len(r.Target.Webhook) > 5 && strings.EqualFold(r.Target.Webhook[:5], "http:") {
 		ctx = withPlainHTTP(ctx) // the dial must then land in an allowed range
 	}
-	body := Body(r.Task)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.Target.Webhook, bytes.NewReader(body))
+	req, err := w.request(ctx, r, now)
 	if err != nil || (req.URL.Scheme != "https" && req.URL.Scheme != "http") || req.URL.Host == "" {
 		return failed(0, "invalid webhook URL")
 	}
-	req.Header = deliveryHeaders(r, now, body)
-	resp, err := w.client.Do(req)
+	// The transport itself, not an http.Client: a 3xx is the answer (a
+	// redirect could lead anywhere), and the client's redirect bookkeeping
+	// (a copy of the URL and the headers per request) is not needed.
+	resp, err := w.transport.RoundTrip(req)
 	if err != nil {
 		return failed(0, shortError(ctx, err))
 	}
@@ -130,33 +127,52 @@ func (w *Webhook) deliver(ctx context.Context, r *Request) Result {
 	return answer(resp, now)
 }
 
-// deliveryHeaders returns the headers of a delivery: content type, user agent,
-// errand's signature and the Standard Webhooks ones.
-func deliveryHeaders(r *Request, now time.Time, body []byte) http.Header {
-	ms, secs := now.UnixMilli(), now.Unix()
-	// One backing array for the values: a delivery's headers cost few
-	// allocations.
-	v := [...]string{
-		"application/json",
-		UserAgent,
-		strconv.FormatInt(ms, 10),
-		Sign(r.Key, ms, body),
-		r.Task.ID,
-		strconv.FormatInt(secs, 10),
-		"",
-	}
+// Header values that are the same on every delivery, shared read-only by
+// all requests.
+var (
+	contentTypeJSON = []string{"application/json"}
+	userAgent       = []string{UserAgent}
+)
+
+// request builds the signed POST of a delivery: content type, user agent,
+// errand's signature and the Standard Webhooks ones. The body and every
+// header value made for this delivery share one buffer, so the request
+// costs a handful of allocations whatever its size.
+func (w *Webhook) request(ctx context.Context, r *Request, now time.Time) (*http.Request, error) {
+	t := r.Task
+	ks := w.signers.get(r.Key)
+	buf := make([]byte, 0, bodySize(t)+2*len(t.ID)+180)
+	buf = appendBody(buf, t)
+	n := len(buf)
+	body := buf[:n:n]
+	// After the body: ms, errand's signature, secs, the Standard one.
+	buf, ms := appendInt(buf, now.UnixMilli())
+	msEnd := len(buf)
+	buf = ks.appendErrand(buf, ms, body)
+	sigEnd := len(buf)
+	buf, secs := appendInt(buf, now.Unix())
+	secsEnd := len(buf)
+	buf = ks.appendStandard(buf, t.ID, secs, body)
+	// buf is complete and never written again: its tail is the header
+	// values' backing store (as strings.Builder makes its string).
+	all := unsafe.String(unsafe.SliceData(buf), len(buf))
+	v := [...]string{all[n:msEnd], all[msEnd:sigEnd], t.ID, all[sigEnd:secsEnd], all[secsEnd:]}
 	h := make(http.Header, 8)
-	h["Content-Type"] = v[0:1:1]
-	h["User-Agent"] = v[1:2:2]
-	h[HeaderTimestamp] = v[2:3:3]
-	h[HeaderSignature] = v[3:4:4]
-	h[HeaderWebhookID] = v[4:5:5]
-	if sig, ok := SignStandard(r.Key, r.Task.ID, secs, body); ok {
-		v[6] = sig
-		h[HeaderWebhookTimestamp] = v[5:6:6]
-		h[HeaderWebhookSignature] = v[6:7:7]
+	h["Content-Type"] = contentTypeJSON
+	h["User-Agent"] = userAgent
+	h[HeaderTimestamp] = v[0:1:1]
+	h[HeaderSignature] = v[1:2:2]
+	h[HeaderWebhookID] = v[2:3:3]
+	if ks.hasStandard {
+		h[HeaderWebhookTimestamp] = v[3:4:4]
+		h[HeaderWebhookSignature] = v[4:5:5]
 	}
-	return h
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.Target.Webhook, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header = h
+	return req, nil
 }
 
 var _ Deliverer = (*Webhook)(nil)

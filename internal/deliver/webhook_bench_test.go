@@ -62,6 +62,24 @@ func BenchmarkWebhookDeliver(b *testing.B) {
 	report(b, cpu0)
 }
 
+// BenchmarkWebhookDeliverSerial is one delivery at a time over one kept-alive
+// connection: the cost of building, signing and sending a delivery and
+// reading its answer, without the scheduling noise of many at once.
+func BenchmarkWebhookDeliverSerial(b *testing.B) {
+	srv := benchReceiver(b)
+	w := newWebhook(b, WebhookOptions{Guard: NewGuard([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})})
+	req := &Request{Task: benchTask(), Target: task.Target{Webhook: srv.URL + "/hook"}, Key: katKey}
+	ctx := context.Background()
+	b.ReportAllocs()
+	cpu0 := testkit.CPUTime()
+	for b.Loop() {
+		if res := w.Deliver(ctx, req); res.Outcome.Status != task.AttemptSucceeded {
+			b.Fatal(res.Outcome.Error)
+		}
+	}
+	report(b, cpu0)
+}
+
 // BenchmarkRawLoopback is the ceiling: a plain http.Client posting the same
 // body to the same kind of receiver, with no signing, guard or answer
 // handling.

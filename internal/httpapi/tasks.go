@@ -10,28 +10,33 @@ import (
 	"github.com/errandhq/errand/internal/task"
 )
 
-// parseAdd reads one task, an array, or {"tasks": [...]}.
+// parseAdd reads one task, an array, or {"tasks": [...]}. A well-formed
+// body is split into its tasks by a walk over its bytes, so each task is
+// decoded once; a malformed one is decoded whole, for the error to name
+// the same byte and field whatever the body's shape.
 func parseAdd(raw []byte, source string) ([]task.AddInput, error) {
 	raw = trimJSONSpace(raw)
 	var items []json.RawMessage
 	prefix := func(i int) string { return "tasks[" + strconv.Itoa(i) + "]" }
 	switch {
 	case len(raw) > 0 && raw[0] == '[':
-		if err := decodeStrict(raw, &items, "tasks"); err != nil {
-			return nil, err
+		if !json.Valid(raw) {
+			return nil, decodeStrict(raw, &items, "tasks")
 		}
+		items = splitArray(raw)
 	case len(raw) > 0 && raw[0] == '{':
-		var env map[string]json.RawMessage
-		if err := decodeStrict(raw, &env, ""); err != nil {
-			return nil, err
+		if !json.Valid(raw) {
+			var env map[string]json.RawMessage
+			return nil, decodeStrict(raw, &env, "")
 		}
-		if t, ok := env["tasks"]; ok && len(env) == 1 {
-			if err := decodeStrict(t, &items, "tasks"); err != nil {
-				return nil, err
-			}
-			if items == nil {
+		if t, ok := envelopeTasks(raw); ok {
+			if t[0] != '[' {
+				if err := decodeStrict(t, &items, "tasks"); err != nil {
+					return nil, err
+				}
 				return nil, task.FieldErrorf(task.CodeInvalidArgument, "tasks", "must be an array of tasks")
 			}
+			items = splitArray(t)
 		} else {
 			items = []json.RawMessage{raw}
 			prefix = func(int) string { return "" }

@@ -1,0 +1,83 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"testing"
+
+	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// parseAddDecodingTwice is parseAdd as it was before it split bodies by a walk:
+// the array or envelope decoded first, then each task. It is the oracle
+// FuzzParseAddSplit compares parseAdd with.
+func parseAddDecodingTwice(raw []byte, source string) ([]task.AddInput, error) {
+	raw = trimJSONSpace(raw)
+	var items []json.RawMessage
+	prefix := func(i int) string { return "tasks[" + strconv.Itoa(i) + "]" }
+	switch {
+	case len(raw) > 0 && raw[0] == '[':
+		if err := decodeStrict(raw, &items, "tasks"); err != nil {
+			return nil, err
+		}
+	case len(raw) > 0 && raw[0] == '{':
+		var env map[string]json.RawMessage
+		if err := decodeStrict(raw, &env, ""); err != nil {
+			return nil, err
+		}
+		if t, ok := env["tasks"]; ok && len(env) == 1 {
+			if err := decodeStrict(t, &items, "tasks"); err != nil {
+				return nil, err
+			}
+			if items == nil {
+				return nil, task.FieldErrorf(task.CodeInvalidArgument, "tasks", "must be an array of tasks")
+			}
+		} else {
+			items = []json.RawMessage{raw}
+			prefix = func(int) string { return "" }
+		}
+	default:
+		return nil, task.FieldErrorf(task.CodeInvalidArgument, "body", "send a task object, an array of tasks, or {\"tasks\": [...]}")
+	}
+	if len(items) == 0 || len(items) > task.MaxAddBatch {
+		return nil, task.FieldErrorf(task.CodeInvalidArgument, "tasks", "send 1–%d tasks, not %d", task.MaxAddBatch, len(items))
+	}
+	ins := make([]task.AddInput, len(items))
+	for i, item := range items {
+		if t := trimJSONSpace(item); len(t) == 0 || t[0] != '{' {
+			return nil, task.FieldErrorf(task.CodeInvalidArgument, fieldOr(prefix(i), "body"), "a task must be a JSON object")
+		}
+		var b errandapi.NewTask
+		if err := decodeStrict(item, &b, prefix(i)); err != nil {
+			return nil, err
+		}
+		ins[i] = addInput(&b, source)
+	}
+	return ins, nil
+}
+
+// FuzzParseAddSplit: splitting a body by a walk over its bytes reads every
+// body as decoding it first did: the same tasks, or the same refusal.
+func FuzzParseAddSplit(f *testing.F) {
+	for _, s := range []string{
+		`{"payload":{"orderId":"o-1"},"name":"r-1","delay":60}`, `[{"payload":1},{"name":"a"}]`, ` [ {"payload" : [1,"]"]} , {} ] `,
+		`{"tasks":[{"payload":[1,2]},{"runAt":5}]}`, `[null]`, `{"tasks":[null]}`, `{"PAYLOAD":1}`, `{"tasks":5}`, `{"tasks":{}}`,
+		`{"target":{"webhook":"https://example.com/h"}}`, "{\"payload\":\"\xff\"}", `{"tasks":null}`, `[]`, `{}`, `{"tasks":[]}`,
+		`{"tasks":[{"name":"a"}],"tasks":[{"name":"b"},{}]}`, `{"ta\u0073ks":[{"name":"a"}]}`, `{"tasks":[{}],"name":"x"}`,
+		`[{"name":1}] x`, `[{"name":"a"},]`, `{"tasks":[1]`, `["x"]`, `[{"Name":"a"}]`, `[{"target":{"Webhook":"h"}}]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, gotErr := parseAdd(raw, task.SourceAPI)
+		want, wantErr := parseAddDecodingTwice(raw, task.SourceAPI)
+		if !reflect.DeepEqual(gotErr, wantErr) {
+			t.Fatalf("%q: error %#v, decoding first %#v", raw, gotErr, wantErr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: tasks %+v, decoding first %+v", raw, got, want)
+		}
+	})
+}
