@@ -192,3 +192,34 @@ func TestOpsExportImport(t *testing.T) {
 		}
 	})
 }
+
+// TestOpsBundleRefusals: the bundle of a job that is not a finished
+// backup.export is refused with the operations API's codes; a rule create
+// that sends an id keeps it, and refuses a taken or malformed one naming
+// id.
+func TestOpsBundleRefusals(t *testing.T) {
+	b := setup(t)
+	r := b.do("POST", "/api/backup/export", nil).want(t, 201, "")
+	jobID := r.body["id"].(string)
+	b.do("GET", "/api/tasks/"+jobID+"/bundle", nil).want(t, 400, "invalid_argument") // PENDING
+	b.do("GET", "/api/tasks/nope/bundle", nil).want(t, 404, "not_found")
+	replay := b.do("POST", "/api/tasks", map[string]any{"kind": "dlq.replay", "idempotency_key": "k", "payload": map[string]any{"instance": "jobs", "queue": "default"}}).want(t, 201, "")
+	if m := b.do("GET", "/api/tasks/"+replay.body["id"].(string)+"/bundle", nil).want(t, 400, "invalid_argument").message(); !strings.Contains(m, "backup.export") {
+		t.Fatalf("message: %s", m)
+	}
+
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	tr := b.do("POST", "/v1/tasks/jobs/triggers", `{"id":"rule-1","queue":"jobs/out","hook":{}}`).want(t, 201, "").obj("trigger")
+	if tr["id"] != "rule-1" {
+		t.Fatalf("created %v", tr)
+	}
+	for _, body := range []string{`{"id":"rule-1","queue":"jobs/out","hook":{}}`, `{"id":"a b","queue":"jobs/out","hook":{}}`} {
+		if m := b.do("POST", "/v1/tasks/jobs/triggers", body).want(t, 400, "INVALID_ARGUMENT").message(); !strings.HasPrefix(m, "id") {
+			t.Fatalf("%s: %s", body, m)
+		}
+	}
+	b.do("PATCH", "/v1/tasks/jobs/triggers/rule-1", `{"id":"rule-2"}`).want(t, 400, "INVALID_ARGUMENT")
+	if n := len(b.do("GET", "/v1/tasks/jobs/triggers", nil).list("triggers")); n != 1 {
+		t.Fatalf("%d rules after the refusals", n)
+	}
+}
