@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/id"
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -222,4 +224,65 @@ func TestOpsBundleRefusals(t *testing.T) {
 	if n := len(b.do("GET", "/v1/tasks/jobs/triggers", nil).list("triggers")); n != 1 {
 		t.Fatalf("%d rules after the refusals", n)
 	}
+}
+
+// TestOpsExportRetryDropsParts: an export attempt that died after storing
+// some parts of its bundle (its node killed) is rescued and retried; the
+// next attempt writes its own parts, the bundle read afterwards is the new
+// attempt's, and the dead attempt's parts are removed.
+func TestOpsExportRetryDropsParts(t *testing.T) {
+	onEach(t, func(t *testing.T, b *bundle) {
+		ctx := context.Background()
+		jid := b.do("POST", "/api/backup/export", nil).want(t, 201, "").body["id"].(string)
+		claimed := b.claimJob("backup.export")[0]
+		if claimed.ID != jid || claimed.Attempt != 1 {
+			t.Fatalf("claimed %+v", claimed)
+		}
+		// What the dead attempt left: three parts of a bundle.
+		files := &task.Instance{ID: id.New(b.clock.Now()), Org: "dev", Name: task.OpsFilesInstance, CreatedAt: T0.UnixMilli(), Settings: task.DefaultSettings(), WebhookKey: id.WebhookKey()}
+		if err := b.eng.Store().InstanceCreate(ctx, files); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.eng.Store().QueueCreate(ctx, task.NewQueue(files.ID, task.OpsFilesQueue, task.ModePull)); err != nil {
+			t.Fatal(err)
+		}
+		now := b.clock.Now().UnixMilli()
+		var dead []*task.Task
+		for n := range 3 {
+			pid := fmt.Sprintf("%s.1.%d", jid, n)
+			dead = append(dead, &task.Task{InstanceID: files.ID, ID: pid, Queue: task.OpsFilesQueue, Name: pid, State: task.Succeeded, Pull: true,
+				Attempt: 1, MaxAttempts: 1, RunAt: now, CreatedAt: now, FinishedAt: now, Source: task.SourceAPI, Payload: json.RawMessage(`"cGFydA=="`)})
+		}
+		if res, err := b.eng.Store().TaskAdd(ctx, dead); err != nil || res[0].Err != nil {
+			t.Fatalf("parts: %v %v", err, res)
+		}
+		b.clock.Advance(31 * time.Second)
+		if n, err := b.eng.Rescuer().RunOnce(ctx); err != nil || n != 1 {
+			t.Fatalf("rescued %d, %v", n, err)
+		}
+		b.clock.Advance(5 * time.Second)
+		b.start()
+		r := b.waitJob(jid, "SUCCEEDED")
+		var res errandapi.ExportResult
+		raw, _ := json.Marshal(r.obj("task")["result"])
+		if err := json.Unmarshal(raw, &res); err != nil || res.Attempt != 2 || res.Parts != 1 {
+			t.Fatalf("result %s", raw)
+		}
+		dl := b.do("GET", res.Bundle, nil).want(t, 200, "")
+		var bun engine.Bundle
+		if err := json.Unmarshal(dl.raw, &bun); err != nil || int64(len(dl.raw)) != res.Bytes {
+			t.Fatalf("bundle %q: %v", dl.raw, err)
+		}
+		for _, p := range dead {
+			if _, err := b.eng.Store().TaskGet(ctx, store.TaskRef{InstanceID: files.ID, ID: p.ID}); !task.IsCode(err, task.CodeNotFound) {
+				t.Fatalf("the dead attempt's part %s is still there: %v", p.ID, err)
+			}
+		}
+		// The files instance is errand's own: never listed.
+		for _, in := range b.do("GET", "/v1/instances", nil).want(t, 200, "").list("instances") {
+			if n := in.(map[string]any)["name"].(string); strings.HasPrefix(n, "_") {
+				t.Fatalf("instance %s is listed", n)
+			}
+		}
+	})
 }
