@@ -26,16 +26,18 @@ type ImportReport struct {
 	Notes   []string `json:"notes,omitempty"`
 }
 
-// ImportBundle loads a bundle into org: missing instances and queues are
-// created, settings that differ are changed, and what already matches is
-// left. Running it again changes nothing. The whole bundle is checked
-// before anything is written, so a refused import changes nothing; an
-// instance or queue of org that the bundle does not name is left alone.
+// ImportBundle loads a bundle into org: missing instances, queues and
+// trigger rules are created (a rule with its id; PlanTrigger says what
+// becomes of a hook), settings that differ are changed, and what already
+// matches is left. Running it again changes nothing. The whole bundle is
+// checked before anything is written, so a refused import changes nothing;
+// an instance, queue or rule of org that the bundle does not name is left
+// alone.
 func (e *Engine) ImportBundle(ctx context.Context, org string, b *Bundle) (*ImportReport, error) {
 	if err := b.Check(e.rules); err != nil {
 		return nil, err
 	}
-	// No existing queue may change mode.
+	// No existing queue may change mode, nor an existing rule kind.
 	for i, bi := range b.Instances {
 		inst, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: bi.Name})
 		if err != nil {
