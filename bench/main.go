@@ -80,6 +80,8 @@ var (
 			"errand-pg":            100_000,
 			"errand-inproc-sqlite": 100_000,
 			"errand-inproc-pg":     100_000,
+			"errand-worker-sqlite": 100_000,
+			"errand-worker-pg":     100_000,
 		},
 		push:    30_000,
 		steady:  30 * time.Second,

@@ -94,6 +94,8 @@ var systemFactories = []struct {
 	{"errand-pg", func(o Options) System { return newErrandSystem(o, "postgres") }},
 	{"errand-inproc-sqlite", func(o Options) System { return newInprocSystem(o, "sqlite") }},
 	{"errand-inproc-pg", func(o Options) System { return newInprocSystem(o, "postgres") }},
+	{"errand-worker-sqlite", func(o Options) System { return newWorkerSystem(o, "sqlite") }},
+	{"errand-worker-pg", func(o Options) System { return newWorkerSystem(o, "postgres") }},
 	{"raw-http", newRawHTTP},
 }
 

@@ -115,6 +115,9 @@ type call struct {
 	// header holds extra request headers; anonymous sends no API key.
 	header    http.Header
 	anonymous bool
+	// stream receives a 2xx answer's body as it arrives, unbounded and
+	// undecoded (a bundle download), instead of out.
+	stream io.Writer
 }
 
 // do runs c with the client's retry policy.
@@ -187,6 +190,15 @@ func (c *Client) once(ctx context.Context, cl call, u string, body []byte) error
 		return &transportError{method: cl.method, url: u, err: err}
 	}
 	defer resp.Body.Close()
+	if cl.stream != nil && resp.StatusCode/100 == 2 {
+		if _, err := io.Copy(cl.stream, resp.Body); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return &transportError{method: cl.method, url: u, err: err, sent: true}
+		}
+		return nil
+	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if err != nil {
 		if ctx.Err() != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"strconv"
 	"time"
@@ -96,6 +97,16 @@ func (c *Client) PurgeDeadLetters(ctx context.Context, sel errandapi.DLQSelector
 // job has SUCCEEDED its Result is the configuration bundle.
 func (c *Client) ExportBackup(ctx context.Context, o OpsOptions) (*errandapi.OpsTaskResponse, error) {
 	return c.shortcut(ctx, "POST", []string{"api", "backup", "export"}, nil, o)
+}
+
+// DownloadBundle writes the configuration bundle of a SUCCEEDED
+// backup.export job (GET /api/tasks/{id}/bundle) to w as it arrives, so a
+// bundle of any size passes through bounded memory. The job's result
+// (errandapi.ExportResult) gives the bundle's size and SHA-256 to check the
+// bytes against. It is sent once: a broken download returns an error, and
+// w may then hold a part.
+func (c *Client) DownloadBundle(ctx context.Context, jobID string, w io.Writer) error {
+	return c.do(ctx, call{method: "GET", path: []string{"api", "tasks", jobID, "bundle"}, stream: w})
 }
 
 // BackupInstance submits an instance.backup of instance (POST

@@ -126,10 +126,20 @@ func TestOpsCalls(t *testing.T) {
 			t.Fatalf("%d tasks left after the purge", len(page.Tasks))
 		}
 		export := must(c.ExportBackup(ctx, client.OpsOptions{})).of(t)
-		var bundle engine.Bundle
-		if j := e.waitJob(export.ID); j.Status != "SUCCEEDED" || json.Unmarshal(j.Result, &bundle) != nil ||
-			len(bundle.Instances) != 2 || bundle.Instances[0].Name != "jobs" || len(bundle.Instances[0].Queues) != 2 {
+		var res errandapi.ExportResult
+		if j := e.waitJob(export.ID); j.Status != "SUCCEEDED" || json.Unmarshal(j.Result, &res) != nil || res.Instances != 2 || res.Parts != 1 {
 			t.Fatalf("export job %+v (%s)", j, j.Result)
+		}
+		var raw bytes.Buffer
+		if err := c.DownloadBundle(ctx, export.ID, &raw); err != nil || int64(raw.Len()) != res.Bytes {
+			t.Fatalf("download: %d bytes, %v", raw.Len(), err)
+		}
+		var bundle engine.Bundle
+		if err := json.Unmarshal(raw.Bytes(), &bundle); err != nil || len(bundle.Instances) != 2 || bundle.Instances[0].Name != "jobs" || len(bundle.Instances[0].Queues) != 2 {
+			t.Fatalf("bundle %s: %v", raw.Bytes(), err)
+		}
+		if err := c.DownloadBundle(ctx, purge.ID, &raw); !errors.Is(err, client.ErrInvalidArgument) {
+			t.Fatalf("the bundle of a purge: %v", err)
 		}
 		backup := must(c.BackupInstance(ctx, "jobs", client.OpsOptions{IdempotencyKey: "b1"})).of(t)
 		var br engine.BackupResult

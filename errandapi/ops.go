@@ -131,3 +131,21 @@ type DLQResult struct {
 	Skipped  int         `json:"skipped"`
 	Refused  int         `json:"refused"`
 }
+
+// ExportResult is the result of a backup.export job: what its configuration
+// bundle holds, and where to read it. The bundle itself (any size) is read
+// with GET /api/tasks/{id}/bundle (Bundle), since a result is capped at
+// 64 KiB; Bytes and SHA256 check the download.
+type ExportResult struct {
+	Version   int    `json:"version"`
+	Instances int    `json:"instances"`
+	Queues    int    `json:"queues"`
+	Triggers  int    `json:"triggers"`
+	Bytes     int64  `json:"bytes"`
+	SHA256    string `json:"sha256"`
+	// Parts is how many stored parts the bundle is kept in beside the job,
+	// and Attempt the job's attempt that wrote them.
+	Parts   int    `json:"parts"`
+	Attempt int    `json:"attempt"`
+	Bundle  string `json:"bundle"`
+}

@@ -16,6 +16,10 @@ const (
 // Schedule, Hook, Task required) or PATCH (only the fields sent change; the
 // kind never does). Queue is "<instance>/<queue>" of the rule's instance.
 type TriggerRequest struct {
+	// ID, on create only, is the rule's id (default: a new one); errand
+	// import sends it so that a rule keeps its id across hosts and a second
+	// import finds it. An id the instance already has is INVALID_ARGUMENT.
+	ID       string               `json:"id,omitempty"`
 	Queue    *string              `json:"queue,omitempty"`
 	Params   json.RawMessage      `json:"params,omitempty"`  // a JSON object, or null to clear
 	Payload  json.RawMessage      `json:"payload,omitempty"` // the template, or null to clear

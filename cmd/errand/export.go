@@ -1,8 +1,10 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -13,18 +15,19 @@ import (
 
 	"github.com/errandhq/errand/client"
 	"github.com/errandhq/errand/errandapi"
-	"github.com/errandhq/errand/internal/engine"
 )
 
 const exportUsage = `usage:
   errand export [--url URL] [--api-key KEY] [--out FILE] [--idempotency-key K] [--json]
 
-Write the organization's configuration bundle — its instances, their settings
-and their queues with every setting — as JSON, for errand import on another
-host. It never holds API keys, webhook signing keys or tasks, so it is safe to
-keep in a repository. The export runs on the node as a backup.export job
-(POST /api/backup/export); this command waits for it, showing its state on a
-terminal. The key needs the full grant on every instance (full:*).
+Write the organization's configuration bundle — its instances, their settings,
+their queues with every setting and their trigger rules — as JSON, for errand
+import on another host. It never holds API keys, webhook signing keys, hook
+URLs' tokens or secrets, or tasks, so it is safe to keep in a repository. The
+export runs on the node as a backup.export job (POST /api/backup/export); this
+command waits for it, showing its state on a terminal, then streams the bundle
+(GET /api/tasks/{id}/bundle) and checks its size and SHA-256. The key needs the
+full grant on every instance (full:*).
 
 flags:
 ` + remoteFlagsHelp + `
@@ -45,7 +48,8 @@ type exportSummary struct {
 	Job       string `json:"job"`
 	Instances int    `json:"instances"`
 	Queues    int    `json:"queues"`
-	Bytes     int    `json:"bytes"`
+	Triggers  int    `json:"triggers"`
+	Bytes     int64  `json:"bytes"`
 }
 
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -83,36 +87,64 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if job.Status != "SUCCEEDED" {
 		return fmt.Errorf("the export job %s is %s: %s", job.ID, job.Status, job.LastError)
 	}
-	var b engine.Bundle
-	if err := json.Unmarshal(job.Result, &b); err != nil {
-		return fmt.Errorf("the export job %s answered no bundle: %v", job.ID, err)
+	var res errandapi.ExportResult
+	if err := json.Unmarshal(job.Result, &res); err != nil || res.Bundle == "" {
+		return fmt.Errorf("the export job %s answered no bundle (%s)", job.ID, job.Result)
 	}
-	var pretty bytes.Buffer
-	if err := json.Indent(&pretty, job.Result, "", "  "); err != nil {
-		return err
-	}
-	pretty.WriteByte('\n')
+	sum := exportSummary{Path: *out, Job: job.ID, Instances: res.Instances, Queues: res.Queues, Triggers: res.Triggers, Bytes: res.Bytes}
 	if *out == "" {
-		_, err := stdout.Write(pretty.Bytes())
-		return err
+		// Streamed to stdout: a download that does not match the job's
+		// size and hash still exits 1.
+		return download(ctx, c, job.ID, &res, stdout)
 	}
-	if err := writeAtomic(*out, pretty.Bytes()); err != nil {
+	if err := writeAtomicFunc(*out, func(w io.Writer) error { return download(ctx, c, job.ID, &res, w) }); err != nil {
 		return err
-	}
-	sum := exportSummary{Path: *out, Job: job.ID, Instances: len(b.Instances), Bytes: pretty.Len()}
-	for _, bi := range b.Instances {
-		sum.Queues += len(bi.Queues)
 	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(sum)
 	}
-	fmt.Fprintf(stderr, "errand: exported %d instances, %d queues to %s (job %s)\n", sum.Instances, sum.Queues, sum.Path, sum.Job)
+	fmt.Fprintf(stderr, "errand: exported %d instances, %d queues, %d triggers to %s (job %s)\n", sum.Instances, sum.Queues, sum.Triggers, sum.Path, sum.Job)
 	return nil
+}
+
+// download streams the bundle of job to w and checks it against the
+// job's size and SHA-256.
+func download(ctx context.Context, c *client.Client, job string, res *errandapi.ExportResult, w io.Writer) error {
+	h := sha256.New()
+	cw := &countWriter{w: io.MultiWriter(w, h)}
+	if err := c.DownloadBundle(ctx, job, cw); err != nil {
+		return err
+	}
+	if cw.n != res.Bytes || hex.EncodeToString(h.Sum(nil)) != res.SHA256 {
+		return fmt.Errorf("the bundle of job %s arrived as %d bytes that do not match the job's %d bytes and sha256 %s", job, cw.n, res.Bytes, res.SHA256)
+	}
+	return nil
+}
+
+// countWriter counts the bytes written through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // writeAtomic writes data to path through a temporary file in the same
 // directory, so that path holds the old content or the new, never a part.
 func writeAtomic(path string, data []byte) error {
+	return writeAtomicFunc(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeAtomicFunc writes what fill writes to path through a temporary
+// file in the same directory; a fill that fails leaves path as it was.
+func writeAtomicFunc(path string, fill func(w io.Writer) error) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
@@ -122,7 +154,12 @@ func writeAtomic(path string, data []byte) error {
 		f.Close()
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
+	bw := bufio.NewWriterSize(f, 64<<10)
+	if err := fill(bw); err != nil {
+		f.Close()
+		return err
+	}
+	if err := bw.Flush(); err != nil {
 		f.Close()
 		return err
 	}

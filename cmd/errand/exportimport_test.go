@@ -69,7 +69,7 @@ func TestExportImportVerbs(t *testing.T) {
 	}
 	raw, _ := os.ReadFile(file)
 	var b engine.Bundle
-	if err := json.Unmarshal(raw, &b); err != nil || b.Version != 1 || strings.Contains(string(raw), "whsec_") {
+	if err := json.Unmarshal(raw, &b); err != nil || b.Version != 2 || strings.Contains(string(raw), "whsec_") {
 		t.Fatalf("bundle %s: %v", raw, err)
 	}
 	if code, stdout, _ := runMain("export", "--url", src); code != 0 || !strings.Contains(stdout, `"instances"`) {
@@ -118,7 +118,7 @@ func TestExportImportVerbs(t *testing.T) {
 		{`"name": "pull",` + "\n" + `          "mode": "pull"`, `"name": "pull",` + "\n" + `          "mode": "push"`, "instances[1].queues[1].mode"},
 		{`"maxAttempts": 4`, `"maxAttempts": 0`, "instances[0].queues[2].maxAttempts"},
 		{`"deadLetterQueue": "dead"`, `"deadLetterQueue": "gone"`, "instances[0].queues[2].deadLetterQueue"},
-		{`"version": 1`, `"version": 2`, "version"},
+		{`"version": 2`, `"version": 3`, "version"},
 		{`"name": "jobs"`, `"name": "_jobs"`, "instances[0].name"},
 	} {
 		if !strings.Contains(string(raw), c.from) {

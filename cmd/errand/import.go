@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -20,9 +20,13 @@ const importUsage = `usage:
   errand import [--url URL] [--api-key KEY] [--dry-run] [--json] FILE|-
 
 Load a configuration bundle (written by errand export) into the node's
-organization: instances and queues that are missing are created, settings that
-differ are changed, and what already matches is left. Each item is reported as
-created, changed or left ("instance NAME", "settings NAME", "queue NAME/QUEUE").
+organization: instances, queues and trigger rules that are missing are
+created, settings that differ are changed, and what already matches is left.
+Each item is reported as created, changed or left ("instance NAME", "settings
+NAME", "queue NAME/QUEUE", "trigger NAME/ID"). A rule keeps its id. A bundle
+holds no hook URL token or secret: an imported hook rule gets a new URL, and
+one that had a secret stays disabled until you set its secret and enable it
+(a note says so). The bundle is read one instance at a time.
 Importing the same bundle again changes nothing. An instance or queue the
 bundle does not name is left alone: an import never deletes.
 
@@ -58,31 +62,44 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case len(pos) != 1:
 		return usagef("name one bundle file, or - for stdin\n\n%s", importUsage)
 	}
-	b, err := readBundle(pos[0])
+	bf, err := openBundle(pos[0])
 	if err != nil {
 		return err
 	}
+	defer bf.close()
 	c, err := rf.client()
 	if err != nil {
 		return err
 	}
-	steps, err := planImport(ctx, c, b)
+	have, err := checkImport(ctx, c, bf)
 	if err != nil {
 		return err
 	}
 	rep := &engine.ImportReport{Created: []string{}, Changed: []string{}, Left: []string{}}
 	prog := newProgress(stderr)
-	for i, s := range steps {
-		if !*dry && s.do != nil {
-			prog.show("import: %d/%d %s", i+1, len(steps), s.item)
-			if err := s.do(ctx); err != nil {
-				prog.done()
-				return fmt.Errorf("%s: %w (the items before it were imported; running the import again leaves them)", s.item, err)
-			}
+	// Instance by instance: memory holds one instance's plan (and the
+	// report's item names), whatever the bundle's size.
+	err = bf.each(func(i int, bi *engine.BundleInstance) error {
+		steps, notes, err := planInstance(ctx, c, bi, have[bi.Name])
+		if err != nil {
+			return err
 		}
-		s.report(rep)
-	}
+		for k, s := range steps {
+			if !*dry && s.do != nil {
+				prog.show("import: instance %d, %d/%d %s", i+1, k+1, len(steps), s.item)
+				if err := s.do(ctx); err != nil {
+					return fmt.Errorf("%s: %w (the items before it were imported; running the import again leaves them)", s.item, err)
+				}
+			}
+			s.report(rep)
+		}
+		rep.Notes = append(rep.Notes, notes...)
+		return nil
+	})
 	prog.done()
+	if err != nil {
+		return err
+	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(rep)
 	}
@@ -95,29 +112,192 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintf(stdout, "%s%-8s %s\n", verb, l.what, it)
 		}
 	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(stderr, "errand: note: %s\n", n)
+	}
 	fmt.Fprintf(stderr, "errand: %d %screated, %d %schanged, %d left\n", len(rep.Created), verb, len(rep.Changed), verb, len(rep.Left))
 	return nil
 }
 
-// readBundle reads and decodes a bundle file ("-" is stdin), strictly.
-func readBundle(path string) (*engine.Bundle, error) {
-	var raw []byte
-	var err error
-	if path == "-" {
-		raw, err = io.ReadAll(os.Stdin)
-	} else {
-		raw, err = os.ReadFile(path)
+// bundleFile is a bundle read instance by instance, as many times as
+// needed (stdin is first copied to a temporary file).
+type bundleFile struct {
+	path string
+	tmp  bool
+}
+
+// openBundle opens a bundle file ("-" is stdin).
+func openBundle(path string) (*bundleFile, error) {
+	if path != "-" {
+		if _, err := os.Stat(path); err != nil {
+			return nil, err
+		}
+		return &bundleFile{path: path}, nil
 	}
+	f, err := os.CreateTemp("", "errand-import-*.json")
 	if err != nil {
 		return nil, err
 	}
-	var b engine.Bundle
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&b); err != nil {
-		return nil, fmt.Errorf("%s: not a bundle errand export wrote: %v", path, err)
+	if _, err := io.Copy(f, os.Stdin); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
 	}
-	return &b, nil
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return &bundleFile{path: f.Name(), tmp: true}, nil
+}
+
+func (b *bundleFile) close() {
+	if b.tmp {
+		os.Remove(b.path)
+	}
+}
+
+// each decodes the bundle strictly (an unknown field is refused) and calls
+// fn with each instance in turn; the bundle's version is checked once the
+// file is read.
+func (b *bundleFile) each(fn func(i int, bi *engine.BundleInstance) error) error {
+	f, err := os.Open(b.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	bad := func(err error) error {
+		return fmt.Errorf("%s: not a bundle errand export wrote: %v", b.path, err)
+	}
+	dec := json.NewDecoder(bufio.NewReaderSize(f, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := expectDelim(dec, '{'); err != nil {
+		return bad(err)
+	}
+	version := 0
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return bad(err)
+		}
+		switch tok {
+		case "version":
+			err = dec.Decode(&version)
+		case "exportedAt":
+			var at int64
+			err = dec.Decode(&at)
+		case "instances":
+			err = expectDelim(dec, '[')
+			for i := 0; err == nil && dec.More(); i++ {
+				var bi engine.BundleInstance
+				if err = dec.Decode(&bi); err != nil {
+					break
+				}
+				if ferr := fn(i, &bi); ferr != nil {
+					return ferr
+				}
+			}
+			if err == nil {
+				err = expectDelim(dec, ']')
+			}
+		default:
+			err = fmt.Errorf("json: unknown field %v", tok)
+		}
+		if err != nil {
+			return bad(err)
+		}
+	}
+	if err := expectDelim(dec, '}'); err != nil {
+		return bad(err)
+	}
+	return cliError(engine.CheckBundleVersion(version))
+}
+
+func expectDelim(dec *json.Decoder, d json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok != d {
+		return fmt.Errorf("want %q, found %v", d, tok)
+	}
+	return nil
+}
+
+// checkImport reads the whole bundle once and checks it against the node
+// before anything is written: every name, setting and rule, the key's
+// grants, that no existing queue would change mode nor an existing rule
+// kind. It returns the node's instances.
+func checkImport(ctx context.Context, c *client.Client, bf *bundleFile) (map[string]bool, error) {
+	self, err := c.Self(ctx)
+	if err != nil {
+		return nil, err
+	}
+	have := map[string]bool{}
+	insts, err := c.ListInstances(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, in := range insts {
+		have[in.Name] = true
+	}
+	named := map[string]bool{}
+	err = bf.each(func(i int, bi *engine.BundleInstance) error {
+		// The node checks webhook URLs under its own rules when it is written.
+		if err := engine.CheckBundleInstance(i, bi, task.URLRules{AllowHTTP: true}); err != nil {
+			return cliError(err)
+		}
+		if named[bi.Name] {
+			return fmt.Errorf("instances[%d].name: %q is named twice in the bundle", i, bi.Name)
+		}
+		named[bi.Name] = true
+		if !fullOn(self, bi.Name) {
+			return fmt.Errorf("the key has no full grant on instance %q; an import needs it on every instance it names", bi.Name)
+		}
+		if !have[bi.Name] {
+			return nil
+		}
+		qs, err := c.ListQueues(ctx, bi.Name)
+		if err != nil {
+			return err
+		}
+		modes := map[string]errandapi.Mode{}
+		for _, q := range qs {
+			modes[q.Name] = q.Mode
+		}
+		for j, bq := range bi.Queues {
+			if m, ok := modes[bq.Name]; ok && string(m) != string(bq.Mode) {
+				return cliError(engine.ModeChangeError(i, j, bi.Name, bq.Name, task.Mode(m)))
+			}
+		}
+		if len(bi.Triggers) == 0 {
+			return nil
+		}
+		cur, err := triggersOf(ctx, c, bi.Name)
+		if err != nil {
+			return err
+		}
+		for _, bt := range bi.Triggers {
+			if _, err := engine.PlanTrigger(bi.Name, bt, cur[bt.ID]); err != nil {
+				return cliError(err)
+			}
+		}
+		return nil
+	})
+	return have, err
+}
+
+// triggersOf is an instance's rules in the bundle's shape, by id.
+func triggersOf(ctx context.Context, c *client.Client, instance string) (map[string]*engine.BundleTrigger, error) {
+	list, err := c.ListTriggers(ctx, instance)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*engine.BundleTrigger, len(list))
+	for _, tr := range list {
+		bt := engine.BundleTriggerOf(tr)
+		out[tr.ID] = &bt
+	}
+	return out, nil
 }
 
 // importStep is one item of an import: what to do (nil: it matches) and
@@ -143,77 +323,88 @@ func (s importStep) report(rep *engine.ImportReport) {
 	}
 }
 
-// planImport checks the whole bundle against the node and returns the
-// steps that load it, in order; it writes nothing.
-func planImport(ctx context.Context, c *client.Client, b *engine.Bundle) ([]importStep, error) {
-	// The node checks webhook URLs under its own rules when it is written.
-	if err := b.Check(task.URLRules{AllowHTTP: true}); err != nil {
-		return nil, cliError(err)
-	}
-	self, err := c.Self(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, bi := range b.Instances {
-		if !fullOn(self, bi.Name) {
-			return nil, fmt.Errorf("the key has no full grant on instance %q; an import needs it on every instance it names", bi.Name)
-		}
-	}
-	have := map[string]bool{}
-	insts, err := c.ListInstances(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, in := range insts {
-		have[in.Name] = true
-	}
+// planInstance returns the steps that load one instance of a bundle, in
+// order (the instance, its settings, its queues, their dead-letter queues
+// once every queue exists, then its rules), and the notes for the
+// operator; it writes nothing. exists says whether the node has it.
+func planInstance(ctx context.Context, c *client.Client, bi *engine.BundleInstance, exists bool) ([]importStep, []string, error) {
+	cur := map[string]errandapi.Queue{}
+	rules := map[string]*engine.BundleTrigger{}
 	var steps, dlqSteps []importStep
-	for i, bi := range b.Instances {
-		cur := map[string]errandapi.Queue{}
-		settings := engine.BundleSettings{}
-		if have[bi.Name] {
-			qs, err := c.ListQueues(ctx, bi.Name)
-			if err != nil {
-				return nil, err
-			}
-			for _, q := range qs {
-				cur[q.Name] = q
-			}
-			s, err := c.Settings(ctx, bi.Name)
-			if err != nil {
-				return nil, err
-			}
-			settings = engine.BundleSettings{RetentionDays: s.RetentionDays, MaxInFlight: s.MaxInFlight}
-			if s.RateLimit != nil {
-				settings.RateLimit = *s.RateLimit
-			}
-			steps = append(steps, importStep{item: "instance " + bi.Name})
-		} else {
-			name := bi.Name
-			steps = append(steps, importStep{item: "instance " + name, kind: "created", do: func(ctx context.Context) error {
-				_, err := c.CreateInstance(ctx, name)
-				return err
-			}})
-			// A new instance has the default settings and queue.
-			settings = engine.BundleSettings(task.DefaultSettings())
-			settings.RateLimit = 0
-			cur["default"] = defaultQueue()
+	settings := engine.BundleSettings{}
+	if exists {
+		qs, err := c.ListQueues(ctx, bi.Name)
+		if err != nil {
+			return nil, nil, err
 		}
-		steps = append(steps, settingsStep(c, bi, settings))
-		for j, bq := range bi.Queues {
-			old, exists := cur[bq.Name]
-			if exists && string(old.Mode) != string(bq.Mode) {
-				return nil, cliError(engine.ModeChangeError(i, j, bi.Name, bq.Name, task.Mode(old.Mode)))
-			}
-			s, d := queueSteps(c, bi.Name, bq, old, exists)
-			steps = append(steps, s)
-			if d != nil {
-				dlqSteps = append(dlqSteps, *d)
-			}
+		for _, q := range qs {
+			cur[q.Name] = q
+		}
+		s, err := c.Settings(ctx, bi.Name)
+		if err != nil {
+			return nil, nil, err
+		}
+		settings = engine.BundleSettings{RetentionDays: s.RetentionDays, MaxInFlight: s.MaxInFlight}
+		if s.RateLimit != nil {
+			settings.RateLimit = *s.RateLimit
+		}
+		if rules, err = triggersOf(ctx, c, bi.Name); err != nil {
+			return nil, nil, err
+		}
+		steps = append(steps, importStep{item: "instance " + bi.Name})
+	} else {
+		name := bi.Name
+		steps = append(steps, importStep{item: "instance " + name, kind: "created", do: func(ctx context.Context) error {
+			_, err := c.CreateInstance(ctx, name)
+			return err
+		}})
+		// A new instance has the default settings and queue.
+		settings = engine.BundleSettings(task.DefaultSettings())
+		settings.RateLimit = 0
+		cur["default"] = defaultQueue()
+	}
+	steps = append(steps, settingsStep(c, *bi, settings))
+	for _, bq := range bi.Queues {
+		old, exists := cur[bq.Name]
+		s, d := queueSteps(c, bi.Name, bq, old, exists)
+		steps = append(steps, s)
+		if d != nil {
+			dlqSteps = append(dlqSteps, *d)
 		}
 	}
-	// Dead-letter queues are set once every queue of the bundle exists.
-	return append(steps, dlqSteps...), nil
+	steps = append(steps, dlqSteps...)
+	var notes []string
+	for _, bt := range bi.Triggers {
+		plan, err := engine.PlanTrigger(bi.Name, bt, rules[bt.ID])
+		if err != nil {
+			return nil, nil, cliError(err)
+		}
+		if plan.Note != "" {
+			notes = append(notes, plan.Note)
+		}
+		steps = append(steps, triggerStep(c, bi.Name, plan))
+	}
+	return steps, notes, nil
+}
+
+// triggerStep is the step of one rule: its creation with its id, its
+// update, or nothing.
+func triggerStep(c *client.Client, instance string, plan engine.TriggerImport) importStep {
+	st := importStep{item: "trigger " + instance + "/" + plan.Want.ID, kind: plan.Action}
+	want := plan.Want
+	switch plan.Action {
+	case "created":
+		st.do = func(ctx context.Context) error {
+			_, err := c.CreateTrigger(ctx, instance, want.Request(true))
+			return err
+		}
+	case "changed":
+		st.do = func(ctx context.Context) error {
+			_, err := c.UpdateTrigger(ctx, instance, want.ID, want.Request(false))
+			return err
+		}
+	}
+	return st
 }
 
 // fullOn reports whether the key has the full grant on instance.

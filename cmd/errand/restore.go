@@ -17,14 +17,16 @@ const restoreUsage = `usage:
   errand restore --store URL --org ORG --backup-key-file FILE [--into NAME] [--json] ARCHIVE
 
 Recreate an instance from an instance backup (the archive that
-POST /api/instances/{instance}/backup wrote): its settings, its queues and every
-task, with the ids, states, attempts and payloads it had. It runs against the
-store directly, as errand keys does; nodes serving the store see the instance at
-once and run its due tasks.
+POST /api/instances/{instance}/backup wrote): its settings, its queues, its
+trigger rules (hook URLs and secrets included) and every task, with the ids,
+states, attempts and payloads it had. It runs against the store directly, as
+errand keys does; nodes serving the store see the instance at once and run its
+due tasks. A hook whose token another instance of the store holds (restoring
+beside the original) gets a new token.
 
-The archive is opened and checked whole before anything is written: a wrong key,
-a truncated or a damaged archive, or an instance that exists already is refused
-and nothing changes. A restore that fails part-way removes what it made.
+The archive is read a chunk at a time, twice; the first pass checks it whole
+before anything is written: a wrong key, a truncated or a damaged archive, or an
+instance that exists already is refused and nothing changes. A restore that fails part-way removes what it made.
 
 flags:
   --store URL             the store: sqlite://PATH or postgres://… (default sqlite://errand.db)
@@ -48,7 +50,11 @@ type restoreResult struct {
 	Archive  string `json:"archive"`
 	Bytes    int    `json:"bytes"`
 	Queues   int    `json:"queues"`
+	Triggers int    `json:"triggers"`
 	Tasks    int    `json:"tasks"`
+	// HooksRenewed counts hook rules restored with a new URL token, since
+	// the archived one is in use in the store (the archived instance).
+	HooksRenewed int `json:"hooksRenewed,omitempty"`
 }
 
 func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
@@ -97,14 +103,18 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	if err != nil {
 		return cliError(err)
 	}
-	out := restoreResult{Org: *org, Instance: res.Instance, Archive: pos[0], Bytes: res.Bytes, Queues: res.Queues, Tasks: res.Tasks}
+	out := restoreResult{Org: *org, Instance: res.Instance, Archive: pos[0], Bytes: res.Bytes, Queues: res.Queues, Triggers: res.Triggers,
+		Tasks: res.Tasks, HooksRenewed: res.HooksRenewed}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
-	_, err = fmt.Fprintf(stdout, "restored instance %s of org %s: %d queues, %d tasks (%d bytes from %s)\n",
-		out.Instance, out.Org, out.Queues, out.Tasks, out.Bytes, out.Archive)
+	_, err = fmt.Fprintf(stdout, "restored instance %s of org %s: %d queues, %d triggers, %d tasks (%d bytes from %s)\n",
+		out.Instance, out.Org, out.Queues, out.Triggers, out.Tasks, out.Bytes, out.Archive)
+	if err == nil && out.HooksRenewed > 0 {
+		_, err = fmt.Fprintf(stderr, "errand: %d hook rules got a new URL token: their archived token is in use in this store (list the rules for their new hook.path)\n", out.HooksRenewed)
+	}
 	return err
 }
 

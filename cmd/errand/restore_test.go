@@ -121,7 +121,7 @@ func TestRestoreVerb(t *testing.T) {
 		t.Fatalf("delete: %d %s", st, body)
 	}
 	code, stdout, stderr = runMain("restore", "--store", store, "--org", "dev", "--backup-key-file", keyFile, archive)
-	if code != 0 || !strings.Contains(stdout, "restored instance jobs of org dev: 3 queues, 3 tasks") {
+	if code != 0 || !strings.Contains(stdout, "restored instance jobs of org dev: 3 queues, 0 triggers, 3 tasks") {
 		t.Fatalf("restore by the archived name: exit %d, %q, %q", code, stdout, stderr)
 	}
 	if _, got := call(t, "", "GET", url+"/v1/tasks/jobs/queues/q/tasks", ""); got != listing {

@@ -1,20 +1,22 @@
 package engine
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/errandhq/errand/internal/task"
 )
 
-// An instance backup archive is one AES-256-GCM sealed JSON document behind
+// Format 1 of an instance backup archive (still read; errand writes format
+// 2, see archive_stream.go) is one AES-256-GCM sealed JSON document behind
 // a clear header:
 //
 //	"ERRANDBK" version(1) keyID(8) nonce(12) length(8, big-endian) ciphertext
@@ -49,25 +51,6 @@ func newGCM(key []byte) (cipher.AEAD, error) {
 	return cipher.NewGCM(block)
 }
 
-// sealArchive encrypts plain under key.
-func sealArchive(key, plain []byte) ([]byte, error) {
-	aead, err := newGCM(key)
-	if err != nil {
-		return nil, err
-	}
-	hdr := make([]byte, 0, archiveHeader+len(plain)+aead.Overhead())
-	hdr = append(hdr, archiveMagic...)
-	hdr = append(hdr, archiveVersion)
-	hdr = append(hdr, keyID(key)...)
-	nonce := make([]byte, aead.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
-		return nil, err
-	}
-	hdr = append(hdr, nonce...)
-	hdr = binary.BigEndian.AppendUint64(hdr, uint64(len(plain)+aead.Overhead()))
-	return aead.Seal(hdr, nonce, plain, hdr[:archiveHeader]), nil
-}
-
 // openArchive decrypts an archive, telling a wrong key, a truncated file
 // and a damaged one apart.
 func openArchive(key, archive []byte) ([]byte, error) {
@@ -98,11 +81,30 @@ func openArchive(key, archive []byte) ([]byte, error) {
 	return plain, nil
 }
 
-// writeFileAtomic writes data to path so that path holds either nothing
-// new or all of data, never a part: a temp file beside it, fsync, rename,
-// then fsync of the directory. A failed write removes its temp file; a temp
-// file left by a crash is removed by the next write to the same path.
-func writeFileAtomic(path string, data []byte) (err error) {
+// readArchiveHeader reads and checks the clear start of an archive — its
+// magic, format version and key id — and returns those bytes (with the
+// nonce prefix for format 2) and the version.
+func readArchiveHeader(r io.Reader, key []byte) ([]byte, byte, error) {
+	hdr := make([]byte, streamHeader)
+	if n, err := io.ReadFull(r, hdr); err != nil || !bytes.HasPrefix(hdr, []byte(archiveMagic)) {
+		return nil, 0, task.FieldErrorf(task.CodeInvalidArgument, "archive", "is not an errand instance backup, or is truncated before its header ends (%d bytes)", n)
+	}
+	v := hdr[len(archiveMagic)]
+	if v != archiveVersion && v != archiveStreamVersion {
+		return nil, 0, task.FieldErrorf(task.CodeInvalidArgument, "archive", "has format version %d; this errand reads %d and %d", v, archiveVersion, archiveStreamVersion)
+	}
+	if !bytes.Equal(hdr[len(archiveMagic)+1:len(archiveMagic)+9], keyID(key)) {
+		return nil, 0, task.FieldErrorf(task.CodeInvalidArgument, "key", "is not the key this archive was made with")
+	}
+	return hdr, v, nil
+}
+
+// writeFileAtomic writes what fill writes to path so that path holds
+// either nothing new or all of it, never a part: a temp file beside it,
+// fsync, rename, then fsync of the directory. A failed write removes its
+// temp file; a temp file left by a crash is removed by the next write to
+// the same path.
+func writeFileAtomic(path string, fill func(w io.Writer) error) (err error) {
 	tmp := path + ".tmp"
 	_ = os.Remove(tmp)
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
@@ -115,7 +117,11 @@ func writeFileAtomic(path string, data []byte) (err error) {
 			_ = os.Remove(tmp)
 		}
 	}()
-	if _, err = f.Write(data); err != nil {
+	bw := bufio.NewWriterSize(f, 256<<10)
+	if err = fill(bw); err != nil {
+		return err
+	}
+	if err = bw.Flush(); err != nil {
 		return err
 	}
 	if err = f.Sync(); err != nil {

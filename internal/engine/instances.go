@@ -38,7 +38,7 @@ func (e *Engine) InstanceCreate(ctx context.Context, org, name string) (*task.In
 
 // InstanceDelete removes an instance with everything in it.
 func (e *Engine) InstanceDelete(ctx context.Context, org, name string) error {
-	if name == task.OpsInstance {
+	if task.IsReservedInstance(name) {
 		return task.ErrNotFound
 	}
 	if err := e.store.InstanceDelete(ctx, store.InstanceRef{Org: org, Name: name}); err != nil {
@@ -51,7 +51,7 @@ func (e *Engine) InstanceDelete(ctx context.Context, org, name string) error {
 // Instance finds org's instance; in dev mode a missing one is created.
 // The operations instance is not found this way.
 func (e *Engine) Instance(ctx context.Context, org, name string) (*task.Instance, error) {
-	if name == task.OpsInstance {
+	if task.IsReservedInstance(name) {
 		return nil, task.ErrNotFound
 	}
 	inst, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: name})

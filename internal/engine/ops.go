@@ -35,6 +35,7 @@ type OpsConfig struct {
 type opsState struct {
 	cfg   OpsConfig
 	ready sync.Map // org → *task.Instance
+	files sync.Map // org → *opsFiles
 	fns   deliver.Functions
 }
 
@@ -247,11 +248,12 @@ func (e *Engine) opsMutate(ctx context.Context, org, jobID string, fn func(*task
 	return opsJob(t), nil
 }
 
-// withoutOps drops the operations instance from a list of instances.
+// withoutOps drops the reserved instances (the operations instance and its
+// files) from a list of instances.
 func withoutOps(insts []*task.Instance) []*task.Instance {
 	out := insts[:0]
 	for _, inst := range insts {
-		if inst.Name != task.OpsInstance {
+		if !task.IsReservedInstance(inst.Name) {
 			out = append(out, inst)
 		}
 	}

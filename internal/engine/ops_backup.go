@@ -1,19 +1,23 @@
 package engine
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/errandhq/errand/internal/id"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
-// instanceArchive is the plaintext of an instance backup: the instance's
+// instanceArchive is the plaintext of a format 1 instance backup: the instance's
 // settings and queues, and every task with every field. Payloads, params
 // and results are bytes (base64 in the JSON), so they come back exactly as
 // they were stored, whitespace included.
@@ -68,8 +72,12 @@ type BackupResult struct {
 	Path     string `json:"path"`
 	Bytes    int    `json:"bytes"`
 	Queues   int    `json:"queues"`
+	Triggers int    `json:"triggers"`
 	Tasks    int    `json:"tasks"`
-	SHA256   string `json:"sha256"`
+	SHA256   string `json:"sha256,omitempty"`
+	// HooksRenewed counts the restored hook rules that got a new URL token
+	// because the archived one is in use in the store.
+	HooksRenewed int `json:"hooksRenewed,omitempty"`
 }
 
 // checkBackupConfigured refuses instance.backup on a node without a key or
@@ -82,8 +90,8 @@ func (e *Engine) checkBackupConfigured() error {
 }
 
 // runInstanceBackup writes an encrypted archive of one of the owner's
-// instances to the backup directory as <instance>-<job id>.errand-backup;
-// the file appears only once it is whole.
+// instances to the backup directory as <instance>-<job id>.errand-backup,
+// streamed; the file appears only once it is whole.
 func (e *Engine) runInstanceBackup(ctx context.Context, j *opsRun) (any, error) {
 	if err := e.checkBackupConfigured(); err != nil {
 		return nil, err
@@ -92,41 +100,84 @@ func (e *Engine) runInstanceBackup(ctx context.Context, j *opsRun) (any, error) 
 	if err := decodePayload(j.t.Payload, &p); err != nil {
 		return nil, err
 	}
-	plain, n, err := e.archiveInstance(ctx, j.owner, p.Instance)
-	if err != nil {
-		return nil, err
-	}
-	sealed, err := sealArchive(e.ops.cfg.BackupKey, plain)
-	if err != nil {
-		return nil, err
-	}
 	path := filepath.Join(e.ops.cfg.BackupDir, p.Instance+"-"+j.t.ID+".errand-backup")
-	if err := writeFileAtomic(path, sealed); err != nil {
+	var n *BackupResult
+	h := sha256.New()
+	cw := &countingWriter{}
+	err := writeFileAtomic(path, func(w io.Writer) error {
+		sw, err := newSealWriter(io.MultiWriter(w, h, cw), e.ops.cfg.BackupKey)
+		if err != nil {
+			return err
+		}
+		bw := bufio.NewWriterSize(sw, 64<<10)
+		if n, err = e.archiveInstance(ctx, j.owner, p.Instance, bw); err != nil {
+			return err
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		return sw.Close()
+	})
+	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(sealed)
-	n.Instance, n.Path, n.Bytes, n.SHA256 = p.Instance, path, len(sealed), hex.EncodeToString(sum[:])
+	n.Instance, n.Path, n.Bytes, n.SHA256 = p.Instance, path, int(cw.n), hex.EncodeToString(h.Sum(nil))
 	return n, nil
 }
 
-// archiveInstance reads one instance whole into the archive's plaintext.
-func (e *Engine) archiveInstance(ctx context.Context, org, name string) ([]byte, *BackupResult, error) {
+// countingWriter counts what is written to it.
+type countingWriter struct{ n int64 }
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return len(p), nil
+}
+
+// archiveHead is the first record of an archive's plaintext: the
+// instance's settings, queues and trigger rules (hook tokens and secrets
+// included: the archive is encrypted). The tasks follow, one record each.
+type archiveHead struct {
+	Version  int            `json:"version"`
+	Instance string         `json:"instance"`
+	Settings BundleSettings `json:"settings"`
+	Queues   []BundleQueue  `json:"queues"`
+	Triggers []task.Trigger `json:"triggers"`
+	Made     int64          `json:"made"`
+}
+
+// archiveInstance writes one instance's plaintext to w: its head, then
+// every task, a page at a time.
+func (e *Engine) archiveInstance(ctx context.Context, org, name string, w io.Writer) (*BackupResult, error) {
 	inst, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: name})
 	if err != nil {
-		return nil, nil, fmt.Errorf("instance %q: %w", name, err)
+		return nil, fmt.Errorf("instance %q: %w", name, err)
 	}
 	qs, err := e.store.QueueList(ctx, inst.ID)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	a := instanceArchive{Version: archiveVersion, Instance: name, Settings: BundleSettings(inst.Settings), Made: e.now(), Tasks: []archivedTask{}}
+	trs, err := e.store.TriggerList(ctx, &store.TriggerListParams{InstanceID: inst.ID})
+	if err != nil {
+		return nil, err
+	}
+	head := archiveHead{Version: archiveStreamVersion, Instance: name, Settings: BundleSettings(inst.Settings), Made: e.now(), Triggers: []task.Trigger{}}
 	for _, q := range qs {
-		a.Queues = append(a.Queues, bundleQueue(q))
+		head.Queues = append(head.Queues, bundleQueue(q))
+	}
+	for _, tr := range trs {
+		head.Triggers = append(head.Triggers, *tr)
+	}
+	enc := json.NewEncoder(w)
+	if err := enc.Encode(head); err != nil {
+		return nil, err
+	}
+	res := &BackupResult{Queues: len(qs), Triggers: len(trs)}
+	for _, q := range qs {
 		p := store.ListParams{InstanceID: inst.ID, Queue: q.Name, Limit: 200}
 		for {
 			page, err := e.store.TaskList(ctx, &p)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			ids := make([]string, len(page.Tasks))
 			for i, t := range page.Tasks {
@@ -134,11 +185,14 @@ func (e *Engine) archiveInstance(ctx context.Context, org, name string) ([]byte,
 			}
 			full, err := e.store.TaskGetMany(ctx, inst.ID, ids)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			for _, id := range ids {
 				if t := full[id]; t != nil {
-					a.Tasks = append(a.Tasks, archived(t))
+					if err := enc.Encode(archived(t)); err != nil {
+						return nil, err
+					}
+					res.Tasks++
 				}
 			}
 			if page.Cursor == "" {
@@ -147,37 +201,112 @@ func (e *Engine) archiveInstance(ctx context.Context, org, name string) ([]byte,
 			p.Cursor = page.Cursor
 		}
 	}
-	plain, err := json.Marshal(a)
-	return plain, &BackupResult{Queues: len(a.Queues), Tasks: len(a.Tasks)}, err
+	return res, nil
+}
+
+// scanArchive opens an archive with key and calls head with its head, then
+// each with every task in order. Format 2 is read a chunk at a time; a
+// format 1 archive (one sealed document) is read whole.
+func scanArchive(path string, key []byte, head func(*archiveHead) error, each func(*archivedTask) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return task.FieldErrorf(task.CodeInvalidArgument, "archive", "cannot be read: %v", err)
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 64<<10)
+	hdr, version, err := readArchiveHeader(r, key)
+	if err != nil {
+		return err
+	}
+	notBackup := func(err error) error {
+		return task.FieldErrorf(task.CodeInvalidArgument, "archive", "holds no instance backup: %v", err)
+	}
+	if version == archiveVersion {
+		rest, err := io.ReadAll(r)
+		if err != nil {
+			return err
+		}
+		plain, err := openArchive(key, append(hdr, rest...))
+		if err != nil {
+			return err
+		}
+		var a instanceArchive
+		if err := json.Unmarshal(plain, &a); err != nil {
+			return notBackup(err)
+		}
+		if err := head(&archiveHead{Version: a.Version, Instance: a.Instance, Settings: a.Settings, Queues: a.Queues, Made: a.Made}); err != nil {
+			return err
+		}
+		for i := range a.Tasks {
+			if err := each(&a.Tasks[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	or, err := newOpenReader(r, key, hdr)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(or)
+	var h archiveHead
+	if err := dec.Decode(&h); err != nil {
+		var te *task.Error
+		if errors.As(err, &te) {
+			return err
+		}
+		return notBackup(err)
+	}
+	if err := head(&h); err != nil {
+		return err
+	}
+	for {
+		var t archivedTask
+		err := dec.Decode(&t)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			var te *task.Error
+			if errors.As(err, &te) {
+				return err
+			}
+			return notBackup(err)
+		}
+		if err := each(&t); err != nil {
+			return err
+		}
+	}
 }
 
 // RestoreInstance opens an instance backup with key and recreates it in org
 // as a new instance named into ("" for the archived instance's name), with
-// its settings, queues and every task as archived (ids, states, attempts,
-// payloads byte for byte). A wrong key, a truncated or damaged archive, or
-// an existing instance named into is refused before anything is written; a
-// failure part-way removes the instance it was making. The result's Path
-// is the instance restored into.
+// its settings, queues, trigger rules and every task as archived (ids,
+// states, attempts, payloads byte for byte). The whole archive is read and
+// authenticated first: a wrong key, a truncated or damaged archive, or an
+// existing instance named into is refused before anything is written; a
+// failure part-way removes the instance it was making. The archive is read
+// twice, a chunk at a time, never whole.
 func (e *Engine) RestoreInstance(ctx context.Context, org, into, path string, key []byte) (*BackupResult, error) {
 	if into != "" {
 		if err := task.ValidateQueueName(into, "into"); err != nil {
 			return nil, err
 		}
 	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, task.FieldErrorf(task.CodeInvalidArgument, "archive", "cannot be read: %v", err)
-	}
-	plain, err := openArchive(key, raw)
+	var head archiveHead
+	res := &BackupResult{Path: path}
+	err := scanArchive(path, key, func(h *archiveHead) error {
+		head = *h
+		return nil
+	}, func(*archivedTask) error {
+		res.Tasks++
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	var a instanceArchive
-	if err := json.Unmarshal(plain, &a); err != nil {
-		return nil, task.FieldErrorf(task.CodeInvalidArgument, "archive", "holds no instance backup: %v", err)
-	}
 	if into == "" {
-		into = a.Instance
+		into = head.Instance
 		if err := task.ValidateQueueName(into, "archive.instance"); err != nil {
 			return nil, err
 		}
@@ -185,39 +314,90 @@ func (e *Engine) RestoreInstance(ctx context.Context, org, into, path string, ke
 	if _, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: into}); err == nil {
 		return nil, task.Errorf(task.CodeInstanceExists, "instance %q exists; restore into a new name", into)
 	}
+	if st, err := os.Stat(path); err == nil {
+		res.Bytes = int(st.Size())
+	}
 	inst, err := e.InstanceCreate(ctx, org, into)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.fillInstance(ctx, org, inst, &a); err != nil {
+	if err := e.fillInstance(ctx, org, inst, &head, path, key, res); err != nil {
 		_ = e.store.InstanceDelete(context.WithoutCancel(ctx), store.InstanceRef{Org: org, Name: into})
 		return nil, err
 	}
 	e.changed()
-	return &BackupResult{Instance: into, Path: path, Bytes: len(raw), Queues: len(a.Queues), Tasks: len(a.Tasks)}, nil
+	e.rulesChanged()
+	res.Instance, res.Queues, res.Triggers = into, len(head.Queues), len(head.Triggers)
+	return res, nil
 }
 
-func (e *Engine) fillInstance(ctx context.Context, org string, inst *task.Instance, a *instanceArchive) error {
+// fillInstance restores the settings, queues and rules of head into inst,
+// then streams the archive's tasks in, 500 per write.
+func (e *Engine) fillInstance(ctx context.Context, org string, inst *task.Instance, head *archiveHead, path string, key []byte, res *BackupResult) error {
 	rep := &ImportReport{}
-	bi := BundleInstance{Name: inst.Name, Settings: a.Settings, Queues: a.Queues}
+	bi := BundleInstance{Name: inst.Name, Settings: head.Settings, Queues: head.Queues}
 	if err := e.importInstance(ctx, org, bi, rep); err != nil {
 		return err
 	}
-	for start := 0; start < len(a.Tasks); start += 500 {
-		end := min(start+500, len(a.Tasks))
-		ts := make([]*task.Task, 0, end-start)
-		for i := start; i < end; i++ {
-			ts = append(ts, a.Tasks[i].task(inst.ID))
-		}
-		res, err := e.store.TaskAdd(ctx, ts)
+	for _, tr := range head.Triggers {
+		renewed, err := e.restoreTrigger(ctx, inst, tr)
 		if err != nil {
 			return err
 		}
-		for _, r := range res {
+		if renewed {
+			res.HooksRenewed++
+		}
+	}
+	batch := make([]*task.Task, 0, 500)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		out, err := e.store.TaskAdd(ctx, batch)
+		if err != nil {
+			return err
+		}
+		for _, r := range out {
 			if r.Err != nil {
 				return r.Err
 			}
 		}
+		batch = batch[:0]
+		return nil
 	}
-	return nil
+	err := scanArchive(path, key, func(*archiveHead) error { return nil }, func(a *archivedTask) error {
+		batch = append(batch, a.task(inst.ID))
+		if len(batch) == cap(batch) {
+			return flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
+}
+
+// restoreTrigger stores an archived rule in inst as it was, hook token and
+// secret included, so that senders keep their URL and signatures. A token
+// another instance of the store holds (the archived instance itself, when
+// it still exists) cannot be shared: the rule gets a new one, and renewed
+// says so. A schedule rule waits for its next tick after now.
+func (e *Engine) restoreTrigger(ctx context.Context, inst *task.Instance, tr task.Trigger) (renewed bool, err error) {
+	tr.InstanceID = inst.ID
+	if task.IsJSONNull(tr.Params) {
+		tr.Params = nil
+	}
+	if task.IsJSONNull(tr.Payload) {
+		tr.Payload = nil
+	}
+	if tr.Kind == task.TriggerHook {
+		if _, err := e.store.TriggerGetHook(ctx, store.HookRef{Token: tr.HookToken}); err == nil || tr.HookToken == "" {
+			tr.HookToken, renewed = "hk_"+id.Secret(16), true
+		} else if !task.IsCode(err, task.CodeNotFound) {
+			return false, err
+		}
+	}
+	tr.NextTickAt = e.firstTick(&tr, e.now())
+	return renewed, e.store.TriggerCreate(ctx, &store.TriggerCreateParams{Trigger: &tr})
 }

@@ -25,6 +25,13 @@ func (e *Engine) TriggerCreate(ctx context.Context, org, instance string, p *tas
 	if err := e.checkRuleQueues(ctx, tr); err != nil {
 		return nil, err
 	}
+	if p.ID != "" {
+		if _, err := e.store.TriggerGet(ctx, store.TriggerRef{InstanceID: inst.ID, ID: p.ID}); err == nil {
+			return nil, task.FieldErrorf(task.CodeInvalidArgument, "id", "instance %q already has a rule %q", inst.Name, p.ID)
+		} else if !task.IsCode(err, task.CodeNotFound) {
+			return nil, err
+		}
+	}
 	if tr.Kind == task.TriggerHook {
 		tr.HookToken = "hk_" + id.Secret(16)
 	}

@@ -30,6 +30,7 @@ var OpsRoutes = []OpsRoute{
 	{"GET", "/api/tasks/{id}", (*Server).opsGet},
 	{"POST", "/api/tasks/{id}/cancel", (*Server).opsCancel},
 	{"POST", "/api/tasks/{id}/retry", (*Server).opsRetry},
+	{"GET", "/api/tasks/{id}/bundle", (*Server).opsBundle},
 	{"DELETE", "/api/dlq", (*Server).opsDLQPurge},
 	{"POST", "/api/backup/export", (*Server).opsBackupExport},
 	{"POST", "/api/instances/{id}/backup", (*Server).opsInstanceBackup},

@@ -6,10 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/engine"
+	"github.com/errandhq/errand/internal/id"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 	"github.com/errandhq/errand/internal/testkit/stores"
@@ -166,4 +170,76 @@ func TestOpsBackupNeverPartial(t *testing.T) {
 	off := setup(t)
 	off.do("POST", "/api/instances/src/backup", nil).want(t, 400, "invalid_argument")
 	off.do("POST", "/api/tasks", map[string]any{"kind": "instance.backup", "idempotency_key": "k", "payload": map[string]any{"instance": "src"}}).want(t, 400, "invalid_argument")
+}
+
+// TestOpsBackupRestoreTriggers: an instance backup carries the instance's
+// trigger rules whole — a hook's token and secret included, since the
+// archive is encrypted — and thousands of tasks in several sealed chunks.
+// Restored on another host, the hook answers at the same URL and checks the
+// same signatures and the schedule ticks; restored beside the original on
+// the same store, the hook gets a new token (a token names one rule).
+func TestOpsBackupRestoreTriggers(t *testing.T) {
+	for _, kind := range stores.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			b, _, key := backupBundle(t, kind)
+			ctx := context.Background()
+			ids, _ := b.failed("src", "work", "", 3000) // ≈ 1.2 MB of plaintext: more than one 1 MiB chunk
+			b.do("POST", "/v1/tasks/src/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+			secret := id.WebhookKey()
+			hook := b.do("POST", "/v1/tasks/src/triggers", `{"queue":"src/out","hook":{"secret":"`+secret+`","headers":["x-event"]}}`).want(t, 201, "").obj("trigger")
+			b.do("POST", "/v1/tasks/src/triggers", `{"queue":"src/out","schedule":{"cron":"@every 1m"},"payload":{"tick":true}}`).want(t, 201, "")
+			b.do("POST", "/v1/tasks/src/triggers", `{"queue":"src/out","task":{"queue":"src/work","on":["failed"]}}`).want(t, 201, "")
+			path := hook["hook"].(map[string]any)["path"].(string)
+			b.start()
+			r := b.do("POST", "/api/instances/src/backup", nil).want(t, 201, "")
+			out := result(b.waitJob(r.body["id"].(string), "SUCCEEDED"))
+			if out["tasks"] != float64(3000) || out["triggers"] != float64(3) || out["bytes"].(float64) <= 1<<20 {
+				t.Fatalf("backup result: %v", out)
+			}
+			archive := out["path"].(string)
+			body := []byte(`{"order":1}`)
+			signedCall := func(h *bundle, p string) res {
+				ts := h.clock.Now().Unix()
+				sig, _ := deliver.SignStandard(secret, "msg-"+p, ts, body)
+				return h.hookCall(p, body, map[string]string{"webhook-id": "msg-" + p, "webhook-timestamp": strconv.FormatInt(ts, 10), "webhook-signature": sig})
+			}
+
+			// Another host: same URL path, same secret, same schedule.
+			other, _, _ := backupBundle(t, kind)
+			got, err := other.eng.RestoreInstance(ctx, "dev", "", archive, key)
+			if err != nil || got.Triggers != 3 || got.HooksRenewed != 0 || got.Tasks != 3000 {
+				t.Fatalf("restore on another host: %+v %v", got, err)
+			}
+			other.hookCall(path, body, nil).want(t, 401, "UNAUTHENTICATED")
+			signedCall(other, path).want(t, 202, "")
+			other.clock.Advance(time.Minute)
+			if n, err := other.eng.Scheduler().RunOnce(ctx); n != 1 || err != nil {
+				t.Fatalf("the restored schedule fired %d times: %v", n, err)
+			}
+			if n := len(other.do("GET", "/v1/tasks/src/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 2 {
+				t.Fatalf("%d tasks from the restored rules, want 2", n)
+			}
+			inst, _ := other.eng.Store().InstanceGet(ctx, store.InstanceRef{Org: "dev", Name: "src"})
+			if ts, _ := other.eng.Store().TaskGetMany(ctx, inst.ID, ids); len(ts) != len(ids) {
+				t.Fatalf("restored %d of %d tasks", len(ts), len(ids))
+			}
+
+			// Beside the original: a new token, the same secret.
+			got, err = b.eng.RestoreInstance(ctx, "dev", "copy", archive, key)
+			if err != nil || got.HooksRenewed != 1 {
+				t.Fatalf("restore beside the original: %+v %v", got, err)
+			}
+			var copyPath string
+			for _, tr := range b.do("GET", "/v1/tasks/copy/triggers", nil).want(t, 200, "").list("triggers") {
+				if h, ok := tr.(map[string]any)["hook"].(map[string]any); ok {
+					copyPath = h["path"].(string)
+				}
+			}
+			if copyPath == "" || strings.HasSuffix(copyPath, path[strings.LastIndex(path, "/"):]) {
+				t.Fatalf("the copy's hook %q shares the original's token %q", copyPath, path)
+			}
+			signedCall(b, copyPath).want(t, 202, "")
+			signedCall(b, path).want(t, 202, "")
+		})
+	}
 }

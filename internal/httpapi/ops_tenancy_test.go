@@ -29,8 +29,10 @@ var opsRouteCalls = map[string]opsRouteCall{
 	"GET /api/tasks/{id}":         {grant: "full:jobs", want: 200},
 	"POST /api/tasks/{id}/cancel": {grant: "full:jobs", want: 200},
 	"POST /api/tasks/{id}/retry":  {grant: "full:jobs", want: 400, code: "not_retryable"},
-	"DELETE /api/dlq":             {body: `{"payload":{"instance":"jobs","queue":"q"}}`, grant: "full:jobs", want: 201},
-	"POST /api/backup/export":     {grant: "full:*", want: 201},
+	// The fixture's job is a dlq.replay: only a backup.export has a bundle.
+	"GET /api/tasks/{id}/bundle": {grant: "full:jobs", want: 400, code: "invalid_argument"},
+	"DELETE /api/dlq":            {body: `{"payload":{"instance":"jobs","queue":"q"}}`, grant: "full:jobs", want: 201},
+	"POST /api/backup/export":    {grant: "full:*", want: 201},
 	// The fixture's node has no backup directory: the call is reached and
 	// refused by the engine.
 	"POST /api/instances/{id}/backup": {grant: "full:jobs", want: 400, code: "invalid_argument"},
@@ -173,8 +175,8 @@ func TestOpsForeignJobLooksMissing(t *testing.T) {
 			}
 		}
 	}
-	if n != 3 {
-		t.Fatalf("%d routes take a job id, want 3", n)
+	if n != 4 {
+		t.Fatalf("%d routes take a job id, want 4", n)
 	}
 	for j, raw := range before {
 		if after := g.do("GET", "/api/tasks/"+j, nil).want(t, 200, "").raw; !bytes.Equal(after, raw) {

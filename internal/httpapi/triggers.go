@@ -11,7 +11,7 @@ import (
 
 // triggerPatch turns a rule request into the domain's patch.
 func triggerPatch(b *errandapi.TriggerRequest) *task.TriggerPatch {
-	p := &task.TriggerPatch{Queue: b.Queue, Enabled: b.Enabled}
+	p := &task.TriggerPatch{ID: b.ID, Queue: b.Queue, Enabled: b.Enabled}
 	if b.Params != nil {
 		p.Params = &b.Params
 	}

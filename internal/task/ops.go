@@ -14,6 +14,21 @@ import (
 // name may not hold '.'), so no v1 call can create, list or reach them.
 const OpsInstance = "_ops"
 
+// OpsFilesInstance is the reserved instance that holds what a job produces
+// beyond its 64 KiB result: the parts of a backup.export bundle, as
+// finished tasks of its pull queue OpsFilesQueue, kept as long as jobs.
+const (
+	OpsFilesInstance = "_ops-files"
+	OpsFilesQueue    = "bundle.parts"
+)
+
+// IsReservedInstance reports whether name is one of errand's own instances
+// (it starts with '_', which no v1 name may): never listed, found or deleted
+// through the instance calls.
+func IsReservedInstance(name string) bool {
+	return len(name) > 0 && name[0] == '_'
+}
+
 // The closed set of operations kinds.
 const (
 	KindDLQReplay      = errandapi.KindDLQReplay

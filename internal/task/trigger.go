@@ -81,6 +81,9 @@ type Trigger struct {
 // Exactly one of Schedule, Hook and Task names the kind on create; a PATCH
 // may change only the block of the rule's own kind.
 type TriggerPatch struct {
+	// ID is the rule's id on create ("": a new one); a PATCH may not send
+	// it. errand import sends it to keep a rule's id across hosts.
+	ID       string
 	Queue    *string // "<instance>/<queue>"
 	Params   *json.RawMessage
 	Payload  *json.RawMessage
@@ -120,6 +123,15 @@ func (p *TriggerPatch) Apply(tr *Trigger, instance string, create bool) error {
 		if set {
 			kinds++
 		}
+	}
+	if p.ID != "" {
+		if !create {
+			return FieldErrorf(CodeInvalidArgument, "id", "a rule's id cannot change")
+		}
+		if !ValidID(p.ID) {
+			return FieldErrorf(CodeInvalidArgument, "id", "must be 1–%d letters, digits, '-', '_' or '.'", MaxIDLen)
+		}
+		tr.ID = p.ID
 	}
 	if create {
 		if kinds != 1 {
