@@ -200,7 +200,7 @@ func TestTaskPage(t *testing.T) {
 		t.Fatalf("retry: %d %s", p.status, p.body)
 	}
 	tk := e.waitState(failed, errandapi.StateSucceeded)
-	p := u.get("/console/i/jobs/t/" + failed).want(t, http.StatusOK, "succeeded", "&#34;ok&#34;: true")
+	p := u.get("/console/i/jobs/t/"+failed).want(t, http.StatusOK, "succeeded", "&#34;ok&#34;: true")
 	if strings.Count(p.body, "<td class=\"num\">") < 2*len(tk.Attempts) {
 		t.Fatalf("not every attempt is listed:\n%s", p.body)
 	}
@@ -208,7 +208,7 @@ func TestTaskPage(t *testing.T) {
 	// HTML in a payload, a name and params is text.
 	x := e.add("pull", errandapi.NewTask{Name: "n-script", Payload: json.RawMessage(`{"html":"<script>alert(1)</script>"}`),
 		Params: json.RawMessage(`{"p":"<img src=x onerror=alert(2)>"}`)})
-	p = u.get("/console/i/jobs/t/" + x).want(t, http.StatusOK, "&lt;script&gt;alert(1)&lt;/script&gt;", "&lt;img src=x onerror=alert(2)&gt;")
+	p = u.get("/console/i/jobs/t/"+x).want(t, http.StatusOK, "&lt;script&gt;alert(1)&lt;/script&gt;", "&lt;img src=x onerror=alert(2)&gt;")
 	p.lacks(t, "<script>alert", "<img src=x")
 	u.get("/console/i/jobs/t/NOPE").want(t, http.StatusNotFound, "NOT_FOUND")
 }
@@ -440,7 +440,7 @@ func TestReplayDeadLetters(t *testing.T) {
 		t.Fatalf("replay: %d %s %s", p.status, loc, p.body)
 	}
 	e.waitState(a, errandapi.StateSucceeded)
-	waitPage(t, u, loc, `id="job-status">SUCCEEDED<`).want(t, http.StatusOK, "dlq.replay", `&#34;replayed&#34;: 1`).lacks(t, `http-equiv="refresh"`)
+	waitPage(t, u, loc, `data-status="SUCCEEDED"`).want(t, http.StatusOK, "dlq.replay", `&#34;replayed&#34;: 1`).lacks(t, `http-equiv="refresh"`)
 	if tk, _ := e.api.GetTask(context.Background(), "jobs", b); tk.State != errandapi.StateFailed {
 		t.Fatalf("an unticked dead letter was replayed: %s", tk.State)
 	}
@@ -452,7 +452,7 @@ func TestReplayDeadLetters(t *testing.T) {
 		t.Fatalf("replay all: %d %s", p.status, p.body)
 	}
 	e.waitState(b, errandapi.StateSucceeded)
-	waitPage(t, u, p.header.Get("Location"), `id="job-status">SUCCEEDED<`)
+	waitPage(t, u, p.header.Get("Location"), `data-status="SUCCEEDED"`)
 }
 
 // waitPage reads the page at path until it contains want, for up to 10 s
