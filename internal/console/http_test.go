@@ -4,9 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"html/template"
+	"html"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -319,13 +320,27 @@ func TestSettingsAndWebhookKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.get("/console/i/jobs/confirm/reveal").want(t, http.StatusOK, "Show the key")
-	u.post("/console/i/jobs/settings/webhook-key", url.Values{"csrf": {tok}}).want(t, http.StatusBadRequest, "CONFIRM_REQUIRED").lacks(t, template.HTMLEscapeString(before))
-	u.post("/console/i/jobs/settings/webhook-key", url.Values{"csrf": {tok}, "confirm": {"true"}}).want(t, http.StatusOK, template.HTMLEscapeString(before))
+	u.post("/console/i/jobs/settings/webhook-key", url.Values{"csrf": {tok}}).want(t, http.StatusBadRequest, "CONFIRM_REQUIRED").lacks(t, `id="webhook-key"`)
+	if shown := shownKey(t, u.post("/console/i/jobs/settings/webhook-key", url.Values{"csrf": {tok}, "confirm": {"true"}}).want(t, http.StatusOK)); shown != before {
+		t.Fatalf("shown %q, the instance's is %q", shown, before)
+	}
 	p := u.post("/console/i/jobs/settings/webhook-key/rotate", url.Values{"csrf": {tok}, "confirm": {"true"}}).want(t, http.StatusOK, "rotated")
 	after, _ := e.api.WebhookKey(context.Background(), "jobs")
-	if after == before || !strings.Contains(p.body, template.HTMLEscapeString(after)) {
+	if after == before || shownKey(t, p) != after {
 		t.Fatalf("rotate: before %s after %s", before, after)
 	}
+}
+
+var keyRE = regexp.MustCompile(`id="webhook-key" class="secret">([^<]+)<`)
+
+// shownKey is the webhook key a settings page shows.
+func shownKey(t *testing.T, p page) string {
+	t.Helper()
+	m := keyRE.FindStringSubmatch(p.body)
+	if m == nil {
+		t.Fatalf("no webhook key shown:\n%s", p.body)
+	}
+	return html.UnescapeString(m[1])
 }
 
 // TestDevNeedsNoLogin: errand dev serves the console without a key, and
