@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,10 @@ import (
 // chromiumNames are the browsers the end-to-end test looks for on PATH
 // (ERRAND_CHROMIUM names one anywhere).
 var chromiumNames = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"}
+
+// browserSkipped holds why the browser test was skipped, for TestMain to
+// say after the run.
+var browserSkipped atomic.Pointer[string]
 
 // findChromium returns the browser to drive, or skips the test, saying
 // so, when none is installed; with ERRAND_CONSOLE_REQUIRED=1 (CI) a
@@ -37,7 +42,9 @@ func findChromium(t *testing.T) string {
 	if os.Getenv("ERRAND_CONSOLE_REQUIRED") == "1" {
 		t.Fatal(msg + "; ERRAND_CONSOLE_REQUIRED=1 makes that a failure")
 	}
-	t.Skip(msg + "; skipped")
+	msg += "; skipped (set ERRAND_CONSOLE_REQUIRED=1 to fail instead)"
+	browserSkipped.Store(&msg)
+	t.Skip(msg)
 	return ""
 }
 

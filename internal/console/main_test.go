@@ -10,6 +10,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -27,7 +28,15 @@ import (
 	"github.com/errandhq/errand/internal/testkit/stores"
 )
 
-func TestMain(m *testing.M) { testkit.Main(m, "internal/console") }
+// TestMain runs the tests, fails on a leaked goroutine, and says so when
+// the browser test was skipped for want of a browser.
+func TestMain(m *testing.M) {
+	code := testkit.Run(m, "internal/console")
+	if msg := browserSkipped.Load(); msg != nil {
+		testkit.Note("note: internal/console: " + *msg + "\n")
+	}
+	os.Exit(code)
+}
 
 // env is a real errand node (a real SQLite file, the engine started) served
 // over HTTP on loopback, in serve mode with API keys unless dev.

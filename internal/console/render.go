@@ -162,10 +162,10 @@ func deref(p *string) string {
 	return *p
 }
 
-// prettyJSON indents raw JSON for reading ("" for none). It is shown as
+// prettyJSON indents raw JSON for reading ("" for none or null). It is shown as
 // text: html/template escapes it.
 func prettyJSON(raw json.RawMessage) string {
-	if len(raw) == 0 {
+	if len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return ""
 	}
 	var buf bytes.Buffer
