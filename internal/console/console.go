@@ -116,6 +116,7 @@ func (c *Console) routes() {
 	c.page("GET /console/i/{instance}/confirm/{what}", c.confirmPage)
 	c.page("GET /console/i/{instance}/q/{queue}/{$}", c.queuePage)
 	c.page("GET /console/i/{instance}/q/{queue}/confirm/{what}", c.confirmPage)
+	c.action("POST /console/i/{instance}/q/{queue}/settings", c.updateQueue)
 	c.action("POST /console/i/{instance}/q/{queue}/pause", c.pauseQueue(true))
 	c.action("POST /console/i/{instance}/q/{queue}/resume", c.pauseQueue(false))
 	c.action("POST /console/i/{instance}/q/{queue}/purge", c.purgeQueue)

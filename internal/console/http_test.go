@@ -293,6 +293,53 @@ func TestQueuePages(t *testing.T) {
 	u.get("/console/").want(t, http.StatusOK, `/console/i/fresh/`)
 }
 
+// TestQueueSettings: the settings form (full grant) changes a queue
+// through the API's PATCH, an empty optional field clears it, and the
+// API's refusal names the field; a write key sees the settings as a table.
+func TestQueueSettings(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	u.login(e.full)
+	tok := u.csrf("/console/i/jobs/q/flaky/")
+	form := func(change map[string]string) url.Values {
+		v := url.Values{"csrf": {tok}, "targetKind": {"function"}, "target": {"app/flaky"}, "ratePerSecond": {"5"},
+			"maxConcurrent": {""}, "maxAttempts": {"3"}, "minBackoffSeconds": {"1.5"}, "maxBackoffSeconds": {"60"},
+			"maxDoublings": {"4"}, "maxAgeSeconds": {""}, "deadlineSeconds": {"30"}, "deadLetterQueue": {"pull"}}
+		for k, x := range change {
+			v.Set(k, x)
+		}
+		return v
+	}
+	if p := u.post("/console/i/jobs/q/flaky/settings", form(nil)); p.status != http.StatusSeeOther {
+		t.Fatalf("save: %d %s", p.status, p.body)
+	}
+	q, err := e.api.GetQueue(context.Background(), "jobs", "flaky")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.MaxAttempts != 3 || *q.RatePerSecond != 5 || q.MaxConcurrent != nil || q.MinBackoffSeconds != 1.5 || q.MaxDoublings != 4 ||
+		q.DeadlineSeconds != 30 || *q.DeadLetterQueue != "pull" || q.TargetControl || q.Target.Function != "app/flaky" {
+		t.Fatalf("queue after save: %+v", q)
+	}
+	u.get("/console/i/jobs/q/flaky/").want(t, http.StatusOK, `id="qs-attempts" name="maxAttempts" inputmode="numeric" value="3"`)
+	u.post("/console/i/jobs/q/flaky/settings", form(map[string]string{"maxAttempts": "0"})).want(t, http.StatusBadRequest, "INVALID_ARGUMENT", "maxAttempts")
+	u.post("/console/i/jobs/q/flaky/settings", form(map[string]string{"deadLetterQueue": "nope"})).want(t, http.StatusBadRequest, "deadLetterQueue")
+	u.post("/console/i/jobs/q/flaky/settings", form(map[string]string{"deadlineSeconds": "ten"})).want(t, http.StatusBadRequest, "deadlineSeconds: must be a number")
+	if p := u.post("/console/i/jobs/q/flaky/settings", form(map[string]string{"ratePerSecond": "", "deadLetterQueue": "", "targetControl": "true"})); p.status != http.StatusSeeOther {
+		t.Fatalf("clear: %d %s", p.status, p.body)
+	}
+	if q, _ = e.api.GetQueue(context.Background(), "jobs", "flaky"); q.RatePerSecond != nil || q.DeadLetterQueue != nil || !q.TargetControl {
+		t.Fatalf("queue after clearing: %+v", q)
+	}
+
+	rw := e.user()
+	rw.login(e.key(e.org, "write:jobs"))
+	rw.get("/console/i/jobs/q/flaky/").want(t, http.StatusOK, `<table class="kv" id="settings">`).lacks(t, `id="queue-settings"`)
+	rwTok := rw.csrf("/console/i/jobs/q/flaky/")
+	rw.post("/console/i/jobs/q/flaky/settings", form(map[string]string{"csrf": rwTok})).want(t, http.StatusForbidden, "PERMISSION_DENIED")
+}
+
 // csrfless finds the next-page link of a page.
 func csrfless(body string) string {
 	i := strings.Index(body, `id="next-page"`)

@@ -137,10 +137,6 @@ func (c *Console) notFound(w http.ResponseWriter, r *http.Request) {
 		Err: &errandapi.Error{Code: errandapi.CodeNotFound, Status: http.StatusNotFound, Message: "no console page " + r.URL.Path}})
 }
 
-// refused shows the page again with the API's refusal of an action, at the
-// refusal's status, by rendering it through show.
-func refused(err error, show func(*errandapi.Error)) { show(apiError(err)) }
-
 func fmtMillis(ms int64) string {
 	if ms == 0 {
 		return "—"
