@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/errandhq/errand/errandapi"
 )
@@ -517,19 +516,17 @@ func TestReplayDeadLetters(t *testing.T) {
 	waitPage(t, u, p.header.Get("Location"), `data-status="SUCCEEDED"`)
 }
 
-// waitPage reads the page at path until it contains want, for up to 10 s
-// (the job runs on the node's own goroutines).
+// waitPage reads the page at path until it contains want, again after
+// each attempt outcome the engine stores (the job runs on the node's own
+// goroutines).
 func waitPage(t *testing.T, u *user, path, want string) page {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-		p := u.get(path)
-		if strings.Contains(p.body, want) {
-			return p
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never showed %q:\n%s", path, want, p.body)
-		}
-	}
+	var p page
+	u.e.await(func() bool {
+		p = u.get(path)
+		return strings.Contains(p.body, want)
+	}, func() string { return path + " never showed " + want + ":\n" + p.body })
+	return p
 }
 
 // TestActivityChart: the queue page draws the last hour's adds, successes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/deliver"
+	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/node"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
@@ -41,9 +43,10 @@ func TestMain(m *testing.M) {
 // env is a real errand node (a real SQLite file, the engine started) served
 // over HTTP on loopback, in serve mode with API keys unless dev.
 //
-// The node runs on the real clock: the browser tests drive a real browser,
-// which lives in real time too. No test waits on a duration; each waits on
-// what the page or the stream shows.
+// The node runs on the real clock: the browser test drives a real browser,
+// which lives in real time too, and the live counts' stream paces itself
+// on the node's clock. No test waits on a duration: each waits on what the
+// page or the stream shows, or on the engine's outcome signal.
 type env struct {
 	t    testing.TB
 	srv  *httptest.Server
@@ -53,6 +56,8 @@ type env struct {
 	org  string
 	full string // a key with full:* of org
 	api  *client.Client
+	// outcomes reports each attempt outcome the engine stores.
+	outcomes *engine.OutcomeWatch
 	// flaky fails its first call and succeeds after: a task of queue
 	// "flaky" fails at once (maxAttempts 1) and a replay succeeds.
 	flakyCalls atomic.Int64
@@ -78,6 +83,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 		t.Fatal(err)
 	}
 	e.n = node.New(node.Config{Store: e.st, Logger: log, Dev: o.dev, Functions: fns})
+	e.outcomes = engine.WatchOutcomes(e.n.Engine)
 	if err := e.n.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -191,23 +197,36 @@ func (e *env) failed() string {
 	return id
 }
 
-// waitState reads task id through the API until it is in state, for up
-// to 10 s. An attempt's outcome is stored by the engine's own goroutines
-// and announces nothing a test could wait on, so the task is read again
-// every few milliseconds (the store, never the clock), as the node's and
-// the API's tests wait for their services.
+// waitState reads task id through the API until it is in state, and
+// reads it again only after the engine stores the next attempt outcome (a
+// test signal): the node's services run on their own goroutines.
 func (e *env) waitState(id string, want errandapi.State) *errandapi.Task {
 	e.t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-		t, err := e.api.GetTask(context.Background(), "jobs", id)
-		if err != nil {
+	var got *errandapi.Task
+	e.await(func() bool {
+		var err error
+		if got, err = e.api.GetTask(context.Background(), "jobs", id); err != nil {
 			e.t.Fatal(err)
 		}
-		if t.State == want {
-			return t
+		return got.State == want
+	}, func() string { return fmt.Sprintf("task %s is %s, want %s", id, got.State, want) })
+	return got
+}
+
+// await checks done until it holds, checking again after each attempt
+// outcome the engine stores, for up to a minute; why says what is missing.
+func (e *env) await(done func() bool, why func() string) {
+	e.t.Helper()
+	for {
+		seen := e.outcomes.Count()
+		if done() {
+			return
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("task %s is %s, want %s", id, t.State, want)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		_, err := e.outcomes.After(ctx, seen)
+		cancel()
+		if err != nil {
+			e.t.Fatal(why())
 		}
 	}
 }
