@@ -108,6 +108,12 @@ func TestRevokedKeyLogsOut(t *testing.T) {
 		t.Fatalf("cookie not cleared: %q", p.header.Get("Set-Cookie"))
 	}
 	u.get("/console/login?why=expired").want(t, http.StatusOK, "no longer accepted")
+	// A form posted after that goes to the login page too, and the live
+	// stream tells its page to go there.
+	if p := u.post("/console/i/jobs/q/pull/pause", url.Values{"csrf": {"x"}}); p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/login" {
+		t.Fatalf("a post without a session: %d %s", p.status, p.header.Get("Location"))
+	}
+	u.get("/console/i/jobs/live").want(t, http.StatusOK, "event: logout")
 }
 
 // TestCSRF: a state-changing request without the session's token, or with

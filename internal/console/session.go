@@ -100,11 +100,13 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) *session {
 	return s
 }
 
-// toLogin sends a page request to the login page; a stream or an action is
-// answered 401, since a redirect would lose what it was.
+// toLogin sends the browser to the login page (why "expired" says the
+// session ended); the live stream instead gets the event "logout", on
+// which its page goes there.
 func (c *Console) toLogin(w http.ResponseWriter, r *http.Request, why string) {
-	if r.Method != http.MethodGet || strings.HasSuffix(r.URL.Path, "/live") {
-		http.Error(w, "log in again", http.StatusUnauthorized)
+	if strings.HasSuffix(r.URL.Path, "/live") {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("event: logout\ndata: {}\n\n"))
 		return
 	}
 	u := Prefix + "login"
