@@ -26,7 +26,7 @@ func TestBigQueue(t *testing.T) {
 	if n <= 0 {
 		t.Skip("set ERRAND_CONSOLE_BIG=1000000 to measure the pages on a queue of a million tasks")
 	}
-	e := newEnv(t, envOptions{})
+	e := newEnv(t, envOptions{realClock: true})
 	e.fixture()
 	ctx := context.Background()
 	inst, err := e.st.InstanceGet(ctx, store.InstanceRef{Org: e.org, Name: "jobs"})

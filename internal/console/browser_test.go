@@ -140,7 +140,7 @@ func shot(t *testing.T, ctx context.Context, name string) {
 // key may not do hidden and refused, and log out.
 func TestBrowser(t *testing.T) {
 	b := startBrowser(t)
-	e := newEnv(t, envOptions{})
+	e := newEnv(t, envOptions{realClock: true})
 	e.fixture()
 	base := e.srv.URL + "/console/"
 	admin := tab(t, b)

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/errandhq/errand/errandapi"
 )
@@ -467,19 +468,33 @@ func TestLiveCounts(t *testing.T) {
 	if name != "counts" || scheduled(m, "pull") != 0 {
 		t.Fatalf("first event %s %v", name, m)
 	}
-	e.add("pull", errandapi.NewTask{Payload: json.RawMessage(`{}`)})
-	for {
-		name, m = next()
-		if name == "counts" && scheduled(m, "pull") == 1 {
-			break
+	// sleep waits until the stream sleeps for d on the node's clock, then
+	// moves the clock by d.
+	sleep := func(d time.Duration, what string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := e.clock.WaitForSleeperAt(ctx, e.clock.Now().Add(d)); err != nil {
+			t.Fatalf("the stream never waited %v %s", d, what)
 		}
+		e.clock.Advance(d)
+	}
+	// After a change the stream waits 500 ms before it reads the counts.
+	e.add("pull", errandapi.NewTask{Payload: json.RawMessage(`{}`)})
+	sleep(500*time.Millisecond, "after a change")
+	if name, m = next(); name != "counts" || scheduled(m, "pull") != 1 {
+		t.Fatalf("after an add: %s %v", name, m)
+	}
+	// Without a change, it sends every 2 s all the same.
+	sleep(2*time.Second, "for its tick")
+	if name, m = next(); name != "counts" || scheduled(m, "pull") != 1 {
+		t.Fatalf("after 2 s: %s %v", name, m)
 	}
 	e.revoke(k)
 	e.add("pull", errandapi.NewTask{Payload: json.RawMessage(`{}`)})
-	for {
-		if name, _ = next(); name == "logout" {
-			break
-		}
+	sleep(500*time.Millisecond, "after a change")
+	if name, _ = next(); name != "logout" {
+		t.Fatalf("after the key was revoked: %s", name)
 	}
 	if _, err := events.ReadString('\n'); err == nil {
 		t.Fatal("the stream goes on after logout")

@@ -21,6 +21,7 @@ import (
 	"github.com/errandhq/errand/client"
 	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/auth"
+	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/node"
@@ -43,19 +44,23 @@ func TestMain(m *testing.M) {
 // env is a real errand node (a real SQLite file, the engine started) served
 // over HTTP on loopback, in serve mode with API keys unless dev.
 //
-// The node runs on the real clock: the browser test drives a real browser,
-// which lives in real time too, and the live counts' stream paces itself
-// on the node's clock. No test waits on a duration: each waits on what the
-// page or the stream shows, or on the engine's outcome signal.
+// The node runs on a fake clock that tests move (the live counts' stream
+// paces itself on it), except under the browser test: a real browser
+// lives in real time (a page that reloads itself, a stream it reads), so
+// that node runs on the real clock. No test waits on a duration: each
+// waits on what the page or the stream shows, on a sleeper of the fake
+// clock, or on the engine's outcome signal.
 type env struct {
-	t    testing.TB
-	srv  *httptest.Server
-	n    *node.Node
-	st   store.Store
-	dev  bool
-	org  string
-	full string // a key with full:* of org
-	api  *client.Client
+	t   testing.TB
+	srv *httptest.Server
+	n   *node.Node
+	st  store.Store
+	dev bool
+	// clock is the node's fake clock (nil with envOptions.realClock).
+	clock *clock.Fake
+	org   string
+	full  string // a key with full:* of org
+	api   *client.Client
 	// outcomes reports each attempt outcome the engine stores.
 	outcomes *engine.OutcomeWatch
 	// flaky fails its first call and succeeds after: a task of queue
@@ -64,9 +69,13 @@ type env struct {
 }
 
 type envOptions struct {
-	dev bool
-	tls bool
+	dev       bool
+	tls       bool
+	realClock bool
 }
+
+// T0 is where the fake clock starts.
+var T0 = time.UnixMilli(1_790_000_000_000)
 
 func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
@@ -82,7 +91,12 @@ func newEnv(t testing.TB, o envOptions) *env {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	e.n = node.New(node.Config{Store: e.st, Logger: log, Dev: o.dev, Functions: fns})
+	var clk clock.Clock = clock.Real{}
+	if !o.realClock {
+		e.clock = clock.NewFake(T0)
+		clk = e.clock
+	}
+	e.n = node.New(node.Config{Store: e.st, Logger: log, Dev: o.dev, Functions: fns, Clock: clk})
 	e.outcomes = engine.WatchOutcomes(e.n.Engine)
 	if err := e.n.Start(context.Background()); err != nil {
 		t.Fatal(err)
