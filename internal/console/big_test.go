@@ -66,7 +66,7 @@ func TestBigQueue(t *testing.T) {
 	u := e.user()
 	u.login(e.full)
 	first := u.get("/console/i/jobs/q/pull/").want(t, http.StatusOK, "10000+")
-	next := csrfless(first.body)
+	next := nextLink(first.body)
 	for _, path := range []string{"/console/i/jobs/", "/console/i/jobs/q/pull/", next, "/console/i/jobs/q/pull/?name=t5000",
 		"/console/i/jobs/q/pull/?state=failed", "/console/i/jobs/q/pull/dead"} {
 		var took []time.Duration

@@ -260,7 +260,7 @@ func TestQueuePages(t *testing.T) {
 	if n := strings.Count(first.body, `/console/i/jobs/t/`); n != 50 {
 		t.Fatalf("first page lists %d tasks", n)
 	}
-	next := csrfless(first.body)
+	next := nextLink(first.body)
 	second := u.get(next).want(t, http.StatusOK, `id="first-page"`).lacks(t, `id="next-page"`)
 	if n := strings.Count(second.body, `/console/i/jobs/t/`); n != 5 {
 		t.Fatalf("second page lists %d tasks", n)
@@ -346,8 +346,8 @@ func TestQueueSettings(t *testing.T) {
 	rw.post("/console/i/jobs/q/flaky/settings", form(map[string]string{"csrf": rwTok})).want(t, http.StatusForbidden, "PERMISSION_DENIED")
 }
 
-// csrfless finds the next-page link of a page.
-func csrfless(body string) string {
+// nextLink finds the next-page link of a page.
+func nextLink(body string) string {
 	i := strings.Index(body, `id="next-page"`)
 	j := strings.LastIndex(body[:i], `href="`)
 	href := body[j+len(`href="`):]
