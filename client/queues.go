@@ -59,3 +59,14 @@ func (c *Client) PurgeQueue(ctx context.Context, instance, queue string) (int, e
 	err := c.do(ctx, call{method: "POST", path: []string{"v1", "tasks", instance, "queues", queue, "purge"}, query: confirm, out: &out})
 	return out.Deleted, err
 }
+
+// QueueActivity returns a queue's tasks added, succeeded and failed per
+// minute over the last hour.
+func (c *Client) QueueActivity(ctx context.Context, instance, queue string) (*errandapi.QueueActivity, error) {
+	var out errandapi.QueueActivity
+	err := c.do(ctx, call{method: "GET", path: []string{"v1", "tasks", instance, "queues", queue, "activity"}, out: &out, repeatable: true})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

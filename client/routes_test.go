@@ -50,6 +50,10 @@ func TestEveryRoute(t *testing.T) {
 		if one.Name != "pull" || len(one.Counts) != 6 || one.Counts[errandapi.StateScheduled] != 0 {
 			t.Fatalf("queue %+v", one)
 		}
+		act := must(c.QueueActivity(ctx, "jobs", "pull")).of(t)
+		if len(act.Minutes) != 60 || act.Minutes[59].At > t0.UnixMilli() || act.Minutes[59].At+60_000 <= t0.UnixMilli() || act.Capped == nil {
+			t.Fatalf("activity %+v", act)
+		}
 		qs := must(c.ListQueues(ctx, "jobs")).of(t)
 		if len(qs) != 3 || qs[0].Name != "default" || qs[2].Counts[errandapi.StateLeased] != 0 || qs[2].Capped == nil {
 			t.Fatalf("queues %+v", qs)

@@ -67,3 +67,24 @@ type DeleteResponse struct {
 	Deleted int  `json:"deleted"`
 	Pending bool `json:"pending"`
 }
+
+// QueueActivity is the answer of GET
+// /v1/tasks/{instance}/queues/{queue}/activity: the queue's tasks added,
+// succeeded and failed per minute over the last hour, oldest minute
+// first, the current minute last.
+type QueueActivity struct {
+	Minutes []ActivityMinute `json:"minutes"`
+	// Capped names the kinds ("added", "succeeded", "failed") whose counts
+	// stopped at the read's bound (100,000 tasks an hour): they are a lower
+	// bound.
+	Capped []string `json:"capped"`
+}
+
+// ActivityMinute is one minute of a queue's activity; At is its start
+// (epoch ms). A failure is a task that ended failed, not a retried attempt.
+type ActivityMinute struct {
+	At        int64 `json:"at"`
+	Added     int   `json:"added"`
+	Succeeded int   `json:"succeeded"`
+	Failed    int   `json:"failed"`
+}

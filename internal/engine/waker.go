@@ -43,3 +43,8 @@ func (w *waker) wakes() uint64 {
 	defer w.mu.Unlock()
 	return w.gen
 }
+
+// Changes returns a channel closed at the next change the engine sees (a
+// task added, run, cancelled or retried, a queue changed; on a shared
+// store, another node's change too): the console's live counts wait on it.
+func (e *Engine) Changes() <-chan struct{} { return e.waker.next() }

@@ -91,3 +91,19 @@ func (s *Server) purgeQueue(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	writeJSON(w, http.StatusOK, errandapi.DeleteResponse{Deleted: n})
 }
+
+func (s *Server) queueActivity(w http.ResponseWriter, r *http.Request, c *call) {
+	a, err := s.eng.QueueActivity(r.Context(), c.queue(r))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := errandapi.QueueActivity{Minutes: make([]errandapi.ActivityMinute, len(a.Minutes)), Capped: a.Capped}
+	if out.Capped == nil {
+		out.Capped = []string{}
+	}
+	for i, m := range a.Minutes {
+		out.Minutes[i] = errandapi.ActivityMinute{At: m.At, Added: m.Added, Succeeded: m.Succeeded, Failed: m.Failed}
+	}
+	writeJSON(w, http.StatusOK, out)
+}

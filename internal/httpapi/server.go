@@ -84,6 +84,7 @@ var Routes = []Route{
 	{"GET", "/v1/tasks/{instance}/queues", auth.RoleRead, (*Server).listQueues},
 	{"POST", "/v1/tasks/{instance}/queues", auth.RoleFull, (*Server).createQueue},
 	{"GET", "/v1/tasks/{instance}/queues/{queue}", auth.RoleRead, (*Server).getQueue},
+	{"GET", "/v1/tasks/{instance}/queues/{queue}/activity", auth.RoleRead, (*Server).queueActivity},
 	{"PATCH", "/v1/tasks/{instance}/queues/{queue}", auth.RoleFull, (*Server).patchQueue},
 	{"DELETE", "/v1/tasks/{instance}/queues/{queue}", auth.RoleFull, (*Server).deleteQueue},
 	{"POST", "/v1/tasks/{instance}/queues/{queue}/purge", auth.RoleFull, (*Server).purgeQueue},

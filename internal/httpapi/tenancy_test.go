@@ -151,6 +151,7 @@ var routeCalls = map[string]routeCall{
 	"GET /v1/tasks/{instance}/queues":                       {want: 200},
 	"POST /v1/tasks/{instance}/queues":                      {body: `{"name":"q2","mode":"pull"}`, want: 201},
 	"GET /v1/tasks/{instance}/queues/{queue}":               {want: 200},
+	"GET /v1/tasks/{instance}/queues/{queue}/activity":      {want: 200},
 	"PATCH /v1/tasks/{instance}/queues/{queue}":             {body: `{"maxAttempts":3}`, want: 200},
 	"DELETE /v1/tasks/{instance}/queues/{queue}":            {query: "?confirm=true", want: 200},
 	"POST /v1/tasks/{instance}/queues/{queue}/purge":        {query: "?confirm=true", want: 200},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/errandhq/errand/client"
 	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/inproc"
 )
 
 // HTTPConfig configures the streamable HTTP transport a node serves at /mcp.
@@ -57,9 +58,9 @@ func NewHTTPHandler(cfg HTTPConfig) *HTTPHandler {
 		cfg.Logger = slog.Default()
 	}
 	newClient := func(key string) (*client.Client, error) {
-		// The host is never dialled: inProcess serves every request. It is a
+		// The host is never dialled: inproc.Transport serves every request. It is a
 		// loopback name, which the node's Host guard always accepts.
-		return client.New("http://localhost", ClientOptions(key, &http.Client{Transport: inProcess{h: cfg.API}}))
+		return client.New("http://localhost", ClientOptions(key, &http.Client{Transport: inproc.Transport{H: cfg.API}}))
 	}
 	clientFor := func(_ context.Context, extra *mcp.RequestExtra) (*client.Client, error) {
 		if extra == nil || extra.TokenInfo == nil {

@@ -12,10 +12,12 @@ import (
 	"maps"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/clock"
+	"github.com/errandhq/errand/internal/console"
 	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/httpapi"
@@ -53,6 +55,9 @@ type Node struct {
 	log     *slog.Logger
 	rules   task.URLRules
 	id      string
+	console *console.Console
+	// api is the handler built last by Handler: the console calls it.
+	api atomic.Pointer[httpapi.Server]
 
 	changed chan struct{}
 	cancel  context.CancelFunc
@@ -89,6 +94,16 @@ func New(cfg Config) *Node {
 		Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, Dev: cfg.Dev, URLRules: n.rules,
 		Backstop: backstop, DatabaseClock: cfg.Shared, Ops: cfg.Ops,
 		Deliverer: &deliver.Mux{Webhook: n.webhook, Function: &deliver.FunctionRoutes{InProcess: cfg.Functions, Workers: n.Workers}},
+	})
+	n.console = console.New(console.Config{
+		API: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if api := n.api.Load(); api != nil {
+				api.ServeHTTP(w, r)
+				return
+			}
+			http.NotFound(w, r)
+		}),
+		Dev: cfg.Dev, Changes: n.Engine.Changes, Clock: n.Engine.Clock(), Logger: cfg.Logger,
 	})
 	n.Workers.OnFree = n.Engine.Wake
 	n.Workers.OnChange = n.Changed
@@ -132,18 +147,28 @@ type HandlerConfig struct {
 }
 
 // Handler returns the node's HTTP API: the v1 routes, the worker
-// endpoint, /healthz and /metrics.
+// endpoint, /healthz, /metrics and the web console at /console/ (which
+// calls this same handler in process with each session's key; with more
+// than one handler built, the last).
 func (n *Node) Handler(c HandlerConfig) *httpapi.Server {
-	extra := map[string]http.Handler{"GET /metrics": n.Engine.Metrics().Handler()}
+	extra := map[string]http.Handler{"GET /metrics": n.Engine.Metrics().Handler(), console.Prefix: n.console}
 	maps.Copy(extra, c.Extra)
-	return httpapi.New(httpapi.Config{Engine: n.Engine, Auth: c.Auth, Logger: n.log, Hosts: c.Hosts, Extra: extra, Workers: n.Workers})
+	api := httpapi.New(httpapi.Config{Engine: n.Engine, Auth: c.Auth, Logger: n.log, Hosts: c.Hosts, Extra: extra, Workers: n.Workers})
+	n.api.Store(api)
+	return api
 }
+
+// CloseStreams ends the console's live streams: an HTTP server's Shutdown
+// waits for requests in flight, so serve registers it with
+// RegisterOnShutdown. Close does it too.
+func (n *Node) CloseStreams() { n.console.Close() }
 
 // Close stops the node: the engine (attempts in flight finish or are
 // given back), then the worker connections, the publisher (which removes
 // the node's rows) and the webhook client. The store stays open.
 func (n *Node) Close() {
 	n.stopped.Do(func() {
+		n.CloseStreams()
 		n.Engine.Stop()
 		n.Workers.CloseAll("the node is shutting down")
 		if n.cancel != nil {

@@ -79,6 +79,10 @@ type Store interface {
 	// QueueCounts counts a queue's tasks by state, each count stopping at
 	// limit (so a count equal to limit means "at least limit").
 	QueueCounts(ctx context.Context, ref QueueRef, limit int) (map[task.State]int, error)
+	// QueueActivity counts, per minute of [Since, Until), a queue's tasks
+	// added (createdAt), succeeded and failed (finishedAt of a task that
+	// ended so), each kind stopping at Limit tasks (Capped then says so).
+	QueueActivity(ctx context.Context, p *ActivityParams) (*Activity, error)
 
 	// TaskAdd stores tasks in one transaction, each one independently: a
 	// task whose name is already used in its queue (by a record still kept)

@@ -269,6 +269,7 @@ func TestQueryPlans(t *testing.T) {
 		{"expired", sqlExpired, []any{planNow, 500}, []string{"tasks_running"}, false},
 		{"next due", sqlNextDue, nil, []string{"tasks_due", "tasks_running"}, false},
 		{"delete finished", sqlDeleteFinished, []any{planNow + 30*86_400_000, 1000}, []string{"tasks_done"}, false},
+		{"activity", qQueueActivity, []any{"inst-0", "q0", planNow - 3_600_000, planNow + 60_000, 100_000}, []string{"tasks_created", "tasks_done"}, false},
 		{"claim any", sqlClaimAny, []any{"inst-0", "q0", planNow}, []string{"tasks_due"}, true},
 		{"claim any routed", sqlClaimAnyRouted, []any{"inst-0", "q0", planNow, false, int64(math.MinInt64), false, []string{"app/x"}}, []string{"tasks_due"}, true},
 	}

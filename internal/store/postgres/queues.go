@@ -264,3 +264,27 @@ func (s *Store) QueueCounts(ctx context.Context, ref store.QueueRef, limit int) 
 	}
 	return out, nil
 }
+
+// qQueueActivity reads a queue's events per minute: adds through
+// tasks_created, successes and failures through tasks_done, each read
+// stopping at $5 tasks.
+const qQueueActivity = `
+SELECT 'added', m, count(*) FROM (SELECT created_at / 60000 * 60000 AS m FROM tasks
+	WHERE instance_id = $1 AND queue = $2 AND created_at >= $3 AND created_at < $4 LIMIT $5) AS x GROUP BY m
+UNION ALL
+SELECT 'succeeded', m, count(*) FROM (SELECT finished_at / 60000 * 60000 AS m FROM tasks
+	WHERE instance_id = $1 AND queue = $2 AND state = 'SUCCEEDED' AND finished_at >= $3 AND finished_at < $4 LIMIT $5) AS x GROUP BY m
+UNION ALL
+SELECT 'failed', m, count(*) FROM (SELECT finished_at / 60000 * 60000 AS m FROM tasks
+	WHERE instance_id = $1 AND queue = $2 AND state = 'FAILED' AND finished_at >= $3 AND finished_at < $4 LIMIT $5) AS x GROUP BY m`
+
+// QueueActivity counts a queue's adds, successes and failures per minute.
+func (s *Store) QueueActivity(ctx context.Context, p *store.ActivityParams) (*store.Activity, error) {
+	rows, err := s.pool.Query(ctx, qQueueActivity, p.InstanceID, p.Queue, p.Since, p.Until, max(p.Limit, 0))
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	a, err := store.ScanActivity(rows, p.Limit)
+	return a, interpretError(err)
+}

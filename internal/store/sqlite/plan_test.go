@@ -54,6 +54,11 @@ func TestQueryPlans(t *testing.T) {
 		{"instance tasks", qInstanceTasks, []any{"i1"}, true, "sqlite_autoindex_tasks_1 (instance_id=?)"},
 		{"expired", qExpired, []any{1000, 100}, true, "tasks_running"},
 		{"next due", qNextDue, nil, true, "tasks_due"},
+		// The chart's read: adds through tasks_created, ends through
+		// tasks_done, each a range of one queue (GROUP BY sorts the
+		// minutes, at most one per row read).
+		{"activity adds", qQueueActivity, []any{"i1", "q1", 0, 1000, 100000}, false, "tasks_created (instance_id=? AND queue=? AND created_at>? AND created_at<?)"},
+		{"activity ends", qQueueActivity, []any{"i1", "q1", 0, 1000, 100000}, false, "tasks_done (instance_id=? AND queue=? AND state=? AND finished_at>? AND finished_at<?)"},
 		{"delete finished", qDeleteFinished, []any{1000, 100}, false, "tasks_done (instance_id=? AND queue=? AND state=? AND finished_at<?)"},
 	}
 	for st, qs := range listQueries {

@@ -242,3 +242,27 @@ func countsSQL() string {
 	}
 	return strings.Join(parts, "\nUNION ALL ")
 }
+
+// qQueueActivity reads a queue's events per minute: adds through
+// tasks_created, successes and failures through tasks_done, each read
+// stopping at ?5 tasks.
+var qQueueActivity = define(onReader, `
+SELECT 'added', m, count(*) FROM (SELECT created_at / 60000 * 60000 AS m FROM tasks INDEXED BY tasks_created
+	WHERE instance_id = ?1 AND queue = ?2 AND created_at >= ?3 AND created_at < ?4 LIMIT ?5) GROUP BY m
+UNION ALL
+SELECT 'succeeded', m, count(*) FROM (SELECT finished_at / 60000 * 60000 AS m FROM tasks
+	WHERE instance_id = ?1 AND queue = ?2 AND `+stateTerm(task.Succeeded)+` AND finished_at >= ?3 AND finished_at < ?4 LIMIT ?5) GROUP BY m
+UNION ALL
+SELECT 'failed', m, count(*) FROM (SELECT finished_at / 60000 * 60000 AS m FROM tasks
+	WHERE instance_id = ?1 AND queue = ?2 AND `+stateTerm(task.Failed)+` AND finished_at >= ?3 AND finished_at < ?4 LIMIT ?5) GROUP BY m`)
+
+// QueueActivity counts a queue's adds, successes and failures per minute.
+func (s *Store) QueueActivity(ctx context.Context, p *store.ActivityParams) (*store.Activity, error) {
+	rows, err := s.reader(qQueueActivity).QueryContext(ctx, p.InstanceID, p.Queue, p.Since, p.Until, max(p.Limit, 0))
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	a, err := store.ScanActivity(rows, p.Limit)
+	return a, interpretError(err)
+}

@@ -21,6 +21,7 @@ var queueCases = []testCase{
 	{"Purge", testQueuePurge},
 	{"Counts", testQueueCounts},
 	{"CountsLimit", testQueueCountsLimit},
+	{"Activity", testQueueActivity},
 }
 
 func testQueueCreateGet(t *testing.T, e *env) {

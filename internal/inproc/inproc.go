@@ -1,4 +1,8 @@
-package mcp
+// Package inproc serves HTTP requests with an http.Handler in the same
+// process: the MCP server and the web console call the node's own API
+// without a socket, through the same handler (auth, grants, rate limit,
+// validation) as any caller.
+package inproc
 
 import (
 	"bytes"
@@ -6,17 +10,15 @@ import (
 	"net/http"
 )
 
-// inProcess is an http.RoundTripper that serves each request with an
-// http.Handler in this process: the MCP server's client calls the node's
-// own API without a socket, through the same handler (auth, grants, rate
-// limit, validation) as any caller. The API's answers are small JSON
-// documents, so each is buffered whole.
-type inProcess struct {
-	h http.Handler
+// Transport is an http.RoundTripper that serves each request with H in
+// this process. The API's answers are small JSON documents, so each is
+// buffered whole.
+type Transport struct {
+	H http.Handler
 }
 
 // RoundTrip serves req with the handler and returns its answer.
-func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
+func (t Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := req.Context().Err(); err != nil {
 		return nil, err
 	}
@@ -27,7 +29,7 @@ func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.Body = http.NoBody
 	}
 	w := &recorder{header: http.Header{}}
-	t.h.ServeHTTP(w, r)
+	t.H.ServeHTTP(w, r)
 	if req.Body != nil {
 		req.Body.Close()
 	}

@@ -1,0 +1,567 @@
+package console_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"html"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/errandhq/errand/errandapi"
+)
+
+// TestSecurityHeaders: every console answer (the login page, a page, a
+// static file, a 404) forbids framing and inline script, and nothing is
+// stored by a cache.
+func TestSecurityHeaders(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	u.login(e.full)
+	for _, path := range []string{"/console/login", "/console/", "/console/i/jobs/q/pull/", "/console/static/console.js", "/console/nope"} {
+		p := u.get(path)
+		h := p.header
+		if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") ||
+			!strings.Contains(csp, "default-src 'none'") || strings.Contains(csp, "unsafe-inline") {
+			t.Fatalf("%s: CSP %q", path, csp)
+		}
+		if h.Get("X-Frame-Options") != "DENY" || h.Get("Cache-Control") != "no-store" || h.Get("X-Content-Type-Options") != "nosniff" {
+			t.Fatalf("%s: headers %v", path, h)
+		}
+		if strings.Contains(p.body, "<script>") || strings.Contains(p.body, " style=") {
+			t.Fatalf("%s: an inline script or style:\n%s", path, p.body)
+		}
+	}
+}
+
+// TestLogin: no session goes to the login page; a wrong key is refused
+// there; a good one sets an HttpOnly, SameSite=Strict cookie scoped to
+// the console; logout needs the CSRF token and clears the cookie.
+func TestLogin(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	if p := u.get("/console/"); p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/login" {
+		t.Fatalf("no session: %d %s", p.status, p.header.Get("Location"))
+	}
+	u.post("/console/login", url.Values{"key": {"errk_" + strings.Repeat("0", 64)}}).want(t, http.StatusUnauthorized, "not a valid API key")
+	u.post("/console/login", url.Values{"key": {"<script>x</script>"}}).want(t, http.StatusUnauthorized).lacks(t, "<script>x")
+
+	resp, err := u.hc.PostForm(e.srv.URL+"/console/login", url.Values{"key": {e.full}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cookies := resp.Cookies()
+	if len(cookies) != 1 {
+		t.Fatalf("cookies %v", cookies)
+	}
+	ck := cookies[0]
+	if !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/console/" || ck.Secure || ck.MaxAge <= 0 {
+		t.Fatalf("cookie %+v", ck)
+	}
+	u.get("/console/").want(t, http.StatusOK, `href="/console/i/jobs/"`, "Log out")
+
+	u.post("/console/logout", url.Values{"csrf": {"forged"}}).want(t, http.StatusForbidden)
+	u.get("/console/").want(t, http.StatusOK)
+	tok := u.csrf("/console/")
+	if p := u.post("/console/logout", url.Values{"csrf": {tok}}); p.status != http.StatusSeeOther {
+		t.Fatalf("logout: %d", p.status)
+	}
+	if p := u.get("/console/"); p.status != http.StatusSeeOther {
+		t.Fatalf("after logout: %d", p.status)
+	}
+}
+
+// TestSecureCookieOverTLS: served over TLS, the session cookie is Secure.
+func TestSecureCookieOverTLS(t *testing.T) {
+	e := newEnv(t, envOptions{tls: true})
+	resp, err := e.user().hc.PostForm(e.srv.URL+"/console/login", url.Values{"key": {e.full}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if cs := resp.Cookies(); len(cs) != 1 || !cs[0].Secure || !cs[0].HttpOnly {
+		t.Fatalf("cookies %+v", cs)
+	}
+}
+
+// TestRevokedKeyLogsOut: once its key is revoked, the session's next
+// request clears the cookie and goes to the login page, saying why.
+func TestRevokedKeyLogsOut(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	k := e.key(e.org, "read:jobs")
+	u := e.user()
+	u.login(k)
+	u.get("/console/i/jobs/").want(t, http.StatusOK)
+	e.revoke(k)
+	p := u.get("/console/i/jobs/")
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/login?why=expired" {
+		t.Fatalf("revoked: %d %s", p.status, p.header.Get("Location"))
+	}
+	if !strings.Contains(p.header.Get("Set-Cookie"), "Max-Age=0") {
+		t.Fatalf("cookie not cleared: %q", p.header.Get("Set-Cookie"))
+	}
+	u.get("/console/login?why=expired").want(t, http.StatusOK, "no longer accepted")
+	// A form posted after that goes to the login page too, and the live
+	// stream tells its page to go there.
+	if p := u.post("/console/i/jobs/q/pull/pause", url.Values{"csrf": {"x"}}); p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/login" {
+		t.Fatalf("a post without a session: %d %s", p.status, p.header.Get("Location"))
+	}
+	u.get("/console/i/jobs/live").want(t, http.StatusOK, "event: logout")
+}
+
+// TestCSRF: a state-changing request without the session's token, or with
+// another session's, is refused before any call; with it, it is made.
+func TestCSRF(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	id := e.add("pull", errandapi.NewTask{Payload: json.RawMessage(`{}`)})
+	u, other := e.user(), e.user()
+	u.login(e.full)
+	other.login(e.key(e.org, "full:*"))
+	path := "/console/i/jobs/t/" + id + "/cancel"
+	u.post(path, nil).want(t, http.StatusForbidden, "CSRF token")
+	u.post(path, url.Values{"csrf": {other.csrf("/console/i/jobs/t/" + id)}}).want(t, http.StatusForbidden, "CSRF token")
+	for _, p := range []string{"/console/i/jobs/q/pull/purge", "/console/i/jobs/settings/webhook-key/rotate", "/console/instances"} {
+		u.post(p, url.Values{"csrf": {"x"}, "confirm": {"true"}, "name": {"fresh"}}).want(t, http.StatusForbidden, "CSRF token")
+	}
+	if tk, _ := e.api.GetTask(context.Background(), "jobs", id); tk.State != errandapi.StateScheduled {
+		t.Fatalf("a forged cancel changed the task: %s", tk.State)
+	}
+	p := u.post(path, url.Values{"csrf": {u.csrf("/console/i/jobs/t/" + id)}})
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("cancel with the token: %d %s", p.status, p.body)
+	}
+	e.waitState(id, errandapi.StateCancelled)
+}
+
+// TestGrants: a read-only key sees no button or form that writes, and a
+// write it forces anyway is the API's PERMISSION_DENIED; a write key sees
+// the task buttons but not the queue's or the instance's settings; a key
+// of another organization gets NOT_FOUND for the instance, as in the API.
+func TestGrants(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	id := e.add("pull", errandapi.NewTask{Payload: json.RawMessage(`{}`)})
+	failed := e.failed()
+
+	ro := e.user()
+	ro.login(e.key(e.org, "read:jobs"))
+	ro.get("/console/i/jobs/q/pull/").want(t, http.StatusOK, id).lacks(t, `id="add-task"`, `id="pause"`, `id="purge"`, `id="delete"`)
+	ro.get("/console/i/jobs/t/"+id).want(t, http.StatusOK).lacks(t, `id="cancel"`, `id="run"`, `id="retry"`)
+	ro.get("/console/i/jobs/settings").want(t, http.StatusOK, "retentionDays").lacks(t, `id="settings-form"`, `id="reveal-key"`, `id="rotate-key"`)
+	ro.get("/console/i/jobs/q/flaky/dead").want(t, http.StatusOK, failed).lacks(t, `id="replay-selected"`, `type="checkbox"`)
+	ro.get("/console/").lacks(t, `id="create-instance"`)
+	ro.get("/console/i/jobs/").lacks(t, `id="create-queue"`)
+	tok := ro.csrf("/console/i/jobs/t/" + id)
+	ro.post("/console/i/jobs/t/"+id+"/cancel", url.Values{"csrf": {tok}}).want(t, http.StatusForbidden, "PERMISSION_DENIED")
+	ro.post("/console/i/jobs/q/pull/tasks", url.Values{"csrf": {tok}, "payload": {`{}`}}).want(t, http.StatusForbidden, "PERMISSION_DENIED")
+	ro.post("/console/i/jobs/settings/webhook-key", url.Values{"csrf": {tok}, "confirm": {"true"}}).want(t, http.StatusForbidden, "PERMISSION_DENIED").lacks(t, "whsec_")
+	ro.post("/console/i/jobs/q/flaky/replay", url.Values{"csrf": {tok}, "id": {failed}}).want(t, http.StatusForbidden, "PERMISSION_DENIED")
+	if tk, _ := e.api.GetTask(context.Background(), "jobs", id); tk.State != errandapi.StateScheduled {
+		t.Fatalf("a refused cancel changed the task: %s", tk.State)
+	}
+
+	rw := e.user()
+	rw.login(e.key(e.org, "write:jobs"))
+	rw.get("/console/i/jobs/t/"+id).want(t, http.StatusOK, `id="cancel"`, `id="run"`)
+	rw.get("/console/i/jobs/q/pull/").want(t, http.StatusOK, `id="add-task"`).lacks(t, `id="purge"`, `id="pause"`)
+	rw.get("/console/i/jobs/settings").lacks(t, `id="reveal-key"`)
+
+	// Another organization's key, even full:*, does not see jobs.
+	stranger := e.user()
+	stranger.login(e.key("globex", "full:*"))
+	stranger.get("/console/").lacks(t, "/console/i/jobs/")
+	stranger.get("/console/i/jobs/").want(t, http.StatusNotFound, "NOT_FOUND")
+	stranger.get("/console/i/jobs/t/"+id).want(t, http.StatusNotFound, "NOT_FOUND")
+	tok = stranger.csrf("/console/")
+	stranger.post("/console/i/jobs/t/"+id+"/cancel", url.Values{"csrf": {tok}}).want(t, http.StatusNotFound)
+}
+
+// TestTaskPage: one task with its payload pretty-printed and escaped, its
+// params, every attempt; run, cancel and retry show the API's refusal at
+// its status.
+func TestTaskPage(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	u.login(e.full)
+	running := e.leased()
+	tok := u.csrf("/console/i/jobs/t/" + running)
+	u.post("/console/i/jobs/t/"+running+"/cancel", url.Values{"csrf": {tok}}).
+		want(t, http.StatusBadRequest, `id="refusal"`, "RUNNING_NOT_CANCELLABLE", "it is left running")
+	u.post("/console/i/jobs/t/"+running+"/retry", url.Values{"csrf": {tok}}).want(t, http.StatusBadRequest, "NOT_RETRYABLE")
+	u.post("/console/i/jobs/t/"+running+"/nope", url.Values{"csrf": {tok}}).want(t, http.StatusNotFound)
+
+	failed := e.failed()
+	u.get("/console/i/jobs/t/"+failed).want(t, http.StatusOK, "&#34;kind&#34;: &#34;receipt&#34;", "boom &lt;b&gt;not bold&lt;/b&gt;", `id="attempts"`).
+		lacks(t, "<b>not bold</b>")
+	if p := u.post("/console/i/jobs/t/"+failed+"/retry", url.Values{"csrf": {tok}}); p.status != http.StatusSeeOther {
+		t.Fatalf("retry: %d %s", p.status, p.body)
+	}
+	tk := e.waitState(failed, errandapi.StateSucceeded)
+	p := u.get("/console/i/jobs/t/"+failed).want(t, http.StatusOK, "succeeded", "&#34;ok&#34;: true")
+	if strings.Count(p.body, "<td class=\"num\">") < 2*len(tk.Attempts) {
+		t.Fatalf("not every attempt is listed:\n%s", p.body)
+	}
+
+	// HTML in a payload, a name and params is text.
+	x := e.add("pull", errandapi.NewTask{Name: "n-script", Payload: json.RawMessage(`{"html":"<script>alert(1)</script>"}`),
+		Params: json.RawMessage(`{"p":"<img src=x onerror=alert(2)>"}`)})
+	p = u.get("/console/i/jobs/t/"+x).want(t, http.StatusOK, "&lt;script&gt;alert(1)&lt;/script&gt;", "&lt;img src=x onerror=alert(2)&gt;")
+	p.lacks(t, "<script>alert", "<img src=x")
+	u.get("/console/i/jobs/t/NOPE").want(t, http.StatusNotFound, "NOT_FOUND")
+}
+
+// TestAddTask: the add form adds a task through the API; a refusal (a
+// payload that is not JSON, a name taken) is shown with the form as sent.
+func TestAddTask(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	u.login(e.full)
+	tok := u.csrf("/console/i/jobs/q/pull/")
+	p := u.post("/console/i/jobs/q/pull/tasks", url.Values{"csrf": {tok}, "name": {"first"}, "payload": {`{"a": 1}`}, "delay": {"60"}})
+	if p.status != http.StatusSeeOther || !strings.HasPrefix(p.header.Get("Location"), "/console/i/jobs/t/") {
+		t.Fatalf("add: %d %s %s", p.status, p.header.Get("Location"), p.body)
+	}
+	u.get(p.header.Get("Location")).want(t, http.StatusOK, "The task is added.", "first", "scheduled")
+	u.post("/console/i/jobs/q/pull/tasks", url.Values{"csrf": {tok}, "name": {"first"}, "payload": {`{}`}}).want(t, http.StatusConflict, "TASK_EXISTS")
+	u.post("/console/i/jobs/q/pull/tasks", url.Values{"csrf": {tok}, "payload": {`{"a": `}}).want(t, http.StatusBadRequest, "payload: is not valid JSON", "{&#34;a&#34;: ")
+	u.post("/console/i/jobs/q/default/tasks", url.Values{"csrf": {tok}, "payload": {`{}`}}).want(t, http.StatusBadRequest, "NO_TARGET")
+	u.post("/console/i/jobs/q/pull/tasks", url.Values{"csrf": {tok}, "name": {"bad name!"}}).want(t, http.StatusBadRequest, "INVALID_ARGUMENT", "name")
+}
+
+// TestQueuePages: an instance's queues with counts; a queue's tasks by
+// state and by name, a page at a time; pause and resume; purge and delete
+// only after the confirmation page.
+func TestQueuePages(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	u.login(e.full)
+	var ids []string
+	for i := range 55 {
+		nt := errandapi.NewTask{Payload: json.RawMessage(`{}`)}
+		if i == 3 {
+			nt.Name = "needle"
+		}
+		ids = append(ids, e.add("pull", nt))
+	}
+	u.get("/console/i/jobs/").want(t, http.StatusOK, `data-queue="pull"`, `data-state="scheduled">55<`)
+	first := u.get("/console/i/jobs/q/pull/").want(t, http.StatusOK, `id="next-page"`)
+	if n := strings.Count(first.body, `/console/i/jobs/t/`); n != 50 {
+		t.Fatalf("first page lists %d tasks", n)
+	}
+	next := nextLink(first.body)
+	second := u.get(next).want(t, http.StatusOK, `id="first-page"`).lacks(t, `id="next-page"`)
+	if n := strings.Count(second.body, `/console/i/jobs/t/`); n != 5 {
+		t.Fatalf("second page lists %d tasks", n)
+	}
+	u.get("/console/i/jobs/q/pull/?name=needle").want(t, http.StatusOK, ids[3]).lacks(t, ids[4])
+	u.get("/console/i/jobs/q/pull/?state=failed").want(t, http.StatusOK, "No task here.")
+	u.get("/console/i/jobs/q/pull/?state=bogus").want(t, http.StatusBadRequest, "INVALID_ARGUMENT", "state")
+	u.get("/console/i/jobs/q/pull/?cursor=garbage").want(t, http.StatusBadRequest, "INVALID_ARGUMENT")
+	u.get("/console/i/jobs/q/nope/").want(t, http.StatusNotFound, "NOT_FOUND")
+
+	tok := u.csrf("/console/i/jobs/q/pull/")
+	u.post("/console/i/jobs/q/pull/pause", url.Values{"csrf": {tok}})
+	u.get("/console/i/jobs/q/pull/").want(t, http.StatusOK, `id="paused"`, `id="resume"`)
+	u.post("/console/i/jobs/q/pull/resume", url.Values{"csrf": {tok}})
+	u.get("/console/i/jobs/q/pull/").lacks(t, `id="paused"`)
+
+	// Purge without the confirmation is the API's CONFIRM_REQUIRED.
+	u.post("/console/i/jobs/q/pull/purge", url.Values{"csrf": {tok}}).want(t, http.StatusBadRequest, "CONFIRM_REQUIRED")
+	u.get("/console/i/jobs/q/pull/confirm/purge").want(t, http.StatusOK, "Remove every task of queue pull", `name="confirm" value="true"`)
+	if p := u.post("/console/i/jobs/q/pull/purge", url.Values{"csrf": {tok}, "confirm": {"true"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("purge: %d", p.status)
+	}
+	u.get("/console/i/jobs/q/pull/").want(t, http.StatusOK, "No task here.")
+	u.get("/console/i/jobs/q/pull/confirm/delete").want(t, http.StatusOK, "Delete queue pull")
+	u.get("/console/i/jobs/q/pull/confirm/bogus").want(t, http.StatusNotFound)
+	u.post("/console/i/jobs/q/default/delete", url.Values{"csrf": {tok}, "confirm": {"true"}}).want(t, http.StatusBadRequest, "cannot be deleted")
+	u.post("/console/i/jobs/q/pull/delete", url.Values{"csrf": {tok}, "confirm": {"true"}})
+	u.get("/console/i/jobs/q/pull/").want(t, http.StatusNotFound)
+
+	// Create a queue and an instance from their forms.
+	if p := u.post("/console/i/jobs/queues", url.Values{"csrf": {tok}, "name": {"made"}, "mode": {"pull"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("create queue: %d %s", p.status, p.body)
+	}
+	u.post("/console/i/jobs/queues", url.Values{"csrf": {tok}, "name": {"made"}, "mode": {"pull"}}).want(t, http.StatusConflict, "QUEUE_EXISTS")
+	u.post("/console/instances", url.Values{"csrf": {tok}, "name": {"fresh"}})
+	u.get("/console/").want(t, http.StatusOK, `/console/i/fresh/`)
+}
+
+// TestQueueSettings: the settings form (full grant) changes a queue
+// through the API's PATCH, an empty optional field clears it, and the
+// API's refusal names the field; a write key sees the settings as a table.
+func TestQueueSettings(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	u.login(e.full)
+	tok := u.csrf("/console/i/jobs/q/flaky/")
+	form := func(change map[string]string) url.Values {
+		v := url.Values{"csrf": {tok}, "targetKind": {"function"}, "target": {"app/flaky"}, "ratePerSecond": {"5"},
+			"maxConcurrent": {""}, "maxAttempts": {"3"}, "minBackoffSeconds": {"1.5"}, "maxBackoffSeconds": {"60"},
+			"maxDoublings": {"4"}, "maxAgeSeconds": {""}, "deadlineSeconds": {"30"}, "deadLetterQueue": {"pull"}}
+		for k, x := range change {
+			v.Set(k, x)
+		}
+		return v
+	}
+	if p := u.post("/console/i/jobs/q/flaky/settings", form(nil)); p.status != http.StatusSeeOther {
+		t.Fatalf("save: %d %s", p.status, p.body)
+	}
+	q, err := e.api.GetQueue(context.Background(), "jobs", "flaky")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.MaxAttempts != 3 || *q.RatePerSecond != 5 || q.MaxConcurrent != nil || q.MinBackoffSeconds != 1.5 || q.MaxDoublings != 4 ||
+		q.DeadlineSeconds != 30 || *q.DeadLetterQueue != "pull" || q.TargetControl || q.Target.Function != "app/flaky" {
+		t.Fatalf("queue after save: %+v", q)
+	}
+	u.get("/console/i/jobs/q/flaky/").want(t, http.StatusOK, `id="qs-attempts" name="maxAttempts" inputmode="numeric" value="3"`)
+	u.post("/console/i/jobs/q/flaky/settings", form(map[string]string{"maxAttempts": "0"})).want(t, http.StatusBadRequest, "INVALID_ARGUMENT", "maxAttempts")
+	u.post("/console/i/jobs/q/flaky/settings", form(map[string]string{"deadLetterQueue": "nope"})).want(t, http.StatusBadRequest, "deadLetterQueue")
+	u.post("/console/i/jobs/q/flaky/settings", form(map[string]string{"deadlineSeconds": "ten"})).want(t, http.StatusBadRequest, "deadlineSeconds: must be a number")
+	if p := u.post("/console/i/jobs/q/flaky/settings", form(map[string]string{"ratePerSecond": "", "deadLetterQueue": "", "targetControl": "true"})); p.status != http.StatusSeeOther {
+		t.Fatalf("clear: %d %s", p.status, p.body)
+	}
+	if q, _ = e.api.GetQueue(context.Background(), "jobs", "flaky"); q.RatePerSecond != nil || q.DeadLetterQueue != nil || !q.TargetControl {
+		t.Fatalf("queue after clearing: %+v", q)
+	}
+
+	rw := e.user()
+	rw.login(e.key(e.org, "write:jobs"))
+	rw.get("/console/i/jobs/q/flaky/").want(t, http.StatusOK, `<table class="kv" id="settings">`).lacks(t, `id="queue-settings"`)
+	rwTok := rw.csrf("/console/i/jobs/q/flaky/")
+	rw.post("/console/i/jobs/q/flaky/settings", form(map[string]string{"csrf": rwTok})).want(t, http.StatusForbidden, "PERMISSION_DENIED")
+}
+
+// nextLink finds the next-page link of a page.
+func nextLink(body string) string {
+	i := strings.Index(body, `id="next-page"`)
+	j := strings.LastIndex(body[:i], `href="`)
+	href := body[j+len(`href="`):]
+	return strings.ReplaceAll(href[:strings.Index(href, `"`)], "&amp;", "&")
+}
+
+// TestSettingsAndWebhookKey: settings change through the form; the
+// webhook key is shown and rotated only through the confirmation page.
+func TestSettingsAndWebhookKey(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	u.login(e.full)
+	tok := u.csrf("/console/i/jobs/settings")
+	u.get("/console/i/jobs/settings").lacks(t, "whsec_")
+	u.post("/console/i/jobs/settings", url.Values{"csrf": {tok}, "retentionDays": {"3"}, "rateLimit": {""}, "maxInFlight": {"20"}}).
+		want(t, http.StatusOK, "Settings saved.", `value="3"`, `value="20"`)
+	u.post("/console/i/jobs/settings", url.Values{"csrf": {tok}, "retentionDays": {"-1"}}).want(t, http.StatusBadRequest, "retentionDays")
+	u.post("/console/i/jobs/settings", url.Values{"csrf": {tok}, "retentionDays": {"x"}}).want(t, http.StatusBadRequest, "retentionDays: must be a number")
+
+	before, err := e.api.WebhookKey(context.Background(), "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.get("/console/i/jobs/confirm/reveal").want(t, http.StatusOK, "Show the key")
+	u.post("/console/i/jobs/settings/webhook-key", url.Values{"csrf": {tok}}).want(t, http.StatusBadRequest, "CONFIRM_REQUIRED").lacks(t, `id="webhook-key"`)
+	if shown := shownKey(t, u.post("/console/i/jobs/settings/webhook-key", url.Values{"csrf": {tok}, "confirm": {"true"}}).want(t, http.StatusOK)); shown != before {
+		t.Fatalf("shown %q, the instance's is %q", shown, before)
+	}
+	p := u.post("/console/i/jobs/settings/webhook-key/rotate", url.Values{"csrf": {tok}, "confirm": {"true"}}).want(t, http.StatusOK, "rotated")
+	after, _ := e.api.WebhookKey(context.Background(), "jobs")
+	if after == before || shownKey(t, p) != after {
+		t.Fatalf("rotate: before %s after %s", before, after)
+	}
+}
+
+var keyRE = regexp.MustCompile(`id="webhook-key" class="secret">([^<]+)<`)
+
+// shownKey is the webhook key a settings page shows.
+func shownKey(t *testing.T, p page) string {
+	t.Helper()
+	m := keyRE.FindStringSubmatch(p.body)
+	if m == nil {
+		t.Fatalf("no webhook key shown:\n%s", p.body)
+	}
+	return html.UnescapeString(m[1])
+}
+
+// TestDevNeedsNoLogin: errand dev serves the console without a key, and
+// its forms still carry a CSRF token.
+func TestDevNeedsNoLogin(t *testing.T) {
+	e := newEnv(t, envOptions{dev: true})
+	e.fixture()
+	u := e.user()
+	u.get("/console/").want(t, http.StatusOK, "/console/i/jobs/").lacks(t, "Log out")
+	if p := u.get("/console/login"); p.status != http.StatusSeeOther {
+		t.Fatalf("dev login page: %d", p.status)
+	}
+	id := e.add("pull", errandapi.NewTask{Payload: json.RawMessage(`{}`)})
+	u.post("/console/i/jobs/t/"+id+"/cancel", url.Values{"csrf": {"x"}}).want(t, http.StatusForbidden)
+	tok := u.csrf("/console/i/jobs/t/" + id)
+	if p := u.post("/console/i/jobs/t/"+id+"/cancel", url.Values{"csrf": {tok}}); p.status != http.StatusSeeOther {
+		t.Fatalf("cancel: %d %s", p.status, p.body)
+	}
+}
+
+// TestLiveCounts: the live stream sends the counts at once and again
+// after a change; a key revoked meanwhile ends it with "logout".
+func TestLiveCounts(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	k := e.key(e.org, "read:jobs")
+	u := e.user()
+	u.login(k)
+	resp, err := u.hc.Get(e.srv.URL + "/console/i/jobs/live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" {
+		t.Fatalf("live: %d %s", resp.StatusCode, ct)
+	}
+	events := bufio.NewReader(resp.Body)
+	next := func() (string, map[string]any) {
+		t.Helper()
+		var name, data string
+		for {
+			line, err := events.ReadString('\n')
+			if err != nil {
+				t.Fatalf("stream ended: %v", err)
+			}
+			line = strings.TrimRight(line, "\n")
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				name = line[len("event: "):]
+			case strings.HasPrefix(line, "data: "):
+				data = line[len("data: "):]
+			case line == "" && name != "":
+				var m map[string]any
+				if err := json.Unmarshal([]byte(data), &m); err != nil {
+					t.Fatal(err)
+				}
+				return name, m
+			}
+		}
+	}
+	scheduled := func(m map[string]any, queue string) float64 {
+		for _, q := range m["queues"].([]any) {
+			q := q.(map[string]any)
+			if q["name"] == queue {
+				return q["counts"].(map[string]any)["scheduled"].(float64)
+			}
+		}
+		t.Fatalf("no queue %s in %v", queue, m)
+		return 0
+	}
+	name, m := next()
+	if name != "counts" || scheduled(m, "pull") != 0 {
+		t.Fatalf("first event %s %v", name, m)
+	}
+	// sleep waits until the stream sleeps for d on the node's clock, then
+	// moves the clock by d.
+	sleep := func(d time.Duration, what string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := e.clock.WaitForSleeperAt(ctx, e.clock.Now().Add(d)); err != nil {
+			t.Fatalf("the stream never waited %v %s", d, what)
+		}
+		e.clock.Advance(d)
+	}
+	// After a change the stream waits 500 ms before it reads the counts.
+	e.add("pull", errandapi.NewTask{Payload: json.RawMessage(`{}`)})
+	sleep(500*time.Millisecond, "after a change")
+	if name, m = next(); name != "counts" || scheduled(m, "pull") != 1 {
+		t.Fatalf("after an add: %s %v", name, m)
+	}
+	// Without a change, it sends every 2 s all the same.
+	sleep(2*time.Second, "for its tick")
+	if name, m = next(); name != "counts" || scheduled(m, "pull") != 1 {
+		t.Fatalf("after 2 s: %s %v", name, m)
+	}
+	e.revoke(k)
+	e.add("pull", errandapi.NewTask{Payload: json.RawMessage(`{}`)})
+	sleep(500*time.Millisecond, "after a change")
+	if name, _ = next(); name != "logout" {
+		t.Fatalf("after the key was revoked: %s", name)
+	}
+	if _, err := events.ReadString('\n'); err == nil {
+		t.Fatal("the stream goes on after logout")
+	}
+}
+
+// TestReplayDeadLetters: ticked dead letters, or all of a queue's, are
+// replayed by a dlq.replay job of the operations API, whose page follows
+// it to the end.
+func TestReplayDeadLetters(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	u.login(e.full)
+	a := e.failed()
+	e.flakyCalls.Store(0) // the next one fails too
+	b := e.failed()
+	dead := u.get("/console/i/jobs/q/flaky/dead").want(t, http.StatusOK, a, b, `value="`+a+`"`, "2 failed task(s)")
+	tok := csrfRE.FindStringSubmatch(dead.body)[1]
+	u.post("/console/i/jobs/q/flaky/replay", url.Values{"csrf": {tok}}).want(t, http.StatusBadRequest, "tick the dead letters")
+
+	p := u.post("/console/i/jobs/q/flaky/replay", url.Values{"csrf": {tok}, "id": {a}})
+	loc := p.header.Get("Location")
+	if p.status != http.StatusSeeOther || !strings.HasPrefix(loc, "/console/i/jobs/jobs/") {
+		t.Fatalf("replay: %d %s %s", p.status, loc, p.body)
+	}
+	e.waitState(a, errandapi.StateSucceeded)
+	waitPage(t, u, loc, `data-status="SUCCEEDED"`).want(t, http.StatusOK, "dlq.replay", `&#34;replayed&#34;: 1`).lacks(t, `http-equiv="refresh"`)
+	if tk, _ := e.api.GetTask(context.Background(), "jobs", b); tk.State != errandapi.StateFailed {
+		t.Fatalf("an unticked dead letter was replayed: %s", tk.State)
+	}
+	// The job is not shown under another instance.
+	u.get(strings.Replace(loc, "/i/jobs/", "/i/other/", 1)).want(t, http.StatusNotFound)
+
+	p = u.post("/console/i/jobs/q/flaky/replay", url.Values{"csrf": {tok}, "all": {"true"}})
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("replay all: %d %s", p.status, p.body)
+	}
+	e.waitState(b, errandapi.StateSucceeded)
+	waitPage(t, u, p.header.Get("Location"), `data-status="SUCCEEDED"`)
+}
+
+// waitPage reads the page at path until it contains want, again after
+// each attempt outcome the engine stores (the job runs on the node's own
+// goroutines).
+func waitPage(t *testing.T, u *user, path, want string) page {
+	t.Helper()
+	var p page
+	u.e.await(func() bool {
+		p = u.get(path)
+		return strings.Contains(p.body, want)
+	}, func() string { return path + " never showed " + want + ":\n" + p.body })
+	return p
+}
+
+// TestActivityChart: the queue page draws the last hour's adds, successes
+// and failures as an inline SVG, with the totals in its title.
+func TestActivityChart(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	u.login(e.full)
+	e.failed()
+	ok := e.add("flaky", errandapi.NewTask{Payload: json.RawMessage(`{}`)})
+	e.waitState(ok, errandapi.StateSucceeded)
+	p := u.get("/console/i/jobs/q/flaky/").want(t, http.StatusOK, `<svg class="chart"`, "2 added, 1 succeeded, 1 failed", `<polyline class="failed" points="0,118 `)
+	if strings.Count(p.body, ",") < 3*60 {
+		t.Fatalf("the chart has not 60 points a line:\n%s", p.body)
+	}
+}

@@ -1,0 +1,202 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/errandhq/errand/client"
+	"github.com/errandhq/errand/errandapi"
+)
+
+// listLimit is how many tasks a page of the console lists (the API's
+// default page).
+const listLimit = 50
+
+func (c *Console) queuesPage(w http.ResponseWriter, r *http.Request, s *session) {
+	c.showQueues(w, r, s, nil)
+}
+
+// showQueues renders an instance's queues with their counts by state.
+func (c *Console) showQueues(w http.ResponseWriter, r *http.Request, s *session, refusal *errandapi.Error) {
+	inst := r.PathValue("instance")
+	qs, err := s.cl.ListQueues(r.Context(), inst)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	v := s.view(inst, inst)
+	v.Data, v.Err = qs, refusal
+	status := http.StatusOK
+	if refusal != nil {
+		status = refusal.Status
+	}
+	c.render(w, r, status, "queues", v)
+}
+
+func (c *Console) createQueue(w http.ResponseWriter, r *http.Request, s *session) {
+	inst, f := r.PathValue("instance"), r.PostForm
+	req := errandapi.QueueRequest{}
+	mode := errandapi.Mode(f.Get("mode"))
+	req.Mode = &mode
+	if t := formTarget(f.Get("targetKind"), f.Get("target")); t != nil {
+		req.Target = errandapi.Value(*t)
+	}
+	name := f.Get("name")
+	if _, err := s.cl.CreateQueue(r.Context(), inst, name, req); err != nil {
+		c.showQueues(w, r, s, apiError(err))
+		return
+	}
+	http.Redirect(w, r, queueURL(inst, name), http.StatusSeeOther)
+}
+
+// queueData is the queue page: the queue with its counts, one page of its
+// tasks and the chart of the last hour.
+type queueData struct {
+	Queue  *errandapi.Queue
+	State  string
+	Name   string
+	Tasks  []errandapi.Task
+	Cursor string // the next page's, "" on the last
+	Paged  bool   // this is not the first page
+	Chart  *chart
+	// Form is the add form as sent, shown again with a refusal.
+	Form map[string]string
+}
+
+func (c *Console) queuePage(w http.ResponseWriter, r *http.Request, s *session) {
+	c.showQueue(w, r, s, nil, nil)
+}
+
+// showQueue renders a queue's page; refusal is an action's refusal, form
+// what the add form sent.
+func (c *Console) showQueue(w http.ResponseWriter, r *http.Request, s *session, refusal *errandapi.Error, form map[string]string) {
+	inst, name := r.PathValue("instance"), r.PathValue("queue")
+	ctx := r.Context()
+	q, err := s.cl.GetQueue(ctx, inst, name)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	qv := r.URL.Query()
+	d := &queueData{Queue: q, State: qv.Get("state"), Name: qv.Get("name"), Paged: qv.Get("cursor") != "", Form: form}
+	v := s.view(inst+" / "+name, inst)
+	v.Queue = name
+	page, err := s.cl.ListTasks(ctx, inst, name, client.ListOptions{State: errandapi.State(d.State), Name: d.Name, Limit: listLimit, Cursor: qv.Get("cursor")})
+	if err != nil {
+		// A bad filter (an unknown state, a malformed name or cursor) is
+		// the API's INVALID_ARGUMENT, shown on the page.
+		refusal = apiError(err)
+	} else {
+		d.Tasks = page.Tasks
+		if page.Cursor != nil {
+			d.Cursor = *page.Cursor
+		}
+	}
+	if act, err := s.cl.QueueActivity(ctx, inst, name); err == nil {
+		d.Chart = newChart(act)
+	}
+	v.Data, v.Err = d, refusal
+	status := http.StatusOK
+	if refusal != nil {
+		status = refusal.Status
+	}
+	c.render(w, r, status, "queue", v)
+}
+
+func (c *Console) pauseQueue(paused bool) func(w http.ResponseWriter, r *http.Request, s *session) {
+	return func(w http.ResponseWriter, r *http.Request, s *session) {
+		inst, name := r.PathValue("instance"), r.PathValue("queue")
+		if _, err := s.cl.UpdateQueue(r.Context(), inst, name, errandapi.QueueRequest{Paused: &paused}); err != nil {
+			c.showQueue(w, r, s, apiError(err), nil)
+			return
+		}
+		http.Redirect(w, r, queueURL(inst, name), http.StatusSeeOther)
+	}
+}
+
+// confirmed reports whether a form is the confirmation page's; a form
+// without it is the API's CONFIRM_REQUIRED.
+func confirmed(r *http.Request) error {
+	if r.PostForm.Get("confirm") == "true" {
+		return nil
+	}
+	return &errandapi.Error{Code: errandapi.CodeConfirmRequired, Status: errandapi.StatusOf(errandapi.CodeConfirmRequired),
+		Message: "this removes tasks: confirm it on the confirmation page"}
+}
+
+func (c *Console) purgeQueue(w http.ResponseWriter, r *http.Request, s *session) {
+	inst, name := r.PathValue("instance"), r.PathValue("queue")
+	err := confirmed(r)
+	if err == nil {
+		_, err = s.cl.PurgeQueue(r.Context(), inst, name)
+	}
+	if err != nil {
+		c.showQueue(w, r, s, apiError(err), nil)
+		return
+	}
+	http.Redirect(w, r, queueURL(inst, name), http.StatusSeeOther)
+}
+
+func (c *Console) deleteQueue(w http.ResponseWriter, r *http.Request, s *session) {
+	inst, name := r.PathValue("instance"), r.PathValue("queue")
+	err := confirmed(r)
+	if err == nil {
+		_, err = s.cl.DeleteQueue(r.Context(), inst, name)
+	}
+	if err != nil {
+		c.showQueue(w, r, s, apiError(err), nil)
+		return
+	}
+	http.Redirect(w, r, Prefix+"i/"+url.PathEscape(inst)+"/", http.StatusSeeOther)
+}
+
+// confirmation is the confirmation page of a destructive action.
+type confirmation struct {
+	Question string
+	Action   string // the form's URL
+	Button   string
+}
+
+// confirmPage asks before a purge, a delete, or showing or rotating the
+// webhook key; its form posts with confirm=true.
+func (c *Console) confirmPage(w http.ResponseWriter, r *http.Request, s *session) {
+	inst, name, what := r.PathValue("instance"), r.PathValue("queue"), r.PathValue("what")
+	base := Prefix + "i/" + url.PathEscape(inst) + "/"
+	var cf confirmation
+	switch {
+	case name != "" && what == "purge":
+		cf = confirmation{"Remove every task of queue " + name + "? This cannot be undone.", queueURL(inst, name) + "purge", "Purge " + name}
+	case name != "" && what == "delete":
+		cf = confirmation{"Delete queue " + name + " and all its tasks? This cannot be undone.", queueURL(inst, name) + "delete", "Delete " + name}
+	case name == "" && what == "reveal":
+		cf = confirmation{"Show the webhook signing key of " + inst + "? Anyone who sees it can sign requests as errand.", base + "settings/webhook-key", "Show the key"}
+	case name == "" && what == "rotate":
+		cf = confirmation{"Replace the webhook signing key of " + inst + "? The next delivery is signed with the new key; receivers must be updated.", base + "settings/webhook-key/rotate", "Rotate the key"}
+	default:
+		c.notFound(w, r)
+		return
+	}
+	v := s.view("Confirm", inst)
+	v.Queue, v.Data = name, cf
+	c.render(w, r, http.StatusOK, "confirm", v)
+}
+
+// formTarget is the target the forms name: a kind and a value ("" none).
+func formTarget(kind, value string) *errandapi.Target {
+	value = strings.TrimSpace(value)
+	if value == "" {
+		return nil
+	}
+	switch kind {
+	case "function":
+		return &errandapi.Target{Function: value}
+	case "channel":
+		return &errandapi.Target{Channel: value}
+	}
+	return &errandapi.Target{Webhook: value}
+}
+
+func queueURL(inst, queue string) string {
+	return Prefix + "i/" + url.PathEscape(inst) + "/q/" + url.PathEscape(queue) + "/"
+}

@@ -1,0 +1,210 @@
+package console
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/errandhq/errand/client"
+	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/inproc"
+)
+
+// cookieName is the session cookie. It holds the API key the user pasted:
+// HttpOnly (no script can read it), SameSite=Strict, Secure on TLS, scoped
+// to /console/. The key is checked by the API on every request, so a
+// revoked key's session ends at its next request, on every node, with no
+// session state kept on the server.
+const cookieName = "errand_console"
+
+// csrfField is the form field every state-changing request carries.
+const csrfField = "csrf"
+
+// session is the caller of one console request: its client (the API in
+// process, with the session's key), what the key may do and the CSRF
+// token of its forms.
+type session struct {
+	cl   *client.Client
+	self *errandapi.KeySelf
+	csrf string
+	dev  bool
+}
+
+// roleOn is the session's role on an instance: its grant there or on
+// every instance, whichever is stronger ("" for none).
+func (s *session) roleOn(instance string) errandapi.Role {
+	var best errandapi.Role
+	for _, g := range s.self.Grants {
+		if (g.Instance == instance || g.Instance == "*") && (best == "" || !best.Includes(g.Role)) {
+			best = g.Role
+		}
+	}
+	return best
+}
+
+// newClient is a client of the node's API in process with key ("" in dev).
+func (c *Console) newClient(key string) *client.Client {
+	cl, err := client.New("http://localhost", client.Options{
+		APIKey: key, HTTPClient: &http.Client{Transport: inproc.Transport{H: c.cfg.API}},
+		Source: "console", UserAgent: "errand-console",
+		// A refusal is shown at once: the page never waits out a
+		// rate limit or retries a call the user made.
+		Retry: client.RetryPolicy{MaxAttempts: 1, MaxRetryAfter: time.Millisecond},
+	})
+	if err != nil {
+		panic(err) // the URL is a constant
+	}
+	return cl
+}
+
+// csrfToken is the token of a session's forms: an HMAC of a fixed label
+// keyed with the session's API key (a per-process secret in dev). It needs
+// no server state, holds on every node that sees the same key, and cannot
+// be made without the key, which no script can read.
+func csrfToken(secret string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("errand-console-csrf-v1"))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// session returns the request's session, or nil after redirecting to the
+// login page (no cookie, or a key the API no longer accepts, whose cookie
+// is cleared at once).
+func (c *Console) session(w http.ResponseWriter, r *http.Request) *session {
+	key, secret := "", c.devSecret
+	if !c.cfg.Dev {
+		ck, err := r.Cookie(cookieName)
+		if err != nil || ck.Value == "" {
+			c.toLogin(w, r, "")
+			return nil
+		}
+		key, secret = ck.Value, ck.Value
+	}
+	s := &session{cl: c.newClient(key), csrf: csrfToken(secret), dev: c.cfg.Dev}
+	self, err := s.cl.Self(r.Context())
+	if errors.Is(err, client.ErrUnauthenticated) {
+		c.clearCookie(w, r)
+		c.toLogin(w, r, "expired")
+		return nil
+	}
+	if err != nil {
+		c.fail(w, r, nil, err)
+		return nil
+	}
+	s.self = self
+	return s
+}
+
+// toLogin sends the browser to the login page (why "expired" says the
+// session ended); the live stream instead gets the event "logout", on
+// which its page goes there.
+func (c *Console) toLogin(w http.ResponseWriter, r *http.Request, why string) {
+	if strings.HasSuffix(r.URL.Path, "/live") {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("event: logout\ndata: {}\n\n"))
+		return
+	}
+	u := Prefix + "login"
+	if why != "" {
+		u += "?why=" + why
+	}
+	http.Redirect(w, r, u, http.StatusSeeOther)
+}
+
+// page registers a GET page: it runs with the caller's session.
+func (c *Console) page(pattern string, h func(w http.ResponseWriter, r *http.Request, s *session)) {
+	c.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if s := c.session(w, r); s != nil {
+			h(w, r, s)
+		}
+	})
+}
+
+// action registers a POST that changes something: it needs the session's
+// CSRF token in the form, or it is refused with 403 before any call.
+func (c *Console) action(pattern string, h func(w http.ResponseWriter, r *http.Request, s *session)) {
+	c.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+		s := c.session(w, r)
+		if s == nil {
+			return
+		}
+		if err := r.ParseForm(); err != nil {
+			c.fail(w, r, s, &errandapi.Error{Code: errandapi.CodeInvalidArgument, Status: http.StatusBadRequest, Message: "the form could not be read: " + err.Error()})
+			return
+		}
+		if got := r.PostForm.Get(csrfField); !hmac.Equal([]byte(got), []byte(s.csrf)) {
+			c.fail(w, r, s, &errandapi.Error{Code: errandapi.CodePermissionDenied, Status: http.StatusForbidden,
+				Message: "the form's CSRF token is missing or wrong: reload the page and try again"})
+			return
+		}
+		h(w, r, s)
+	})
+}
+
+// maxForm bounds a form: a task's payload and params (64 KiB each) and
+// some fields.
+const maxForm = 256 << 10
+
+func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
+	if c.cfg.Dev {
+		http.Redirect(w, r, Prefix, http.StatusSeeOther)
+		return
+	}
+	v := &view{Title: "Log in"}
+	if r.URL.Query().Get("why") == "expired" {
+		v.Notice = "Your session ended: the key is no longer accepted. Log in again."
+	}
+	c.render(w, r, http.StatusOK, "login", v)
+}
+
+// login checks the pasted key with the API (GET /v1/keys/self) and, when
+// it is accepted, sets the session cookie.
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	if c.cfg.Dev {
+		http.Redirect(w, r, Prefix, http.StatusSeeOther)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	key := strings.TrimSpace(r.PostFormValue("key"))
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	self, err := c.newClient(key).Self(ctx)
+	if err == nil && self.Strongest() == "" {
+		err = &errandapi.Error{Code: errandapi.CodeUnauthenticated, Status: http.StatusUnauthorized, Message: "the key has no grant"}
+	}
+	if err != nil {
+		v := &view{Title: "Log in"}
+		v.Err = apiError(err)
+		if errors.Is(err, client.ErrUnauthenticated) {
+			v.Err.Message = "That is not a valid API key (or it was revoked)."
+		}
+		c.render(w, r, v.Err.Status, "login", v)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: key, Path: Prefix, HttpOnly: true, Secure: r.TLS != nil,
+		SameSite: http.SameSiteStrictMode, MaxAge: int(c.cfg.SessionTTL.Seconds())})
+	http.Redirect(w, r, Prefix, http.StatusSeeOther)
+}
+
+// logout clears the cookie. It needs the CSRF token, so a page elsewhere
+// cannot log the user out.
+func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
+	ck, err := r.Cookie(cookieName)
+	if err == nil && !hmac.Equal([]byte(r.PostFormValue(csrfField)), []byte(csrfToken(ck.Value))) {
+		http.Error(w, "the form's CSRF token is missing or wrong", http.StatusForbidden)
+		return
+	}
+	c.clearCookie(w, r)
+	http.Redirect(w, r, Prefix+"login", http.StatusSeeOther)
+}
+
+func (c *Console) clearCookie(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: Prefix, HttpOnly: true, Secure: r.TLS != nil,
+		SameSite: http.SameSiteStrictMode, MaxAge: -1})
+}

@@ -1,0 +1,131 @@
+package console
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/errandhq/errand/errandapi"
+)
+
+// taskURL is the page of one task.
+func taskURL(inst, id string) string {
+	return Prefix + "i/" + url.PathEscape(inst) + "/t/" + url.PathEscape(id)
+}
+
+func (c *Console) taskPage(w http.ResponseWriter, r *http.Request, s *session) {
+	var notice string
+	switch r.URL.Query().Get("done") {
+	case "run":
+		notice = "The task runs now."
+	case "cancel":
+		notice = "The task is cancelled."
+	case "retry":
+		notice = "The task is queued again with a fresh budget of attempts."
+	case "add":
+		notice = "The task is added."
+	}
+	c.showTask(w, r, s, nil, notice)
+}
+
+// showTask renders one task with its payload, params, result and every
+// attempt; refusal is a run, cancel or retry the API refused.
+func (c *Console) showTask(w http.ResponseWriter, r *http.Request, s *session, refusal *errandapi.Error, notice string) {
+	inst := r.PathValue("instance")
+	t, err := s.cl.GetTask(r.Context(), inst, r.PathValue("id"))
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	v := s.view("Task "+t.ID, inst)
+	v.Queue, v.Data, v.Err, v.Notice = t.Queue, t, refusal, notice
+	status := http.StatusOK
+	if refusal != nil {
+		status = refusal.Status
+	}
+	c.render(w, r, status, "task", v)
+}
+
+// taskOp runs, cancels or retries a task; a refusal (for example
+// RUNNING_NOT_CANCELLABLE) is shown on the task's page at its status.
+func (c *Console) taskOp(w http.ResponseWriter, r *http.Request, s *session) {
+	inst, id, op := r.PathValue("instance"), r.PathValue("id"), r.PathValue("op")
+	var err error
+	switch op {
+	case "run":
+		_, err = s.cl.RunTask(r.Context(), inst, id)
+	case "cancel":
+		_, err = s.cl.CancelTask(r.Context(), inst, id)
+	case "retry":
+		_, err = s.cl.RetryTask(r.Context(), inst, id)
+	default:
+		c.notFound(w, r)
+		return
+	}
+	if err != nil {
+		if ae := apiError(err); ae.Code == errandapi.CodeNotFound {
+			c.fail(w, r, s, err)
+		} else {
+			c.showTask(w, r, s, ae, "")
+		}
+		return
+	}
+	http.Redirect(w, r, taskURL(inst, id)+"?done="+op, http.StatusSeeOther)
+}
+
+// addFields are the add form's fields, shown again with a refusal.
+var addFields = []string{"name", "payload", "params", "delay", "targetKind", "target"}
+
+// addTask adds one task from the queue page's form. The form is only read
+// into the API's request: the API validates it.
+func (c *Console) addTask(w http.ResponseWriter, r *http.Request, s *session) {
+	inst, queue, f := r.PathValue("instance"), r.PathValue("queue"), r.PostForm
+	form := map[string]string{}
+	for _, k := range addFields {
+		form[k] = f.Get(k)
+	}
+	nt, ferr := newTaskOf(form)
+	if ferr != nil {
+		c.showQueue(w, r, s, ferr, form)
+		return
+	}
+	res, err := s.cl.AddTask(r.Context(), inst, queue, nt)
+	if err != nil {
+		c.showQueue(w, r, s, apiError(err), form)
+		return
+	}
+	http.Redirect(w, r, taskURL(inst, res.ID)+"?done=add", http.StatusSeeOther)
+}
+
+// newTaskOf reads the add form into the API's request. Only what cannot
+// travel as JSON is refused here (text that is not JSON, a delay that is
+// not a number), naming the field as the API does; every rule is the
+// API's.
+func newTaskOf(form map[string]string) (errandapi.NewTask, *errandapi.Error) {
+	nt := errandapi.NewTask{Name: strings.TrimSpace(form["name"]), Target: formTarget(form["targetKind"], form["target"])}
+	bad := func(field, msg string) *errandapi.Error {
+		return &errandapi.Error{Code: errandapi.CodeInvalidArgument, Status: http.StatusBadRequest, Message: field + ": " + msg}
+	}
+	if p := strings.TrimSpace(form["payload"]); p != "" {
+		if !json.Valid([]byte(p)) {
+			return nt, bad("payload", "is not valid JSON")
+		}
+		nt.Payload = json.RawMessage(p)
+	}
+	if p := strings.TrimSpace(form["params"]); p != "" {
+		if !json.Valid([]byte(p)) {
+			return nt, bad("params", "is not valid JSON")
+		}
+		nt.Params = json.RawMessage(p)
+	}
+	if d := strings.TrimSpace(form["delay"]); d != "" {
+		n, err := strconv.ParseFloat(d, 64)
+		if err != nil {
+			return nt, bad("delay", "must be a number of seconds")
+		}
+		nt.Delay = &n
+	}
+	return nt, nil
+}
