@@ -35,6 +35,7 @@ type dispatcherDeps struct {
 	store    store.Store
 	clock    clock.Clock
 	log      *slog.Logger
+	node     string            // its lease ids begin with it (store.NodeLeaseID)
 	targets  deliver.Deliverer // nil fails every attempt
 	metrics  *metrics.Metrics
 	wake     *waker // it waits on it, and rings it when a retry moves the next due time
@@ -168,7 +169,7 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, time.Time, error
 		}
 		p := &store.ClaimParams{
 			Queue: q, Now: now.UnixMilli(), Limit: claimBatch,
-			LeaseMs: pushLease.Milliseconds(), NewLeaseID: id.Lease,
+			LeaseMs: pushLease.Milliseconds(), NewLeaseID: d.newLeaseID,
 			MaxRunning: q.MaxConcurrent, InstanceMaxRunning: inst.Settings.MaxInFlight,
 			Functions: slots.free(q.InstanceID),
 		}
@@ -214,6 +215,10 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, time.Time, error
 	}
 	return started, now, now.Add(wait), nil
 }
+
+// newLeaseID makes the lease id of a push attempt of this node: the node's
+// id, so that the others find its attempts when it dies, and a random part.
+func (d *Dispatcher) newLeaseID() string { return store.NodeLeaseID(d.node, id.Lease()) }
 
 // release forgets a finished attempt of this node.
 func (d *Dispatcher) release(taskID string) {

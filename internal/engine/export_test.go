@@ -21,7 +21,18 @@ func WithSignals(e *Engine) *Signals {
 	e.chainer.asleep = newProgress[sleepReport]()
 	e.signals.parked = newProgress[int]()
 	WatchOutcomes(e)
+	e.liveness.beats = newProgress[beatReport]()
 	return &Signals{e: e}
+}
+
+// BeatAt waits until the liveness service has beaten at at or later and
+// returns the nodes that beat found dead and how many attempts it ended.
+func (s *Signals) BeatAt(tb testing.TB, at time.Time) ([]string, int) {
+	tb.Helper()
+	r := wait(tb, "a heartbeat at "+at.String(), s.e.liveness.beats, func(r beatReport) bool {
+		return r.Beats > 0 && !r.Now.Before(at)
+	})
+	return r.Dead, r.Ended
 }
 
 // Settle wakes the dispatcher and waits until a pass that began after the

@@ -36,6 +36,7 @@ type Store interface {
 	KeyStore
 	OpsStore
 	TriggerStore
+	NodeStore
 
 	// Close releases the backend; it is safe to call once.
 	Close() error
