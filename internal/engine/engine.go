@@ -217,6 +217,16 @@ func (e *Engine) Stop() {
 	for i := len(e.services) - 1; i >= 0; i-- {
 		e.services[i].Stop()
 	}
+	if n, ok := e.store.(store.Notifier); ok {
+		// The attempts the dispatcher handed back on its way out are due
+		// now: the other nodes hear it at once, not at their backstop (the
+		// notifier service, stopped first, sent nothing for them).
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := n.Notify(ctx); err != nil {
+			e.log.Warn("telling the other nodes of the attempts handed back failed; they find them within their backstop", "err", err)
+		}
+	}
 }
 
 func (e *Engine) now() int64 { return e.clock.Now().UnixMilli() }
