@@ -128,6 +128,11 @@ func New(cfg Config) *Engine {
 	if cfg.Backstop <= 0 {
 		cfg.Backstop = time.Minute
 	}
+	if n, ok := cfg.Store.(store.Notifier); ok {
+		// A shared store: instances and queues are cached, and dropped on
+		// every node when one changes them.
+		cfg.Store = newCachedStore(cfg.Store, n)
+	}
 	if cfg.Node == "" {
 		cfg.Node = id.Secret(8)
 	}

@@ -295,9 +295,15 @@ type Grant struct {
 // the services' backstop.
 type Notifier interface {
 	Notify(ctx context.Context) error
-	// Listen calls fn for every notification (and once after each
-	// reconnect) until ctx ends; it reconnects by itself.
-	Listen(ctx context.Context, fn func()) error
+	// NotifyConfig tells every node listening that instances or queues
+	// changed, so that each drops its cached copies of them (the engine's
+	// cache; a lost one is stale for at most the cache's lifetime).
+	NotifyConfig(ctx context.Context) error
+	// Listen calls fn for every notification, config true for
+	// NotifyConfig's, and once after each reconnect with config true
+	// (notifications may have been missed meanwhile), until ctx ends; it
+	// reconnects by itself.
+	Listen(ctx context.Context, fn func(config bool)) error
 }
 
 // ServerClock is implemented by a store with a clock of its own

@@ -9,31 +9,44 @@ import (
 )
 
 // TestNotifyListen: a NOTIFY from one store reaches the LISTEN of another
-// on the same database; Listen calls fn once on connecting too.
+// on the same database, config or not as it was sent; Listen calls fn once
+// on connecting too, as a config change (anything may have changed).
 func TestNotifyListen(t *testing.T) {
 	a := postgres.OpenTest(t)
 	b := postgres.OpenTest(t)
 	t.Cleanup(func() { a.Close(); b.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
-	heard := make(chan struct{}, 16)
+	heard := make(chan bool, 16)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = b.Listen(ctx, func() { heard <- struct{}{} })
+		_ = b.Listen(ctx, func(config bool) { heard <- config })
 	}()
 	defer func() { cancel(); <-done }()
-	select {
-	case <-heard: // connected
-	case <-time.After(10 * time.Second):
-		t.Fatal("Listen did not connect")
+	next := func(what string) bool {
+		t.Helper()
+		select {
+		case config := <-heard:
+			return config
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s did not arrive", what)
+		}
+		return false
+	}
+	if !next("the connect call") {
+		t.Fatal("the connect call is not a config change")
 	}
 	if err := a.Notify(ctx); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-heard:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the notification did not arrive")
+	if next("the notification") {
+		t.Fatal("a wake-up came as a config change")
+	}
+	if err := a.NotifyConfig(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !next("the config notification") {
+		t.Fatal("a config change came as a wake-up")
 	}
 }
 
