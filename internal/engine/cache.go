@@ -28,13 +28,13 @@ type cachedStore struct {
 	n   store.Notifier
 	now func() time.Time // real time: the lifetime is not a task time
 
-	mu      sync.Mutex
-	gen     uint64 // bumped by every drop: a read begun before it is not kept
-	byName  map[store.InstanceRef]cached[*task.Instance]
-	byID    map[string]cached[*task.Instance]
-	queues  map[store.QueueRef]cached[*task.Queue]
-	all     map[struct{}]cached[[]*task.Queue] // QueueListAll's, under the one key
-	drops   *progress[int]                     // tests only: how many drops
+	mu     sync.Mutex
+	gen    uint64 // bumped by every drop: a read begun before it is not kept
+	byName map[store.InstanceRef]cached[*task.Instance]
+	byID   map[string]cached[*task.Instance]
+	queues map[store.QueueRef]cached[*task.Queue]
+	all    map[struct{}]cached[[]*task.Queue] // QueueListAll's, under the one key
+	drops  *progress[int]                     // tests only: how many drops
 }
 
 type cached[T any] struct {
