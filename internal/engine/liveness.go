@@ -47,7 +47,8 @@ type livenessDeps struct {
 type Liveness struct {
 	runner
 	livenessDeps
-	beats *progress[beatReport] // tests only
+	lastOK time.Time             // this node's last beat stored (the run loop's alone)
+	beats  *progress[beatReport] // tests only
 }
 
 // beatReport is what the liveness service reports to tests after a beat:
@@ -83,6 +84,7 @@ func (l *Liveness) run(ctx context.Context) {
 
 // RunOnce beats once at the clock's time and retries the attempts of the
 // nodes it finds dead; it returns those nodes and how many attempts ended.
+// It is for tests, with the service not running.
 func (l *Liveness) RunOnce(ctx context.Context) ([]string, int, error) {
 	return l.beat(ctx, l.clock.Now())
 }
@@ -90,8 +92,19 @@ func (l *Liveness) RunOnce(ctx context.Context) ([]string, int, error) {
 func (l *Liveness) beat(ctx context.Context, now time.Time) ([]string, int, error) {
 	deadBefore := now.Add(-l.deadAfter).UnixMilli()
 	dead, err := l.store.NodeBeat(ctx, &store.NodeBeatParams{Node: l.node, Now: now.UnixMilli(), DeadBefore: deadBefore})
-	if err != nil || len(dead) == 0 {
+	if err != nil {
 		return nil, 0, err
+	}
+	// Another node's silence is evidence only if this node was not silent
+	// too: after its own pause, or a database outage that stopped every
+	// node's beats, the others had no more chance to beat than it had. It
+	// judges on its next beat, by which time a live node has beaten again.
+	// (Its first beat judges nothing either: a node starting after a crash
+	// frees its predecessor's attempts a beat later.)
+	judged := !l.lastOK.IsZero() && now.Sub(l.lastOK) <= l.deadAfter-l.every
+	l.lastOK = now
+	if !judged || len(dead) == 0 {
+		return nil, 0, nil
 	}
 	ended, err := l.rescue(ctx, dead)
 	if err != nil {

@@ -201,3 +201,53 @@ func TestNodeLeavesOnStop(t *testing.T) {
 		t.Fatalf("nodes after stop: %v %v (the node's row should be gone)", nodes, err)
 	}
 }
+
+// TestPauseDeclaresNoOneDead: when every node was silent at once — here
+// the clock jumps 10 s, as after a pause of the whole machine or an outage
+// of the database that stopped every beat — no node declares another dead
+// on its first beat after it, nor on the next one, since by then each has
+// beaten again; and a node that then stops beating is declared dead as
+// usual.
+func TestPauseDeclaresNoOneDead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "errand.db"), sqlite.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	fc := clock.NewFake(T0)
+	bStore := &partitioned{Store: st}
+	_, sigA := startNode(t, st, fc, "aaaa")
+	_, sigB := startNode(t, bStore, fc, "bbbb")
+	sigA.BeatAt(t, T0)
+	sigB.BeatAt(t, T0)
+	at := T0.Add(10 * time.Second)
+	fc.Advance(10 * time.Second)
+	for range 2 {
+		for _, sig := range []*engine.Signals{sigA, sigB} {
+			if dead, _ := sig.BeatAt(t, at); len(dead) != 0 {
+				t.Fatalf("at %v after the pause: dead %v", at.Sub(T0), dead)
+			}
+		}
+		at = at.Add(engine.NodeBeatEvery)
+		fc.Advance(engine.NodeBeatEvery)
+	}
+	// B's beat at T0+12s is its last: A declares it dead at T0+15s.
+	sigB.BeatAt(t, at)
+	bStore.cut.Store(true)
+	last := at
+	for ; ; at = at.Add(engine.NodeBeatEvery) {
+		dead, _ := sigA.BeatAt(t, at)
+		if len(dead) > 0 {
+			if dead[0] != "bbbb" || !at.Equal(last.Add(engine.NodeDeadAfter)) {
+				t.Fatalf("dead %v at %v, want [bbbb] at %v", dead, at.Sub(T0), last.Add(engine.NodeDeadAfter).Sub(T0))
+			}
+			return
+		}
+		if at.Sub(T0) > time.Minute {
+			t.Fatal("B was never declared dead")
+		}
+		fc.Advance(engine.NodeBeatEvery)
+	}
+}

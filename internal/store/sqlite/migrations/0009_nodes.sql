@@ -5,7 +5,7 @@
 -- which retries the push attempts it held (their lease ids begin with the
 -- node's id) and removes the row. On SQLite there is one node at a time:
 -- the node that starts after a crash finds its predecessor's row silent and
--- frees its attempts at once, instead of waiting out their leases. A node
+-- frees its attempts a second later, instead of waiting out their leases. A node
 -- that leaves gracefully removes its own row.
 CREATE TABLE nodes (
     id         TEXT    NOT NULL PRIMARY KEY,
