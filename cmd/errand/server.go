@@ -116,6 +116,12 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 	case <-ctx.Done():
 	}
 	c.log.Info("shutting down")
+	// The node stops first: its services ended with ctx, and Close waits
+	// for the attempts they handed back (released, uncounted) to be stored
+	// and tells the other nodes, which take them now, rather than after the
+	// HTTP server has drained its requests (a long poll may hold it for
+	// seconds). Requests still being answered use the store directly.
+	n.Close()
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {

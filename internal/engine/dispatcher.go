@@ -35,6 +35,7 @@ type dispatcherDeps struct {
 	store    store.Store
 	clock    clock.Clock
 	log      *slog.Logger
+	node     string            // its lease ids begin with it (store.NodeLeaseID)
 	targets  deliver.Deliverer // nil fails every attempt
 	metrics  *metrics.Metrics
 	wake     *waker // it waits on it, and rings it when a retry moves the next due time
@@ -138,6 +139,16 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, time.Time, error
 	if err != nil {
 		return 0, now, time.Time{}, err
 	}
+	// One read finds the queues with a task due, instead of one per queue:
+	// only those are claimed from, each without a check of its own.
+	dueRefs, err := d.store.TaskDueQueues(ctx, now.UnixMilli())
+	if err != nil {
+		return 0, now, time.Time{}, err
+	}
+	due := make(map[qkey]bool, len(dueRefs))
+	for _, r := range dueRefs {
+		due[qkey{r.InstanceID, r.Name}] = true
+	}
 	wait := d.backstop
 	rateWait := time.Duration(0) // the shortest token interval of a rated queue
 	byKey := make(map[qkey]*task.Queue, len(queues))
@@ -155,6 +166,14 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, time.Time, error
 		if q.Mode != task.ModePush || q.Paused {
 			continue
 		}
+		if q.RatePerSecond > 0 {
+			if iv := time.Duration(float64(time.Second) / q.RatePerSecond); rateWait == 0 || iv < rateWait {
+				rateWait = iv
+			}
+		}
+		if !due[qkey{q.InstanceID, q.Name}] {
+			continue
+		}
 		inst, ok := insts[q.InstanceID]
 		if !ok {
 			inst, err = d.store.InstanceGetByID(ctx, q.InstanceID)
@@ -168,15 +187,12 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, time.Time, error
 		}
 		p := &store.ClaimParams{
 			Queue: q, Now: now.UnixMilli(), Limit: claimBatch,
-			LeaseMs: pushLease.Milliseconds(), NewLeaseID: id.Lease,
+			LeaseMs: pushLease.Milliseconds(), NewLeaseID: d.newLeaseID,
 			MaxRunning: q.MaxConcurrent, InstanceMaxRunning: inst.Settings.MaxInFlight,
-			Functions: slots.free(q.InstanceID),
+			Functions: slots.free(q.InstanceID), Due: true,
 		}
 		if q.RatePerSecond > 0 {
 			p.Rate, p.Burst = q.RatePerSecond, max(1, int(math.Ceil(q.RatePerSecond/10)))
-			if iv := time.Duration(float64(time.Second) / q.RatePerSecond); rateWait == 0 || iv < rateWait {
-				rateWait = iv
-			}
 		}
 		ts, err := d.store.TaskClaim(ctx, p)
 		if err != nil {
@@ -214,6 +230,10 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, time.Time, error
 	}
 	return started, now, now.Add(wait), nil
 }
+
+// newLeaseID makes the lease id of a push attempt of this node: the node's
+// id, so that the others find its attempts when it dies, and a random part.
+func (d *Dispatcher) newLeaseID() string { return store.NodeLeaseID(d.node, id.Lease()) }
 
 // release forgets a finished attempt of this node.
 func (d *Dispatcher) release(taskID string) {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/deliver"
+	"github.com/errandhq/errand/internal/id"
 	"github.com/errandhq/errand/internal/metrics"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
@@ -59,6 +60,10 @@ type Config struct {
 	Backstop time.Duration
 	// Ops configures the operations API's jobs.
 	Ops OpsConfig
+	// Node is this node's id among those sharing the store (hex, no dot):
+	// its heartbeat row and the prefix of its push attempts' lease ids.
+	// Default: a fresh random id.
+	Node string
 }
 
 // Engine holds the store and the services. It is safe for concurrent use.
@@ -69,6 +74,7 @@ type Engine struct {
 	clock    clock.Clock
 	log      *slog.Logger
 	dev      bool
+	node     string
 	rules    task.URLRules
 	waker    *waker // tasks became due or queues changed: dispatcher, long polls
 	leases   *waker // new lease expiries: rescuer
@@ -82,6 +88,7 @@ type Engine struct {
 	fin        *finisher
 	cleaner    *Cleaner
 	rescuer    *Rescuer
+	liveness   *Liveness
 	dispatcher *Dispatcher
 	scheduler  *Scheduler
 	chainer    *Chainer
@@ -121,13 +128,21 @@ func New(cfg Config) *Engine {
 	if cfg.Backstop <= 0 {
 		cfg.Backstop = time.Minute
 	}
+	if n, ok := cfg.Store.(store.Notifier); ok {
+		// A shared store: instances and queues are cached, and dropped on
+		// every node when one changes them.
+		cfg.Store = newCachedStore(cfg.Store, n)
+	}
+	if cfg.Node == "" {
+		cfg.Node = id.Secret(8)
+	}
 	if cfg.Writers <= 0 {
 		cfg.Writers = 1
 		if _, ok := cfg.Store.(store.Notifier); ok {
 			cfg.Writers = 4
 		}
 	}
-	e := &Engine{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, dev: cfg.Dev, rules: cfg.URLRules,
+	e := &Engine{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, dev: cfg.Dev, node: cfg.Node, rules: cfg.URLRules,
 		waker: newWaker(), leases: newWaker(), ruleWake: newWaker(), chains: newWaker(), metrics: cfg.Metrics}
 	if sc, ok := cfg.Store.(store.ServerClock); ok && cfg.DatabaseClock {
 		// First, so that every other service starts on the database's time.
@@ -140,17 +155,21 @@ func New(cfg Config) *Engine {
 	e.cleaner = newCleaner(cleanerDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "cleaner"), every: cfg.CleanEvery})
 	e.rescuer = newRescuer(rescuerDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "rescuer"),
 		leases: e.leases, finisher: e.fin, backstop: cfg.Backstop})
+	e.liveness = newLiveness(livenessDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "liveness"),
+		node: cfg.Node, rescue: e.rescuer.RescueNodes, every: NodeBeatEvery, deadAfter: NodeDeadAfter})
 	// Attempts of operations jobs run in this process; the rest go to
 	// cfg.Deliverer.
 	e.ops = newOpsState(e, cfg.Ops)
 	e.dispatcher = newDispatcher(dispatcherDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "dispatcher"),
-		targets: e.ops.router(cfg.Deliverer), metrics: cfg.Metrics, wake: e.waker, dev: cfg.Dev, writers: cfg.Writers, backstop: cfg.Backstop, stored: e.outcomesStored})
+		node: cfg.Node, targets: e.ops.router(cfg.Deliverer), metrics: cfg.Metrics, wake: e.waker, dev: cfg.Dev, writers: cfg.Writers, backstop: cfg.Backstop, stored: e.outcomesStored})
 	td := TriggerDeps{Store: cfg.Store, Clock: e.clock, Logger: cfg.Logger, Rules: cfg.URLRules, Added: e.changed, NewID: e.newID}
 	td.Wake = e.ruleWake.next
 	e.scheduler = NewScheduler(SchedulerDeps{TriggerDeps: td, Backstop: cfg.Backstop})
 	td.Wake = e.chains.next
 	e.chainer = NewChainer(ChainerDeps{TriggerDeps: td, Poll: min(cfg.Backstop, 5*time.Second)})
-	e.services = append(e.services, e.cleaner, e.rescuer, e.dispatcher, e.scheduler, e.chainer)
+	// The liveness service stops after the dispatcher: the node leaves
+	// once it has handed back its attempts.
+	e.services = append(e.services, e.cleaner, e.rescuer, e.liveness, e.dispatcher, e.scheduler, e.chainer)
 	if n, ok := cfg.Store.(store.Notifier); ok {
 		// Other nodes' changes wake the dispatcher and long polls, the
 		// rescuer and the scheduler here.
@@ -202,6 +221,16 @@ func (e *Engine) Stop() {
 	e.state = stopped
 	for i := len(e.services) - 1; i >= 0; i-- {
 		e.services[i].Stop()
+	}
+	if n, ok := e.store.(store.Notifier); ok {
+		// The attempts the dispatcher handed back on its way out are due
+		// now: the other nodes hear it at once, not at their backstop (the
+		// notifier service, stopped first, sent nothing for them).
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := n.Notify(ctx); err != nil {
+			e.log.Warn("telling the other nodes of the attempts handed back failed; they find them within their backstop", "err", err)
+		}
 	}
 }
 

@@ -21,7 +21,34 @@ func WithSignals(e *Engine) *Signals {
 	e.chainer.asleep = newProgress[sleepReport]()
 	e.signals.parked = newProgress[int]()
 	WatchOutcomes(e)
+	e.liveness.beats = newProgress[beatReport]()
+	if c, ok := e.store.(*cachedStore); ok {
+		c.drops = newProgress[int]()
+	}
 	return &Signals{e: e}
+}
+
+// CacheDrops waits until the engine's cache of instances and queues has
+// dropped its copies n times in all.
+func (s *Signals) CacheDrops(tb testing.TB, n int) {
+	tb.Helper()
+	wait(tb, "the cache to drop its copies", s.e.store.(*cachedStore).drops, func(d int) bool { return d >= n })
+}
+
+// CacheClock sets the clock by which the engine's cache ages its copies.
+func CacheClock(e *Engine, now func() time.Time) { e.store.(*cachedStore).now = now }
+
+// CacheTTL is how long a copy is used.
+const CacheTTL = cacheTTL
+
+// BeatAt waits until the liveness service has beaten at at or later and
+// returns the nodes that beat found dead and how many attempts it ended.
+func (s *Signals) BeatAt(tb testing.TB, at time.Time) ([]string, int) {
+	tb.Helper()
+	r := wait(tb, "a heartbeat at "+at.String(), s.e.liveness.beats, func(r beatReport) bool {
+		return r.Beats > 0 && !r.Now.Before(at)
+	})
+	return r.Dead, r.Ended
 }
 
 // Settle wakes the dispatcher and waits until a pass that began after the

@@ -80,11 +80,11 @@ func (r *Rescuer) RunOnce(ctx context.Context) (int, error) {
 				o = task.Outcome{Status: task.AttemptTimedOut, Error: "attempt abandoned: its node stopped answering"}
 			}
 			attempt, expired := t.Attempt, t.LeaseExpiresAt
-			switch err := r.finisher.finish(ctx, t, now, o); {
-			case task.IsCode(err, task.CodeLeaseLost): // its node finished it meanwhile
-			case err != nil:
+			ended, err := r.end(ctx, t, now, o)
+			if err != nil {
 				return total, err
-			case !t.Pull:
+			}
+			if ended && !t.Pull {
 				// A push lease runs out only when the node that holds it
 				// stops renewing it: worth an operator's attention.
 				r.log.Warn("push attempt abandoned by its node; retrying", "task", t.ID, "queue", t.Queue,
@@ -96,6 +96,49 @@ func (r *Rescuer) RunOnce(ctx context.Context) (int, error) {
 			return total, nil
 		}
 	}
+}
+
+// RescueNodes ends the push attempts that nodes, declared dead, held: each
+// becomes a failed attempt retried at once (a node's death is not its
+// target's failure; the attempt still counts, so a task that kills every
+// node that takes it ends FAILED), its slot freed. It returns how many it
+// ended.
+func (r *Rescuer) RescueNodes(ctx context.Context, nodes []string) (int, error) {
+	total := 0
+	for {
+		ts, err := r.store.TaskHeldBy(ctx, &store.HeldByParams{Nodes: nodes, Limit: rescueBatch})
+		if err != nil {
+			return total, err
+		}
+		now := r.clock.Now().UnixMilli()
+		for _, t := range ts {
+			o := task.Outcome{Status: task.AttemptTimedOut, NoBackoff: true,
+				Error: "attempt abandoned: its node " + store.LeaseNode(t.LeaseID) + " stopped beating"}
+			ended, err := r.end(ctx, t, now, o)
+			if err != nil {
+				return total, err
+			}
+			if ended {
+				total++
+			}
+		}
+		if len(ts) < rescueBatch {
+			return total, nil
+		}
+	}
+}
+
+// end stores o as the outcome of t's attempt, fenced on its lease, and
+// reports false when the attempt was ended meanwhile (its node finished
+// it, or another node's rescuer did).
+func (r *Rescuer) end(ctx context.Context, t *task.Task, now int64, o task.Outcome) (bool, error) {
+	switch err := r.finisher.finish(ctx, t, now, o); {
+	case task.IsCode(err, task.CodeLeaseLost):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
 }
 
 // Rescuer returns the lease rescuer (tests run it with RunOnce).

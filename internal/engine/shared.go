@@ -48,7 +48,7 @@ func (s *notifierService) run(ctx context.Context) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = s.n.Listen(ctx, func() {
+		_ = s.n.Listen(ctx, func(bool) {
 			for _, w := range s.rings {
 				w.wake()
 			}

@@ -92,7 +92,7 @@ func New(cfg Config) *Node {
 	}
 	n.Engine = engine.New(engine.Config{
 		Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, Dev: cfg.Dev, URLRules: n.rules,
-		Backstop: backstop, DatabaseClock: cfg.Shared, Ops: cfg.Ops,
+		Backstop: backstop, DatabaseClock: cfg.Shared, Ops: cfg.Ops, Node: n.id,
 		Deliverer: &deliver.Mux{Webhook: n.webhook, Function: &deliver.FunctionRoutes{InProcess: cfg.Functions, Workers: n.Workers}},
 	})
 	n.console = console.New(console.Config{

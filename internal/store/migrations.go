@@ -17,8 +17,10 @@ type Migration struct {
 }
 
 // LoadMigrations reads a backend's embedded migrations from dir of fsys in
-// version order. Their file names are NNNN_what.sql, numbered from 1
-// without gaps.
+// version order. Their file names are NNNN_what.sql, numbered from 1, each
+// number once. A gap is allowed: numbers are handed to changes made side by
+// side before any of them lands, and Pending applies a number that lands
+// later than a higher one.
 func LoadMigrations(fsys fs.FS, dir string) ([]Migration, error) {
 	files, err := fs.Glob(fsys, dir+"/*.sql")
 	if err != nil {
@@ -39,12 +41,33 @@ func LoadMigrations(fsys fs.FS, dir string) ([]Migration, error) {
 		ms = append(ms, Migration{Version: v, Name: base, SQL: string(body)})
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
-	for i, m := range ms {
-		if m.Version != i+1 {
-			return nil, fmt.Errorf("migration %s: expected version %d", m.Name, i+1)
+	for i := 1; i < len(ms); i++ {
+		if ms[i].Version == ms[i-1].Version {
+			return nil, fmt.Errorf("migration %s: version %d is also %s", ms[i].Name, ms[i].Version, ms[i-1].Name)
 		}
 	}
 	return ms, nil
+}
+
+// Pending returns the first of ms (in version order) whose version is not
+// in applied, or nil when every one is. A database that recorded a version
+// newer than the newest of ms was written by a newer errand: NewerSchemaError.
+func Pending(ms []Migration, applied map[int]bool) (*Migration, error) {
+	latest := 0
+	if len(ms) > 0 {
+		latest = ms[len(ms)-1].Version
+	}
+	for v := range applied {
+		if v > latest {
+			return nil, NewerSchemaError(v, latest)
+		}
+	}
+	for i := range ms {
+		if !applied[ms[i].Version] {
+			return &ms[i], nil
+		}
+	}
+	return nil, nil
 }
 
 // NewerSchemaError is the refusal of a store written by a newer errand.

@@ -36,6 +36,7 @@ type Store interface {
 	KeyStore
 	OpsStore
 	TriggerStore
+	NodeStore
 
 	// Close releases the backend; it is safe to call once.
 	Close() error
@@ -130,6 +131,11 @@ type Store interface {
 	// for a resume, not for the dispatcher) and the earliest lease expiry of a RUNNING task of any
 	// queue; each is 0 when there is none.
 	TaskNextDue(ctx context.Context) (runAt int64, leaseExpiry int64, err error)
+	// TaskDueQueues returns the unpaused push queues, of every instance,
+	// whose earliest PENDING or RETRY_WAIT task has a runAt at or before
+	// now: the queues a dispatcher pass may claim from, found in one read
+	// instead of one per queue.
+	TaskDueQueues(ctx context.Context, now int64) ([]QueueRef, error)
 	// TaskNextDueAfter returns the earliest runAt later than after of a
 	// PENDING or RETRY_WAIT task of any unpaused push queue, or 0: when
 	// tasks are due but held back (a cap, a rate, a function no worker here
@@ -228,6 +234,10 @@ type ClaimParams struct {
 	// at Rate per second of Now and pays one token per claimed task.
 	Rate  float64
 	Burst int
+	// Due says the caller has just found a task of this queue due
+	// (TaskDueQueues): a backend may then skip its own check that anything
+	// is due before it opens the claim's transaction.
+	Due bool
 	// Functions, when not nil, routes function targets: a task whose
 	// attempt goes to a function (FunctionOf) is claimed only while
 	// Functions gives that function a free slot here, at most that many;
@@ -294,9 +304,15 @@ type Grant struct {
 // the services' backstop.
 type Notifier interface {
 	Notify(ctx context.Context) error
-	// Listen calls fn for every notification (and once after each
-	// reconnect) until ctx ends; it reconnects by itself.
-	Listen(ctx context.Context, fn func()) error
+	// NotifyConfig tells every node listening that instances or queues
+	// changed, so that each drops its cached copies of them (the engine's
+	// cache; a lost one is stale for at most the cache's lifetime).
+	NotifyConfig(ctx context.Context) error
+	// Listen calls fn for every notification, config true for
+	// NotifyConfig's, and once after each reconnect with config true
+	// (notifications may have been missed meanwhile), until ctx ends; it
+	// reconnects by itself.
+	Listen(ctx context.Context, fn func(config bool)) error
 }
 
 // ServerClock is implemented by a store with a clock of its own

@@ -158,6 +158,10 @@ type Outcome struct {
 	// Delay is the wait before the next attempt for a deferral or a release;
 	// for a failure the queue's backoff decides.
 	Delay time.Duration
+	// NoBackoff retries a failed attempt at once: it counts against
+	// maxAttempts, but the failure was its node's (it died), not the
+	// target's, so the next attempt need not wait out a backoff.
+	NoBackoff bool
 }
 
 // Finish ends the attempt in flight. A success stores the result; a deferral
@@ -193,7 +197,10 @@ func (t *Task) Finish(q *Queue, now int64, o Outcome) (failed bool, err error) {
 		if t.LastError == "" {
 			t.LastError = o.Status
 		}
-		next := now + Backoff(t.Attempt, q.Backoff()).Milliseconds()
+		next := now
+		if !o.NoBackoff {
+			next += Backoff(t.Attempt, q.Backoff()).Milliseconds()
+		}
 		if t.Attempt >= q.budget(t) || t.pastMaxAge(q, next) {
 			t.FinishedAt = now
 			return true, t.moveTo(Failed)

@@ -111,6 +111,24 @@ func TestDeferDoesNotCount(t *testing.T) {
 	}
 }
 
+// TestNoBackoffCounts checks that an attempt abandoned by its dead node is
+// retried at once but still counts, so a task that kills every node that
+// takes it still ends FAILED.
+func TestNoBackoffCounts(t *testing.T) {
+	q := pushQueue()
+	q.MaxAttempts = 2
+	tk, _ := NewTask(q, AddInput{}, 0, URLRules{})
+	_ = tk.Claim(q, 0, "L", 1000)
+	o := Outcome{Status: AttemptTimedOut, Error: "node died", NoBackoff: true}
+	if failed, err := tk.Finish(q, 4000, o); err != nil || failed || tk.State != RetryWait || tk.RunAt != 4000 || tk.Attempt != 1 {
+		t.Fatalf("first: %v %v %s runAt=%d attempt=%d", failed, err, tk.State, tk.RunAt, tk.Attempt)
+	}
+	_ = tk.Claim(q, 4000, "M", 1000)
+	if failed, _ := tk.Finish(q, 8000, o); !failed || tk.State != Failed {
+		t.Fatalf("budget spent but %s", tk.State)
+	}
+}
+
 func TestMaxAgeEndsRetriesAndDefers(t *testing.T) {
 	q := pushQueue()
 	q.MaxAgeSeconds = 30

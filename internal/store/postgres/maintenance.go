@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -37,6 +39,13 @@ var (
 			SELECT t.lease_expires_at FROM tasks AS t
 			WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state = 'RUNNING'
 			ORDER BY t.lease_expires_at LIMIT 1) AS l), 0)`
+	// sqlDueQueues is the push queues whose first entry of tasks_due is
+	// due at $1: per queue one seek into tasks_due, as sqlNextDue.
+	sqlDueQueues = `SELECT q.instance_id, q.name FROM queues AS q CROSS JOIN LATERAL (
+			SELECT t.run_at FROM tasks AS t
+			WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state IN ('PENDING', 'RETRY_WAIT')
+			ORDER BY t.run_at LIMIT 1) AS d
+		WHERE q.mode = 'push' AND NOT q.paused AND d.run_at <= $1`
 	// sqlNextDueAfter is sqlNextDue's first column, for tasks due after $1.
 	sqlNextDueAfter = `SELECT coalesce((SELECT min(d.run_at) FROM queues AS q CROSS JOIN LATERAL (
 			SELECT t.run_at FROM tasks AS t
@@ -116,6 +125,21 @@ func (s *Store) TaskNextDue(ctx context.Context) (runAt int64, leaseExpiry int64
 		return 0, 0, interpretError(err)
 	}
 	return runAt, leaseExpiry, nil
+}
+
+// TaskDueQueues returns the unpaused push queues with a task due at now,
+// in one statement.
+func (s *Store) TaskDueQueues(ctx context.Context, now int64) ([]store.QueueRef, error) {
+	rows, err := s.pool.Query(ctx, sqlDueQueues, now)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	refs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.QueueRef, error) {
+		var r store.QueueRef
+		err := row.Scan(&r.InstanceID, &r.Name)
+		return r, err
+	})
+	return refs, interpretError(err)
 }
 
 // TaskNextDueAfter returns the earliest runAt after after of a waiting task

@@ -104,18 +104,25 @@ func migrateNext(ctx context.Context, pool *pgxpool.Pool, ms []store.Migration, 
 			return false, fail("create schema_migrations", err)
 		}
 	}
-	var current int
-	if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+	rows, err := tx.Query(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
 		return false, fail("version", err)
 	}
-	latest := len(ms)
-	if current > latest {
-		return false, store.NewerSchemaError(current, latest)
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return false, fail("version", err)
 	}
-	if current == latest {
+	applied := make(map[int]bool, len(versions))
+	for _, v := range versions {
+		applied[int(v)] = true
+	}
+	m, err := store.Pending(ms, applied)
+	if err != nil {
+		return false, err
+	}
+	if m == nil {
 		return false, interpretError(tx.Commit(ctx))
 	}
-	m := ms[current]
 	if _, err := tx.Exec(ctx, m.SQL); err != nil {
 		return false, fail(m.Name, err)
 	}

@@ -17,10 +17,23 @@ func (s *Store) Notify(ctx context.Context) error {
 	return nil
 }
 
+// configPayload marks NotifyConfig's notifications on the wake channel:
+// instances or queues changed. It wakes the services as any notification
+// does.
+const configPayload = "config"
+
+// NotifyConfig sends a notification that instances or queues changed.
+func (s *Store) NotifyConfig(ctx context.Context) error {
+	if _, err := s.pool.Exec(ctx, "SELECT pg_notify('"+wakeChannel+"', '"+configPayload+"')"); err != nil {
+		return interpretError(err)
+	}
+	return nil
+}
+
 // Listen holds one connection with LISTEN errand_wake and calls fn for every
 // notification, and once after each (re)connect, since notifications sent
 // while it was away are lost. It returns when ctx ends.
-func (s *Store) Listen(ctx context.Context, fn func()) error {
+func (s *Store) Listen(ctx context.Context, fn func(config bool)) error {
 	for {
 		err := s.listenOnce(ctx, fn)
 		if ctx.Err() != nil {
@@ -35,7 +48,7 @@ func (s *Store) Listen(ctx context.Context, fn func()) error {
 	}
 }
 
-func (s *Store) listenOnce(ctx context.Context, fn func()) error {
+func (s *Store) listenOnce(ctx context.Context, fn func(config bool)) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -44,15 +57,16 @@ func (s *Store) listenOnce(ctx context.Context, fn func()) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+wakeChannel); err != nil {
 		return err
 	}
-	fn()
+	fn(true) // anything may have changed while no one listened
 	for {
-		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
 			// The connection may be mid-wait: do not hand it back to the
 			// pool for others.
 			conn.Conn().Close(context.Background())
 			return err
 		}
-		fn()
+		fn(n.Payload == configPayload)
 	}
 }
 

@@ -9,32 +9,45 @@ import (
 )
 
 // TestNotifyListen: a NOTIFY from one store reaches the LISTEN of another
-// on the same database; Listen calls fn once on connecting too.
+// on the same database, config or not as it was sent; Listen calls fn once
+// on connecting too, as a config change (anything may have changed).
 func TestNotifyListen(t *testing.T) {
 	a := postgres.OpenTest(t)
 	b := postgres.OpenTest(t)
 	t.Cleanup(func() { a.Close(); b.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
-	heard := make(chan struct{}, 16)
+	heard := make(chan bool, 16)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = b.Listen(ctx, func() { heard <- struct{}{} })
+		_ = b.Listen(ctx, func(config bool) { heard <- config })
 	}()
 	defer func() { cancel(); <-done }()
-	select {
-	case <-heard: // connected
-	case <-time.After(10 * time.Second):
-		t.Fatal("Listen did not connect")
+	// Other tests on the same database notify on the same channel: a
+	// check waits for the notification it expects and lets others pass.
+	until := func(what string, want func(config bool) bool) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case config := <-heard:
+				if want(config) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("%s did not arrive", what)
+			}
+		}
 	}
+	until("the connect call, as a config change", func(config bool) bool { return config })
 	if err := a.Notify(ctx); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-heard:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the notification did not arrive")
+	until("the notification", func(bool) bool { return true })
+	if err := a.NotifyConfig(ctx); err != nil {
+		t.Fatal(err)
 	}
+	until("the config notification", func(config bool) bool { return config })
 }
 
 // TestServerNow: the database's clock is readable and close to ours here.

@@ -29,6 +29,12 @@ var (
 		coalesce(min((SELECT min(t.lease_expires_at) FROM tasks AS t
 			WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state = 'RUNNING')), 0)
 		FROM queues AS q`)
+	// qDueQueues is the push queues whose first entry of tasks_due is due
+	// at ?: per queue one seek into tasks_due, as qNextDue.
+	qDueQueues = define(onReader, `SELECT q.instance_id, q.name FROM queues AS q
+		WHERE q.mode = 'push' AND q.paused = 0 AND (SELECT t.run_at FROM tasks AS t
+			WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state IN ('PENDING', 'RETRY_WAIT')
+			ORDER BY t.run_at LIMIT 1) <= ?`)
 	// qNextDueAfter is qNextDue's first column, for tasks due after ?.
 	qNextDueAfter = define(onReader, `SELECT
 		coalesce(min((SELECT t.run_at FROM tasks AS t
@@ -73,6 +79,24 @@ func (s *Store) TaskNextDue(ctx context.Context) (runAt int64, leaseExpiry int64
 		return 0, 0, interpretError(err)
 	}
 	return r.Int64, l.Int64, nil
+}
+
+// TaskDueQueues returns the unpaused push queues with a task due at now.
+func (s *Store) TaskDueQueues(ctx context.Context, now int64) ([]store.QueueRef, error) {
+	rows, err := s.reader(qDueQueues).QueryContext(ctx, now)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	out := []store.QueueRef{}
+	for rows.Next() {
+		var r store.QueueRef
+		if err := rows.Scan(&r.InstanceID, &r.Name); err != nil {
+			return nil, interpretError(err)
+		}
+		out = append(out, r)
+	}
+	return out, interpretError(rows.Err())
 }
 
 // TaskNextDueAfter returns the earliest runAt after after of a waiting task

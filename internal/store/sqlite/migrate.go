@@ -34,9 +34,8 @@ func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	latest := len(ms)
 	for {
-		applied, err := migrateNext(ctx, db, ms, latest, log)
+		applied, err := migrateNext(ctx, db, ms, log)
 		if err != nil {
 			return err
 		}
@@ -50,7 +49,7 @@ func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
 // write transaction (BEGIN IMMEDIATE, so two processes opening the same
 // file at once apply each store.Migration once). It reports whether it applied
 // one.
-func migrateNext(ctx context.Context, db *sql.DB, ms []store.Migration, latest int, log *slog.Logger) (bool, error) {
+func migrateNext(ctx context.Context, db *sql.DB, ms []store.Migration, log *slog.Logger) (bool, error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return false, fmt.Errorf("store store.Migration: %w", err)
@@ -63,17 +62,17 @@ func migrateNext(ctx context.Context, db *sql.DB, ms []store.Migration, latest i
 	) STRICT`); err != nil {
 		return false, fmt.Errorf("store store.Migration: %w", err)
 	}
-	var current int
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+	applied, err := appliedVersions(ctx, tx)
+	if err != nil {
 		return false, fmt.Errorf("store store.Migration: %w", err)
 	}
-	if current > latest {
-		return false, store.NewerSchemaError(current, latest)
+	m, err := store.Pending(ms, applied)
+	if err != nil {
+		return false, err
 	}
-	if current == latest {
+	if m == nil {
 		return false, tx.Commit()
 	}
-	m := ms[current]
 	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 		return false, fmt.Errorf("store store.Migration %s: %w", m.Name, err)
 	}
@@ -87,4 +86,22 @@ func migrateNext(ctx context.Context, db *sql.DB, ms []store.Migration, latest i
 	}
 	log.Info("store migrated", "version", m.Version, "migration", m.Name)
 	return true, nil
+}
+
+// appliedVersions reads the versions recorded in schema_migrations.
+func appliedVersions(ctx context.Context, tx *sql.Tx) (map[int]bool, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	applied := map[int]bool{}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		applied[v] = true
+	}
+	return applied, rows.Err()
 }

@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"cmp"
+	"slices"
 	"testing"
 
 	"github.com/errandhq/errand/internal/store"
@@ -11,6 +13,7 @@ var maintenanceCases = []testCase{
 	{"Expired", testExpired},
 	{"NextDue", testNextDue},
 	{"NextDueAfter", testNextDueAfter},
+	{"DueQueues", testDueQueues},
 	{"Workers", testWorkers},
 	{"Heartbeat", testHeartbeat},
 	{"DeleteFinished", testDeleteFinished},
@@ -259,5 +262,62 @@ func testHeartbeat(t *testing.T, e *env) {
 	}
 	if n, err := e.s.TaskHeartbeat(e.ctx, nil, T0); err != nil || n != 0 {
 		t.Fatalf("empty heartbeat = %d, %v", n, err)
+	}
+}
+
+// testDueQueues checks that TaskDueQueues returns the unpaused push queues
+// of every instance whose earliest waiting task is due at now, RETRY_WAIT
+// included, and neither a pull queue, nor a paused one, nor one whose
+// tasks are all later, running or finished.
+func testDueQueues(t *testing.T, e *env) {
+	due := func(now int64) []store.QueueRef {
+		t.Helper()
+		refs, err := e.s.TaskDueQueues(e.ctx, now)
+		if err != nil {
+			t.Fatalf("TaskDueQueues: %v", err)
+		}
+		slices.SortFunc(refs, func(x, y store.QueueRef) int {
+			return cmp.Or(cmp.Compare(x.InstanceID, y.InstanceID), cmp.Compare(x.Name, y.Name))
+		})
+		return refs
+	}
+	if got := due(T0); len(got) != 0 {
+		t.Fatalf("TaskDueQueues(empty) = %v", got)
+	}
+	a := e.instance("acme", "jobs")
+	b := e.instance("globex", "jobs")
+	pull := e.queue(a, "pull", task.ModePull)
+	paused := e.queue(a, "paused", task.ModePush, func(q *task.Queue) { q.Paused = true })
+	soon := e.queue(a, "soon", task.ModePush, func(q *task.Queue) { q.MinBackoffSeconds = 1 })
+	later := e.queue(b, "later", task.ModePush)
+	e.withID(pull, "p1", T0, T0)
+	e.withID(paused, "p2", T0, T0)
+	e.withID(soon, "s1", T0, T0+100)
+	e.withID(later, "l1", T0, T0+5_000)
+	if got := due(T0 + 99); len(got) != 0 {
+		t.Fatalf("TaskDueQueues before anything is due = %v", got)
+	}
+	want := []store.QueueRef{{InstanceID: a.ID, Name: "soon"}}
+	if got := due(T0 + 100); !slices.Equal(got, want) {
+		t.Fatalf("TaskDueQueues at T0+100 = %v, want %v", got, want)
+	}
+	want = []store.QueueRef{{InstanceID: a.ID, Name: "soon"}, {InstanceID: b.ID, Name: "later"}}
+	if a.ID > b.ID {
+		want[0], want[1] = want[1], want[0]
+	}
+	if got := due(T0 + 5_000); !slices.Equal(got, want) {
+		t.Fatalf("TaskDueQueues at T0+5000 = %v, want %v", got, want)
+	}
+	// Running: not due; failed into RETRY_WAIT: due again at its runAt.
+	c := e.claim(soon, T0+100, 1, 60_000)
+	if got := due(T0 + 200); len(got) != 0 {
+		t.Fatalf("TaskDueQueues with the task running = %v", got)
+	}
+	e.finish(soon, c[0], T0+200, fail("x")) // runAt T0+1200
+	if got := due(T0 + 1_199); len(got) != 0 {
+		t.Fatalf("TaskDueQueues during the backoff = %v", got)
+	}
+	if got := due(T0 + 1_200); len(got) != 1 || got[0].Name != "soon" {
+		t.Fatalf("TaskDueQueues after the backoff = %v", got)
 	}
 }

@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"TaskClaim", claimCases},
 		{"TaskFinish", finishCases},
 		{"Maintenance", maintenanceCases},
+		{"Nodes", nodeCases},
 		{"Keys", keyCases},
 		{"Context", contextCases},
 		{"Triggers", triggerCases},
