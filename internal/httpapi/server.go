@@ -111,6 +111,7 @@ var Routes = []Route{
 	{"PATCH", "/v1/tasks/{instance}/settings", auth.RoleFull, (*Server).patchSettings},
 	{"GET", "/v1/tasks/{instance}/settings/webhook-key", auth.RoleFull, (*Server).revealWebhookKey},
 	{"POST", "/v1/tasks/{instance}/settings/webhook-key/rotate", auth.RoleFull, (*Server).rotateWebhookKey},
+	{"GET", "/v1/tasks/{instance}/usage", auth.RoleRead, (*Server).getUsage},
 
 	{"GET", "/v1/workers/{instance}", auth.RoleWrite, (*Server).workerConnect},
 }
