@@ -183,4 +183,3 @@ func TestUsageAcrossTwoNodesPostgres(t *testing.T) {
 		}
 	}
 }
-
