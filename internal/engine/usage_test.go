@@ -179,7 +179,7 @@ func TestUsageAcrossTwoNodesPostgres(t *testing.T) {
 	}
 	for _, n := range []*node{a, b} {
 		if u := usageOf(t, n); u.TasksAdded != 5 || u.Deliveries.Pull != 5 || u.BytesKept != 35 {
-			t.Fatalf("usage seen from one node: %+v", u)
+			t.Fatalf("usage seen from one node: added %d, deliveries %+v, bytes %d; want 5, 5 pull, 35", u.TasksAdded, u.Deliveries, u.BytesKept)
 		}
 	}
 }
