@@ -55,7 +55,7 @@ func setupWith(t testing.TB, kind string, fn func(*engine.Config)) *bundle {
 	eng := engine.New(cfg)
 	workers := &deliver.Workers{}
 	srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: eng, Logger: log, Workers: workers}))
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	client := checkedClient(t)
 	t.Cleanup(func() {
 		workers.CloseAll("the test ended")
 		srv.Close()
