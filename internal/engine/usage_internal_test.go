@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/store"
 )
 
@@ -63,4 +64,15 @@ func TestDayStart(t *testing.T) {
 			t.Errorf("dayStart(%d) = %d; want %d", c.ms, got, c.want)
 		}
 	}
+}
+
+// BenchmarkUsageCount is the cost usage adds to an add or an attempt: one
+// count, from every core at once.
+func BenchmarkUsageCount(b *testing.B) {
+	u := newUsage(usageDeps{clock: clock.NewFake(time.UnixMilli(1_790_000_000_000))})
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			u.count("01k3250r00c577i4opr71", usageWebhook, 1)
+		}
+	})
 }
