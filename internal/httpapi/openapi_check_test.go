@@ -220,6 +220,7 @@ func (s *apiSpec) check(req *http.Request, reqBody []byte, resp *http.Response, 
 	}
 	path := s.pathOf(route)
 	method := strings.ToLower(req.Method)
+	exercised.Store(req.Method+" "+path, true)
 	opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, IncludeResponseStatus: true,
 		MultiError: true, ExcludeRequestBody: true, ExcludeResponseBody: true}
 	in := &openapi3filter.RequestValidationInput{Request: probe, PathParams: params, Route: route, Options: opts}
@@ -264,4 +265,24 @@ func (c *specCheck) CloseIdleConnections() {
 	if ci, ok := c.next.(interface{ CloseIdleConnections() }); ok {
 		ci.CloseIdleConnections()
 	}
+}
+
+// exercised records the operations of the document that some test's
+// exchange was checked against ("METHOD /path").
+var exercised sync.Map
+
+// unexercised returns the operations of the document no checked exchange
+// reached.
+func unexercised() []string {
+	s, err := spec()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, op := range documented(s) {
+		if _, ok := exercised.Load(op); !ok {
+			out = append(out, op)
+		}
+	}
+	return out
 }

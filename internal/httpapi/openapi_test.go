@@ -81,13 +81,16 @@ func TestOpenAPIDocsNameEveryRoute(t *testing.T) {
 }
 
 // TestOpenAPIServed: GET /v1/openapi.json answers the document, an OpenAPI
-// 3.1 description, without a key.
+// 3.1 description, without a key; /healthz answers by it too.
 func TestOpenAPIServed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := b.do("GET", httpapi.OpenAPIPath, nil).want(t, 200, "")
 	if !bytes.Equal(r.raw, httpapi.OpenAPI) || r.body["openapi"] != "3.1.0" {
 		t.Fatalf("served %.100s", r.raw)
+	}
+	if ok := b.do("GET", "/healthz", nil).want(t, 200, "").body["ok"]; ok != true {
+		t.Fatalf("healthz ok %v", ok)
 	}
 }
 
