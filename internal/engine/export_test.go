@@ -26,6 +26,7 @@ func WithSignals(e *Engine) *Signals {
 		c.drops = newProgress[int]()
 	}
 	e.usage.flushes = newProgress[int]()
+	e.usage.asleep = newProgress[sleepReport]()
 	return &Signals{e: e}
 }
 
@@ -128,4 +129,11 @@ func wait[T any](tb testing.TB, what string, p *progress[T], ok func(T) bool) T 
 func (s *Signals) UsageFlushes(tb testing.TB, n int) {
 	tb.Helper()
 	wait(tb, "a usage flush", s.e.usage.flushes, func(got int) bool { return got >= n })
+}
+
+// UsageAsleepUntil waits until the usage service sleeps with its timer set
+// for at (its next flush).
+func (s *Signals) UsageAsleepUntil(tb testing.TB, at time.Time) {
+	tb.Helper()
+	wait(tb, "the usage service to sleep until "+at.String(), s.e.usage.asleep, func(r sleepReport) bool { return r.WakeAt.Equal(at) })
 }

@@ -56,8 +56,10 @@ type Usage struct {
 	mu      sync.Mutex
 	pending map[usageKey]*store.UsageRow
 	flushMu sync.Mutex // one flush at a time
-	// flushes counts the run loop's flushes, for tests (nil in production).
+	// flushes counts the run loop's flushes and asleep reports when it
+	// sleeps until its next flush, for tests (nil in production).
 	flushes *progress[int]
+	asleep  *progress[sleepReport]
 }
 
 func newUsage(d usageDeps) *Usage {
@@ -134,7 +136,10 @@ func (u *Usage) run(ctx context.Context) {
 			}
 			nextSample = now.Add(u.sampleEvery)
 		}
-		if !sleep(ctx, u.clock, u.clock.Now().Add(u.every), nil, nil) {
+		now := u.clock.Now()
+		wakeAt := now.Add(u.every)
+		u.asleep.report(sleepReport{Now: now, WakeAt: wakeAt})
+		if !sleep(ctx, u.clock, wakeAt, nil, nil) {
 			return
 		}
 		if err := u.Flush(ctx); err != nil && ctx.Err() == nil {

@@ -116,9 +116,7 @@ func TestUsageFlushedEveryIntervalAndAtStop(t *testing.T) {
 		t.Fatalf("stored before any flush: %d", got)
 	}
 	// The usage service sleeps until T0+10s (the flush interval).
-	if err := n.clock.WaitForSleeperAt(n.ctx, T0.Add(10*time.Second)); err != nil {
-		t.Fatal(err)
-	}
+	sig.UsageAsleepUntil(t, T0.Add(10*time.Second))
 	n.clock.Advance(10 * time.Second)
 	sig.UsageFlushes(t, 1)
 	if got := stored(); got != 3 {
