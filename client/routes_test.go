@@ -148,6 +148,12 @@ func TestEveryRoute(t *testing.T) {
 			t.Fatalf("webhook keys %q %q", key, rotated)
 		}
 
+		// Usage: the tasks added above, counted on this node.
+		u := must(c.Usage(ctx, "jobs")).of(t)
+		if u.Instance != "jobs" || u.TasksAdded == 0 || len(u.Days) == 0 || u.Days[len(u.Days)-1].TasksAdded != u.TasksAdded {
+			t.Fatalf("usage %+v", u)
+		}
+
 		// Trigger rules.
 		rule := must(c.CreateTrigger(ctx, "jobs", errandapi.TriggerRequest{Queue: new("jobs/pull"),
 			Schedule: &errandapi.TriggerScheduleSpec{Cron: new("@hourly"), TimeZone: new("Europe/Paris")}})).of(t)

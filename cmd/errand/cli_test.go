@@ -301,6 +301,16 @@ func TestCLIVerbs(t *testing.T) {
 	}
 	c.refused(errandapi.CodeNotRetryable, "retry", ar.ID)
 
+	// Usage: the tasks added and the attempts made above.
+	var u errandapi.Usage
+	c.json(&u, "usage")
+	if u.TasksAdded != 3 || u.Deliveries.Pull != 1 || u.Deliveries.Webhook != 1 || u.Deliveries.Total != 2 || len(u.Days) == 0 {
+		t.Fatalf("usage: added %d, deliveries %+v, %d days", u.TasksAdded, u.Deliveries, len(u.Days))
+	}
+	if out := c.ok("usage"); !strings.Contains(out, "WEBHOOK") || !strings.Contains(out, "3 tasks added, 2 deliveries") {
+		t.Fatalf("usage table:\n%s", out)
+	}
+
 	// Purge and delete need --yes and say how many tasks went.
 	var del errandapi.DeleteResponse
 	c.json(&del, "queues", "purge", "emails", "--yes")

@@ -106,7 +106,11 @@ func (c *Chainer) end(ctx context.Context, ev *store.TriggerEvent) (bool, error)
 		c.log.Warn("task rule could not add its task", "instance", ev.InstanceID, "rule", ev.RuleID,
 			"task", ev.TaskID, "state", ev.State, "reason", res.Err)
 	}
-	return res.Applied && p.Task != nil && res.TaskID == p.Task.ID, nil
+	added := res.Applied && p.Task != nil && res.TaskID == p.Task.ID
+	if added {
+		c.d.Counted(p.Task.InstanceID)
+	}
+	return added, nil
 }
 
 // chainTask builds the task that tr adds for ev through the domain.

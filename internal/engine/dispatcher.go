@@ -38,6 +38,7 @@ type dispatcherDeps struct {
 	node     string            // its lease ids begin with it (store.NodeLeaseID)
 	targets  deliver.Deliverer // nil fails every attempt
 	metrics  *metrics.Metrics
+	usage    *Usage // counts each attempt by target kind
 	wake     *waker // it waits on it, and rings it when a retry moves the next due time
 	dev      bool   // log every attempt at Info
 	writers  int    // outcome batches written at once
@@ -294,6 +295,7 @@ func (d *Dispatcher) deliver(ctx context.Context, t *task.Task, q *task.Queue, i
 	if d.targets == nil {
 		return deliver.Result{Outcome: task.Outcome{Status: task.AttemptFailed, Error: "no deliverer on this node"}}
 	}
+	d.usage.countDelivery(t.InstanceID, target)
 	limit := time.Duration(t.DeadlineAt-d.clock.Now().UnixMilli()) * time.Millisecond
 	rctx, cancel := context.WithTimeout(ctx, limit+lateCap)
 	defer cancel()

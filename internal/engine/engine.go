@@ -64,6 +64,9 @@ type Config struct {
 	// its heartbeat row and the prefix of its push attempts' lease ids.
 	// Default: a fresh random id.
 	Node string
+	// UsageEvery is how often a node adds its usage counts to the store
+	// (default 10 s; they are also added at Stop).
+	UsageEvery time.Duration
 }
 
 // Engine holds the store and the services. It is safe for concurrent use.
@@ -93,6 +96,7 @@ type Engine struct {
 	scheduler  *Scheduler
 	chainer    *Chainer
 	notifier   *notifierService // nil unless the store is shared
+	usage      *Usage
 	ops        *opsState
 	// services run from Start to Stop, started in this order and stopped
 	// in reverse.
@@ -150,6 +154,7 @@ func New(cfg Config) *Engine {
 		e.clock = off
 		e.services = append(e.services, &clockSync{sc: sc, clk: off, log: cfg.Logger.With("service", "clock"), interval: 30 * time.Second})
 	}
+	e.usage = newUsage(usageDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "usage"), every: cfg.UsageEvery})
 	e.batcher = newFinishBatcher(cfg.Store, cfg.Writers, cfg.Logger.With("service", "finisher"), e.outcomesStored)
 	e.fin = &finisher{store: cfg.Store, clock: e.clock, batch: e.batcher, metrics: cfg.Metrics, changed: e.changed}
 	e.cleaner = newCleaner(cleanerDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "cleaner"), every: cfg.CleanEvery})
@@ -161,15 +166,17 @@ func New(cfg Config) *Engine {
 	// cfg.Deliverer.
 	e.ops = newOpsState(e, cfg.Ops)
 	e.dispatcher = newDispatcher(dispatcherDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "dispatcher"),
-		node: cfg.Node, targets: e.ops.router(cfg.Deliverer), metrics: cfg.Metrics, wake: e.waker, dev: cfg.Dev, writers: cfg.Writers, backstop: cfg.Backstop, stored: e.outcomesStored})
-	td := TriggerDeps{Store: cfg.Store, Clock: e.clock, Logger: cfg.Logger, Rules: cfg.URLRules, Added: e.changed, NewID: e.newID}
+		node: cfg.Node, targets: e.ops.router(cfg.Deliverer), metrics: cfg.Metrics, usage: e.usage, wake: e.waker, dev: cfg.Dev, writers: cfg.Writers, backstop: cfg.Backstop, stored: e.outcomesStored})
+	td := TriggerDeps{Store: cfg.Store, Clock: e.clock, Logger: cfg.Logger, Rules: cfg.URLRules, Added: e.changed, NewID: e.newID,
+		Counted: func(instanceID string) { e.usage.count(instanceID, usageAdded, 1) }}
 	td.Wake = e.ruleWake.next
 	e.scheduler = NewScheduler(SchedulerDeps{TriggerDeps: td, Backstop: cfg.Backstop})
 	td.Wake = e.chains.next
 	e.chainer = NewChainer(ChainerDeps{TriggerDeps: td, Poll: min(cfg.Backstop, 5*time.Second)})
 	// The liveness service stops after the dispatcher: the node leaves
 	// once it has handed back its attempts.
-	e.services = append(e.services, e.cleaner, e.rescuer, e.liveness, e.dispatcher, e.scheduler, e.chainer)
+	// usage first, so that it stops last and flushes what the others counted.
+	e.services = append(e.services, e.usage, e.cleaner, e.rescuer, e.liveness, e.dispatcher, e.scheduler, e.chainer)
 	if n, ok := cfg.Store.(store.Notifier); ok {
 		// Other nodes' changes wake the dispatcher and long polls, the
 		// rescuer and the scheduler here.

@@ -25,6 +25,8 @@ func WithSignals(e *Engine) *Signals {
 	if c, ok := e.store.(*cachedStore); ok {
 		c.drops = newProgress[int]()
 	}
+	e.usage.flushes = newProgress[int]()
+	e.usage.asleep = newProgress[sleepReport]()
 	return &Signals{e: e}
 }
 
@@ -120,4 +122,18 @@ func wait[T any](tb testing.TB, what string, p *progress[T], ok func(T) bool) T 
 		tb.Fatalf("timed out waiting for %s (last report %+v)", what, v)
 	}
 	return v
+}
+
+// UsageFlushes waits until the usage service's loop has flushed n times in
+// all.
+func (s *Signals) UsageFlushes(tb testing.TB, n int) {
+	tb.Helper()
+	wait(tb, "a usage flush", s.e.usage.flushes, func(got int) bool { return got >= n })
+}
+
+// UsageAsleepUntil waits until the usage service sleeps with its timer set
+// for at (its next flush).
+func (s *Signals) UsageAsleepUntil(tb testing.TB, at time.Time) {
+	tb.Helper()
+	wait(tb, "the usage service to sleep until "+at.String(), s.e.usage.asleep, func(r sleepReport) bool { return r.WakeAt.Equal(at) })
 }

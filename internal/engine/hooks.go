@@ -109,6 +109,7 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 		return &HookAdded{TaskID: res.TaskID, Duplicate: true}, nil
 	}
 	e.metrics.TasksAdded.Inc()
+	e.usage.count(tr.InstanceID, usageAdded, 1)
 	e.changed()
 	return &HookAdded{TaskID: t.ID}, nil
 }

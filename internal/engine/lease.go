@@ -69,6 +69,7 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 			if len(got) > 0 {
 				e.leases.wake() // the rescuer learns of the new expiries
 				e.metrics.Leased.Add(float64(len(got)))
+				e.usage.count(q.InstanceID, usagePull, int64(len(got)))
 			}
 			return got, nil
 		}

@@ -23,6 +23,9 @@ type TriggerDeps struct {
 	// Added is called after a pass that added tasks (wakes the dispatcher
 	// here and on other nodes).
 	Added func()
+	// Counted is called for each task a rule added, with its instance
+	// (the instance's usage counts it; nil: nothing).
+	Counted func(instanceID string)
 	// NewID makes task ids.
 	NewID func() string
 	// OnPass, if set, is called after every pass of the running service
@@ -39,6 +42,9 @@ func (d *TriggerDeps) setDefaults() {
 	}
 	if d.Added == nil {
 		d.Added = func() {}
+	}
+	if d.Counted == nil {
+		d.Counted = func(string) {}
 	}
 }
 

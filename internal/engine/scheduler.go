@@ -104,7 +104,11 @@ func (s *Scheduler) fire(ctx context.Context, tr *task.Trigger, now int64) (bool
 		s.log.Warn("schedule rule could not add its task", "instance", tr.InstanceID, "rule", tr.ID,
 			"queue", tr.Queue, "tick", time.UnixMilli(tick).UTC(), "reason", res.Err)
 	}
-	return res.Applied && p.Task != nil && res.TaskID == p.Task.ID, nil
+	added := res.Applied && p.Task != nil && res.TaskID == p.Task.ID
+	if added {
+		s.d.Counted(p.Task.InstanceID)
+	}
+	return added, nil
 }
 
 // tickTask builds the task of one tick through the domain.

@@ -46,6 +46,7 @@ func (e *Engine) TaskAddWith(ctx context.Context, ref QueueRef, ins []task.AddIn
 	for _, r := range res {
 		if r.Err == nil {
 			e.metrics.TasksAdded.Inc()
+			e.usage.count(q.InstanceID, usageAdded, 1)
 		}
 	}
 	e.changed()

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/base64"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -16,11 +17,16 @@ func onBoth(t *testing.T, f func(t *testing.T, b *bundle)) {
 	}
 }
 
+// randomKey is a webhook key in an answer: random base64, which may spell
+// any short word ("…DDypgxQ=").
+var randomKey = regexp.MustCompile(`"webhookKey":"whsec_[A-Za-z0-9+/=]*"`)
+
 // noDriverText fails when an answer carries a store's or driver's words.
 func noDriverText(t *testing.T, r res) {
 	t.Helper()
+	raw := randomKey.ReplaceAllString(string(r.raw), `"webhookKey":"whsec_…"`)
 	for _, w := range []string{"SQLSTATE", "ERROR:", "sqlite", "store:", "pgx", "invalid byte sequence"} {
-		if strings.Contains(string(r.raw), w) {
+		if strings.Contains(raw, w) {
 			t.Fatalf("the answer leaks %q: %s", w, r.raw)
 		}
 	}

@@ -3,10 +3,13 @@ package httpapi_test
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 
@@ -19,7 +22,18 @@ import (
 	"github.com/errandhq/errand/internal/testkit/stores"
 )
 
-func TestMain(m *testing.M) { testkit.Main(m, "internal/httpapi") }
+func TestMain(m *testing.M) {
+	code := testkit.Run(m, "internal/httpapi")
+	// A whole run (no -run, no -short) checks every operation of the
+	// OpenAPI document against at least one real exchange.
+	if f := flag.Lookup("test.run"); code == 0 && f != nil && f.Value.String() == "" && !testing.Short() {
+		if missing := unexercised(); len(missing) > 0 {
+			fmt.Fprintf(os.Stderr, "OpenAPI: no test's exchange was checked against %v\n", missing)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // T0 is the fake clock's start.
 var T0 = time.UnixMilli(1_790_000_000_000)
@@ -55,7 +69,7 @@ func setupWith(t testing.TB, kind string, fn func(*engine.Config)) *bundle {
 	eng := engine.New(cfg)
 	workers := &deliver.Workers{}
 	srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: eng, Logger: log, Workers: workers}))
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	client := checkedClient(t)
 	t.Cleanup(func() {
 		workers.CloseAll("the test ended")
 		srv.Close()

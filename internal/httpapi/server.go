@@ -46,6 +46,9 @@ type Server struct {
 	limits *limiter
 	// workers is the node's registry of connected function workers.
 	workers *deliver.Workers
+	// patterns are the "METHOD /path" patterns of the server's own routes,
+	// in the order registered (RoutePatterns).
+	patterns []string
 }
 
 // Route is one v1 route: the method and pattern as registered on the mux,
@@ -111,6 +114,7 @@ var Routes = []Route{
 	{"PATCH", "/v1/tasks/{instance}/settings", auth.RoleFull, (*Server).patchSettings},
 	{"GET", "/v1/tasks/{instance}/settings/webhook-key", auth.RoleFull, (*Server).revealWebhookKey},
 	{"POST", "/v1/tasks/{instance}/settings/webhook-key/rotate", auth.RoleFull, (*Server).rotateWebhookKey},
+	{"GET", "/v1/tasks/{instance}/usage", auth.RoleRead, (*Server).getUsage},
 
 	{"GET", "/v1/workers/{instance}", auth.RoleWrite, (*Server).workerConnect},
 }
@@ -127,13 +131,14 @@ func New(cfg Config) *Server {
 	s.handler = s.guard(s.mux)
 	s.limits = newLimiter(cfg.Engine.Clock(), cfg.Engine.RateLimit)
 	for _, rt := range Routes {
-		s.mux.Handle(rt.Method+" "+rt.Pattern, s.wrap(rt))
+		s.handle(rt.Method+" "+rt.Pattern, s.wrap(rt))
 	}
 	for _, rt := range OpsRoutes {
-		s.mux.Handle(rt.Method+" "+rt.Pattern, s.wrapOps(rt))
+		s.handle(rt.Method+" "+rt.Pattern, s.wrapOps(rt))
 	}
-	s.mux.HandleFunc("POST /v1/hooks/{instance}/{hook}", s.hook) // no key: see hooks.go
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	s.handle("POST /v1/hooks/{instance}/{hook}", http.HandlerFunc(s.hook)) // no key: see hooks.go
+	s.handle("GET "+OpenAPIPath, http.HandlerFunc(serveOpenAPI))           // no key: see openapi.go
+	s.handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := s.eng.Ping(ctx); err != nil {
@@ -141,13 +146,26 @@ func New(cfg Config) *Server {
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "store": "ok"})
-	})
+	}))
 	for pattern, h := range cfg.Extra {
 		s.mux.Handle(pattern, h)
 	}
 	s.mux.HandleFunc("/", s.noRoute)
 	return s
 }
+
+// handle registers h under pattern ("METHOD /path") on the mux and in the
+// server's route list.
+func (s *Server) handle(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, h)
+	s.patterns = append(s.patterns, pattern)
+}
+
+// RoutePatterns returns the "METHOD /path" pattern of every route the
+// server itself serves (the v1 and operations APIs, hooks, /healthz and
+// the OpenAPI document), as registered on its mux; the handlers of
+// Config.Extra are not in it.
+func (s *Server) RoutePatterns() []string { return slices.Clone(s.patterns) }
 
 // validPathNames reports whether the {queue} and {id} of the path (when the
 // pattern has them) could name something that exists. A NUL byte, invalid

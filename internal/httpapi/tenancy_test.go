@@ -47,7 +47,7 @@ func setupServe(t testing.TB) *served {
 	eng := engine.New(engine.Config{Store: st, Clock: fc, Logger: log, URLRules: task.URLRules{AllowHTTP: true}})
 	workers := &deliver.Workers{}
 	srv := httptest.NewServer(httpapi.New(httpapi.Config{Engine: eng, Auth: auth.Keys{Store: st}, Logger: log, Workers: workers}))
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	client := checkedClient(t)
 	t.Cleanup(func() {
 		workers.CloseAll("the test ended")
 		srv.Close()
@@ -171,6 +171,7 @@ var routeCalls = map[string]routeCall{
 	"GET /v1/tasks/{instance}/settings/webhook-key":         {want: 200},
 	"POST /v1/tasks/{instance}/settings/webhook-key/rotate": {want: 200},
 	"GET /v1/tasks/{instance}/triggers":                     {want: 200},
+	"GET /v1/tasks/{instance}/usage":                        {want: 200},
 	"POST /v1/tasks/{instance}/triggers":                    {body: `{"queue":"jobs/q","schedule":{"cron":"@hourly"}}`, want: 201},
 	"GET /v1/tasks/{instance}/triggers/{id}":                {id: "r1", want: 200},
 	"PATCH /v1/tasks/{instance}/triggers/{id}":              {id: "r1", body: `{"enabled":false}`, want: 200},

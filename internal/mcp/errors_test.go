@@ -116,7 +116,7 @@ func TestSessionBoundToKey(t *testing.T) {
 			t.Errorf("key %q on another key's session: %d, want %d", key, resp.StatusCode, want)
 		}
 	}
-	if got := s.tools(); len(got) != 23 {
+	if got := s.tools(); len(got) != 24 {
 		t.Fatalf("the session's own key: %v", got)
 	}
 }

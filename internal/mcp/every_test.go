@@ -174,6 +174,12 @@ func TestEveryTool(t *testing.T) {
 	}
 	s.refused("tasks_get_trigger", obj{"instance": "jobs", "id": sched.ID}, "NOT_FOUND")
 
+	var us errandapi.UsageResponse
+	sum = s.ok("tasks_usage", obj{"instance": "jobs"}, &us)
+	if us.Usage.Instance != "jobs" || us.Usage.TasksAdded == 0 || !strings.Contains(sum, "tasks added") {
+		t.Fatalf("usage %+v %q", us.Usage, sum)
+	}
+
 	var del errandapi.DeleteResponse
 	s.ok("tasks_purge_queue", obj{"instance": "jobs", "queue": "work", "confirm": true}, &del)
 	if del.Deleted != 2 {

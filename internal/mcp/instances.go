@@ -25,6 +25,10 @@ type webhookKeyIn struct {
 	instanceArg
 }
 
+type usageIn struct {
+	instanceArg
+}
+
 var instanceTools = []tool{
 	define(spec{
 		name: "create_instance", title: "Create a tasks instance", need: errandapi.RoleFull,
@@ -62,6 +66,17 @@ var instanceTools = []tool{
 		}
 		return &errandapi.SettingsResponse{Settings: *s}, fmt.Sprintf("settings of %s: retentionDays %d, rateLimit %s, maxInFlight %d",
 			in.Instance, s.RetentionDays, rate, s.MaxInFlight), nil
+	}),
+	define(spec{
+		name: "tasks_usage", title: "Show an instance's usage this month", need: errandapi.RoleRead, readOnly: true, idempotent: true,
+		desc: "Show what an instance used in the current calendar month (UTC): tasks added, deliveries by target kind (webhook, function, channel, and pull for tasks handed out by leases; every attempt counts) and the bytes its tasks keep, per day from the 1st to today, with the month's totals and average of bytes kept. Needs the read grant.",
+	}, func(ctx context.Context, c *client.Client, in usageIn) (*errandapi.UsageResponse, string, error) {
+		u, err := c.Usage(ctx, in.Instance)
+		if err != nil {
+			return nil, "", err
+		}
+		return &errandapi.UsageResponse{Usage: *u}, fmt.Sprintf("%s in %s: %d tasks added, %d deliveries (webhook %d, function %d, channel %d, pull %d), %d bytes kept now, %d on average",
+			in.Instance, u.Month, u.TasksAdded, u.Deliveries.Total, u.Deliveries.Webhook, u.Deliveries.Function, u.Deliveries.Channel, u.Deliveries.Pull, u.BytesKept, u.AverageBytesKept), nil
 	}),
 	define(spec{
 		name: "tasks_reveal_webhook_secret", title: "Reveal the webhook signing key", need: errandapi.RoleFull, readOnly: true, idempotent: true,

@@ -37,6 +37,7 @@ type Store interface {
 	OpsStore
 	TriggerStore
 	NodeStore
+	UsageStore
 
 	// Close releases the backend; it is safe to call once.
 	Close() error

@@ -31,6 +31,7 @@ var (
 	qInstanceDeleteLock   = `SELECT id FROM instances WHERE org = $1 AND name = $2 FOR UPDATE`
 	qInstanceDeleteQueues = `DELETE FROM queues WHERE instance_id = $1`
 	qInstanceDeleteTasks  = `DELETE FROM tasks WHERE instance_id = $1`
+	qInstanceDeleteUsage  = `DELETE FROM usage_days WHERE instance_id = $1`
 	qInstanceDelete       = `DELETE FROM instances WHERE id = $1`
 )
 
@@ -118,7 +119,7 @@ func (s *Store) InstanceDelete(ctx context.Context, ref store.InstanceRef) error
 			return err
 		}
 		b := &pgx.Batch{}
-		for _, q := range []string{qInstanceDeleteQueues, qInstanceDeleteTasks, qInstanceDelete} {
+		for _, q := range []string{qInstanceDeleteQueues, qInstanceDeleteTasks, qInstanceDeleteUsage, qInstanceDelete} {
 			b.Queue(q, id)
 		}
 		return interpretError(tx.SendBatch(ctx, b).Close())

@@ -19,6 +19,7 @@ var (
 	qInstanceDelete = define(onWriter, `DELETE FROM instances WHERE id = ?`)
 	qInstanceTasks  = define(onWriter, `DELETE FROM tasks WHERE instance_id = ?`)
 	qInstanceQueues = define(onWriter, `DELETE FROM queues WHERE instance_id = ?`)
+	qInstanceUsage  = define(onWriter, `DELETE FROM usage_days WHERE instance_id = ?`)
 )
 
 func scanInstance(sc scanner) (*task.Instance, error) {
@@ -100,7 +101,7 @@ func (s *Store) InstanceDelete(ctx context.Context, ref store.InstanceRef) error
 		if err != nil {
 			return err
 		}
-		for _, q := range []query{qInstanceTasks, qInstanceQueues, qInstanceDelete} {
+		for _, q := range []query{qInstanceTasks, qInstanceQueues, qInstanceUsage, qInstanceDelete} {
 			if _, err := w.exec(q, inst.ID); err != nil {
 				return err
 			}
