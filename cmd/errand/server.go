@@ -101,7 +101,7 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 	srv := &http.Server{Handler: logRequests(api, c.log), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: to.Read, IdleTimeout: to.Idle,
 		ErrorLog: slog.NewLogLogger(c.log.Handler(), slog.LevelWarn)}
 	srv.RegisterOnShutdown(mcpHTTP.Close)  // MCP sessions hold streams open
-	srv.RegisterOnShutdown(n.CloseStreams) // so do the console's live counts
+	srv.RegisterOnShutdown(n.CloseStreams) // so do the console's live counts and channel subscribers
 	mode := "serve"
 	if c.dev {
 		mode = "dev"

@@ -47,6 +47,9 @@ type ChannelMessage struct {
 	TaskID    string
 	Body      []byte
 	CreatedAt int64
+	// Repeat is set by ChannelAppend when it answered the task's earlier
+	// message instead of appending.
+	Repeat bool
 }
 
 // ChannelReadParams selects the messages after a position.

@@ -58,7 +58,7 @@ func (s *Store) ChannelAppend(ctx context.Context, p *store.ChannelAppendParams)
 	})
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == sqlUniqueViolation && pe.ConstraintName == "channel_messages_task" {
-		m = &store.ChannelMessage{TaskID: p.TaskID}
+		m = &store.ChannelMessage{TaskID: p.TaskID, Repeat: true}
 		err = s.pool.QueryRow(ctx, qChannelByTask, p.Ref.InstanceID, p.Ref.Channel, p.TaskID).Scan(&m.Seq, &m.Body, &m.CreatedAt)
 	}
 	if err != nil {

@@ -39,7 +39,7 @@ func (s *Store) ChannelAppend(ctx context.Context, p *store.ChannelAppendParams)
 		m := &store.ChannelMessage{TaskID: p.TaskID}
 		err := w.queryRow(qChannelByTask, p.Ref.InstanceID, p.Ref.Channel, p.TaskID).Scan(&m.Seq, &m.Body, &m.CreatedAt)
 		if err == nil {
-			out = m
+			m.Repeat, out = true, m
 			return nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {

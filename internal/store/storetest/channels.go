@@ -22,6 +22,9 @@ func (e *env) appendMsg(ref store.ChannelRef, taskID string, now int64) int64 {
 	if err != nil {
 		e.t.Fatalf("ChannelAppend(%s, %s): %v", ref.Channel, taskID, err)
 	}
+	if m.Repeat {
+		e.t.Fatalf("ChannelAppend(%s, %s): a first append is marked Repeat", ref.Channel, taskID)
+	}
 	return m.Seq
 }
 
@@ -93,7 +96,7 @@ func testChannelAppendSameTask(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Seq != 1 || m.CreatedAt != T0 || string(m.Body) != `{"task":{"id":"t1"},"payload":{"n":1700000000000}}` {
+	if m.Seq != 1 || m.CreatedAt != T0 || !m.Repeat || string(m.Body) != `{"task":{"id":"t1"},"payload":{"n":1700000000000}}` {
 		t.Fatalf("a retried append answered %+v %s, want the first message", m, m.Body)
 	}
 	wantPage(t, "after a retried append", e.read(room, 0, 10), 2, 1, 1, 2)
