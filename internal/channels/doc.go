@@ -13,9 +13,11 @@
 // once, in order.
 //
 // Each subscriber has a bounded buffer. The room never waits for one: a
-// subscriber whose buffer is full is dropped with a reason (ErrLagged), so
-// memory stays bounded and the others go on at their pace; it resumes from
-// its last event id.
+// subscriber whose buffer cannot take the next page leaves the stream and
+// reads the log by itself, a page at a time; once it is more than MaxLag
+// messages behind the head it is dropped with a reason (ErrLagged). So
+// memory stays bounded, the others go on at their pace, and a dropped
+// subscriber resumes from its last event id.
 //
 // Lock order: Hub.mu before room.mu. Nothing blocks under either.
 package channels

@@ -29,9 +29,14 @@ type Config struct {
 	Clock    clock.Clock  // default clock.Real{}
 	Logger   *slog.Logger // default slog.Default()
 	Metrics  *metrics.Metrics
-	// Buffer is how many events a subscriber may have waiting before it
-	// is dropped for lag (default 256).
+	// Buffer is how many events a subscriber may have waiting (default
+	// 256). One whose buffer cannot take a page reads the log by itself
+	// until it is back at the head.
 	Buffer int
+	// MaxLag is how many messages a subscriber reading the log by itself
+	// may be behind the channel's head before it is dropped for lag
+	// (default 4 × Buffer).
+	MaxLag int
 	// PageSize is how many messages one read of the log takes (default 100).
 	PageSize int
 	// Backstop is how often a room reads the log without a hint, for a
@@ -71,6 +76,9 @@ func New(cfg Config) *Hub {
 	}
 	if cfg.Buffer <= 0 {
 		cfg.Buffer = DefaultBuffer
+	}
+	if cfg.MaxLag <= 0 {
+		cfg.MaxLag = 4 * cfg.Buffer
 	}
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = DefaultPageSize
@@ -159,7 +167,7 @@ func (h *Hub) Subscribe(ctx context.Context, ref store.ChannelRef, since int64) 
 	if r == nil {
 		r = h.newRoom(ref, head.Head+1)
 	}
-	s := &Subscription{hub: h, room: r, events: make(chan Event, h.cfg.Buffer), gone: make(chan struct{}), Head: head.Head}
+	s := &Subscription{hub: h, room: r, events: make(chan Event, h.cfg.Buffer), gone: make(chan struct{}), wake: make(chan struct{}, 1), Head: head.Head}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if since < 0 {
@@ -169,6 +177,7 @@ func (h *Hub) Subscribe(ctx context.Context, ref store.ChannelRef, since int64) 
 	} else {
 		s.last, s.catching = since, true
 	}
+	s.pos.Store(s.last)
 	r.subs[s] = struct{}{}
 	h.cfg.Metrics.ChannelSubscribers.Inc()
 	return s, nil

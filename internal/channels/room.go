@@ -68,8 +68,10 @@ func (r *room) pass(ctx context.Context) error {
 	}
 }
 
-// fanOut hands a page to every synced subscriber without waiting: one
-// whose buffer is full is dropped.
+// fanOut hands a page to every synced subscriber without waiting. One
+// whose buffer has no room for the page leaves the stream and catches up
+// from the log by itself (its buffer bounds its memory); one that is then
+// more than MaxLag messages behind is dropped.
 func (r *room) fanOut(page *store.ChannelPage, gap bool) {
 	evs := make([]Event, 0, len(page.Messages)+1)
 	if gap {
@@ -80,26 +82,27 @@ func (r *room) fanOut(page *store.ChannelPage, gap bool) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	head := evs[len(evs)-1].ID
 	for s := range r.subs {
-		if !s.synced {
-			continue
-		}
-		for _, ev := range evs {
-			select {
-			case s.events <- ev:
-				continue
-			default:
+		switch {
+		case s.behind:
+			if head-s.pos.Load() > int64(r.hub.cfg.MaxLag) {
 				r.drop(s, ErrLagged)
 			}
-			break
+		case !s.synced:
+		case cap(s.events)-len(s.events) < len(evs):
+			s.synced, s.behind = false, true
+			select {
+			case s.wake <- struct{}{}:
+			default:
+			}
+		default:
+			for _, ev := range evs {
+				s.events <- ev // room for all: only this goroutine sends
+			}
 		}
 	}
-	if gap {
-		r.next = page.Oldest
-	}
-	if n := len(page.Messages); n > 0 {
-		r.next = page.Messages[n-1].Seq + 1
-	}
+	r.next = head + 1
 }
 
 // drop removes s with err as its end (under r.mu).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/errandhq/errand/internal/store"
 )
@@ -46,13 +47,18 @@ type Subscription struct {
 	events chan Event    // the live stream, bounded
 	gone   chan struct{} // closed when the room dropped it
 	end    error         // why, set before gone is closed
+	wake   chan struct{} // the room took it out of the stream (behind)
+	pos    atomic.Int64  // last, for the room's lag check
 
 	// Head is the channel's last message when the subscription began.
 	Head int64
 
-	// synced is read and written under room.mu: the room hands it
-	// messages. Until then it catches up from the log.
+	// synced and behind are read and written under room.mu. Synced: the
+	// room hands it messages; until then it catches up from the log.
+	// Behind: the room took it out of the stream for want of buffer room,
+	// and drops it past MaxLag.
 	synced bool
+	behind bool
 
 	// Owned by Next's goroutine.
 	catching bool
@@ -89,10 +95,28 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 			continue
 		}
 		select {
+		case ev := <-s.events:
+			if s.deliver(ev) {
+				return ev, nil
+			}
+			continue
+		default:
+		}
+		// The buffer is empty: if the room took us out of its stream, we
+		// catch up from the log.
+		s.room.mu.Lock()
+		behind := s.behind
+		s.room.mu.Unlock()
+		if behind {
+			s.catching = true
+			continue
+		}
+		select {
 		case <-s.gone:
 			return Event{}, s.end
 		case <-ctx.Done():
 			return Event{}, ctx.Err()
+		case <-s.wake:
 		case ev := <-s.events:
 			if s.deliver(ev) {
 				return ev, nil
@@ -108,6 +132,7 @@ func (s *Subscription) deliver(ev Event) bool {
 		return false
 	}
 	s.last = ev.ID
+	s.pos.Store(ev.ID)
 	if ev.Kind == KindMessage {
 		s.hub.cfg.Metrics.ChannelSent.Inc()
 	}
@@ -135,7 +160,7 @@ func (s *Subscription) catchUp(ctx context.Context) error {
 	r := s.room
 	r.mu.Lock()
 	if s.last+1 >= r.next {
-		s.synced, s.catching = true, false
+		s.synced, s.behind, s.catching = true, false, false
 	}
 	r.mu.Unlock()
 	return nil

@@ -20,9 +20,12 @@ type ChannelsConfig struct {
 	MaxAge time.Duration
 	// PruneEvery is how often the pruner runs (default 1 min).
 	PruneEvery time.Duration
-	// Buffer is how many events a subscriber may have waiting before it
-	// is dropped for lag (default 256).
+	// Buffer is how many events a subscriber may have waiting (default
+	// 256); one whose buffer fills reads the log by itself, and is
+	// dropped for lag once it is more than MaxLag messages behind the
+	// channel's head (default 4 × Buffer).
 	Buffer int
+	MaxLag int
 }
 
 // Channel retention defaults.
