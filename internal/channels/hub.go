@@ -18,6 +18,9 @@ const (
 	DefaultBuffer   = 256
 	DefaultPageSize = 100
 	DefaultBackstop = time.Minute
+	// DefaultLagTimeout is how long a subscriber may take no message of
+	// those waiting for it.
+	DefaultLagTimeout = 30 * time.Second
 )
 
 // Config is what a Hub uses.
@@ -33,10 +36,12 @@ type Config struct {
 	// 256). One whose buffer cannot take a page reads the log by itself
 	// until it is back at the head.
 	Buffer int
-	// MaxLag is how many messages a subscriber reading the log by itself
-	// may be behind the channel's head before it is dropped for lag
-	// (default 4 × Buffer).
-	MaxLag int
+	// A subscriber reading the log by itself is dropped for lag when it
+	// is more than MaxLag messages behind the channel's head (default
+	// 4 × Buffer), or has taken none of the messages waiting for it for
+	// LagTimeout (default 30 s).
+	MaxLag     int
+	LagTimeout time.Duration
 	// PageSize is how many messages one read of the log takes (default 100).
 	PageSize int
 	// Backstop is how often a room reads the log without a hint, for a
@@ -79,6 +84,9 @@ func New(cfg Config) *Hub {
 	}
 	if cfg.MaxLag <= 0 {
 		cfg.MaxLag = 4 * cfg.Buffer
+	}
+	if cfg.LagTimeout <= 0 {
+		cfg.LagTimeout = DefaultLagTimeout
 	}
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = DefaultPageSize
@@ -178,6 +186,7 @@ func (h *Hub) Subscribe(ctx context.Context, ref store.ChannelRef, since int64) 
 		s.last, s.catching = since, true
 	}
 	s.pos.Store(s.last)
+	s.moved.Store(h.cfg.Clock.Now().UnixMilli())
 	r.subs[s] = struct{}{}
 	h.cfg.Metrics.ChannelSubscribers.Inc()
 	return s, nil

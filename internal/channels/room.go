@@ -59,10 +59,12 @@ func (r *room) pass(ctx context.Context) error {
 		}
 		gap := page.Oldest > r.next
 		if len(page.Messages) == 0 && !gap {
+			r.checkLag()
 			return nil
 		}
 		r.fanOut(page, gap)
 		if len(page.Messages) < size {
+			r.checkLag()
 			return nil
 		}
 	}
@@ -70,8 +72,7 @@ func (r *room) pass(ctx context.Context) error {
 
 // fanOut hands a page to every synced subscriber without waiting. One
 // whose buffer has no room for the page leaves the stream and catches up
-// from the log by itself (its buffer bounds its memory); one that is then
-// more than MaxLag messages behind is dropped.
+// from the log by itself (its buffer bounds its memory).
 func (r *room) fanOut(page *store.ChannelPage, gap bool) {
 	evs := make([]Event, 0, len(page.Messages)+1)
 	if gap {
@@ -85,10 +86,6 @@ func (r *room) fanOut(page *store.ChannelPage, gap bool) {
 	head := evs[len(evs)-1].ID
 	for s := range r.subs {
 		switch {
-		case s.behind:
-			if head-s.pos.Load() > int64(r.hub.cfg.MaxLag) {
-				r.drop(s, ErrLagged)
-			}
 		case !s.synced:
 		case cap(s.events)-len(s.events) < len(evs):
 			s.synced, s.behind = false, true
@@ -103,6 +100,21 @@ func (r *room) fanOut(page *store.ChannelPage, gap bool) {
 		}
 	}
 	r.next = head + 1
+}
+
+// checkLag drops the subscribers that left the stream and lag: messages
+// wait for them, and they are more than MaxLag behind or have taken none
+// for LagTimeout.
+func (r *room) checkLag() {
+	head := r.next - 1
+	stale := r.hub.cfg.Clock.Now().Add(-r.hub.cfg.LagTimeout).UnixMilli()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for s := range r.subs {
+		if pos := s.pos.Load(); s.behind && pos < head && (head-pos > int64(r.hub.cfg.MaxLag) || s.moved.Load() < stale) {
+			r.drop(s, ErrLagged)
+		}
+	}
 }
 
 // drop removes s with err as its end (under r.mu).

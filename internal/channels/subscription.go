@@ -49,6 +49,7 @@ type Subscription struct {
 	end    error         // why, set before gone is closed
 	wake   chan struct{} // the room took it out of the stream (behind)
 	pos    atomic.Int64  // last, for the room's lag check
+	moved  atomic.Int64  // when pos last moved (epoch ms, the hub's clock)
 
 	// Head is the channel's last message when the subscription began.
 	Head int64
@@ -133,6 +134,7 @@ func (s *Subscription) deliver(ev Event) bool {
 	}
 	s.last = ev.ID
 	s.pos.Store(ev.ID)
+	s.moved.Store(s.hub.cfg.Clock.Now().UnixMilli())
 	if ev.Kind == KindMessage {
 		s.hub.cfg.Metrics.ChannelSent.Inc()
 	}

@@ -23,9 +23,11 @@ type ChannelsConfig struct {
 	// Buffer is how many events a subscriber may have waiting (default
 	// 256); one whose buffer fills reads the log by itself, and is
 	// dropped for lag once it is more than MaxLag messages behind the
-	// channel's head (default 4 × Buffer).
-	Buffer int
-	MaxLag int
+	// channel's head (default 4 × Buffer) or has taken none of those
+	// waiting for it for LagTimeout (default 30 s).
+	Buffer     int
+	MaxLag     int
+	LagTimeout time.Duration
 }
 
 // Channel retention defaults.

@@ -182,7 +182,7 @@ func New(cfg Config) *Engine {
 	e.pruner = newChannelPruner(channelPrunerDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "channel-pruner"), cfg: cfg.Channels})
 	listener, _ := cfg.Store.(store.ChannelListener)
 	e.hub = channels.New(channels.Config{Store: cfg.Store, Listener: listener, Clock: e.clock, Logger: cfg.Logger.With("service", "channels"),
-		Metrics: cfg.Metrics, Buffer: cfg.Channels.Buffer, MaxLag: cfg.Channels.MaxLag, Backstop: cfg.Backstop})
+		Metrics: cfg.Metrics, Buffer: cfg.Channels.Buffer, MaxLag: cfg.Channels.MaxLag, LagTimeout: cfg.Channels.LagTimeout, Backstop: cfg.Backstop})
 	// The liveness service stops after the dispatcher: the node leaves
 	// once it has handed back its attempts.
 	// usage first, so that it stops last and flushes what the others counted.

@@ -38,6 +38,15 @@ type sseStream struct {
 // test ends.
 func subscribeSSE(t testing.TB, client *http.Client, url string, headers map[string]string) *sseStream {
 	t.Helper()
+	s := openSSE(t, client, url, headers)
+	go s.read()
+	return s
+}
+
+// openSSE is subscribeSSE without reading: the stream's reader starts
+// with start (a subscriber that does not read meanwhile).
+func openSSE(t testing.TB, client *http.Client, url string, headers map[string]string) *sseStream {
+	t.Helper()
 	req, _ := http.NewRequest("GET", url, nil)
 	for k, v := range headers {
 		req.Header.Set(k, v)
@@ -50,10 +59,11 @@ func subscribeSSE(t testing.TB, client *http.Client, url string, headers map[str
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	s := &sseStream{t: t, resp: resp, events: make(chan sseEvent, 1024), done: make(chan struct{})}
-	go s.read()
-	return s
+	return &sseStream{t: t, resp: resp, events: make(chan sseEvent, 1024), done: make(chan struct{})}
 }
+
+// start starts reading an opened stream.
+func (s *sseStream) start() { go s.read() }
 
 // read parses the stream as EventSource does: fields until a blank line,
 // data lines joined with "\n"; comments skipped.
