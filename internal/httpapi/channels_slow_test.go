@@ -36,7 +36,9 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 // exactly the rest; memory is bounded by the buffer (the slow one's
 // messages come from the log when it resumes).
 func TestChannelSlowSubscriber(t *testing.T) {
-	b := setupChannels(t, "sqlite", func(c *engine.Config) { c.Channels = engine.ChannelsConfig{Buffer: 4, MaxLag: 1000, LagTimeout: 10 * time.Second} })
+	b := setupChannels(t, "sqlite", func(c *engine.Config) {
+		c.Channels = engine.ChannelsConfig{Buffer: 4, MaxLag: 1000, LagTimeout: 10 * time.Second}
+	})
 	b.start()
 	// The slow subscriber reaches the same engine through a server whose
 	// sockets have small buffers, with a client that reads little.

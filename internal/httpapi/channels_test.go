@@ -11,6 +11,7 @@ import (
 
 	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/engine"
+	"github.com/errandhq/errand/internal/id"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/testkit/stores"
 )
@@ -190,7 +191,10 @@ func TestChannelBadInput(t *testing.T) {
 // gap event naming the missing ids, then the retained messages; one whose
 // position is still retained gets no gap.
 func TestChannelRetention(t *testing.T) {
-	b := setupChannels(t, "sqlite", func(c *engine.Config) { c.Channels = engine.ChannelsConfig{Keep: 2, MaxAge: time.Hour} })
+	b := setupChannels(t, "sqlite", func(c *engine.Config) {
+		// The service prunes only at its start here: the test runs passes.
+		c.Channels = engine.ChannelsConfig{Keep: 2, MaxAge: time.Hour, PruneEvery: 1000 * time.Hour}
+	})
 	b.start()
 	watch := subscribeSSE(t, b.client, b.srv.URL+"/v1/channels/jobs/room-1", nil)
 	watch.ready()
@@ -225,19 +229,16 @@ func TestChannelRetention(t *testing.T) {
 // TestChannelLogIsTheTruth: a message that reaches the log without a hint
 // (a lost notification) reaches a live subscriber at the room's backstop.
 func TestChannelLogIsTheTruth(t *testing.T) {
+	// The engine's services are not started: the room's is the one timer
+	// on the clock.
 	b := setup(t)
-	b.start()
 	watch := subscribeSSE(t, b.client, b.srv.URL+"/v1/channels/jobs/room-1", nil)
 	watch.ready()
 	inst, err := b.eng.Instance(context.Background(), "dev", "jobs")
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := `{"task":{"id":"t-direct","queue":"default"},"payload":{"n":1}}`
-	if _, err := b.eng.Store().ChannelAppend(context.Background(), &store.ChannelAppendParams{
-		Ref: store.ChannelRef{InstanceID: inst.ID, Channel: "room-1"}, TaskID: "t-direct", Body: []byte(body), Now: b.clock.Now().UnixMilli()}); err != nil {
-		t.Fatal(err)
-	}
+	b.appendDirect(inst.ID, "room-1", `{"n":1}`, false)
 	// The room sleeps a backstop (the engine's, a minute on a lone node).
 	ctx, cancel := context.WithTimeout(context.Background(), eventWait)
 	defer cancel()
@@ -252,5 +253,23 @@ func TestChannelLogIsTheTruth(t *testing.T) {
 	b.clock.Advance(time.Minute)
 	if got := watch.messages(1); got[0] != `1:{"n":1}` {
 		t.Fatalf("at the backstop: %v", got)
+	}
+}
+
+// appendDirect appends a message to the log as a delivery would; with
+// hint the engine is told, as a delivery tells it, else nothing is (a
+// lost notification).
+func (b *bundle) appendDirect(instanceID, channel, payload string, hint bool) {
+	b.t.Helper()
+	taskID := id.New(b.clock.Now())
+	body := `{"task":{"id":"` + taskID + `","queue":"default"},"payload":` + payload + `}`
+	ref := store.ChannelRef{InstanceID: instanceID, Channel: channel}
+	m, err := b.eng.Store().ChannelAppend(context.Background(), &store.ChannelAppendParams{
+		Ref: ref, TaskID: taskID, Body: []byte(body), Now: b.clock.Now().UnixMilli()})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if hint {
+		b.eng.ChannelAppended(ref, m)
 	}
 }
