@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -45,7 +46,8 @@ func (b *bundle) toChannel(channel string, payloads ...string) {
 }
 
 // TestChannelSSELiveAndResume: a real SSE client gets each message live,
-// with its event id and the webhook body; a client that reconnects with
+// with its event id and the webhook body; the task's attempt succeeded
+// with the event id as its result; a client that reconnects with
 // Last-Event-ID gets exactly the messages it missed, in order, then the
 // live ones; ?since=0 replays the retained window. On both backends.
 func TestChannelSSELiveAndResume(t *testing.T) {
@@ -75,6 +77,21 @@ func testChannelSSELiveAndResume(t *testing.T, b *bundle) {
 		}
 		if got := first.messages(3); !slices.Equal(got, want) {
 			t.Fatalf("live: %v, want %v", got, want)
+		}
+		// The attempts' outcomes are stored after their appends: once all
+		// three are, the first task's result names its event.
+		wctx, cancel := context.WithTimeout(context.Background(), eventWait)
+		defer cancel()
+		if _, err := b.outcomes.After(wctx, 2); err != nil {
+			t.Fatal(err)
+		}
+		tasks := b.do("GET", "/v1/tasks/jobs/queues/default/tasks?state=succeeded", nil).want(t, 200, "").list("tasks")
+		if len(tasks) != 3 {
+			t.Fatalf("succeeded tasks: %v", tasks)
+		}
+		full := b.do("GET", "/v1/tasks/jobs/tasks/"+tasks[2].(map[string]any)["id"].(string), nil).want(t, 200, "").obj("task")
+		if r, _ := json.Marshal(full["result"]); string(r) != `{"channel":"room-1","eventId":"1"}` {
+			t.Fatalf("the first task's result %s", r)
 		}
 		first.resp.Body.Close()
 
