@@ -290,3 +290,25 @@ func (b *bundle) appendDirect(instanceID, channel, payload string, hint bool) {
 		b.eng.ChannelAppended(ref, m)
 	}
 }
+
+// TestChannelShutdown: when the node ends its subscriptions (its HTTP
+// server shutting down), each subscriber gets closing with its last event
+// id and the stream ends; a new subscription is 503 UNAVAILABLE. In dev
+// a ?token= is not looked at.
+func TestChannelShutdown(t *testing.T) {
+	b := setupChannels(t, "sqlite", nil)
+	b.start()
+	s := subscribeSSE(t, b.client, b.srv.URL+"/v1/channels/jobs/room-1?token=not-checked-in-dev", nil)
+	s.ready()
+	b.toChannel("room-1", `{"n":1}`)
+	s.messages(1)
+	b.eng.EndSubscriptions()
+	ev := s.next()
+	if ev.event != "closing" || !strings.Contains(ev.data, `"lastEventId":"1"`) {
+		t.Fatalf("on shutdown: %+v", ev)
+	}
+	if !s.ended() {
+		t.Fatal("the stream did not end")
+	}
+	b.do("GET", "/v1/channels/jobs/room-1?since=0", nil).want(t, 503, "UNAVAILABLE")
+}
