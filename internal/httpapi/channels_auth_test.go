@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -24,8 +25,12 @@ func TestChannelAuth(t *testing.T) {
 	globex := s.key("globex", "full:*")
 	s.as(globex).do("POST", "/v1/instances", `{"name":"jobs"}`).want(t, 201, "")
 	base := s.srv.URL + "/v1/channels/jobs/room-1"
+	// A refusal answers at once; a stream that opens instead (a refusal
+	// missed) ends at eventWait and fails the status check.
 	get := func(rawURL string, authz string) res {
-		req, _ := http.NewRequest("GET", rawURL, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), eventWait)
+		t.Cleanup(cancel)
+		req, _ := http.NewRequestWithContext(ctx, "GET", rawURL, nil)
 		if authz != "" {
 			req.Header.Set("Authorization", authz)
 		}

@@ -36,10 +36,12 @@ const (
 		FROM channel_heads AS h LEFT JOIN LATERAL (SELECT seq, task_id, body, created_at FROM channel_messages
 			WHERE instance_id = $1 AND channel = $2 AND seq > $3 ORDER BY seq LIMIT $4) AS m ON true
 		WHERE h.instance_id = $1 AND h.channel = $2 ORDER BY m.seq`
+	// qChannelPrune walks the channels and seeks each one's old messages
+	// (channel_messages_age).
 	qChannelPrune = `DELETE FROM channel_messages WHERE (instance_id, channel, seq) IN (
-		SELECT m.instance_id, m.channel, m.seq FROM channel_messages AS m
-		JOIN channel_heads AS h ON h.instance_id = m.instance_id AND h.channel = m.channel
-		WHERE m.created_at < $1 AND m.seq <= h.last_seq - $2 LIMIT $3)`
+		SELECT m.instance_id, m.channel, m.seq FROM channel_heads AS h
+		JOIN channel_messages AS m ON m.instance_id = h.instance_id AND m.channel = h.channel AND m.created_at < $1
+		WHERE m.seq <= h.last_seq - $2 LIMIT $3)`
 	qInstanceDeleteChannelMessages = `DELETE FROM channel_messages WHERE instance_id = $1`
 	qInstanceDeleteChannelHeads    = `DELETE FROM channel_heads WHERE instance_id = $1`
 )

@@ -23,10 +23,12 @@ var (
 		FROM channel_heads AS h LEFT JOIN (SELECT seq, task_id, body, created_at FROM channel_messages
 			WHERE instance_id = ?1 AND channel = ?2 AND seq > ?3 ORDER BY seq LIMIT ?4) AS m ON 1
 		WHERE h.instance_id = ?1 AND h.channel = ?2 ORDER BY m.seq`)
+	// qChannelPrune walks the channels (a small table) and seeks each
+	// one's old messages.
 	qChannelPrune = define(onWriter, `DELETE FROM channel_messages WHERE rowid IN (
-		SELECT m.rowid FROM channel_messages AS m INDEXED BY channel_messages_age
-		JOIN channel_heads AS h ON h.instance_id = m.instance_id AND h.channel = m.channel
-		WHERE m.created_at < ?1 AND m.seq <= h.last_seq - ?2 LIMIT ?3)`)
+		SELECT m.rowid FROM channel_heads AS h CROSS JOIN channel_messages AS m INDEXED BY channel_messages_age
+		WHERE m.instance_id = h.instance_id AND m.channel = h.channel AND m.created_at < ?1
+		  AND m.seq <= h.last_seq - ?2 LIMIT ?3)`)
 	qInstanceChannelMessages = define(onWriter, `DELETE FROM channel_messages WHERE instance_id = ?`)
 	qInstanceChannelHeads    = define(onWriter, `DELETE FROM channel_heads WHERE instance_id = ?`)
 )

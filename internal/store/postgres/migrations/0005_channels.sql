@@ -22,6 +22,6 @@ CREATE TABLE channel_messages (
     PRIMARY KEY (instance_id, channel, seq)
 );
 CREATE UNIQUE INDEX channel_messages_task ON channel_messages (instance_id, channel, task_id);
--- Pruning walks the old messages first (the operator's query, across
--- instances).
-CREATE INDEX channel_messages_age ON channel_messages (created_at);
+-- Pruning (the operator's query, across instances) seeks each channel's
+-- old messages; the index begins with the instance, as every index does.
+CREATE INDEX channel_messages_age ON channel_messages (instance_id, channel, created_at);
