@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/errandhq/errand/internal/auth"
 )
 
@@ -71,6 +73,19 @@ func TestChannelAuth(t *testing.T) {
 	// A token is only for the subscribe route.
 	get(s.srv.URL+"/v1/tasks/jobs/queues"+q, "").want(t, 401, "UNAUTHENTICATED")
 	s.header("").do("POST", "/v1/channels/jobs/room-1/token"+q, nil).want(t, 401, "UNAUTHENTICATED")
+
+	// A WebSocket opened with a token may come from any origin (a page
+	// of another site); one opened with a key only from the API's own.
+	wsBase := "ws" + strings.TrimPrefix(base, "http")
+	ws := subscribeWS(t, wsBase+q, http.Header{"Origin": {"https://app.example"}})
+	if e := ws.must(); e.Type != "ready" {
+		t.Fatalf("token WebSocket: %+v", e)
+	}
+	_, resp, err := websocket.Dial(t.Context(), wsBase, &websocket.DialOptions{HTTPHeader: http.Header{
+		"Origin": {"https://app.example"}, "Authorization": {"Bearer " + reader}}})
+	if err == nil || resp == nil || resp.StatusCode != 403 {
+		t.Fatalf("a key's WebSocket from another origin: %v", err)
+	}
 
 	// Expiry, on the fake clock.
 	s.clock.Advance(auth.ChannelTokenTTL)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/clock"
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/testkit/stores"
 )
 
@@ -20,14 +21,17 @@ import (
 // subscriber on B, the tasks added through A: each message reaches B's
 // subscriber promptly, with its event id. The nodes' clocks are fake and
 // never move, so no backstop runs: B hears of an append A delivered from
-// the database's notification (postgres' TestChannelListen checks that
-// path alone), of one it delivered itself from its own hint.
+// the database's notification, of one it delivered itself from its own
+// hint; a third message appended through A's store alone reaches B by the
+// notification only.
 func TestChannelAcrossNodes(t *testing.T) {
 	open := stores.OpenPostgresShared(t)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var urls []string
+	var sts []store.Store
 	for range 2 {
 		st := open()
+		sts = append(sts, st)
 		n := New(Config{Store: st, Clock: clock.NewFake(time.UnixMilli(1_790_000_000_000)), Logger: quiet, Dev: true, Shared: true})
 		if err := n.Start(context.Background()); err != nil {
 			t.Fatal(err)
@@ -85,6 +89,19 @@ func TestChannelAcrossNodes(t *testing.T) {
 		if l := next(); !strings.HasPrefix(l, "data: {") || !strings.HasSuffix(l, `"payload":{"n":`+want+`}}`) {
 			t.Fatalf("message %d: %q", i+1, l)
 		}
+	}
+	// An append through A's store alone (no node delivered it, so B has
+	// no hint of its own): B hears it from the database.
+	insts, err := sts[0].InstanceList(ctx, auth.DevOrg)
+	if err != nil || len(insts) != 1 {
+		t.Fatalf("instances %v %v", insts, err)
+	}
+	if _, err := sts[0].ChannelAppend(ctx, &store.ChannelAppendParams{Ref: store.ChannelRef{InstanceID: insts[0].ID, Channel: "room-1"},
+		TaskID: "direct", Body: []byte(`{"task":{"id":"direct"},"payload":{"n":3}}`), Now: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if l := next(); l != "id: 3" {
+		t.Fatalf("the direct append: %q", l)
 	}
 	cancel()
 }
