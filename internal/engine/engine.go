@@ -137,6 +137,9 @@ func New(cfg Config) *Engine {
 	if cfg.Backstop <= 0 {
 		cfg.Backstop = time.Minute
 	}
+	// Other nodes' channel appends are heard from the store itself (the
+	// cache below does not pass the listener on).
+	listener, _ := cfg.Store.(store.ChannelListener)
 	if n, ok := cfg.Store.(store.Notifier); ok {
 		// A shared store: instances and queues are cached, and dropped on
 		// every node when one changes them.
@@ -180,7 +183,6 @@ func New(cfg Config) *Engine {
 	e.chainer = NewChainer(ChainerDeps{TriggerDeps: td, Poll: min(cfg.Backstop, 5*time.Second)})
 	cfg.Channels.setDefaults()
 	e.pruner = newChannelPruner(channelPrunerDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "channel-pruner"), cfg: cfg.Channels})
-	listener, _ := cfg.Store.(store.ChannelListener)
 	e.hub = channels.New(channels.Config{Store: cfg.Store, Listener: listener, Clock: e.clock, Logger: cfg.Logger.With("service", "channels"),
 		Metrics: cfg.Metrics, Buffer: cfg.Channels.Buffer, MaxLag: cfg.Channels.MaxLag, LagTimeout: cfg.Channels.LagTimeout, Backstop: cfg.Backstop})
 	// The liveness service stops after the dispatcher: the node leaves
