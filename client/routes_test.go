@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/errandhq/errand/client"
@@ -182,6 +183,19 @@ func TestEveryRoute(t *testing.T) {
 		}
 		if n := must(c.DeleteQueue(ctx, "jobs", "push")).of(t); n != 1 {
 			t.Fatalf("deleted %d, want 1", n)
+		}
+		if tok := must(c.ChannelToken(ctx, "jobs", "room-1")).of(t); !strings.HasPrefix(tok.Token, "ect_") || tok.ExpiresAt == 0 {
+			t.Fatalf("channel token %+v", tok)
+		}
+		sub := must(c.Subscribe(ctx, "jobs", "room-1", "")).of(t)
+		if sub.Head() != "0" {
+			t.Fatalf("a new channel's head %q", sub.Head())
+		}
+		_ = sub.Close()
+		// Counted once its handler returns, as a refusal's does at once
+		// (a subscription's, when the server sees the client gone).
+		if _, err := c.Subscribe(ctx, "jobs", "room-1", "1"); !errors.Is(err, client.ErrInvalidArgument) {
+			t.Fatalf("subscribe after an id never given: %v", err)
 		}
 		if err := c.DeleteInstance(ctx, "jobs"); err != nil {
 			t.Fatal(err)

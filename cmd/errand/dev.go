@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/errandhq/errand/internal/auth"
+	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/store/storeurl"
 )
@@ -31,6 +32,8 @@ Ctrl-C: calls in flight finish first.`,
 	sync := fs.String("sync", "NORMAL", "SQLite synchronous mode: NORMAL (survives kill -9) or FULL (survives power loss)")
 	var timeouts httpTimeouts
 	addTimeoutFlags(fs, &timeouts)
+	var channels engine.ChannelsConfig
+	addChannelFlags(fs, &channels)
 	opsf := addOpsFlags(fs)
 	lf := addLogFlags(fs)
 	c.RunE = func(c *cobra.Command, _ []string) error {
@@ -53,7 +56,7 @@ Ctrl-C: calls in flight finish first.`,
 		}
 		return serve(ctx, serveConfig{
 			ln: ln, addr: *addr, store: st, log: log, dev: true, auth: auth.Dev{},
-			stdout: c.OutOrStdout(), timeouts: timeouts, ops: ops,
+			stdout: c.OutOrStdout(), timeouts: timeouts, ops: ops, channels: channels,
 		})
 	}
 	return c

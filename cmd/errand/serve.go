@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/errandhq/errand/internal/engine"
 	"net/netip"
 	"os"
 	"runtime/pprof"
@@ -50,6 +51,8 @@ and shows it once.`,
 	})
 	var timeouts httpTimeouts
 	addTimeoutFlags(fs, &timeouts)
+	var channels engine.ChannelsConfig
+	addChannelFlags(fs, &channels)
 	opsf := addOpsFlags(fs)
 	keyFile := fs.String("first-key-file", "", "where the first admin key is written when stderr is not a terminal (default: errand-admin-key beside the SQLite file, or in the working directory)")
 	lf := addLogFlags(fs)
@@ -90,7 +93,7 @@ and shows it once.`,
 		}
 		return serve(ctx, serveConfig{
 			ln: ln, addr: *addr, store: st, log: log, auth: auth.Keys{Store: st}, shared: storeurl.Shared(*storeURL),
-			guard: g, stdout: c.OutOrStdout(), timeouts: timeouts, ops: ops,
+			guard: g, stdout: c.OutOrStdout(), timeouts: timeouts, ops: ops, channels: channels,
 		})
 	}
 	return c

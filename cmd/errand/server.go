@@ -36,6 +36,7 @@ type serveConfig struct {
 	// timeouts of the HTTP server; zero values take defaultTimeouts.
 	timeouts httpTimeouts
 	ops      engine.OpsConfig
+	channels engine.ChannelsConfig
 }
 
 // httpTimeouts bound how long a client may hold a connection.
@@ -55,6 +56,12 @@ func addTimeoutFlags(fs *pflag.FlagSet, t *httpTimeouts) {
 	*t = defaultTimeouts
 	fs.DurationVar(&t.Read, "read-timeout", defaultTimeouts.Read, "longest time a client may take to send a whole request, body included")
 	fs.DurationVar(&t.Idle, "idle-timeout", defaultTimeouts.Idle, "longest time a kept-alive connection may wait for its next request")
+}
+
+// addChannelFlags registers the channel retention flags on fs.
+func addChannelFlags(fs *pflag.FlagSet, c *engine.ChannelsConfig) {
+	fs.IntVar(&c.Keep, "channel-keep", engine.DefaultChannelKeep, "messages each channel keeps for subscribers that resume, at the least (with --channel-max-age, whichever keeps more)")
+	fs.DurationVar(&c.MaxAge, "channel-max-age", engine.DefaultChannelMaxAge, "how long each channel keeps its messages for subscribers that resume, at the least")
 }
 
 // listenHosts is Config.Hosts for a server listening on ln: a loopback
@@ -79,7 +86,7 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 			err = cerr
 		}
 	}()
-	n := node.New(node.Config{Store: c.store, Logger: c.log, Dev: c.dev, Guard: c.guard, Shared: c.shared, Ops: c.ops})
+	n := node.New(node.Config{Store: c.store, Logger: c.log, Dev: c.dev, Guard: c.guard, Shared: c.shared, Ops: c.ops, Channels: c.channels})
 	if err := n.Start(ctx); err != nil {
 		return err
 	}
@@ -101,7 +108,7 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 	srv := &http.Server{Handler: logRequests(api, c.log), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: to.Read, IdleTimeout: to.Idle,
 		ErrorLog: slog.NewLogLogger(c.log.Handler(), slog.LevelWarn)}
 	srv.RegisterOnShutdown(mcpHTTP.Close)  // MCP sessions hold streams open
-	srv.RegisterOnShutdown(n.CloseStreams) // so do the console's live counts
+	srv.RegisterOnShutdown(n.CloseStreams) // so do the console's live counts and channel subscribers
 	mode := "serve"
 	if c.dev {
 		mode = "dev"

@@ -54,6 +54,9 @@ type Principal struct {
 	KeyID string
 	// Dev marks the emulator's implicit caller.
 	Dev bool
+	// Channel, when set, is the one channel the caller may subscribe to
+	// (a subscribe token's); "" for an API key.
+	Channel string
 }
 
 // RoleOn returns the caller's role on an instance.
@@ -63,6 +66,13 @@ func (p *Principal) RoleOn(instance string) Role {
 
 // Allows reports whether the caller holds at least need on instance.
 func (p *Principal) Allows(instance string, need Role) bool { return p.RoleOn(instance) >= need }
+
+// AllowsChannel reports whether the caller may subscribe to channel of
+// an instance it reads: any channel for an API key, the token's own for a
+// subscribe token.
+func (p *Principal) AllowsChannel(channel string) bool {
+	return p.Channel == "" || p.Channel == channel
+}
 
 // Authenticator makes a Principal from a request, or answers
 // UNAUTHENTICATED.

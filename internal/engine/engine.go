@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/errandhq/errand/internal/channels"
 	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/id"
@@ -67,6 +68,8 @@ type Config struct {
 	// UsageEvery is how often a node adds its usage counts to the store
 	// (default 10 s; they are also added at Stop).
 	UsageEvery time.Duration
+	// Channels configures channel targets: retention and subscribers.
+	Channels ChannelsConfig
 }
 
 // Engine holds the store and the services. It is safe for concurrent use.
@@ -97,6 +100,8 @@ type Engine struct {
 	chainer    *Chainer
 	notifier   *notifierService // nil unless the store is shared
 	usage      *Usage
+	hub        *channels.Hub // this node's channel subscribers
+	pruner     *ChannelPruner
 	ops        *opsState
 	// services run from Start to Stop, started in this order and stopped
 	// in reverse.
@@ -132,6 +137,9 @@ func New(cfg Config) *Engine {
 	if cfg.Backstop <= 0 {
 		cfg.Backstop = time.Minute
 	}
+	// Other nodes' channel appends are heard from the store itself (the
+	// cache below does not pass the listener on).
+	listener, _ := cfg.Store.(store.ChannelListener)
 	if n, ok := cfg.Store.(store.Notifier); ok {
 		// A shared store: instances and queues are cached, and dropped on
 		// every node when one changes them.
@@ -173,10 +181,14 @@ func New(cfg Config) *Engine {
 	e.scheduler = NewScheduler(SchedulerDeps{TriggerDeps: td, Backstop: cfg.Backstop})
 	td.Wake = e.chains.next
 	e.chainer = NewChainer(ChainerDeps{TriggerDeps: td, Poll: min(cfg.Backstop, 5*time.Second)})
+	cfg.Channels.setDefaults()
+	e.pruner = newChannelPruner(channelPrunerDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "channel-pruner"), cfg: cfg.Channels})
+	e.hub = channels.New(channels.Config{Store: cfg.Store, Listener: listener, Clock: e.clock, Logger: cfg.Logger.With("service", "channels"),
+		Metrics: cfg.Metrics, Buffer: cfg.Channels.Buffer, MaxLag: cfg.Channels.MaxLag, LagTimeout: cfg.Channels.LagTimeout, Backstop: cfg.Backstop})
 	// The liveness service stops after the dispatcher: the node leaves
 	// once it has handed back its attempts.
 	// usage first, so that it stops last and flushes what the others counted.
-	e.services = append(e.services, e.usage, e.cleaner, e.rescuer, e.liveness, e.dispatcher, e.scheduler, e.chainer)
+	e.services = append(e.services, e.usage, e.cleaner, e.pruner, e.hub, e.rescuer, e.liveness, e.dispatcher, e.scheduler, e.chainer)
 	if n, ok := cfg.Store.(store.Notifier); ok {
 		// Other nodes' changes wake the dispatcher and long polls, the
 		// rescuer and the scheduler here.

@@ -16,7 +16,13 @@ type refuser func(w http.ResponseWriter, r *http.Request, err error)
 // and returns nil: a missing, malformed, unknown or revoked key is
 // UNAUTHENTICATED with `WWW-Authenticate: Bearer`.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, refuse refuser) *auth.Principal {
-	p, err := s.auth.Authenticate(r)
+	return s.authenticateWith(s.auth, w, r, refuse)
+}
+
+// authenticateWith is authenticate with another authenticator (the
+// subscribe route's, which also takes subscribe tokens).
+func (s *Server) authenticateWith(a auth.Authenticator, w http.ResponseWriter, r *http.Request, refuse refuser) *auth.Principal {
+	p, err := a.Authenticate(r)
 	if err != nil {
 		if task.IsCode(err, task.CodeUnauthenticated) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="errand"`)

@@ -49,6 +49,8 @@ type Server struct {
 	// patterns are the "METHOD /path" patterns of the server's own routes,
 	// in the order registered (RoutePatterns).
 	patterns []string
+	// channelAuth admits subscribers by API key or subscribe token.
+	channelAuth auth.Authenticator
 }
 
 // Route is one v1 route: the method and pattern as registered on the mux,
@@ -117,6 +119,9 @@ var Routes = []Route{
 	{"GET", "/v1/tasks/{instance}/usage", auth.RoleRead, (*Server).getUsage},
 
 	{"GET", "/v1/workers/{instance}", auth.RoleWrite, (*Server).workerConnect},
+
+	{"GET", "/v1/channels/{instance}/{channel}", auth.RoleRead, (*Server).subscribe},
+	{"POST", "/v1/channels/{instance}/{channel}/token", auth.RoleRead, (*Server).channelToken},
 }
 
 // New builds the server and its mux.
@@ -129,6 +134,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{eng: cfg.Engine, auth: cfg.Auth, log: cfg.Logger, mux: http.NewServeMux(), hosts: newHostGuard(cfg.Hosts), workers: cfg.Workers}
 	s.handler = s.guard(s.mux)
+	s.channelAuth = auth.KeyOrChannelToken{Keys: cfg.Auth, Tokens: auth.ChannelTokens{Instances: cfg.Engine.Store(), Clock: cfg.Engine.Clock()}}
 	s.limits = newLimiter(cfg.Engine.Clock(), cfg.Engine.RateLimit)
 	for _, rt := range Routes {
 		s.handle(rt.Method+" "+rt.Pattern, s.wrap(rt))
@@ -218,8 +224,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 // instance's rateLimit is RATE_LIMITED with Retry-After.
 func (s *Server) wrap(rt Route) http.Handler {
 	limited := !unlimitedRoutes[rt.Method+" "+rt.Pattern]
+	tokens := tokenRoutes[rt.Method+" "+rt.Pattern]
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := s.authenticate(w, r, s.writeError)
+		authn := s.auth
+		if tokens {
+			authn = s.channelAuth
+		}
+		p := s.authenticateWith(authn, w, r, s.writeError)
 		if p == nil {
 			return
 		}

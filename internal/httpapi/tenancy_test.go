@@ -179,6 +179,11 @@ var routeCalls = map[string]routeCall{
 	// Without Upgrade: websocket the worker route refuses, after the grant
 	// check (workers_test.go connects for real).
 	"GET /v1/workers/{instance}": {want: 400},
+	// A subscription streams until the subscriber goes: the call resumes
+	// after an event id the channel never gave, refused after the grant
+	// check (channels_test.go subscribes for real).
+	"GET /v1/channels/{instance}/{channel}":        {query: "?since=99", want: 400},
+	"POST /v1/channels/{instance}/{channel}/token": {want: 201},
 }
 
 // TestRouteCallsCoverTheRouter: every route of the router's table has its
@@ -195,7 +200,7 @@ func TestRouteCallsCoverTheRouter(t *testing.T) {
 
 // fill puts values into a route pattern.
 func fill(pattern, instance, queue, taskID string) string {
-	return strings.NewReplacer("{instance}", instance, "{queue}", queue, "{id}", taskID).Replace(pattern)
+	return strings.NewReplacer("{instance}", instance, "{queue}", queue, "{id}", taskID, "{channel}", "room-1").Replace(pattern)
 }
 
 // fixture is one org's instance jobs with a pull queue q (maxAttempts 1)

@@ -25,6 +25,16 @@ type Metrics struct {
 	Leased prometheus.Counter
 	// InFlight is this node's push deliveries in flight.
 	InFlight prometheus.Gauge
+	// ChannelSubscribers is the channel subscribers connected to this node.
+	ChannelSubscribers prometheus.Gauge
+	// ChannelAppended counts messages appended to channel logs by this
+	// node's deliveries (a retried append of the same task is not counted).
+	ChannelAppended prometheus.Counter
+	// ChannelSent counts channel messages handed to this node's
+	// subscribers.
+	ChannelSent prometheus.Counter
+	// ChannelDropped counts subscribers disconnected for lag.
+	ChannelDropped prometheus.Counter
 }
 
 // New makes the collectors on a fresh registry, with the Go runtime's and
@@ -49,8 +59,21 @@ func New() *Metrics {
 		InFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "errand_deliveries_in_flight", Help: "Push deliveries in flight on this node.",
 		}),
+		ChannelSubscribers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "errand_channel_subscribers", Help: "Channel subscribers connected to this node.",
+		}),
+		ChannelAppended: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "errand_channel_messages_appended_total", Help: "Messages appended to channel logs by this node's deliveries.",
+		}),
+		ChannelSent: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "errand_channel_messages_sent_total", Help: "Channel messages sent to this node's subscribers.",
+		}),
+		ChannelDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "errand_channel_subscribers_dropped_total", Help: "Channel subscribers disconnected because they fell too far behind.",
+		}),
 	}
 	reg.MustRegister(m.TasksAdded, m.Attempts, m.DeliverySeconds, m.Leased, m.InFlight,
+		m.ChannelSubscribers, m.ChannelAppended, m.ChannelSent, m.ChannelDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

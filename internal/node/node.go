@@ -1,7 +1,7 @@
 // Package node assembles one errand node from its parts, in one place for
 // `errand serve`, `errand dev` and the embedded engine: the store, the
 // engine and its services, the delivery mux (webhooks; functions served in
-// process or by connected workers; channels later), the HTTP API with
+// process or by connected workers; channels), the HTTP API with
 // metrics, and the publisher of what this node's workers serve (the
 // store's workers table, read by every node).
 package node
@@ -43,6 +43,8 @@ type Config struct {
 	Functions *deliver.Functions
 	// Ops configures the operations API's jobs.
 	Ops engine.OpsConfig
+	// Channels configures channel targets (retention, subscriber buffers).
+	Channels engine.ChannelsConfig
 }
 
 // Node is one assembled node. Start runs it; Close stops it.
@@ -86,14 +88,15 @@ func New(cfg Config) *Node {
 		n.rules = cfg.Guard.URLRules()
 		n.webhook = deliver.NewWebhook(deliver.WebhookOptions{Guard: cfg.Guard})
 	}
+	channel := &deliver.Channel{Store: cfg.Store}
 	backstop := time.Duration(0) // the engine's default: a lone node wakes itself
 	if cfg.Shared {
 		backstop = time.Second
 	}
 	n.Engine = engine.New(engine.Config{
 		Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, Dev: cfg.Dev, URLRules: n.rules,
-		Backstop: backstop, DatabaseClock: cfg.Shared, Ops: cfg.Ops, Node: n.id,
-		Deliverer: &deliver.Mux{Webhook: n.webhook, Function: &deliver.FunctionRoutes{InProcess: cfg.Functions, Workers: n.Workers}},
+		Backstop: backstop, DatabaseClock: cfg.Shared, Ops: cfg.Ops, Node: n.id, Channels: cfg.Channels,
+		Deliverer: &deliver.Mux{Webhook: n.webhook, Function: &deliver.FunctionRoutes{InProcess: cfg.Functions, Workers: n.Workers}, Channel: channel},
 	})
 	n.console = console.New(console.Config{
 		API: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -105,6 +108,7 @@ func New(cfg Config) *Node {
 		}),
 		Dev: cfg.Dev, Changes: n.Engine.Changes, Clock: n.Engine.Clock(), Logger: cfg.Logger,
 	})
+	channel.Appended = n.Engine.ChannelAppended
 	n.Workers.OnFree = n.Engine.Wake
 	n.Workers.OnChange = n.Changed
 	n.Workers.Now = func() int64 { return n.Engine.Clock().Now().UnixMilli() }
@@ -158,10 +162,14 @@ func (n *Node) Handler(c HandlerConfig) *httpapi.Server {
 	return api
 }
 
-// CloseStreams ends the console's live streams: an HTTP server's Shutdown
-// waits for requests in flight, so serve registers it with
-// RegisterOnShutdown. Close does it too.
-func (n *Node) CloseStreams() { n.console.Close() }
+// CloseStreams ends the node's long-lived streams: the console's live
+// counts and the channel subscriptions (each subscriber told to resume
+// elsewhere). An HTTP server's Shutdown waits for requests in flight, so
+// serve registers it with RegisterOnShutdown. Close does it too.
+func (n *Node) CloseStreams() {
+	n.console.Close()
+	n.Engine.EndSubscriptions()
+}
 
 // Close stops the node: the engine (attempts in flight finish or are
 // given back), then the worker connections, the publisher (which removes

@@ -38,6 +38,7 @@ type Store interface {
 	TriggerStore
 	NodeStore
 	UsageStore
+	ChannelStore
 
 	// Close releases the backend; it is safe to call once.
 	Close() error
@@ -57,7 +58,8 @@ type Store interface {
 	// InstanceUpdate applies fn to the instance under a write lock and stores
 	// what fn left (settings, webhook key).
 	InstanceUpdate(ctx context.Context, ref InstanceRef, fn func(*task.Instance) error) (*task.Instance, error)
-	// InstanceDelete removes an instance with its queues and tasks.
+	// InstanceDelete removes an instance with its queues, tasks and
+	// channel logs.
 	InstanceDelete(ctx context.Context, ref InstanceRef) error
 
 	// QueueCreate stores a new queue. QUEUE_EXISTS if the name is taken; a

@@ -106,7 +106,8 @@ func (s *Store) InstanceUpdate(ctx context.Context, ref store.InstanceRef, fn fu
 	return out, err
 }
 
-// InstanceDelete removes an instance with its queues and tasks in one
+// InstanceDelete removes an instance with its queues, tasks and channel
+// logs in one
 // transaction, whose statements may run for up to bulkStatementTimeout.
 func (s *Store) InstanceDelete(ctx context.Context, ref store.InstanceRef) error {
 	org, name := ref.Org, ref.Name
@@ -119,7 +120,7 @@ func (s *Store) InstanceDelete(ctx context.Context, ref store.InstanceRef) error
 			return err
 		}
 		b := &pgx.Batch{}
-		for _, q := range []string{qInstanceDeleteQueues, qInstanceDeleteTasks, qInstanceDeleteUsage, qInstanceDelete} {
+		for _, q := range []string{qInstanceDeleteQueues, qInstanceDeleteTasks, qInstanceDeleteUsage, qInstanceDeleteChannelMessages, qInstanceDeleteChannelHeads, qInstanceDelete} {
 			b.Queue(q, id)
 		}
 		return interpretError(tx.SendBatch(ctx, b).Close())

@@ -34,12 +34,20 @@ func (s *Store) NotifyConfig(ctx context.Context) error {
 // notification, and once after each (re)connect, since notifications sent
 // while it was away are lost. It returns when ctx ends.
 func (s *Store) Listen(ctx context.Context, fn func(config bool)) error {
+	return s.listen(ctx, wakeChannel, func(payload string, connected bool) { fn(connected || payload == configPayload) })
+}
+
+// listen holds one connection with LISTEN name and calls fn with the
+// payload of every notification, and with connected after each
+// (re)connect: anything may have changed while no one listened. It
+// reconnects a second after a loss and returns when ctx ends.
+func (s *Store) listen(ctx context.Context, name string, fn func(payload string, connected bool)) error {
 	for {
-		err := s.listenOnce(ctx, fn)
+		err := s.listenOnce(ctx, name, fn)
 		if ctx.Err() != nil {
 			return nil
 		}
-		s.log.Warn("postgres: LISTEN connection lost; reconnecting", "err", err)
+		s.log.Warn("postgres: LISTEN connection lost; reconnecting", "channel", name, "err", err)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -48,16 +56,16 @@ func (s *Store) Listen(ctx context.Context, fn func(config bool)) error {
 	}
 }
 
-func (s *Store) listenOnce(ctx context.Context, fn func(config bool)) error {
+func (s *Store) listenOnce(ctx context.Context, name string, fn func(payload string, connected bool)) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN "+wakeChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+name); err != nil {
 		return err
 	}
-	fn(true) // anything may have changed while no one listened
+	fn("", true)
 	for {
 		n, err := conn.Conn().WaitForNotification(ctx)
 		if err != nil {
@@ -66,7 +74,7 @@ func (s *Store) listenOnce(ctx context.Context, fn func(config bool)) error {
 			conn.Conn().Close(context.Background())
 			return err
 		}
-		fn(n.Payload == configPayload)
+		fn(n.Payload, false)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/store/postgres"
 )
 
@@ -60,5 +61,45 @@ func TestServerNow(t *testing.T) {
 	}
 	if d := time.Since(now); d > time.Minute || d < -time.Minute {
 		t.Fatalf("server clock %v is %v away", now, d)
+	}
+}
+
+// TestChannelListen: an append committed through one store is announced,
+// with its channel, to the ChannelListen of another on the same database;
+// the listener is called with a zero ref when it connects.
+func TestChannelListen(t *testing.T) {
+	a := postgres.OpenTest(t)
+	b := postgres.OpenTest(t)
+	t.Cleanup(func() { a.Close(); b.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	heard := make(chan store.ChannelRef, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = b.ChannelListen(ctx, func(ref store.ChannelRef) { heard <- ref })
+	}()
+	defer func() { cancel(); <-done }()
+	select {
+	case ref := <-heard:
+		if ref != (store.ChannelRef{}) {
+			t.Fatalf("on connecting: %+v, want a zero ref", ref)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ChannelListen did not connect")
+	}
+	ref := store.ChannelRef{InstanceID: "inst-" + t.Name(), Channel: "room-1"}
+	if _, err := a.ChannelAppend(ctx, &store.ChannelAppendParams{Ref: ref, TaskID: "t1", Body: []byte(`{}`), Now: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case got := <-heard:
+			if got == ref {
+				return
+			}
+			// Another test's append on the same database.
+		case <-time.After(10 * time.Second):
+			t.Fatal("the append was not announced")
+		}
 	}
 }

@@ -92,7 +92,8 @@ func (s *Store) InstanceUpdate(ctx context.Context, ref store.InstanceRef, fn fu
 	return out, err
 }
 
-// InstanceDelete removes an instance with its queues and tasks in one
+// InstanceDelete removes an instance with its queues, tasks and channel
+// logs in one
 // transaction.
 func (s *Store) InstanceDelete(ctx context.Context, ref store.InstanceRef) error {
 	org, name := ref.Org, ref.Name
@@ -106,6 +107,6 @@ func (s *Store) InstanceDelete(ctx context.Context, ref store.InstanceRef) error
 				return err
 			}
 		}
-		return nil
+		return w.deleteInstanceChannels(inst.ID)
 	})
 }

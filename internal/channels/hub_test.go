@@ -1,0 +1,90 @@
+package channels
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/errandhq/errand/internal/clock"
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/testkit/stores"
+)
+
+// TestEveryMessageOnceInOrder: subscribers join at random moments of a
+// stream of appends, live or from an earlier position, with buffers too
+// small for a page (so they leave the stream, read the log and rejoin);
+// each gets every message from its start once, in order, and the hub
+// leaves no goroutine behind.
+func TestEveryMessageOnceInOrder(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	st := stores.Open(t, "sqlite")
+	defer st.Close()
+	h := New(Config{Store: st, Clock: clock.NewFake(time.UnixMilli(1_790_000_000_000)), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Buffer: 8, PageSize: 16, MaxLag: 1 << 20, LagTimeout: time.Hour})
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer h.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ref := store.ChannelRef{InstanceID: "inst-1", Channel: "room-1"}
+	const total = 400
+	appended := make(chan int64, total)
+	go func() {
+		defer close(appended)
+		for i := range total {
+			m, err := st.ChannelAppend(ctx, &store.ChannelAppendParams{Ref: ref, TaskID: fmt.Sprint("t", i), Body: []byte(fmt.Sprintf(`{"n":%d}`, i)), Now: 1})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			h.Appended(ref)
+			appended <- m.Seq
+		}
+	}()
+	var wg sync.WaitGroup
+	join := func(since int64) {
+		defer wg.Done()
+		sub, err := h.Subscribe(ctx, ref, since)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer sub.Close()
+		want := sub.Last() + 1
+		for want <= total {
+			ev, err := sub.Next(ctx)
+			if err != nil {
+				t.Errorf("subscriber from %d: %v at %d", since, err, want)
+				return
+			}
+			if ev.Kind != KindMessage || ev.ID != want || string(ev.Body) != fmt.Sprintf(`{"n":%d}`, want-1) {
+				t.Errorf("subscriber from %d: got %+v, want message %d", since, ev, want)
+				return
+			}
+			want++
+		}
+	}
+	n := 0
+	for seq := range appended {
+		if seq%20 == 0 {
+			wg.Add(2)
+			go join(Live)
+			go join(seq / 2)
+			n += 2
+		}
+	}
+	wg.Wait()
+	if n == 0 {
+		t.Fatal("no subscriber joined")
+	}
+}
+
+// Live is a live subscription's since.
+const Live = -1

@@ -1,0 +1,51 @@
+package deliver
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// Channel delivers channel targets (`{"channel": "room-1"}`): an attempt
+// succeeds once its message, the body a webhook would get, is durably
+// appended to the channel's log; subscribers on every node read it from
+// there. A store error fails the attempt, which is retried like any other;
+// a retry of an attempt whose append had committed answers the message
+// already there, so a task appears in its channel once.
+type Channel struct {
+	Store store.ChannelStore
+	// Appended, when set, is told of each append that committed (the
+	// node's subscribers are woken, the count kept).
+	Appended func(ref store.ChannelRef, m *store.ChannelMessage)
+}
+
+// Deliver implements Deliverer. The attempt's result is
+// {"channel": NAME, "eventId": "N"}: the message's event id.
+func (c *Channel) Deliver(ctx context.Context, r *Request) Result {
+	start := time.Now()
+	now := r.Now
+	if now.IsZero() {
+		now = start
+	}
+	ref := store.ChannelRef{InstanceID: r.Task.InstanceID, Channel: r.Target.Channel}
+	m, err := c.Store.ChannelAppend(ctx, &store.ChannelAppendParams{Ref: ref, TaskID: r.Task.ID, Body: Body(r.Task), Now: now.UnixMilli()})
+	if err != nil {
+		res := failed(0, "appending to channel "+strconv.Quote(r.Target.Channel)+": "+err.Error())
+		if ctx.Err() != nil {
+			res = failed(0, "deadline exceeded")
+		}
+		res.Duration = time.Since(start)
+		return res
+	}
+	if c.Appended != nil {
+		c.Appended(ref, m)
+	}
+	b := append([]byte(`{"channel":`), strconv.Quote(r.Target.Channel)...)
+	b = append(b, `,"eventId":"`...)
+	b = strconv.AppendInt(b, m.Seq, 10)
+	b = append(b, `"}`...)
+	return Result{Outcome: task.Outcome{Status: task.AttemptSucceeded, Result: b}, Duration: time.Since(start)}
+}

@@ -1,0 +1,121 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/errandhq/errand/internal/store"
+)
+
+// channelNotify is the LISTEN/NOTIFY channel of channel appends; each
+// notification's payload is "instanceID/channel" (neither holds a '/').
+const channelNotify = "errand_channel"
+
+const (
+	// qChannelAppend raises the head (locking its row until commit, so
+	// appends to one channel commit in sequence order) and inserts the
+	// message; a task already in the log violates channel_messages_task,
+	// which undoes the raise with the statement.
+	qChannelAppend = `WITH h AS (
+		INSERT INTO channel_heads (instance_id, channel, last_seq) VALUES ($1, $2, 1)
+		ON CONFLICT (instance_id, channel) DO UPDATE SET last_seq = channel_heads.last_seq + 1
+		RETURNING last_seq)
+		INSERT INTO channel_messages (instance_id, channel, seq, task_id, body, created_at)
+		SELECT $1, $2, h.last_seq, $3, $4, $5 FROM h RETURNING seq`
+	qChannelByTask = `SELECT seq, body, created_at FROM channel_messages
+		WHERE instance_id = $1 AND channel = $2 AND task_id = $3`
+	// qChannelRead reads the head, the oldest retained message and a page
+	// in one statement, so one snapshot.
+	qChannelRead = `SELECT h.last_seq,
+		coalesce((SELECT min(o.seq) FROM channel_messages AS o WHERE o.instance_id = $1 AND o.channel = $2), h.last_seq + 1),
+		m.seq, m.task_id, m.body, m.created_at
+		FROM channel_heads AS h LEFT JOIN LATERAL (SELECT seq, task_id, body, created_at FROM channel_messages
+			WHERE instance_id = $1 AND channel = $2 AND seq > $3 ORDER BY seq LIMIT $4) AS m ON true
+		WHERE h.instance_id = $1 AND h.channel = $2 ORDER BY m.seq`
+	// qChannelPrune walks the channels and seeks each one's old messages
+	// (channel_messages_age).
+	qChannelPrune = `DELETE FROM channel_messages WHERE (instance_id, channel, seq) IN (
+		SELECT m.instance_id, m.channel, m.seq FROM channel_heads AS h
+		JOIN channel_messages AS m ON m.instance_id = h.instance_id AND m.channel = h.channel AND m.created_at < $1
+		WHERE m.seq <= h.last_seq - $2 LIMIT $3)`
+	qInstanceDeleteChannelMessages = `DELETE FROM channel_messages WHERE instance_id = $1`
+	qInstanceDeleteChannelHeads    = `DELETE FROM channel_heads WHERE instance_id = $1`
+)
+
+// ChannelAppend appends in one transaction of one round trip, with the
+// NOTIFY that every node's ChannelListen hears at commit.
+func (s *Store) ChannelAppend(ctx context.Context, p *store.ChannelAppendParams) (*store.ChannelMessage, error) {
+	m := &store.ChannelMessage{TaskID: p.TaskID, Body: p.Body, CreatedAt: p.Now}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue(qChannelAppend, p.Ref.InstanceID, p.Ref.Channel, p.TaskID, p.Body, p.Now).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&m.Seq)
+		})
+		b.Queue(`SELECT pg_notify('`+channelNotify+`', $1)`, p.Ref.InstanceID+"/"+p.Ref.Channel)
+		return tx.SendBatch(ctx, b).Close()
+	})
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == sqlUniqueViolation && pe.ConstraintName == "channel_messages_task" {
+		m = &store.ChannelMessage{TaskID: p.TaskID, Repeat: true}
+		err = s.pool.QueryRow(ctx, qChannelByTask, p.Ref.InstanceID, p.Ref.Channel, p.TaskID).Scan(&m.Seq, &m.Body, &m.CreatedAt)
+	}
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return m, nil
+}
+
+// ChannelRead reads a page with the head and the oldest retained message.
+func (s *Store) ChannelRead(ctx context.Context, p *store.ChannelReadParams) (*store.ChannelPage, error) {
+	rows, err := s.pool.Query(ctx, qChannelRead, p.Ref.InstanceID, p.Ref.Channel, p.After, max(p.Limit, 0))
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	page := &store.ChannelPage{Oldest: 1, Messages: []*store.ChannelMessage{}}
+	for rows.Next() {
+		var seq, created *int64
+		var taskID *string
+		var body []byte
+		if err := rows.Scan(&page.Head, &page.Oldest, &seq, &taskID, &body, &created); err != nil {
+			return nil, interpretError(err)
+		}
+		if seq != nil {
+			page.Messages = append(page.Messages, &store.ChannelMessage{Seq: *seq, TaskID: *taskID, Body: body, CreatedAt: *created})
+		}
+	}
+	if err := rowsErr(rows); err != nil {
+		return nil, err
+	}
+	return page, nil
+}
+
+// ChannelPrune deletes one batch of messages outside the window.
+func (s *Store) ChannelPrune(ctx context.Context, p *store.ChannelPruneParams) (int, error) {
+	if p.Limit <= 0 {
+		return 0, nil
+	}
+	tag, err := s.pool.Exec(ctx, qChannelPrune, p.Before, p.Keep, p.Limit)
+	if err != nil {
+		return 0, interpretError(err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// ChannelListen holds one connection with LISTEN errand_channel and calls
+// fn with the channel of every notification, and with a zero ref after
+// each (re)connect. It returns when ctx ends.
+func (s *Store) ChannelListen(ctx context.Context, fn func(store.ChannelRef)) error {
+	return s.listen(ctx, channelNotify, func(payload string, connected bool) {
+		if connected {
+			fn(store.ChannelRef{})
+			return
+		}
+		inst, ch, _ := strings.Cut(payload, "/")
+		fn(store.ChannelRef{InstanceID: inst, Channel: ch})
+	})
+}
