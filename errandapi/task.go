@@ -35,6 +35,22 @@ type Target struct {
 	Channel  string `json:"channel,omitempty"`
 }
 
+// String names the target for people: "webhook https://…",
+// "function app/send-receipt", "channel room-1", or "" for none.
+func (t *Target) String() string {
+	switch {
+	case t == nil:
+		return ""
+	case t.Webhook != "":
+		return "webhook " + t.Webhook
+	case t.Function != "":
+		return "function " + t.Function
+	case t.Channel != "":
+		return "channel " + t.Channel
+	}
+	return ""
+}
+
 // Task is a task in v1 JSON. A list's tasks have no Payload, Result or
 // Attempts; one task's (GET, run, cancel, retry, ack, extend, release)
 // have all three.

@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"html/template"
@@ -202,16 +203,5 @@ func unescapeHTML(s string) string {
 	return b.String()
 }
 
-func fmtTarget(t *errandapi.Target) string {
-	switch {
-	case t == nil:
-		return "—"
-	case t.Webhook != "":
-		return "webhook " + t.Webhook
-	case t.Function != "":
-		return "function " + t.Function
-	case t.Channel != "":
-		return "channel " + t.Channel
-	}
-	return "—"
-}
+// fmtTarget names a target ("webhook https://…", "—").
+func fmtTarget(t *errandapi.Target) string { return cmp.Or(t.String(), "—") }

@@ -48,13 +48,7 @@ func bundleTrigger(tr *task.Trigger, instance string) BundleTrigger {
 	case task.TriggerHook:
 		bt.Hook = &BundleHook{Headers: append([]string{}, tr.HookHeaders...), HasSecret: tr.HookSecret != ""}
 	case task.TriggerTask:
-		bt.Task = &errandapi.TriggerOnTask{Queue: instance + "/" + tr.OnQueue, On: []string{}}
-		if tr.OnSucceeded {
-			bt.Task.On = append(bt.Task.On, "succeeded")
-		}
-		if tr.OnFailed {
-			bt.Task.On = append(bt.Task.On, "failed")
-		}
+		bt.Task = &errandapi.TriggerOnTask{Queue: instance + "/" + tr.OnQueue, On: tr.OnStates()}
 	}
 	return bt
 }

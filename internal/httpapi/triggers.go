@@ -49,13 +49,7 @@ func toTrigger(tr *task.Trigger, instance string) *errandapi.Trigger {
 			out.Hook.Headers = []string{}
 		}
 	case task.TriggerTask:
-		out.Task = &errandapi.TriggerOnTask{Queue: instance + "/" + tr.OnQueue, On: []string{}}
-		if tr.OnSucceeded {
-			out.Task.On = append(out.Task.On, "succeeded")
-		}
-		if tr.OnFailed {
-			out.Task.On = append(out.Task.On, "failed")
-		}
+		out.Task = &errandapi.TriggerOnTask{Queue: instance + "/" + tr.OnQueue, On: tr.OnStates()}
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -38,19 +39,7 @@ func pausedNote(paused bool) string {
 }
 
 // targetText names a target ("webhook https://…", "none").
-func targetText(t *errandapi.Target) string {
-	switch {
-	case t == nil:
-		return "none"
-	case t.Webhook != "":
-		return "webhook " + t.Webhook
-	case t.Function != "":
-		return "function " + t.Function
-	case t.Channel != "":
-		return "channel " + t.Channel
-	}
-	return "none"
-}
+func targetText(t *errandapi.Target) string { return cmp.Or(t.String(), "none") }
 
 // when renders an epoch-ms time for a model: RFC 3339 in UTC.
 func when(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }

@@ -77,6 +77,19 @@ type Trigger struct {
 	UpdatedAt   int64
 }
 
+// OnStates names the final states a chain rule fires on, in the API's
+// words ("succeeded", "failed"); an empty list, never nil, for none.
+func (tr *Trigger) OnStates() []string {
+	on := []string{}
+	if tr.OnSucceeded {
+		on = append(on, "succeeded")
+	}
+	if tr.OnFailed {
+		on = append(on, "failed")
+	}
+	return on
+}
+
 // TriggerPatch is what a create or PATCH sends; nil fields stay as they are.
 // Exactly one of Schedule, Hook and Task names the kind on create; a PATCH
 // may change only the block of the rule's own kind.
