@@ -81,20 +81,8 @@ func TestKilledNodeStall(t *testing.T) {
 	defer rcv.Close()
 	defer release() // before the receiver closes: it waits for its handlers
 
-	code, key, stderr := runMain("keys", "create", "--store", storeURL, "--org", "acme", "--grant", "full:*")
-	if code != 0 {
-		t.Fatalf("keys create: %s", stderr)
-	}
-	key = strings.TrimSpace(key)
-	var nodes []*nodeProc
-	for range 2 {
-		cmd, url, logs := startServe(t, bin, "--store", storeURL, "--webhook-allow", "127.0.0.0/8")
-		nodes = append(nodes, &nodeProc{cmd: cmd, url: url, logs: logs})
-	}
+	key, nodes := startNodes(t, bin, storeURL, 2)
 	n0 := nodes[0].url
-	if st, body := call(t, key, "POST", n0+"/v1/instances", `{"name":"jobs"}`); st != 201 {
-		t.Fatalf("instance: %d %s", st, body)
-	}
 	q := fmt.Sprintf(`{"name":"q","target":{"webhook":%q},"maxConcurrent":%d}`, rcv.URL, maxConcurrent)
 	if st, body := call(t, key, "POST", n0+"/v1/tasks/jobs/queues", q); st != 201 {
 		t.Fatalf("queue: %d %s", st, body)
@@ -180,20 +168,8 @@ func TestTerminatedNodeHandsBack(t *testing.T) {
 	defer rcv.Close()
 	defer close(done) // first: the receiver's Close waits for its handlers
 
-	code, key, stderr := runMain("keys", "create", "--store", storeURL, "--org", "acme", "--grant", "full:*")
-	if code != 0 {
-		t.Fatalf("keys create: %s", stderr)
-	}
-	key = strings.TrimSpace(key)
-	var nodes []*nodeProc
-	for range 2 {
-		cmd, url, logs := startServe(t, bin, "--store", storeURL, "--webhook-allow", "127.0.0.0/8")
-		nodes = append(nodes, &nodeProc{cmd: cmd, url: url, logs: logs})
-	}
+	key, nodes := startNodes(t, bin, storeURL, 2)
 	n0 := nodes[0].url
-	if st, body := call(t, key, "POST", n0+"/v1/instances", `{"name":"jobs"}`); st != 201 {
-		t.Fatalf("instance: %d %s", st, body)
-	}
 	q := fmt.Sprintf(`{"name":"q","target":{"webhook":%q},"maxConcurrent":1}`, rcv.URL)
 	if st, body := call(t, key, "POST", n0+"/v1/tasks/jobs/queues", q); st != 201 {
 		t.Fatalf("queue: %d %s", st, body)

@@ -119,20 +119,8 @@ func TestThreeNodesShareTheWorkAndSurviveAKill(t *testing.T) {
 	defer rcv.Close()
 	defer release() // before the receiver closes: it waits for its handlers
 
-	code, key, stderr := runMain("keys", "create", "--store", storeURL, "--org", "acme", "--grant", "full:*")
-	if code != 0 {
-		t.Fatalf("keys create: %s", stderr)
-	}
-	key = strings.TrimSpace(key)
-	var nodes []*nodeProc
-	for range 3 {
-		cmd, url, logs := startServe(t, bin, "--store", storeURL, "--webhook-allow", "127.0.0.0/8")
-		nodes = append(nodes, &nodeProc{cmd: cmd, url: url, logs: logs})
-	}
+	key, nodes := startNodes(t, bin, storeURL, 3)
 	n0 := nodes[0].url
-	if st, body := call(t, key, "POST", n0+"/v1/instances", `{"name":"jobs"}`); st != 201 {
-		t.Fatalf("instance: %d %s", st, body)
-	}
 	if st, body := call(t, key, "PATCH", n0+"/v1/tasks/jobs/settings", `{"maxInFlight":1000}`); st != 200 {
 		t.Fatalf("settings: %d %s", st, body)
 	}
@@ -220,6 +208,34 @@ type nodeProc struct {
 	logs *lockedBuffer
 }
 
+// adminKey makes a full:* key for organization acme in the store at
+// storeURL and returns it.
+func adminKey(t *testing.T, storeURL string) string {
+	t.Helper()
+	code, key, stderr := runMain("keys", "create", "--store", storeURL, "--org", "acme", "--grant", "full:*")
+	if code != 0 {
+		t.Fatalf("keys create: %s", stderr)
+	}
+	return strings.TrimSpace(key)
+}
+
+// startNodes makes an admin key, starts n serve nodes on storeURL that may
+// deliver to loopback webhooks, and creates the instance jobs through the
+// first; it returns the key and the nodes.
+func startNodes(t *testing.T, bin, storeURL string, n int) (string, []*nodeProc) {
+	t.Helper()
+	key := adminKey(t, storeURL)
+	var nodes []*nodeProc
+	for range n {
+		cmd, url, logs := startServe(t, bin, "--store", storeURL, "--webhook-allow", "127.0.0.0/8")
+		nodes = append(nodes, &nodeProc{cmd: cmd, url: url, logs: logs})
+	}
+	if st, body := call(t, key, "POST", nodes[0].url+"/v1/instances", `{"name":"jobs"}`); st != 201 {
+		t.Fatalf("instance: %d %s", st, body)
+	}
+	return key, nodes
+}
+
 func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
@@ -248,11 +264,7 @@ func TestPostgresGoneAndBack(t *testing.T) {
 	u.Host = p.Addr
 	viaProxy := u.String()
 	bin := buildErrand(t)
-	code, key, stderr := runMain("keys", "create", "--store", storeURL, "--org", "acme", "--grant", "full:*")
-	if code != 0 {
-		t.Fatalf("keys create: %s", stderr)
-	}
-	key = strings.TrimSpace(key)
+	key := adminKey(t, storeURL)
 	_, base, _ := startServe(t, bin, "--store", viaProxy)
 	if st, body := call(t, key, "POST", base+"/v1/instances", `{"name":"jobs"}`); st != 201 {
 		t.Fatalf("instance: %d %s", st, body)
