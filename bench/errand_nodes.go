@@ -57,6 +57,7 @@ func (e *errandSystem) Nodes(ctx context.Context, n int) ([]nodeCell, error) {
 	first := true
 	for _, k := range nodeCounts {
 		for _, wl := range nodeWorkloads {
+			t0 := time.Now()
 			// Every cell starts on a fresh database with node 1 (the first
 			// one on the store the harness's Setup made), so that no cell
 			// works beside the rows of the one before.
@@ -87,8 +88,8 @@ func (e *errandSystem) Nodes(ctx context.Context, n int) ([]nodeCell, error) {
 			c := nodeCell{nodes: k, workload: wl, n: n, seconds: d.Seconds(), perSecond: float64(n) / d.Seconds(),
 				errandUS: us(w.errand()), pgUS: us(w.pg), pgRunUS: us(w.pgRun), harnessUS: us(w.self)}
 			cells = append(cells, c)
-			logf("  %s nodes: %d node(s) %s: %s tasks/s, errand %.0f µs/task, PostgreSQL %.0f µs/task (its backends of this run %.0f), harness %.0f µs/task",
-				e.Name(), k, wl, thousands(c.perSecond), c.errandUS, c.pgUS, c.pgRunUS, c.harnessUS)
+			logf("  %s nodes: %d node(s) %s: %s tasks/s, errand %.0f µs/task, PostgreSQL %.0f µs/task (the run database's processes %.0f), harness %.0f µs/task; %.1fs with setup and preload",
+				e.Name(), k, wl, thousands(c.perSecond), c.errandUS, c.pgUS, c.pgRunUS, c.harnessUS, time.Since(t0).Seconds())
 		}
 	}
 	return cells, nil
