@@ -31,7 +31,12 @@ package main
 // binary and the `errand serve` process), errand_receiver.go (the webhook
 // receiver), errand_api.go (the calls to the v1 API), errand_checks.go
 // (exactly-once and settled checks), errand_workloads.go (insert, burndown,
-// push) and errand_steady.go (steady, backlog, idle).
+// push), errand_steady.go (steady, backlog, idle), errand_nodes.go (the
+// nodes workload: several serve processes on one PostgreSQL database) and
+// cpu.go (the CPU of errand, the harness and PostgreSQL in a timed window).
+//
+// errand-sqlite-full is this system with `--sync FULL` (the sync field):
+// burn-down and steady only.
 
 import (
 	"bytes"
@@ -114,6 +119,7 @@ func (e *errandSystem) Supports(workload string) bool {
 	}
 	return true
 }
+
 func (e *errandSystem) Store() string {
 	if e.store == "postgres" {
 		return "postgresql"

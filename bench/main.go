@@ -97,7 +97,8 @@ var (
 		idleSamples: 200, idleBudget: 8 * time.Second,
 		idleDefaults: true,
 		// The nodes workload's six measurements (1–3 nodes × pull, push)
-		// once: ~1.5 minutes of the 20.
+		// once: ~1–2.5 minutes of the 20 (a quick run's 35–75 s, its
+		// timed part ×5).
 		rounds: map[string]int{"nodes": 1},
 		nodesN: 50_000,
 	}

@@ -6,6 +6,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"text/tabwriter"
 )
 
@@ -59,7 +60,7 @@ func printNodes(w io.Writer, rows []*row) {
 		}
 		fmt.Fprintf(w, "\nnodes (%s, %s tasks per cell, a fresh database per cell, %d round(s)):\n", r.system, thousands(float64(cells[0].n)), cells[0].rounds)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "nodes\tworkload\ttasks/s\terrand µs/task\tPG µs/task\t(its run's db)\t≈ tasks/s per PG core\tharness µs/task\t")
+		fmt.Fprintln(tw, "nodes\tworkload\ttasks/s\terrand µs/task\tPG µs/task\trun's db only\t≈ tasks/s per PG core\tharness µs/task\t")
 		for _, c := range cells {
 			ceiling := "-"
 			if c.pgUS > 0 {
@@ -72,12 +73,18 @@ func printNodes(w io.Writer, rows []*row) {
 queue to the loopback receiver unpaused, every node's dispatcher delivering. errand µs/task: the CPU
 of all the serve processes over the timed window. PG µs/task: the CPU of every process named postgres
 on this machine — the whole server, otherwise idle during the run — including backends that exited
-(the postmaster's child times); (its run's db): only the live processes whose title names the
-run's database (its backends and autovacuum workers, not the WAL writer, checkpointer or exited
-backends): when it is far below PG µs/task, something else used the server during the run. On this
-2-core machine the nodes, PostgreSQL and the harness share two cores: more nodes show their
-overhead, not scaling. PG µs/task predicts one database's ceiling on a bigger server, with errand's
-nodes elsewhere: ≈ cores × 1e6 / PG µs per task, the "tasks/s per PG core" column times its cores.
+(the postmaster's child times); run's db only: the live processes whose title names the run's
+database (its backends and autovacuum workers; not the WAL writer, checkpointer or exited backends):
+a gap well beyond those means something else used the server during the run.
+`)
+		cores := runtime.NumCPU()
+		if cores <= 4 {
+			fmt.Fprintf(w, "On this %d-core machine errand's nodes, PostgreSQL and the harness share %d cores: more nodes show\ntheir overhead, not scaling.", cores, cores)
+		} else {
+			fmt.Fprintf(w, "errand's nodes, PostgreSQL and the harness share this machine's %d cores: more nodes can scale\nonly as far as cores are free.", cores)
+		}
+		fmt.Fprint(w, ` PG µs/task predicts one database's ceiling on a bigger server, with errand's
+nodes elsewhere: ≈ cores × 1e6 / PG µs per task (the "tasks/s per PG core" column times its cores).
 `)
 	}
 }
