@@ -22,6 +22,16 @@ import (
 	"github.com/errandhq/errand/errandapi"
 )
 
+// errandConn is the harness's connection to one `errand serve` node: its
+// address, the run's key, and the SDK client over an http.Client of its own
+// (Teardown closes its idle connections).
+type errandConn struct {
+	base   string         // http://127.0.0.1:PORT
+	key    string         // the run's key (every node shares the store)
+	api    *client.Client // the Go SDK's client of the node
+	client *http.Client   // under api
+}
+
 // newErrandAPI is the SDK client of one run and the http.Client under it
 // (Teardown closes its idle connections).
 //
@@ -152,7 +162,7 @@ func (e *errandSystem) listIDs(ctx context.Context, queue string, state errandap
 
 // lease leases up to count tasks of queue for 60 s, waiting up to wait
 // seconds for one to come due.
-func (e *errandSystem) lease(ctx context.Context, queue string, count, wait int) ([]errandapi.LeasedTask, error) {
+func (e *errandConn) lease(ctx context.Context, queue string, count, wait int) ([]errandapi.LeasedTask, error) {
 	return e.api.Lease(ctx, errandInstance, queue, errandapi.LeaseRequest{Count: &count, LeaseSeconds: new(60), WaitSeconds: wait})
 }
 
@@ -166,7 +176,7 @@ func leasedAt(t errandapi.LeasedTask) (int64, error) {
 }
 
 // ackBatch acks ts in one call of errand's batch ack; every result must be ok.
-func (e *errandSystem) ackBatch(ctx context.Context, queue string, ts []errandapi.LeasedTask) error {
+func (e *errandConn) ackBatch(ctx context.Context, queue string, ts []errandapi.LeasedTask) error {
 	acks := make([]errandapi.BatchAck, len(ts))
 	for i, t := range ts {
 		acks[i] = errandapi.BatchAck{ID: t.ID, LeaseID: t.LeaseID}
@@ -194,7 +204,7 @@ func (e *errandSystem) ackBatch(ctx context.Context, queue string, ts []errandap
 // and lowered the figure; the harness needs only "it was acked". It never
 // retries either. The answer is read to its end, so that the connection
 // goes back to the pool.
-func (e *errandSystem) ack(ctx context.Context, t errandapi.LeasedTask) error {
+func (e *errandConn) ack(ctx context.Context, t errandapi.LeasedTask) error {
 	u := e.base + "/v1/tasks/" + errandInstance + "/tasks/" + url.PathEscape(t.ID) + "/ack"
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(`{"leaseId":"`+t.LeaseID+`"}`))
 	if err != nil {

@@ -145,37 +145,8 @@ func (p *externalProcess) Pid() string { return strconv.Itoa(p.cmd.Process.Pid) 
 
 // CPUSeconds is the user+system CPU time the process has used so far.
 func (p *externalProcess) CPUSeconds() float64 {
-	b, err := os.ReadFile("/proc/" + p.Pid() + "/stat")
-	if err != nil {
-		return 0
-	}
-	// Fields after the command (which is in parentheses): state is field 3,
-	// utime and stime are fields 14 and 15, in clock ticks (100 per second).
-	s := string(b)
-	fs := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fs) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseFloat(fs[11], 64)
-	st, _ := strconv.ParseFloat(fs[12], 64)
-	return (u + st) / 100
-}
-
-// selfCPUSeconds is this process's user+system CPU time so far.
-func selfCPUSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-}
-
-// cpuNote describes the CPU errand and the harness used for n tasks since
-// (errandCPU, selfCPU) were read.
-func (e *errandSystem) cpuNote(n int, errandCPU, selfCPU float64, d time.Duration) string {
-	ec, hc := e.proc.CPUSeconds()-errandCPU, selfCPUSeconds()-selfCPU
-	return fmt.Sprintf("errand %.2f CPU-s (%.0f µs/task, %.0f%% of a core), harness %.2f CPU-s, over %.2fs",
-		ec, ec/float64(n)*1e6, ec/d.Seconds()*100, hc, d.Seconds())
+	own, _ := procCPUSeconds(p.Pid())
+	return own
 }
 
 // PeakRSSMB is the process's peak RSS so far (a fresh process per run, so

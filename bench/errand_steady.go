@@ -42,7 +42,7 @@ func (e *errandSystem) AddFuture(ctx context.Context, n int) error {
 		return err
 	}
 	delay := futureDelay.Seconds()
-	ecpu, hcpu := e.proc.CPUSeconds(), selfCPUSeconds()
+	mark := e.markCPU()
 	start := time.Now()
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -66,7 +66,7 @@ func (e *errandSystem) AddFuture(ctx context.Context, n int) error {
 	if err := <-errs; err != nil {
 		return err
 	}
-	logf("  %s backlog preload: %s", e.Name(), e.cpuNote(n, ecpu, hcpu, time.Since(start)))
+	logf("  %s backlog preload: %s", e.Name(), e.cpuNote(n, mark, time.Since(start)))
 	// Every add answered ok per task; errand's counts stop at 10,000.
 	c, capped, err := e.countsCapped(ctx, q)
 	if err != nil {

@@ -159,7 +159,7 @@ func (w *workerSystem) BurnDown(ctx context.Context, n int) (time.Duration, erro
 	if err != nil {
 		return 0, fmt.Errorf("preload: %w", err)
 	}
-	ecpu, hcpu := w.proc.CPUSeconds(), selfCPUSeconds()
+	mark := w.markCPU()
 	start := time.Now()
 	off := false
 	if _, err := w.api.UpdateQueue(ctx, errandInstance, "burn", errandapi.QueueRequest{Paused: &off}); err != nil {
@@ -173,7 +173,7 @@ func (w *workerSystem) BurnDown(ctx context.Context, n int) (time.Duration, erro
 		return 0, err
 	}
 	d := end.Sub(start)
-	logf("  %s burndown: %s", w.Name(), w.cpuNote(n, ecpu, hcpu, d))
+	logf("  %s burndown: %s", w.Name(), w.cpuNote(n, mark, d))
 	return d, sameIDs("worker", w.seen.Load().snapshot(), ids)
 }
 

@@ -19,14 +19,14 @@ func (e *errandSystem) Insert(ctx context.Context, n, batch int) (time.Duration,
 	if err := e.createQueue(ctx, "insert", "push", true); err != nil {
 		return 0, err
 	}
-	ecpu, hcpu := e.proc.CPUSeconds(), selfCPUSeconds()
+	mark := e.markCPU()
 	start := time.Now()
 	ids, err := e.addMany(ctx, "insert", n, batch, e.tun.InsertClients)
 	d := time.Since(start)
 	if err != nil {
 		return 0, err
 	}
-	logf("  %s insert: %s", e.Name(), e.cpuNote(n, ecpu, hcpu, d))
+	logf("  %s insert: %s", e.Name(), e.cpuNote(n, mark, d))
 	return d, e.expectAll(ctx, "insert", "scheduled", ids)
 }
 
@@ -35,15 +35,18 @@ func (e *errandSystem) Insert(ctx context.Context, n, batch int) (time.Duration,
 // pullWorkers runs workers that lease and ack until stop says so. Each
 // worker leases up to LeaseCount and acks them in one batch ack (BatchAck)
 // or with AckConcurrency concurrent requests, then leases again. onTask is called when a task is leased,
-// onAck after its ack answered.
+// onAck after its ack answered. With several nodes (the nodes workload) the
+// workers are spread over them round-robin: worker i talks to node i mod k.
 func (e *errandSystem) pullWorkers(ctx context.Context, queue string, wait int, stop func() bool, onTask func(errandapi.LeasedTask), onAck func(errandapi.LeasedTask)) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, e.tun.LeaseWorkers)
-	for range e.tun.LeaseWorkers {
+	conns := e.conns()
+	for i := range e.tun.LeaseWorkers {
+		c := conns[i%len(conns)]
 		wg.Go(func() {
 			sem := make(chan struct{}, e.tun.AckConcurrency)
 			for !stop() && ctx.Err() == nil {
-				ts, err := e.lease(ctx, queue, e.tun.LeaseCount, wait)
+				ts, err := c.lease(ctx, queue, e.tun.LeaseCount, wait)
 				if err != nil {
 					if ctx.Err() == nil {
 						errs <- err
@@ -60,7 +63,7 @@ func (e *errandSystem) pullWorkers(ctx context.Context, queue string, wait int, 
 					for _, t := range ts {
 						onTask(t)
 					}
-					if err := e.ackBatch(ctx, queue, ts); err != nil {
+					if err := c.ackBatch(ctx, queue, ts); err != nil {
 						if ctx.Err() == nil {
 							errs <- err
 						}
@@ -78,7 +81,7 @@ func (e *errandSystem) pullWorkers(ctx context.Context, queue string, wait int, 
 					sem <- struct{}{}
 					awg.Go(func() {
 						defer func() { <-sem }()
-						if err := e.ack(ctx, t); err != nil {
+						if err := c.ack(ctx, t); err != nil {
 							aerr.CompareAndSwap(nil, &err)
 							return
 						}
@@ -110,7 +113,7 @@ func (e *errandSystem) BurnDown(ctx context.Context, n int) (time.Duration, erro
 	}
 	leases, acks := newIDCounter(n), newIDCounter(n)
 	var leasedN, acked atomic.Int64
-	ecpu, hcpu := e.proc.CPUSeconds(), selfCPUSeconds()
+	mark := e.markCPU()
 	start := time.Now()
 	err = e.pullWorkers(ctx, "work", 0,
 		func() bool { return leasedN.Load() >= int64(n) },
@@ -120,7 +123,7 @@ func (e *errandSystem) BurnDown(ctx context.Context, n int) (time.Duration, erro
 	if err != nil {
 		return 0, err
 	}
-	logf("  %s burndown: %s", e.Name(), e.cpuNote(n, ecpu, hcpu, d))
+	logf("  %s burndown: %s", e.Name(), e.cpuNote(n, mark, d))
 	if err := sameIDs("leased", leases.snapshot(), ids); err != nil {
 		return 0, err
 	}
@@ -145,7 +148,7 @@ func (e *errandSystem) Push(ctx context.Context, n int) (time.Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("preload: %w", err)
 	}
-	ecpu, hcpu := e.proc.CPUSeconds(), selfCPUSeconds()
+	mark := e.markCPU()
 	start := time.Now()
 	if _, err := e.api.UpdateQueue(ctx, errandInstance, "push", errandapi.QueueRequest{Paused: new(false)}); err != nil {
 		return 0, err
@@ -160,6 +163,6 @@ func (e *errandSystem) Push(ctx context.Context, n int) (time.Duration, error) {
 	if err := sameIDs("receiver", e.hook.ids(), ids); err != nil {
 		return 0, err
 	}
-	logf("  %s push: %s; the receiver accepted %d connections", e.Name(), e.cpuNote(n, ecpu, hcpu, done.Sub(start)), e.hook.conns.Load())
+	logf("  %s push: %s; the receiver accepted %d connections", e.Name(), e.cpuNote(n, mark, done.Sub(start)), e.hook.conns.Load())
 	return done.Sub(start), nil
 }

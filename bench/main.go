@@ -34,6 +34,7 @@ type sizes struct {
 	idleDefaults         bool           // also run idle with each system's default settings
 	backlogCap           map[string]int // per system, like burnDownCap
 	rounds               map[string]int // per workload, where it differs from defaultRounds
+	nodesN               int            // nodes: tasks per node count and workload
 }
 
 // backlogOf is the backlog size for system name.
@@ -60,7 +61,8 @@ var (
 		// per round is all 3 minutes allow, so quick runs the tuned settings
 		// only.
 		idleDefaults: false,
-		rounds:       map[string]int{"steady": 1},
+		rounds:       map[string]int{"steady": 1, "nodes": 1},
+		nodesN:       10_000,
 	}
 	// fullSizes fit the full run in under 20 minutes.
 	fullSizes = sizes{
@@ -77,6 +79,7 @@ var (
 			// errand works 6,000–15,000 tasks/s here, and preloads over
 			// HTTP 17,000–30,000/s.
 			"errand-sqlite":        100_000,
+			"errand-sqlite-full":   100_000,
 			"errand-pg":            100_000,
 			"errand-inproc-sqlite": 100_000,
 			"errand-inproc-pg":     100_000,
@@ -93,6 +96,11 @@ var (
 		},
 		idleSamples: 200, idleBudget: 8 * time.Second,
 		idleDefaults: true,
+		// The nodes workload's six measurements (1–3 nodes × pull, push)
+		// once: ~1–2.5 minutes of the 20 (a quick run's 35–75 s, its
+		// timed part ×5).
+		rounds: map[string]int{"nodes": 1},
+		nodesN: 50_000,
 	}
 )
 
@@ -101,7 +109,7 @@ var (
 // says otherwise.
 const defaultRounds = 2
 
-var allWorkloads = []string{"insert", "burndown", "push", "steady", "idle", "backlog"}
+var allWorkloads = []string{"insert", "burndown", "push", "steady", "idle", "backlog", "nodes"}
 
 // result is one run of one workload on one system.
 type result struct {
@@ -110,6 +118,7 @@ type result struct {
 	perSecond float64 // 0 = not a throughput workload
 	lat       []time.Duration
 	rssMB     float64
+	nodes     []nodeCell // nodes: one per node count and workload
 }
 
 // row is one line of the report: the rounds of one (system, workload).
@@ -136,6 +145,9 @@ type jsonRow struct {
 	Rounds       int      `json:"rounds"`
 	Backlog      int      `json:"backlog,omitempty"` // backlog: future tasks in the store during the window
 	Settings     string   `json:"settings,omitempty"`
+	// Nodes is the nodes workload's table: per node count and workload,
+	// medians over the rounds.
+	Nodes []jsonNodeCell `json:"nodes,omitempty"`
 }
 
 func main() {
@@ -162,6 +174,7 @@ func main() {
 		errandSrc  = flag.String("errand-src", "..", "the errand repository `DIR` whose ./cmd/errand is built")
 		errandTun  = flag.String("errand-tuning", "", "override errand's settings: `key=value,…` of insertClients, leaseWorkers, leaseCount, ackConcurrency, batchAck, maxInFlight, steadyMode (push|pull)")
 		rawConc    = flag.Int("raw-concurrency", 64, "raw-http: concurrent POSTs to the receiver")
+		nodesN     = flag.Int("nodes-n", 0, "override the nodes workload's size (tasks per node count and workload)")
 	)
 	flag.Parse()
 	defer runAtExit()
@@ -205,6 +218,9 @@ func main() {
 	}
 	if *idleDef {
 		sz.idleDefaults = true
+	}
+	if *nodesN > 0 {
+		sz.nodesN = *nodesN
 	}
 	roundsOf := func(workload string) int {
 		switch {
@@ -341,6 +357,8 @@ func main() {
 	elapsed := time.Since(start)
 
 	printTable(os.Stdout, rows)
+	printRatios(os.Stdout, rows)
+	printNodes(os.Stdout, rows)
 	fmt.Printf("\n%s mode, %s, took %s. per second: median of rounds (min–max); p50/p99: over the latencies of all rounds pooled; rss: peak RSS of the worker process, largest round (backlog: of its steady window, after the preload).\n",
 		mode, roundsText, elapsed.Round(time.Second))
 	var spent []string
@@ -444,6 +462,17 @@ func runOnce(ctx context.Context, s System, workload string, tuned bool, sz size
 			return res, err
 		}
 		res = result{n: sr.Worked, seconds: sr.Elapsed.Seconds(), perSecond: float64(sr.Worked) / sr.Elapsed.Seconds(), lat: sr.Latency}
+	case "nodes":
+		ns, ok := s.(NodeScaler)
+		if !ok {
+			return res, fmt.Errorf("%s has no nodes workload", s.Name())
+		}
+		t0 := time.Now()
+		cells, err := ns.Nodes(ctx, sz.nodesN)
+		if err != nil {
+			return res, err
+		}
+		res = result{n: sz.nodesN, seconds: time.Since(t0).Seconds(), nodes: cells}
 	case "idle":
 		lat, d, err := runIdle(ctx, s, tuned, sz)
 		if err != nil {
@@ -568,12 +597,18 @@ func summarize(r *row) summary {
 }
 
 func printTable(w io.Writer, rows []*row) {
+	if !slices.ContainsFunc(rows, func(r *row) bool { return r.workload != "nodes" || len(r.rounds) == 0 }) {
+		return // only the nodes workload, which has its own table
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "system\tstore\tworkload\tn\tper second median (min–max)\tp50 ms\tp99 ms\trss MB\t")
 	for _, r := range rows {
 		if len(r.rounds) == 0 {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t-\tfailed\t-\t-\t-\t\n", r.system, r.store, r.workload)
 			continue
+		}
+		if r.workload == "nodes" {
+			continue // its own table (printNodes)
 		}
 		s := summarize(r)
 		per, p50, p99 := "-", "-", "-"
@@ -649,6 +684,9 @@ func writeJSON(path string, rows []*row) error {
 		}
 		if s.rss > 0 {
 			j.RSSMB = f(round3(s.rss))
+		}
+		if r.workload == "nodes" {
+			j.Nodes = jsonNodes(r)
 		}
 		out = append(out, j)
 	}

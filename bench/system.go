@@ -91,6 +91,7 @@ var systemFactories = []struct {
 	{"river-sqlite", newRiverSQLite},
 	{"asynq", newAsynq},
 	{"errand-sqlite", func(o Options) System { return newErrandSystem(o, "sqlite") }},
+	{"errand-sqlite-full", newErrandSQLiteFull},
 	{"errand-pg", func(o Options) System { return newErrandSystem(o, "postgres") }},
 	{"errand-inproc-sqlite", func(o Options) System { return newInprocSystem(o, "sqlite") }},
 	{"errand-inproc-pg", func(o Options) System { return newInprocSystem(o, "postgres") }},
@@ -134,7 +135,8 @@ type RSSResetter interface {
 
 // Supporter is implemented by systems that run only some workloads
 // (raw-http runs push only). Without it a system runs every workload its
-// methods allow (push needs Pusher, backlog needs Backlogger).
+// methods allow (push needs Pusher, backlog needs Backlogger, nodes needs
+// NodeScaler).
 type Supporter interface {
 	Supports(workload string) bool
 }
@@ -150,6 +152,9 @@ func supports(s System, workload string) bool {
 		return ok
 	case "backlog":
 		_, ok := s.(Backlogger)
+		return ok
+	case "nodes":
+		_, ok := s.(NodeScaler)
 		return ok
 	}
 	return true

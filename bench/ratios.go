@@ -1,0 +1,45 @@
+package main
+
+// ratios.go prints the ratios BENCHMARKS.md reads: every errand system's
+// throughput ÷ River on PostgreSQL's, per workload, from the same run.
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// ratioBase is the system the ratios divide by.
+const ratioBase = "river-pg"
+
+// printRatios prints, for each workload where river-pg has a throughput,
+// each errand system's median per second ÷ river-pg's median (higher is
+// better). Nothing when river-pg did not run.
+func printRatios(w io.Writer, rows []*row) {
+	var lines []string
+	for _, base := range rows {
+		if base.system != ratioBase || len(base.rounds) == 0 {
+			continue
+		}
+		b := summarize(base).perSec
+		if b <= 0 {
+			continue
+		}
+		var parts []string
+		for _, r := range rows {
+			if r.workload != base.workload || !strings.HasPrefix(r.system, "errand-") || len(r.rounds) == 0 {
+				continue
+			}
+			if s := summarize(r).perSec; s > 0 {
+				parts = append(parts, fmt.Sprintf("%s %.2f", r.system, s/b))
+			}
+		}
+		if len(parts) > 0 {
+			lines = append(lines, fmt.Sprintf("  %-9s %s", base.workload, strings.Join(parts, ", ")))
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nratios ÷ %s (medians per second, this run; higher is better):\n%s\n", ratioBase, strings.Join(lines, "\n"))
+}
