@@ -30,7 +30,8 @@ type vacuumerDeps struct {
 // step over, whatever autovacuum's schedule: every second it reads the
 // table's dead row count and vacuums when it passed the threshold
 // (store.Vacuumer). Every node runs one; a vacuum already running on
-// another node is not repeated.
+// another node is not repeated. After a vacuum it pauses at least as long
+// as the vacuum took.
 type vacuumer struct {
 	runner
 	vacuumerDeps
@@ -61,26 +62,33 @@ func newVacuumer(d vacuumerDeps) *vacuumer {
 func (v *vacuumer) Start(ctx context.Context) error { return v.start(ctx, v.run) }
 
 func (v *vacuumer) run(ctx context.Context) {
+	pause := v.every
 	for {
-		if !sleep(ctx, v.clock, v.clock.Now().Add(v.every), nil, nil) {
+		if !sleep(ctx, v.clock, v.clock.Now().Add(pause), nil, nil) {
 			return
 		}
-		v.pass(ctx)
+		// After a vacuum the node waits at least as long as it took, so
+		// that on a large table (a long retention) vacuums take at most
+		// half of one database session's time, however fast the churn.
+		pause = max(v.every, v.pass(ctx))
 	}
 }
 
-// pass reads the dead row count and vacuums if it is due.
-func (v *vacuumer) pass(ctx context.Context) {
-	start := time.Now()
+// pass reads the dead row count and vacuums if it is due; it returns how
+// long the vacuum took (0 without one).
+func (v *vacuumer) pass(ctx context.Context) time.Duration {
+	start := v.clock.Now()
 	dead, ran, err := v.store.VacuumTasks(ctx, v.minDead)
 	if err != nil {
 		if ctx.Err() == nil {
 			v.log.Warn("vacuum of the task table failed", "err", err)
 		}
-		return
+		return 0
 	}
+	took := time.Duration(0)
 	if ran {
-		v.log.Debug("vacuumed the task table", "dead", dead, "took", time.Since(start))
+		took = v.clock.Now().Sub(start)
+		v.log.Debug("vacuumed the task table", "dead", dead, "took", took)
 	}
 	v.passes.update(func(p *vacuumPass) {
 		p.passes++
@@ -89,4 +97,5 @@ func (v *vacuumer) pass(ctx context.Context) {
 			p.ran++
 		}
 	})
+	return took
 }
