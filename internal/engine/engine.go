@@ -99,7 +99,6 @@ type Engine struct {
 	scheduler  *Scheduler
 	chainer    *Chainer
 	notifier   *notifierService // nil unless the store is shared
-	vacuumer   *vacuumer        // nil unless the store needs vacuuming (PostgreSQL)
 	usage      *Usage
 	hub        *channels.Hub // this node's channel subscribers
 	pruner     *ChannelPruner
@@ -141,7 +140,6 @@ func New(cfg Config) *Engine {
 	// Other nodes' channel appends are heard from the store itself (the
 	// cache below does not pass the listener on).
 	listener, _ := cfg.Store.(store.ChannelListener)
-	vac, _ := cfg.Store.(store.Vacuumer)
 	if n, ok := cfg.Store.(store.Notifier); ok {
 		// A shared store: instances and queues are cached, and dropped on
 		// every node when one changes them.
@@ -191,10 +189,6 @@ func New(cfg Config) *Engine {
 	// once it has handed back its attempts.
 	// usage first, so that it stops last and flushes what the others counted.
 	e.services = append(e.services, e.usage, e.cleaner, e.pruner, e.hub, e.rescuer, e.liveness, e.dispatcher, e.scheduler, e.chainer)
-	if vac != nil {
-		e.vacuumer = newVacuumer(vacuumerDeps{store: vac, log: cfg.Logger.With("service", "vacuumer")})
-		e.services = append(e.services, e.vacuumer)
-	}
 	if n, ok := cfg.Store.(store.Notifier); ok {
 		// Other nodes' changes wake the dispatcher and long polls, the
 		// rescuer and the scheduler here.

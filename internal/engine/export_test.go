@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"github.com/errandhq/errand/internal/clock"
 	"testing"
 	"time"
 )
@@ -138,33 +137,3 @@ func (s *Signals) UsageAsleepUntil(tb testing.TB, at time.Time) {
 	tb.Helper()
 	wait(tb, "the usage service to sleep until "+at.String(), s.e.usage.asleep, func(r sleepReport) bool { return r.WakeAt.Equal(at) })
 }
-
-// VacuumerSet runs the engine's vacuumer on c, vacuuming at minDead dead
-// rows (plus a hundredth of the live ones), and returns its passes' signal;
-// it fails tb when the engine has no vacuumer (its store needs none).
-func VacuumerSet(tb testing.TB, e *Engine, c clock.Clock, minDead int64) *VacuumSignal {
-	tb.Helper()
-	if e.vacuumer == nil {
-		tb.Fatal("the engine has no vacuumer")
-	}
-	e.vacuumer.clock, e.vacuumer.minDead = c, minDead
-	e.vacuumer.passes = newProgress[vacuumPass]()
-	return &VacuumSignal{p: e.vacuumer.passes}
-}
-
-// HasVacuumer reports whether the engine runs a vacuumer.
-func HasVacuumer(e *Engine) bool { return e.vacuumer != nil }
-
-// VacuumSignal reports the vacuumer's passes.
-type VacuumSignal struct{ p *progress[vacuumPass] }
-
-// Passes waits until the vacuumer has made n passes in all and returns the
-// dead row count the last one read and how many vacuums it started.
-func (s *VacuumSignal) Passes(tb testing.TB, n int) (dead int64, vacuums int) {
-	tb.Helper()
-	r := wait(tb, "vacuumer passes", s.p, func(r vacuumPass) bool { return r.passes >= n })
-	return r.dead, r.ran
-}
-
-// VacuumEvery is the vacuumer's interval.
-const VacuumEvery = vacuumEvery

@@ -324,16 +324,3 @@ type Notifier interface {
 type ServerClock interface {
 	ServerNow(ctx context.Context) (time.Time, error)
 }
-
-// Vacuumer is implemented by a store whose task table keeps the old
-// versions of changed rows until it is vacuumed (PostgreSQL). Claims walk
-// the waiting and running tasks from the front of their indexes, where the
-// entries of claimed and finished tasks gather: unvacuumed, every claim
-// steps over more of them. VacuumTasks vacuums the task table when the
-// database's statistics count at least minDead dead row versions in it
-// plus a hundredth of its live ones, and reports the count it read and
-// whether it started a vacuum. A vacuum already running (another node's,
-// or autovacuum's) is not waited for: the table is then skipped.
-type Vacuumer interface {
-	VacuumTasks(ctx context.Context, minDead int64) (dead int64, ran bool, err error)
-}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"io"
 	"log/slog"
-	neturl "net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -108,47 +107,4 @@ func OpenTestSchema(tb testing.TB, schema string) *Store {
 		tb.Fatalf("Open: %v", err)
 	}
 	return s
-}
-
-// FreshDatabaseURL creates a database of its own for tb and returns its
-// URL; the database is dropped when tb ends. For tests whose outcome
-// depends on what no other session of the database may hold back, as a
-// vacuum's: PostgreSQL keeps dead rows of a table that any open
-// transaction in the same database might still see.
-func FreshDatabaseURL(tb testing.TB) string {
-	tb.Helper()
-	url := DatabaseURL(tb)
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		tb.Fatal(err)
-	}
-	name := "errand_test_" + hex.EncodeToString(b[:])
-	admin := func(stmt string) error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, stmt)
-		return err
-	}
-	if err := admin(`CREATE DATABASE ` + name); err != nil {
-		tb.Fatalf("create database %s: %v", name, err)
-	}
-	tb.Cleanup(func() {
-		if err := admin(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`); err != nil {
-			tb.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	if !strings.Contains(url, "://") {
-		return url + " dbname=" + name
-	}
-	u, err := neturl.Parse(url)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	u.Path = "/" + name
-	return u.String()
 }

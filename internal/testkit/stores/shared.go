@@ -18,20 +18,11 @@ import (
 // caller closes every store it opens.
 func OpenPostgresShared(tb testing.TB) func() *postgres.Store {
 	tb.Helper()
-	open, _, _ := OpenPostgresSharedSchema(tb)
-	return open
-}
-
-// OpenPostgresSharedSchema is OpenPostgresShared that also returns the
-// schema and the database's URL, for a test that reads or writes the
-// tables behind the stores' backs.
-func OpenPostgresSharedSchema(tb testing.TB) (open func() *postgres.Store, schema, url string) {
-	tb.Helper()
 	base := os.Getenv("ERRAND_TEST_POSTGRES")
 	if base == "" {
 		testkit.SkipPostgres(tb)
 	}
-	schema = "errand_kit_" + id.Secret(6)
+	schema := "errand_kit_" + id.Secret(6)
 	tb.Cleanup(func() {
 		c, err := pgx.Connect(context.Background(), base)
 		if err == nil {
@@ -46,5 +37,5 @@ func OpenPostgresSharedSchema(tb testing.TB) (open func() *postgres.Store, schem
 			tb.Fatal(err)
 		}
 		return st
-	}, schema, base
+	}
 }
