@@ -86,6 +86,7 @@ func (e *errandSystem) Steady(ctx context.Context, d time.Duration, maxBacklog i
 		return SteadyResult{}, err
 	}
 	p := e.p
+	mark := e.markCPU()
 	start := time.Now()
 	end := start.Add(d)
 	p.recordLatencies(latencyCapacity(d), end)
@@ -140,6 +141,9 @@ func (e *errandSystem) Steady(ctx context.Context, d time.Duration, maxBacklog i
 	<-pctx.Done()
 	worked := p.finished.Load()
 	elapsed := time.Since(start)
+	// CPU per task of the window: a figure that a busy machine moves less
+	// than the throughput.
+	logf("  %s steady window: %s", e.Name(), e.cpuNote(int(max(worked, 1)), mark, elapsed))
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
