@@ -104,6 +104,11 @@ var (
 	}
 )
 
+// backlogCheckpointURL, when set (--backlog-checkpoint), is the PostgreSQL
+// server on which a CHECKPOINT runs between the backlog's preload and its
+// steady window.
+var backlogCheckpointURL string
+
 // defaultRounds is the rounds of every workload but backlog (its 1M
 // preload is the cost; --backlog-rounds) unless sizes.rounds or --rounds
 // says otherwise.
@@ -158,6 +163,7 @@ func main() {
 		workArg    = flag.String("workloads", strings.Join(allWorkloads, ","), "comma-separated workloads to run")
 		rounds     = flag.Int("rounds", 0, "rounds of each workload on each system (default: 2, quick steady 1; backlog: --backlog-rounds)")
 		blRounds   = flag.Int("backlog-rounds", 1, "rounds of the backlog workload (its preload is the expensive part)")
+		blCheckpt  = flag.Bool("backlog-checkpoint", false, "diagnostic: run a PostgreSQL CHECKPOINT after the backlog's preload, before its steady window (untimed), so that the preload's dirty pages are not written out during the window")
 		backlogN   = flag.Int("backlog-n", 0, "override the backlog workload's size (tasks scheduled in the future)")
 		pgURL      = flag.String("pg", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL `URL` of an existing database; fresh databases are created beside it and dropped after each run")
 		redisAddr  = flag.String("redis", "127.0.0.1:6379", "Redis `address`")
@@ -194,6 +200,9 @@ func main() {
 	}
 	opts := Options{PGAdminURL: *pgURL, RedisAddr: *redisAddr, RedisDB: *redisDB, Quick: *quick, Named: splitList(*systemsArg),
 		ErrandBin: *errandBin, ErrandRoot: *errandSrc, ErrandTuning: tun, RawConcurrency: *rawConc}
+	if *blCheckpt {
+		backlogCheckpointURL = *pgURL
+	}
 	sz := fullSizes
 	if *quick {
 		sz = quickSizes
@@ -450,6 +459,13 @@ func runOnce(ctx context.Context, s System, workload string, tuned bool, sz size
 			return res, fmt.Errorf("adding the backlog: %w", err)
 		}
 		d := time.Since(t0)
+		if backlogCheckpointURL != "" {
+			c0 := time.Now()
+			if err := pgAdmin(ctx, backlogCheckpointURL, "CHECKPOINT"); err != nil {
+				return res, fmt.Errorf("checkpoint after the backlog: %w", err)
+			}
+			logf("  %s backlog: CHECKPOINT after the preload took %.1fs (untimed, --backlog-checkpoint)", s.Name(), time.Since(c0).Seconds())
+		}
 		logf("  %s backlog: %s future tasks added in %.1fs (%s/s, untimed), peak rss %.0f MB meanwhile",
 			s.Name(), thousands(float64(nb)), d.Seconds(), thousands(float64(nb)/d.Seconds()), workerPeakRSSMB(s))
 		// The figure is the steady window's peak, with the backlog held.
