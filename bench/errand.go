@@ -260,6 +260,11 @@ func (e *errandSystem) startNode(ctx context.Context, bin, logName string) (*ext
 	if e.sync != "" {
 		args = append(args, "--sync", e.sync)
 	}
+	if dir := os.Getenv("ERRAND_BENCH_PROFILE_DIR"); dir != "" {
+		// Measuring: each serve process writes its CPU profile there.
+		profileSeq++
+		args = append(args, "--cpuprofile", filepath.Join(dir, fmt.Sprintf("%s-%d-%s.pprof", e.Name(), profileSeq, strings.TrimSuffix(logName, ".log"))))
+	}
 	proc, err := startExternal(ctx, "http://"+addr+"/healthz", 30*time.Second, nil, logFile, bin, args...)
 	logFile.Close() // the child has its own descriptor
 	if err != nil {
@@ -267,6 +272,10 @@ func (e *errandSystem) startNode(ctx context.Context, bin, logName string) (*ext
 	}
 	return proc, "http://" + addr, nil
 }
+
+// profileSeq numbers the serve processes' CPU profiles of this run
+// (ERRAND_BENCH_PROFILE_DIR).
+var profileSeq int
 
 func (e *errandSystem) Teardown(ctx context.Context) error {
 	var err error
