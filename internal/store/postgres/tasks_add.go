@@ -240,14 +240,45 @@ func readInserted(ctx context.Context, db querier, sql string, args []any, out [
 // statement began, or deleted since).
 const addRounds = 3
 
-// TaskAdd stores tasks in one statement (two when a batch of unnamed tasks
-// meets a taken id: see qTaskInsertPlain), each on its own: a name already
+// TaskAdd stores tasks in one statement (a batch of unnamed tasks: with
+// COPY when it is large, see copyTasks, or else first as a plain insert,
+// see qTaskInsertPlain; either is sent again as the statement below if it
+// meets a taken id or a missing queue), each on its own: a name already
 // used in its queue gets TASK_EXISTS with the existing id (duplicates within
 // the batch included: the first is stored), an id already used gets
 // TASK_EXISTS with that id, a queue that does not exist gets NOT_FOUND, and
 // the others are stored.
 func (s *Store) TaskAdd(ctx context.Context, tasks []*task.Task) ([]store.AddResult, error) {
-	return taskAdd(ctx, s.pool, tasks, true)
+	tryCopy := len(tasks) >= copyMinBatch && copyable(tasks)
+	if tryCopy {
+		switch ok, err := copyTasks(ctx, s.pool, tasks); {
+		case err != nil:
+			return nil, err
+		case ok:
+			res := make([]store.AddResult, len(tasks))
+			for i, t := range tasks {
+				res[i].Task = t
+			}
+			return res, nil
+		}
+	}
+	// After a COPY that met a taken id or a missing queue, a plain insert
+	// would fail too.
+	return taskAdd(ctx, s.pool, tasks, !tryCopy)
+}
+
+// copyable reports whether copyTasks may take tasks: none is named, and
+// their ids differ.
+func copyable(tasks []*task.Task) bool {
+	ids := make(map[[2]string]bool, len(tasks))
+	for _, t := range tasks {
+		id := [2]string{t.InstanceID, t.ID}
+		if t.Name != "" || ids[id] {
+			return false
+		}
+		ids[id] = true
+	}
+	return true
 }
 
 // TaskAddTx is TaskAdd inside the caller's transaction tx (the embedded

@@ -2,6 +2,8 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/errandhq/errand/internal/store"
@@ -64,4 +66,88 @@ func TestAddTakenIDUnnamed(t *testing.T) {
 			t.Fatalf("%s: payload %s, want %s", id, got.Payload, want)
 		}
 	}
+}
+
+// TestAddCopy adds batches large enough for COPY: one that COPY stores
+// whole (read back field by field), one with a taken id and one with a
+// queue that does not exist, which COPY leaves to the ON CONFLICT insert
+// and its answer per task.
+func TestAddCopy(t *testing.T) {
+	s := postgres.OpenTest(t)
+	defer s.Close()
+	ctx := context.Background()
+	inst := &task.Instance{ID: "i1", Org: "acme", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}
+	if err := s.InstanceCreate(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	q := task.NewQueue("i1", "work", task.ModePush)
+	q.Target = &task.Target{Webhook: "https://example.com/q"}
+	if err := s.QueueCreate(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	newBatch := func(from int, queue string) []*task.Task {
+		var batch []*task.Task
+		for i := from; i < from+100; i++ {
+			qq := *q
+			qq.Name = queue
+			tk, err := task.NewTask(&qq, task.AddInput{Payload: []byte(`{"n":1}`), Params: []byte(`{"p":2}`),
+				Target: &task.Target{Webhook: "https://example.com/h"}}, 2, task.URLRules{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tk.ID = fmt.Sprintf("c%09d", i)
+			batch = append(batch, tk)
+		}
+		return batch
+	}
+	check := func(batch []*task.Task, res []store.AddResult, refused map[int]task.Code) {
+		t.Helper()
+		for i, r := range res {
+			if code, ok := refused[i]; ok {
+				if r.Err == nil || r.Err.Code != code {
+					t.Fatalf("result %d = %+v, want %s", i, r, code)
+				}
+				continue
+			}
+			if r.Err != nil || r.Task == nil || r.Task.ID != batch[i].ID {
+				t.Fatalf("result %d = %+v, want stored", i, r)
+			}
+			got, err := s.TaskGet(ctx, store.TaskRef{InstanceID: "i1", ID: batch[i].ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := *batch[i]
+			if !reflect.DeepEqual(got, &want) {
+				t.Fatalf("stored %+v\nwant %+v", got, &want)
+			}
+		}
+	}
+	first := newBatch(0, "work")
+	res, err := s.TaskAdd(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(first, res, nil)
+
+	taken := newBatch(100, "work")
+	taken[7].ID = first[3].ID
+	res, err = s.TaskAdd(ctx, taken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(taken, res, map[int]task.Code{7: task.CodeTaskExists})
+	if got, err := s.TaskGet(ctx, store.TaskRef{InstanceID: "i1", ID: first[3].ID}); err != nil || !reflect.DeepEqual(got, first[3]) {
+		t.Fatalf("the taken task changed: %+v, %v", got, err)
+	}
+
+	gone := append(newBatch(200, "work")[:50], newBatch(250, "nosuch")[:50]...)
+	res, err = s.TaskAdd(ctx, gone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := map[int]task.Code{}
+	for i := 50; i < 100; i++ {
+		refused[i] = task.CodeNotFound
+	}
+	check(gone, res, refused)
 }
