@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/errandhq/errand/internal/store"
@@ -13,9 +14,10 @@ import (
 )
 
 // claimSpec are the columns task.Claim changes, as sqlClaimSet's arrays
-// carry them.
+// carry them, after each row's key and its ctid (the row version the claim
+// locked: see sqlClaimSet).
 var claimSpec = []string{
-	"instance_id text", "id text", "state text", "attempt int4", "max_attempts int4",
+	"row_ctid tid", "instance_id text", "id text", "state text", "attempt int4", "max_attempts int4",
 	"started_at int8", "deadline_at int8", "lease_id text", "lease_expires_at int8",
 }
 
@@ -33,7 +35,7 @@ var (
 	// claim's advisory locks are held: its snapshot sees every claim that
 	// held them before. The bucket's refill is store.Refill, written in
 	// SQL with the same floating-point steps (TestRefillParity).
-	sqlClaimDue = `SELECT ` + cols("", taskCols) + ` FROM tasks
+	sqlClaimDue = `SELECT ` + cols("", taskCols) + `, ctid FROM tasks
 		WHERE instance_id = $1 AND queue = $2 AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= $3
 		AND ` + routeSQL(9) + `
 		ORDER BY run_at, id
@@ -82,12 +84,18 @@ var (
 	// sqlBucketSet stores what the claim left in the bucket.
 	sqlBucketSet = `UPDATE queues SET rate_tokens = $3, rate_at = $4 WHERE instance_id = $1 AND name = $2`
 	// sqlClaimSet stores what task.Claim made of the locked rows, all of
-	// them in one statement, each row found by its key (see byKey).
+	// them in one statement. Each row is found by the ctid sqlClaimDue read
+	// (a TID scan: no index is searched), which cannot change before the
+	// claim commits: the claim holds the row's lock, so no one else updates
+	// or deletes it, and vacuum never moves a live row. The key and the
+	// state are checked too, and a row that did not match would fail the
+	// claim (claimCommit counts the rows written).
 	sqlClaimSet = `UPDATE tasks AS t SET state = c.state, attempt = c.attempt, max_attempts = c.max_attempts,
 		started_at = c.started_at, deadline_at = c.deadline_at, lease_id = c.lease_id,
 		lease_expires_at = c.lease_expires_at
 		FROM ` + unnestSQL(1, "c", claimSpec) + `
-		WHERE t.instance_id = c.instance_id AND t.id = c.id AND t.state = ANY ((SELECT '{PENDING,RETRY_WAIT}'::text[])::text[])`
+		WHERE t.ctid = c.row_ctid AND t.instance_id = c.instance_id AND t.id = c.id
+		AND t.state = ANY ((SELECT '{PENDING,RETRY_WAIT}'::text[])::text[])`
 )
 
 // routeSQL is store.RouteFilter as a condition on a task row, with its
@@ -181,7 +189,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 	b.Queue(sqlClaimDue, append([]any{q.InstanceID, q.Name, p.Now, p.Limit, max(p.MaxRunning, 0), max(p.InstanceMaxRunning, 0),
 		max(p.Rate, 0), p.Burst}, routeArgs(p)...)...)
 	var tokens float64 // the bucket at p.Now
-	tasks, err := claimDue(conn.SendBatch(ctx, b), func(row pgx.Row) error {
+	tasks, ctids, err := claimDue(conn.SendBatch(ctx, b), func(row pgx.Row) error {
 		var at int64
 		if err := row.Scan(&tokens, &at); err != nil {
 			return interpretError(err)
@@ -193,7 +201,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 		abort(ctx, conn)
 		return nil, err
 	}
-	tasks = p.Keep(tasks)
+	tasks, ctids = keepRouted(p, tasks, ctids)
 	if len(tasks) == 0 {
 		if _, err := conn.Exec(ctx, `COMMIT`); err != nil {
 			abort(ctx, conn)
@@ -223,7 +231,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 		set.leaseExpiresAt = append(set.leaseExpiresAt, t.LeaseExpiresAt)
 	}
 	b = &pgx.Batch{}
-	b.Queue(sqlClaimSet, set.instanceID, set.id, set.state, set.attempt, set.maxAttempts, set.startedAt,
+	b.Queue(sqlClaimSet, ctids, set.instanceID, set.id, set.state, set.attempt, set.maxAttempts, set.startedAt,
 		set.deadlineAt, set.leaseID, set.leaseExpiresAt)
 	if rate {
 		b.Queue(sqlBucketSet, q.InstanceID, q.Name, tokens-float64(len(tasks)), p.Now)
@@ -238,44 +246,77 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 
 // claimDue reads the results of a claim's first batch: the BEGIN, the
 // settings and locks (n statements), the bucket (read by bucket when rate)
-// and the locked rows.
-func claimDue(br pgx.BatchResults, bucket func(pgx.Row) error, n int, rate bool) ([]*task.Task, error) {
+// and the locked rows, each with its ctid.
+func claimDue(br pgx.BatchResults, bucket func(pgx.Row) error, n int, rate bool) ([]*task.Task, []pgtype.TID, error) {
 	defer br.Close()
 	for range 1 + n { // BEGIN, then each setting and lock
 		if _, err := br.Exec(); err != nil {
-			return nil, interpretError(err)
+			return nil, nil, interpretError(err)
 		}
 	}
 	rows, err := br.Query()
 	if err != nil {
-		return nil, interpretError(err)
+		return nil, nil, interpretError(err)
 	}
 	if rate {
 		if !rows.Next() {
 			if err := rowsErr(rows); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			return []*task.Task{}, nil // the queue is gone
+			return []*task.Task{}, nil, nil // the queue is gone
 		}
 		if err := bucket(rows); err != nil {
 			rows.Close()
-			return nil, err
+			return nil, nil, err
 		}
 		if err := rowsErr(rows); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if rows, err = br.Query(); err != nil {
-			return nil, interpretError(err)
+			return nil, nil, interpretError(err)
 		}
 	}
-	tasks, err := scanTasks(rows, true)
+	var ctids []pgtype.TID
+	tasks, err := store.ScanAll(rows, func(sc store.Scanner) (*task.Task, error) {
+		var ctid pgtype.TID
+		t, err := store.ScanTask(withCtid{sc, &ctid}, true)
+		ctids = append(ctids, ctid)
+		return t, err
+	})
+	rows.Close()
 	if err != nil {
-		return nil, err
+		return nil, nil, interpretError(err)
 	}
 	if err := br.Close(); err != nil {
-		return nil, interpretError(err)
+		return nil, nil, interpretError(err)
 	}
-	return tasks, nil
+	return tasks, ctids, nil
+}
+
+// withCtid scans a task row followed by its ctid.
+type withCtid struct {
+	store.Scanner
+	ctid *pgtype.TID
+}
+
+// Scan reads the task's columns into dest and the last one into the ctid.
+func (w withCtid) Scan(dest ...any) error { return w.Scanner.Scan(append(dest, w.ctid)...) }
+
+// keepRouted is p.Keep over tasks, with the ctids of the tasks it keeps.
+func keepRouted(p *store.ClaimParams, tasks []*task.Task, ctids []pgtype.TID) ([]*task.Task, []pgtype.TID) {
+	kept := p.Keep(tasks)
+	if len(kept) == len(tasks) { // Keep keeps tasks in order
+		return tasks, ctids
+	}
+	at := make(map[*task.Task]pgtype.TID, len(tasks))
+	for i, t := range tasks {
+		at[t] = ctids[i]
+	}
+	out := make([]pgtype.TID, len(kept))
+	for i, t := range kept {
+		out[i] = at[t]
+	}
+	return kept, out
 }
 
 // claimCommit reads the results of a claim's second batch: the UPDATE of n

@@ -29,7 +29,12 @@ var finishSpec = []string{
 // more than the row. Any other difference leaves attempts NULL, which the
 // column refuses: the whole call fails rather than store a history that
 // does not follow.
-var sqlFinish = `UPDATE tasks AS t SET state = c.state, attempt = c.attempt, max_attempts = c.max_attempts,
+//
+// The same statement writes the chain events of the rows it finished
+// (sqlChainEvents), so that only a write that applied counts, without a
+// second statement that finds the rows again.
+var sqlFinish = `WITH u AS (
+	UPDATE tasks AS t SET state = c.state, attempt = c.attempt, max_attempts = c.max_attempts,
 	run_at = c.run_at, started_at = c.started_at, deadline_at = c.deadline_at, finished_at = c.finished_at,
 	lease_id = c.lease_id, lease_expires_at = c.lease_expires_at, last_error = c.last_error, result = c.result,
 	attempts = CASE jsonb_array_length(t.attempts)
@@ -38,7 +43,9 @@ var sqlFinish = `UPDATE tasks AS t SET state = c.state, attempt = c.attempt, max
 	END
 	FROM ` + unnestSQL(1, "c", finishSpec) + `
 	WHERE t.instance_id = c.instance_id AND t.id = c.id AND t.state = (SELECT 'RUNNING') AND t.lease_id = c.fence
-	RETURNING c.ord`
+	RETURNING c.ord, t.instance_id, t.id, t.queue, t.state, t.finished_at, t.lease_id
+), ev AS (` + sqlChainEvents + `)
+SELECT ord FROM u`
 
 // finishRows holds one round of fenced writes column by column.
 type finishRows struct {
@@ -109,7 +116,6 @@ func (s *Store) TaskFinish(ctx context.Context, ps []*store.FinishParams) ([]err
 		}
 		b.Queue(sqlFinish, r.args()...)
 	}
-	queueChainEvents(b, ps) // in the same transaction: see store.TriggerStore
 	dead := false
 	for _, p := range ps {
 		dead = dead || p.DeadLetter != nil
@@ -185,7 +191,7 @@ func (s *Store) addDeadLetters(ctx context.Context, tx pgx.Tx, ps []*store.Finis
 			}
 		}
 	}
-	out, err := insertTasks(ctx, tx, dead)
+	out, err := insertTasks(ctx, tx, dead, false)
 	if err != nil {
 		return err
 	}

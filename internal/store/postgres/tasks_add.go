@@ -2,9 +2,11 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
@@ -95,7 +97,18 @@ func (r *taskRows) args() []any {
 // and the final SELECT reports, per task: whether its queue exists, whether
 // it was stored, and otherwise the id of the task holding its name (stored
 // before, or earlier in the batch).
-var qTaskInsert = func() string {
+var qTaskInsert = taskInsertSQL(true)
+
+// qTaskInsertPlain is qTaskInsert without ON CONFLICT, for a batch of
+// unnamed tasks whose ids are all expected to be new (taskAdd's first
+// try): a plain insert costs PostgreSQL less per row than a speculative one
+// (no pre-check of the unique indexes, no confirmation record), and any
+// taken id fails the whole statement, which writes nothing, with a unique
+// violation; taskAdd then sends the batch again with qTaskInsert.
+var qTaskInsertPlain = taskInsertSQL(false)
+
+// taskInsertSQL is qTaskInsert, or qTaskInsertPlain without onConflict.
+func taskInsertSQL(onConflict bool) string {
 	var names, values []string
 	for _, s := range taskRowSpec {
 		name, _, _ := strings.Cut(s, " ")
@@ -111,6 +124,10 @@ var qTaskInsert = func() string {
 			values = append(values, "c."+name)
 		}
 	}
+	conflict := ""
+	if onConflict {
+		conflict = "ON CONFLICT DO NOTHING"
+	}
 	return `WITH c AS (
 		SELECT * FROM ` + unnestSQL(1, "c", taskRowSpec) + `
 	), q AS (
@@ -122,7 +139,7 @@ var qTaskInsert = func() string {
 		SELECT ` + strings.Join(values, ", ") + `
 		FROM c JOIN q ON q.instance_id = c.instance_id AND q.name = c.queue
 		ORDER BY c.ord
-		ON CONFLICT DO NOTHING
+		` + conflict + `
 		RETURNING instance_id, id, queue, name
 	)
 	SELECT c.ord, q.name IS NOT NULL, ins.id IS NOT NULL,
@@ -134,7 +151,7 @@ var qTaskInsert = func() string {
 	LEFT JOIN q ON q.instance_id = c.instance_id AND q.name = c.queue
 	LEFT JOIN ins ON ins.instance_id = c.instance_id AND ins.id = c.id
 	ORDER BY c.ord`
-}()
+}
 
 // querier is a pool or a transaction.
 type querier interface {
@@ -149,21 +166,45 @@ type inserted struct {
 }
 
 // insertTasks stores tasks (whose ids must differ) with qTaskInsert and
-// returns each one's outcome, in order.
-func insertTasks(ctx context.Context, db querier, tasks []*task.Task) ([]inserted, error) {
+// returns each one's outcome, in order. With plain, a batch without names
+// is first sent with qTaskInsertPlain; only a pool may be given then, not
+// a transaction, which the plain statement's unique violation would abort.
+func insertTasks(ctx context.Context, db querier, tasks []*task.Task, plain bool) ([]inserted, error) {
 	out := make([]inserted, len(tasks))
 	if len(tasks) == 0 {
 		return out, nil
 	}
 	var r taskRows
 	for _, t := range tasks {
+		plain = plain && t.Name == ""
 		if err := r.add(t); err != nil {
 			return nil, err
 		}
 	}
-	rows, err := db.Query(ctx, qTaskInsert, r.args()...)
+	if plain {
+		err := readInserted(ctx, db, qTaskInsertPlain, r.args(), out)
+		if err == nil {
+			return out, nil
+		}
+		if !isUniqueViolation(err) {
+			return nil, err
+		}
+		clear(out)
+	}
+	if err := readInserted(ctx, db, qTaskInsert, r.args(), out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// readInserted runs sql, qTaskInsert or qTaskInsertPlain, and reads each
+// task's outcome into out. A unique violation is returned as it is, the
+// other errors translated.
+func readInserted(ctx context.Context, db querier, sql string, args []any, out []inserted) error {
+	tasks := out
+	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, interpretError(err)
+		return insertError(err)
 	}
 	defer rows.Close()
 	n := 0
@@ -174,24 +215,24 @@ func insertTasks(ctx context.Context, db querier, tasks []*task.Task) ([]inserte
 			res    inserted
 		)
 		if err := rows.Scan(&ord, &res.queueOK, &res.stored, &holder); err != nil {
-			return nil, interpretError(err)
+			return insertError(err)
 		}
 		if holder != nil {
 			res.holder = *holder
 		}
 		if ord < 1 || int(ord) > len(tasks) {
-			return nil, task.Errorf(task.CodeInternal, "store: insert answered for task %d of %d", ord, len(tasks))
+			return task.Errorf(task.CodeInternal, "store: insert answered for task %d of %d", ord, len(tasks))
 		}
 		out[ord-1] = res
 		n++
 	}
 	if err := rows.Err(); err != nil {
-		return nil, interpretError(err)
+		return insertError(err)
 	}
 	if n != len(tasks) {
-		return nil, task.Errorf(task.CodeInternal, "store: insert answered for %d tasks of %d", n, len(tasks))
+		return task.Errorf(task.CodeInternal, "store: insert answered for %d tasks of %d", n, len(tasks))
 	}
-	return out, nil
+	return nil
 }
 
 // addRounds bounds how often TaskAdd sends again a task refused for a name
@@ -199,13 +240,45 @@ func insertTasks(ctx context.Context, db querier, tasks []*task.Task) ([]inserte
 // statement began, or deleted since).
 const addRounds = 3
 
-// TaskAdd stores tasks in one statement, each on its own: a name already
+// TaskAdd stores tasks in one statement (a batch of unnamed tasks: with
+// COPY when it is large, see copyTasks, or else first as a plain insert,
+// see qTaskInsertPlain; either is sent again as the statement below if it
+// meets a taken id or a missing queue), each on its own: a name already
 // used in its queue gets TASK_EXISTS with the existing id (duplicates within
 // the batch included: the first is stored), an id already used gets
 // TASK_EXISTS with that id, a queue that does not exist gets NOT_FOUND, and
 // the others are stored.
 func (s *Store) TaskAdd(ctx context.Context, tasks []*task.Task) ([]store.AddResult, error) {
-	return taskAdd(ctx, s.pool, tasks)
+	tryCopy := len(tasks) >= copyMinBatch && copyable(tasks)
+	if tryCopy {
+		switch ok, err := copyTasks(ctx, s.pool, tasks); {
+		case err != nil:
+			return nil, err
+		case ok:
+			res := make([]store.AddResult, len(tasks))
+			for i, t := range tasks {
+				res[i].Task = t
+			}
+			return res, nil
+		}
+	}
+	// After a COPY that met a taken id or a missing queue, a plain insert
+	// would fail too.
+	return taskAdd(ctx, s.pool, tasks, !tryCopy)
+}
+
+// copyable reports whether copyTasks may take tasks: none is named, and
+// their ids differ.
+func copyable(tasks []*task.Task) bool {
+	ids := make(map[[2]string]bool, len(tasks))
+	for _, t := range tasks {
+		id := [2]string{t.InstanceID, t.ID}
+		if t.Name != "" || ids[id] {
+			return false
+		}
+		ids[id] = true
+	}
+	return true
 }
 
 // TaskAddTx is TaskAdd inside the caller's transaction tx (the embedded
@@ -213,7 +286,7 @@ func (s *Store) TaskAdd(ctx context.Context, tasks []*task.Task) ([]store.AddRes
 // queues a notification, which PostgreSQL delivers at the commit, so that
 // every node wakes for them then.
 func (s *Store) TaskAddTx(ctx context.Context, tx pgx.Tx, tasks []*task.Task) ([]store.AddResult, error) {
-	res, err := taskAdd(ctx, tx, tasks)
+	res, err := taskAdd(ctx, tx, tasks, false)
 	if err != nil {
 		return nil, err
 	}
@@ -223,8 +296,9 @@ func (s *Store) TaskAddTx(ctx context.Context, tx pgx.Tx, tasks []*task.Task) ([
 	return res, nil
 }
 
-// taskAdd is TaskAdd over db, a pool or a transaction.
-func taskAdd(ctx context.Context, db querier, tasks []*task.Task) ([]store.AddResult, error) {
+// taskAdd is TaskAdd over db, a pool or a transaction (then without
+// plain: see insertTasks).
+func taskAdd(ctx context.Context, db querier, tasks []*task.Task, plain bool) ([]store.AddResult, error) {
 	res := make([]store.AddResult, len(tasks))
 	ids := make(map[[2]string]bool, len(tasks))
 	send := make([]int, 0, len(tasks)) // indexes of tasks to send
@@ -242,7 +316,7 @@ func taskAdd(ctx context.Context, db querier, tasks []*task.Task) ([]store.AddRe
 		for j, i := range send {
 			batch[j] = tasks[i]
 		}
-		out, err := insertTasks(ctx, db, batch)
+		out, err := insertTasks(ctx, db, batch, plain && round == 1)
 		if err != nil {
 			return nil, err
 		}
@@ -266,6 +340,21 @@ func taskAdd(ctx context.Context, db querier, tasks []*task.Task) ([]store.AddRe
 		send = again
 	}
 	return res, nil
+}
+
+// insertError is interpretError, but a unique violation (of a plain
+// insert) is returned as it is.
+func insertError(err error) error {
+	if isUniqueViolation(err) {
+		return err
+	}
+	return interpretError(err)
+}
+
+// isUniqueViolation reports whether err is PostgreSQL's unique_violation.
+func isUniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == sqlUniqueViolation
 }
 
 func quote(s string) string { return `"` + s + `"` }

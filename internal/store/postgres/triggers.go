@@ -40,18 +40,15 @@ var (
 		WHERE instance_id = $1 AND id = $2`
 	qTaskIDByName = `SELECT id FROM tasks WHERE instance_id = $1 AND queue = $2 AND name = $3`
 
-	// sqlChainEvents writes, in the finish's batch (one transaction), one
-	// event per enabled task rule watching the queue of a task that
-	// finished SUCCEEDED or FAILED. Only a write that applied counts: the
-	// row must hold the entry's state and finish time with no lease; the
-	// unique key drops a second write of the same finish.
+	// sqlChainEvents writes, inside sqlFinish (one statement), one event
+	// per enabled task rule watching the queue of a task that finish ended
+	// SUCCEEDED or FAILED (u: the rows it wrote, as they are now, with no
+	// lease). The unique key drops a second write of the same finish.
 	sqlChainEvents = `INSERT INTO trigger_events (instance_id, rule_id, task_id, state, finished_at)
-		SELECT r.instance_id, r.id, c.id, c.state, c.finished_at
-		FROM ` + unnestSQL(1, "c", []string{"instance_id text", "id text", "queue text", "state text", "finished_at int8"}) + `
-		JOIN triggers r ON r.instance_id = c.instance_id AND r.on_queue = c.queue AND r.kind = 'task' AND r.enabled
-			AND CASE c.state WHEN 'SUCCEEDED' THEN r.on_succeeded ELSE r.on_failed END
-		JOIN tasks t ON t.instance_id = c.instance_id AND t.id = c.id AND t.state = c.state
-			AND t.finished_at = c.finished_at AND t.lease_id = ''
+		SELECT r.instance_id, r.id, u.id, u.state, u.finished_at
+		FROM u JOIN triggers r ON r.instance_id = u.instance_id AND r.on_queue = u.queue AND r.kind = 'task' AND r.enabled
+			AND CASE u.state WHEN 'SUCCEEDED' THEN r.on_succeeded ELSE r.on_failed END
+		WHERE u.state IN ('SUCCEEDED', 'FAILED') AND u.lease_id = ''
 		ON CONFLICT ON CONSTRAINT trigger_events_once DO NOTHING`
 	qEventList   = `SELECT ` + store.TriggerEventColumns + ` FROM trigger_events ORDER BY seq LIMIT $1`
 	qEventDelete = `DELETE FROM trigger_events WHERE instance_id = $1 AND seq = $2`
@@ -63,22 +60,6 @@ func placeholders(first, n int) string {
 		ps[i] = fmt.Sprintf("$%d", first+i)
 	}
 	return strings.Join(ps, ", ")
-}
-
-// queueChainEvents adds sqlChainEvents for the finishes of ps that end a
-// task SUCCEEDED or FAILED to b, the finish's batch.
-func queueChainEvents(b *pgx.Batch, ps []*store.FinishParams) {
-	var inst, id, queue, state []string
-	var fin []int64
-	for _, p := range ps {
-		if t := p.Task; store.ChainState(t.State) {
-			inst, id, queue = append(inst, t.InstanceID), append(id, t.ID), append(queue, t.Queue)
-			state, fin = append(state, string(t.State)), append(fin, t.FinishedAt)
-		}
-	}
-	if len(id) > 0 {
-		b.Queue(sqlChainEvents, inst, id, queue, state, fin)
-	}
 }
 
 // TriggerCreate stores a new rule.
@@ -206,7 +187,7 @@ func (s *Store) TriggerFire(ctx context.Context, p *store.TriggerFireParams) (*s
 // error. A name already taken in the queue means the task was added before.
 func (s *Store) addForRule(ctx context.Context, tx pgx.Tx, ref store.TriggerRef, t *task.Task, errMsg string, now int64, res *store.TriggerFireResult) error {
 	if t != nil {
-		out, err := insertTasks(ctx, tx, []*task.Task{t})
+		out, err := insertTasks(ctx, tx, []*task.Task{t}, false)
 		if err != nil {
 			return err
 		}
