@@ -206,7 +206,11 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, time.Time, error
 		}
 	}
 	if started == 0 {
-		runAt, _, err := d.store.TaskNextDue(ctx)
+		// The earliest waiting task of any push queue. (TaskNextDue would
+		// also read the earliest lease expiry, through every RUNNING row:
+		// the rescuer's business, and up to maxInFlight rows read on each
+		// pass a cap holds back.)
+		runAt, err := d.store.TaskNextDueAfter(ctx, math.MinInt64)
 		if err != nil {
 			return 0, now, time.Time{}, err
 		}

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"math"
 	"testing"
 
 	"github.com/errandhq/errand/internal/store"
@@ -76,7 +77,8 @@ func testNextDueAfter(t *testing.T, e *env) {
 	e.addN(b, 1, T0, at(300))
 	e.addN(p, 1, T0, at(100))
 	e.addN(paused, 1, T0, at(50))
-	for _, c := range []struct{ after, want int64 }{{T0 - 1, T0}, {T0, T0 + 300}, {T0 + 300, T0 + 500}, {T0 + 500, 0}} {
+	// math.MinInt64: the earliest of all (the dispatcher's next wake-up).
+	for _, c := range []struct{ after, want int64 }{{math.MinInt64, T0}, {T0 - 1, T0}, {T0, T0 + 300}, {T0 + 300, T0 + 500}, {T0 + 500, 0}} {
 		got, err := e.s.TaskNextDueAfter(e.ctx, c.after)
 		if err != nil || got != c.want {
 			t.Fatalf("TaskNextDueAfter(T0%+d) = %d, %v; want %d", c.after-T0, got-T0, err, c.want-T0)
