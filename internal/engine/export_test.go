@@ -137,3 +137,7 @@ func (s *Signals) UsageAsleepUntil(tb testing.TB, at time.Time) {
 	tb.Helper()
 	wait(tb, "the usage service to sleep until "+at.String(), s.e.usage.asleep, func(r sleepReport) bool { return r.WakeAt.Equal(at) })
 }
+
+// RescuerFullPasses is how many of the rescuer's passes have read the
+// expired leases (a pass woken before its time only reads the next expiry).
+func RescuerFullPasses(e *Engine) int64 { return e.rescuer.fulls.Load() }

@@ -157,3 +157,35 @@ func TestExpiredLeaseIsRescued(t *testing.T) {
 		t.Fatalf("ack after expiry: %v", err)
 	}
 }
+
+// TestRescuerWakeReadsOnlyTheNextExpiry: a lease taken wakes the rescuer,
+// which then reads only the next expiry (a fresh lease cannot have run
+// out); the expired leases are read when the time it set comes.
+func TestRescuerWakeReadsOnlyTheNextExpiry(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.queue("work", &task.QueuePatch{Mode: ptr(task.ModePull)})
+	first := b.add("work", task.AddInput{})
+	ref := engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "work"}
+	if ts, err := b.eng.Lease(b.ctx, ref, engine.LeaseParams{Count: 1, LeaseSeconds: 30}); err != nil || len(ts) != 1 {
+		t.Fatalf("lease: %d, %v", len(ts), err)
+	}
+	b.sig.RescuerAsleepUntil(t, T0.Add(30*time.Second))
+	fulls := engine.RescuerFullPasses(b.eng)
+	b.add("work", task.AddInput{})
+	if ts, err := b.eng.Lease(b.ctx, ref, engine.LeaseParams{Count: 1, LeaseSeconds: 10}); err != nil || len(ts) != 1 {
+		t.Fatalf("lease: %d, %v", len(ts), err)
+	}
+	b.sig.RescuerAsleepUntil(t, T0.Add(10*time.Second)) // the sooner expiry, learned on the wake
+	if got := engine.RescuerFullPasses(b.eng); got != fulls {
+		t.Fatalf("the lease's wake ran %d full passes, want none", got-fulls)
+	}
+	b.clock.Advance(30 * time.Second)
+	b.sig.RescuerAsleepUntil(t, T0.Add(30*time.Second+time.Minute)) // both expired: nothing left but the backstop
+	if got := engine.RescuerFullPasses(b.eng); got <= fulls {
+		t.Fatal("the time set passed without a full pass")
+	}
+	if tk, err := b.eng.TaskGet(b.ctx, engine.TaskRef{Org: "dev", Instance: "jobs", ID: first}); err != nil || tk.State == task.Running {
+		t.Fatalf("the first lease ran out 30 s ago and the task is %v (%v)", tk.State, err)
+	}
+}

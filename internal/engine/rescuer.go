@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/errandhq/errand/internal/clock"
@@ -31,6 +32,7 @@ type Rescuer struct {
 	runner
 	rescuerDeps
 	asleep *progress[sleepReport] // tests only
+	fulls  atomic.Int64           // passes that read the expired leases (tests)
 }
 
 func newRescuer(d rescuerDeps) *Rescuer { return &Rescuer{rescuerDeps: d} }
@@ -39,12 +41,17 @@ func newRescuer(d rescuerDeps) *Rescuer { return &Rescuer{rescuerDeps: d} }
 func (r *Rescuer) Start(ctx context.Context) error { return r.start(ctx, r.run) }
 
 func (r *Rescuer) run(ctx context.Context) {
+	full := true
 	for {
 		woken, seen := r.leases.wait()
 		now := r.clock.Now()
-		_, err := r.RunOnce(ctx)
-		if err != nil && ctx.Err() == nil {
-			r.log.Warn("rescue pass failed", "err", err)
+		var err error
+		if full {
+			r.fulls.Add(1)
+			_, err = r.RunOnce(ctx)
+			if err != nil && ctx.Err() == nil {
+				r.log.Warn("rescue pass failed", "err", err)
+			}
 		}
 		// The wake time is absolute, so that a sleep armed late (after the
 		// clock moved) still ends on time.
@@ -62,6 +69,13 @@ func (r *Rescuer) run(ctx context.Context) {
 		if !sleep(ctx, r.clock, wakeAt, woken, nil) {
 			return
 		}
+		// A wake before the time set (a lease taken or extended here,
+		// another node's change) brings expiries in the future, never a
+		// lease already run out: the next pass only reads the next expiry,
+		// which may be sooner now. (Each read of expired leases walks every
+		// RUNNING row: under load, leases wake it many times a second.)
+		// The time set, reached, runs a full pass.
+		full = !r.clock.Now().Before(wakeAt)
 	}
 }
 
