@@ -37,6 +37,15 @@ func (s *Signals) CacheDrops(tb testing.TB, n int) {
 	wait(tb, "the cache to drop its copies", s.e.store.(*cachedStore).drops, func(d int) bool { return d >= n })
 }
 
+// CacheDropCount returns how many times the engine's cache has dropped
+// its copies so far.
+func (s *Signals) CacheDropCount() int {
+	p := s.e.store.(*cachedStore).drops
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
+}
+
 // CacheClock sets the clock by which the engine's cache ages its copies.
 func CacheClock(e *Engine, now func() time.Time) { e.store.(*cachedStore).now = now }
 

@@ -307,9 +307,10 @@ type Grant struct {
 // the services' backstop.
 type Notifier interface {
 	Notify(ctx context.Context) error
-	// NotifyConfig tells every node listening that instances or queues
-	// changed, so that each drops its cached copies of them (the engine's
-	// cache; a lost one is stale for at most the cache's lifetime).
+	// NotifyConfig tells every node listening that instances, queues or
+	// API keys changed, so that each drops its cached copies of them (the
+	// engine's cache; a lost one is stale for at most the cache's
+	// lifetime).
 	NotifyConfig(ctx context.Context) error
 	// Listen calls fn for every notification, config true for
 	// NotifyConfig's, and once after each reconnect with config true

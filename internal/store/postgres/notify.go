@@ -18,11 +18,12 @@ func (s *Store) Notify(ctx context.Context) error {
 }
 
 // configPayload marks NotifyConfig's notifications on the wake channel:
-// instances or queues changed. It wakes the services as any notification
+// instances, queues or API keys changed. It wakes the services as any notification
 // does.
 const configPayload = "config"
 
-// NotifyConfig sends a notification that instances or queues changed.
+// NotifyConfig sends a notification that instances, queues or API keys
+// changed.
 func (s *Store) NotifyConfig(ctx context.Context) error {
 	if _, err := s.pool.Exec(ctx, "SELECT pg_notify('"+wakeChannel+"', '"+configPayload+"')"); err != nil {
 		return interpretError(err)
