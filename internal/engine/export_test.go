@@ -46,6 +46,10 @@ func (s *Signals) CacheDropCount() int {
 	return p.last
 }
 
+// DueAdded points e's dispatcher at a queue as an add of a due task does
+// (a stale hint when the queue has none).
+func DueAdded(e *Engine, instanceID, queue string) { e.dispatcher.dueAdded(instanceID, queue) }
+
 // CacheClock sets the clock by which the engine's cache ages its copies.
 func CacheClock(e *Engine, now func() time.Time) { e.store.(*cachedStore).now = now }
 
