@@ -306,6 +306,9 @@ type Grant struct {
 // for work another node wrote. A lost notification only delays work until
 // the services' backstop.
 type Notifier interface {
+	// Notify tells the other nodes that tasks or queues changed. The
+	// store's own Listen need not pass it on: the engine that sends it has
+	// woken its own services for the change.
 	Notify(ctx context.Context) error
 	// NotifyConfig tells every node listening that instances, queues or
 	// API keys changed, so that each drops its cached copies of them (the
