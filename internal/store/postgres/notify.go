@@ -14,7 +14,9 @@ const wakeChannel = "errand_wake"
 // sender woke its own services when it made the change (an idle node
 // would otherwise run a second pass of its dispatcher, rescuer and
 // scheduler beside the claim of every task it adds). Nodes of earlier
-// versions take any payload but configPayload as a plain wake.
+// versions take any payload but configPayload as a plain wake. Each node
+// opens its own Store: two engines on one Store value would not hear each
+// other's Notify.
 func (s *Store) Notify(ctx context.Context) error {
 	if _, err := s.pool.Exec(ctx, "SELECT pg_notify('"+wakeChannel+"', $1)", s.origin); err != nil {
 		return interpretError(err)
