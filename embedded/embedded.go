@@ -158,7 +158,8 @@ func Defer(d time.Duration) error { return &deliver.DeferError{Delay: d} }
 // mounting on the program's own server. Calls need an API key of the store
 // (`errand keys create`), except with Options.Dev.
 func (e *Engine) HTTPHandler() http.Handler {
-	var a auth.Authenticator = auth.Keys{Store: e.st}
+	// The engine's store: on a shared store it caches keys (auth.Keys).
+	var a auth.Authenticator = auth.Keys{Store: e.eng.Store()}
 	if e.dev {
 		a = auth.Dev{}
 	}

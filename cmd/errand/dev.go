@@ -55,7 +55,7 @@ Ctrl-C: calls in flight finish first.`,
 			return err
 		}
 		return serve(ctx, serveConfig{
-			ln: ln, addr: *addr, store: st, log: log, dev: true, auth: auth.Dev{},
+			ln: ln, addr: *addr, store: st, log: log, dev: true, auth: func(store.KeyStore) auth.Authenticator { return auth.Dev{} },
 			stdout: c.OutOrStdout(), timeouts: timeouts, ops: ops, channels: channels,
 		})
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,7 +22,10 @@ func newKeysCmd() *cobra.Command {
 		Aliases: []string{"key"},
 		Short:   "Make, list and revoke the API keys of errand serve",
 		Long: `Make, list and revoke API keys directly in errand serve's store (not over the API), so
-it works with serve stopped or running: a revoked key stops working at once, on every node.
+it works with serve stopped or running. A revoked key stops working at once on a SQLite
+store; on PostgreSQL each node caches keys for up to a second, and revoke tells the running
+nodes, which drop their copies when they hear it (milliseconds), so the key stops working on
+every node within a second at the latest.
 --store must name the store serve uses; a SQLite file that does not exist is refused (a
 mistyped path would otherwise make a new, empty store) unless --create is given. The store
 opened is named on stderr.`,
@@ -96,9 +100,11 @@ itself is never shown again.`,
 func newKeysRevokeCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "revoke ID…",
-		Short: "Revoke API keys by id; they stop working at once",
-		Long: `Revoke keys by their id (errand keys list shows them). A revoked key stops working
-at once, on every node of the store, even while serve runs; it stays listed as revoked.`,
+		Short: "Revoke API keys by id; they stop working on every node",
+		Long: `Revoke keys by their id (errand keys list shows them), even while serve runs; a key
+stays listed as revoked. On SQLite it stops working at once. On PostgreSQL the running nodes
+are told and drop their cached copy when they hear it (normally within milliseconds); a node
+that misses the notification stops accepting the key when its copy expires, within a second.`,
 		Example: `  errand keys revoke --store sqlite:///var/lib/errand/errand.db 01J9Z3K1V8M2Q4R6T8W0Y2A4C6`,
 		Args:    minArgs("the key ids to revoke (errand keys list shows them)"),
 	}
@@ -189,6 +195,14 @@ func keysRevoke(c *cobra.Command, kf *keysFlags, ids []string) (err error) {
 		}
 	}
 	now := time.Now().UnixMilli()
+	revoked := 0
+	// Nodes on a shared store cache keys: tell them, even when a later id
+	// fails, so that they drop theirs now rather than within a second.
+	defer func() {
+		if revoked > 0 {
+			notifyKeys(c, st)
+		}
+	}()
 	for _, id := range ids {
 		org := kf.org
 		if org == "" {
@@ -200,11 +214,26 @@ func keysRevoke(c *cobra.Command, kf *keysFlags, ids []string) (err error) {
 			}
 			return err
 		}
+		revoked++
 		if err := printf(c, "revoked %s\n", id); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// notifyKeys tells the nodes sharing st (PostgreSQL) that keys changed:
+// each drops the keys it cached when it hears it. A failure is a warning:
+// the revocation is stored, and every node sees it within the cache's
+// lifetime (a second) anyway.
+func notifyKeys(c *cobra.Command, st store.Store) {
+	n, ok := st.(store.Notifier)
+	if !ok {
+		return // SQLite: one node, which reads every key from the store
+	}
+	if err := n.NotifyConfig(context.WithoutCancel(c.Context())); err != nil {
+		c.PrintErrf("%s: telling the running nodes failed (%v); they stop accepting the key within a second\n", c.CommandPath(), err)
+	}
 }
 
 func inOrg(org string) string {

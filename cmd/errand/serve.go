@@ -92,7 +92,7 @@ and shows it once.`,
 			log.Info("webhooks may reach these ranges (http allowed there)", "webhook-allow", fmt.Sprint(allow))
 		}
 		return serve(ctx, serveConfig{
-			ln: ln, addr: *addr, store: st, log: log, auth: auth.Keys{Store: st}, shared: storeurl.Shared(*storeURL),
+			ln: ln, addr: *addr, store: st, log: log, auth: keysAuth, shared: storeurl.Shared(*storeURL),
 			guard: g, stdout: c.OutOrStdout(), timeouts: timeouts, ops: ops, channels: channels,
 		})
 	}
@@ -115,6 +115,10 @@ func startCPUProfile(path string) (func(), error) {
 		f.Close()
 	}, nil
 }
+
+// keysAuth authenticates serve's calls by API key, through the engine's
+// store (on PostgreSQL it caches keys for a second; see auth.Keys).
+func keysAuth(st store.KeyStore) auth.Authenticator { return auth.Keys{Store: st} }
 
 // parseAllow parses a --webhook-allow value: a CIDR, or one IP address
 // (its /32 or /128).

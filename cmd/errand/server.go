@@ -27,7 +27,9 @@ type serveConfig struct {
 	store store.Store
 	log   *slog.Logger
 	dev   bool
-	auth  auth.Authenticator
+	// auth makes the authenticator from the engine's store, which on a
+	// shared store caches API keys (see auth.Keys).
+	auth  func(store.KeyStore) auth.Authenticator
 	guard *deliver.Guard // nil in dev: any address
 	// shared: other nodes write to the same store, so sleeping services
 	// look at it at least every second.
@@ -99,7 +101,7 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 	var api *httpapi.Server
 	mcpHTTP := mcp.NewHTTPHandler(mcp.HTTPConfig{Dev: c.dev, Logger: c.log, Version: mcpVersion(),
 		API: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { api.ServeHTTP(w, r) })})
-	api = n.Handler(node.HandlerConfig{Auth: c.auth, Hosts: listenHosts(ln, c.addr, c.dev),
+	api = n.Handler(node.HandlerConfig{Auth: c.auth(n.Engine.Store()), Hosts: listenHosts(ln, c.addr, c.dev),
 		Extra: map[string]http.Handler{"/mcp": mcpHTTP}})
 	to := c.timeouts
 	if to == (httpTimeouts{}) {

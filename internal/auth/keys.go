@@ -122,12 +122,23 @@ func PrincipalOf(k *store.APIKey) *Principal {
 }
 
 // Keys authenticates API keys: `Authorization: Bearer <key>`, looked up by
-// the SHA-256 digest of the key (exact match) on every request.
+// the SHA-256 digest of the key (exact match) in Store on every request.
 //
-// Nothing is cached: revoking a key is one UPDATE of its row, and since
-// every call reads that row, the key stops working on every node that
-// shares the store from the commit on. The lookup is one seek on a unique
-// index.
+// Keys itself keeps nothing; how soon a revocation (one UPDATE of the
+// key's row) is seen depends on the store it is given. errand serve and
+// the embedded engine give it the engine's store (engine.Engine.Store):
+//
+//   - on SQLite (one node) every call reads the row: a revoked key stops
+//     working from the commit on;
+//   - on PostgreSQL the engine caches the keys it found, by digest, to save
+//     every call a round trip. A revocation through the engine or by
+//     `errand keys revoke` sends a config notification, and every node
+//     drops its copies when it hears it (milliseconds); a notification
+//     lost, or a revocation written by another path, is seen when the copy
+//     expires: a revoked key works on no node more than a second
+//     (engine's cacheTTL) after the commit. A key not found is never kept.
+//
+// The lookup that reaches the store is one seek on a unique index.
 type Keys struct {
 	Store store.KeyStore
 }

@@ -9,18 +9,24 @@ import (
 	"github.com/errandhq/errand/internal/task"
 )
 
-// cacheTTL is how long a cached instance or queue is used without being
-// read again: the most a change made on another node goes unseen here when
-// its notification is lost.
+// cacheTTL is how long a cached instance, queue or API key is used without
+// being read again: the most a change made on another node (or by `errand
+// keys revoke`) goes unseen here when its notification is lost.
 const cacheTTL = time.Second
 
 // cachedStore is the engine's store on a shared database: it keeps the
 // instances and queues it read, which every add, every dispatcher pass and
-// every finish look up, so that they cost no round trip while nothing
-// changes. Its own writes of instances and queues drop every copy and tell
-// the other nodes (store.Notifier.NotifyConfig), whose caches drop theirs
-// on hearing it. A notification lost (a LISTEN connection that dropped)
-// leaves a copy in use for at most cacheTTL; a reconnect drops every copy.
+// every finish look up, and the API keys found by digest, which every
+// request looks up (auth.Keys over Engine.Store), so that they cost no
+// round trip while nothing changes. Its own writes of instances and queues
+// and its key revocations drop every copy and tell the other nodes
+// (store.Notifier.NotifyConfig), whose caches drop theirs on hearing it;
+// `errand keys revoke`, which writes the store directly, sends the same
+// notification. A notification lost (a LISTEN connection that dropped, a
+// revocation written by another path) leaves a copy in use for at most
+// cacheTTL; a reconnect drops every copy. Only keys found are kept: an
+// unknown key is read again on every call, so a key made meanwhile works
+// at once and unknown keys sent in bulk fill no memory.
 //
 // Copies are handed out as copies: callers may change what they get.
 type cachedStore struct {
@@ -34,6 +40,7 @@ type cachedStore struct {
 	byID   map[string]cached[*task.Instance]
 	queues map[store.QueueRef]cached[*task.Queue]
 	all    map[struct{}]cached[[]*task.Queue] // QueueListAll's, under the one key
+	keys   map[string]cached[*store.APIKey]   // by digest
 	drops  *progress[int]                     // tests only: how many drops
 }
 
@@ -59,10 +66,11 @@ func (c *cachedStore) reset() {
 	c.byID = map[string]cached[*task.Instance]{}
 	c.queues = map[store.QueueRef]cached[*task.Queue]{}
 	c.all = map[struct{}]cached[[]*task.Queue]{}
+	c.keys = map[string]cached[*store.APIKey]{}
 }
 
-// drop forgets every copy (another node changed instances or queues, or
-// the LISTEN connection was made again).
+// drop forgets every copy (another node changed instances, queues or keys,
+// or the LISTEN connection was made again).
 func (c *cachedStore) drop() {
 	c.mu.Lock()
 	c.gen++
@@ -146,6 +154,24 @@ func (c *cachedStore) QueueGet(ctx context.Context, ref store.QueueRef) (*task.Q
 	return copyQueue(q), nil
 }
 
+func copyKey(k *store.APIKey) *store.APIKey {
+	c := *k
+	c.Digest = append([]byte(nil), k.Digest...)
+	c.Grants = append([]store.Grant(nil), k.Grants...)
+	return &c
+}
+
+// KeyByDigest finds an API key by digest through the cache; a key not
+// found is not kept (see cachedStore).
+func (c *cachedStore) KeyByDigest(ctx context.Context, digest []byte) (*store.APIKey, error) {
+	k, err := read(c, func() map[string]cached[*store.APIKey] { return c.keys }, string(digest),
+		func() (*store.APIKey, error) { return c.Store.KeyByDigest(ctx, digest) })
+	if err != nil {
+		return nil, err
+	}
+	return copyKey(k), nil
+}
+
 // QueueListAll lists every queue through the cache (the dispatcher's pass).
 func (c *cachedStore) QueueListAll(ctx context.Context) ([]*task.Queue, error) {
 	qs, err := read(c, func() map[struct{}]cached[[]*task.Queue] { return c.all }, struct{}{},
@@ -198,6 +224,12 @@ func (c *cachedStore) QueueUpdate(ctx context.Context, ref store.QueueRef, fn fu
 func (c *cachedStore) QueueDelete(ctx context.Context, ref store.QueueRef) (int, error) {
 	defer c.changed(ctx)
 	return c.Store.QueueDelete(ctx, ref)
+}
+
+// KeyRevoke revokes an API key and drops the copies, on every node.
+func (c *cachedStore) KeyRevoke(ctx context.Context, ref store.KeyRef, now int64) error {
+	defer c.changed(ctx)
+	return c.Store.KeyRevoke(ctx, ref, now)
 }
 
 // Notify passes through.

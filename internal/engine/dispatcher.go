@@ -67,6 +67,13 @@ type Dispatcher struct {
 	results chan finished
 	fails   failLog // serve: rate limit of failed attempts' info lines
 
+	// hints are queues this node just added a due task to (dueAdded):
+	// the next pass claims from them first, before it reads which queues
+	// have a task due, so that the claim (and the delivery) does not wait
+	// for that read.
+	hintMu sync.Mutex
+	hints  map[qkey]bool
+
 	// Tests only (nil in production): the pass before each sleep, and how
 	// many attempts have passed their deadline.
 	asleep    *progress[sleepReport]
@@ -128,6 +135,36 @@ func (d *Dispatcher) run(ctx context.Context) {
 	}
 }
 
+// dueAdded tells the dispatcher that tasks due now were just stored in
+// queue (instanceID, name); the caller then wakes it. A hint is only a
+// shortcut: a task another node took meanwhile makes the claim find
+// nothing, and the pass then goes on as without it.
+func (d *Dispatcher) dueAdded(instanceID, name string) {
+	d.hintMu.Lock()
+	if d.hints == nil {
+		d.hints = map[qkey]bool{}
+	}
+	d.hints[qkey{instanceID, name}] = true
+	d.hintMu.Unlock()
+}
+
+// takeHints returns the queues hinted since the last pass, and forgets them.
+func (d *Dispatcher) takeHints() map[qkey]bool {
+	d.hintMu.Lock()
+	defer d.hintMu.Unlock()
+	h := d.hints
+	d.hints = nil
+	return h
+}
+
+// claimPass is what one pass shares between the queues it claims from.
+type claimPass struct {
+	now   time.Time
+	byKey map[qkey]*task.Queue
+	insts map[string]*task.Instance
+	slots *slotView
+}
+
 // pass claims and starts what it can, and returns how many it started, the
 // time it claimed at and, if none, when to look again. The time is absolute
 // so that a sleep computed late (after the clock moved) still ends on time.
@@ -139,6 +176,31 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, time.Time, error
 	queues, err := d.store.QueueListAll(ctx)
 	if err != nil {
 		return 0, now, time.Time{}, err
+	}
+	cp := &claimPass{now: now, byKey: make(map[qkey]*task.Queue, len(queues)), insts: map[string]*task.Instance{},
+		slots: newSlotView(d.targets)} // function targets go where a worker has a slot
+	for _, q := range queues {
+		cp.byKey[qkey{q.InstanceID, q.Name}] = q
+	}
+	// A task this node just added due: claim it at once, before reading
+	// the due queues (a round trip the delivery need not wait for). A pass
+	// that starts anything returns, and the next pass, at once, looks at
+	// every queue as usual.
+	hinted := d.takeHints()
+	started := 0
+	for k := range hinted {
+		q := cp.byKey[k]
+		if q == nil || q.Mode != task.ModePush || q.Paused {
+			continue
+		}
+		n, err := d.claimFrom(ctx, cp, q)
+		started += n
+		if err != nil {
+			return started, now, time.Time{}, err
+		}
+	}
+	if started > 0 {
+		return started, now, time.Time{}, nil
 	}
 	// One read finds the queues with a task due, instead of one per queue:
 	// only those are claimed from, each without a check of its own.
@@ -152,13 +214,6 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, time.Time, error
 	}
 	wait := d.backstop
 	rateWait := time.Duration(0) // the shortest token interval of a rated queue
-	byKey := make(map[qkey]*task.Queue, len(queues))
-	for _, q := range queues {
-		byKey[qkey{q.InstanceID, q.Name}] = q
-	}
-	insts := map[string]*task.Instance{}
-	started := 0
-	slots := newSlotView(d.targets) // function targets go where a worker has a slot
 	// Start each pass at the next queue, so that under a shared cap
 	// (maxInFlight) a busy queue does not starve the others.
 	d.turn++
@@ -172,37 +227,14 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, time.Time, error
 				rateWait = iv
 			}
 		}
-		if !due[qkey{q.InstanceID, q.Name}] {
+		k := qkey{q.InstanceID, q.Name}
+		if !due[k] || hinted[k] { // a hinted queue was claimed from above, and held nothing
 			continue
 		}
-		inst, ok := insts[q.InstanceID]
-		if !ok {
-			inst, err = d.store.InstanceGetByID(ctx, q.InstanceID)
-			if err != nil {
-				if task.IsCode(err, task.CodeNotFound) {
-					continue
-				}
-				return started, now, time.Time{}, err
-			}
-			insts[q.InstanceID] = inst
-		}
-		p := &store.ClaimParams{
-			Queue: q, Now: now.UnixMilli(), Limit: claimBatch,
-			LeaseMs: pushLease.Milliseconds(), NewLeaseID: d.newLeaseID,
-			MaxRunning: q.MaxConcurrent, InstanceMaxRunning: inst.Settings.MaxInFlight,
-			Functions: slots.free(q.InstanceID), Due: true,
-		}
-		if q.RatePerSecond > 0 {
-			p.Rate, p.Burst = q.RatePerSecond, max(1, int(math.Ceil(q.RatePerSecond/10)))
-		}
-		ts, err := d.store.TaskClaim(ctx, p)
+		n, err := d.claimFrom(ctx, cp, q)
+		started += n
 		if err != nil {
 			return started, now, time.Time{}, err
-		}
-		slots.took(q, ts)
-		for _, t := range ts {
-			started++
-			d.launch(ctx, t, q, inst, byKey)
 		}
 	}
 	if started == 0 {
@@ -234,6 +266,41 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, time.Time, error
 		}
 	}
 	return started, now, now.Add(wait), nil
+}
+
+// claimFrom claims the due tasks of push queue q and starts them; it
+// returns how many.
+func (d *Dispatcher) claimFrom(ctx context.Context, cp *claimPass, q *task.Queue) (int, error) {
+	inst, ok := cp.insts[q.InstanceID]
+	if !ok {
+		var err error
+		inst, err = d.store.InstanceGetByID(ctx, q.InstanceID)
+		if task.IsCode(err, task.CodeNotFound) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		cp.insts[q.InstanceID] = inst
+	}
+	p := &store.ClaimParams{
+		Queue: q, Now: cp.now.UnixMilli(), Limit: claimBatch,
+		LeaseMs: pushLease.Milliseconds(), NewLeaseID: d.newLeaseID,
+		MaxRunning: q.MaxConcurrent, InstanceMaxRunning: inst.Settings.MaxInFlight,
+		Functions: cp.slots.free(q.InstanceID), Due: true,
+	}
+	if q.RatePerSecond > 0 {
+		p.Rate, p.Burst = q.RatePerSecond, max(1, int(math.Ceil(q.RatePerSecond/10)))
+	}
+	ts, err := d.store.TaskClaim(ctx, p)
+	if err != nil {
+		return 0, err
+	}
+	cp.slots.took(q, ts)
+	for _, t := range ts {
+		d.launch(ctx, t, q, inst, cp.byKey)
+	}
+	return len(ts), nil
 }
 
 // newLeaseID makes the lease id of a push attempt of this node: the node's

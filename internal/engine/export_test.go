@@ -37,6 +37,19 @@ func (s *Signals) CacheDrops(tb testing.TB, n int) {
 	wait(tb, "the cache to drop its copies", s.e.store.(*cachedStore).drops, func(d int) bool { return d >= n })
 }
 
+// CacheDropCount returns how many times the engine's cache has dropped
+// its copies so far.
+func (s *Signals) CacheDropCount() int {
+	p := s.e.store.(*cachedStore).drops
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
+}
+
+// DueAdded points e's dispatcher at a queue as an add of a due task does
+// (a stale hint when the queue has none).
+func DueAdded(e *Engine, instanceID, queue string) { e.dispatcher.dueAdded(instanceID, queue) }
+
 // CacheClock sets the clock by which the engine's cache ages its copies.
 func CacheClock(e *Engine, now func() time.Time) { e.store.(*cachedStore).now = now }
 

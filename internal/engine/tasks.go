@@ -15,7 +15,26 @@ type AddResult = store.AddResult
 // refuses the whole call (nothing is added); a duplicate name refuses only
 // that task (TASK_EXISTS with the existing id).
 func (e *Engine) TaskAdd(ctx context.Context, ref QueueRef, ins []task.AddInput) ([]AddResult, error) {
-	return e.TaskAddWith(ctx, ref, ins, e.store.TaskAdd)
+	return e.TaskAddWith(ctx, ref, ins, e.addDue)
+}
+
+// addDue stores tasks (store.Store.TaskAdd) and, once they are committed,
+// points the dispatcher at the queue if any is due now: its next pass, which
+// TaskAddWith wakes, claims them without first reading which queues have a
+// task due. (AddTx's tasks are committed later, by the application: no
+// hint; the dispatcher finds them as any other.)
+func (e *Engine) addDue(ctx context.Context, tasks []*task.Task) ([]AddResult, error) {
+	res, err := e.store.TaskAdd(ctx, tasks)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range res {
+		if t := r.Task; r.Err == nil && t != nil && t.RunAt <= t.CreatedAt {
+			e.dispatcher.dueAdded(t.InstanceID, t.Queue)
+			break // one queue per call
+		}
+	}
+	return res, nil
 }
 
 // TaskAddWith is TaskAdd storing the tasks with add (store.Store.TaskAdd's

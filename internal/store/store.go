@@ -306,10 +306,14 @@ type Grant struct {
 // for work another node wrote. A lost notification only delays work until
 // the services' backstop.
 type Notifier interface {
+	// Notify tells the other nodes that tasks or queues changed. The
+	// store's own Listen need not pass it on: the engine that sends it has
+	// woken its own services for the change.
 	Notify(ctx context.Context) error
-	// NotifyConfig tells every node listening that instances or queues
-	// changed, so that each drops its cached copies of them (the engine's
-	// cache; a lost one is stale for at most the cache's lifetime).
+	// NotifyConfig tells every node listening that instances, queues or
+	// API keys changed, so that each drops its cached copies of them (the
+	// engine's cache; a lost one is stale for at most the cache's
+	// lifetime).
 	NotifyConfig(ctx context.Context) error
 	// Listen calls fn for every notification, config true for
 	// NotifyConfig's, and once after each reconnect with config true

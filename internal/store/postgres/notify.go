@@ -9,20 +9,28 @@ import (
 // database.
 const wakeChannel = "errand_wake"
 
-// Notify tells every listening node that tasks or queues changed.
+// Notify tells every other listening node that tasks or queues changed.
+// The payload is this store's origin: its own Listen skips it, as the
+// sender woke its own services when it made the change (an idle node
+// would otherwise run a second pass of its dispatcher, rescuer and
+// scheduler beside the claim of every task it adds). Nodes of earlier
+// versions take any payload but configPayload as a plain wake. Each node
+// opens its own Store: two engines on one Store value would not hear each
+// other's Notify.
 func (s *Store) Notify(ctx context.Context) error {
-	if _, err := s.pool.Exec(ctx, "SELECT pg_notify('"+wakeChannel+"', '')"); err != nil {
+	if _, err := s.pool.Exec(ctx, "SELECT pg_notify('"+wakeChannel+"', $1)", s.origin); err != nil {
 		return interpretError(err)
 	}
 	return nil
 }
 
 // configPayload marks NotifyConfig's notifications on the wake channel:
-// instances or queues changed. It wakes the services as any notification
+// instances, queues or API keys changed. It wakes the services as any notification
 // does.
 const configPayload = "config"
 
-// NotifyConfig sends a notification that instances or queues changed.
+// NotifyConfig sends a notification that instances, queues or API keys
+// changed.
 func (s *Store) NotifyConfig(ctx context.Context) error {
 	if _, err := s.pool.Exec(ctx, "SELECT pg_notify('"+wakeChannel+"', '"+configPayload+"')"); err != nil {
 		return interpretError(err)
@@ -31,10 +39,17 @@ func (s *Store) NotifyConfig(ctx context.Context) error {
 }
 
 // Listen holds one connection with LISTEN errand_wake and calls fn for every
-// notification, and once after each (re)connect, since notifications sent
-// while it was away are lost. It returns when ctx ends.
+// notification but this store's own Notify, and once after each
+// (re)connect, since notifications sent while it was away are lost. Its own
+// NotifyConfig and the notification TaskAddTx queues (empty payload, sent
+// at the application's commit) are passed on. It returns when ctx ends.
 func (s *Store) Listen(ctx context.Context, fn func(config bool)) error {
-	return s.listen(ctx, wakeChannel, func(payload string, connected bool) { fn(connected || payload == configPayload) })
+	return s.listen(ctx, wakeChannel, func(payload string, connected bool) {
+		if !connected && payload == s.origin {
+			return
+		}
+		fn(connected || payload == configPayload)
+	})
 }
 
 // listen holds one connection with LISTEN name and calls fn with the

@@ -103,3 +103,74 @@ func TestChannelListen(t *testing.T) {
 		}
 	}
 }
+
+// TestListenSkipsOwnNotify: a store's Listen does not pass on its own
+// Notify (its node woke its own services), but passes on its own
+// NotifyConfig and a notification with an empty payload (TaskAddTx's, sent
+// at the application's commit). On a database of its own, so that no other
+// test's notification comes between: notifications arrive in commit order.
+func TestListenSkipsOwnNotify(t *testing.T) {
+	url := postgres.FreshDatabase(t)
+	open := func() *postgres.Store {
+		s, err := postgres.Open(context.Background(), url, postgres.Options{Logger: postgres.Quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b := open(), open()
+	ctx, cancel := context.WithCancel(context.Background())
+	heard := make(chan bool, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = b.Listen(ctx, func(config bool) { heard <- config })
+	}()
+	defer func() { cancel(); <-done }()
+	next := func(what string) bool {
+		t.Helper()
+		select {
+		case config := <-heard:
+			return config
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s did not arrive", what)
+		}
+		return false
+	}
+	if !next("the connect call") {
+		t.Fatal("the connect call is not a config change")
+	}
+	// b's own Notify, then a's config notification: the first that
+	// arrives is a's (notifications arrive in commit order).
+	if err := b.Notify(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.NotifyConfig(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !next("a's config notification") {
+		t.Fatal("b heard its own Notify")
+	}
+	// a's Notify arrives, as a plain wake; b's own NotifyConfig arrives
+	// (its node's cache dropped already: harmless), and so does an empty
+	// payload such as TaskAddTx queues.
+	if err := a.Notify(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if next("a's notification") {
+		t.Fatal("a's Notify arrived as a config change")
+	}
+	if err := b.NotifyConfig(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !next("b's own config notification") {
+		t.Fatal("b's NotifyConfig arrived as a plain wake")
+	}
+	if err := postgres.NotifyEmpty(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if next("an empty notification") {
+		t.Fatal("an empty notification arrived as a config change")
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/errandhq/errand/internal/id"
 	"github.com/errandhq/errand/internal/store"
 )
 
@@ -65,6 +66,10 @@ const rollbackTimeout = 5 * time.Second
 type Store struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
+	// origin marks this store's own wake notifications (Notify), which its
+	// Listen does not pass on: the node that sent one woke its own
+	// services already.
+	origin string
 
 	closeOnce sync.Once
 }
@@ -110,7 +115,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", interpretError(err))
 	}
-	s := &Store{pool: pool, log: log}
+	s := &Store{pool: pool, log: log, origin: id.Secret(8)}
 	if err := migrate(ctx, pool, opts.Schema, log); err != nil {
 		pool.Close()
 		return nil, err
