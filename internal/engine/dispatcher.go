@@ -183,9 +183,9 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, time.Time, error
 		cp.byKey[qkey{q.InstanceID, q.Name}] = q
 	}
 	// A task this node just added due: claim it at once, before reading
-	// the due queues (a round trip the delivery need not wait for). A pass
-	// that starts anything returns, and the next pass, at once, looks at
-	// every queue as usual.
+	// the due queues (a round trip the delivery need not wait for). The
+	// pass then goes on to the other queues as usual: returning here would
+	// let a queue that is added to all the time keep the others waiting.
 	hinted := d.takeHints()
 	started := 0
 	for k := range hinted {
@@ -198,9 +198,6 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, time.Time, error
 		if err != nil {
 			return started, now, time.Time{}, err
 		}
-	}
-	if started > 0 {
-		return started, now, time.Time{}, nil
 	}
 	// One read finds the queues with a task due, instead of one per queue:
 	// only those are claimed from, each without a check of its own.
@@ -228,7 +225,7 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, time.Time, error
 			}
 		}
 		k := qkey{q.InstanceID, q.Name}
-		if !due[k] || hinted[k] { // a hinted queue was claimed from above, and held nothing
+		if !due[k] || hinted[k] { // a hinted queue was claimed from above (the next pass takes what it left)
 			continue
 		}
 		n, err := d.claimFrom(ctx, cp, q)

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -21,8 +22,9 @@ import (
 // ("due") and its claims ("claim QUEUE").
 type callLog struct {
 	*sqlite.Store
-	mu    sync.Mutex
-	calls []string
+	mu      sync.Mutex
+	calls   []string
+	onClaim func(q *task.Queue) // if set, called after each claim
 }
 
 func (c *callLog) TaskDueQueues(ctx context.Context, now int64) ([]store.QueueRef, error) {
@@ -35,8 +37,13 @@ func (c *callLog) TaskDueQueues(ctx context.Context, now int64) ([]store.QueueRe
 func (c *callLog) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Task, error) {
 	c.mu.Lock()
 	c.calls = append(c.calls, "claim "+p.Queue.Name)
+	on := c.onClaim
 	c.mu.Unlock()
-	return c.Store.TaskClaim(ctx, p)
+	ts, err := c.Store.TaskClaim(ctx, p)
+	if on != nil {
+		on(p.Queue)
+	}
+	return ts, err
 }
 
 // take returns the calls so far and forgets them.
@@ -121,5 +128,59 @@ func TestStaleHintFallsBack(t *testing.T) {
 	i := slices.Index(calls, "claim empty")
 	if i != 0 || !slices.Equal(calls[i:min(i+3, len(calls))], []string{"claim empty", "due", "claim full"}) {
 		t.Fatalf("the dispatcher called %v, want the hinted claim of empty, then the due read and the claim of full", calls)
+	}
+}
+
+// TestHintDoesNotStarveOtherQueues: a pass whose hinted claim starts a
+// delivery still reads the due queues and claims the others, so that a
+// queue added to all the time (a new task and its hint after every claim
+// here) does not keep them waiting.
+func TestHintDoesNotStarveOtherQueues(t *testing.T) {
+	t.Parallel()
+	b, st := setupLogged(t)
+	rcv := newReceiver(t)
+	busy := b.queue("busy", &task.QueuePatch{Target: targetPtr(rcv.URL + "/hook")})
+	other := b.queue("other", &task.QueuePatch{Target: targetPtr(rcv.URL + "/hook")})
+	b.sig.Settle(t)
+	store1 := func(q *task.Queue, id string) {
+		tk, err := task.NewTask(q, task.AddInput{}, b.clock.Now().UnixMilli(), task.URLRules{AllowHTTP: true})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		tk.ID = id
+		if res, err := st.Store.TaskAdd(b.ctx, []*task.Task{tk}); err != nil || res[0].Err != nil {
+			t.Error(err, res)
+		}
+	}
+	// A task of other stored behind the engine's back (no hint).
+	store1(other, "fair-other")
+	var mu sync.Mutex
+	busyAdds := 0
+	st.mu.Lock()
+	st.onClaim = func(q *task.Queue) {
+		mu.Lock()
+		defer mu.Unlock()
+		if q.Name != "busy" || busyAdds >= 5 {
+			return
+		}
+		busyAdds++
+		store1(busy, fmt.Sprint("fair-busy-", busyAdds))
+		engine.DueAdded(b.eng, busy.InstanceID, busy.Name)
+	}
+	st.mu.Unlock()
+	st.take()
+	store1(busy, "fair-busy-0")
+	engine.DueAdded(b.eng, busy.InstanceID, busy.Name)
+	b.eng.Wake()
+	for range 7 { // every task of both queues delivered
+		rcv.next(t)
+	}
+	calls := st.take()
+	first := slices.Index(calls, "claim busy")
+	other1 := slices.Index(calls, "claim other")
+	second := first + 1 + slices.Index(calls[first+1:], "claim busy")
+	if first != 0 || other1 < 0 || other1 > second {
+		t.Fatalf("the dispatcher called %v: other waited behind the busy queue's hints", calls)
 	}
 }
