@@ -2,16 +2,11 @@ package main
 
 import (
 	"context"
-	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/errandhq/errand/internal/id"
-	"github.com/errandhq/errand/internal/testkit"
 )
 
 // TestKeysRevokeTellsNodes: on PostgreSQL, `errand keys revoke` sends the
@@ -56,31 +51,7 @@ func TestKeysRevokeTellsNodes(t *testing.T) {
 // database: no other test's reach it.
 func pgDatabaseURL(t *testing.T) string {
 	t.Helper()
-	base := os.Getenv("ERRAND_TEST_POSTGRES")
-	if base == "" {
-		testkit.SkipPostgres(t)
-	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("ERRAND_TEST_POSTGRES is set but PostgreSQL does not answer: %v", err)
-	}
-	defer conn.Close(ctx)
-	name := "errand_kn_" + id.Secret(6)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), base)
-		if err == nil {
-			_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-			c.Close(context.Background())
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
+	u, name := pgFresh(t, "errand_kn_", "CREATE DATABASE %s", "DROP DATABASE IF EXISTS %s WITH (FORCE)")
 	u.Path = "/" + name
 	return u.String()
 }

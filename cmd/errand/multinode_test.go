@@ -27,6 +27,19 @@ import (
 // URL that uses it; the schema is dropped at cleanup.
 func pgSchemaURL(t *testing.T) string {
 	t.Helper()
+	u, schema := pgFresh(t, "errand_mn_", "CREATE SCHEMA %s", "DROP SCHEMA %s CASCADE")
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// pgFresh makes a fresh object (a schema, a database) on the test
+// PostgreSQL with create, its name put for %s, drops it at cleanup with
+// drop, and returns the server's URL and the name. It skips t when
+// ERRAND_TEST_POSTGRES is unset.
+func pgFresh(t *testing.T, prefix, create, drop string) (*url.URL, string) {
+	t.Helper()
 	base := os.Getenv("ERRAND_TEST_POSTGRES")
 	if base == "" {
 		testkit.SkipPostgres(t)
@@ -37,14 +50,14 @@ func pgSchemaURL(t *testing.T) string {
 		t.Fatalf("ERRAND_TEST_POSTGRES is set but PostgreSQL does not answer: %v", err)
 	}
 	defer conn.Close(ctx)
-	schema := "errand_mn_" + id.Secret(6)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+	name := prefix + id.Secret(6)
+	if _, err := conn.Exec(ctx, fmt.Sprintf(create, name)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		c, err := pgx.Connect(context.Background(), base)
 		if err == nil {
-			_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+			_, _ = c.Exec(context.Background(), fmt.Sprintf(drop, name))
 			c.Close(context.Background())
 		}
 	})
@@ -52,10 +65,7 @@ func pgSchemaURL(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return u, name
 }
 
 // TestThreeNodesShareTheWorkAndSurviveAKill: three `errand serve` processes

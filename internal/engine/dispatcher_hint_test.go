@@ -55,6 +55,21 @@ func (c *callLog) take() []string {
 	return out
 }
 
+// storeBehind stores a task of q, due now, with id, behind the engine's
+// back (as another node would: no hint, no wake).
+func storeBehind(t *testing.T, b *bundle, st *callLog, q *task.Queue, id string) {
+	t.Helper()
+	tk, err := task.NewTask(q, task.AddInput{}, b.clock.Now().UnixMilli(), task.URLRules{AllowHTTP: true})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	tk.ID = id
+	if res, err := st.Store.TaskAdd(b.ctx, []*task.Task{tk}); err != nil || res[0].Err != nil {
+		t.Error(err, res)
+	}
+}
+
 // setupLogged is setup on a store that logs the dispatcher's calls.
 func setupLogged(t *testing.T) (*bundle, *callLog) {
 	t.Helper()
@@ -112,14 +127,7 @@ func TestStaleHintFallsBack(t *testing.T) {
 	b.sig.Settle(t)
 	// A task stored behind the engine's back (as another node would),
 	// and a hint that names the wrong queue.
-	tk, err := task.NewTask(full, task.AddInput{}, b.clock.Now().UnixMilli(), task.URLRules{AllowHTTP: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tk.ID = "stale-hint-task"
-	if res, err := st.Store.TaskAdd(b.ctx, []*task.Task{tk}); err != nil || res[0].Err != nil {
-		t.Fatal(err, res)
-	}
+	storeBehind(t, b, st, full, "stale-hint-task")
 	st.take()
 	engine.DueAdded(b.eng, empty.InstanceID, empty.Name)
 	b.eng.Wake()
@@ -142,19 +150,8 @@ func TestHintDoesNotStarveOtherQueues(t *testing.T) {
 	busy := b.queue("busy", &task.QueuePatch{Target: targetPtr(rcv.URL + "/hook")})
 	other := b.queue("other", &task.QueuePatch{Target: targetPtr(rcv.URL + "/hook")})
 	b.sig.Settle(t)
-	store1 := func(q *task.Queue, id string) {
-		tk, err := task.NewTask(q, task.AddInput{}, b.clock.Now().UnixMilli(), task.URLRules{AllowHTTP: true})
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		tk.ID = id
-		if res, err := st.Store.TaskAdd(b.ctx, []*task.Task{tk}); err != nil || res[0].Err != nil {
-			t.Error(err, res)
-		}
-	}
 	// A task of other stored behind the engine's back (no hint).
-	store1(other, "fair-other")
+	storeBehind(t, b, st, other, "fair-other")
 	var mu sync.Mutex
 	busyAdds := 0
 	st.mu.Lock()
@@ -165,12 +162,12 @@ func TestHintDoesNotStarveOtherQueues(t *testing.T) {
 			return
 		}
 		busyAdds++
-		store1(busy, fmt.Sprint("fair-busy-", busyAdds))
+		storeBehind(t, b, st, busy, fmt.Sprint("fair-busy-", busyAdds))
 		engine.DueAdded(b.eng, busy.InstanceID, busy.Name)
 	}
 	st.mu.Unlock()
 	st.take()
-	store1(busy, "fair-busy-0")
+	storeBehind(t, b, st, busy, "fair-busy-0")
 	engine.DueAdded(b.eng, busy.InstanceID, busy.Name)
 	b.eng.Wake()
 	for range 7 { // every task of both queues delivered
