@@ -1,7 +1,7 @@
 -- errand's first PostgreSQL schema.
 --
 -- Every table's primary key and every hot index begins with the instance
--- (DESIGN.md, "Beyond one PostgreSQL"), so that tasks and queues can later be
+-- (docs/postgres.md, "Beyond one PostgreSQL"), so that tasks and queues can later be
 -- distributed by instance_id (Citus) or spread over clusters without a schema
 -- change. instances and api_keys are small tables read by (org, name) and by
 -- key digest: under Citus they are reference tables.

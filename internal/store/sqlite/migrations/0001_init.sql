@@ -2,7 +2,7 @@
 --
 -- Every table's key and every hot index begins with the instance, so that
 -- instances can later be spread over several databases without a schema
--- change (DESIGN.md, "Beyond one PostgreSQL"). Times are epoch milliseconds,
+-- change (docs/postgres.md, "Beyond one PostgreSQL"). Times are epoch milliseconds,
 -- 0 when unset. Tables are STRICT: a value of the wrong type is an error, not
 -- a silent conversion.
 
