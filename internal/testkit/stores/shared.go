@@ -2,6 +2,7 @@ package stores
 
 import (
 	"context"
+	"net/url"
 	"os"
 	"testing"
 
@@ -13,26 +14,44 @@ import (
 )
 
 // OpenPostgresShared returns a function that opens a store on one fresh
-// PostgreSQL schema (dropped at the end): each call is another node on
-// the same database. It skips tb when ERRAND_TEST_POSTGRES is unset; the
-// caller closes every store it opens.
+// PostgreSQL database (dropped at the end): each call is another node on
+// the same database. A database of its own, not a schema in the test
+// database: notifications (wake-ups, config changes that drop the
+// engine's cache) go to every session of a database, and another test's
+// would reach these nodes. It skips tb when ERRAND_TEST_POSTGRES is unset;
+// the caller closes every store it opens.
 func OpenPostgresShared(tb testing.TB) func() *postgres.Store {
 	tb.Helper()
 	base := os.Getenv("ERRAND_TEST_POSTGRES")
 	if base == "" {
 		testkit.SkipPostgres(tb)
 	}
-	schema := "errand_kit_" + id.Secret(6)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		tb.Fatalf("ERRAND_TEST_POSTGRES is set but does not answer: %v", err)
+	}
+	defer conn.Close(ctx)
+	name := "errand_kit_" + id.Secret(6)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		tb.Fatal(err)
+	}
 	tb.Cleanup(func() {
 		c, err := pgx.Connect(context.Background(), base)
 		if err == nil {
-			_, _ = c.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+			_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 			c.Close(context.Background())
 		}
 	})
+	u, err := url.Parse(base)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	u.Path = "/" + name
+	dbURL := u.String()
 	return func() *postgres.Store {
 		tb.Helper()
-		st, err := postgres.Open(context.Background(), base, postgres.Options{Logger: quiet, Schema: schema})
+		st, err := postgres.Open(context.Background(), dbURL, postgres.Options{Logger: quiet})
 		if err != nil {
 			tb.Fatal(err)
 		}
