@@ -302,19 +302,15 @@ type withCtid struct {
 // Scan reads the task's columns into dest and the last one into the ctid.
 func (w withCtid) Scan(dest ...any) error { return w.Scanner.Scan(append(dest, w.ctid)...) }
 
-// keepRouted is p.Keep over tasks, with the ctids of the tasks it keeps.
+// keepRouted is p.Keep over tasks, with the ctids of the tasks it keeps
+// (Keep keeps tasks in order).
 func keepRouted(p *store.ClaimParams, tasks []*task.Task, ctids []pgtype.TID) ([]*task.Task, []pgtype.TID) {
 	kept := p.Keep(tasks)
-	if len(kept) == len(tasks) { // Keep keeps tasks in order
-		return tasks, ctids
-	}
-	at := make(map[*task.Task]pgtype.TID, len(tasks))
+	out := make([]pgtype.TID, 0, len(kept))
 	for i, t := range tasks {
-		at[t] = ctids[i]
-	}
-	out := make([]pgtype.TID, len(kept))
-	for i, t := range kept {
-		out[i] = at[t]
+		if len(out) < len(kept) && kept[len(out)] == t {
+			out = append(out, ctids[i])
+		}
 	}
 	return kept, out
 }

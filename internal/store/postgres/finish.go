@@ -17,6 +17,7 @@ var finishSpec = []string{
 	"instance_id text", "id text", "fence text", "state text", "attempt int4", "max_attempts int4",
 	"run_at int8", "started_at int8", "deadline_at int8", "finished_at int8", "lease_id text",
 	"lease_expires_at int8", "last_error text", "result bytea", "n_attempts int4", "last_attempt text",
+	"chain bool", // store.ChainState: the write ends the task as task rules watch for
 }
 
 // sqlFinish stores the outcome of a set of attempts, each fenced: a row
@@ -43,7 +44,7 @@ var sqlFinish = `WITH u AS (
 	END
 	FROM ` + unnestSQL(1, "c", finishSpec) + `
 	WHERE t.instance_id = c.instance_id AND t.id = c.id AND t.state = (SELECT 'RUNNING') AND t.lease_id = c.fence
-	RETURNING c.ord, t.instance_id, t.id, t.queue, t.state, t.finished_at, t.lease_id
+	RETURNING c.ord, c.chain, t.instance_id, t.id, t.queue, t.state, t.finished_at, t.lease_id
 ), ev AS (` + sqlChainEvents + `)
 SELECT ord FROM u`
 
@@ -53,6 +54,7 @@ type finishRows struct {
 	attempt, maxAttempts, nAttempts                               []int32
 	runAt, startedAt, deadlineAt, finishedAt, leaseExpiresAt      []int64
 	result                                                        [][]byte
+	chain                                                         []bool
 }
 
 // add appends the write of p.
@@ -78,13 +80,14 @@ func (r *finishRows) add(p *store.FinishParams) error {
 	r.result = append(r.result, nullBytes(t.Result))
 	r.nAttempts = append(r.nAttempts, int32(len(t.Attempts)))
 	r.lastAttempt = append(r.lastAttempt, last)
+	r.chain = append(r.chain, store.ChainState(t.State))
 	return nil
 }
 
 // args returns the arrays in finishSpec's order.
 func (r *finishRows) args() []any {
 	return []any{r.instanceID, r.id, r.fence, r.state, r.attempt, r.maxAttempts, r.runAt, r.startedAt,
-		r.deadlineAt, r.finishedAt, r.leaseID, r.leaseExpiresAt, r.lastError, r.result, r.nAttempts, r.lastAttempt}
+		r.deadlineAt, r.finishedAt, r.leaseID, r.leaseExpiresAt, r.lastError, r.result, r.nAttempts, r.lastAttempt, r.chain}
 }
 
 // batcher is a pool or a transaction.

@@ -43,12 +43,12 @@ var (
 	// sqlChainEvents writes, inside sqlFinish (one statement), one event
 	// per enabled task rule watching the queue of a task that finish ended
 	// SUCCEEDED or FAILED (u: the rows it wrote, as they are now, with no
-	// lease). The unique key drops a second write of the same finish.
+	// lease; u.chain is store.ChainState of each write). The unique key drops a second write of the same finish.
 	sqlChainEvents = `INSERT INTO trigger_events (instance_id, rule_id, task_id, state, finished_at)
 		SELECT r.instance_id, r.id, u.id, u.state, u.finished_at
 		FROM u JOIN triggers r ON r.instance_id = u.instance_id AND r.on_queue = u.queue AND r.kind = 'task' AND r.enabled
 			AND CASE u.state WHEN 'SUCCEEDED' THEN r.on_succeeded ELSE r.on_failed END
-		WHERE u.state IN ('SUCCEEDED', 'FAILED') AND u.lease_id = ''
+		WHERE u.chain AND u.lease_id = ''
 		ON CONFLICT ON CONSTRAINT trigger_events_once DO NOTHING`
 	qEventList   = `SELECT ` + store.TriggerEventColumns + ` FROM trigger_events ORDER BY seq LIMIT $1`
 	qEventDelete = `DELETE FROM trigger_events WHERE instance_id = $1 AND seq = $2`
