@@ -150,3 +150,34 @@ func (e *errandSystem) cpuNote(n int, since cpuMark, d time.Duration) string {
 	}
 	return s
 }
+
+// riverMark is the CPU time used so far by this process (River runs in it,
+// with the harness's producers) and, on PostgreSQL, by the server.
+type riverMark struct {
+	self, pg, pgRun float64
+}
+
+// markCPU reads the CPU time of this process and of PostgreSQL.
+func (s *riverSystem[TTx]) markCPU() riverMark {
+	m := riverMark{self: selfCPUSeconds()}
+	if s.dbName != nil {
+		m.pg, m.pgRun = postgresCPUSeconds(s.dbName())
+	}
+	return m
+}
+
+// cpuNote describes the CPU River (this process) and, on PostgreSQL, the
+// server used for n jobs since the mark: the figures errand's cpuNote gives,
+// so that PostgreSQL's cost per task can be read side by side.
+func (s *riverSystem[TTx]) cpuNote(n int, since riverMark, d time.Duration) string {
+	now := s.markCPU()
+	self := now.self - since.self
+	out := fmt.Sprintf("River and the harness (one process) %.2f CPU-s (%.0f µs/job, %.0f%% of a core), over %.2fs",
+		self, self/float64(n)*1e6, self/d.Seconds()*100, d.Seconds())
+	if s.dbName != nil {
+		pg, pgRun := now.pg-since.pg, now.pgRun-since.pgRun
+		out += fmt.Sprintf("; PostgreSQL %.2f CPU-s (%.0f µs/job; the run's database's backends %.0f µs/job)",
+			pg, pg/float64(n)*1e6, pgRun/float64(n)*1e6)
+	}
+	return out
+}

@@ -62,6 +62,9 @@ type riverSystem[TTx any] struct {
 
 	driver riverdriver.Driver[TTx]
 	future int // jobs AddFuture scheduled in the future this run; Steady checks they stay
+	// dbName is the run's PostgreSQL database ("" for SQLite): its
+	// server's CPU is reported beside River's (riverCPUNote).
+	dbName func() string
 
 	insertWorkers int         // concurrent InsertMany callers (insert, steady)
 	throughput    riverTuning // burndown, steady
@@ -289,6 +292,7 @@ func (s *riverSystem[TTx]) BurnDown(ctx context.Context, n int) (time.Duration, 
 	}
 	done, last, unsubscribe := completions(c, 200_000)
 	defer unsubscribe()
+	mark := s.markCPU()
 	start := time.Now()
 	if err := c.Start(ctx); err != nil {
 		return 0, err
@@ -297,7 +301,9 @@ func (s *riverSystem[TTx]) BurnDown(ctx context.Context, n int) (time.Duration, 
 	if err := waitCount(ctx, done, int64(n), 15*time.Minute); err != nil {
 		return 0, fmt.Errorf("%w (%d of %d completed)", err, done.Load(), n)
 	}
-	return time.Unix(0, last.Load()).Sub(start), nil
+	d := time.Unix(0, last.Load()).Sub(start)
+	logf("  %s burndown: %s", s.name, s.cpuNote(n, mark, time.Since(start)))
+	return d, nil
 }
 
 // waitCount waits until c reaches n.
@@ -328,6 +334,7 @@ func (s *riverSystem[TTx]) Steady(ctx context.Context, d time.Duration, maxBackl
 	}
 	defer c.Stop(context.WithoutCancel(ctx))
 
+	mark := s.markCPU()
 	start := time.Now()
 	end := start.Add(d)
 	p.recordLatencies(latencyCapacity(d), end)
@@ -351,6 +358,7 @@ func (s *riverSystem[TTx]) Steady(ctx context.Context, d time.Duration, maxBackl
 	<-pctx.Done()
 	worked := done.Load()
 	elapsed := time.Since(start)
+	logf("  %s steady window: %s", s.name, s.cpuNote(int(max(worked, 1)), mark, elapsed))
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
@@ -445,6 +453,7 @@ func newRiverPG(o Options) System {
 		}
 		return d, nil
 	}
+	s.dbName = func() string { return dbName }
 	s.close = func(ctx context.Context) error {
 		if pool != nil {
 			pool.Close()
