@@ -283,6 +283,10 @@ func TestQueryPlans(t *testing.T) {
 		{"delete finished", sqlDeleteFinished, []any{planNow + 30*86_400_000, 1000}, []string{"tasks_done"}, false},
 		{"activity", qQueueActivity, []any{"inst-0", "q0", planNow - 3_600_000, planNow + 60_000, 100_000}, []string{"tasks_created", "tasks_done"}, false},
 		{"claim any", sqlClaimAny, []any{"inst-0", "q0", planNow}, []string{"tasks_due"}, true},
+		{"due queues", sqlDueQueues, []any{planNow}, []string{"tasks_due"}, false},
+		{"next due after", sqlNextDueAfter, []any{planNow}, []string{"tasks_due"}, false},
+		{"get many", sqlTaskGetMany, []any{"inst-0", ids100}, []string{"tasks_pkey"}, false},
+		{"held by", sqlHeldBy, []any{[]string{"node-1"}, 500}, []string{"tasks_running"}, false},
 		{"claim any routed", sqlClaimAnyRouted, []any{"inst-0", "q0", planNow, false, int64(math.MinInt64), false, []string{"app/x"}}, []string{"tasks_due"}, true},
 	}
 	for _, l := range []struct {
