@@ -65,7 +65,9 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 			if err != nil {
 				return nil, err
 			}
-			e.leased.put(got, now) // their acks here need not read them back
+			if len(got) > 0 {
+				e.leased.put(got, now) // their acks here need not read them back
+			}
 		}
 		if len(got) > 0 || deadline == nil {
 			if len(got) > 0 {
