@@ -34,18 +34,13 @@ func (e *Engine) AckMany(ctx context.Context, ref QueueRef, acks []AckInput) ([]
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, len(acks))
-	for i, a := range acks {
-		ids[i] = a.ID
-	}
-	tasks, err := e.store.TaskGetMany(ctx, q.InstanceID, ids)
+	tasks, cached, at, err := e.ackTasks(ctx, q, acks)
 	if err != nil {
 		return nil, err
 	}
-	now := e.now()
 	errs := make([]error, len(acks))
 	var fps []*store.FinishParams
-	var at []int // at[j] is the ack whose write fps[j] is
+	var of []int // of[j] is the ack whose write fps[j] is
 	seen := make(map[string]bool, len(acks))
 	for i, a := range acks {
 		t := tasks[a.ID]
@@ -56,41 +51,115 @@ func (e *Engine) AckMany(ctx context.Context, ref QueueRef, acks []AckInput) ([]
 			continue
 		}
 		seen[a.ID] = true
-		fp, err := ackOne(t, a, q, now)
+		fp, err := ackOne(t, a, q, at[a.ID])
 		if err != nil {
 			errs[i] = err
 			continue
 		}
 		fps = append(fps, fp)
-		at = append(at, i)
+		of = append(of, i)
 	}
 	if len(fps) == 0 {
 		return errs, nil
 	}
+	var refused []int // acks from this node's copies that the store refused
 	for j, err := range e.batcher.finishMany(ctx, fps) {
-		errs[at[j]] = err
-		if err == nil {
+		i := of[j]
+		errs[i] = err
+		switch {
+		case err == nil:
 			countAttempt(e.metrics, task.AttemptSucceeded, true)
+		case cached[acks[i].ID] && task.IsCode(err, task.CodeLeaseLost):
+			refused = append(refused, i)
 		}
+	}
+	if len(refused) > 0 {
+		e.refusedAcks(ctx, q, acks, refused, at, errs)
 	}
 	return errs, nil
 }
 
+// ackTasks finds the tasks of acks, each once: this node's copy from the
+// lease when it has one that holds the ack's lease (leasedTasks), else
+// read from the store in one read of them all. It returns the tasks by id
+// (absent: no such task), which came from a copy, and the time each was
+// checked at, which is the time its write must find its lease live at.
+func (e *Engine) ackTasks(ctx context.Context, q *task.Queue, acks []AckInput) (tasks map[string]*task.Task, cached map[string]bool, at map[string]int64, err error) {
+	tasks = make(map[string]*task.Task, len(acks))
+	cached = make(map[string]bool, len(acks))
+	at = make(map[string]int64, len(acks))
+	now := e.now()
+	var misses []string
+	for _, a := range acks {
+		if _, dup := at[a.ID]; dup {
+			continue
+		}
+		at[a.ID] = now
+		if t := e.leased.take(q.InstanceID, a.ID); t != nil && ackable(t, a, q, now) == nil {
+			tasks[a.ID], cached[a.ID] = t, true
+			continue
+		}
+		misses = append(misses, a.ID)
+	}
+	if len(misses) == 0 {
+		return tasks, cached, at, nil
+	}
+	read, err := e.store.TaskGetMany(ctx, q.InstanceID, misses)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	now = e.now()
+	for _, id := range misses {
+		tasks[id], at[id] = read[id], now
+	}
+	return tasks, cached, at, nil
+}
+
+// refusedAcks answers the acks at refused, written from this node's copies
+// and refused LEASE_LOST by the store, as the read would have answered
+// them: their tasks are read, and a task gone is NOT_FOUND, a lease not
+// held is its LEASE_LOST; a lease that still holds in what was read lost a
+// race, and LEASE_LOST stands. If the read fails, every LEASE_LOST stands:
+// the call's other writes are stored, so it does not fail as a whole.
+func (e *Engine) refusedAcks(ctx context.Context, q *task.Queue, acks []AckInput, refused []int, at map[string]int64, errs []error) {
+	ids := make([]string, len(refused))
+	for k, i := range refused {
+		ids[k] = acks[i].ID
+	}
+	stored, err := e.store.TaskGetMany(ctx, q.InstanceID, ids)
+	if err != nil {
+		return
+	}
+	for _, i := range refused {
+		a := acks[i]
+		if err := ackable(stored[a.ID], a, q, at[a.ID]); err != nil {
+			errs[i] = err
+		}
+	}
+}
+
 // ackOne checks one ack against its task (nil when the instance has no
-// such task) and returns the fenced write that finishes it.
+// such task) and returns the fenced write that finishes it, which applies
+// only while the lease is live at now.
 func ackOne(t *task.Task, a AckInput, q *task.Queue, now int64) (*store.FinishParams, error) {
-	if t == nil {
-		return nil, task.Errorf(task.CodeNotFound, "task %q not found", a.ID)
-	}
-	if t.Queue != q.Name || !t.Pull {
-		return nil, task.Errorf(task.CodeLeaseLost, "the task is not leased from queue %q", q.Name)
-	}
-	if err := t.CheckLease(a.LeaseID, now); err != nil {
+	if err := ackable(t, a, q, now); err != nil {
 		return nil, err
 	}
 	lease := t.LeaseID
 	if _, err := t.Finish(q, now, task.Outcome{Status: task.AttemptSucceeded, Result: a.Result}); err != nil {
 		return nil, err
 	}
-	return &store.FinishParams{Task: t, LeaseID: lease}, nil
+	return &store.FinishParams{Task: t, LeaseID: lease, LiveAt: now}, nil
+}
+
+// ackable checks one ack against its task (nil when the instance has no
+// such task): a pull task of q under the ack's lease, live at now.
+func ackable(t *task.Task, a AckInput, q *task.Queue, now int64) error {
+	if t == nil {
+		return task.Errorf(task.CodeNotFound, "task %q not found", a.ID)
+	}
+	if t.Queue != q.Name || !t.Pull {
+		return task.Errorf(task.CodeLeaseLost, "the task is not leased from queue %q", q.Name)
+	}
+	return t.CheckLease(a.LeaseID, now)
 }

@@ -92,6 +92,7 @@ type Engine struct {
 	metrics    *metrics.Metrics
 	batcher    *finishBatcher
 	fin        *finisher
+	leased     *leasedTasks // the tasks this node leased out, for their acks
 	cleaner    *Cleaner
 	rescuer    *Rescuer
 	liveness   *Liveness
@@ -165,6 +166,7 @@ func New(cfg Config) *Engine {
 	e.usage = newUsage(usageDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "usage"), every: cfg.UsageEvery})
 	e.batcher = newFinishBatcher(cfg.Store, cfg.Writers, cfg.Logger.With("service", "finisher"), e.outcomesStored)
 	e.fin = &finisher{store: cfg.Store, clock: e.clock, batch: e.batcher, metrics: cfg.Metrics, changed: e.changed}
+	e.leased = newLeasedTasks(leasedMaxEntries, leasedMaxBytes)
 	e.cleaner = newCleaner(cleanerDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "cleaner"), every: cfg.CleanEvery})
 	e.rescuer = newRescuer(rescuerDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "rescuer"),
 		leases: e.leases, finisher: e.fin, backstop: cfg.Backstop})

@@ -154,3 +154,10 @@ func (s *Signals) UsageAsleepUntil(tb testing.TB, at time.Time) {
 // RescuerFullPasses is how many of the rescuer's passes have read the
 // expired leases (a pass woken before its time only reads the next expiry).
 func RescuerFullPasses(e *Engine) int64 { return e.rescuer.fulls.Load() }
+
+// LeasedLen returns how many leased tasks e keeps for their acks.
+func LeasedLen(e *Engine) int { return e.leased.len() }
+
+// SetLeasedBounds gives e an empty map of leased tasks with these bounds;
+// call it before e leases anything.
+func SetLeasedBounds(e *Engine, entries int, bytes int64) { e.leased = newLeasedTasks(entries, bytes) }

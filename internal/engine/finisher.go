@@ -21,9 +21,11 @@ type finisher struct {
 	changed func() // a task will be due again: wakes dispatchers and long polls
 }
 
-// finish applies o to the claimed task t and stores it fenced on its lease,
-// with a dead-letter copy if the task failed and its queue names one.
-func (f *finisher) finish(ctx context.Context, t *task.Task, now int64, o task.Outcome) error {
+// finish applies o to the claimed task t and stores it fenced on its lease
+// (and, with liveAt not 0, on the lease being live at liveAt: see
+// store.FinishParams.LiveAt), with a dead-letter copy if the task failed
+// and its queue names one.
+func (f *finisher) finish(ctx context.Context, t *task.Task, now int64, o task.Outcome, liveAt int64) error {
 	q, err := f.store.QueueGet(ctx, store.QueueRef{InstanceID: t.InstanceID, Name: t.Queue})
 	if err != nil {
 		return err
@@ -33,7 +35,7 @@ func (f *finisher) finish(ctx context.Context, t *task.Task, now int64, o task.O
 	if err != nil {
 		return err
 	}
-	fp := &store.FinishParams{Task: t, LeaseID: lease}
+	fp := &store.FinishParams{Task: t, LeaseID: lease, LiveAt: liveAt}
 	if failed && q.DeadLetterQueue != "" {
 		if dlq, err := f.store.QueueGet(ctx, store.QueueRef{InstanceID: t.InstanceID, Name: q.DeadLetterQueue}); err == nil {
 			fp.DeadLetter = t.DeadLetter(dlq, now)

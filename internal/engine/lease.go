@@ -57,12 +57,16 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 		}
 		var got []*task.Task
 		if !q.Paused {
+			now := e.now()
 			got, err = e.store.TaskClaim(ctx, &store.ClaimParams{
-				Queue: q, Now: e.now(), Limit: p.Count,
+				Queue: q, Now: now, Limit: p.Count,
 				LeaseMs: int64(p.LeaseSeconds) * 1000, NewLeaseID: id.Lease,
 			})
 			if err != nil {
 				return nil, err
+			}
+			if len(got) > 0 {
+				e.leased.put(got, now) // their acks here need not read them back
 			}
 		}
 		if len(got) > 0 || deadline == nil {
@@ -118,6 +122,7 @@ func (e *Engine) Extend(ctx context.Context, ref TaskRef, p ExtendParams) (*task
 	if err != nil {
 		return nil, err
 	}
+	e.leased.drop(st.InstanceID, st.ID) // its expiry changes: the ack reads the store
 	t, err := e.store.TaskUpdate(ctx, st, func(t *task.Task) error {
 		if !t.Pull {
 			return task.Errorf(task.CodeLeaseLost, "the task is not leased")
@@ -131,26 +136,61 @@ func (e *Engine) Extend(ctx context.Context, ref TaskRef, p ExtendParams) (*task
 }
 
 // finishLeased ends a leased attempt: the domain checks the lease and decides
-// the next state; the store writes it fenced on the lease id, adding a
-// dead-letter copy in the same transaction when the task failed.
+// the next state; the store writes it fenced on the lease id and on the
+// lease being live at the time it was checked at, adding a dead-letter copy
+// in the same transaction when the task failed. The task is this node's
+// copy from the lease when it has one that holds the lease (leasedTasks),
+// else it is read from the store.
 func (e *Engine) finishLeased(ctx context.Context, ref TaskRef, leaseID string, o task.Outcome) (*task.Task, error) {
 	st, err := e.taskOf(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	t, err := e.store.TaskGet(ctx, st)
-	if err != nil {
-		return nil, ref.notFound(err)
-	}
 	now := e.now()
-	if !t.Pull {
-		return nil, task.Errorf(task.CodeLeaseLost, "the task is not leased")
+	t := e.leased.take(st.InstanceID, st.ID)
+	cached := t != nil && checkLeased(t, leaseID, now) == nil
+	if !cached {
+		if t, err = e.store.TaskGet(ctx, st); err != nil {
+			return nil, ref.notFound(err)
+		}
+		now = e.now()
+		if err := checkLeased(t, leaseID, now); err != nil {
+			return nil, err
+		}
 	}
-	if err := t.CheckLease(leaseID, now); err != nil {
-		return nil, err
-	}
-	if err := e.fin.finish(ctx, t, now, o); err != nil {
+	if err := e.fin.finish(ctx, t, now, o, now); err != nil {
+		if cached && (task.IsCode(err, task.CodeLeaseLost) || task.IsCode(err, task.CodeNotFound)) {
+			return nil, e.refusedLeased(ctx, ref, st, leaseID, now, err)
+		}
 		return nil, err
 	}
 	return t, nil
+}
+
+// checkLeased is the check of an ack or release on its task: a pull task
+// under leaseID, live at now.
+func checkLeased(t *task.Task, leaseID string, now int64) error {
+	if !t.Pull {
+		return task.Errorf(task.CodeLeaseLost, "the task is not leased")
+	}
+	return t.CheckLease(leaseID, now)
+}
+
+// refusedLeased answers a finish from this node's copy that the store
+// refused (err: the fence missed, or the queue is gone) as the read would
+// have answered it: the task is read, and a task gone is NOT_FOUND, a lease
+// not held is its LEASE_LOST; a lease that still holds in what was read
+// lost a race, and err stands, as it does when the read fails.
+func (e *Engine) refusedLeased(ctx context.Context, ref TaskRef, st store.TaskRef, leaseID string, now int64, err error) error {
+	t, gerr := e.store.TaskGet(ctx, st)
+	if task.IsCode(gerr, task.CodeNotFound) {
+		return ref.notFound(gerr)
+	}
+	if gerr != nil {
+		return err
+	}
+	if cerr := checkLeased(t, leaseID, now); cerr != nil {
+		return cerr
+	}
+	return err
 }

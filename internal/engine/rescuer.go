@@ -146,7 +146,7 @@ func (r *Rescuer) RescueNodes(ctx context.Context, nodes []string) (int, error) 
 // reports false when the attempt was ended meanwhile (its node finished
 // it, or another node's rescuer did).
 func (r *Rescuer) end(ctx context.Context, t *task.Task, now int64, o task.Outcome) (bool, error) {
-	switch err := r.finisher.finish(ctx, t, now, o); {
+	switch err := r.finisher.finish(ctx, t, now, o, 0); {
 	case task.IsCode(err, task.CodeLeaseLost):
 		return false, nil
 	case err != nil:

@@ -26,6 +26,7 @@ package store
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/errandhq/errand/internal/task"
@@ -115,7 +116,8 @@ type Store interface {
 	TaskClaim(ctx context.Context, p *ClaimParams) ([]*task.Task, error)
 	// TaskFinish stores the outcome of attempts in one transaction. Each
 	// write is fenced: it applies only while the row is RUNNING with the
-	// same LeaseID as p.LeaseID, else its result is LEASE_LOST. A
+	// same LeaseID as p.LeaseID and, when p.LiveAt is not 0, while the
+	// row's lease expires after p.LiveAt; else its result is LEASE_LOST. A
 	// p.DeadLetter, when set, is added in the same transaction (its ID set
 	// by the caller). Results are in the order of ps.
 	TaskFinish(ctx context.Context, ps []*FinishParams) ([]error, error)
@@ -264,6 +266,24 @@ type FinishParams struct {
 	Task       *task.Task
 	LeaseID    string
 	DeadLetter *task.Task // a dead-letter copy to add, or nil
+	// LiveAt, when not 0, fences the write on the lease's expiry as well:
+	// it applies only while the stored lease_expires_at is after LiveAt
+	// (the lease is still live at that time, as task.CheckLease would say
+	// of the stored row). A pull worker's ack or release sets it to the
+	// time it was checked at, so that a lease shortened or run out since
+	// (through another node, or while the write waited) is refused
+	// LEASE_LOST rather than finished. 0 checks only the lease id.
+	LiveAt int64
+}
+
+// LiveAfter is the expiry bound of p's write: the stored lease must expire
+// after it. It is p.LiveAt, or the lowest int64 when LiveAt is 0, which
+// every lease passes.
+func (p *FinishParams) LiveAfter() int64 {
+	if p.LiveAt == 0 {
+		return math.MinInt64
+	}
+	return p.LiveAt
 }
 
 // KeyStore keeps API keys. Only a key's SHA-256 digest is stored; the secret

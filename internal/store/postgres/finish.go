@@ -10,18 +10,20 @@ import (
 )
 
 // finishSpec are the columns of one fenced write, as sqlFinish's arrays
-// carry them: the task's key, the fence (the lease it held), the columns
+// carry them: the task's key, the fence (the lease it held and the time
+// it must still be live at, store.FinishParams.LiveAfter), the columns
 // the lifecycle methods change, and its attempt history as a count and a
 // last element.
 var finishSpec = []string{
-	"instance_id text", "id text", "fence text", "state text", "attempt int4", "max_attempts int4",
+	"instance_id text", "id text", "fence text", "live_at int8", "state text", "attempt int4", "max_attempts int4",
 	"run_at int8", "started_at int8", "deadline_at int8", "finished_at int8", "lease_id text",
 	"lease_expires_at int8", "last_error text", "result bytea", "n_attempts int4", "last_attempt text",
 	"chain bool", // store.ChainState: the write ends the task as task rules watch for
 }
 
 // sqlFinish stores the outcome of a set of attempts, each fenced: a row
-// changes only while it is RUNNING under the lease its entry carries, and
+// changes only while it is RUNNING under the lease its entry carries and
+// that lease expires after the entry's live_at, and
 // RETURNING names the entries that applied. Each row is found by its key
 // (see byKey in claim.go). The attempt history is appended
 // in the same UPDATE: under a held lease the stored history is the one the
@@ -44,6 +46,7 @@ var sqlFinish = `WITH u AS (
 	END
 	FROM ` + unnestSQL(1, "c", finishSpec) + `
 	WHERE t.instance_id = c.instance_id AND t.id = c.id AND t.state = (SELECT 'RUNNING') AND t.lease_id = c.fence
+	AND t.lease_expires_at > c.live_at
 	RETURNING c.ord, c.chain, t.instance_id, t.id, t.queue, t.state, t.finished_at, t.lease_id
 ), ev AS (` + sqlChainEvents + `)
 SELECT ord FROM u`
@@ -52,7 +55,8 @@ SELECT ord FROM u`
 type finishRows struct {
 	instanceID, id, fence, state, leaseID, lastError, lastAttempt []string
 	attempt, maxAttempts, nAttempts                               []int32
-	runAt, startedAt, deadlineAt, finishedAt, leaseExpiresAt      []int64
+	liveAt, runAt, startedAt, deadlineAt, finishedAt              []int64
+	leaseExpiresAt                                                []int64
 	result                                                        [][]byte
 	chain                                                         []bool
 }
@@ -67,6 +71,7 @@ func (r *finishRows) add(p *store.FinishParams) error {
 	r.instanceID = append(r.instanceID, t.InstanceID)
 	r.id = append(r.id, t.ID)
 	r.fence = append(r.fence, p.LeaseID)
+	r.liveAt = append(r.liveAt, p.LiveAfter())
 	r.state = append(r.state, string(t.State))
 	r.attempt = append(r.attempt, int32(t.Attempt))
 	r.maxAttempts = append(r.maxAttempts, int32(t.MaxAttempts))
@@ -86,7 +91,7 @@ func (r *finishRows) add(p *store.FinishParams) error {
 
 // args returns the arrays in finishSpec's order.
 func (r *finishRows) args() []any {
-	return []any{r.instanceID, r.id, r.fence, r.state, r.attempt, r.maxAttempts, r.runAt, r.startedAt,
+	return []any{r.instanceID, r.id, r.fence, r.liveAt, r.state, r.attempt, r.maxAttempts, r.runAt, r.startedAt,
 		r.deadlineAt, r.finishedAt, r.leaseID, r.leaseExpiresAt, r.lastError, r.result, r.nAttempts, r.lastAttempt, r.chain}
 }
 
@@ -96,8 +101,9 @@ type batcher interface {
 }
 
 // TaskFinish stores attempts' outcomes in one transaction, each fenced by
-// its lease: a row that is no longer RUNNING under p.LeaseID is left as it
-// is and answers LEASE_LOST. The writes go out as one set-based UPDATE per
+// its lease: a row that is no longer RUNNING under p.LeaseID, or whose
+// lease expires at or before a p.LiveAt set, is left as it is and answers
+// LEASE_LOST. The writes go out as one set-based UPDATE per
 // round (a task that appears twice in ps is written in order, in a later
 // round), every round in one pipelined batch: one round trip, one implicit
 // transaction. With dead-letter copies to add, the rounds and the copies

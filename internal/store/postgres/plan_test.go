@@ -235,7 +235,7 @@ func TestQueryPlans(t *testing.T) {
 		ctids100 = append(ctids100, pgtype.TID{BlockNumber: uint32(i / 10), OffsetNumber: uint16(i%10 + 1), Valid: true})
 	}
 	claimSet := []any{ctids100, insts100, ids100, running100, n100, n100, i64s100, i64s100, strs100, i64s100}
-	finish := []any{insts100, ids100, strs100, running100, n100, n100, i64s100, i64s100, i64s100, i64s100, strs100,
+	finish := []any{insts100, ids100, strs100, i64s100, running100, n100, n100, i64s100, i64s100, i64s100, i64s100, strs100,
 		i64s100, strs100, bytes100, n100, jsons100, make([]bool, 100)}
 	var tr taskRows
 	for i := range 100 {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -157,7 +158,7 @@ func BenchmarkWriteBreakdown(b *testing.B) {
 					if _, err := t.Finish(q, now+5, task.Outcome{Status: task.AttemptSucceeded, HTTPStatus: 200}); err != nil {
 						b.Fatal(err)
 					}
-					if args, err = taskSetArgs(append(args, t.InstanceID, t.ID, fence), t); err != nil {
+					if args, err = taskSetArgs(append(args, t.InstanceID, t.ID, fence, int64(math.MinInt64)), t); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -21,17 +21,19 @@ var qTaskInsertN = defineChunked(len(taskCols), func(rows string) string {
 
 // qTaskFinishN holds, by chunk size, the fenced UPDATE of that many tasks:
 // a row changes only while it is RUNNING under the lease its entry carries
-// (fence), and RETURNING names the rows changed. Each entry brings its own
+// (fence) and that lease expires after the entry's live_at
+// (store.FinishParams.LiveAfter), and RETURNING names the rows changed. Each entry brings its own
 // instance, so the planner can only walk the entries and seek each task by
 // its key.
-var qTaskFinishN = defineChunked(3+len(taskSetNames), func(rows string) string {
+var qTaskFinishN = defineChunked(4+len(taskSetNames), func(rows string) string {
 	var set []string
 	for _, c := range taskSetNames {
 		set = append(set, c+" = c."+c)
 	}
-	return `WITH c(instance_id, id, fence, ` + strings.Join(taskSetNames, ", ") + `) AS (VALUES ` + rows + `)
+	return `WITH c(instance_id, id, fence, live_at, ` + strings.Join(taskSetNames, ", ") + `) AS (VALUES ` + rows + `)
 		UPDATE tasks SET ` + strings.Join(set, ", ") + ` FROM c
 		WHERE tasks.instance_id = c.instance_id AND tasks.id = c.id AND tasks.state = 'RUNNING' AND tasks.lease_id = c.fence
+		AND tasks.lease_expires_at > c.live_at
 		RETURNING tasks.instance_id, tasks.id`
 })
 
@@ -240,8 +242,9 @@ func (s *Store) TaskUpdate(ctx context.Context, ref store.TaskRef, fn func(*task
 }
 
 // TaskFinish stores attempts' outcomes in one transaction, each fenced by
-// its lease: a row that is no longer RUNNING under p.LeaseID is left as it
-// is and answers LEASE_LOST. The writes go out in multi-row statements; a
+// its lease: a row that is no longer RUNNING under p.LeaseID, or whose
+// lease expires at or before a p.LiveAt set, is left as it is and answers
+// LEASE_LOST. The writes go out in multi-row statements; a
 // task that appears twice in ps is written in order, in a later round. A
 // dead-letter copy is added only with a write that applied, and only while
 // its queue exists.
@@ -308,14 +311,14 @@ func (s *Store) TaskFinish(ctx context.Context, ps []*store.FinishParams) ([]err
 // tasks whose write applied.
 func (w *wtx) finishRound(ps []*store.FinishParams, round []int) (map[[2]string]bool, error) {
 	applied := make(map[[2]string]bool, len(round))
-	width := 3 + len(taskSetNames)
+	width := 4 + len(taskSetNames)
 	args := make([]any, 0, width*min(len(round), chunkSizes[0]))
 	for _, n := range chunks(len(round)) {
 		args = args[:0]
 		for _, i := range round[:n] {
 			t := ps[i].Task
 			var err error
-			if args, err = taskSetArgs(append(args, t.InstanceID, t.ID, ps[i].LeaseID), t); err != nil {
+			if args, err = taskSetArgs(append(args, t.InstanceID, t.ID, ps[i].LeaseID, ps[i].LiveAfter()), t); err != nil {
 				return nil, err
 			}
 		}

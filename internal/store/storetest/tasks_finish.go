@@ -20,6 +20,7 @@ var finishCases = []testCase{
 	{"ExtendAndRelease", testFinishExtendAndRelease},
 	{"SameTaskTwiceInBatch", testFinishSameTaskTwice},
 	{"LargeBatch", testFinishLargeBatch},
+	{"LiveAtFence", testFinishLiveAt},
 }
 
 func testFinishSuccess(t *testing.T, e *env) {
@@ -345,6 +346,64 @@ func testFinishLargeBatch(t *testing.T, e *env) {
 		}
 		if r != nil || got.State != task.Succeeded || string(got.Result) != fmt.Sprint(i) || got.FinishedAt != T0+int64(i) {
 			t.Fatalf("result %d = %v, stored %+v", i, r, got)
+		}
+	}
+}
+
+// testFinishLiveAt: a write with LiveAt applies only while the stored lease
+// expires after LiveAt, whatever expiry the entry's own copy carried (the
+// row's expiry decides: one lease is extended and one shortened in the
+// store first); LiveAt 0 checks the lease id alone, even long after the
+// lease ran out. A refused write leaves the row as it was.
+func testFinishLiveAt(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull)
+	e.addN(q, 6, T0, nil)
+	c := e.claim(q, T0, 6, 10_000) // every lease expires at T0+10_000
+	if len(c) != 6 {
+		t.Fatalf("claimed %d", len(c))
+	}
+	// c[4]'s lease is extended to T0+61_000 and c[5]'s shortened to
+	// T0+2_000 in the store; the entries below still carry the claimed
+	// copies (T0+10_000).
+	for i, secs := range map[int]int{4: 60, 5: 1} {
+		if _, err := e.s.TaskUpdate(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: c[i].ID}, func(tk *task.Task) error {
+			return tk.Extend(c[i].LeaseID, T0+1_000, secs)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	liveAt := []int64{T0 + 9_999, T0 + 10_000, T0 + 20_000, 0, T0 + 30_000, T0 + 5_000}
+	applies := []bool{true, false, false, true, true, false}
+	before := make([]*task.Task, len(c))
+	ps := make([]*store.FinishParams, len(c))
+	for i, tk := range c {
+		before[i] = e.get(inst.ID, tk.ID)
+		lease := tk.LeaseID
+		if _, err := tk.Finish(q, T0+50_000, succeed(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+		ps[i] = &store.FinishParams{Task: tk, LeaseID: lease, LiveAt: liveAt[i]}
+	}
+	res, err := e.s.TaskFinish(e.ctx, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != len(ps) {
+		t.Fatalf("%d results for %d writes", len(res), len(ps))
+	}
+	for i, tk := range c {
+		got := e.get(inst.ID, tk.ID)
+		if !applies[i] {
+			wantCode(t, res[i], task.CodeLeaseLost, fmt.Sprintf("write %d (liveAt %d)", i, liveAt[i]))
+			sameTask(t, fmt.Sprintf("task %d after a refused write", i), got, before[i])
+			continue
+		}
+		if res[i] != nil {
+			t.Fatalf("write %d (liveAt %d): %v, want it applied", i, liveAt[i], res[i])
+		}
+		if got.State != task.Succeeded || string(got.Result) != fmt.Sprint(i) {
+			t.Fatalf("task %d = %+v", i, got)
 		}
 	}
 }
