@@ -74,8 +74,8 @@ func TestNewerSchemaRefused(t *testing.T) {
 	}
 }
 
-// TestSessionSettings: every connection runs with the safety timeouts and
-// generic plans, unless the URL sets its own.
+// TestSessionSettings: every connection runs with the safety timeouts,
+// unless the URL sets its own.
 func TestSessionSettings(t *testing.T) {
 	s := OpenTest(t)
 	defer s.Close()
@@ -91,24 +91,19 @@ func TestSessionSettings(t *testing.T) {
 		"statement_timeout":                   "30s",
 		"idle_in_transaction_session_timeout": "1min",
 		"application_name":                    "errand",
-		"plan_cache_mode":                     "force_generic_plan",
 	} {
 		if got := show(s, name); got != want {
 			t.Fatalf("%s = %q, want %q", name, got, want)
 		}
 	}
 	schema := FreshSchema(t)
-	url := WithParam(WithParam(DatabaseURL(t), "statement_timeout", "5000"), "plan_cache_mode", "auto")
-	o, err := Open(t.Context(), url, Options{Logger: Quiet, Schema: schema})
+	o, err := Open(t.Context(), WithParam(DatabaseURL(t), "statement_timeout", "5000"), Options{Logger: Quiet, Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer o.Close()
 	if got := show(o, "statement_timeout"); got != "5s" {
 		t.Fatalf("statement_timeout from the URL = %q, want 5s", got)
-	}
-	if got := show(o, "plan_cache_mode"); got != "auto" {
-		t.Fatalf("plan_cache_mode from the URL = %q, want auto", got)
 	}
 }
 

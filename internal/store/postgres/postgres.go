@@ -104,12 +104,6 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	setDefault(params, "statement_timeout", defaultStatementTimeout)
 	setDefault(params, "idle_in_transaction_session_timeout", defaultIdleInTxTimeout)
 	setDefault(params, "application_name", "errand")
-	// errand's statements are prepared once per connection and written to
-	// plan well for any parameters (plan_test checks their generic plans):
-	// planning them again for each call's values (PostgreSQL's custom
-	// plans, always its first five runs on a connection) cost more than
-	// running them — ~1 ms of a one-task add, ~0.7 ms of a claim.
-	setDefault(params, "plan_cache_mode", "force_generic_plan")
 	if opts.Schema != "" {
 		if !schemaName.MatchString(opts.Schema) {
 			return nil, fmt.Errorf("postgres: schema %q: must be a plain identifier (letters, digits, '_')", opts.Schema)
