@@ -151,33 +151,52 @@ func (e *errandSystem) cpuNote(n int, since cpuMark, d time.Duration) string {
 	return s
 }
 
-// riverMark is the CPU time used so far by this process (River runs in it,
-// with the harness's producers) and, on PostgreSQL, by the server.
-type riverMark struct {
+// selfMark is the CPU time used so far by this process (River, or errand
+// embedded, runs in it with the harness's producers) and, on PostgreSQL, by
+// the server.
+type selfMark struct {
 	self, pg, pgRun float64
 }
 
-// markCPU reads the CPU time of this process and of PostgreSQL.
-func (s *riverSystem[TTx]) markCPU() riverMark {
-	m := riverMark{self: selfCPUSeconds()}
-	if s.dbName != nil {
-		m.pg, m.pgRun = postgresCPUSeconds(s.dbName())
+// markSelf reads the CPU time of this process and, if dbName is not "", of
+// PostgreSQL (the whole server, and the processes of database dbName).
+func markSelf(dbName string) selfMark {
+	m := selfMark{self: selfCPUSeconds()}
+	if dbName != "" {
+		m.pg, m.pgRun = postgresCPUSeconds(dbName)
 	}
 	return m
 }
 
-// cpuNote describes the CPU River (this process) and, on PostgreSQL, the
-// server used for n jobs since the mark: the figures errand's cpuNote gives,
-// so that PostgreSQL's cost per task can be read side by side.
-func (s *riverSystem[TTx]) cpuNote(n int, since riverMark, d time.Duration) string {
-	now := s.markCPU()
+// selfCPUNote describes the CPU this process (who: what runs in it) and, if
+// dbName is not "", the PostgreSQL server used for n units of work (unit:
+// "job", "task") since the mark: the figures errand's cpuNote gives, so that
+// PostgreSQL's cost per task can be read side by side.
+func selfCPUNote(who, unit string, n int, since selfMark, d time.Duration, dbName string) string {
+	now := markSelf(dbName)
 	self := now.self - since.self
-	out := fmt.Sprintf("River and the harness (one process) %.2f CPU-s (%.0f µs/job, %.0f%% of a core), over %.2fs",
-		self, self/float64(n)*1e6, self/d.Seconds()*100, d.Seconds())
-	if s.dbName != nil {
+	out := fmt.Sprintf("%s (one process) %.2f CPU-s (%.0f µs/%s, %.0f%% of a core), over %.2fs",
+		who, self, self/float64(n)*1e6, unit, self/d.Seconds()*100, d.Seconds())
+	if dbName != "" {
 		pg, pgRun := now.pg-since.pg, now.pgRun-since.pgRun
-		out += fmt.Sprintf("; PostgreSQL %.2f CPU-s (%.0f µs/job; the run's database's backends %.0f µs/job)",
-			pg, pg/float64(n)*1e6, pgRun/float64(n)*1e6)
+		out += fmt.Sprintf("; PostgreSQL %.2f CPU-s (%.0f µs/%s; the run's database's backends %.0f µs/%s)",
+			pg, pg/float64(n)*1e6, unit, pgRun/float64(n)*1e6, unit)
 	}
 	return out
+}
+
+// markCPU reads the CPU time of this process and of PostgreSQL.
+func (s *riverSystem[TTx]) markCPU() selfMark { return markSelf(s.db()) }
+
+// cpuNote is selfCPUNote for River's n jobs.
+func (s *riverSystem[TTx]) cpuNote(n int, since selfMark, d time.Duration) string {
+	return selfCPUNote("River and the harness", "job", n, since, d, s.db())
+}
+
+// db is the name of River's PostgreSQL database, "" on SQLite.
+func (s *riverSystem[TTx]) db() string {
+	if s.dbName == nil {
+		return ""
+	}
+	return s.dbName()
 }

@@ -256,6 +256,7 @@ func (s *inprocSystem) BurnDown(ctx context.Context, n int) (time.Duration, erro
 	if err := s.expectScheduled(ctx, "burn", n); err != nil {
 		return 0, err
 	}
+	mark := markSelf(s.dbName)
 	start := time.Now()
 	if err := s.e.SetPaused(ctx, inprocInstance, "burn", false); err != nil {
 		return 0, err
@@ -267,6 +268,7 @@ func (s *inprocSystem) BurnDown(ctx context.Context, n int) (time.Duration, erro
 	if err != nil {
 		return 0, err
 	}
+	logf("  %s burndown: %s", s.Name(), selfCPUNote("errand and the harness", "task", n, mark, end.Sub(start), s.dbName))
 	q, err := s.e.Queue(ctx, inprocInstance, "burn")
 	if err != nil {
 		return 0, err

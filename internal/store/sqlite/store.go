@@ -233,6 +233,9 @@ type wtx struct {
 	tx    *sql.Tx
 	ctx   context.Context
 	bound map[int]*sql.Stmt
+	// chainRules caches, by (instance, queue), whether the queue has an
+	// enabled task rule (chainEvents).
+	chainRules map[[2]string]bool
 }
 
 // write runs fn in one write transaction (BEGIN IMMEDIATE) and commits it

@@ -39,6 +39,10 @@ var (
 		SELECT instance_id, id, ?, ?, ? FROM triggers INDEXED BY triggers_on
 		WHERE instance_id = ? AND on_queue = ? AND kind = 'task' AND enabled = 1
 			AND CASE ? WHEN 'SUCCEEDED' THEN on_succeeded ELSE on_failed END = 1`)
+	// qChainRules asks whether a queue has an enabled task rule, so that a
+	// finish of a queue without one writes no per-task statement.
+	qChainRules = define(onWriter, `SELECT EXISTS (SELECT 1 FROM triggers INDEXED BY triggers_on
+		WHERE instance_id = ? AND on_queue = ? AND kind = 'task' AND enabled = 1)`)
 	qEventList   = define(onReader, `SELECT `+store.TriggerEventColumns+` FROM trigger_events ORDER BY seq LIMIT ?`)
 	qEventDelete = define(onWriter, `DELETE FROM trigger_events WHERE seq = ? AND instance_id = ?`)
 )
@@ -249,9 +253,26 @@ func (s *Store) TriggerEventDone(ctx context.Context, p *store.TriggerEventDoneP
 	return res, err
 }
 
-// chainEvents writes the chain events of a finish that applied.
+// chainEvents writes the chain events of a finish that applied. Whether
+// the task's queue has an enabled task rule is read once a transaction
+// (the write lock keeps it from changing meanwhile), and a queue without
+// one costs no statement per task.
 func (w *wtx) chainEvents(t *task.Task) error {
 	if !store.ChainState(t.State) {
+		return nil
+	}
+	key := [2]string{t.InstanceID, t.Queue}
+	has, seen := w.chainRules[key]
+	if !seen {
+		if err := w.queryRow(qChainRules, t.InstanceID, t.Queue).Scan(&has); err != nil {
+			return interpretError(err)
+		}
+		if w.chainRules == nil {
+			w.chainRules = map[[2]string]bool{}
+		}
+		w.chainRules[key] = has
+	}
+	if !has {
 		return nil
 	}
 	_, err := w.exec(qChainEvents, t.ID, string(t.State), t.FinishedAt, t.InstanceID, t.Queue, string(t.State))
