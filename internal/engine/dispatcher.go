@@ -467,6 +467,10 @@ func (d *Dispatcher) logAttempt(f finished, err error) {
 		countAttempt(d.metrics, a.Status, false)
 		d.metrics.DeliverySeconds.WithLabelValues(a.Status).Observe(f.dur.Seconds())
 	}
+	if !d.dev && a.Status != task.AttemptFailed && a.Status != task.AttemptTimedOut &&
+		!d.log.Enabled(context.Background(), slog.LevelDebug) {
+		return // its line would be at debug, which is off: it is not built
+	}
 	attrs := []any{"queue", t.Queue, "task", t.ID, "attempt", a.Attempt, "outcome", a.Status, "ms", f.dur.Milliseconds()}
 	if a.HTTPStatus != 0 {
 		attrs = append(attrs, "http", a.HTTPStatus)
