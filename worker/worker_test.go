@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,48 +15,83 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/errandhq/errand/client"
-	"github.com/errandhq/errand/embedded"
 	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/auth"
+	"github.com/errandhq/errand/internal/engine"
+	inode "github.com/errandhq/errand/internal/node"
+	"github.com/errandhq/errand/internal/testkit/stores"
 	"github.com/errandhq/errand/worker"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// node runs an errand engine (dev rules, a real SQLite file) behind a real
-// HTTP server on loopback, and returns its URL and the engine.
-func node(t *testing.T) (string, *embedded.Engine) {
+// node runs an errand node (dev rules, a real SQLite file) behind a real
+// HTTP server on loopback, and returns its URL, a client of it and the
+// engine's outcome signal.
+func node(t *testing.T) (string, *client.Client, *engine.OutcomeWatch) {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e, err := embedded.Open(context.Background(), embedded.Options{Store: "sqlite://" + filepath.Join(t.TempDir(), "errand.db"), Dev: true, Logger: quiet})
-	if err != nil {
+	st := stores.Open(t, "sqlite")
+	n := inode.New(inode.Config{Store: st, Logger: quiet, Dev: true})
+	outcomes := engine.WatchOutcomes(n.Engine)
+	if err := n.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(e.HTTPHandler())
+	srv := httptest.NewServer(n.Handler(inode.HandlerConfig{Auth: auth.Dev{}}))
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
 		srv.Close()
-		if err := e.Close(); err != nil {
+		n.Close()
+		if err := st.Close(); err != nil {
 			t.Error(err)
 		}
 	})
-	return srv.URL, e
+	c, err := client.New(srv.URL, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv.URL, c, outcomes
 }
 
-func wait(t *testing.T, e *embedded.Engine, id, state string) *embedded.Task {
+// wait reads the task until it reaches the v1 state, and reads it again
+// only after the engine stores the next attempt outcome (a test signal),
+// never on a timer; it fails when the state is not reached within 10 s.
+func wait(t *testing.T, c *client.Client, outcomes *engine.OutcomeWatch, id string, state errandapi.State) *errandapi.Task {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	for {
-		tk, err := e.Get(context.Background(), "jobs", id)
+		seen := outcomes.Count()
+		tk, err := c.GetTask(context.Background(), "jobs", id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if tk.State == state {
 			return tk
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s is %s (%q), want %s", id, tk.State, tk.LastError, state)
+		if _, err := outcomes.After(ctx, seen); err != nil {
+			t.Fatalf("task %s is %s (%q), want %s", id, tk.State, lastError(tk), state)
 		}
-		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// lastError is the task's last error, "" for none.
+func lastError(tk *errandapi.Task) string {
+	if tk.LastError == nil {
+		return ""
+	}
+	return *tk.LastError
+}
+
+// queue creates the queue name of jobs, whose tasks go to function.
+func queue(t *testing.T, c *client.Client, name, function string, maxAttempts int) {
+	t.Helper()
+	req := errandapi.QueueRequest{Target: errandapi.Value(errandapi.Target{Function: function})}
+	if maxAttempts > 0 {
+		req.MaxAttempts = &maxAttempts
+	}
+	if _, err := c.CreateQueue(context.Background(), "jobs", name, req); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -66,15 +100,9 @@ func wait(t *testing.T, e *embedded.Engine, id, state string) *embedded.Task {
 // at the attempt's deadline and carries the delivery token, so an add
 // made with it gets depth 1 and source function.
 func TestHandlerAnswers(t *testing.T) {
-	url, e := node(t)
+	url, c, outcomes := node(t)
 	ctx := context.Background()
-	c, err := client.New(url, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.CreateQueue(ctx, "jobs", "q", embedded.QueueOptions{Function: "app/ok", MaxAttempts: 1}); err != nil {
-		t.Fatal(err)
-	}
+	queue(t, c, "q", "app/ok", 1)
 	var deferred atomic.Bool
 	w, err := worker.New(url, "jobs", "app", worker.Options{Slots: 4, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -114,30 +142,31 @@ func TestHandlerAnswers(t *testing.T) {
 
 	add := func(fn string) string {
 		t.Helper()
-		res, err := e.Add(ctx, "jobs", "q", embedded.NewTask{Function: fn, Payload: json.RawMessage(`7`)})
-		if err != nil || res[0].Err != nil {
-			t.Fatal(err, res)
+		res, err := c.AddTask(ctx, "jobs", "q", errandapi.NewTask{Target: &errandapi.Target{Function: fn}, Payload: json.RawMessage(`7`)})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return res[0].ID
+		return res.ID
 	}
-	if tk := wait(t, e, add("app/ok"), "succeeded"); string(tk.Result) != `{"payload":7}` {
+	succeeded, failed := errandapi.StateSucceeded, errandapi.StateFailed
+	if tk := wait(t, c, outcomes, add("app/ok"), succeeded); string(tk.Result) != `{"payload":7}` {
 		t.Fatalf("result %s", tk.Result)
 	}
-	if tk := wait(t, e, add("app/fail"), "failed"); tk.LastError != "nope" {
-		t.Fatalf("error %q", tk.LastError)
+	if tk := wait(t, c, outcomes, add("app/fail"), failed); lastError(tk) != "nope" {
+		t.Fatalf("error %q", lastError(tk))
 	}
-	if tk := wait(t, e, add("app/panic"), "failed"); !strings.Contains(tk.LastError, `function "panic" panicked: boom`) {
-		t.Fatalf("panic recorded as %q", tk.LastError)
+	if tk := wait(t, c, outcomes, add("app/panic"), failed); !strings.Contains(lastError(tk), `function "panic" panicked: boom`) {
+		t.Fatalf("panic recorded as %q", lastError(tk))
 	}
-	if tk := wait(t, e, add("app/defer"), "succeeded"); tk.Attempt != 1 {
+	if tk := wait(t, c, outcomes, add("app/defer"), succeeded); tk.Attempt != 1 {
 		t.Fatalf("deferred then done: attempt %d, want 1 (the deferral is not counted)", tk.Attempt)
 	}
-	parent := wait(t, e, add("app/add"), "succeeded")
+	parent := wait(t, c, outcomes, add("app/add"), succeeded)
 	var child string
 	if err := json.Unmarshal(parent.Result, &child); err != nil {
 		t.Fatal(err)
 	}
-	if tk := wait(t, e, child, "succeeded"); tk.Depth != 1 || tk.Source != "function" {
+	if tk := wait(t, c, outcomes, child, succeeded); tk.Depth != 1 || tk.Source != "function" {
 		t.Fatalf("a handler's add: depth %d source %s; want 1, function", tk.Depth, tk.Source)
 	}
 }
@@ -145,7 +174,7 @@ func TestHandlerAnswers(t *testing.T) {
 // TestRunRefusedHello: a hello the node refuses ends Run with the v1
 // error (reconnecting would not fix it).
 func TestRunRefusedHello(t *testing.T) {
-	url, _ := node(t)
+	url, _, _ := node(t)
 	w, err := worker.New(url, "jobs", "app", worker.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -163,11 +192,9 @@ func TestRunRefusedHello(t *testing.T) {
 // TestRunDrains: when Run's context ends, a running handler finishes and
 // its answer is recorded before Run returns nil.
 func TestRunDrains(t *testing.T) {
-	url, e := node(t)
+	url, c, outcomes := node(t)
 	ctx := context.Background()
-	if err := e.CreateQueue(ctx, "jobs", "q", embedded.QueueOptions{Function: "app/slow"}); err != nil {
-		t.Fatal(err)
-	}
+	queue(t, c, "q", "app/slow", 0)
 	started, release := make(chan struct{}), make(chan struct{})
 	w, err := worker.New(url, "jobs", "app", worker.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -181,7 +208,7 @@ func TestRunDrains(t *testing.T) {
 	rctx, stop := context.WithCancel(ctx)
 	ran := make(chan error, 1)
 	go func() { ran <- w.Run(rctx) }()
-	res, err := e.Add(ctx, "jobs", "q", embedded.NewTask{})
+	res, err := c.AddTask(ctx, "jobs", "q", errandapi.NewTask{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +223,7 @@ func TestRunDrains(t *testing.T) {
 	if err := <-ran; err != nil {
 		t.Fatal(err)
 	}
-	if tk := wait(t, e, res[0].ID, "succeeded"); string(tk.Result) != `"finished"` || tk.Attempt != 1 {
+	if tk := wait(t, c, outcomes, res.ID, errandapi.StateSucceeded); string(tk.Result) != `"finished"` || tk.Attempt != 1 {
 		t.Fatalf("drained task: %+v", tk)
 	}
 }

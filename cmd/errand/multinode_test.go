@@ -90,7 +90,8 @@ func TestThreeNodesShareTheWorkAndSurviveAKill(t *testing.T) {
 	// The kill: the receiver holds one delivery until its node is killed,
 	// so that node surely dies with an attempt in flight.
 	holdOne := false
-	heldPort := make(chan int, 1) // the sender's local port of the delivery held
+	heldPort := make(chan int, 1)  // the sender's local port of the delivery held
+	started := make(chan struct{}) // closed at the receiver's 301st call
 	killed := make(chan struct{})
 	release := sync.OnceFunc(func() { close(killed) })
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -104,6 +105,9 @@ func TestThreeNodesShareTheWorkAndSurviveAKill(t *testing.T) {
 		_ = json.Unmarshal(raw, &body)
 		mu.Lock()
 		calls++
+		if calls == 301 {
+			close(started)
+		}
 		inFlight++
 		peak = max(peak, inFlight)
 		if running[body.Task.ID] && overlap == "" {
@@ -138,6 +142,16 @@ func TestThreeNodesShareTheWorkAndSurviveAKill(t *testing.T) {
 	if st, body := call(t, key, "POST", n0+"/v1/tasks/jobs/queues", q); st != 201 {
 		t.Fatalf("queue: %d %s", st, body)
 	}
+	// Each success is an event the test can wait on: a task rule chains
+	// every task of q that succeeds to the pull queue done (its chain
+	// event is written in the transaction that stores the success), and
+	// the test long-polls done's lease for them.
+	if st, body := call(t, key, "POST", n0+"/v1/tasks/jobs/queues", `{"name":"done","mode":"pull"}`); st != 201 {
+		t.Fatalf("queue done: %d %s", st, body)
+	}
+	if st, body := call(t, key, "POST", n0+"/v1/tasks/jobs/triggers", `{"queue":"jobs/done","task":{"queue":"jobs/q","on":["succeeded"]}}`); st != 201 {
+		t.Fatalf("task rule: %d %s", st, body)
+	}
 	// Add through every node in turn.
 	batch := "[" + strings.TrimSuffix(strings.Repeat(`{"payload":{"n":1}},`, 100), ",") + "]"
 	for i := 0; i < total; i += 100 {
@@ -147,7 +161,11 @@ func TestThreeNodesShareTheWorkAndSurviveAKill(t *testing.T) {
 	}
 	// Kill, mid-flight, the node of a delivery the receiver holds: /proc
 	// tells which process owns the local port it comes from.
-	waitUntil(t, 60*time.Second, "deliveries to start", func() bool { mu.Lock(); defer mu.Unlock(); return calls > 300 })
+	select {
+	case <-started:
+	case <-time.After(60 * time.Second):
+		t.Fatal("timed out waiting for deliveries to start")
+	}
 	mu.Lock()
 	holdOne = true
 	mu.Unlock()
@@ -172,20 +190,21 @@ func TestThreeNodesShareTheWorkAndSurviveAKill(t *testing.T) {
 	_ = nodes[victim].cmd.Wait()
 	release()
 	alive := nodes[(victim+1)%3]
-	// Every task reaches succeeded (read through a surviving node).
-	waitUntil(t, 3*time.Minute, "every task to succeed", func() bool {
-		st, body := call(t, key, "GET", alive.url+"/v1/tasks/jobs/queues/q", "")
-		if st != 200 {
-			return false
-		}
-		var v struct {
-			Queue struct {
-				Counts map[string]int `json:"counts"`
-			} `json:"queue"`
-		}
-		_ = json.Unmarshal([]byte(body), &v)
-		return v.Queue.Counts["succeeded"] == total
-	})
+	// Every task reaches succeeded (read through a surviving node): wait
+	// for each one's chained task in done, then read the queue's counts.
+	waitSucceeded(t, key, alive.url, total, 3*time.Minute)
+	st, body := call(t, key, "GET", alive.url+"/v1/tasks/jobs/queues/q", "")
+	var v struct {
+		Queue struct {
+			Counts map[string]int `json:"counts"`
+		} `json:"queue"`
+	}
+	if err := json.Unmarshal([]byte(body), &v); st != 200 || err != nil {
+		t.Fatalf("queue q: %d %s", st, body)
+	}
+	if got := v.Queue.Counts["succeeded"]; got != total {
+		t.Fatalf("%d tasks of q succeeded, want %d", got, total)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(succeeded) != total {
@@ -210,6 +229,41 @@ func TestThreeNodesShareTheWorkAndSurviveAKill(t *testing.T) {
 		t.Fatal("no delivery was repeated: the killed node had nothing in flight, so the test proved nothing")
 	}
 	t.Logf("%d tasks, %d deliveries (%d repeated after killing node %d), peak concurrency %d", total, calls, calls-total, victim, peak)
+}
+
+// waitSucceeded waits until total distinct tasks of q have succeeded, as
+// told by the tasks the rule chained to the pull queue done: it leases them
+// through base with a long poll, which the node answers when one is due
+// (an event, never a timer). Each is leased for a day, so none comes back.
+func waitSucceeded(t *testing.T, key, base string, total int, within time.Duration) {
+	t.Helper()
+	seen := map[string]bool{}
+	deadline := time.Now().Add(within)
+	for len(seen) < total {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for every task to succeed: %d of %d did", len(seen), total)
+		}
+		st, body := call(t, key, "POST", base+"/v1/tasks/jobs/queues/done/lease", `{"count":1000,"leaseSeconds":86400,"waitSeconds":30}`)
+		var v struct {
+			Tasks []struct {
+				Payload struct {
+					Task struct {
+						ID    string `json:"id"`
+						State string `json:"state"`
+					} `json:"task"`
+				} `json:"payload"`
+			} `json:"tasks"`
+		}
+		if err := json.Unmarshal([]byte(body), &v); st != 200 || err != nil {
+			t.Fatalf("lease done: %d %s", st, body)
+		}
+		for _, tk := range v.Tasks {
+			if tk.Payload.Task.State != "succeeded" {
+				t.Fatalf("a chained task of a task %s", tk.Payload.Task.State)
+			}
+			seen[tk.Payload.Task.ID] = true
+		}
+	}
 }
 
 type nodeProc struct {
@@ -282,19 +336,31 @@ func TestPostgresGoneAndBack(t *testing.T) {
 	if st, _ := call(t, "", "GET", base+"/healthz", ""); st != 200 {
 		t.Fatalf("healthz: %d", st)
 	}
+	// Cut returns once every connection to the database is closed and
+	// nothing listens: the node's next round trip fails at once, so no
+	// waiting is needed.
 	p.Cut()
-	waitUntil(t, 20*time.Second, "/healthz to say the store is gone", func() bool {
-		st, _ := call(t, "", "GET", base+"/healthz", "")
-		return st == 503
-	})
+	if st, _ := call(t, "", "GET", base+"/healthz", ""); st != 503 {
+		t.Fatalf("healthz with the store gone: %d, want 503", st)
+	}
 	if st, body := call(t, key, "POST", base+"/v1/tasks/jobs/queues", `{"name":"q","mode":"pull"}`); st != 503 {
 		t.Fatalf("a write with the store gone answered %d %s", st, body)
 	}
+	// Start returns once the proxy listens again: the database is back
+	// now. What remains are the node's pooled connections that died with
+	// the proxy: each may fail one call (503) and is dropped by the pool
+	// when it does, so the node answers 200 within one call more than its
+	// pool holds (16, the store's default), never after a time.
 	p.Start(p.Addr)
-	waitUntil(t, 30*time.Second, "the node to recover", func() bool {
+	for try := 0; ; try++ {
 		st, _ := call(t, "", "GET", base+"/healthz", "")
-		return st == 200
-	})
+		if st == 200 {
+			break
+		}
+		if st != 503 || try == 16 {
+			t.Fatalf("healthz after the store came back: %d after %d calls", st, try+1)
+		}
+	}
 	if st, body := call(t, key, "POST", base+"/v1/tasks/jobs/queues", `{"name":"q","mode":"pull"}`); st != 201 {
 		t.Fatalf("after recovery: %d %s", st, body)
 	}

@@ -62,9 +62,12 @@ type Node struct {
 	api atomic.Pointer[httpapi.Server]
 
 	changed chan struct{}
-	cancel  context.CancelFunc
-	done    chan struct{}
-	stopped sync.Once
+	// published, if set, is told after each write of the node's rows of
+	// the workers table (a test signal; nil in production).
+	published func()
+	cancel    context.CancelFunc
+	done      chan struct{}
+	stopped   sync.Once
 }
 
 // publishEvery is how often a node refreshes its rows of the workers table
@@ -197,6 +200,9 @@ func (n *Node) publish(ctx context.Context) {
 		err := n.st.WorkersPut(ctx, &store.WorkersPutParams{Node: n.id, Served: served, Now: now, Forget: now - time.Hour.Milliseconds()})
 		if err != nil && ctx.Err() == nil {
 			n.log.Warn("publishing the functions this node serves failed", "err", err)
+		}
+		if n.published != nil {
+			n.published()
 		}
 	}
 	defer func() {

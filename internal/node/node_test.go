@@ -32,6 +32,7 @@ func TestPublishesWhatItServes(t *testing.T) {
 				t.Fatal(err)
 			}
 			n := New(Config{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Dev: true, Functions: fns})
+			puts := publishes(n)
 			if err := n.Start(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -42,12 +43,12 @@ func TestPublishesWhatItServes(t *testing.T) {
 				}
 				return m
 			}
-			waitFor(t, "app/a published", func() bool { return served()["app/a"] > 0 })
+			waitFor(t, "app/a published", puts, func() bool { return served()["app/a"] > 0 })
 			if err := fns.Handle("app/b", h); err != nil {
 				t.Fatal(err)
 			}
 			n.Changed()
-			waitFor(t, "app/b published", func() bool { return served()["app/b"] > 0 })
+			waitFor(t, "app/b published", puts, func() bool { return served()["app/b"] > 0 })
 			n.Close()
 			if m := served(); len(m) != 0 {
 				t.Fatalf("after Close the node still serves %v", m)
@@ -56,11 +57,30 @@ func TestPublishesWhatItServes(t *testing.T) {
 	}
 }
 
-// waitFor polls cond (the store, never the clock) for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// publishes turns on n's publish signal (before Start): the channel
+// holds one pending signal when the publisher wrote its rows since the last
+// receive, so no write goes unnoticed.
+func publishes(n *Node) <-chan struct{} {
+	puts := make(chan struct{}, 1)
+	n.published = func() {
+		select {
+		case puts <- struct{}{}:
+		default:
+		}
+	}
+	return puts
+}
+
+// waitFor reads cond (the store) until it holds, and reads it again only
+// after the publisher writes its rows once more (a test signal), never on
+// a timer; it fails when cond does not hold within 10 s.
+func waitFor(t *testing.T, what string, puts <-chan struct{}, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
+	timeout := time.After(10 * time.Second)
+	for !cond() {
+		select {
+		case <-puts:
+		case <-timeout:
 			t.Fatalf("timed out waiting for %s", what)
 		}
 	}
