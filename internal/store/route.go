@@ -83,3 +83,20 @@ func (p *ClaimParams) Keep(tasks []*task.Task) []*task.Task {
 	}
 	return out
 }
+
+// KeepWith is Keep for tasks that come with a row reference each (refs[i]
+// is tasks[i]'s: a ctid, a rowid): it returns the tasks kept and their
+// references, in order.
+func KeepWith[T any](p *ClaimParams, tasks []*task.Task, refs []T) ([]*task.Task, []T) {
+	kept := p.Keep(tasks)
+	if len(kept) == len(tasks) {
+		return kept, refs
+	}
+	out := make([]T, 0, len(kept))
+	for i, t := range tasks {
+		if len(out) < len(kept) && kept[len(out)] == t {
+			out = append(out, refs[i])
+		}
+	}
+	return kept, out
+}

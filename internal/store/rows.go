@@ -129,3 +129,14 @@ func ScanQueue(sc Scanner) (*task.Queue, error) {
 func ScanQueues(rows Rows) ([]*task.Queue, error) {
 	return ScanAll(rows, ScanQueue)
 }
+
+// ScanWith scans a row whose own columns are followed by one more (a ctid,
+// a rowid): the row's into the destinations Scan is given, the last one
+// into Extra.
+type ScanWith struct {
+	Scanner
+	Extra any
+}
+
+// Scan scans the row's columns into dest and the last one into Extra.
+func (w ScanWith) Scan(dest ...any) error { return w.Scanner.Scan(append(dest, w.Extra)...) }

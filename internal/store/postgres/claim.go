@@ -201,7 +201,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 		abort(ctx, conn)
 		return nil, err
 	}
-	tasks, ctids = keepRouted(p, tasks, ctids)
+	tasks, ctids = store.KeepWith(p, tasks, ctids)
 	if len(tasks) == 0 {
 		if _, err := conn.Exec(ctx, `COMMIT`); err != nil {
 			abort(ctx, conn)
@@ -279,7 +279,7 @@ func claimDue(br pgx.BatchResults, bucket func(pgx.Row) error, n int, rate bool)
 	var ctids []pgtype.TID
 	tasks, err := store.ScanAll(rows, func(sc store.Scanner) (*task.Task, error) {
 		var ctid pgtype.TID
-		t, err := store.ScanTask(withCtid{sc, &ctid}, true)
+		t, err := store.ScanTask(store.ScanWith{Scanner: sc, Extra: &ctid}, true)
 		ctids = append(ctids, ctid)
 		return t, err
 	})
@@ -291,28 +291,6 @@ func claimDue(br pgx.BatchResults, bucket func(pgx.Row) error, n int, rate bool)
 		return nil, nil, interpretError(err)
 	}
 	return tasks, ctids, nil
-}
-
-// withCtid scans a task row followed by its ctid.
-type withCtid struct {
-	store.Scanner
-	ctid *pgtype.TID
-}
-
-// Scan reads the task's columns into dest and the last one into the ctid.
-func (w withCtid) Scan(dest ...any) error { return w.Scanner.Scan(append(dest, w.ctid)...) }
-
-// keepRouted is p.Keep over tasks, with the ctids of the tasks it keeps
-// (Keep keeps tasks in order).
-func keepRouted(p *store.ClaimParams, tasks []*task.Task, ctids []pgtype.TID) ([]*task.Task, []pgtype.TID) {
-	kept := p.Keep(tasks)
-	out := make([]pgtype.TID, 0, len(kept))
-	for i, t := range tasks {
-		if len(out) < len(kept) && kept[len(out)] == t {
-			out = append(out, ctids[i])
-		}
-	}
-	return kept, out
 }
 
 // claimCommit reads the results of a claim's second batch: the UPDATE of n

@@ -145,7 +145,11 @@ func BenchmarkWriteBreakdown(b *testing.B) {
 					if err := t.Claim(q, now, fmt.Sprint("lease-", lease), 60_000); err != nil {
 						b.Fatal(err)
 					}
-					args = append(args, t.InstanceID, t.ID, string(t.State), t.Attempt, t.MaxAttempts, t.StartedAt,
+					var rid int64 // the claim's read returns it; here it is read untimed
+					if err := s.w.QueryRowContext(ctx, `SELECT rowid FROM tasks WHERE instance_id = ? AND id = ?`, t.InstanceID, t.ID).Scan(&rid); err != nil {
+						b.Fatal(err)
+					}
+					args = append(args, rid, string(t.State), t.Attempt, t.MaxAttempts, t.StartedAt,
 						t.DeadlineAt, t.LeaseID, t.LeaseExpiresAt)
 				}
 				claim += tx(func(w *wtx) error {

@@ -26,23 +26,25 @@ var (
 	// qBucketGet and qBucketSet read and write a queue's rate bucket.
 	qBucketGet = define(onWriter, `SELECT rate_tokens, rate_at FROM queues WHERE instance_id = ? AND name = ?`)
 	qBucketSet = define(onWriter, `UPDATE queues SET rate_tokens = ?, rate_at = ? WHERE instance_id = ? AND name = ?`)
-	// qClaimDue walks the tasks_due index of one queue in runAt order.
-	qClaimDue = define(onWriter, `SELECT `+cols("", taskCols)+` FROM tasks
+	// qClaimDue walks the tasks_due index of one queue in runAt order. Each
+	// row comes with its rowid, by which qClaimSetN writes it back in the
+	// same transaction (the write lock keeps it from moving).
+	qClaimDue = define(onWriter, `SELECT `+cols("", taskCols)+`, rowid FROM tasks
 		WHERE instance_id = ? AND queue = ? AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= ?
 		AND `+routeSQL+`
 		ORDER BY run_at, id LIMIT ?`)
 	// qClaimSetN holds, by chunk size, the UPDATE that stores what
-	// task.Claim changed in that many tasks. Each entry brings its own
-	// instance, so the planner can only walk the entries and seek each task
-	// by its key.
-	qClaimSetN = defineChunked(2+len(claimSetNames), func(rows string) string {
+	// task.Claim changed in that many tasks. Each entry names its row by
+	// the rowid qClaimDue read, so the planner can only walk the entries
+	// and seek each row in the table itself, without the key's index.
+	qClaimSetN = defineChunked(1+len(claimSetNames), func(rows string) string {
 		var set []string
 		for _, c := range claimSetNames {
 			set = append(set, c+" = c."+c)
 		}
-		return `WITH c(instance_id, id, ` + strings.Join(claimSetNames, ", ") + `) AS (VALUES ` + rows + `)
+		return `WITH c(rid, ` + strings.Join(claimSetNames, ", ") + `) AS (VALUES ` + rows + `)
 			UPDATE tasks SET ` + strings.Join(set, ", ") + ` FROM c
-			WHERE tasks.instance_id = c.instance_id AND tasks.id = c.id`
+			WHERE tasks.rowid = c.rid`
 	})
 )
 
@@ -93,26 +95,26 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 		if err != nil {
 			return err
 		}
-		tasks, err := scanTasks(rows, true)
+		tasks, rids, err := scanClaimed(rows)
 		if err != nil {
 			return err
 		}
-		tasks = p.Keep(tasks)
+		tasks, rids = store.KeepWith(p, tasks, rids)
 		for _, t := range tasks {
 			if err := t.Claim(q, p.Now, p.NewLeaseID(), p.LeaseMs); err != nil {
 				return err
 			}
 		}
-		width := 2 + len(claimSetNames)
+		width := 1 + len(claimSetNames)
 		args := make([]any, 0, width*min(len(tasks), chunkSizes[0]))
-		rest := tasks
+		rest, restRids := tasks, rids
 		for _, n := range chunks(len(tasks)) {
 			args = args[:0]
-			for _, t := range rest[:n] {
-				args = append(args, t.InstanceID, t.ID, string(t.State), t.Attempt, t.MaxAttempts, t.StartedAt,
+			for i, t := range rest[:n] {
+				args = append(args, restRids[i], string(t.State), t.Attempt, t.MaxAttempts, t.StartedAt,
 					t.DeadlineAt, t.LeaseID, t.LeaseExpiresAt)
 			}
-			rest = rest[n:]
+			rest, restRids = rest[n:], restRids[n:]
 			r, err := w.exec(qClaimSetN[n], args...)
 			if err != nil {
 				return err
@@ -173,4 +175,17 @@ func (w *wtx) claimLimit(p *store.ClaimParams) (int, float64, error) {
 		limit = min(limit, int(tokens))
 	}
 	return limit, tokens, nil
+}
+
+// scanClaimed reads qClaimDue's rows: the tasks, whole, and their rowids.
+func scanClaimed(rows *sql.Rows) ([]*task.Task, []int64, error) {
+	defer rows.Close()
+	var rids []int64
+	ts, err := store.ScanAll(rows, func(sc store.Scanner) (*task.Task, error) {
+		var rid int64
+		t, err := store.ScanTask(store.ScanWith{Scanner: sc, Extra: &rid}, true)
+		rids = append(rids, rid)
+		return t, err
+	})
+	return ts, rids, interpretError(err)
 }

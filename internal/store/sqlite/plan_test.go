@@ -49,7 +49,7 @@ func TestQueryPlans(t *testing.T) {
 		{"by name", qTaskByName, []any{"i1", "q1", "n"}, true, "tasks_name"},
 		{"update", qTaskUpdate, append(make([]any, 12), "i1", "t1"), true, "(instance_id=? AND id=?)"},
 		{"finish", qTaskFinishN[10], make([]any, 160), true, "(instance_id=? AND id=?)"},
-		{"claim set", qClaimSetN[10], make([]any, 90), true, "(instance_id=? AND id=?)"},
+		{"claim set", qClaimSetN[10], make([]any, 80), true, "INTEGER PRIMARY KEY (rowid=?)"},
 		{"purge", qQueuePurge, []any{"i1", "q1"}, true, "tasks_created (instance_id=? AND queue=?)"},
 		{"instance tasks", qInstanceTasks, []any{"i1"}, true, "sqlite_autoindex_tasks_1 (instance_id=?)"},
 		{"expired", qExpired, []any{1000, 100}, true, "tasks_running"},
