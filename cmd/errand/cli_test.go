@@ -183,7 +183,7 @@ func TestCLIVerbs(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	bin := buildErrand(t)
-	_, url := startErrand(t, bin, "--data", t.TempDir())
+	_, url, logs := startMode(t, bin, "dev", "--data", t.TempDir())
 	c := newCLI(t, url)
 
 	// Instances.
@@ -284,11 +284,11 @@ func TestCLIVerbs(t *testing.T) {
 	defer hook.Close()
 	c.ok("queues", "create", "hooks", "--webhook", hook.URL, "--max-attempts", "1")
 	c.json(&ar, "add", "-q", "hooks", "--payload", `{}`)
-	waitUntil(t, 20*time.Second, "the task to fail", func() bool {
-		c.json(&task, "get", ar.ID)
-		return task.State == errandapi.StateFailed
-	})
-	if len(task.Attempts) != 1 || task.Attempts[0].HTTPStatus == nil || *task.Attempts[0].HTTPStatus != 500 {
+	// dev logs each attempt once its outcome is stored: with one attempt
+	// allowed, the task has failed when its line is in the log.
+	logs.waitFor(t, "queue=hooks task="+ar.ID+" attempt=", 20*time.Second)
+	c.json(&task, "get", ar.ID)
+	if task.State != errandapi.StateFailed || len(task.Attempts) != 1 || task.Attempts[0].HTTPStatus == nil || *task.Attempts[0].HTTPStatus != 500 {
 		t.Fatalf("failed task %+v", task)
 	}
 	if out := c.ok("get", ar.ID); !strings.Contains(out, "ATTEMPT") || !strings.Contains(out, "500") {

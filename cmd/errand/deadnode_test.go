@@ -38,6 +38,7 @@ func TestKilledNodeStall(t *testing.T) {
 	peak := 0
 	var killedAt time.Time
 	fullAgain := make(chan time.Time, 1)
+	fullPace := make(chan struct{})        // closed when peak first reaches maxConcurrent
 	began := map[*http.Request]time.Time{} // deliveries in flight, by start
 	holdOne := false
 	heldPort := make(chan int, 1)
@@ -48,6 +49,9 @@ func TestKilledNodeStall(t *testing.T) {
 		now := time.Now()
 		mu.Lock()
 		began[r] = now
+		if len(began) == maxConcurrent && peak < maxConcurrent {
+			close(fullPace)
+		}
 		peak = max(peak, len(began))
 		if !killedAt.IsZero() {
 			// Full pace again: maxConcurrent deliveries in flight, every
@@ -94,7 +98,11 @@ func TestKilledNodeStall(t *testing.T) {
 		}
 	}
 	// Both nodes deliver at the queue's full pace before the kill.
-	waitUntil(t, time.Minute, "the queue to run at full pace", func() bool { mu.Lock(); defer mu.Unlock(); return peak == maxConcurrent })
+	select {
+	case <-fullPace:
+	case <-time.After(time.Minute):
+		t.Fatal("timed out waiting for the queue to run at full pace")
+	}
 	mu.Lock()
 	holdOne = true
 	mu.Unlock()

@@ -143,15 +143,9 @@ func TestThreeNodesShareTheWorkAndSurviveAKill(t *testing.T) {
 		t.Fatalf("queue: %d %s", st, body)
 	}
 	// Each success is an event the test can wait on: a task rule chains
-	// every task of q that succeeds to the pull queue done (its chain
-	// event is written in the transaction that stores the success), and
-	// the test long-polls done's lease for them.
-	if st, body := call(t, key, "POST", n0+"/v1/tasks/jobs/queues", `{"name":"done","mode":"pull"}`); st != 201 {
-		t.Fatalf("queue done: %d %s", st, body)
-	}
-	if st, body := call(t, key, "POST", n0+"/v1/tasks/jobs/triggers", `{"queue":"jobs/done","task":{"queue":"jobs/q","on":["succeeded"]}}`); st != 201 {
-		t.Fatalf("task rule: %d %s", st, body)
-	}
+	// every task of q that finishes to the pull queue outcomes, which the
+	// test long-polls (see outcomes).
+	o := watchOutcomes(t, apiClient(t, n0, key), "q")
 	// Add through every node in turn.
 	batch := "[" + strings.TrimSuffix(strings.Repeat(`{"payload":{"n":1}},`, 100), ",") + "]"
 	for i := 0; i < total; i += 100 {
@@ -191,8 +185,14 @@ func TestThreeNodesShareTheWorkAndSurviveAKill(t *testing.T) {
 	release()
 	alive := nodes[(victim+1)%3]
 	// Every task reaches succeeded (read through a surviving node): wait
-	// for each one's chained task in done, then read the queue's counts.
-	waitSucceeded(t, key, alive.url, total, 3*time.Minute)
+	// for each one's chained task in outcomes, then read the queue's counts.
+	o.c = apiClient(t, alive.url, key)
+	o.wait(t, "every task to succeed", 3*time.Minute, func() bool { return len(o.state) == total })
+	for id, state := range o.state {
+		if state != "succeeded" {
+			t.Fatalf("task %s %s", id, state)
+		}
+	}
 	st, body := call(t, key, "GET", alive.url+"/v1/tasks/jobs/queues/q", "")
 	var v struct {
 		Queue struct {
@@ -231,41 +231,6 @@ func TestThreeNodesShareTheWorkAndSurviveAKill(t *testing.T) {
 	t.Logf("%d tasks, %d deliveries (%d repeated after killing node %d), peak concurrency %d", total, calls, calls-total, victim, peak)
 }
 
-// waitSucceeded waits until total distinct tasks of q have succeeded, as
-// told by the tasks the rule chained to the pull queue done: it leases them
-// through base with a long poll, which the node answers when one is due
-// (an event, never a timer). Each is leased for a day, so none comes back.
-func waitSucceeded(t *testing.T, key, base string, total int, within time.Duration) {
-	t.Helper()
-	seen := map[string]bool{}
-	deadline := time.Now().Add(within)
-	for len(seen) < total {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for every task to succeed: %d of %d did", len(seen), total)
-		}
-		st, body := call(t, key, "POST", base+"/v1/tasks/jobs/queues/done/lease", `{"count":1000,"leaseSeconds":86400,"waitSeconds":30}`)
-		var v struct {
-			Tasks []struct {
-				Payload struct {
-					Task struct {
-						ID    string `json:"id"`
-						State string `json:"state"`
-					} `json:"task"`
-				} `json:"payload"`
-			} `json:"tasks"`
-		}
-		if err := json.Unmarshal([]byte(body), &v); st != 200 || err != nil {
-			t.Fatalf("lease done: %d %s", st, body)
-		}
-		for _, tk := range v.Tasks {
-			if tk.Payload.Task.State != "succeeded" {
-				t.Fatalf("a chained task of a task %s", tk.Payload.Task.State)
-			}
-			seen[tk.Payload.Task.ID] = true
-		}
-	}
-}
-
 type nodeProc struct {
 	cmd  *exec.Cmd
 	url  string
@@ -298,17 +263,6 @@ func startNodes(t *testing.T, bin, storeURL string, n int) (string, []*nodeProc)
 		t.Fatalf("instance: %d %s", st, body)
 	}
 	return key, nodes
-}
-
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // TestPostgresGoneAndBack: while PostgreSQL cannot be reached, /healthz and

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/auth"
 )
 
@@ -93,20 +95,28 @@ func TestServeLogs(t *testing.T) {
 	host, _, _ := net.SplitHostPort(hook.Listener.Addr().String())
 
 	_, url, logs := startServe(t, bin, "--store", store, "--webhook-allow", host)
-	key := readKeyFile(t, filepath.Join(dir, "errand-admin-key"))
+	key := readKeyFile(t, logs, filepath.Join(dir, "errand-admin-key"))
 	if st, body := call(t, key, "POST", url+"/v1/instances", `{"name":"jobs"}`); st != 201 {
 		t.Fatalf("instance: %d %s", st, body)
 	}
 	if st, body := call(t, key, "POST", url+"/v1/tasks/jobs/queues", `{"name":"hooks","target":{"webhook":"`+hook.URL+`"},"maxAttempts":1}`); st != 201 {
 		t.Fatalf("queue: %d %s", st, body)
 	}
-	if st, body := call(t, key, "POST", url+"/v1/tasks/jobs/queues/hooks/tasks", `[{},{},{}]`); st != 201 {
+	o := watchOutcomes(t, apiClient(t, url, key), "hooks")
+	st, body := call(t, key, "POST", url+"/v1/tasks/jobs/queues/hooks/tasks", `[{},{},{}]`)
+	var added errandapi.AddResponse
+	if err := json.Unmarshal([]byte(body), &added); st != 201 || err != nil {
 		t.Fatalf("add: %d %s", st, body)
 	}
-	waitUntil(t, 20*time.Second, "three failed tasks", func() bool {
-		_, body := call(t, key, "GET", url+"/v1/tasks/jobs/queues/hooks/tasks?state=failed", "")
-		return strings.Count(body, `"id"`) == 3
-	})
+	var ids []string
+	for _, r := range added.Tasks {
+		ids = append(ids, r.ID)
+	}
+	for id, state := range o.waitIDs(t, ids, 20*time.Second) {
+		if state != "failed" {
+			t.Fatalf("task %s %s, want failed", id, state)
+		}
+	}
 	if n := strings.Count(logs.String(), `msg="attempt failed"`); n != 1 || !strings.Contains(logs.String(), "level=INFO") || !strings.Contains(logs.String(), "http=503") {
 		t.Fatalf("want one info line of the failing queue, got %d:\n%s", n, logs)
 	}
@@ -116,9 +126,7 @@ func TestServeLogs(t *testing.T) {
 
 	_, url, logs = startServe(t, bin, "--store", store, "--log-level", "debug")
 	call(t, key, "GET", url+"/v1/instances", "")
-	waitUntil(t, 10*time.Second, "the request's debug line", func() bool {
-		return strings.Contains(logs.String(), "level=DEBUG msg=request method=GET path=/v1/instances status=200")
-	})
+	logs.waitFor(t, "level=DEBUG msg=request method=GET path=/v1/instances status=200", 10*time.Second)
 	if strings.Contains(logs.String(), key) {
 		t.Fatal("the key is in the request log")
 	}
@@ -129,14 +137,15 @@ func TestServeLogs(t *testing.T) {
 	}
 }
 
-func readKeyFile(t *testing.T, path string) string {
+// readKeyFile reads the first admin key from the file at path, once the
+// log line that names it is in logs (the file is written before).
+func readKeyFile(t *testing.T, logs *lockedBuffer, path string) string {
 	t.Helper()
-	var b []byte
-	waitUntil(t, 10*time.Second, "the first key's file", func() bool {
-		var err error
-		b, err = os.ReadFile(path)
-		return err == nil && len(b) > 0
-	})
+	logs.waitFor(t, path, 10*time.Second)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return strings.TrimSpace(string(b))
 }
 
@@ -159,7 +168,7 @@ func TestServeFirstKeyOnATerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	waitUntil(t, 20*time.Second, "serve listening on the terminal", func() bool { return strings.Contains(pty.String(), "listening on") })
+	pty.waitFor(t, "listening on", 20*time.Second)
 	var keys []string
 	for _, l := range strings.Split(pty.String(), "\n") {
 		l = strings.TrimSpace(l)

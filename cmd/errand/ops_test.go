@@ -73,15 +73,14 @@ func TestOpsJobSurvivesKill9(t *testing.T) {
 	bin := buildErrand(t)
 	data := t.TempDir()
 	seedFailed(t, data, n)
-	cmd, url := startErrand(t, bin, "--data", data)
+	cmd, url, _ := startMode(t, bin, "dev", "--data", data)
 	st, m := post(t, url+"/api/tasks", `{"kind":"dlq.replay","idempotency_key":"k9","payload":{"instance":"jobs","queue":"q"}}`)
 	if st != 201 {
 		t.Fatalf("submit: %d %v", st, m)
 	}
 	jid := m["id"].(string)
 	var done float64
-	waitUntil(t, 60*time.Second, "the replay to be under way", func() bool {
-		job := getJSON(t, url+"/api/tasks/"+jid)["task"].(map[string]any)
+	pollOpsJob(t, url, jid, "the replay to be under way", 60*time.Second, func(job map[string]any) bool {
 		if p, ok := job["progress"].(map[string]any); ok && job["status"] == "RUNNING" {
 			done = p["done"].(float64)
 		}
@@ -95,15 +94,13 @@ func TestOpsJobSurvivesKill9(t *testing.T) {
 		t.Fatalf("the replay finished (%v) before the kill; seed more", done)
 	}
 
-	_, url = startErrand(t, bin, "--data", data)
+	_, url, logs := startMode(t, bin, "dev", "--data", data)
 	job := getJSON(t, url+"/api/tasks/"+jid)["task"].(map[string]any)
 	if job["status"] != "RUNNING" || job["attempt"] != 1.0 {
 		t.Fatalf("after the restart: %v", job)
 	}
-	waitUntil(t, 120*time.Second, "the replay to finish", func() bool {
-		job = getJSON(t, url+"/api/tasks/"+jid)["task"].(map[string]any)
-		return job["status"] == "SUCCEEDED" || job["status"] == "FAILED"
-	})
+	// Its lease runs out (30 s), and the next attempt's end is the event.
+	job = waitOpsJob(t, url, logs, "dlq.replay", jid, 120*time.Second)
 	res := job["result"].(map[string]any)
 	t.Logf("killed at %v of %d; result %v, attempt %v", done, n, res, job["attempt"])
 	if job["status"] != "SUCCEEDED" || job["attempt"] != 2.0 {

@@ -13,7 +13,8 @@ import (
 // backupOnDev makes instance jobs on a running `errand dev` with a pull
 // queue of named tasks (one leased, one failed), backs it up through the
 // operations API and returns the archive's path and the tasks' listing.
-func backupOnDev(t *testing.T, url string) (string, string) {
+// logs is its log.
+func backupOnDev(t *testing.T, url string, logs *lockedBuffer) (string, string) {
 	t.Helper()
 	for _, c := range []struct{ path, body string }{
 		{"/v1/instances", `{"name":"jobs"}`},
@@ -37,11 +38,7 @@ func backupOnDev(t *testing.T, url string) (string, string) {
 	if st != 201 {
 		t.Fatalf("backup: %d %v", st, m)
 	}
-	var job map[string]any
-	waitUntil(t, 30*time.Second, "the backup", func() bool {
-		job = getJSON(t, url+"/api/tasks/"+m["id"].(string))["task"].(map[string]any)
-		return job["status"] == "SUCCEEDED" || job["status"] == "FAILED"
-	})
+	job := waitOpsJob(t, url, logs, "instance.backup", m["id"].(string), 30*time.Second)
 	res, _ := job["result"].(map[string]any)
 	if job["status"] != "SUCCEEDED" || res["instance"] != "jobs" || res["tasks"] != 3.0 {
 		t.Fatalf("backup job %v", job)
@@ -60,8 +57,8 @@ func TestRestoreVerb(t *testing.T) {
 	}
 	bin := buildErrand(t)
 	data := t.TempDir()
-	_, url := startErrand(t, bin, "--data", data)
-	archive, listing := backupOnDev(t, url)
+	_, url, logs := startMode(t, bin, "dev", "--data", data)
+	archive, listing := backupOnDev(t, url, logs)
 	store := "sqlite://" + filepath.Join(data, "errand.db")
 	keyFile := filepath.Join(data, "backup.key")
 	wrongKey := filepath.Join(t.TempDir(), "wrong.key")

@@ -11,31 +11,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/errandhq/errand/internal/auth"
 )
-
-// lockedBuffer collects a child's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // startServe runs `errand serve` on a free port and returns it, its base
 // URL and its stderr (the log).
@@ -289,7 +270,7 @@ func TestServeFirstAdminKey(t *testing.T) {
 	cmd, url, logs := startServe(t, bin, "--store", store, "--org", "ops", "--log-format", "json")
 	// stderr reaches the buffer through a pipe: it may trail stdout's
 	// "listening" line a little.
-	waitUntil(t, 10*time.Second, "the first key's file in the log", func() bool { return strings.Contains(logs.String(), keyFile) })
+	logs.waitFor(t, keyFile, 10*time.Second)
 	b, err := os.ReadFile(keyFile)
 	if err != nil {
 		t.Fatal(err)

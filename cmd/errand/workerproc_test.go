@@ -104,12 +104,12 @@ func runTestWorker() int {
 // reports collects what the worker processes report.
 type reports struct {
 	mu       sync.Mutex
-	all      []report
 	running  map[string]string // task → worker while its handler runs
 	overlap  string
 	inFlight int
 	peak     int
-	onStart  func(report)
+	onStart  func(report) // called at each start event, outside mu
+	onAdd    func(report) // called at each add event, outside mu
 }
 
 func (rs *reports) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -119,7 +119,6 @@ func (rs *reports) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rs.mu.Lock()
-	rs.all = append(rs.all, rep)
 	switch rep.Event {
 	case "start":
 		if other, ok := rs.running[rep.Task]; ok {
@@ -132,10 +131,13 @@ func (rs *reports) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		delete(rs.running, rep.Task)
 		rs.inFlight--
 	}
-	on := rs.onStart
+	onStart, onAdd := rs.onStart, rs.onAdd
 	rs.mu.Unlock()
-	if rep.Event == "start" && on != nil {
-		on(rep)
+	if rep.Event == "start" && onStart != nil {
+		onStart(rep)
+	}
+	if rep.Event == "add" && onAdd != nil {
+		onAdd(rep)
 	}
 }
 
@@ -149,12 +151,6 @@ func (rs *reports) forget(workerName string) {
 			rs.inFlight--
 		}
 	}
-}
-
-func (rs *reports) snapshot() []report {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	return append([]report(nil), rs.all...)
 }
 
 // startWorker runs a worker process named name against url.

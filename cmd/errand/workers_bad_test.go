@@ -133,6 +133,7 @@ func TestWorkerBadInput(t *testing.T) {
 	}
 
 	functionQueue(t, c, "work", 0)
+	o := watchOutcomes(t, c, "work")
 	res, err := c.AddTask(ctx, "jobs", "work", errandapi.NewTask{Payload: json.RawMessage(`{}`), DeadlineSeconds: new(2)})
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +147,7 @@ func TestWorkerBadInput(t *testing.T) {
 	w.want(errandapi.FrameWelcome)
 	// The log is a pipe, in order: once the connection's line is in, the
 	// adds' lines before it are too.
-	waitUntil(t, 10*time.Second, "the worker's log line", func() bool { return strings.Contains(logs.String(), "worker connected") })
+	logs.waitFor(t, "worker connected", 10*time.Second)
 	if n := strings.Count(logs.String(), "no worker serves app/work"); n != 1 {
 		t.Fatalf("dev logged the unserved function %d times; want once:\n%s", n, logs)
 	}
@@ -192,7 +193,7 @@ func TestWorkerBadInput(t *testing.T) {
 	a4 := w.want(errandapi.FrameAttempt)
 	w.send(errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: a4.LeaseID, Result: json.RawMessage(`{"ok":true}`)})
 	w.want(errandapi.FrameRecorded)
-	tk := waitTasks(t, c, []string{res.ID}, 30*time.Second)[res.ID]
+	tk := waitTasks(t, o, c, []string{res.ID}, 30*time.Second)[res.ID]
 	var got []string
 	for _, at := range tk.Attempts {
 		got = append(got, at.Status+": "+derefStr(at.Error))

@@ -62,27 +62,21 @@ func functionQueue(t *testing.T, c *client.Client, name string, maxConcurrent in
 	}
 }
 
-// waitTasks waits until every task of ids is succeeded and returns them.
-func waitTasks(t *testing.T, c *client.Client, ids []string, within time.Duration) map[string]*errandapi.Task {
+// waitTasks waits until every task of ids has finished, as o tells, and
+// returns them read through c; it fails t if one failed.
+func waitTasks(t *testing.T, o *outcomes, c *client.Client, ids []string, within time.Duration) map[string]*errandapi.Task {
 	t.Helper()
 	out := map[string]*errandapi.Task{}
-	waitUntil(t, within, "every task to succeed", func() bool {
-		for _, id := range ids {
-			if out[id] != nil {
-				continue
-			}
-			tk, err := c.GetTask(context.Background(), "jobs", id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tk.State == errandapi.StateSucceeded {
-				out[id] = tk
-			} else if tk.State == errandapi.StateFailed {
-				t.Fatalf("task %s failed: %v", id, tk.LastError)
-			}
+	for id := range o.waitIDs(t, ids, within) {
+		tk, err := c.GetTask(context.Background(), "jobs", id)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return len(out) == len(ids)
-	})
+		if tk.State != errandapi.StateSucceeded {
+			t.Fatalf("task %s %s: %v", id, tk.State, derefStr(tk.LastError))
+		}
+		out[id] = tk
+	}
 	return out
 }
 
@@ -109,6 +103,7 @@ func TestWorkersServeFunctions(t *testing.T) {
 			// Tasks added before any worker wait, no attempt used.
 			const total, maxConcurrent = 60, 3
 			functionQueue(t, c, "work", maxConcurrent)
+			o := watchOutcomes(t, c, "work")
 			var ids []string
 			for i := range total {
 				res, err := c.AddTask(ctx, "jobs", "work", errandapi.NewTask{Payload: json.RawMessage(`{"sleepMs":` + []string{"5", "20"}[i%2] + `}`)})
@@ -127,7 +122,7 @@ func TestWorkersServeFunctions(t *testing.T) {
 				"B": startWorker(t, "B", url, writer, rec.URL, 4),
 			}
 
-			done := waitTasks(t, c, ids, 60*time.Second)
+			done := waitTasks(t, o, c, ids, 60*time.Second)
 			by := map[string]int{}
 			for _, tk := range done {
 				if len(tk.Attempts) != 1 {
@@ -156,6 +151,7 @@ func TestWorkersServeFunctions(t *testing.T) {
 			// SIGKILL a worker mid-attempt: the attempt is retried on the
 			// other, with attempt 2.
 			functionQueue(t, c, "hang", 0)
+			o.watch(t, "hang")
 			killed := make(chan report, 1)
 			rs.mu.Lock()
 			rs.onStart = func(r report) {
@@ -181,7 +177,7 @@ func TestWorkersServeFunctions(t *testing.T) {
 				t.Fatal(err)
 			}
 			rs.forget(first.Worker)
-			tk := waitTasks(t, c, []string{res.ID}, 60*time.Second)[res.ID]
+			tk := waitTasks(t, o, c, []string{res.ID}, 60*time.Second)[res.ID]
 			var r struct{ By string }
 			_ = json.Unmarshal(tk.Result, &r)
 			if tk.Attempt != 2 || r.By == first.Worker || r.By == "" {
@@ -196,20 +192,27 @@ func TestWorkersServeFunctions(t *testing.T) {
 			// A chain of adds from handlers: depth 1 with source function,
 			// and the add that would make depth 9 refused.
 			functionQueue(t, c, "chain", 0)
+			cut := make(chan report, 1) // the first add refused
+			rs.mu.Lock()
+			rs.onAdd = func(r report) {
+				if r.Code != "" {
+					select {
+					case cut <- r:
+					default:
+					}
+				}
+			}
+			rs.mu.Unlock()
 			root, err := c.AddTask(ctx, "jobs", "chain", errandapi.NewTask{Payload: json.RawMessage(`{"chain":"chain"}`)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			var refused report
-			waitUntil(t, 60*time.Second, "the chain to be cut", func() bool {
-				for _, r := range rs.snapshot() {
-					if r.Event == "add" && r.Code != "" {
-						refused = r
-						return true
-					}
-				}
-				return false
-			})
+			select {
+			case refused = <-cut:
+			case <-time.After(60 * time.Second):
+				t.Fatal("timed out waiting for the chain to be cut")
+			}
 			if refused.Code != string(errandapi.CodeDepthExceeded) || refused.Depth != 8 {
 				t.Fatalf("the chain was cut by %+v; want DEPTH_EXCEEDED from depth 8", refused)
 			}
@@ -260,6 +263,7 @@ func TestWorkerOnOneOfTwoNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	functionQueue(t, adminA, "work", 0)
+	o := watchOutcomes(t, adminA, "work")
 	rs := &reports{running: map[string]string{}}
 	rec := httptest.NewServer(rs)
 	defer rec.Close()
@@ -272,7 +276,7 @@ func TestWorkerOnOneOfTwoNodes(t *testing.T) {
 		}
 		ids = append(ids, res.ID)
 	}
-	for id, tk := range waitTasks(t, viaB, ids, 30*time.Second) {
+	for id, tk := range waitTasks(t, o, viaB, ids, 30*time.Second) {
 		if tk.Attempt != 1 || len(tk.Attempts) != 1 {
 			t.Fatalf("task %s took %d attempts: %+v", id, tk.Attempt, tk.Attempts)
 		}
