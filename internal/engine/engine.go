@@ -100,6 +100,7 @@ type Engine struct {
 	scheduler  *Scheduler
 	chainer    *Chainer
 	notifier   *notifierService // nil unless the store is shared
+	stats      *statsKeeper     // nil unless the store keeps planner statistics (StatsKeeper)
 	usage      *Usage
 	hub        *channels.Hub // this node's channel subscribers
 	pruner     *ChannelPruner
@@ -141,6 +142,7 @@ func New(cfg Config) *Engine {
 	// Other nodes' channel appends are heard from the store itself (the
 	// cache below does not pass the listener on).
 	listener, _ := cfg.Store.(store.ChannelListener)
+	statsKeeper, _ := cfg.Store.(store.StatsKeeper) // nor this
 	if n, ok := cfg.Store.(store.Notifier); ok {
 		// A shared store: instances and queues are cached, and dropped on
 		// every node when one changes them.
@@ -191,6 +193,10 @@ func New(cfg Config) *Engine {
 	// once it has handed back its attempts.
 	// usage first, so that it stops last and flushes what the others counted.
 	e.services = append(e.services, e.usage, e.cleaner, e.pruner, e.hub, e.rescuer, e.liveness, e.dispatcher, e.scheduler, e.chainer)
+	if statsKeeper != nil {
+		e.stats = newStatsKeeper(statsKeeperDeps{sk: statsKeeper, clock: e.clock, log: cfg.Logger.With("service", "stats")})
+		e.services = append(e.services, e.stats)
+	}
 	if n, ok := cfg.Store.(store.Notifier); ok {
 		// Other nodes' changes wake the dispatcher and long polls, the
 		// rescuer and the scheduler here.

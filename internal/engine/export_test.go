@@ -27,7 +27,17 @@ func WithSignals(e *Engine) *Signals {
 	}
 	e.usage.flushes = newProgress[int]()
 	e.usage.asleep = newProgress[sleepReport]()
+	if e.stats != nil {
+		e.stats.ran = newProgress[int]()
+	}
 	return &Signals{e: e}
+}
+
+// StatsRefreshed waits until the stats keeper has refreshed the store's
+// planner statistics n times in all.
+func (s *Signals) StatsRefreshed(tb testing.TB, n int) {
+	tb.Helper()
+	wait(tb, "the planner statistics to be refreshed", s.e.stats.ran, func(r int) bool { return r >= n })
 }
 
 // CacheDrops waits until the engine's cache of instances and queues has

@@ -342,6 +342,18 @@ type Notifier interface {
 	Listen(ctx context.Context, fn func(config bool)) error
 }
 
+// StatsKeeper is implemented by a store whose query planner plans from
+// statistics of the tasks table that the database refreshes on a timing of
+// its own (PostgreSQL's autovacuum): without them, a table that grew from
+// empty to a large backlog before its first ANALYZE can be read through the
+// wrong index by the dispatcher's hot queries. RefreshStats takes the
+// statistics again when the table has none yet or has more than doubled
+// since they were taken, and reports whether it did; it is cheap otherwise
+// (one catalog read), and one node at a time does it.
+type StatsKeeper interface {
+	RefreshStats(ctx context.Context) (bool, error)
+}
+
 // ServerClock is implemented by a store with a clock of its own
 // (PostgreSQL's now()): nodes that set their engine's clock by it agree on
 // lease expiries and deadlines even when their own clocks drift.

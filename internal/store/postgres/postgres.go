@@ -75,8 +75,9 @@ type Store struct {
 }
 
 var (
-	_ store.Store    = (*Store)(nil)
-	_ store.KeyStore = (*Store)(nil)
+	_ store.Store       = (*Store)(nil)
+	_ store.KeyStore    = (*Store)(nil)
+	_ store.StatsKeeper = (*Store)(nil)
 )
 
 // schemaName is what Options.Schema may hold: a plain identifier.

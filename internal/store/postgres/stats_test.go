@@ -1,0 +1,84 @@
+package postgres
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/errandhq/errand/internal/task"
+)
+
+// TestRefreshStats: the store analyzes tasks when it grew past 1 MB
+// without statistics, skips when another node holds the check's lock or
+// the statistics are fresh, and the dispatcher's read of the due queues
+// then goes through tasks_due.
+func TestRefreshStats(t *testing.T) {
+	s := OpenTest(t)
+	defer s.Close()
+	ctx := t.Context()
+	// Autovacuum stays out of it: its ANALYZE would race the test's.
+	if _, err := s.pool.Exec(ctx, `ALTER TABLE tasks SET (autovacuum_enabled = off)`); err != nil {
+		t.Fatal(err)
+	}
+	refresh := func(want bool, when string) {
+		t.Helper()
+		ran, err := s.RefreshStats(ctx)
+		if err != nil || ran != want {
+			t.Fatalf("%s: RefreshStats = %v, %v; want %v", when, ran, err, want)
+		}
+	}
+	refresh(false, "empty")
+
+	inst := &task.Instance{ID: "i1", Org: "acme", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}
+	if err := s.InstanceCreate(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	q := task.NewQueue("i1", "work", task.ModePull)
+	if err := s.QueueCreate(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	for b := range 100 {
+		var ts []*task.Task
+		for i := range 100 {
+			tk, err := task.NewTask(q, task.AddInput{Payload: []byte(`{"n":"` + strings.Repeat("x", 100) + `"}`)}, 1, task.URLRules{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tk.ID = fmt.Sprint("t", b*100+i)
+			tk.RunAt = 1e13 // in the future: a backlog
+			ts = append(ts, tk)
+		}
+		if _, err := s.TaskAdd(ctx, ts); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Another node checking now: this one skips.
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var locked bool
+	if err := tx.QueryRow(ctx, sqlStatsLock, statsLockClass).Scan(&locked); err != nil || !locked {
+		t.Fatalf("taking the lock: %v, %v", locked, err)
+	}
+	refresh(false, "the lock held elsewhere")
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	refresh(true, "10,000 tasks, no statistics")
+	var analyzed int64
+	if err := s.pool.QueryRow(ctx, `SELECT analyze_count FROM pg_stat_user_tables WHERE relid = 'tasks'::regclass`).Scan(&analyzed); err != nil || analyzed != 1 {
+		t.Fatalf("analyze_count = %d, %v; want 1", analyzed, err)
+	}
+	refresh(false, "fresh statistics")
+
+	plan, err := explain(ctx, s.pool, sqlDueQueues, []any{int64(2e12)}, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plan, "tasks_due") || strings.Contains(plan, "Sort") {
+		t.Fatalf("the due queues' read after the refresh does not seek tasks_due:\n%s", plan)
+	}
+}
