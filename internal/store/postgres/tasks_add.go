@@ -221,9 +221,8 @@ func readInserted(ctx context.Context, db querier, sql string, args []any, out [
 // whenever the generic plan's estimate is higher (it is: the plan cannot
 // know the arrays' lengths), costs more than a small batch's insert itself
 // (0.4–1 ms against 0.2–0.4 in the server's statement log), on the path
-// from an add to its delivery; the plan is the same for every batch. The
-// claim, whose generic plan is slow under churn, is left to PostgreSQL's
-// choice: SET LOCAL ends with this transaction.
+// from an add to its delivery; the plan is the same for every batch. SET
+// LOCAL ends with this transaction (the claim sets it in its own).
 func insertGeneric(ctx context.Context, pool *pgxpool.Pool, sql string, args []any, out []inserted) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
