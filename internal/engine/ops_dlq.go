@@ -124,6 +124,14 @@ func (d *dlqJob) result() errandapi.DLQResult {
 	r := d.cp.DLQResult
 	r.Progress.Done = r.Progress.Total
 	if len(d.sel.IDs) == 0 {
+		// A task that left FAILED (or a copy that left its dead-letter
+		// queue) before the walk reached it is not listed, so it was not
+		// counted: it is skipped, so that the counts add up to what the job
+		// selected when it started. That includes a chunk an earlier
+		// attempt of this job replayed after its last checkpoint.
+		if gone := r.Progress.Total - (r.Replayed + r.Purged + r.Skipped + r.Refused); gone > 0 {
+			r.Skipped += gone
+		}
 		r.Progress.Total = r.Replayed + r.Purged + r.Skipped + r.Refused
 		r.Progress.Done = r.Progress.Total
 	}

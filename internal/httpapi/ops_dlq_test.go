@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -185,6 +186,46 @@ func TestOpsReplayResumes(t *testing.T) {
 		}
 		if r.obj("task")["attempt"] != 2.0 {
 			t.Fatalf("attempt %v, want 2", r.obj("task")["attempt"])
+		}
+	})
+}
+
+// TestOpsReplayQueueCountsAnUnsavedChunk: with "queue", a chunk the first
+// attempt replayed after its last checkpoint is not listed again (no longer
+// FAILED) and is not replayed again; the result counts it as skipped, so
+// that the counts add up to the 1,000 the job selected.
+func TestOpsReplayQueueCountsAnUnsavedChunk(t *testing.T) {
+	onEach(t, func(t *testing.T, b *bundle) {
+		ctx := context.Background()
+		ids, _ := b.failed("jobs", "q", "", 1000)
+		jid := b.job("dlq.replay", "unsaved", map[string]any{"instance": "jobs", "queue": "q"}).want(t, 201, "").body["id"].(string)
+		// Node A claims the job, saves its first checkpoint (the count),
+		// replays a chunk and dies before saving the next.
+		claimed := b.claimJob("dlq.replay")[0]
+		cp := fmt.Appendf(nil, `{"progress":{"done":0,"total":1000},"replayed":0,"skipped":0,"refused":0,"since":%d}`, b.clock.Now().UnixMilli())
+		if _, err := b.eng.Store().TaskUpdate(ctx, store.TaskRef{InstanceID: claimed.InstanceID, ID: claimed.ID}, func(t *task.Task) error {
+			return t.Checkpoint(claimed.LeaseID, b.clock.Now().UnixMilli(), cp)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		inst, _ := b.eng.Store().InstanceGet(ctx, store.InstanceRef{Org: "dev", Name: "jobs"})
+		for _, tid := range ids[:200] {
+			if _, err := b.eng.Store().TaskUpdate(ctx, store.TaskRef{InstanceID: inst.ID, ID: tid}, func(t *task.Task) error { return t.Retry(b.clock.Now().UnixMilli()) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b.clock.Advance(31 * time.Second)
+		if n, err := b.eng.Rescuer().RunOnce(ctx); err != nil || n != 1 {
+			t.Fatalf("rescued %d, %v", n, err)
+		}
+		b.clock.Advance(5 * time.Second)
+		b.start()
+		res := result(b.waitJob(jid, "SUCCEEDED"))
+		if res["replayed"] != 800.0 || res["skipped"] != 200.0 {
+			t.Fatalf("result: %v, want 800 replayed and 200 skipped", res)
+		}
+		if p := res["progress"].(map[string]any); p["total"] != 1000.0 || p["done"] != 1000.0 {
+			t.Fatalf("progress: %v, want 1000 of 1000", p)
 		}
 	})
 }
