@@ -16,8 +16,10 @@ import (
 	"github.com/errandhq/errand/internal/task"
 )
 
-// seedFailed writes an instance "jobs" with a paused push queue "q" holding
-// n FAILED tasks into the dev store of data, before errand starts on it.
+// seedFailed writes an instance "jobs" with a pull queue "q" holding n
+// FAILED tasks into the dev store of data, before errand starts on it: a
+// task the replay puts back is due at once, which a lease's long poll
+// tells (an event the test can wait on).
 func seedFailed(t *testing.T, data string, n int) {
 	t.Helper()
 	ctx := context.Background()
@@ -31,8 +33,7 @@ func seedFailed(t *testing.T, data string, n int) {
 	if err := st.InstanceCreate(ctx, inst); err != nil {
 		t.Fatal(err)
 	}
-	q := task.NewQueue(inst.ID, "q", task.ModePush)
-	q.Target, q.Paused = &task.Target{Webhook: "http://127.0.0.1:9/x"}, true
+	q := task.NewQueue(inst.ID, "q", task.ModePull)
 	if err := st.QueueCreate(ctx, q); err != nil {
 		t.Fatal(err)
 	}
@@ -79,13 +80,24 @@ func TestOpsJobSurvivesKill9(t *testing.T) {
 		t.Fatalf("submit: %d %v", st, m)
 	}
 	jid := m["id"].(string)
-	var done float64
-	pollOpsJob(t, url, jid, "the replay to be under way", 60*time.Second, func(job map[string]any) bool {
-		if p, ok := job["progress"].(map[string]any); ok && job["status"] == "RUNNING" {
-			done = p["done"].(float64)
+	// The replay is under way when its first task is due again: a lease's
+	// long poll answers then (the task stays leased, out of the job's way).
+	for try := 0; ; try++ {
+		st, m := post(t, url+"/v1/tasks/jobs/queues/q/lease", `{"count":1,"leaseSeconds":3600,"waitSeconds":30}`)
+		if st != 200 {
+			t.Fatalf("waiting for the replay to be under way: %d %v", st, m)
 		}
-		return done > 0
-	})
+		if ts, _ := m["tasks"].([]any); len(ts) == 1 {
+			break
+		}
+		if try == 1 {
+			t.Fatal("the replay put no task back within two long polls (60 s)")
+		}
+	}
+	var done float64
+	if p, ok := getJSON(t, url+"/api/tasks/"+jid)["task"].(map[string]any)["progress"].(map[string]any); ok {
+		done = p["done"].(float64)
+	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
