@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -20,13 +21,27 @@ const statsLockClass = 0x65727374 // "erst"
 // sqlStatsLock takes the statistics' lock if no one holds it.
 const sqlStatsLock = `SELECT pg_try_advisory_xact_lock($1::int4, 'tasks'::regclass::oid::int4)`
 
+// statsTarget is the statistics target of errand's own ANALYZE
+// (default_statistics_target for its transaction; PostgreSQL's default is
+// 100): it samples 300 × statsTarget rows. Ten gives the planner what the
+// dispatcher's queries need (the rows of each queue and state, the spread
+// of run_at) from 3,000 rows, in about a tenth of the time of the default
+// (measured on 1.6M rows: 15 ms against 170); autovacuum's own ANALYZE
+// later refines them at the server's target.
+const statsTarget = 10
+
 // sqlStatsStale says whether tasks needs ANALYZE: it is past statsMinBytes
 // and has no statistics yet (neither an ANALYZE nor an autoanalyze ran on
-// it), or its size has more than doubled since the last ANALYZE or VACUUM
-// measured it (relpages).
+// it), or it holds more than twice the rows the last ANALYZE or VACUUM
+// counted (reltuples), by the live rows the statistics system counts
+// (n_live_tup: inserts less deletes). Claims and finishes update rows:
+// they leave the count as it is, however much the table's pages grow with
+// the dead versions they leave before a vacuum, so a burn-down is not
+// interrupted by an ANALYZE, whose snapshot would keep every row version
+// dead meanwhile from being pruned or its index entries removed.
 const sqlStatsStale = `SELECT pg_relation_size(c.oid) >= $1 AND (
 		coalesce(s.last_analyze, s.last_autoanalyze) IS NULL
-		OR pg_relation_size(c.oid) > 2 * c.relpages::bigint * current_setting('block_size')::bigint)
+		OR coalesce(s.n_live_tup, 0) > 2 * greatest(c.reltuples, 0)::bigint)
 	FROM pg_class AS c LEFT JOIN pg_stat_user_tables AS s ON s.relid = c.oid
 	WHERE c.oid = 'tasks'::regclass`
 
@@ -56,6 +71,9 @@ func (s *Store) RefreshStats(ctx context.Context) (bool, error) {
 			return err
 		}
 		if err := bulk(ctx, tx); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, fmt.Sprintf(`SET LOCAL default_statistics_target = %d`, statsTarget)); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `ANALYZE tasks`); err != nil {

@@ -9,8 +9,9 @@ import (
 )
 
 // TestRefreshStats: the store analyzes tasks when it grew past 1 MB
-// without statistics, skips when another node holds the check's lock or
-// the statistics are fresh, and the dispatcher's read of the due queues
+// without statistics or to more than twice the rows they counted, skips
+// when another node holds the check's lock, the statistics are fresh or
+// only the pages grew (churn), and the dispatcher's read of the due queues
 // then goes through tasks_due.
 func TestRefreshStats(t *testing.T) {
 	s := OpenTest(t)
@@ -37,21 +38,34 @@ func TestRefreshStats(t *testing.T) {
 	if err := s.QueueCreate(ctx, q); err != nil {
 		t.Fatal(err)
 	}
-	for b := range 100 {
-		var ts []*task.Task
-		for i := range 100 {
-			tk, err := task.NewTask(q, task.AddInput{Payload: []byte(`{"n":"` + strings.Repeat("x", 100) + `"}`)}, 1, task.URLRules{})
+	add := func(from int) { // 10,000 tasks, ids from on
+		t.Helper()
+		for b := range 100 {
+			var ts []*task.Task
+			for i := range 100 {
+				tk, err := task.NewTask(q, task.AddInput{Payload: []byte(`{"n":"` + strings.Repeat("x", 100) + `"}`)}, 1, task.URLRules{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				tk.ID = fmt.Sprint("t", from+b*100+i)
+				tk.RunAt = 1e13 // in the future: a backlog
+				ts = append(ts, tk)
+			}
+			if _, err := s.TaskAdd(ctx, ts); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The connections report their counts (n_live_tup) now, not at
+		// their next idle moment a second on.
+		for _, c := range s.pool.AcquireAllIdle(ctx) {
+			_, err := c.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
+			c.Release()
 			if err != nil {
 				t.Fatal(err)
 			}
-			tk.ID = fmt.Sprint("t", b*100+i)
-			tk.RunAt = 1e13 // in the future: a backlog
-			ts = append(ts, tk)
-		}
-		if _, err := s.TaskAdd(ctx, ts); err != nil {
-			t.Fatal(err)
 		}
 	}
+	add(0)
 
 	// Another node checking now: this one skips.
 	tx, err := s.pool.Begin(ctx)
@@ -73,6 +87,36 @@ func TestRefreshStats(t *testing.T) {
 		t.Fatalf("analyze_count = %d, %v; want 1", analyzed, err)
 	}
 	refresh(false, "fresh statistics")
+	var target int
+	if err := s.pool.QueryRow(ctx, `SELECT array_length(histogram_bounds::text::text[], 1) FROM pg_stats
+		WHERE tablename = 'tasks' AND schemaname = current_schema() AND attname = 'id'`).Scan(&target); err != nil || target != statsTarget+1 {
+		t.Fatalf("the ids' histogram has %d bounds, %v; want %d (statsTarget)", target, err, statsTarget+1)
+	}
+
+	// Churn: every row updated three times (as claims and finishes do),
+	// through an index (no HOT), so that the table's pages more than
+	// double with dead versions; its rows do not, and nothing is analyzed.
+	var before, after int64
+	if err := s.pool.QueryRow(ctx, `SELECT pg_relation_size('tasks')`).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := s.pool.Exec(ctx, `UPDATE tasks SET run_at = run_at + 1`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.pool.QueryRow(ctx, `SELECT pg_relation_size('tasks')`).Scan(&after); err != nil || after <= 2*before {
+		t.Fatalf("the churn grew tasks from %d to %d bytes (%v); the test wants more than twice", before, after, err)
+	}
+	refresh(false, "churn, as many rows")
+
+	add(10_000)
+	refresh(false, "twice the rows analyzed, not more")
+	add(20_000)
+	refresh(true, "three times the rows analyzed")
+	if err := s.pool.QueryRow(ctx, `SELECT analyze_count FROM pg_stat_user_tables WHERE relid = 'tasks'::regclass`).Scan(&analyzed); err != nil || analyzed != 2 {
+		t.Fatalf("analyze_count = %d, %v; want 2", analyzed, err)
+	}
 
 	plan, err := explain(ctx, s.pool, sqlDueQueues, []any{int64(2e12)}, false, false)
 	if err != nil {
