@@ -100,7 +100,8 @@ type Engine struct {
 	scheduler  *Scheduler
 	chainer    *Chainer
 	notifier   *notifierService // nil unless the store is shared
-	stats      *statsKeeper     // nil unless the store keeps planner statistics (StatsKeeper)
+	stats      *keeper          // nil unless the store keeps planner statistics (StatsKeeper)
+	vacuum     *keeper          // nil unless the store vacuums its tasks table (Vacuumer)
 	usage      *Usage
 	hub        *channels.Hub // this node's channel subscribers
 	pruner     *ChannelPruner
@@ -143,6 +144,7 @@ func New(cfg Config) *Engine {
 	// cache below does not pass the listener on).
 	listener, _ := cfg.Store.(store.ChannelListener)
 	statsKeeper, _ := cfg.Store.(store.StatsKeeper) // nor this
+	vacuumer, _ := cfg.Store.(store.Vacuumer)       // nor this
 	if n, ok := cfg.Store.(store.Notifier); ok {
 		// A shared store: instances and queues are cached, and dropped on
 		// every node when one changes them.
@@ -194,8 +196,12 @@ func New(cfg Config) *Engine {
 	// usage first, so that it stops last and flushes what the others counted.
 	e.services = append(e.services, e.usage, e.cleaner, e.pruner, e.hub, e.rescuer, e.liveness, e.dispatcher, e.scheduler, e.chainer)
 	if statsKeeper != nil {
-		e.stats = newStatsKeeper(statsKeeperDeps{sk: statsKeeper, clock: e.clock, log: cfg.Logger.With("service", "stats")})
+		e.stats = newStatsKeeper(statsKeeper, e.clock, cfg.Logger.With("service", "stats"))
 		e.services = append(e.services, e.stats)
+	}
+	if vacuumer != nil {
+		e.vacuum = newVacuumKeeper(vacuumer, e.clock, cfg.Logger.With("service", "vacuum"))
+		e.services = append(e.services, e.vacuum)
 	}
 	if n, ok := cfg.Store.(store.Notifier); ok {
 		// Other nodes' changes wake the dispatcher and long polls, the

@@ -30,6 +30,9 @@ func WithSignals(e *Engine) *Signals {
 	if e.stats != nil {
 		e.stats.ran = newProgress[int]()
 	}
+	if e.vacuum != nil {
+		e.vacuum.ran = newProgress[int]()
+	}
 	return &Signals{e: e}
 }
 
@@ -38,6 +41,13 @@ func WithSignals(e *Engine) *Signals {
 func (s *Signals) StatsRefreshed(tb testing.TB, n int) {
 	tb.Helper()
 	wait(tb, "the planner statistics to be refreshed", s.e.stats.ran, func(r int) bool { return r >= n })
+}
+
+// Vacuumed waits until the vacuum keeper has vacuumed the store's tasks
+// table n times in all.
+func (s *Signals) Vacuumed(tb testing.TB, n int) {
+	tb.Helper()
+	wait(tb, "the tasks table to be vacuumed", s.e.vacuum.ran, func(r int) bool { return r >= n })
 }
 
 // CacheDrops waits until the engine's cache of instances and queues has

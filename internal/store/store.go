@@ -354,6 +354,17 @@ type StatsKeeper interface {
 	RefreshStats(ctx context.Context) (bool, error)
 }
 
+// Vacuumer is implemented by a store whose tables keep the dead row
+// versions of updates until a vacuum that the database runs on a timing
+// of its own (PostgreSQL's autovacuum): until then the claims and reads of
+// the due and running tasks walk the index entries those versions left.
+// VacuumTasks vacuums the tasks table when enough of it is dead, and
+// reports whether it ran and whether it left the table below that mark; it
+// is cheap otherwise (one catalog read), and one node at a time does it.
+type Vacuumer interface {
+	VacuumTasks(ctx context.Context) (ran, cleared bool, err error)
+}
+
 // ServerClock is implemented by a store with a clock of its own
 // (PostgreSQL's now()): nodes that set their engine's clock by it agree on
 // lease expiries and deadlines even when their own clocks drift.

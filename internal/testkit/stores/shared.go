@@ -13,14 +13,9 @@ import (
 	"github.com/errandhq/errand/internal/testkit"
 )
 
-// OpenPostgresShared returns a function that opens a store on one fresh
-// PostgreSQL database (dropped at the end): each call is another node on
-// the same database. A database of its own, not a schema in the test
-// database: notifications (wake-ups, config changes that drop the
-// engine's cache) go to every session of a database, and another test's
-// would reach these nodes. It skips tb when ERRAND_TEST_POSTGRES is unset;
-// the caller closes every store it opens.
-func OpenPostgresShared(tb testing.TB) func() *postgres.Store {
+// PostgresDatabase makes a fresh PostgreSQL database, dropped at the end,
+// and returns its URL. It skips tb when ERRAND_TEST_POSTGRES is unset.
+func PostgresDatabase(tb testing.TB) string {
 	tb.Helper()
 	base := os.Getenv("ERRAND_TEST_POSTGRES")
 	if base == "" {
@@ -48,7 +43,19 @@ func OpenPostgresShared(tb testing.TB) func() *postgres.Store {
 		tb.Fatal(err)
 	}
 	u.Path = "/" + name
-	dbURL := u.String()
+	return u.String()
+}
+
+// OpenPostgresShared returns a function that opens a store on one fresh
+// PostgreSQL database (dropped at the end): each call is another node on
+// the same database. A database of its own, not a schema in the test
+// database: notifications (wake-ups, config changes that drop the
+// engine's cache) go to every session of a database, and another test's
+// would reach these nodes. It skips tb when ERRAND_TEST_POSTGRES is unset;
+// the caller closes every store it opens.
+func OpenPostgresShared(tb testing.TB) func() *postgres.Store {
+	tb.Helper()
+	dbURL := PostgresDatabase(tb)
 	return func() *postgres.Store {
 		tb.Helper()
 		st, err := postgres.Open(context.Background(), dbURL, postgres.Options{Logger: quiet})

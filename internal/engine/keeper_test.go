@@ -1,0 +1,125 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/errandhq/errand/internal/clock"
+	"github.com/errandhq/errand/internal/engine"
+	"github.com/errandhq/errand/internal/store/postgres"
+	"github.com/errandhq/errand/internal/task"
+	"github.com/errandhq/errand/internal/testkit/stores"
+)
+
+// TestStatsKeeperAnalyzesAGrownTable: on PostgreSQL the engine runs the
+// stats keeper, whose first check (at start) analyzes a tasks table that
+// holds a backlog and no statistics.
+func TestStatsKeeperAnalyzesAGrownTable(t *testing.T) {
+	st := stores.Open(t, "postgres")
+	defer st.Close()
+	ctx := context.Background()
+	inst := &task.Instance{ID: "i1", Org: "dev", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}
+	if err := st.InstanceCreate(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	q := task.NewQueue("i1", "backlog", task.ModePull)
+	if err := st.QueueCreate(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	for b := range 100 {
+		var ts []*task.Task
+		for i := range 100 {
+			tk, err := task.NewTask(q, task.AddInput{Payload: []byte(`{"padding":"` + fmt.Sprint(make([]byte, 60)) + `"}`)}, 1, task.URLRules{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tk.ID = fmt.Sprint("t", b*100+i)
+			tk.RunAt = 1e13
+			ts = append(ts, tk)
+		}
+		if _, err := st.TaskAdd(ctx, ts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eng := engine.New(engine.Config{Store: st, Clock: clock.NewFake(time.UnixMilli(1_000_000)),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	sig := engine.WithSignals(eng)
+	if err := eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Stop()
+	sig.StatsRefreshed(t, 1)
+}
+
+// TestVacuumKeeperVacuumsADeadTable: on PostgreSQL the engine runs the
+// vacuum keeper, whose first check (at start) vacuums a tasks table whose
+// rows were all updated since they were added.
+func TestVacuumKeeperVacuumsADeadTable(t *testing.T) {
+	dbURL := stores.PostgresDatabase(t)
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, dbURL, postgres.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// A connection of the test's own: autovacuum stays out of the table (a
+	// fresh database's first visit would race the service's VACUUM, which
+	// skips a table autovacuum holds), and the churn below is reported
+	// (n_dead_tup) before the statement after it returns.
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `ALTER TABLE tasks SET (autovacuum_enabled = off)`); err != nil {
+		t.Fatal(err)
+	}
+	inst := &task.Instance{ID: "i1", Org: "dev", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}
+	if err := st.InstanceCreate(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	q := task.NewQueue("i1", "churn", task.ModePull)
+	if err := st.QueueCreate(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	for b := range 120 {
+		var ts []*task.Task
+		for i := range 100 {
+			tk, err := task.NewTask(q, task.AddInput{Payload: []byte(`{}`)}, 1, task.URLRules{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tk.ID = fmt.Sprint("t", b*100+i)
+			tk.RunAt = 1e13
+			ts = append(ts, tk)
+		}
+		if _, err := st.TaskAdd(ctx, ts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every row updated once; the statistics taken, so that the stats
+	// service has nothing to do (its ANALYZE would hold the table).
+	for _, sql := range []string{`UPDATE tasks SET run_at = run_at + 1`, `ANALYZE tasks`, `SELECT pg_stat_force_next_flush()`} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eng := engine.New(engine.Config{Store: st, Clock: clock.NewFake(time.UnixMilli(1_000_000)),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	sig := engine.WithSignals(eng)
+	if err := eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Stop()
+	sig.Vacuumed(t, 1)
+	var vacuums int64
+	if err := conn.QueryRow(ctx, `SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'tasks'::regclass`).Scan(&vacuums); err != nil || vacuums != 1 {
+		t.Fatalf("vacuum_count = %d, %v; want 1", vacuums, err)
+	}
+}
