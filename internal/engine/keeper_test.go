@@ -12,30 +12,29 @@ import (
 
 	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/engine"
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/store/postgres"
 	"github.com/errandhq/errand/internal/task"
 	"github.com/errandhq/errand/internal/testkit/stores"
 )
 
-// TestStatsKeeperAnalyzesAGrownTable: on PostgreSQL the engine runs the
-// stats keeper, whose first check (at start) analyzes a tasks table that
-// holds a backlog and no statistics.
-func TestStatsKeeperAnalyzesAGrownTable(t *testing.T) {
-	st := stores.Open(t, "postgres")
-	defer st.Close()
+// addBacklog stores a queue (instance i1) with n future tasks of payload
+// on st, in adds of 100.
+func addBacklog(t *testing.T, st store.Store, queue string, n int, payload string) {
+	t.Helper()
 	ctx := context.Background()
 	inst := &task.Instance{ID: "i1", Org: "dev", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}
 	if err := st.InstanceCreate(ctx, inst); err != nil {
 		t.Fatal(err)
 	}
-	q := task.NewQueue("i1", "backlog", task.ModePull)
+	q := task.NewQueue("i1", queue, task.ModePull)
 	if err := st.QueueCreate(ctx, q); err != nil {
 		t.Fatal(err)
 	}
-	for b := range 100 {
+	for b := range n / 100 {
 		var ts []*task.Task
 		for i := range 100 {
-			tk, err := task.NewTask(q, task.AddInput{Payload: []byte(`{"padding":"` + fmt.Sprint(make([]byte, 60)) + `"}`)}, 1, task.URLRules{})
+			tk, err := task.NewTask(q, task.AddInput{Payload: []byte(payload)}, 1, task.URLRules{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,6 +46,16 @@ func TestStatsKeeperAnalyzesAGrownTable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestStatsKeeperAnalyzesAGrownTable: on PostgreSQL the engine runs the
+// stats keeper, whose first check (at start) analyzes a tasks table that
+// holds a backlog and no statistics.
+func TestStatsKeeperAnalyzesAGrownTable(t *testing.T) {
+	st := stores.Open(t, "postgres")
+	defer st.Close()
+	ctx := context.Background()
+	addBacklog(t, st, "backlog", 10_000, `{"padding":"`+fmt.Sprint(make([]byte, 60))+`"}`)
 	eng := engine.New(engine.Config{Store: st, Clock: clock.NewFake(time.UnixMilli(1_000_000)),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	sig := engine.WithSignals(eng)
@@ -80,29 +89,7 @@ func TestVacuumKeeperVacuumsADeadTable(t *testing.T) {
 	if _, err := conn.Exec(ctx, `ALTER TABLE tasks SET (autovacuum_enabled = off)`); err != nil {
 		t.Fatal(err)
 	}
-	inst := &task.Instance{ID: "i1", Org: "dev", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}
-	if err := st.InstanceCreate(ctx, inst); err != nil {
-		t.Fatal(err)
-	}
-	q := task.NewQueue("i1", "churn", task.ModePull)
-	if err := st.QueueCreate(ctx, q); err != nil {
-		t.Fatal(err)
-	}
-	for b := range 120 {
-		var ts []*task.Task
-		for i := range 100 {
-			tk, err := task.NewTask(q, task.AddInput{Payload: []byte(`{}`)}, 1, task.URLRules{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			tk.ID = fmt.Sprint("t", b*100+i)
-			tk.RunAt = 1e13
-			ts = append(ts, tk)
-		}
-		if _, err := st.TaskAdd(ctx, ts); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addBacklog(t, st, "churn", 12_000, `{}`)
 	// Every row updated once; the statistics taken, so that the stats
 	// service has nothing to do (its ANALYZE would hold the table).
 	for _, sql := range []string{`UPDATE tasks SET run_at = run_at + 1`, `ANALYZE tasks`, `SELECT pg_stat_force_next_flush()`} {
