@@ -20,11 +20,14 @@ const (
 // that lets one node at a time vacuum; the second is the tasks table's oid.
 const vacuumLockClass = 0x65727675 // "ervu"
 
-// sqlVacuumDue says whether tasks has dead versions past the thresholds,
-// whether this role may vacuum it (its owner, a member of the owner's
-// role, or a superuser: VACUUM by anyone else only warns and does nothing),
-// and how many vacuums it had so far.
-const sqlVacuumDue = `SELECT coalesce(s.n_dead_tup >= greatest($1::bigint, $2::float8 * s.n_live_tup), false),
+// sqlVacuumDue says whether tasks has dead versions past the thresholds
+// and no VACUUM or ANALYZE is at work on it (a VACUUM would skip it, and
+// the server log a warning each time), whether this role may vacuum it
+// (its owner, a member of the owner's role, or a superuser: VACUUM by
+// anyone else only warns and does nothing), and how many vacuums it had.
+const sqlVacuumDue = `SELECT coalesce(s.n_dead_tup >= greatest($1::bigint, $2::float8 * s.n_live_tup), false)
+		AND NOT EXISTS (SELECT FROM pg_stat_progress_vacuum AS v WHERE v.relid = c.oid)
+		AND NOT EXISTS (SELECT FROM pg_stat_progress_analyze AS a WHERE a.relid = c.oid),
 		pg_has_role(c.relowner, 'USAGE'), coalesce(s.vacuum_count + s.autovacuum_count, 0)
 	FROM pg_class AS c LEFT JOIN pg_stat_user_tables AS s ON s.relid = c.oid
 	WHERE c.oid = 'tasks'::regclass`
