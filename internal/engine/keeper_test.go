@@ -48,21 +48,28 @@ func addBacklog(t *testing.T, st store.Store, queue string, n int, payload strin
 	}
 }
 
+// startKeeping starts an engine on st with a fake clock (its services
+// check once, at start), and returns its signals and its Stop.
+func startKeeping(t *testing.T, st store.Store) (*engine.Signals, func()) {
+	t.Helper()
+	eng := engine.New(engine.Config{Store: st, Clock: clock.NewFake(time.UnixMilli(1_000_000)),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	sig := engine.WithSignals(eng)
+	if err := eng.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return sig, eng.Stop
+}
+
 // TestStatsKeeperAnalyzesAGrownTable: on PostgreSQL the engine runs the
 // stats keeper, whose first check (at start) analyzes a tasks table that
 // holds a backlog and no statistics.
 func TestStatsKeeperAnalyzesAGrownTable(t *testing.T) {
 	st := stores.Open(t, "postgres")
 	defer st.Close()
-	ctx := context.Background()
 	addBacklog(t, st, "backlog", 10_000, `{"padding":"`+fmt.Sprint(make([]byte, 60))+`"}`)
-	eng := engine.New(engine.Config{Store: st, Clock: clock.NewFake(time.UnixMilli(1_000_000)),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	sig := engine.WithSignals(eng)
-	if err := eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Stop()
+	sig, stop := startKeeping(t, st)
+	defer stop()
 	sig.StatsRefreshed(t, 1)
 }
 
@@ -97,13 +104,8 @@ func TestVacuumKeeperVacuumsADeadTable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eng := engine.New(engine.Config{Store: st, Clock: clock.NewFake(time.UnixMilli(1_000_000)),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	sig := engine.WithSignals(eng)
-	if err := eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Stop()
+	sig, stop := startKeeping(t, st)
+	defer stop()
 	sig.Vacuumed(t, 1)
 	var vacuums int64
 	if err := conn.QueryRow(ctx, `SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'tasks'::regclass`).Scan(&vacuums); err != nil || vacuums != 1 {

@@ -347,8 +347,8 @@ type Notifier interface {
 // its own (PostgreSQL's autovacuum): without them, a table that grew from
 // empty to a large backlog before its first ANALYZE can be read through the
 // wrong index by the dispatcher's hot queries. RefreshStats takes the
-// statistics again when the table has none yet or has more than doubled
-// since they were taken, and reports whether it did; it is cheap otherwise
+// statistics again when the table has none yet or holds more than twice
+// the rows they counted, and reports whether it did; it is cheap otherwise
 // (one catalog read), and one node at a time does it.
 type StatsKeeper interface {
 	RefreshStats(ctx context.Context) (bool, error)

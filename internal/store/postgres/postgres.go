@@ -78,6 +78,7 @@ var (
 	_ store.Store       = (*Store)(nil)
 	_ store.KeyStore    = (*Store)(nil)
 	_ store.StatsKeeper = (*Store)(nil)
+	_ store.Vacuumer    = (*Store)(nil)
 )
 
 // schemaName is what Options.Schema may hold: a plain identifier.

@@ -1,11 +1,8 @@
 package postgres
 
 import (
-	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/errandhq/errand/internal/task"
 )
 
 // TestRefreshStats: the store analyzes tasks when it grew past 1 MB
@@ -30,40 +27,11 @@ func TestRefreshStats(t *testing.T) {
 	}
 	refresh(false, "empty")
 
-	inst := &task.Instance{ID: "i1", Org: "acme", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}
-	if err := s.InstanceCreate(ctx, inst); err != nil {
-		t.Fatal(err)
-	}
-	q := task.NewQueue("i1", "work", task.ModePull)
-	if err := s.QueueCreate(ctx, q); err != nil {
-		t.Fatal(err)
-	}
-	add := func(from int) { // 10,000 tasks, ids from on
+	q := workQueue(t, s)
+	add := func(from int) { // 10,000 future tasks (a backlog), ids from on
 		t.Helper()
-		for b := range 100 {
-			var ts []*task.Task
-			for i := range 100 {
-				tk, err := task.NewTask(q, task.AddInput{Payload: []byte(`{"n":"` + strings.Repeat("x", 100) + `"}`)}, 1, task.URLRules{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				tk.ID = fmt.Sprint("t", from+b*100+i)
-				tk.RunAt = 1e13 // in the future: a backlog
-				ts = append(ts, tk)
-			}
-			if _, err := s.TaskAdd(ctx, ts); err != nil {
-				t.Fatal(err)
-			}
-		}
-		// The connections report their counts (n_live_tup) now, not at
-		// their next idle moment a second on.
-		for _, c := range s.pool.AcquireAllIdle(ctx) {
-			_, err := c.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
-			c.Release()
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
+		addRows(t, s, q, from, 10_000, `{"n":"`+strings.Repeat("x", 100)+`"}`, 1e13)
+		flushStats(t, s)
 	}
 	add(0)
 

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"time"
 )
 
 // vacuumMinDead and vacuumDeadShare are when VacuumTasks vacuums: once the
@@ -32,12 +31,6 @@ const sqlVacuumDue = `SELECT coalesce(s.n_dead_tup >= greatest($1::bigint, $2::f
 	FROM pg_class AS c LEFT JOIN pg_stat_user_tables AS s ON s.relid = c.oid
 	WHERE c.oid = 'tasks'::regclass`
 
-// sqlVacuumLeft says whether tasks is still past the thresholds, and how
-// many vacuums it had.
-const sqlVacuumLeft = `SELECT coalesce(n_dead_tup >= greatest($1::bigint, $2::float8 * n_live_tup), false),
-		vacuum_count + autovacuum_count
-	FROM pg_stat_user_tables WHERE relid = 'tasks'::regclass`
-
 // VacuumTasks vacuums tasks when its dead row versions are past
 // vacuumMinDead and vacuumDeadShare of its rows, under an advisory lock
 // that a node already doing it holds (the others skip), and reports
@@ -60,6 +53,19 @@ func (s *Store) VacuumTasks(ctx context.Context) (ran, cleared bool, err error) 
 		return false, false, interpretError(err)
 	}
 	defer conn.Release()
+	// The check first, on its own: most seconds nothing is due, and the
+	// lock below is taken and given back only when something is.
+	var due, owner bool
+	var before int64
+	if err := conn.QueryRow(ctx, sqlVacuumDue, vacuumMinDead, vacuumDeadShare).Scan(&due, &owner, &before); err != nil {
+		return false, false, interpretError(err)
+	}
+	if !due {
+		return false, true, nil
+	}
+	if !owner {
+		return false, false, errors.New("postgres: vacuuming tasks needs its owner's role (the one that migrated the schema)")
+	}
 	var locked bool
 	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1::int4, 'tasks'::regclass::oid::int4)`,
 		vacuumLockClass).Scan(&locked); err != nil || !locked {
@@ -74,23 +80,11 @@ func (s *Store) VacuumTasks(ctx context.Context) (ran, cleared bool, err error) 
 			conn.Conn().Close(uctx) // the pool then drops it, and the lock with it
 		}
 	}()
-	var due, owner bool
-	var before int64
-	if err := conn.QueryRow(ctx, sqlVacuumDue, vacuumMinDead, vacuumDeadShare).Scan(&due, &owner, &before); err != nil {
-		return false, false, interpretError(err)
-	}
-	if !due {
-		return false, true, nil
-	}
-	if !owner {
-		return false, false, errors.New("postgres: vacuuming tasks needs its owner's role (the one that migrated the schema)")
-	}
 	// VACUUM runs outside a transaction: the session's statement timeout
 	// (30 s) is lifted for it alone. SKIP_LOCKED: an autovacuum (or a
 	// migration) at work on the table is left to it. TRUNCATE false: giving
 	// empty pages at the table's end back to the file system takes a lock
 	// that would stop every claim meanwhile.
-	start := time.Now()
 	if _, err := conn.Exec(ctx, `SET statement_timeout = '`+bulkStatementTimeout+`'`); err != nil {
 		return false, false, interpretError(err)
 	}
@@ -101,14 +95,14 @@ func (s *Store) VacuumTasks(ctx context.Context) (ran, cleared bool, err error) 
 	if verr != nil {
 		return false, false, interpretError(verr)
 	}
+	// The same reading again: what is left, and whether a vacuum ran.
 	var left bool
 	var after int64
-	if err := conn.QueryRow(ctx, sqlVacuumLeft, vacuumMinDead, vacuumDeadShare).Scan(&left, &after); err != nil {
+	if err := conn.QueryRow(ctx, sqlVacuumDue, vacuumMinDead, vacuumDeadShare).Scan(&left, &owner, &after); err != nil {
 		return false, false, interpretError(err)
 	}
 	if after == before {
 		return false, false, nil // skipped: the table was held
 	}
-	s.log.Debug("postgres: vacuumed tasks", "ms", time.Since(start).Milliseconds(), "cleared", !left)
 	return true, !left, nil
 }

@@ -1,12 +1,9 @@
 package postgres
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/errandhq/errand/internal/task"
 )
 
 // TestVacuumTasks: the store vacuums tasks once its dead row versions pass
@@ -35,18 +32,6 @@ func TestVacuumTasks(t *testing.T) {
 			t.Fatalf("%s: VacuumTasks = %v, %v, %v; want %v, %v", when, ran, cleared, err, wantRan, wantCleared)
 		}
 	}
-	// flush makes every idle connection report its counts (n_dead_tup)
-	// now, not at its next idle moment a second on.
-	flush := func() {
-		t.Helper()
-		for _, c := range s.pool.AcquireAllIdle(ctx) {
-			_, err := c.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
-			c.Release()
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	counts := func() (dead, vacuums int64) {
 		t.Helper()
 		if err := s.pool.QueryRow(ctx, `SELECT n_dead_tup, vacuum_count FROM pg_stat_user_tables
@@ -60,33 +45,13 @@ func TestVacuumTasks(t *testing.T) {
 		if _, err := s.pool.Exec(ctx, `UPDATE tasks SET run_at = run_at + 1`); err != nil {
 			t.Fatal(err)
 		}
-		flush()
+		flushStats(t, s)
 	}
 	vacuum(false, true, "empty")
 
-	inst := &task.Instance{ID: "i1", Org: "acme", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}
-	if err := s.InstanceCreate(ctx, inst); err != nil {
-		t.Fatal(err)
-	}
-	q := task.NewQueue("i1", "work", task.ModePull)
-	if err := s.QueueCreate(ctx, q); err != nil {
-		t.Fatal(err)
-	}
-	for b := range 120 {
-		var ts []*task.Task
-		for i := range 100 {
-			tk, err := task.NewTask(q, task.AddInput{Payload: []byte(`{}`)}, 1, task.URLRules{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			tk.ID = fmt.Sprint("t", b*100+i)
-			ts = append(ts, tk)
-		}
-		if _, err := s.TaskAdd(ctx, ts); err != nil {
-			t.Fatal(err)
-		}
-	}
-	flush()
+	q := workQueue(t, s)
+	addRows(t, s, q, 0, 12_000, `{}`, 0)
+	flushStats(t, s)
 	vacuum(false, true, "12,000 rows, none dead")
 
 	churn()
