@@ -25,18 +25,38 @@ func init() {
 // buildListSQL builds the listing statement of state st. Its parameters
 // are: $1 instance, $2 queue, $3 name (empty unless named), $4 pull (NULL for
 // both), $5 and $6 the cursor's key and id, $7 the row limit.
+//
+// Without a state or a name, the newest tasks come from two indexes:
+// tasks_created holds every row version but the RUNNING ones, which
+// tasks_running holds (a claim then writes no tasks_created entry); the
+// statement takes a page from each, the RUNNING rows sorted (they are the
+// work in flight), and keeps the newest.
 func buildListSQL(st task.State, named bool) string {
+	if st == "" && !named {
+		return `(` + buildListPart(`state <> 'RUNNING'`, store.ByCreated, false) + `) UNION ALL (` +
+			buildListPart(`state = 'RUNNING'`, store.ByCreated, false) + `) ORDER BY created_at DESC, id DESC LIMIT $7`
+	}
+	cond := ""
+	if st != "" {
+		cond = `state = '` + string(st) + `'`
+	}
+	return buildListPart(cond, store.OrderOf(st), named)
+}
+
+// buildListPart builds the listing statement of the rows that meet cond
+// (all if empty) in order o.
+func buildListPart(cond string, o store.ListOrder, named bool) string {
 	var b strings.Builder
 	b.WriteString(`SELECT ` + cols("", taskListCols) + ` FROM tasks WHERE instance_id = $1 AND queue = $2`)
 	key, cmp, dir := "run_at", ">", "ASC"
-	switch store.OrderOf(st) {
+	switch o {
 	case store.ByFinished:
 		key, cmp, dir = "finished_at", "<", "DESC"
 	case store.ByCreated:
 		key, cmp, dir = "created_at", "<", "DESC"
 	}
-	if st != "" {
-		b.WriteString(` AND state = '` + string(st) + `'`)
+	if cond != "" {
+		b.WriteString(` AND ` + cond)
 	}
 	if named {
 		b.WriteString(` AND name = $3`)

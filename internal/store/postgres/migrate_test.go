@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
 )
 
 // TestMigrateConcurrently opens several stores on one new schema at once,
@@ -143,5 +146,68 @@ func TestReopen(t *testing.T) {
 	defer s.Close()
 	if n, err := s.KeyCount(context.Background()); err != nil || n != 1 {
 		t.Fatalf("KeyCount after reopen = %d, %v", n, err)
+	}
+}
+
+// TestMigrateCreatedNotRunning upgrades a store holding PENDING, RUNNING and
+// SUCCEEDED tasks from schema 7 (tasks_created whole) to 8 (without the
+// RUNNING versions): every task is kept, and the listing without a state,
+// which now takes the RUNNING tasks from tasks_running, still shows them all
+// newest first.
+func TestMigrateCreatedNotRunning(t *testing.T) {
+	ctx := t.Context()
+	schema := FreshSchema(t)
+	s := OpenTestSchema(t, schema)
+	q := workQueue(t, s)
+	addRows(t, s, q, 0, 6, `{}`, 0)
+	running, err := s.TaskClaim(ctx, &store.ClaimParams{Queue: q, Now: 2, Limit: 4, LeaseMs: 60_000,
+		NewLeaseID: func() string { return "lease" }})
+	if err != nil || len(running) != 4 {
+		t.Fatalf("claim: %d, %v", len(running), err)
+	}
+	done := running[0]
+	if _, err := done.Finish(q, 3, task.Outcome{Status: task.AttemptSucceeded, HTTPStatus: 200}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TaskFinish(ctx, []*store.FinishParams{{Task: done, LeaseID: "lease"}}); err != nil {
+		t.Fatal(err)
+	}
+	// Back to schema 7, as a store written by the previous errand.
+	for _, stmt := range []string{
+		`DROP INDEX tasks_created`,
+		`CREATE INDEX tasks_created ON tasks (instance_id, queue, created_at, id)`,
+		`DELETE FROM schema_migrations WHERE version >= 8`,
+	} {
+		if _, err := s.pool.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+
+	s = OpenTestSchema(t, schema)
+	defer s.Close()
+	var def string
+	if err := s.pool.QueryRow(ctx, `SELECT pg_get_indexdef('tasks_created'::regclass)`).Scan(&def); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(def, "WHERE (state <> 'RUNNING'") {
+		t.Fatalf("tasks_created after the upgrade: %s", def)
+	}
+	page, err := s.TaskList(ctx, &store.ListParams{InstanceID: q.InstanceID, Queue: q.Name, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	states := map[task.State]int{}
+	for _, tk := range page.Tasks {
+		got = append(got, tk.ID)
+		states[tk.State]++
+	}
+	// addRows gives t0…t5 one created_at: newest first is id order, descending.
+	if want := "t5 t4 t3 t2 t1 t0"; strings.Join(got, " ") != want {
+		t.Fatalf("listed %v, want %s", got, want)
+	}
+	if states[task.Pending] != 2 || states[task.Running] != 3 || states[task.Succeeded] != 1 {
+		t.Fatalf("states after the upgrade: %v", states)
 	}
 }

@@ -277,11 +277,11 @@ func TestQueryPlans(t *testing.T) {
 		{"add", qTaskInsert, tr.args(), []string{"tasks_name"}, false},
 		{"add plain", qTaskInsertPlain, tr.args(), []string{"tasks_name"}, false},
 		{"counts", qQueueCounts, []any{"inst-0", "q0", 10_000}, []string{"tasks_due", "tasks_running", "tasks_retry", "tasks_done"}, true},
-		{"purge", qQueuePurge, []any{"inst-0", "q1"}, nil, true},
+		{"purge", qQueuePurge, []any{"inst-0", "q1"}, []string{"tasks_created", "tasks_running"}, true},
 		{"expired", sqlExpired, []any{planNow, 500}, []string{"tasks_running"}, false},
 		{"next due", sqlNextDue, nil, []string{"tasks_due", "tasks_running"}, false},
 		{"delete finished", sqlDeleteFinished, []any{planNow + 30*86_400_000, 1000}, []string{"tasks_done"}, false},
-		{"activity", qQueueActivity, []any{"inst-0", "q0", planNow - 3_600_000, planNow + 60_000, 100_000}, []string{"tasks_created", "tasks_done"}, false},
+		{"activity", qQueueActivity, []any{"inst-0", "q0", planNow - 3_600_000, planNow + 60_000, 100_000}, []string{"tasks_created", "tasks_running", "tasks_done"}, false},
 		{"claim any", sqlClaimAny, []any{"inst-0", "q0", planNow}, []string{"tasks_due"}, true},
 		{"due queues", sqlDueQueues, []any{planNow}, []string{"tasks_due"}, false},
 		{"next due after", sqlNextDueAfter, []any{planNow}, []string{"tasks_due"}, false},
@@ -300,12 +300,14 @@ func TestQueryPlans(t *testing.T) {
 		{task.Running, false, "tasks_running", false},
 		{task.Succeeded, false, "tasks_done", true},
 		{task.Failed, false, "tasks_done", false},
-		{"", false, "tasks_created", true},
+		// tasks_created in order; the RUNNING rows it leaves out from
+		// tasks_running, sorted (the work in flight).
+		{"", false, "tasks_created,tasks_running", false},
 		{"", true, "tasks_name", false},
 		{task.Pending, true, "tasks_name", false},
 	} {
 		sql, args := list(l.st, l.named)
-		checks = append(checks, check{fmt.Sprintf("list %q named=%v", l.st, l.named), sql, args, []string{l.index}, l.noSort})
+		checks = append(checks, check{fmt.Sprintf("list %q named=%v", l.st, l.named), sql, args, strings.Split(l.index, ","), l.noSort})
 	}
 	for _, c := range checks {
 		for _, generic := range []bool{false, true} {

@@ -36,7 +36,11 @@ var (
 	// a key-share lock on it) and turns away the later ones; the tasks are
 	// deleted in the next statement, whose snapshot sees those adds.
 	qQueueDelete = `DELETE FROM queues WHERE instance_id = $1 AND name = $2`
-	qQueuePurge  = `DELETE FROM tasks WHERE instance_id = $1 AND queue = $2`
+	// qQueuePurge reaches a queue's tasks through tasks_created, which
+	// holds all but the RUNNING ones, and tasks_running, which holds those:
+	// the two arms of the OR let the planner prove each partial index's
+	// predicate.
+	qQueuePurge = `DELETE FROM tasks WHERE instance_id = $1 AND queue = $2 AND (state <> 'RUNNING' OR state = 'RUNNING')`
 	// A deleted queue is no longer anyone's dead-letter queue.
 	qQueueUnlinkDLQ = `UPDATE queues SET dead_letter_queue = NULL WHERE instance_id = $1 AND dead_letter_queue = $2`
 	// qQueueCounts counts each state through the partial index that holds
@@ -266,11 +270,16 @@ func (s *Store) QueueCounts(ctx context.Context, ref store.QueueRef, limit int) 
 }
 
 // qQueueActivity reads a queue's events per minute: adds through
-// tasks_created, successes and failures through tasks_done, each read
-// stopping at $5 tasks.
+// tasks_created and tasks_running (which holds the RUNNING rows that
+// tasks_created leaves out), successes and failures through tasks_done,
+// each read stopping at $5 tasks.
 const qQueueActivity = `
-SELECT 'added', m, count(*) FROM (SELECT created_at / 60000 * 60000 AS m FROM tasks
-	WHERE instance_id = $1 AND queue = $2 AND created_at >= $3 AND created_at < $4 LIMIT $5) AS x GROUP BY m
+SELECT 'added', m, count(*) FROM (SELECT created_at / 60000 * 60000 AS m FROM (
+	(SELECT created_at FROM tasks WHERE instance_id = $1 AND queue = $2 AND state <> 'RUNNING'
+		AND created_at >= $3 AND created_at < $4 LIMIT $5)
+	UNION ALL
+	(SELECT created_at FROM tasks WHERE instance_id = $1 AND queue = $2 AND state = 'RUNNING'
+		AND created_at >= $3 AND created_at < $4 LIMIT $5)) AS y LIMIT $5) AS x GROUP BY m
 UNION ALL
 SELECT 'succeeded', m, count(*) FROM (SELECT finished_at / 60000 * 60000 AS m FROM tasks
 	WHERE instance_id = $1 AND queue = $2 AND state = 'SUCCEEDED' AND finished_at >= $3 AND finished_at < $4 LIMIT $5) AS x GROUP BY m

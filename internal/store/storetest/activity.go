@@ -69,6 +69,14 @@ func testQueueActivity(t *testing.T, e *env) {
 	a = get("retry", m0, m2+60_000, 100)
 	check("retry added", a.Added, map[int64]int{m0: 1})
 	check("retry failed", a.Failed, nil)
+	// RUNNING tasks are adds too, and count towards the limit.
+	e.claim(other, T0, 2, 600_000)
+	a = get("other", m0, m2+60_000, 100)
+	check("other added, two running", a.Added, map[int64]int{m0: 4})
+	a = get("other", m0, m2+60_000, 3)
+	if sum(a.Added) != 3 || !reflect.DeepEqual(a.Capped, []string{"added"}) {
+		t.Fatalf("other limited to 3: added %v capped %v", a.Added, a.Capped)
+	}
 	a = get("missing", m0, m2+60_000, 100)
 	check("missing queue added", a.Added, nil)
 }

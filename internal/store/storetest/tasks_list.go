@@ -80,6 +80,8 @@ func testListOrderNoState(t *testing.T, e *env) {
 	c := e.claim(q, T0+3, 1, 60_000)
 	sameIDs(t, "claim", c, "e")
 	e.finish(q, c[0], T0+4, succeed(`1`))
+	c = e.claim(q, T0+3, 1, 60_000) // left RUNNING
+	sameIDs(t, "second claim", c, "c")
 	page := e.list(store.ListParams{InstanceID: inst.ID, Queue: "work", Limit: 10})
 	sameIDs(t, "no state", page.Tasks, "b", "a", "c", "e", "d")
 	cursor := ""
