@@ -65,14 +65,7 @@ func BenchmarkWriteBreakdown(b *testing.B) {
 			s := OpenTest(b)
 			defer s.Close()
 			cpu := serverCPU(ctx, b, s)
-			inst := &task.Instance{ID: "i1", Org: "acme", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}
-			if err := s.InstanceCreate(ctx, inst); err != nil {
-				b.Fatal(err)
-			}
-			q := task.NewQueue("i1", "work", task.ModePull)
-			if err := s.QueueCreate(ctx, q); err != nil {
-				b.Fatal(err)
-			}
+			q := workQueue(b, s)
 			next := 0
 			add := func() {
 				ts := make([]*task.Task, breakdownBatch)

@@ -10,7 +10,7 @@ import (
 // The package's own tests of table upkeep (statistics, vacuum) share these.
 
 // workQueue stores instance i1 and its pull queue "work" on s.
-func workQueue(t *testing.T, s *Store) *task.Queue {
+func workQueue(t testing.TB, s *Store) *task.Queue {
 	t.Helper()
 	inst := &task.Instance{ID: "i1", Org: "acme", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}
 	if err := s.InstanceCreate(t.Context(), inst); err != nil {
