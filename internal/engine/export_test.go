@@ -175,6 +175,14 @@ func (s *Signals) UsageAsleepUntil(tb testing.TB, at time.Time) {
 // expired leases (a pass woken before its time only reads the next expiry).
 func RescuerFullPasses(e *Engine) int64 { return e.rescuer.fulls.Load() }
 
+// RescuerNextReads is how many of the rescuer's passes have read the next
+// lease expiry from the store.
+func RescuerNextReads(e *Engine) int64 { return e.rescuer.nexts.Load() }
+
+// WakeLeases wakes the rescuer as another node's change does: without
+// saying what changed.
+func WakeLeases(e *Engine) { e.leases.wake() }
+
 // LeasedLen returns how many leased tasks e keeps for their acks.
 func LeasedLen(e *Engine) int { return e.leased.len() }
 

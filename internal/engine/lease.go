@@ -71,7 +71,11 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 		}
 		if len(got) > 0 || deadline == nil {
 			if len(got) > 0 {
-				e.leases.wake() // the rescuer learns of the new expiries
+				soonest := got[0].LeaseExpiresAt
+				for _, t := range got[1:] {
+					soonest = min(soonest, t.LeaseExpiresAt)
+				}
+				e.leases.wakeWith(soonest) // the rescuer learns of the new expiries
 				e.metrics.Leased.Add(float64(len(got)))
 				e.usage.count(q.InstanceID, usagePull, int64(len(got)))
 			}
@@ -130,7 +134,7 @@ func (e *Engine) Extend(ctx context.Context, ref TaskRef, p ExtendParams) (*task
 		return t.Extend(p.LeaseID, e.now(), p.LeaseSeconds)
 	})
 	if err == nil {
-		e.leases.wake()
+		e.leases.wakeWith(t.LeaseExpiresAt) // sooner or later than before
 	}
 	return t, ref.notFound(err)
 }

@@ -159,8 +159,10 @@ func TestExpiredLeaseIsRescued(t *testing.T) {
 }
 
 // TestRescuerWakeReadsOnlyTheNextExpiry: a lease taken wakes the rescuer,
-// which then reads only the next expiry (a fresh lease cannot have run
-// out); the expired leases are read when the time it set comes.
+// which reads no expired lease (a fresh lease cannot have run out) and,
+// told the new lease's expiry with the wake, not even the next expiry; a
+// wake that says nothing (another node's change) reads the next expiry.
+// The expired leases are read when the time it set comes.
 func TestRescuerWakeReadsOnlyTheNextExpiry(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -171,14 +173,38 @@ func TestRescuerWakeReadsOnlyTheNextExpiry(t *testing.T) {
 		t.Fatalf("lease: %d, %v", len(ts), err)
 	}
 	b.sig.RescuerAsleepUntil(t, T0.Add(30*time.Second))
-	fulls := engine.RescuerFullPasses(b.eng)
+	fulls, reads := engine.RescuerFullPasses(b.eng), engine.RescuerNextReads(b.eng)
 	b.add("work", task.AddInput{})
 	if ts, err := b.eng.Lease(b.ctx, ref, engine.LeaseParams{Count: 1, LeaseSeconds: 10}); err != nil || len(ts) != 1 {
 		t.Fatalf("lease: %d, %v", len(ts), err)
 	}
 	b.sig.RescuerAsleepUntil(t, T0.Add(10*time.Second)) // the sooner expiry, learned on the wake
+	b.add("work", task.AddInput{})
+	third, err := b.eng.Lease(b.ctx, ref, engine.LeaseParams{Count: 1, LeaseSeconds: 60})
+	if err != nil || len(third) != 1 {
+		t.Fatalf("lease: %d, %v", len(third), err)
+	}
+	b.sig.RescuerAsleepUntil(t, T0.Add(10*time.Second)) // a later expiry changes nothing
 	if got := engine.RescuerFullPasses(b.eng); got != fulls {
-		t.Fatalf("the lease's wake ran %d full passes, want none", got-fulls)
+		t.Fatalf("the leases' wakes ran %d full passes, want none", got-fulls)
+	}
+	if got := engine.RescuerNextReads(b.eng); got != reads {
+		t.Fatalf("the leases' wakes read the next expiry %d times, want none: it came with them", got-reads)
+	}
+	// An extension that shortens a lease brings its expiry sooner.
+	if _, err := b.eng.Extend(b.ctx, engine.TaskRef{Org: "dev", Instance: "jobs", ID: third[0].ID},
+		engine.ExtendParams{LeaseID: third[0].LeaseID, LeaseSeconds: 5}); err != nil {
+		t.Fatalf("extend: %v", err)
+	}
+	b.sig.RescuerAsleepUntil(t, T0.Add(5*time.Second))
+	if got := engine.RescuerNextReads(b.eng); got != reads {
+		t.Fatalf("the extension read the next expiry %d times, want none", got-reads)
+	}
+	// A wake that does not say what changed reads the next expiry.
+	engine.WakeLeases(b.eng)
+	b.sig.RescuerAsleepUntil(t, T0.Add(5*time.Second))
+	if got := engine.RescuerNextReads(b.eng); got != reads+1 {
+		t.Fatalf("a plain wake read the next expiry %d times, want 1", got-reads)
 	}
 	b.clock.Advance(30 * time.Second)
 	b.sig.RescuerAsleepUntil(t, T0.Add(30*time.Second+time.Minute)) // both expired: nothing left but the backstop

@@ -33,6 +33,7 @@ type Rescuer struct {
 	rescuerDeps
 	asleep *progress[sleepReport] // tests only
 	fulls  atomic.Int64           // passes that read the expired leases (tests)
+	nexts  atomic.Int64           // passes that read the next expiry (tests)
 }
 
 func newRescuer(d rescuerDeps) *Rescuer { return &Rescuer{rescuerDeps: d} }
@@ -42,9 +43,11 @@ func (r *Rescuer) Start(ctx context.Context) error { return r.start(ctx, r.run) 
 
 func (r *Rescuer) run(ctx context.Context) {
 	full := true
+	var wakeAt time.Time
 	for {
 		woken, seen := r.leases.wait()
 		now := r.clock.Now()
+		at, hint := r.leases.takeHint()
 		var err error
 		if full {
 			r.fulls.Add(1)
@@ -55,10 +58,23 @@ func (r *Rescuer) run(ctx context.Context) {
 		}
 		// The wake time is absolute, so that a sleep armed late (after the
 		// clock moved) still ends on time.
-		wakeAt := now.Add(r.backstop)
-		if _, exp, err := r.store.TaskNextDue(ctx); err == nil && exp > 0 {
-			wakeAt = wakeAtOrBefore(now, wakeAt, time.UnixMilli(exp))
+		switch {
+		case full || hint == hintUnknown || wakeAt.IsZero():
+			r.nexts.Add(1)
+			wakeAt = now.Add(r.backstop)
+			if _, exp, err := r.store.TaskNextDue(ctx); err == nil && exp > 0 {
+				wakeAt = wakeAtOrBefore(now, wakeAt, time.UnixMilli(exp))
+			}
+		case hint == hintAt:
+			// Leases taken or extended on this node, and nothing else: their
+			// expiry came with the wake, and no other can have moved sooner
+			// (a lease ended since only makes the time set early: the full
+			// pass then finds nothing, and reads the next expiry). Under
+			// load leases wake it many times a second, and the read of the
+			// next expiry walks every RUNNING row.
+			wakeAt = wakeAtOrBefore(now, wakeAt, time.UnixMilli(at))
 		}
+		// hintNone: the wake was told on the previous pass.
 		if err != nil {
 			// The expired leases are still there (a full disk: reads work,
 			// writes fail): look again in a second, as the dispatcher does,
@@ -71,7 +87,7 @@ func (r *Rescuer) run(ctx context.Context) {
 		}
 		// A wake before the time set (a lease taken or extended here,
 		// another node's change) brings expiries in the future, never a
-		// lease already run out: the next pass only reads the next expiry,
+		// lease already run out: the next pass only learns the next expiry,
 		// which may be sooner now. (Each read of expired leases walks every
 		// RUNNING row: under load, leases wake it many times a second.)
 		// The time set, reached, runs a full pass.
