@@ -20,9 +20,16 @@ var (
 	// qRunningQueue counts a queue's RUNNING tasks through tasks_running.
 	qRunningQueue = define(onWriter, `SELECT count(*) FROM tasks
 		WHERE instance_id = ? AND queue = ? AND state = 'RUNNING'`)
-	// qRunningInstance counts the RUNNING push tasks of an instance.
-	qRunningInstance = define(onWriter, `SELECT count(*) FROM tasks
-		WHERE instance_id = ? AND state = 'RUNNING' AND pull = 0`)
+	// qRunningInstance counts the RUNNING tasks of an instance's push
+	// queues (a queue's mode never changes, so they are its RUNNING push
+	// tasks), queue by queue through tasks_running alone: the count reads
+	// no task row. Asking each row's pull column instead read up to
+	// maxInFlight rows from the table on every claim, on the writer. CROSS
+	// JOIN keeps queues the outer loop (SQLite's rule for it) whatever the
+	// statistics say.
+	qRunningInstance = define(onWriter, `SELECT count(*) FROM queues AS q
+		CROSS JOIN tasks AS t ON t.instance_id = q.instance_id AND t.queue = q.name AND t.state = 'RUNNING'
+		WHERE q.instance_id = ? AND q.mode = 'push'`)
 	// qBucketGet and qBucketSet read and write a queue's rate bucket.
 	qBucketGet = define(onWriter, `SELECT rate_tokens, rate_at FROM queues WHERE instance_id = ? AND name = ?`)
 	qBucketSet = define(onWriter, `UPDATE queues SET rate_tokens = ?, rate_at = ? WHERE instance_id = ? AND name = ?`)

@@ -52,6 +52,8 @@ func TestQueryPlans(t *testing.T) {
 		{"claim set", qClaimSetN[10], make([]any, 80), true, "INTEGER PRIMARY KEY (rowid=?)"},
 		{"purge", qQueuePurge, []any{"i1", "q1"}, true, "tasks_created (instance_id=? AND queue=?)"},
 		{"instance tasks", qInstanceTasks, []any{"i1"}, true, "sqlite_autoindex_tasks_1 (instance_id=?)"},
+		{"running in push queues", qRunningInstance, []any{"i1"}, true, "COVERING INDEX tasks_running (instance_id=? AND queue=?)"},
+		{"running in a queue", qRunningQueue, []any{"i1", "q1"}, true, "COVERING INDEX tasks_running (instance_id=? AND queue=?)"},
 		{"expired", qExpired, []any{1000, 100}, true, "tasks_running"},
 		{"next due", qNextDue, nil, true, "tasks_due"},
 		// The chart's read: adds through tasks_created, ends through
