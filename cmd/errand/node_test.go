@@ -167,7 +167,16 @@ func TestServeFirstKeyOnATerminal(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() {
+		// script(1) runs serve in a session of its own: killing script
+		// leaves serve running unless the terminal's hang-up reaches it,
+		// which a test run under nohup ignores. Its descendants go first.
+		for _, pid := range descendants(cmd.Process.Pid) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
 	pty.waitFor(t, "listening on", 20*time.Second)
 	var keys []string
 	for _, l := range strings.Split(pty.String(), "\n") {
@@ -182,5 +191,25 @@ func TestServeFirstKeyOnATerminal(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "errand-admin-key")); !os.IsNotExist(err) {
 		t.Fatalf("a key file was written although stderr is a terminal: %v", err)
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
+	kids := descendants(cmd.Process.Pid)
+	if len(kids) == 0 {
+		t.Fatal("serve is not running under script")
+	}
+}
+
+// descendants returns the pids of pid's children, of theirs, and so on,
+// from Linux's /proc.
+func descendants(pid int) []int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if c, err := strconv.Atoi(f); err == nil {
+			out = append(out, c)
+			out = append(out, descendants(c)...)
+		}
+	}
+	return out
 }
