@@ -99,6 +99,7 @@ func newDispatcher(d dispatcherDeps) *Dispatcher {
 		dispatcherDeps: d,
 		inflight:       map[string]store.LeaseRef{},
 		freed:          make(chan struct{}, 1),
+		wrote:          make(chan struct{}, max(d.writers, 1)),
 	}
 }
 
@@ -109,7 +110,6 @@ func (d *Dispatcher) Start(ctx context.Context) error { return d.start(ctx, d.ru
 
 func (d *Dispatcher) run(ctx context.Context) {
 	d.results = make(chan finished, 1024)
-	d.wrote = make(chan struct{}, max(d.writers, 1))
 	var fin sync.WaitGroup
 	for range max(d.writers, 1) {
 		fin.Go(d.finisher)

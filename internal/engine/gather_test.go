@@ -9,7 +9,6 @@ import (
 func gatherDispatcher(results chan finished) *Dispatcher {
 	d := newDispatcher(dispatcherDeps{writers: 4})
 	d.results = results
-	d.wrote = make(chan struct{}, 4)
 	return d
 }
 
