@@ -44,10 +44,13 @@ type WebhookOptions struct {
 
 // Webhook delivers to webhook targets: a signed POST over a pooled
 // connection (HTTP/2 when an https target offers it, HTTP/1.1 keep-alive
-// otherwise) that follows no redirect and uses no proxy. It is safe for
-// concurrent use; Close releases its idle connections.
+// otherwise) that follows no redirect and uses no proxy. An http:// target
+// is served by errand's own HTTP/1.1 client (plainClient), an https:// one
+// by net/http's Transport. It is safe for concurrent use; Close releases its
+// idle connections.
 type Webhook struct {
 	transport *http.Transport
+	plain     *plainClient // nil where the platform cannot check an idle connection
 	guard     *Guard
 	signers   signers
 }
@@ -83,11 +86,26 @@ func NewWebhook(opts WebhookOptions) *Webhook {
 		// a target that offers h2 (ALPN) gets one multiplexed connection.
 		ForceAttemptHTTP2: true,
 	}
-	return &Webhook{transport: tr, guard: opts.Guard}
+	w := &Webhook{transport: tr, guard: opts.Guard}
+	if plainSupported {
+		w.plain = &plainClient{
+			dial:          dialer.DialContext,
+			headerTimeout: tr.ResponseHeaderTimeout,
+			idleTimeout:   tr.IdleConnTimeout,
+			maxIdleHost:   tr.MaxIdleConnsPerHost,
+			maxIdle:       tr.MaxIdleConns,
+		}
+	}
+	return w
 }
 
 // Close closes the idle pooled connections. Deliveries in flight finish.
-func (w *Webhook) Close() { w.transport.CloseIdleConnections() }
+func (w *Webhook) Close() {
+	w.transport.CloseIdleConnections()
+	if w.plain != nil {
+		w.plain.closeIdle()
+	}
+}
 
 // Deliver POSTs the task to r.Target.Webhook, signed with r.Key, and
 // classifies the answer: 2xx succeeded; 503 with `x-task-retry: defer` and a
@@ -112,7 +130,13 @@ func (w *Webhook) deliver(ctx context.Context, r *Request) Result {
 	if w.guard != nil && len(r.Target.Webhook) > 5 && strings.EqualFold(r.Target.Webhook[:5], "http:") {
 		ctx = withPlainHTTP(ctx) // the dial must then land in an allowed range
 	}
-	req, err := w.request(ctx, r, now)
+	s := w.sign(r, now)
+	if w.plain != nil {
+		if pt, ok := parsePlain(r.Target.Webhook, r.Task.ID); ok {
+			return w.plain.deliver(ctx, pt, &s, now)
+		}
+	}
+	req, err := s.request(ctx, r.Target.Webhook)
 	if err != nil || (req.URL.Scheme != "https" && req.URL.Scheme != "http") || req.URL.Host == "" {
 		return failed(0, "invalid webhook URL")
 	}
@@ -134,11 +158,19 @@ var (
 	userAgent       = []string{UserAgent}
 )
 
-// request builds the signed POST of a delivery: content type, user agent,
-// errand's signature and the Standard Webhooks ones. The body and every
-// header value made for this delivery share one buffer, so the request
-// costs a handful of allocations whatever its size.
-func (w *Webhook) request(ctx context.Context, r *Request, now time.Time) (*http.Request, error) {
+// signed is a delivery's body and the values of the headers made for it:
+// errand's timestamp and signature, the task id, and the Standard Webhooks
+// timestamp and signature (when the key has that form).
+type signed struct {
+	body                      []byte
+	ms, sig, id, secs, stdSig string
+	standard                  bool
+}
+
+// sign builds the body of a delivery and signs it. The body and every
+// header value made for this delivery share one buffer, so a delivery costs
+// a handful of allocations whatever its size.
+func (w *Webhook) sign(r *Request, now time.Time) signed {
 	t := r.Task
 	ks := w.signers.get(r.Key)
 	buf := make([]byte, 0, bodySize(t)+2*len(t.ID)+180)
@@ -156,18 +188,25 @@ func (w *Webhook) request(ctx context.Context, r *Request, now time.Time) (*http
 	// buf is complete and never written again: its tail is the header
 	// values' backing store (as strings.Builder makes its string).
 	all := unsafe.String(unsafe.SliceData(buf), len(buf))
-	v := [...]string{all[n:msEnd], all[msEnd:sigEnd], t.ID, all[sigEnd:secsEnd], all[secsEnd:]}
+	return signed{body: body, ms: all[n:msEnd], sig: all[msEnd:sigEnd], id: t.ID,
+		secs: all[sigEnd:secsEnd], stdSig: all[secsEnd:], standard: ks.hasStandard}
+}
+
+// request builds the signed POST of a delivery for net/http: content type,
+// user agent, errand's signature and the Standard Webhooks ones.
+func (s *signed) request(ctx context.Context, url string) (*http.Request, error) {
+	v := [...]string{s.ms, s.sig, s.id, s.secs, s.stdSig}
 	h := make(http.Header, 8)
 	h["Content-Type"] = contentTypeJSON
 	h["User-Agent"] = userAgent
 	h[HeaderTimestamp] = v[0:1:1]
 	h[HeaderSignature] = v[1:2:2]
 	h[HeaderWebhookID] = v[2:3:3]
-	if ks.hasStandard {
+	if s.standard {
 		h[HeaderWebhookTimestamp] = v[3:4:4]
 		h[HeaderWebhookSignature] = v[4:5:5]
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.Target.Webhook, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(s.body))
 	if err != nil {
 		return nil, err
 	}
