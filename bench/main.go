@@ -256,12 +256,17 @@ func main() {
 			fatalf("unknown workload %q (known: %s)", w, strings.Join(allWorkloads, ","))
 		}
 	}
-	// The push workload is read beside raw-http, the receiver's own limit in
-	// the same run: it joins whenever push runs on a system that has it.
-	if len(want) > 0 && slices.Contains(workloads, "push") && !slices.Contains(want, "raw-http") &&
+	// The push workload is read beside raw-http and raw-http-wide, the
+	// receiver's own limit in the same run: they join whenever push runs on
+	// a system that has it.
+	if len(want) > 0 && slices.Contains(workloads, "push") &&
 		slices.ContainsFunc(want, func(n string) bool { return strings.HasPrefix(n, "errand-") }) {
-		want = append(want, "raw-http")
-		logf("bench: raw-http added: the push workload is read beside it")
+		for _, raw := range []string{"raw-http", "raw-http-wide"} {
+			if !slices.Contains(want, raw) {
+				want = append(want, raw)
+				logf("bench: %s added: the push workload is read beside it", raw)
+			}
+		}
 	}
 	for _, f := range systemFactories {
 		if len(want) == 0 || slices.Contains(want, f.name) {
@@ -367,6 +372,7 @@ func main() {
 
 	printTable(os.Stdout, rows)
 	printRatios(os.Stdout, rows)
+	printPushRatios(os.Stdout, rows)
 	printNodes(os.Stdout, rows)
 	fmt.Printf("\n%s mode, %s, took %s. per second: median of rounds (min–max); p50/p99: over the latencies of all rounds pooled; rss: peak RSS of the worker process, largest round (backlog: of its steady window, after the preload).\n",
 		mode, roundsText, elapsed.Round(time.Second))

@@ -98,6 +98,7 @@ var systemFactories = []struct {
 	{"errand-worker-sqlite", func(o Options) System { return newWorkerSystem(o, "sqlite") }},
 	{"errand-worker-pg", func(o Options) System { return newWorkerSystem(o, "postgres") }},
 	{"raw-http", newRawHTTP},
+	{"raw-http-wide", newRawHTTPWide},
 }
 
 // Pusher is implemented by systems that deliver to a webhook (errand) or
