@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -96,6 +97,9 @@ type plainConn struct {
 	budget int64     // bytes reads may still take from nc while the headers are read; < 0: no cap
 	idleAt time.Time // when it went back to the pool
 	body   eofBody   // the answer's body, which notes its end
+	// poisoned is set once a deadline in the past is on the connection;
+	// it is then never pooled again.
+	poisoned atomic.Bool
 }
 
 // Read reads from the network connection within the budget.
@@ -143,6 +147,11 @@ func (b *eofBody) Read(p []byte) (int, error) {
 
 // deliver sends the signed POST to pt and classifies the answer as the
 // Transport path does.
+//
+// A pooled connection carries no deadline. The only deadline ever set on
+// one is a time long past (poison), by the attempt's end or by the header
+// timeout, and a poisoned connection is never pooled again: no code path
+// clears a deadline that another goroutine may just have set.
 func (p *plainClient) deliver(ctx context.Context, pt plainTarget, s *signed, now time.Time) Result {
 	c, err := p.get(ctx, pt.addr)
 	if err != nil {
@@ -150,8 +159,8 @@ func (p *plainClient) deliver(ctx context.Context, pt plainTarget, s *signed, no
 	}
 	// The attempt's end (its deadline, or the engine stopping) interrupts
 	// the connection's reads and writes at once.
-	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
-	resp, err := c.roundTrip(pt, s, time.Now().Add(p.headerTimeout))
+	stop := context.AfterFunc(ctx, c.poison)
+	resp, err := c.roundTrip(pt, s, p.headerTimeout)
 	if err != nil {
 		stop()
 		c.nc.Close()
@@ -162,7 +171,7 @@ func (p *plainClient) deliver(ctx context.Context, pt plainTarget, s *signed, no
 	}
 	res := answer(resp, now)
 	reuse := resp.StatusCode >= 200 && !resp.Close && (resp.ContentLength == 0 || c.body.eof)
-	if !stop() { // the deadline set by the attempt's end stays on the connection
+	if !stop() || c.poisoned.Load() {
 		reuse = false
 	}
 	if reuse {
@@ -176,10 +185,21 @@ func (p *plainClient) deliver(ctx context.Context, pt plainTarget, s *signed, no
 // aLongTimeAgo is a deadline in the past: I/O with it set fails at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
+// poison makes every read and write on the connection fail from now on.
+func (c *plainConn) poison() {
+	c.poisoned.Store(true)
+	c.nc.SetDeadline(aLongTimeAgo)
+}
+
+// earlyAnswerWait is how long a request whose write failed waits for an
+// answer the target may have sent before it stopped reading (a 413 for a
+// body it will not take, say), as the Transport does.
+const earlyAnswerWait = 50 * time.Millisecond
+
 // roundTrip writes the request and reads the answer's headers, skipping
-// informational (1xx) answers; the body is left to read.
-func (c *plainConn) roundTrip(pt plainTarget, s *signed, headerBy time.Time) (*http.Response, error) {
-	c.nc.SetDeadline(time.Time{})
+// informational (1xx) answers; the body is left to read. No answer's
+// headers within headerTimeout fail it.
+func (c *plainConn) roundTrip(pt plainTarget, s *signed, headerTimeout time.Duration) (*http.Response, error) {
 	bw := c.bw
 	bw.WriteString("POST ")
 	bw.WriteString(pt.uri)
@@ -198,29 +218,43 @@ func (c *plainConn) roundTrip(pt plainTarget, s *signed, headerBy time.Time) (*h
 	}
 	bw.WriteString("\r\n")
 	bw.Write(s.body)
-	if err := bw.Flush(); err != nil {
-		return nil, err
+	werr := bw.Flush()
+	wait := headerTimeout
+	if werr != nil {
+		wait = earlyAnswerWait
 	}
-	c.nc.SetReadDeadline(headerBy)
-	c.budget = maxAnswerHeader
+	late := time.AfterFunc(wait, c.poison)
+	resp, err := c.readAnswer()
+	fired := !late.Stop() // then the connection is poisoned and never pooled
+	switch {
+	case err != nil && werr != nil:
+		return nil, werr // no answer came after the failed write
+	case err != nil && fired:
+		return nil, errHeaderTimeout // deliver names the attempt's end instead, if it came first
+	case err != nil:
+		return nil, err
+	case werr != nil:
+		resp.Close = true // the request did not go out whole: the connection is done
+	}
+	return resp, nil
+}
+
+// readAnswer reads the headers of the final answer, skipping up to four
+// informational ones, each within the 64 KiB cap.
+func (c *plainConn) readAnswer() (*http.Response, error) {
 	for range 5 {
+		c.budget = maxAnswerHeader
 		resp, err := http.ReadResponse(c.br, nil)
+		c.budget = -1
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() && time.Now().After(headerBy) {
-				return nil, errHeaderTimeout
-			}
 			return nil, err
 		}
 		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
-			c.budget = -1
-			c.nc.SetReadDeadline(time.Time{})
 			c.body = eofBody{ReadCloser: resp.Body}
 			resp.Body = &c.body
 			return resp, nil
 		}
 		// A 1xx answer has no body; the final one follows.
-		c.budget = maxAnswerHeader
 	}
 	return nil, errTooMany1xx
 }
