@@ -97,18 +97,26 @@ func wait(t *testing.T, ch <-chan Result) Result {
 
 const okAnswer = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
 
+// firstDelivery starts a delivery with ctx to a new raw target and reads
+// its request there: the test answers on c.
+func firstDelivery(t *testing.T, ctx context.Context) (rt *rawTarget, w *Webhook, ch <-chan Result, c net.Conn, br *bufio.Reader) {
+	t.Helper()
+	rt = newRawTarget(t)
+	w = newWebhook(t, WebhookOptions{})
+	ch = deliverAsync(ctx, w, rt.url())
+	c, br = rt.accept(t)
+	readRequest(t, br)
+	return rt, w, ch, c, br
+}
+
 // TestPlainClosedIdleConnection: a target that closes a kept-alive
 // connection while it is idle (as servers with a short keep-alive timeout
 // do) costs no attempt: the next delivery notices the close and dials
 // again instead of writing into the dead connection.
 func TestPlainClosedIdleConnection(t *testing.T) {
 	t.Parallel()
-	rt := newRawTarget(t)
-	w := newWebhook(t, WebhookOptions{})
 	ctx := context.Background()
-	ch := deliverAsync(ctx, w, rt.url())
-	c, br := rt.accept(t)
-	readRequest(t, br)
+	rt, w, ch, c, _ := firstDelivery(t, ctx)
 	io.WriteString(c, okAnswer)
 	if r := wait(t, ch); r.Outcome.Status != task.AttemptSucceeded {
 		t.Fatalf("first delivery: %+v", r.Outcome)
@@ -156,11 +164,7 @@ func TestPlainConnectionClose(t *testing.T) {
 // endless run of them fails the attempt.
 func TestPlainInformational(t *testing.T) {
 	t.Parallel()
-	rt := newRawTarget(t)
-	w := newWebhook(t, WebhookOptions{})
-	ch := deliverAsync(context.Background(), w, rt.url())
-	c, br := rt.accept(t)
-	readRequest(t, br)
+	rt, w, ch, c, br := firstDelivery(t, context.Background())
 	io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"+
 		"HTTP/1.1 201 Created\r\nContent-Length: 11\r\n\r\n{\"ok\":true}")
 	if r := wait(t, ch); r.Outcome.Status != task.AttemptSucceeded || r.Outcome.HTTPStatus != 201 || string(r.Outcome.Result) != `{"ok":true}` {
@@ -178,11 +182,7 @@ func TestPlainInformational(t *testing.T) {
 // at the cap, without reading on.
 func TestPlainHeaderCap(t *testing.T) {
 	t.Parallel()
-	rt := newRawTarget(t)
-	w := newWebhook(t, WebhookOptions{})
-	ch := deliverAsync(context.Background(), w, rt.url())
-	c, br := rt.accept(t)
-	readRequest(t, br)
+	_, _, ch, c, _ := firstDelivery(t, context.Background())
 	go func() {
 		io.WriteString(c, "HTTP/1.1 200 OK\r\n")
 		line := "X-Filler: " + strings.Repeat("a", 1000) + "\r\n"
@@ -202,12 +202,8 @@ func TestPlainHeaderCap(t *testing.T) {
 // canceled) ends a delivery waiting for its answer at once.
 func TestPlainCanceledInFlight(t *testing.T) {
 	t.Parallel()
-	rt := newRawTarget(t)
-	w := newWebhook(t, WebhookOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
-	ch := deliverAsync(ctx, w, rt.url())
-	_, br := rt.accept(t)
-	readRequest(t, br) // the request is out; no answer comes
+	_, _, ch, _, _ := firstDelivery(t, ctx) // the request is out; no answer comes
 	cancel()
 	if r := wait(t, ch); r.Outcome.Error != "canceled" {
 		t.Fatalf("outcome %+v", r.Outcome)
