@@ -16,9 +16,10 @@ import (
 )
 
 // plainClient delivers to http:// webhooks over HTTP/1.1 connections it
-// pools itself. A delivery takes a connection, writes its whole request in
-// one write, reads the answer with net/http's own parser (http.ReadResponse)
-// and puts the connection back, all in the delivering goroutine. net/http's
+// pools itself. A delivery takes a connection, writes its request through a
+// 4 KiB buffer (one write for a request that fits), reads the answer with
+// net/http's own parser (http.ReadResponse) and puts the connection back,
+// all in the delivering goroutine. net/http's
 // Transport, which errand keeps for https:// (where a target may offer
 // HTTP/2), runs a reading and a writing goroutine per connection and hands
 // every request and answer between them and the caller: on loopback that
@@ -27,11 +28,17 @@ import (
 // Its rules are the Transport's: the guard sees every dial (the same
 // dialer), an idle connection is closed after idleTimeout, a connection
 // goes back to the pool only when its answer was read to the end and did
-// not ask to close, a POST is never sent again on another connection, and
-// the answer's headers are capped at 64 KiB and must come within
+// not ask to close, and the answer's headers (informational answers
+// included) are capped at 64 KiB together and must come within
 // headerTimeout. An idle connection the target has closed is noticed
 // (plainAlive) before it is used, as the Transport's reading goroutine
-// would have noticed it.
+// would have noticed it. Two differences, both narrow: a request is never
+// sent again (the Transport resends one on a new connection when a reused
+// connection failed before any of it was written, a window plainAlive
+// keeps small: here that attempt fails and is retried with backoff), and an
+// answer sent while the request's write is stalled (a target that answers
+// 413 early, then neither reads nor closes) is seen only when the write
+// ends, by error or by the attempt's deadline.
 type plainClient struct {
 	dial          func(ctx context.Context, network, addr string) (net.Conn, error)
 	headerTimeout time.Duration
@@ -64,7 +71,7 @@ func parsePlain(raw, id string) (plainTarget, bool) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "http" || u.Host == "" || u.User != nil || u.Opaque != "" ||
-		strings.HasSuffix(u.Host, ":") || !plainText(u.Host) || !plainText(id) {
+		strings.HasSuffix(u.Host, ":") || !plainHost(u.Host) || !plainText(id) {
 		return plainTarget{}, false
 	}
 	uri := u.RequestURI()
@@ -76,6 +83,21 @@ func parsePlain(raw, id string) (plainTarget, bool) {
 		port = "80"
 	}
 	return plainTarget{addr: net.JoinHostPort(u.Hostname(), port), host: u.Host, uri: uri}, true
+}
+
+// plainHost reports whether host is made of what a plain host name or IP
+// literal holds, and so goes into the Host header as net/http would send it
+// (which strips an IPv6 zone and refuses other characters).
+func plainHost(host string) bool {
+	for i := 0; i < len(host); i++ {
+		switch b := host[i]; {
+		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
+		case b == '.', b == '-', b == '_', b == ':', b == '[', b == ']':
+		default:
+			return false
+		}
+	}
+	return host != ""
 }
 
 // plainText reports whether s is printable ASCII without spaces.
@@ -127,7 +149,6 @@ var (
 	errHeadersTooLarge = errors.New("the answer's headers exceeded 65536 bytes")
 	// errHeaderTimeout reads as the Transport's error, which shortError names.
 	errHeaderTimeout = errors.New("timeout awaiting response headers")
-	errTooMany1xx    = errors.New("too many 1xx answers")
 )
 
 // eofBody is an answer's body that notes whether it was read to its end.
@@ -193,7 +214,8 @@ func (c *plainConn) poison() {
 
 // earlyAnswerWait is how long a request whose write failed waits for an
 // answer the target may have sent before it stopped reading (a 413 for a
-// body it will not take, say), as the Transport does.
+// body it will not take, say); the Transport's reading goroutine would
+// have read such an answer already.
 const earlyAnswerWait = 50 * time.Millisecond
 
 // roundTrip writes the request and reads the answer's headers, skipping
@@ -233,20 +255,28 @@ func (c *plainConn) roundTrip(pt plainTarget, s *signed, headerTimeout time.Dura
 		return nil, errHeaderTimeout // deliver names the attempt's end instead, if it came first
 	case err != nil:
 		return nil, err
-	case werr != nil:
-		resp.Close = true // the request did not go out whole: the connection is done
+	case werr != nil, fired:
+		// The request did not go out whole, or the header timer fired as
+		// the answer came (its poison may land any moment): the
+		// connection's last answer.
+		resp.Close = true
 	}
 	return resp, nil
 }
 
-// readAnswer reads the headers of the final answer, skipping up to four
-// informational ones, each within the 64 KiB cap.
+// readAnswer reads the headers of the final answer, skipping informational
+// ones; all of them share the 64 KiB cap, as in the Transport.
 func (c *plainConn) readAnswer() (*http.Response, error) {
-	for range 5 {
-		c.budget = maxAnswerHeader
+	c.budget = maxAnswerHeader
+	defer func() { c.budget = -1 }()
+	for {
 		resp, err := http.ReadResponse(c.br, nil)
-		c.budget = -1
 		if err != nil {
+			if c.budget == 0 {
+				// The cap cut the answer off, maybe mid-line: whatever the
+				// parser made of the cut, the headers were too large.
+				err = errHeadersTooLarge
+			}
 			return nil, err
 		}
 		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
@@ -256,7 +286,6 @@ func (c *plainConn) readAnswer() (*http.Response, error) {
 		}
 		// A 1xx answer has no body; the final one follows.
 	}
-	return nil, errTooMany1xx
 }
 
 // header writes one header line.
@@ -283,7 +312,7 @@ func (p *plainClient) get(ctx context.Context, addr string) (*plainConn, error) 
 		p.idle[addr] = conns[:len(conns)-1]
 		p.nIdle--
 		p.mu.Unlock()
-		if now.Sub(c.idleAt) < p.idleTimeout && c.br.Buffered() == 0 && plainAlive(c.nc) {
+		if now.Sub(c.idleAt) < p.idleTimeout && !c.poisoned.Load() && c.br.Buffered() == 0 && plainAlive(c.nc) {
 			return c, nil
 		}
 		c.nc.Close()
