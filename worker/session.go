@@ -116,7 +116,7 @@ type session struct {
 }
 
 func (s *session) send(ctx context.Context, f *errandapi.WorkerFrame) error {
-	b, err := json.Marshal(f)
+	b, err := f.MarshalJSON() // already compact: json.Marshal(f) would only scan it again
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,9 @@ func (s *session) read(ctx context.Context, wait time.Duration) (*errandapi.Work
 		return nil, closeError(err)
 	}
 	var f errandapi.WorkerFrame
-	if err := json.Unmarshal(b, &f); err != nil {
+	// The frame's own decoder (json.Unmarshal of the bytes, as
+	// json.Unmarshal(b, &f) would call it after a pass of its own).
+	if err := f.UnmarshalJSON(b); err != nil {
 		return nil, fmt.Errorf("worker: a frame from the node is not JSON: %w", err)
 	}
 	return &f, nil
