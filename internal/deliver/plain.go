@@ -39,15 +39,21 @@ import (
 // answer sent while the request's write is stalled (a target that answers
 // 413 early, then neither reads nor closes) is seen only when the write
 // ends, by error or by the attempt's deadline.
+//
+// Its pool (plain_pool.go) also keeps the number of connections to a
+// target near what the target's pace needs: see defaultConnsPerHost.
 type plainClient struct {
 	dial          func(ctx context.Context, network, addr string) (net.Conn, error)
 	headerTimeout time.Duration
 	idleTimeout   time.Duration
 	maxIdleHost   int
 	maxIdle       int
+	connsPerHost  int           // connections dialed to a target without waiting for one
+	connWait      time.Duration // how long a delivery past them waits for one to come back
+	onWait        func()        // tests only: called when a delivery starts to wait for a connection
 
 	mu    sync.Mutex
-	idle  map[string][]*plainConn // by dial address, the longest idle first
+	hosts map[string]*hostPool // by dial address
 	nIdle int
 	sweep *time.Timer // closes connections idle past idleTimeout; nil when none is pending
 }
@@ -184,7 +190,7 @@ func (p *plainClient) deliver(ctx context.Context, pt plainTarget, s *signed, no
 	resp, err := c.roundTrip(pt, s, p.headerTimeout)
 	if err != nil {
 		stop()
-		c.nc.Close()
+		p.drop(c)
 		if cerr := ctx.Err(); cerr != nil {
 			err = cerr // the I/O error is the attempt's end, set on the connection
 		}
@@ -198,7 +204,7 @@ func (p *plainClient) deliver(ctx context.Context, pt plainTarget, s *signed, no
 	if reuse {
 		p.put(c)
 	} else {
-		c.nc.Close()
+		p.drop(c)
 	}
 	return res
 }
@@ -294,106 +300,4 @@ func header(bw *bufio.Writer, name, value string) {
 	bw.WriteString(": ")
 	bw.WriteString(value)
 	bw.WriteString("\r\n")
-}
-
-// get returns a connection to addr: the one that went idle last, if the
-// target has not closed it, or a new one.
-func (p *plainClient) get(ctx context.Context, addr string) (*plainConn, error) {
-	now := time.Now()
-	for {
-		p.mu.Lock()
-		conns := p.idle[addr]
-		if len(conns) == 0 {
-			p.mu.Unlock()
-			break
-		}
-		c := conns[len(conns)-1]
-		conns[len(conns)-1] = nil
-		p.idle[addr] = conns[:len(conns)-1]
-		p.nIdle--
-		p.mu.Unlock()
-		if now.Sub(c.idleAt) < p.idleTimeout && !c.poisoned.Load() && c.br.Buffered() == 0 && plainAlive(c.nc) {
-			return c, nil
-		}
-		c.nc.Close()
-	}
-	nc, err := p.dial(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	c := &plainConn{nc: nc, addr: addr, budget: -1}
-	c.br = bufio.NewReaderSize(c, 4<<10)
-	c.bw = bufio.NewWriterSize(nc, 4<<10)
-	return c, nil
-}
-
-// put returns c to the pool, or closes it when the pool is full.
-func (p *plainClient) put(c *plainConn) {
-	c.idleAt = time.Now()
-	p.mu.Lock()
-	if p.nIdle >= p.maxIdle || len(p.idle[c.addr]) >= p.maxIdleHost {
-		p.mu.Unlock()
-		c.nc.Close()
-		return
-	}
-	if p.idle == nil {
-		p.idle = make(map[string][]*plainConn)
-	}
-	p.idle[c.addr] = append(p.idle[c.addr], c)
-	p.nIdle++
-	if p.sweep == nil {
-		p.sweep = time.AfterFunc(p.idleTimeout, p.sweepIdle)
-	}
-	p.mu.Unlock()
-}
-
-// sweepIdle closes the connections idle for idleTimeout or longer, and
-// comes back when the next one will be.
-func (p *plainClient) sweepIdle() {
-	now := time.Now()
-	var stale []*plainConn
-	p.mu.Lock()
-	next := time.Duration(-1)
-	for addr, conns := range p.idle {
-		i := 0
-		for i < len(conns) && now.Sub(conns[i].idleAt) >= p.idleTimeout {
-			i++
-		}
-		stale = append(stale, conns[:i]...)
-		if i == len(conns) {
-			delete(p.idle, addr)
-			continue
-		}
-		p.idle[addr] = append(conns[:0:0], conns[i:]...)
-		if d := p.idleTimeout - now.Sub(conns[i].idleAt); next < 0 || d < next {
-			next = d
-		}
-	}
-	p.nIdle -= len(stale)
-	p.sweep = nil
-	if next >= 0 {
-		p.sweep = time.AfterFunc(next, p.sweepIdle)
-	}
-	p.mu.Unlock()
-	for _, c := range stale {
-		c.nc.Close()
-	}
-}
-
-// closeIdle closes every idle connection; connections in use go back to
-// the pool when their delivery ends, as with the Transport.
-func (p *plainClient) closeIdle() {
-	p.mu.Lock()
-	idle := p.idle
-	p.idle, p.nIdle = nil, 0
-	if p.sweep != nil {
-		p.sweep.Stop()
-		p.sweep = nil
-	}
-	p.mu.Unlock()
-	for _, conns := range idle {
-		for _, c := range conns {
-			c.nc.Close()
-		}
-	}
 }

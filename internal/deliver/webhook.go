@@ -37,6 +37,14 @@ type WebhookOptions struct {
 	MaxIdleConnsPerHost int
 	// MaxIdleConns is how many are kept over all targets (4096).
 	MaxIdleConns int
+	// ConnsPerHost is how many connections to one http:// target are
+	// dialed at once without first waiting for one in use to come back
+	// (64), and ConnWait how long a delivery past them waits before it
+	// dials anyway (20 ms): a fast target is served over about as many
+	// connections as its pace needs, a slow one over as many as it has
+	// deliveries in flight.
+	ConnsPerHost int
+	ConnWait     time.Duration
 	// TLSConfig, when set, is cloned for the client (custom roots, client
 	// certificates). nil uses the system roots.
 	TLSConfig *tls.Config
@@ -94,6 +102,8 @@ func NewWebhook(opts WebhookOptions) *Webhook {
 			idleTimeout:   tr.IdleConnTimeout,
 			maxIdleHost:   tr.MaxIdleConnsPerHost,
 			maxIdle:       tr.MaxIdleConns,
+			connsPerHost:  cmp.Or(opts.ConnsPerHost, defaultConnsPerHost),
+			connWait:      cmp.Or(opts.ConnWait, defaultConnWait),
 		}
 	}
 	return w
