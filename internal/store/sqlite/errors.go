@@ -56,6 +56,17 @@ func interpretError(err error) error {
 	return task.Errorf(task.CodeInternal, "store: %s", err.Error())
 }
 
+// isKeyTaken reports whether err is SQLite's refusal of a row whose key
+// or unique index entry is taken.
+func isKeyTaken(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code()
+	return code == sqlite3.SQLITE_CONSTRAINT_UNIQUE || code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+}
+
 // unavailable reports a database that cannot be reached or read.
 func unavailable(err error) error {
 	return task.Errorf(task.CodeUnavailable, "sqlite: %v", err)

@@ -17,6 +17,7 @@ var addCases = []testCase{
 	{"DuplicateName", testAddDuplicateName},
 	{"DuplicateNameInBatch", testAddDuplicateNameInBatch},
 	{"MissingQueueOrDuplicateID", testAddMissingQueueOrDuplicateID},
+	{"TakenIDAmongMany", testAddTakenIDAmongMany},
 	{"NameScope", testAddNameScope},
 	{"NameReuseAfterRetention", testAddNameReuseAfterRetention},
 	{"Empty", testAddEmpty},
@@ -308,4 +309,32 @@ func testAddMissingQueueOrDuplicateID(t *testing.T, e *env) {
 		t.Fatalf("stored id again: %+v, %v", res, err)
 	}
 	wantExists(t, res[0], c.ID)
+}
+
+// testAddTakenIDAmongMany: in a batch of unnamed tasks, one whose id is
+// already stored is TASK_EXISTS and the others before and after it are
+// stored (a backend that inserts in chunks meets it in a later one).
+func testAddTakenIDAmongMany(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull)
+	held := e.add(e.newTask(q, T0))[0]
+	batch := make([]*task.Task, 25)
+	for i := range batch {
+		batch[i] = e.newTask(q, T0)
+	}
+	batch[17].ID = held.ID
+	res, err := e.s.TaskAdd(e.ctx, batch)
+	if err != nil || len(res) != len(batch) {
+		t.Fatalf("TaskAdd: %d results, %v", len(res), err)
+	}
+	for i, r := range res {
+		if i == 17 {
+			wantExists(t, r, held.ID)
+			continue
+		}
+		if r.Err != nil || r.Task == nil {
+			t.Fatalf("task %d: %+v, want stored", i, r)
+		}
+		e.get(inst.ID, batch[i].ID)
+	}
 }
