@@ -46,7 +46,8 @@ func printRatios(w io.Writer, rows []*row) {
 
 // printPushRatios prints each errand system's push rate ÷ raw-http's (the
 // receiver over 64 connections, its best rate here) and ÷ raw-http-wide's
-// (over as many connections as errand's push has deliveries in flight).
+// (over as many connections as errand's push has deliveries in flight:
+// what the connections alone cost the receiver).
 // Nothing when neither raw system pushed.
 func printPushRatios(w io.Writer, rows []*row) {
 	raw := map[string]float64{}

@@ -30,10 +30,10 @@ func newRawHTTP(o Options) System {
 }
 
 // newRawHTTPWide is raw-http at the concurrency errand's push runs at (the
-// instance's maxInFlight, 1,000): one connection per request in flight, as
-// errand opens them. The same receiver answers ~1.7× fewer requests a second
-// that way than over 64 connections on this 2-core machine, so the push
-// figure is read beside both.
+// instance's maxInFlight, 1,000): one connection per request in flight. The
+// same receiver answers ~1.5–1.7× fewer requests a second that way than
+// over 64 connections on this 2-core machine: what the connections alone
+// cost it (errand's push keeps a target that keeps up at about 64).
 func newRawHTTPWide(o Options) System {
 	return &rawHTTPSystem{name: "raw-http-wide", concurrency: o.ErrandTuning.MaxInFlight}
 }
