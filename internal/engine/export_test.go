@@ -15,7 +15,6 @@ const signalWait = 10 * time.Second
 // WithSignals turns on e's test signals; call it before Start.
 func WithSignals(e *Engine) *Signals {
 	e.dispatcher.asleep = newProgress[sleepReport]()
-	e.dispatcher.deadlines = newProgress[int]()
 	e.rescuer.asleep = newProgress[sleepReport]()
 	e.scheduler.asleep = newProgress[sleepReport]()
 	e.chainer.asleep = newProgress[sleepReport]()
@@ -124,13 +123,6 @@ func (s *Signals) SchedulerAsleepUntil(tb testing.TB, at time.Time) {
 func (s *Signals) Parked(tb testing.TB, n int) int {
 	tb.Helper()
 	return wait(tb, "a long poll to park", s.e.signals.parked, func(got int) bool { return got >= n })
-}
-
-// DeadlinesPassed waits until n push attempts in all have passed their
-// deadline (and wait for their late answer).
-func (s *Signals) DeadlinesPassed(tb testing.TB, n int) {
-	tb.Helper()
-	wait(tb, "an attempt's deadline", s.e.dispatcher.deadlines, func(got int) bool { return got >= n })
 }
 
 // Outcomes returns how many attempt outcomes have been stored so far.
