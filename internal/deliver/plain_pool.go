@@ -30,6 +30,18 @@ type hostPool struct {
 	waiters []chan *plainConn // deliveries waiting for a connection, the first first
 }
 
+// popWaiter takes the first waiting delivery off the list, or returns nil
+// when none waits; p.mu is held.
+func (h *hostPool) popWaiter() chan *plainConn {
+	if len(h.waiters) == 0 {
+		return nil
+	}
+	w := h.waiters[0]
+	h.waiters[0] = nil
+	h.waiters = h.waiters[1:]
+	return w
+}
+
 // host returns addr's state; p.mu is held.
 func (p *plainClient) host(addr string) *hostPool {
 	h := p.hosts[addr]
@@ -52,7 +64,7 @@ func (p *plainClient) forget(addr string, h *hostPool) {
 
 // get returns a connection to addr: the one that went idle last, if the
 // target has not closed it; one handed back while it waited (see
-// connsPerHost); or a new one.
+// defaultConnsPerHost); or a new one.
 func (p *plainClient) get(ctx context.Context, addr string) (*plainConn, error) {
 	waited := false
 	for {
@@ -146,9 +158,7 @@ func (p *plainClient) put(c *plainConn) {
 	c.idleAt = time.Now()
 	p.mu.Lock()
 	h := p.host(c.addr)
-	if len(h.waiters) > 0 {
-		w := h.waiters[0]
-		h.waiters = h.waiters[1:]
+	if w := h.popWaiter(); w != nil {
 		p.mu.Unlock()
 		w <- c
 		return
@@ -187,15 +197,14 @@ func (p *plainClient) closed(addr string) {
 func (p *plainClient) wakeOne(addr string) {
 	p.mu.Lock()
 	h := p.host(addr)
-	if len(h.waiters) == 0 {
+	w := h.popWaiter()
+	if w == nil {
 		p.forget(addr, h)
-		p.mu.Unlock()
-		return
 	}
-	w := h.waiters[0]
-	h.waiters = h.waiters[1:]
 	p.mu.Unlock()
-	w <- nil
+	if w != nil {
+		w <- nil
+	}
 }
 
 // sweepIdle closes the connections idle for idleTimeout or longer, and
