@@ -184,19 +184,20 @@ func (p *plainClient) drop(c *plainConn) {
 
 // closed counts a connection to addr gone, and lets the first delivery
 // waiting for one dial instead.
-func (p *plainClient) closed(addr string) {
-	p.mu.Lock()
-	h := p.host(addr)
-	h.open--
-	p.mu.Unlock()
-	p.wakeOne(addr)
-}
+func (p *plainClient) closed(addr string) { p.wake(addr, true) }
 
 // wakeOne tells the first delivery waiting for a connection to addr, if
 // any, to dial.
-func (p *plainClient) wakeOne(addr string) {
+func (p *plainClient) wakeOne(addr string) { p.wake(addr, false) }
+
+// wake is closed (one connection fewer to addr when gone) and wakeOne, in
+// one hold of p.mu; addr's state is forgotten once nothing refers to it.
+func (p *plainClient) wake(addr string, gone bool) {
 	p.mu.Lock()
 	h := p.host(addr)
+	if gone {
+		h.open--
+	}
 	w := h.popWaiter()
 	if w == nil {
 		p.forget(addr, h)
@@ -219,8 +220,10 @@ func (p *plainClient) sweepIdle() {
 		for i < len(h.idle) && now.Sub(h.idle[i].idleAt) >= p.idleTimeout {
 			i++
 		}
-		stale = append(stale, h.idle[:i]...)
-		h.idle = append(h.idle[:0:0], h.idle[i:]...)
+		if i > 0 {
+			stale = append(stale, h.idle[:i]...)
+			h.idle = append(h.idle[:0:0], h.idle[i:]...)
+		}
 		if len(h.idle) > 0 {
 			if d := p.idleTimeout - now.Sub(h.idle[0].idleAt); next < 0 || d < next {
 				next = d

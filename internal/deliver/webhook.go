@@ -40,7 +40,7 @@ type WebhookOptions struct {
 	// ConnsPerHost is how many connections to one http:// target are
 	// dialed at once without first waiting for one in use to come back
 	// (64), and ConnWait how long a delivery past them waits before it
-	// dials anyway (20 ms): a fast target is served over about as many
+	// dials anyway (100 ms): a fast target is served over about as many
 	// connections as its pace needs, a slow one over as many as it has
 	// deliveries in flight.
 	ConnsPerHost int

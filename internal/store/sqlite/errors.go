@@ -37,7 +37,7 @@ func interpretError(err error) error {
 	if errors.As(err, &se) {
 		code := se.Code()
 		switch {
-		case code == sqlite3.SQLITE_CONSTRAINT_UNIQUE || code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		case keyTakenCode(code):
 			msg := se.Error()
 			switch {
 			case strings.Contains(msg, "failed: tasks."):
@@ -63,7 +63,12 @@ func isKeyTaken(err error) bool {
 	if !errors.As(err, &se) {
 		return false
 	}
-	code := se.Code()
+	return keyTakenCode(se.Code())
+}
+
+// keyTakenCode reports whether an SQLite result code is a taken key or
+// unique index entry.
+func keyTakenCode(code int) bool {
 	return code == sqlite3.SQLITE_CONSTRAINT_UNIQUE || code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
 }
 
