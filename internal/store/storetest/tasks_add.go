@@ -17,6 +17,7 @@ var addCases = []testCase{
 	{"DuplicateName", testAddDuplicateName},
 	{"DuplicateNameInBatch", testAddDuplicateNameInBatch},
 	{"MissingQueueOrDuplicateID", testAddMissingQueueOrDuplicateID},
+	{"MissingQueueWholeBatch", testAddMissingQueueWholeBatch},
 	{"TakenIDAmongMany", testAddTakenIDAmongMany},
 	{"NameScope", testAddNameScope},
 	{"NameReuseAfterRetention", testAddNameReuseAfterRetention},
@@ -309,6 +310,39 @@ func testAddMissingQueueOrDuplicateID(t *testing.T, e *env) {
 		t.Fatalf("stored id again: %+v, %v", res, err)
 	}
 	wantExists(t, res[0], c.ID)
+}
+
+// testAddMissingQueueWholeBatch: a batch whose tasks are all of one queue
+// that does not exist (a backend may store such a batch in one statement)
+// is NOT_FOUND task by task, and nothing of it is stored; the same batch
+// is stored whole once the queue exists.
+func testAddMissingQueueWholeBatch(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	gone := task.NewQueue(inst.ID, "later", task.ModePull)
+	batch := []*task.Task{e.newTask(gone, T0), e.newTask(gone, T0), e.newTask(gone, T0)}
+	res, err := e.s.TaskAdd(e.ctx, batch)
+	if err != nil || len(res) != len(batch) {
+		t.Fatalf("TaskAdd: %+v, %v", res, err)
+	}
+	for i, r := range res {
+		if r.Err == nil || r.Err.Code != task.CodeNotFound || r.Task != nil {
+			t.Fatalf("task %d of a missing queue: %+v", i, r)
+		}
+		if _, err := e.s.TaskGet(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: batch[i].ID}); !task.IsCode(err, task.CodeNotFound) {
+			t.Fatalf("task %d of a missing queue was stored: %v", i, err)
+		}
+	}
+	e.queue(inst, "later", task.ModePull)
+	res, err = e.s.TaskAdd(e.ctx, batch)
+	if err != nil || len(res) != len(batch) {
+		t.Fatalf("TaskAdd once the queue exists: %+v, %v", res, err)
+	}
+	for i, r := range res {
+		if r.Err != nil || r.Task == nil {
+			t.Fatalf("task %d once the queue exists: %+v", i, r)
+		}
+		e.get(inst.ID, batch[i].ID)
+	}
 }
 
 // testAddTakenIDAmongMany: in a batch of unnamed tasks, one whose id is
