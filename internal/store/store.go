@@ -371,3 +371,19 @@ type Vacuumer interface {
 type ServerClock interface {
 	ServerNow(ctx context.Context) (time.Time, error)
 }
+
+// AddClaimer is implemented by a store whose commits are dear (PostgreSQL:
+// each waits for its WAL flush, and each round trip after an idle pause for
+// the server's wake-up): it can claim in an add's own transaction, so that
+// a task added to an idle push queue waits for one commit before its
+// delivery, not for the add's and then the claim's.
+type AddClaimer interface {
+	// TaskAddClaim is TaskAdd of tasks followed, in the same transaction,
+	// by TaskClaim(p): the claim sees the tasks just added, keeps every
+	// limit TaskClaim keeps, and takes p.Queue's due tasks in the same
+	// order. It returns TaskAdd's results and the tasks claimed. Tasks it
+	// does not claim with (not all of p.Queue, named, more than a small
+	// batch, or meeting a taken id) are added by TaskAdd alone, and then it
+	// claims none: the caller's dispatcher claims them as any other.
+	TaskAddClaim(ctx context.Context, tasks []*task.Task, p *ClaimParams) ([]AddResult, []*task.Task, error)
+}

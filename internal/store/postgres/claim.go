@@ -171,7 +171,6 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 	}
 	defer conn.Release()
 
-	rate := p.Rate > 0
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	// Every claim waits for its commit's WAL flush: a delivery may start
@@ -185,42 +184,66 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 	// one does (TestQueryPlans checks both), once the table has planner
 	// statistics (RefreshStats).
 	b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
-	locks := 1 // the setting, then the locks
-	if p.InstanceMaxRunning > 0 {
-		b.Queue(sqlClaimLock, claimLockKey(q.InstanceID, ""))
-		locks++
-	}
-	if p.MaxRunning > 0 || rate {
-		b.Queue(sqlClaimLock, claimLockKey(q.InstanceID, q.Name))
-		locks++
-	}
-	if rate {
-		b.Queue(sqlBucketGet, q.InstanceID, q.Name)
-	}
-	b.Queue(sqlClaimDue, append([]any{q.InstanceID, q.Name, p.Now, p.Limit, max(p.MaxRunning, 0), max(p.InstanceMaxRunning, 0),
-		max(p.Rate, 0), p.Burst}, routeArgs(p)...)...)
-	var tokens float64 // the bucket at p.Now
-	tasks, ctids, err := claimDue(conn.SendBatch(ctx, b), func(row pgx.Row) error {
-		var at int64
-		if err := row.Scan(&tokens, &at); err != nil {
-			return interpretError(err)
-		}
-		tokens = store.Refill(tokens, at, p.Now, p.Rate, p.Burst)
-		return nil
-	}, locks, rate)
+	locks := queueClaim(b, p)
+	tasks, ctids, tokens, err := claimDue(conn.SendBatch(ctx, b), p, 2+locks)
 	if err != nil {
 		abort(ctx, conn)
 		return nil, err
 	}
-	tasks, ctids = store.KeepWith(p, tasks, ctids)
-	if len(tasks) == 0 {
-		if _, err := conn.Exec(ctx, `COMMIT`); err != nil {
-			abort(ctx, conn)
-			return nil, interpretError(err)
-		}
-		return tasks, nil
-	}
+	return claimSet(ctx, conn, p, tasks, ctids, tokens)
+}
 
+// queueClaim queues the statements of p's claim after its BEGIN and its
+// setting: the advisory locks of the limits it keeps, the bucket's read
+// when the queue has a rate, and the locking read of the due tasks
+// (claimDue reads their results). It returns how many locks it queued.
+func queueClaim(b *pgx.Batch, p *store.ClaimParams) int {
+	q := p.Queue
+	locks := 0
+	if p.InstanceMaxRunning > 0 {
+		b.Queue(sqlClaimLock, claimLockKey(q.InstanceID, ""))
+		locks++
+	}
+	if p.MaxRunning > 0 || p.Rate > 0 {
+		b.Queue(sqlClaimLock, claimLockKey(q.InstanceID, q.Name))
+		locks++
+	}
+	if p.Rate > 0 {
+		b.Queue(sqlBucketGet, q.InstanceID, q.Name)
+	}
+	b.Queue(sqlClaimDue, append([]any{q.InstanceID, q.Name, p.Now, p.Limit, max(p.MaxRunning, 0), max(p.InstanceMaxRunning, 0),
+		max(p.Rate, 0), p.Burst}, routeArgs(p)...)...)
+	return locks
+}
+
+// claimSet moves the locked tasks the claim keeps to RUNNING and stores
+// them in the second round trip, which commits the claim's transaction
+// (claimBatch, claimCommit). On an error the transaction is rolled back,
+// if it is still open.
+func claimSet(ctx context.Context, conn *pgxpool.Conn, p *store.ClaimParams, tasks []*task.Task, ctids []pgtype.TID, tokens float64) ([]*task.Task, error) {
+	b, tasks, err := claimBatch(p, tasks, ctids, tokens)
+	if err == nil {
+		err = claimCommit(conn.SendBatch(ctx, b), len(tasks), p.Rate > 0)
+	}
+	if err != nil {
+		abort(ctx, conn)
+		return nil, err
+	}
+	return tasks, nil
+}
+
+// claimBatch is the second round trip of a claim: task.Claim moves each
+// locked task the claim keeps to RUNNING with a fresh lease, and the batch
+// stores them, with the bucket when the queue has a rate, and commits;
+// with no task to keep, it only commits. It returns the tasks kept.
+func claimBatch(p *store.ClaimParams, tasks []*task.Task, ctids []pgtype.TID, tokens float64) (*pgx.Batch, []*task.Task, error) {
+	q := p.Queue
+	tasks, ctids = store.KeepWith(p, tasks, ctids)
+	b := &pgx.Batch{}
+	if len(tasks) == 0 {
+		b.Queue(`COMMIT`)
+		return b, tasks, nil
+	}
 	var set struct {
 		instanceID, id, state, leaseID        []string
 		attempt, maxAttempts                  []int32
@@ -228,8 +251,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 	}
 	for _, t := range tasks {
 		if err := t.Claim(q, p.Now, p.NewLeaseID(), p.LeaseMs); err != nil {
-			abort(ctx, conn)
-			return nil, err
+			return nil, nil, err
 		}
 		set.instanceID = append(set.instanceID, t.InstanceID)
 		set.id = append(set.id, t.ID)
@@ -241,50 +263,67 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 		set.leaseID = append(set.leaseID, t.LeaseID)
 		set.leaseExpiresAt = append(set.leaseExpiresAt, t.LeaseExpiresAt)
 	}
-	b = &pgx.Batch{}
 	b.Queue(sqlClaimSet, ctids, set.instanceID, set.id, set.state, set.attempt, set.maxAttempts, set.startedAt,
 		set.deadlineAt, set.leaseID, set.leaseExpiresAt)
-	if rate {
+	if p.Rate > 0 {
 		b.Queue(sqlBucketSet, q.InstanceID, q.Name, tokens-float64(len(tasks)), p.Now)
 	}
 	b.Queue(`COMMIT`)
-	if err := claimCommit(conn.SendBatch(ctx, b), len(tasks), rate); err != nil {
-		abort(ctx, conn)
-		return nil, err
-	}
-	return tasks, nil
+	return b, tasks, nil
 }
 
-// claimDue reads the results of a claim's first batch: the BEGIN, the
-// settings and locks (n statements), the bucket (read by bucket when rate)
-// and the locked rows, each with its ctid.
-func claimDue(br pgx.BatchResults, bucket func(pgx.Row) error, n int, rate bool) ([]*task.Task, []pgtype.TID, error) {
+// errRolledBack is a claim's error when its COMMIT was answered ROLLBACK:
+// an earlier statement of its transaction failed, and nothing of it was
+// kept.
+var errRolledBack = task.Errorf(task.CodeUnavailable, "store: the claim was rolled back")
+
+// claimDue reads the results of a claim's first batch: execs statements
+// (the BEGIN, the setting, the locks: queueClaim), the bucket when p's
+// queue has a rate (refilled to p.Now), and the locked rows, each with its
+// ctid.
+func claimDue(br pgx.BatchResults, p *store.ClaimParams, execs int) ([]*task.Task, []pgtype.TID, float64, error) {
 	defer br.Close()
-	for range 1 + n { // BEGIN, then each setting and lock
+	for range execs {
 		if _, err := br.Exec(); err != nil {
-			return nil, nil, interpretError(err)
+			return nil, nil, 0, interpretError(err)
 		}
 	}
+	return claimRows(br, p)
+}
+
+// claimRows reads the bucket, when p's queue has a rate, and the locked
+// rows of a claim's first batch; br is at the bucket's read.
+func claimRows(br pgx.BatchResults, p *store.ClaimParams) ([]*task.Task, []pgtype.TID, float64, error) {
+	var tokens float64 // the bucket at p.Now
+	bucket := func(row pgx.Row) error {
+		var at int64
+		if err := row.Scan(&tokens, &at); err != nil {
+			return interpretError(err)
+		}
+		tokens = store.Refill(tokens, at, p.Now, p.Rate, p.Burst)
+		return nil
+	}
+	rate := p.Rate > 0
 	rows, err := br.Query()
 	if err != nil {
-		return nil, nil, interpretError(err)
+		return nil, nil, 0, interpretError(err)
 	}
 	if rate {
 		if !rows.Next() {
 			if err := rowsErr(rows); err != nil {
-				return nil, nil, err
+				return nil, nil, 0, err
 			}
-			return []*task.Task{}, nil, nil // the queue is gone
+			return []*task.Task{}, nil, 0, nil // the queue is gone
 		}
 		if err := bucket(rows); err != nil {
 			rows.Close()
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
 		if err := rowsErr(rows); err != nil {
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
 		if rows, err = br.Query(); err != nil {
-			return nil, nil, interpretError(err)
+			return nil, nil, 0, interpretError(err)
 		}
 	}
 	var ctids []pgtype.TID
@@ -296,35 +335,39 @@ func claimDue(br pgx.BatchResults, bucket func(pgx.Row) error, n int, rate bool)
 	})
 	rows.Close()
 	if err != nil {
-		return nil, nil, interpretError(err)
+		return nil, nil, 0, interpretError(err)
 	}
 	if err := br.Close(); err != nil {
-		return nil, nil, interpretError(err)
+		return nil, nil, 0, interpretError(err)
 	}
-	return tasks, ctids, nil
+	return tasks, ctids, tokens, nil
 }
 
-// claimCommit reads the results of a claim's second batch: the UPDATE of n
-// tasks, the bucket's (when rate), and the COMMIT.
+// claimCommit reads the results of claimBatch's batch for n tasks: the
+// UPDATE and the bucket's (when rate) if n > 0, then the COMMIT, answered
+// ROLLBACK (errRolledBack) if a statement of the transaction failed.
 func claimCommit(br pgx.BatchResults, n int, rate bool) error {
 	defer br.Close()
+	if n > 0 {
+		tag, err := br.Exec()
+		if err != nil {
+			return interpretError(err)
+		}
+		if tag.RowsAffected() != int64(n) {
+			return task.Errorf(task.CodeInternal, "store: claimed %d tasks but wrote %d", n, tag.RowsAffected())
+		}
+		if rate {
+			if _, err := br.Exec(); err != nil {
+				return interpretError(err)
+			}
+		}
+	}
 	tag, err := br.Exec()
 	if err != nil {
 		return interpretError(err)
 	}
-	if tag.RowsAffected() != int64(n) {
-		return task.Errorf(task.CodeInternal, "store: claimed %d tasks but wrote %d", n, tag.RowsAffected())
-	}
-	if rate {
-		if _, err := br.Exec(); err != nil {
-			return interpretError(err)
-		}
-	}
-	if tag, err = br.Exec(); err != nil {
-		return interpretError(err)
-	}
 	if tag.String() != "COMMIT" {
-		return task.Errorf(task.CodeUnavailable, "store: the claim was rolled back (%s)", tag.String())
+		return errRolledBack
 	}
 	return interpretError(br.Close())
 }

@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"TaskGetUpdate", updateCases},
 		{"TaskList", listCases},
 		{"TaskClaim", claimCases},
+		{"TaskAddClaim", addClaimCases},
 		{"TaskFinish", finishCases},
 		{"Maintenance", maintenanceCases},
 		{"Nodes", nodeCases},

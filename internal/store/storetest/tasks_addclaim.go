@@ -1,0 +1,154 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// addClaimCases are run on a store that is a store.AddClaimer, and skipped
+// on the others.
+var addClaimCases = []testCase{
+	{"ClaimsWhatItAdds", testAddClaimClaimsWhatItAdds},
+	{"KeepsTheLimits", testAddClaimKeepsTheLimits},
+	{"MissingQueue", testAddClaimMissingQueue},
+	{"TakenID", testAddClaimTakenID},
+	{"NotClaimable", testAddClaimNotClaimable},
+}
+
+// addClaim runs TaskAddClaim of tasks with a claim of q at now for up to
+// limit tasks, with the limits set by mod, or skips the test on a store
+// that has none.
+func (e *env) addClaim(q *task.Queue, now int64, limit int, mod func(p *store.ClaimParams), tasks ...*task.Task) ([]store.AddResult, []*task.Task) {
+	e.t.Helper()
+	ac, ok := e.s.(store.AddClaimer)
+	if !ok {
+		e.t.Skip("the store does not claim in an add's transaction")
+	}
+	p := &store.ClaimParams{Queue: q, Now: now, Limit: limit, LeaseMs: 60_000, NewLeaseID: e.leases(), Due: true}
+	if mod != nil {
+		mod(p)
+	}
+	res, claimed, err := ac.TaskAddClaim(e.ctx, tasks, p)
+	if err != nil {
+		e.t.Fatalf("TaskAddClaim: %v", err)
+	}
+	if len(res) != len(tasks) {
+		e.t.Fatalf("TaskAddClaim: %d results for %d tasks", len(res), len(tasks))
+	}
+	return res, claimed
+}
+
+// testAddClaimClaimsWhatItAdds: the tasks added are claimed with the
+// queue's earlier due tasks, in runAt order, as TaskClaim would; the
+// stored rows and the add's results say RUNNING, and a task not claimed
+// (past the limit) stays PENDING.
+func testAddClaimClaimsWhatItAdds(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePush)
+	older := e.add(e.newTask(q, T0))[0]
+	a, b, c := e.newTask(q, T0+5), e.newTask(q, T0+5), e.newTask(q, T0+5)
+	res, claimed := e.addClaim(q, T0+5, 3, nil, a, b, c)
+	if len(claimed) != 3 || claimed[0].ID != older.ID || claimed[1].ID != a.ID || claimed[2].ID != b.ID {
+		t.Fatalf("claimed %v; want %s, %s, %s", ids(claimed), older.ID, a.ID, b.ID)
+	}
+	for i, r := range res {
+		if r.Err != nil || r.Task == nil {
+			t.Fatalf("result %d: %+v", i, r)
+		}
+	}
+	for i, r := range res[:2] {
+		if r.Task.State != task.Running || r.Task.Attempt != 1 || r.Task.LeaseID != claimed[i+1].LeaseID {
+			t.Fatalf("result %d of a claimed task: %+v", i, r.Task)
+		}
+	}
+	if res[2].Task.State != task.Pending {
+		t.Fatalf("result of the task left: %s", res[2].Task.State)
+	}
+	for _, ct := range claimed {
+		got := e.get(inst.ID, ct.ID)
+		if got.State != task.Running || got.LeaseID != ct.LeaseID || got.Attempt != 1 || got.StartedAt != T0+5 {
+			t.Fatalf("stored %s: %s attempt %d lease %q started %d", ct.ID, got.State, got.Attempt, got.LeaseID, got.StartedAt)
+		}
+	}
+	if got := e.get(inst.ID, c.ID); got.State != task.Pending {
+		t.Fatalf("the task past the limit is %s", got.State)
+	}
+	if string(claimed[1].Payload) != string(a.Payload) {
+		t.Fatalf("claimed payload %q, added %q", claimed[1].Payload, a.Payload)
+	}
+}
+
+// testAddClaimKeepsTheLimits: under the instance's cap, already reached,
+// the add stores its task and claims none.
+func testAddClaimKeepsTheLimits(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePush)
+	e.addN(q, 2, T0, nil)
+	e.claim(q, T0, 2, 60_000)
+	capped := func(p *store.ClaimParams) { p.InstanceMaxRunning = 2 }
+	tk := e.newTask(q, T0+1)
+	res, claimed := e.addClaim(q, T0+1, 10, capped, tk)
+	if len(claimed) != 0 || res[0].Err != nil {
+		t.Fatalf("at the cap: claimed %v, result %+v", ids(claimed), res[0])
+	}
+	if got := e.get(inst.ID, tk.ID); got.State != task.Pending {
+		t.Fatalf("the task added at the cap is %s", got.State)
+	}
+	capped = func(p *store.ClaimParams) { p.InstanceMaxRunning = 3 }
+	if _, claimed = e.addClaim(q, T0+2, 10, capped, e.newTask(q, T0+2)); len(claimed) != 1 || claimed[0].ID != tk.ID {
+		t.Fatalf("one slot free: claimed %v; want %s", ids(claimed), tk.ID)
+	}
+}
+
+// testAddClaimMissingQueue: tasks of a queue that does not exist are
+// NOT_FOUND, and nothing is stored or claimed.
+func testAddClaimMissingQueue(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	gone := task.NewQueue(inst.ID, "gone", task.ModePush)
+	tk := e.newTask(gone, T0)
+	res, claimed := e.addClaim(gone, T0, 10, nil, tk)
+	if len(claimed) != 0 || res[0].Err == nil || res[0].Err.Code != task.CodeNotFound {
+		t.Fatalf("missing queue: claimed %v, result %+v", ids(claimed), res[0])
+	}
+	if _, err := e.s.TaskGet(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: tk.ID}); !task.IsCode(err, task.CodeNotFound) {
+		t.Fatalf("a task of a missing queue was stored: %v", err)
+	}
+}
+
+// testAddClaimTakenID: a batch with a taken id is added as TaskAdd adds it
+// (that task TASK_EXISTS, the others stored) and nothing is claimed with
+// it; the holder of the id is left as it was.
+func testAddClaimTakenID(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePush)
+	held := e.add(e.newTask(q, T0))[0]
+	a, dup := e.newTask(q, T0+1), e.newTask(q, T0+1)
+	dup.ID = held.ID
+	res, claimed := e.addClaim(q, T0+1, 10, nil, a, dup)
+	if len(claimed) != 0 || res[0].Err != nil || res[1].Err == nil || res[1].Err.Code != task.CodeTaskExists {
+		t.Fatalf("taken id: claimed %v, results %+v", ids(claimed), res)
+	}
+	if got := e.get(inst.ID, a.ID); got.State != task.Pending {
+		t.Fatalf("the other task is %s", got.State)
+	}
+	if got := e.get(inst.ID, held.ID); got.State != task.Pending || got.Attempt != 0 {
+		t.Fatalf("the holder is %s, attempt %d", got.State, got.Attempt)
+	}
+}
+
+// testAddClaimNotClaimable: a named task is added as TaskAdd adds it, and
+// nothing is claimed with it.
+func testAddClaimNotClaimable(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePush)
+	named := e.newTask(q, T0, func(in *task.AddInput) { in.Name = "once" })
+	res, claimed := e.addClaim(q, T0, 10, nil, named)
+	if len(claimed) != 0 || res[0].Err != nil || res[0].Task == nil {
+		t.Fatalf("named: claimed %v, result %+v", ids(claimed), res[0])
+	}
+	if got := e.get(inst.ID, named.ID); got.State != task.Pending || got.Name != "once" {
+		t.Fatalf("the named task is %s, name %q", got.State, got.Name)
+	}
+}
