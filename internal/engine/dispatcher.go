@@ -80,6 +80,10 @@ type Dispatcher struct {
 	hintMu sync.Mutex
 	hints  map[qkey]bool
 
+	// runCtx is the run loop's context while it runs (nil before and
+	// after): launches from outside the loop (addClaim) use it, under mu.
+	runCtx context.Context
+
 	// Tests only (nil in production): the pass before each sleep.
 	asleep *progress[sleepReport]
 }
@@ -114,7 +118,13 @@ func (d *Dispatcher) run(ctx context.Context) {
 	}
 	hb := make(chan struct{})
 	go func() { defer close(hb); d.heartbeat(ctx) }()
+	d.mu.Lock()
+	d.runCtx = ctx
+	d.mu.Unlock()
 	defer func() {
+		d.mu.Lock()
+		d.runCtx = nil // no launch from outside the loop from now on
+		d.mu.Unlock()
 		d.wg.Wait() // deliveries end with ctx
 		close(d.results)
 		fin.Wait()
@@ -285,16 +295,7 @@ func (d *Dispatcher) claimFrom(ctx context.Context, cp *claimPass, q *task.Queue
 		}
 		cp.insts[q.InstanceID] = inst
 	}
-	p := &store.ClaimParams{
-		Queue: q, Now: cp.now.UnixMilli(), Limit: claimBatch,
-		LeaseMs: pushLease.Milliseconds(), NewLeaseID: d.newLeaseID,
-		MaxRunning: q.MaxConcurrent, InstanceMaxRunning: inst.Settings.MaxInFlight,
-		Functions: cp.slots.free(q.InstanceID), Due: true,
-	}
-	if q.RatePerSecond > 0 {
-		p.Rate, p.Burst = q.RatePerSecond, max(1, int(math.Ceil(q.RatePerSecond/10)))
-	}
-	ts, err := d.store.TaskClaim(ctx, p)
+	ts, err := d.store.TaskClaim(ctx, d.claimParams(q, inst, cp.now, cp.slots.free(q.InstanceID)))
 	if err != nil {
 		return 0, err
 	}
@@ -303,6 +304,22 @@ func (d *Dispatcher) claimFrom(ctx context.Context, cp *claimPass, q *task.Queue
 		d.launch(ctx, t, q, inst, cp.byKey)
 	}
 	return len(ts), nil
+}
+
+// claimParams is the claim of push queue q's due tasks at now, under its
+// limits and the instance's, routing function tasks by functions
+// (ClaimParams.Functions).
+func (d *Dispatcher) claimParams(q *task.Queue, inst *task.Instance, now time.Time, functions map[string]int) *store.ClaimParams {
+	p := &store.ClaimParams{
+		Queue: q, Now: now.UnixMilli(), Limit: claimBatch,
+		LeaseMs: pushLease.Milliseconds(), NewLeaseID: d.newLeaseID,
+		MaxRunning: q.MaxConcurrent, InstanceMaxRunning: inst.Settings.MaxInFlight,
+		Functions: functions, Due: true,
+	}
+	if q.RatePerSecond > 0 {
+		p.Rate, p.Burst = q.RatePerSecond, max(1, int(math.Ceil(q.RatePerSecond/10)))
+	}
+	return p
 }
 
 // newLeaseID makes the lease id of a push attempt of this node: the node's

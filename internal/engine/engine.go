@@ -97,6 +97,7 @@ type Engine struct {
 	rescuer    *Rescuer
 	liveness   *Liveness
 	dispatcher *Dispatcher
+	addClaimer store.AddClaimer // nil unless the store claims in an add's transaction
 	scheduler  *Scheduler
 	chainer    *Chainer
 	notifier   *notifierService // nil unless the store is shared
@@ -145,6 +146,7 @@ func New(cfg Config) *Engine {
 	listener, _ := cfg.Store.(store.ChannelListener)
 	statsKeeper, _ := cfg.Store.(store.StatsKeeper) // nor this
 	vacuumer, _ := cfg.Store.(store.Vacuumer)       // nor this
+	addClaimer, _ := cfg.Store.(store.AddClaimer)   // nor this
 	if n, ok := cfg.Store.(store.Notifier); ok {
 		// A shared store: instances and queues are cached, and dropped on
 		// every node when one changes them.
@@ -159,7 +161,7 @@ func New(cfg Config) *Engine {
 			cfg.Writers = 4
 		}
 	}
-	e := &Engine{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, dev: cfg.Dev, node: cfg.Node, rules: cfg.URLRules,
+	e := &Engine{store: cfg.Store, addClaimer: addClaimer, clock: cfg.Clock, log: cfg.Logger, dev: cfg.Dev, node: cfg.Node, rules: cfg.URLRules,
 		waker: newWaker(), leases: newWaker(), ruleWake: newWaker(), chains: newWaker(), metrics: cfg.Metrics}
 	if sc, ok := cfg.Store.(store.ServerClock); ok && cfg.DatabaseClock {
 		// First, so that every other service starts on the database's time.

@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// addClaim adds tasks with ac, claiming their push queue in the add's own
+// transaction (store.AddClaimer), and starts the deliveries of what it
+// claimed, as a pass of the dispatcher would have a moment later: on a
+// store whose commits are dear, a task added to an idle queue then waits
+// for one commit before its delivery instead of two. It reports false,
+// having added nothing, when the tasks are not for it: not all due now, of
+// one push queue that is not paused and whose target is not a function
+// (a function's tasks go where the pass sees a free slot), or the
+// dispatcher not running. What the claim left due (a limit held it back)
+// is hinted to the next pass, as an add's due tasks are.
+func (d *Dispatcher) addClaim(ctx context.Context, ac store.AddClaimer, tasks []*task.Task) ([]store.AddResult, bool, error) {
+	first := tasks[0]
+	for _, t := range tasks {
+		if t.RunAt > t.CreatedAt || t.InstanceID != first.InstanceID || t.Queue != first.Queue {
+			return nil, false, nil
+		}
+	}
+	q, err := d.store.QueueGet(ctx, store.QueueRef{InstanceID: first.InstanceID, Name: first.Queue})
+	if err != nil || q.Mode != task.ModePush || q.Paused || (q.Target != nil && q.Target.Function != "") {
+		return nil, false, nil
+	}
+	inst, err := d.store.InstanceGetByID(ctx, q.InstanceID)
+	if err != nil {
+		return nil, false, nil
+	}
+	queues := map[qkey]*task.Queue{{q.InstanceID, q.Name}: q}
+	if q.DeadLetterQueue != "" {
+		dlq, err := d.store.QueueGet(ctx, store.QueueRef{InstanceID: q.InstanceID, Name: q.DeadLetterQueue})
+		if err != nil {
+			return nil, false, nil
+		}
+		queues[qkey{q.InstanceID, q.DeadLetterQueue}] = dlq
+	}
+	run, ok := d.enter()
+	if !ok {
+		return nil, false, nil
+	}
+	defer d.wg.Done()
+	// No function slot is offered (an empty Functions): a task of the
+	// queue whose own target is a function is left to the pass.
+	res, claimed, err := ac.TaskAddClaim(ctx, tasks, d.claimParams(q, inst, d.clock.Now(), map[string]int{}))
+	if err != nil {
+		return nil, true, err
+	}
+	for _, t := range claimed {
+		d.launch(run, t, q, inst, queues)
+	}
+	for _, r := range res {
+		if r.Err == nil && r.Task.State != task.Running { // stored, not claimed
+			d.dueAdded(q.InstanceID, q.Name)
+			break
+		}
+	}
+	return res, true, nil
+}
+
+// enter lets a caller outside the run loop launch deliveries: while the
+// loop runs, it returns the loop's context and holds d.wg, so that the
+// loop's end waits for what the caller launches, until the caller's
+// d.wg.Done; otherwise it reports false.
+func (d *Dispatcher) enter() (context.Context, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.runCtx == nil || d.runCtx.Err() != nil {
+		return nil, false
+	}
+	d.wg.Add(1)
+	return d.runCtx, true
+}

@@ -1,0 +1,115 @@
+package engine_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/errandhq/errand/internal/clock"
+	"github.com/errandhq/errand/internal/deliver"
+	"github.com/errandhq/errand/internal/engine"
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/store/postgres"
+	"github.com/errandhq/errand/internal/task"
+	"github.com/errandhq/errand/internal/testkit/stores"
+)
+
+// pgCallLog records, in order, the claims that reach PostgreSQL: the
+// dispatcher's ("claim QUEUE") and those made in an add's transaction
+// ("add+claim QUEUE").
+type pgCallLog struct {
+	*postgres.Store
+	mu    sync.Mutex
+	calls []string
+}
+
+func (c *pgCallLog) log(s string) {
+	c.mu.Lock()
+	c.calls = append(c.calls, s)
+	c.mu.Unlock()
+}
+
+func (c *pgCallLog) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Task, error) {
+	c.log("claim " + p.Queue.Name)
+	return c.Store.TaskClaim(ctx, p)
+}
+
+func (c *pgCallLog) TaskAddClaim(ctx context.Context, tasks []*task.Task, p *store.ClaimParams) ([]store.AddResult, []*task.Task, error) {
+	c.log("add+claim " + p.Queue.Name)
+	return c.Store.TaskAddClaim(ctx, tasks, p)
+}
+
+// take returns the calls so far and forgets them.
+func (c *pgCallLog) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.calls
+	c.calls = nil
+	return out
+}
+
+// setupPG is setup on a fresh PostgreSQL database whose store logs claims.
+func setupPG(t *testing.T) (*bundle, *pgCallLog) {
+	t.Helper()
+	ctx := context.Background()
+	raw := stores.OpenPostgresShared(t)()
+	st := &pgCallLog{Store: raw}
+	fc := clock.NewFake(T0)
+	wh := deliver.NewWebhook(deliver.WebhookOptions{})
+	eng := engine.New(engine.Config{
+		Store: st, Clock: fc, Dev: true, URLRules: task.URLRules{AllowHTTP: true},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Deliverer: &deliver.Mux{Webhook: wh},
+	})
+	sig := engine.WithSignals(eng)
+	if err := eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		eng.Stop()
+		wh.Close()
+		raw.Close()
+	})
+	return &bundle{t: t, eng: eng, clock: fc, ctx: ctx, sig: sig}, st
+}
+
+// TestAddClaimsInItsTransaction: on PostgreSQL a task added due now to an
+// idle push queue is claimed by the add's own transaction and delivered,
+// without a claim of the dispatcher's; the add answers it running, and its
+// outcome is stored as any other. On a paused queue the add only adds, and
+// the dispatcher claims the task once the queue is resumed.
+func TestAddClaimsInItsTransaction(t *testing.T) {
+	t.Parallel()
+	b, st := setupPG(t)
+	rcv := newReceiver(t)
+	b.queue("emails", &task.QueuePatch{Target: targetPtr(rcv.URL + "/hook")})
+	b.sig.Settle(t)
+	st.take()
+	res, err := b.eng.TaskAdd(b.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "emails"}, []task.AddInput{{}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("add: %v %+v", err, res)
+	}
+	if got := res[0].Task; got.State != task.Running || got.Attempt != 1 {
+		t.Fatalf("the add answered %s, attempt %d; want RUNNING, attempt 1", got.State, got.Attempt)
+	}
+	rcv.next(t)
+	b.waitState(res[0].Task.ID, task.Succeeded)
+	b.sig.Settle(t)
+	if calls := st.take(); len(calls) != 1 || calls[0] != "add+claim emails" {
+		t.Fatalf("claims %v; want the add's alone", calls)
+	}
+
+	paused := b.queue("later", &task.QueuePatch{Target: targetPtr(rcv.URL + "/hook"), Paused: ptr(true)})
+	b.sig.Settle(t)
+	st.take()
+	id := b.add("later", task.AddInput{})
+	if calls := st.take(); len(calls) != 0 {
+		t.Fatalf("an add to a paused queue claimed: %v", calls)
+	}
+	if _, err := b.eng.QueuePatch(b.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: paused.Name}, &task.QueuePatch{Paused: ptr(false)}); err != nil {
+		t.Fatal(err)
+	}
+	rcv.next(t)
+	b.waitState(id, task.Succeeded)
+}
