@@ -2,13 +2,9 @@ package engine_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 
-	"github.com/errandhq/errand/internal/clock"
-	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/store/postgres"
@@ -53,25 +49,9 @@ func (c *pgCallLog) take() []string {
 // setupPG is setup on a fresh PostgreSQL database whose store logs claims.
 func setupPG(t *testing.T) (*bundle, *pgCallLog) {
 	t.Helper()
-	ctx := context.Background()
 	raw := stores.OpenPostgresShared(t)()
 	st := &pgCallLog{Store: raw}
-	fc := clock.NewFake(T0)
-	wh := deliver.NewWebhook(deliver.WebhookOptions{})
-	eng := engine.New(engine.Config{
-		Store: st, Clock: fc, Dev: true, URLRules: task.URLRules{AllowHTTP: true},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Deliverer: &deliver.Mux{Webhook: wh},
-	})
-	sig := engine.WithSignals(eng)
-	if err := eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		eng.Stop()
-		wh.Close()
-		raw.Close()
-	})
-	return &bundle{t: t, eng: eng, clock: fc, ctx: ctx, sig: sig}, st
+	return start(t, st, func() { _ = raw.Close() }), st
 }
 
 // TestAddClaimsInItsTransaction: on PostgreSQL a task added due now to an

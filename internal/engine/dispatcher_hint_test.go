@@ -3,15 +3,11 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 
-	"github.com/errandhq/errand/internal/clock"
-	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/store/sqlite"
@@ -73,29 +69,12 @@ func storeBehind(t *testing.T, b *bundle, st *callLog, q *task.Queue, id string)
 // setupLogged is setup on a store that logs the dispatcher's calls.
 func setupLogged(t *testing.T) (*bundle, *callLog) {
 	t.Helper()
-	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	raw, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "errand.db"), sqlite.Options{Logger: log})
+	raw, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "errand.db"), sqlite.Options{Logger: discardLog})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := &callLog{Store: raw}
-	fc := clock.NewFake(T0)
-	wh := deliver.NewWebhook(deliver.WebhookOptions{})
-	eng := engine.New(engine.Config{
-		Store: st, Clock: fc, Dev: true, URLRules: task.URLRules{AllowHTTP: true},
-		Logger: log, Deliverer: &deliver.Mux{Webhook: wh},
-	})
-	sig := engine.WithSignals(eng)
-	if err := eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		eng.Stop()
-		wh.Close()
-		_ = raw.Close()
-	})
-	return &bundle{t: t, eng: eng, clock: fc, ctx: ctx, sig: sig}, st
+	return start(t, st, func() { _ = raw.Close() }), st
 }
 
 // TestAddedTaskClaimedBeforeTheDueRead: a task added due now is claimed

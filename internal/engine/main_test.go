@@ -2,8 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,6 +9,7 @@ import (
 	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/engine"
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/store/sqlite"
 	"github.com/errandhq/errand/internal/task"
 	"github.com/errandhq/errand/internal/testkit"
@@ -33,17 +32,23 @@ type bundle struct {
 // deliverer, a fake clock and its test signals.
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "errand.db"), sqlite.Options{Logger: log})
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "errand.db"), sqlite.Options{Logger: discardLog})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return start(t, st, func() { _ = st.Close() })
+}
+
+// start starts a real engine on st with a real webhook deliverer, a fake
+// clock and its test signals; closeStore runs once the engine stopped.
+func start(t *testing.T, st store.Store, closeStore func()) *bundle {
+	t.Helper()
+	ctx := context.Background()
 	fc := clock.NewFake(T0)
 	wh := deliver.NewWebhook(deliver.WebhookOptions{})
 	eng := engine.New(engine.Config{
 		Store: st, Clock: fc, Dev: true, URLRules: task.URLRules{AllowHTTP: true},
-		Logger: log, Deliverer: &deliver.Mux{Webhook: wh},
+		Logger: discardLog, Deliverer: &deliver.Mux{Webhook: wh},
 	})
 	sig := engine.WithSignals(eng)
 	if err := eng.Start(ctx); err != nil {
@@ -52,7 +57,7 @@ func setup(t *testing.T) *bundle {
 	t.Cleanup(func() {
 		eng.Stop()
 		wh.Close()
-		_ = st.Close()
+		closeStore()
 	})
 	return &bundle{t: t, eng: eng, clock: fc, ctx: ctx, sig: sig}
 }
