@@ -14,8 +14,8 @@ import (
 // for one commit before its delivery instead of two. It reports false,
 // having added nothing, when the tasks are not for it: not all due now, of
 // one push queue that is not paused and whose target is not a function
-// (a function's tasks go where the pass sees a free slot), or the
-// dispatcher not running. What the claim left due (a limit held it back)
+// (a function's tasks go where the pass sees a free slot), the instance's
+// cap filled by this node's own attempts, or the dispatcher not running. What the claim left due (a limit held it back)
 // is hinted to the next pass, as an add's due tasks are.
 func (d *Dispatcher) addClaim(ctx context.Context, ac store.AddClaimer, tasks []*task.Task) ([]store.AddResult, bool, error) {
 	first := tasks[0]
@@ -40,6 +40,11 @@ func (d *Dispatcher) addClaim(ctx context.Context, ac store.AddClaimer, tasks []
 		}
 		queues[qkey{q.InstanceID, q.DeadLetterQueue}] = dlq
 	}
+	if limit := inst.Settings.MaxInFlight; limit > 0 && d.inFlight() >= limit {
+		// This node alone fills the instance's cap: a claim would take
+		// nothing, and the finishes that free slots wake the pass anyway.
+		return nil, false, nil
+	}
 	run, ok := d.enter()
 	if !ok {
 		return nil, false, nil
@@ -61,6 +66,13 @@ func (d *Dispatcher) addClaim(ctx context.Context, ac store.AddClaimer, tasks []
 		}
 	}
 	return res, true, nil
+}
+
+// inFlight is how many attempts of this node are in flight.
+func (d *Dispatcher) inFlight() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.inflight)
 }
 
 // enter lets a caller outside the run loop launch deliveries: while the

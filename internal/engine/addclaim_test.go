@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 
@@ -92,4 +93,36 @@ func TestAddClaimsInItsTransaction(t *testing.T) {
 	}
 	rcv.next(t)
 	b.waitState(id, task.Succeeded)
+}
+
+// TestAddClaimLeavesAFullCapToThePass: while this node's own attempts fill
+// the instance's maxInFlight, an add only adds; the dispatcher claims the
+// task once a slot is freed, and the cap holds throughout.
+func TestAddClaimLeavesAFullCapToThePass(t *testing.T) {
+	t.Parallel()
+	b, st := setupPG(t)
+	g := newGate(t)
+	if _, err := b.eng.SettingsUpdate(b.ctx, "dev", "jobs", &task.SettingsPatch{MaxInFlight: ptr(1)}); err != nil {
+		t.Fatal(err)
+	}
+	b.queue("q", &task.QueuePatch{Target: targetPtr(g.URL)})
+	b.sig.Settle(t)
+	st.take()
+	first := b.add("q", task.AddInput{})
+	g.waitFor(t, "the first delivery", func() bool { n, _, _ := g.counts(); return n == 1 })
+	second := b.add("q", task.AddInput{})
+	if calls := st.take(); len(calls) == 0 || calls[0] != "add+claim q" || slices.Contains(calls[1:], "add+claim q") {
+		t.Fatalf("claims %v; want the first add's, and no other add's", calls)
+	}
+	g.release <- 200
+	b.waitState(first, task.Succeeded)
+	g.waitFor(t, "the second delivery", func() bool { _, _, total := g.counts(); return total == 2 })
+	g.release <- 200
+	b.waitState(second, task.Succeeded)
+	if _, peak, _ := g.counts(); peak != 1 {
+		t.Fatalf("peak %d under a cap of 1", peak)
+	}
+	if calls := st.take(); slices.Contains(calls, "add+claim q") {
+		t.Fatalf("claims %v; want the dispatcher's alone", calls)
+	}
 }
