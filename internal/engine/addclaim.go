@@ -40,7 +40,7 @@ func (d *Dispatcher) addClaim(ctx context.Context, ac store.AddClaimer, tasks []
 		}
 		queues[qkey{q.InstanceID, q.DeadLetterQueue}] = dlq
 	}
-	if limit := inst.Settings.MaxInFlight; limit > 0 && d.inFlight() >= limit {
+	if limit := inst.Settings.MaxInFlight; limit > 0 && d.inFlight(q.InstanceID, limit) >= limit {
 		// This node alone fills the instance's cap: a claim would take
 		// nothing, and the finishes that free slots wake the pass anyway.
 		return nil, false, nil
@@ -68,11 +68,23 @@ func (d *Dispatcher) addClaim(ctx context.Context, ac store.AddClaimer, tasks []
 	return res, true, nil
 }
 
-// inFlight is how many attempts of this node are in flight.
-func (d *Dispatcher) inFlight() int {
+// inFlight is how many attempts of this node for instanceID are in
+// flight, counted up to limit.
+func (d *Dispatcher) inFlight(instanceID string, limit int) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return len(d.inflight)
+	if len(d.inflight) < limit {
+		return len(d.inflight) // fewer of all instances: no need to count
+	}
+	n := 0
+	for _, r := range d.inflight {
+		if r.InstanceID == instanceID {
+			if n++; n >= limit {
+				break
+			}
+		}
+	}
+	return n
 }
 
 // enter lets a caller outside the run loop launch deliveries: while the

@@ -126,3 +126,36 @@ func TestAddClaimLeavesAFullCapToThePass(t *testing.T) {
 		t.Fatalf("claims %v; want the dispatcher's alone", calls)
 	}
 }
+
+// TestAddClaimCountsItsOwnInstance: another instance's attempts in flight
+// on this node do not count against this instance's maxInFlight.
+func TestAddClaimCountsItsOwnInstance(t *testing.T) {
+	t.Parallel()
+	b, st := setupPG(t)
+	g := newGate(t)
+	rcv := newReceiver(t)
+	for _, inst := range []string{"jobs", "other"} {
+		if _, err := b.eng.SettingsUpdate(b.ctx, "dev", inst, &task.SettingsPatch{MaxInFlight: ptr(1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.queue("held", &task.QueuePatch{Target: targetPtr(g.URL)})
+	otherQ := engine.QueueRef{Org: "dev", Instance: "other", Queue: "q"}
+	if _, err := b.eng.QueueCreate(b.ctx, otherQ, &task.QueuePatch{Target: targetPtr(rcv.URL + "/hook")}); err != nil {
+		t.Fatal(err)
+	}
+	b.sig.Settle(t)
+	held := b.add("held", task.AddInput{})
+	g.waitFor(t, "the held delivery", func() bool { n, _, _ := g.counts(); return n == 1 })
+	st.take()
+	res, err := b.eng.TaskAdd(b.ctx, otherQ, []task.AddInput{{}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("add: %v %+v", err, res)
+	}
+	if calls := st.take(); len(calls) == 0 || calls[0] != "add+claim q" {
+		t.Fatalf("claims %v; want the other instance's add to claim", calls)
+	}
+	rcv.next(t)
+	g.release <- 200
+	b.waitState(held, task.Succeeded)
+}
