@@ -15,8 +15,9 @@ import (
 // having added nothing, when the tasks are not for it: not all due now, of
 // one push queue that is not paused and whose target is not a function
 // (a function's tasks go where the pass sees a free slot), the instance's
-// cap filled by this node's own attempts, or the dispatcher not running. What the claim left due (a limit held it back)
-// is hinted to the next pass, as an add's due tasks are.
+// cap filled by this node's own attempts, or the dispatcher not running.
+// What the claim left due (a limit held it back) is hinted to the next
+// pass, as an add's due tasks are.
 func (d *Dispatcher) addClaim(ctx context.Context, ac store.AddClaimer, tasks []*task.Task) ([]store.AddResult, bool, error) {
 	first := tasks[0]
 	for _, t := range tasks {

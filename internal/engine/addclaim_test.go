@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/errandhq/errand/internal/engine"
@@ -18,14 +17,7 @@ import (
 // ("add+claim QUEUE").
 type pgCallLog struct {
 	*postgres.Store
-	mu    sync.Mutex
-	calls []string
-}
-
-func (c *pgCallLog) log(s string) {
-	c.mu.Lock()
-	c.calls = append(c.calls, s)
-	c.mu.Unlock()
+	callRecorder
 }
 
 func (c *pgCallLog) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Task, error) {
@@ -36,15 +28,6 @@ func (c *pgCallLog) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*tas
 func (c *pgCallLog) TaskAddClaim(ctx context.Context, tasks []*task.Task, p *store.ClaimParams) ([]store.AddResult, []*task.Task, error) {
 	c.log("add+claim " + p.Queue.Name)
 	return c.Store.TaskAddClaim(ctx, tasks, p)
-}
-
-// take returns the calls so far and forgets them.
-func (c *pgCallLog) take() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := c.calls
-	c.calls = nil
-	return out
 }
 
 // setupPG is setup on a fresh PostgreSQL database whose store logs claims.

@@ -14,19 +14,37 @@ import (
 	"github.com/errandhq/errand/internal/task"
 )
 
-// callLog records, in order, the dispatcher's reads of the due queues
-// ("due") and its claims ("claim QUEUE").
+// callRecorder records, in order, the store calls a test looks at.
+type callRecorder struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (c *callRecorder) log(call string) {
+	c.mu.Lock()
+	c.calls = append(c.calls, call)
+	c.mu.Unlock()
+}
+
+// take returns the calls so far and forgets them.
+func (c *callRecorder) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.calls
+	c.calls = nil
+	return out
+}
+
+// callLog is a SQLite store that records the dispatcher's reads of the
+// due queues ("due") and its claims ("claim QUEUE").
 type callLog struct {
 	*sqlite.Store
-	mu      sync.Mutex
-	calls   []string
-	onClaim func(q *task.Queue) // if set, called after each claim
+	callRecorder
+	onClaim func(q *task.Queue) // if set (under mu), called after each claim
 }
 
 func (c *callLog) TaskDueQueues(ctx context.Context, now int64) ([]store.QueueRef, error) {
-	c.mu.Lock()
-	c.calls = append(c.calls, "due")
-	c.mu.Unlock()
+	c.log("due")
 	return c.Store.TaskDueQueues(ctx, now)
 }
 
@@ -40,15 +58,6 @@ func (c *callLog) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.
 		on(p.Queue)
 	}
 	return ts, err
-}
-
-// take returns the calls so far and forgets them.
-func (c *callLog) take() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := c.calls
-	c.calls = nil
-	return out
 }
 
 // storeBehind stores a task of q, due now, with id, behind the engine's

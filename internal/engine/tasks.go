@@ -22,8 +22,9 @@ func (e *Engine) TaskAdd(ctx context.Context, ref QueueRef, ins []task.AddInput)
 // points the dispatcher at the queue if any is due now: its next pass, which
 // TaskAddWith wakes, claims them without first reading which queues have a
 // task due. On a store.AddClaimer the dispatcher claims them in the add's
-// own transaction instead, when it can (Dispatcher.addClaim). (AddTx's tasks are committed later, by the application: no
-// hint; the dispatcher finds them as any other.)
+// own transaction instead, when it can (Dispatcher.addClaim). (AddTx's
+// tasks are committed later, by the application: no hint; the dispatcher
+// finds them as any other.)
 func (e *Engine) addDue(ctx context.Context, tasks []*task.Task) ([]AddResult, error) {
 	if e.addClaimer != nil {
 		if res, ok, err := e.dispatcher.addClaim(ctx, e.addClaimer, tasks); ok {

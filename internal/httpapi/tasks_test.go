@@ -329,3 +329,20 @@ func TestBatchAck(t *testing.T) {
 	b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", tooMany).want(t, 400, "INVALID_ARGUMENT")
 	b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", `{"acks":[{"id":"x"}]}`).want(t, 400, "INVALID_ARGUMENT")
 }
+
+// TestAddAnswersTheCommittedState: an add's result carries the state its
+// task was committed in: on PostgreSQL a due task of a push queue is
+// claimed in the add's own transaction and answered running; on SQLite the
+// dispatcher claims it after the add, which answers scheduled.
+func TestAddAnswersTheCommittedState(t *testing.T) {
+	t.Parallel()
+	onEach(t, func(t *testing.T, b *bundle) {
+		b.start()
+		b.do("POST", "/v1/tasks/jobs/queues", `{"name":"emails","target":{"webhook":"http://127.0.0.1:1/x"}}`).want(t, 201, "")
+		r := b.do("POST", "/v1/tasks/jobs/queues/emails/tasks", `{"payload":{"orderId":"o-1041"}}`).want(t, 201, "")
+		want := map[string]string{"sqlite": "scheduled", "postgres": "running"}[strings.TrimPrefix(t.Name(), "TestAddAnswersTheCommittedState/")]
+		if one := r.list("tasks")[0].(map[string]any); one["ok"] != true || one["state"] != want {
+			t.Fatalf("want state %s: %s", want, r.raw)
+		}
+	})
+}

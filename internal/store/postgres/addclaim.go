@@ -98,7 +98,7 @@ func (s *Store) TaskAddClaim(ctx context.Context, tasks []*task.Task, p *store.C
 		case out[i].stored:
 			res[i].Task = t
 		default:
-			res[i].Err = task.Errorf(task.CodeNotFound, "queue %q not found", t.Queue)
+			res[i].Err = queueMissing(t)
 		}
 	}
 	return res, claimed, nil

@@ -469,7 +469,7 @@ func taskAdd(ctx context.Context, db querier, tasks []*task.Task, plain bool) ([
 			t, r := tasks[i], out[j]
 			switch {
 			case !r.queueOK:
-				res[i].Err = task.Errorf(task.CodeNotFound, "queue %q not found", t.Queue)
+				res[i].Err = queueMissing(t)
 			case r.stored:
 				res[i].Task = t
 			case r.holder != "":
@@ -502,3 +502,8 @@ func isUniqueViolation(err error) bool {
 }
 
 func quote(s string) string { return `"` + s + `"` }
+
+// queueMissing is an add's refusal of t, whose queue does not exist.
+func queueMissing(t *task.Task) *task.Error {
+	return task.Errorf(task.CodeNotFound, "queue %q not found", t.Queue)
+}
