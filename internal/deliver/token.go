@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/errandhq/errand/internal/task"
@@ -29,9 +30,23 @@ type Token struct {
 // rotation ends the tokens in flight). It is
 // base64url(JSON of Token) "." base64url(HMAC-SHA256(key, "errand-delivery." + first part)).
 func SignToken(t *task.Task, key string) string {
-	b, _ := json.Marshal(Token{Instance: t.InstanceID, Task: t.ID, Depth: t.Depth, Expires: t.DeadlineAt + tokenLate})
-	body := base64.RawURLEncoding.EncodeToString(b)
+	body := base64.RawURLEncoding.EncodeToString(tokenJSON(t))
 	return body + "." + base64.RawURLEncoding.EncodeToString(tokenMAC(key, body))
+}
+
+// tokenJSON is the JSON of t's Token, byte for byte as json.Marshal
+// encodes it, without its reflection (once an attempt).
+func tokenJSON(t *task.Task) []byte {
+	b := make([]byte, 0, 48+len(t.InstanceID)+len(t.ID))
+	b = append(b, `{"i":`...)
+	b = appendString(b, t.InstanceID)
+	b = append(b, `,"t":`...)
+	b = appendString(b, t.ID)
+	b = append(b, `,"d":`...)
+	b = strconv.AppendInt(b, int64(t.Depth), 10)
+	b = append(b, `,"e":`...)
+	b = strconv.AppendInt(b, t.DeadlineAt+tokenLate, 10)
+	return append(b, '}')
 }
 
 // VerifyToken checks a delivery token against the instance's id and key at

@@ -26,7 +26,8 @@ type Router interface {
 // WebSocket. Send writes one frame (calls are serialized by the caller);
 // Close ends the connection with a reason.
 type WorkerTransport interface {
-	Send(ctx context.Context, f *errandapi.WorkerFrame) error
+	// Send sends one frame, encoded: a JSON text message.
+	Send(ctx context.Context, frame []byte) error
 	Close(reason string)
 }
 
@@ -214,9 +215,7 @@ func (w *Workers) Deliver(ctx context.Context, r *Request) Result {
 	}
 	start := time.Now()
 	_, name, _ := strings.Cut(fn, "/")
-	f := &errandapi.WorkerFrame{Type: errandapi.FrameAttempt, LeaseID: r.Task.LeaseID, Function: name,
-		DeadlineAt: r.Task.DeadlineAt, Token: SignToken(r.Task, r.Key), Body: Body(r.Task)}
-	if err := c.Send(ctx, f); err != nil {
+	if err := c.send(ctx, attemptFrame(r.Task, name, SignToken(r.Task, r.Key))); err != nil {
 		c.drop(r.Task.LeaseID)
 		c.tr.Close("sending an attempt failed")
 		c.Close("sending an attempt failed: " + err.Error())
@@ -279,9 +278,21 @@ func (w *Workers) pick(instanceID, fn, leaseID string, deadline int64) (*WorkerC
 
 // Send writes one frame to the worker.
 func (c *WorkerConn) Send(ctx context.Context, f *errandapi.WorkerFrame) error {
+	// The frame's own encoder, not json.Marshal(f), which would call it and
+	// then scan its output once more to compact it: its output is already
+	// compact (TestWorkerFrameMarshalJSONIsCompact).
+	b, err := f.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	return c.send(ctx, b)
+}
+
+// send sends an encoded frame.
+func (c *WorkerConn) send(ctx context.Context, frame []byte) error {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
-	return c.tr.Send(ctx, f)
+	return c.tr.Send(ctx, frame)
 }
 
 // drop forgets an attempt that was never sent.

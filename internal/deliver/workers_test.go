@@ -14,8 +14,17 @@ type frames struct {
 	sent chan *errandapi.WorkerFrame
 }
 
-func (f *frames) Send(_ context.Context, fr *errandapi.WorkerFrame) error { f.sent <- fr; return nil }
-func (f *frames) Close(string)                                            {}
+// Send decodes the frame as a worker does.
+func (f *frames) Send(_ context.Context, b []byte) error {
+	var fr errandapi.WorkerFrame
+	if err := fr.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	f.sent <- &fr
+	return nil
+}
+
+func (f *frames) Close(string) {}
 
 func connect(t *testing.T, w *Workers, inst string, slots int, fns ...string) (*WorkerConn, *frames) {
 	t.Helper()

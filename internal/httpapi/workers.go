@@ -152,14 +152,7 @@ type wsTransport struct {
 var _ deliver.WorkerTransport = (*wsTransport)(nil)
 
 // Send implements deliver.WorkerTransport.
-func (t *wsTransport) Send(ctx context.Context, f *errandapi.WorkerFrame) error {
-	// The frame's own encoder, not json.Marshal(f), which would call it and
-	// then scan its output (the whole body) once more to compact it: its
-	// output is already compact (TestWorkerFrameMarshalJSONIsCompact).
-	b, err := f.MarshalJSON()
-	if err != nil {
-		return err
-	}
+func (t *wsTransport) Send(ctx context.Context, b []byte) error {
 	wctx, cancel := context.WithTimeout(ctx, 3*workerHeartbeat)
 	defer cancel()
 	return t.conn.Write(wctx, websocket.MessageText, b)

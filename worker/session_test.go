@@ -1,0 +1,45 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/errandhq/errand/errandapi"
+)
+
+// TestDecodeFrame: an attempt frame is decoded with its body in one pass,
+// its payload kept byte for byte; an attempt whose body does not decode so
+// still arrives, and running it fails the attempt, not the connection; any
+// other frame goes through the frame's own decoder.
+func TestDecodeFrame(t *testing.T) {
+	a, err := decodeFrame([]byte(`{"type":"attempt","leaseId":"l1","function":"f","deadlineAt":99,"token":"tok",` +
+		`"body":{"task":{"id":"t1","queue":"q","name":null,"attempt":2,"maxAttempts":5,"runAt":1,"createdAt":1,` +
+		`"deadlineAt":99,"source":"api","depth":0,"params":null,"deadLetterOf":null},"payload":{ "a" : "<b>" }}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.b == nil || a.f.LeaseID != "l1" || a.f.Function != "f" || a.f.DeadlineAt != 99 || a.f.Token != "tok" ||
+		a.b.Task.ID != "t1" || a.b.Task.Attempt != 2 || string(a.b.Payload) != `{ "a" : "<b>" }` {
+		t.Fatalf("attempt decoded as %+v, body %+v", a.f, a.b)
+	}
+
+	bad, err := decodeFrame([]byte(`{"type":"attempt","leaseId":"l2","function":"f","body":{"task":{"attempt":"two"},"payload":1}}`))
+	if err != nil || bad.b != nil || bad.f.Type != errandapi.FrameAttempt || bad.f.LeaseID != "l2" {
+		t.Fatalf("an attempt with a body of the wrong shape: %+v, %v", bad, err)
+	}
+	w := &Worker{handlers: map[string]Handler{"f": func(context.Context, *Task) (json.RawMessage, error) { return nil, nil }}}
+	s := &session{w: w}
+	if ans := s.run(context.Background(), bad); ans.Type != errandapi.FrameFailed || !strings.Contains(ans.Error, "the attempt's body is not valid") {
+		t.Fatalf("running it answered %+v", ans)
+	}
+
+	ref, err := decodeFrame([]byte(`{"type":"refused","leaseId":"l3","error":{"code":"LEASE_LOST","message":"gone"}}`))
+	if err != nil || ref.b != nil || ref.f.Refusal == nil || ref.f.Refusal.Code != "LEASE_LOST" {
+		t.Fatalf("refused decoded as %+v, %v", ref.f, err)
+	}
+	if _, err := decodeFrame([]byte(`{"type":`)); err == nil {
+		t.Fatal("a frame that is not JSON decoded")
+	}
+}
