@@ -13,11 +13,11 @@ import (
 // store whose commits are dear, a task added to an idle queue then waits
 // for one commit before its delivery instead of two. It reports false,
 // having added nothing, when the tasks are not for it: not all due now, of
-// one push queue that is not paused and whose target is not a function
-// (a function's tasks go where the pass sees a free slot), the instance's
-// cap filled by this node's own attempts, or the dispatcher not running.
-// What the claim left due (a limit held it back) is hinted to the next
-// pass, as an add's due tasks are.
+// one push queue that is not paused, the instance's cap filled by this
+// node's own attempts, a queue whose target is a function with no slot
+// free on this node or while a claim of the pass is under way (slotMu),
+// or the dispatcher not running. What the claim left due (a limit held it
+// back) is hinted to the next pass, as an add's due tasks are.
 func (d *Dispatcher) addClaim(ctx context.Context, ac store.AddClaimer, tasks []*task.Task) ([]store.AddResult, bool, error) {
 	first := tasks[0]
 	for _, t := range tasks {
@@ -26,7 +26,7 @@ func (d *Dispatcher) addClaim(ctx context.Context, ac store.AddClaimer, tasks []
 		}
 	}
 	q, err := d.store.QueueGet(ctx, store.QueueRef{InstanceID: first.InstanceID, Name: first.Queue})
-	if err != nil || q.Mode != task.ModePush || q.Paused || (q.Target != nil && q.Target.Function != "") {
+	if err != nil || q.Mode != task.ModePush || q.Paused {
 		return nil, false, nil
 	}
 	inst, err := d.store.InstanceGetByID(ctx, q.InstanceID)
@@ -46,16 +46,35 @@ func (d *Dispatcher) addClaim(ctx context.Context, ac store.AddClaimer, tasks []
 		// nothing, and the finishes that free slots wake the pass anyway.
 		return nil, false, nil
 	}
+	// A webhook queue's claim is offered no function slot (an empty
+	// Functions): a task of it whose own target is a function is left to
+	// the pass.
+	functions := map[string]int{}
+	var slots *slotView
+	if q.Target != nil && q.Target.Function != "" {
+		// A function queue's tasks are claimed only into free slots, as
+		// the pass claims them, and the two must not count the same slots
+		// free: the add claims only while no pass holds slotMu.
+		if !d.slotMu.TryLock() {
+			return nil, false, nil
+		}
+		defer d.slotMu.Unlock()
+		slots = newSlotView(d.targets)
+		if functions = slots.free(q.InstanceID); functions[q.Target.Function] <= 0 {
+			return nil, false, nil
+		}
+	}
 	run, ok := d.enter()
 	if !ok {
 		return nil, false, nil
 	}
 	defer d.wg.Done()
-	// No function slot is offered (an empty Functions): a task of the
-	// queue whose own target is a function is left to the pass.
-	res, claimed, err := ac.TaskAddClaim(ctx, tasks, d.claimParams(q, inst, d.clock.Now(), map[string]int{}))
+	res, claimed, err := ac.TaskAddClaim(ctx, tasks, d.claimParams(q, inst, d.clock.Now(), functions))
 	if err != nil {
 		return nil, true, err
+	}
+	if slots != nil {
+		slots.took(q, claimed) // before the deliveries look for them
 	}
 	for _, t := range claimed {
 		d.launch(run, t, q, inst, queues)

@@ -142,3 +142,52 @@ func TestAddClaimCountsItsOwnInstance(t *testing.T) {
 	g.release <- 200
 	b.waitState(held, task.Succeeded)
 }
+
+// TestAddClaimTakesAFreeWorkerSlot: on PostgreSQL a task added to a
+// function queue whose connected worker has a free slot is claimed by the
+// add's own transaction into that slot; while the worker's one slot is
+// held, an add only adds, and the dispatcher claims the task once the
+// slot is free. The worker never runs more than its slot.
+func TestAddClaimTakesAFreeWorkerSlot(t *testing.T) {
+	t.Parallel()
+	raw := stores.OpenPostgresShared(t)()
+	st := &pgCallLog{Store: raw}
+	r := newWorkerRigOn(t, 1, st, func() { _ = raw.Close() })
+	r.queue("fn", &task.QueuePatch{Target: fnTarget()})
+	r.sig.Settle(t)
+	st.take()
+	res, err := r.eng.TaskAdd(r.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "fn"}, []task.AddInput{{}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("add: %v %+v", err, res)
+	}
+	if got := res[0].Task; got.State != task.Running {
+		t.Fatalf("the add answered %s; want RUNNING", got.State)
+	}
+	if id := r.next(); id != res[0].Task.ID {
+		t.Fatalf("the worker started %s, want %s", id, res[0].Task.ID)
+	}
+	if calls := st.take(); len(calls) == 0 || calls[0] != "add+claim fn" {
+		t.Fatalf("claims %v; want the add's first", calls)
+	}
+	second, err := r.eng.TaskAdd(r.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "fn"}, []task.AddInput{{}})
+	if err != nil || second[0].Err != nil {
+		t.Fatalf("add: %v %+v", err, second)
+	}
+	if got := second[0].Task; got.State != task.Pending {
+		t.Fatalf("with the slot held the add answered %s; want PENDING", got.State)
+	}
+	r.none()
+	if calls := st.take(); slices.Contains(calls, "add+claim fn") {
+		t.Fatalf("claims %v; an add claimed with no slot free", calls)
+	}
+	r.release <- true
+	r.waitState(res[0].Task.ID, task.Succeeded)
+	if id := r.next(); id != second[0].Task.ID {
+		t.Fatalf("the worker started %s, want %s", id, second[0].Task.ID)
+	}
+	r.release <- true
+	r.waitState(second[0].Task.ID, task.Succeeded)
+	if r.peak != 1 {
+		t.Fatalf("peak %d on a worker of one slot", r.peak)
+	}
+}

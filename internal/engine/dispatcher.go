@@ -83,6 +83,11 @@ type Dispatcher struct {
 	// runCtx is the run loop's context while it runs (nil before and
 	// after): launches from outside the loop (addClaim) use it, under mu.
 	runCtx context.Context
+	// slotMu is held by each claim of the pass, and by an add that claims
+	// a function queue's tasks (addClaim, which only tries it): each reads
+	// the function slots free and takes those it claims (slotView) while
+	// no other does, so no slot is counted free by two claims.
+	slotMu sync.Mutex
 
 	// Tests only (nil in production): the pass before each sleep.
 	asleep *progress[sleepReport]
@@ -177,7 +182,6 @@ type claimPass struct {
 	now   time.Time
 	byKey map[qkey]*task.Queue
 	insts map[string]*task.Instance
-	slots *slotView
 }
 
 // pass claims and starts what it can, and returns how many it started, the
@@ -192,8 +196,7 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, time.Time, error
 	if err != nil {
 		return 0, now, time.Time{}, err
 	}
-	cp := &claimPass{now: now, byKey: make(map[qkey]*task.Queue, len(queues)), insts: map[string]*task.Instance{},
-		slots: newSlotView(d.targets)} // function targets go where a worker has a slot
+	cp := &claimPass{now: now, byKey: make(map[qkey]*task.Queue, len(queues)), insts: map[string]*task.Instance{}}
 	for _, q := range queues {
 		cp.byKey[qkey{q.InstanceID, q.Name}] = q
 	}
@@ -295,11 +298,18 @@ func (d *Dispatcher) claimFrom(ctx context.Context, cp *claimPass, q *task.Queue
 		}
 		cp.insts[q.InstanceID] = inst
 	}
-	ts, err := d.store.TaskClaim(ctx, d.claimParams(q, inst, cp.now, cp.slots.free(q.InstanceID)))
+	// Function targets go where a worker has a slot: the slots free are
+	// read, and those the claim took are taken, under slotMu.
+	d.slotMu.Lock()
+	slots := newSlotView(d.targets)
+	ts, err := d.store.TaskClaim(ctx, d.claimParams(q, inst, cp.now, slots.free(q.InstanceID)))
+	if err == nil {
+		slots.took(q, ts)
+	}
+	d.slotMu.Unlock()
 	if err != nil {
 		return 0, err
 	}
-	cp.slots.took(q, ts)
 	for _, t := range ts {
 		d.launch(ctx, t, q, inst, cp.byKey)
 	}

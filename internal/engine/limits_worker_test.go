@@ -14,6 +14,7 @@ import (
 	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/engine"
 	errandnode "github.com/errandhq/errand/internal/node"
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/store/sqlite"
 	"github.com/errandhq/errand/internal/task"
 	"github.com/errandhq/errand/worker"
@@ -36,12 +37,19 @@ type workerRig struct {
 
 func newWorkerRig(t *testing.T, slots int) *workerRig {
 	t.Helper()
-	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "errand.db"), sqlite.Options{Logger: log})
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "errand.db"), sqlite.Options{Logger: discardLog})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newWorkerRigOn(t, slots, st, func() { _ = st.Close() })
+}
+
+// newWorkerRigOn is newWorkerRig on st; closeStore runs once the node
+// stopped.
+func newWorkerRigOn(t *testing.T, slots int, st store.Store, closeStore func()) *workerRig {
+	t.Helper()
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	fc := clock.NewFake(T0)
 	n := errandnode.New(errandnode.Config{Store: st, Clock: fc, Logger: log, Dev: true})
 	sig := engine.WithSignals(n.Engine)
@@ -83,13 +91,15 @@ func newWorkerRig(t *testing.T, slots int) *workerRig {
 		srv.CloseClientConnections()
 		srv.Close()
 		n.Close()
-		_ = st.Close()
+		closeStore()
 	})
-	// Connected: a first task runs through the worker.
+	// Connected: a first task runs through the worker, and its slot is
+	// free again.
 	r.queue("warm", &task.QueuePatch{Target: fnTarget()})
-	r.add("warm", task.AddInput{})
+	warm := r.add("warm", task.AddInput{})
 	r.next()
 	r.release <- true
+	r.waitState(warm, task.Succeeded)
 	return r
 }
 

@@ -6,11 +6,12 @@ import (
 	"github.com/errandhq/errand/internal/task"
 )
 
-// slotView is one dispatcher pass's view of the function slots free on
-// this node (deliver.Router): read once per instance, then lessened by
-// what each claim of the pass took, since the deliveries it starts take
-// their slots a moment later. A deliverer that routes no function (no
-// Router) leaves claims unfiltered.
+// slotView is one claim's view of the function slots free on this node
+// (deliver.Router): read once per instance, then lessened by what the
+// claim took, whose slots it takes in the router (Reserver) at once, since
+// the deliveries take them only a moment later. It is made and used under
+// the dispatcher's slotMu. A deliverer that routes no function (no Router)
+// leaves claims unfiltered.
 type slotView struct {
 	r      deliver.Router
 	byInst map[string]map[string]int
