@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -51,15 +52,11 @@ func (w *Worker) session(ctx context.Context) (connected bool, err error) {
 	w.mu.Unlock()
 	sort.Strings(names)
 	s := &session{w: w, conn: conn, idle: make(chan attempt)}
-	if err := s.send(ctx, &errandapi.WorkerFrame{Type: errandapi.FrameHello, Group: w.group, Functions: names,
-		Slots: w.o.Slots, SDK: sdkName}); err != nil {
-		return false, err
-	}
-	wa, err := s.read(ctx, 30*time.Second)
+	welcome, err := s.hello(ctx, &errandapi.WorkerFrame{Type: errandapi.FrameHello, Group: w.group, Functions: names,
+		Slots: w.o.Slots, SDK: sdkName})
 	if err != nil {
 		return false, err
 	}
-	welcome := wa.f
 	if welcome.Type != errandapi.FrameWelcome {
 		return false, fmt.Errorf("worker: the node answered hello with %q", welcome.Type)
 	}
@@ -71,7 +68,14 @@ func (w *Worker) session(ctx context.Context) (connected bool, err error) {
 	// elsewhere) learns it. They do not end with ctx: on shutdown they
 	// finish and their answers are sent.
 	lost, lose := context.WithCancel(context.WithoutCancel(ctx))
-	defer lose()
+	watched := make(chan struct{})
+	go func() { // three heartbeats, in tenths of one
+		defer close(watched)
+		tk := time.NewTicker(hb / 10)
+		defer tk.Stop()
+		s.watch(lost, tk.C, 30)
+	}()
+	defer func() { lose(); <-watched }()
 	go s.heartbeat(lost, hb)
 	go func() {
 		select {
@@ -81,7 +85,7 @@ func (w *Worker) session(ctx context.Context) (connected bool, err error) {
 		}
 	}()
 	for {
-		a, err := s.read(lost, 3*hb)
+		a, err := s.read()
 		if err != nil {
 			lose()
 			s.wg.Wait()
@@ -115,6 +119,13 @@ type session struct {
 	stopping bool // ctx ended: new attempts are deferred, the connection closes when idle
 	running  int
 
+	// Reads and writes after welcome take no context of their own (a
+	// timer and a context callback each, once a frame): watch cuts a
+	// silent or stalled connection instead. Times are counts of its ticks.
+	ticks   atomic.Int64 // ticks watch has seen
+	heard   atomic.Int64 // ticks when the last frame was read
+	writing atomic.Int64 // 1 + ticks when the write under way began; 0 for none
+
 	// idle hands an attempt to a handler goroutine that has finished its
 	// last one (see start).
 	idle chan attempt
@@ -126,26 +137,66 @@ type attempt struct {
 	b *body // nil: decoded from f.Body when the attempt runs
 }
 
-func (s *session) send(ctx context.Context, f *errandapi.WorkerFrame) error {
+// hello sends f, the hello, and reads the node's answer, each within 30 s.
+func (s *session) hello(ctx context.Context, f *errandapi.WorkerFrame) (*errandapi.WorkerFrame, error) {
+	b, err := f.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := s.conn.Write(hctx, websocket.MessageText, b); err != nil {
+		return nil, err
+	}
+	_, b, err = s.conn.Read(hctx)
+	if err != nil {
+		return nil, closeError(err)
+	}
+	a, err := decodeFrame(b)
+	return a.f, err
+}
+
+// watch closes the connection once the node has sent nothing for more
+// than limit ticks (it pings every heartbeat) or a write has not ended
+// within as many (the node stopped reading), so that the read or write
+// waiting on it fails. It returns then, or when ctx ends.
+func (s *session) watch(ctx context.Context, tick <-chan time.Time, limit int64) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+			n := s.ticks.Add(1)
+			w := s.writing.Load()
+			if n-s.heard.Load() > limit || (w != 0 && n-(w-1) > limit) {
+				s.conn.CloseNow()
+				return
+			}
+		}
+	}
+}
+
+// send sends f after welcome; its write is not cut by ctx (watch cuts one
+// that stalls).
+func (s *session) send(_ context.Context, f *errandapi.WorkerFrame) error {
 	b, err := f.MarshalJSON() // already compact: json.Marshal(f) would only scan it again
 	if err != nil {
 		return err
 	}
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	return s.conn.Write(wctx, websocket.MessageText, b)
+	s.writing.Store(1 + s.ticks.Load())
+	defer s.writing.Store(0)
+	return s.conn.Write(context.Background(), websocket.MessageText, b)
 }
 
-// read reads one frame, waiting at most wait.
-func (s *session) read(ctx context.Context, wait time.Duration) (attempt, error) {
-	rctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	_, b, err := s.conn.Read(rctx)
+// read reads one frame after welcome, for as long as watch lets it.
+func (s *session) read() (attempt, error) {
+	_, b, err := s.conn.Read(context.Background())
 	if err != nil {
 		return attempt{}, closeError(err)
 	}
+	s.heard.Store(s.ticks.Load())
 	return decodeFrame(b)
 }
 

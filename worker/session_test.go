@@ -3,8 +3,13 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/errandhq/errand/errandapi"
 )
@@ -41,5 +46,70 @@ func TestDecodeFrame(t *testing.T) {
 	}
 	if _, err := decodeFrame([]byte(`{"type":`)); err == nil {
 		t.Fatal("a frame that is not JSON decoded")
+	}
+}
+
+// TestWatchCutsASilentNode: after welcome, a node that sends nothing for
+// more than the limit is cut and the worker's read fails; a frame from it
+// starts the count again.
+func TestWatchCutsASilentNode(t *testing.T) {
+	frames := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.CloseNow()
+		for f := range frames {
+			if conn.Write(context.Background(), websocket.MessageText, []byte(f)) != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	defer close(frames) // the node's handler ends first
+	conn, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	s := &session{conn: conn}
+	tick := make(chan time.Time)
+	ctx, cancel := context.WithCancel(context.Background())
+	watched := make(chan struct{})
+	go func() { defer close(watched); s.watch(ctx, tick, 3) }()
+	defer func() { cancel(); <-watched }()
+	ticks := func(n int) bool {
+		for range n {
+			select {
+			case tick <- time.Time{}:
+			case <-watched:
+				return false
+			}
+		}
+		return true
+	}
+	if !ticks(2) {
+		t.Fatal("cut before the limit")
+	}
+	frames <- `{"type":"ping"}`
+	if a, err := s.read(); err != nil || a.f.Type != errandapi.FramePing {
+		t.Fatalf("read %+v, %v", a.f, err)
+	}
+	if !ticks(3) { // 5 since the start, 3 since the frame
+		t.Fatal("cut although the node spoke within the limit")
+	}
+	ticks(1) // the node stays silent: 4 since the frame
+	read := make(chan error, 1)
+	go func() { _, err := s.read(); read <- err }()
+	select {
+	case err := <-read:
+		if err == nil {
+			t.Fatal("the read of a silent node did not fail")
+		}
+	case <-time.After(10 * time.Second):
+		conn.CloseNow()
+		<-read
+		t.Fatal("a silent node was not cut")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -51,7 +52,12 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
 	tr := &wsTransport{conn: conn}
-	hello, err := readFrame(ctx, conn)
+	go func() { // three heartbeats, in tenths of one
+		tk := time.NewTicker(workerHeartbeat / 10)
+		defer tk.Stop()
+		tr.watch(ctx, tk.C, 30)
+	}()
+	hello, err := tr.read()
 	if err != nil {
 		tr.closeWith(websocket.StatusPolicyViolation, err)
 		return
@@ -89,7 +95,7 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 		}
 	}()
 	for {
-		f, err := readFrame(ctx, conn)
+		f, err := tr.read()
 		if err != nil {
 			var te *task.Error
 			if errors.As(err, &te) {
@@ -122,16 +128,49 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 	}
 }
 
-// readFrame reads one JSON text frame, waiting at most three heartbeats. A
-// frame that is not a JSON object with a type is an INVALID_ARGUMENT
-// *task.Error; a broken or silent connection is another error.
-func readFrame(ctx context.Context, conn *websocket.Conn) (*errandapi.WorkerFrame, error) {
-	rctx, cancel := context.WithTimeout(ctx, 3*workerHeartbeat)
-	defer cancel()
-	typ, b, err := conn.Read(rctx)
+// wsTransport is deliver.WorkerTransport over a WebSocket, and the
+// connection's reads. Reads and writes take no context of their own (a
+// timer and a context callback each, once a frame, would cost more than
+// the frame): watch cuts a silent or stalled connection instead. Its
+// times are counts of watch's ticks.
+type wsTransport struct {
+	conn    *websocket.Conn
+	ticks   atomic.Int64 // ticks watch has seen
+	heard   atomic.Int64 // ticks when the last frame was read
+	writing atomic.Int64 // 1 + ticks when the write under way began; 0 for none
+}
+
+var _ deliver.WorkerTransport = (*wsTransport)(nil)
+
+// watch closes the connection once the worker has sent nothing for more
+// than limit ticks (each side pings every heartbeat) or a write has not
+// ended within as many (the worker stopped reading), so that the read or
+// write waiting on it fails. It returns then, or when ctx ends.
+func (t *wsTransport) watch(ctx context.Context, tick <-chan time.Time, limit int64) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+			n := t.ticks.Add(1)
+			w := t.writing.Load()
+			if n-t.heard.Load() > limit || (w != 0 && n-(w-1) > limit) {
+				t.conn.CloseNow()
+				return
+			}
+		}
+	}
+}
+
+// read reads one JSON text frame. A frame that is not a JSON object with
+// a type is an INVALID_ARGUMENT *task.Error; a broken connection, or one
+// watch cut, is another error.
+func (t *wsTransport) read() (*errandapi.WorkerFrame, error) {
+	typ, b, err := t.conn.Read(context.Background())
 	if err != nil {
 		return nil, err
 	}
+	t.heard.Store(t.ticks.Load())
 	if typ != websocket.MessageText {
 		return nil, task.Errorf(task.CodeInvalidArgument, "frames are JSON text, not binary")
 	}
@@ -144,18 +183,12 @@ func readFrame(ctx context.Context, conn *websocket.Conn) (*errandapi.WorkerFram
 	return &f, nil
 }
 
-// wsTransport is deliver.WorkerTransport over a WebSocket.
-type wsTransport struct {
-	conn *websocket.Conn
-}
-
-var _ deliver.WorkerTransport = (*wsTransport)(nil)
-
-// Send implements deliver.WorkerTransport.
-func (t *wsTransport) Send(ctx context.Context, b []byte) error {
-	wctx, cancel := context.WithTimeout(ctx, 3*workerHeartbeat)
-	defer cancel()
-	return t.conn.Write(wctx, websocket.MessageText, b)
+// Send implements deliver.WorkerTransport. The write is not cut by ctx:
+// the attempt's sender waits for it, and watch cuts one that stalls.
+func (t *wsTransport) Send(_ context.Context, b []byte) error {
+	t.writing.Store(1 + t.ticks.Load())
+	defer t.writing.Store(0)
+	return t.conn.Write(context.Background(), websocket.MessageText, b)
 }
 
 // Close implements deliver.WorkerTransport.

@@ -1,0 +1,166 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// watchRig is one WebSocket on loopback whose node side is a wsTransport
+// watched with a limit of 3 ticks that the test sends by hand; serve runs
+// on the node side, and every frame it reads is reported on frames.
+type watchRig struct {
+	t      *testing.T
+	client *websocket.Conn
+	tick   chan time.Time
+	frames chan string
+	done   chan error // serve's error
+}
+
+func newWatchRig(t *testing.T, serve func(r *watchRig, tr *wsTransport) error) *watchRig {
+	t.Helper()
+	r := &watchRig{t: t, tick: make(chan time.Time), frames: make(chan string, 16), done: make(chan error, 1)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		conn, err := websocket.Accept(w, req, nil)
+		if err != nil {
+			r.done <- err
+			return
+		}
+		defer conn.CloseNow()
+		ctx, cancel := context.WithCancel(context.Background())
+		tr := &wsTransport{conn: conn}
+		watched := make(chan struct{})
+		go func() { defer close(watched); tr.watch(ctx, r.tick, 3) }()
+		err = serve(r, tr)
+		cancel()
+		<-watched
+		r.done <- err
+	}))
+	t.Cleanup(srv.Close)
+	c, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.CloseNow() })
+	r.client = c
+	return r
+}
+
+// readAll reads frames on the node side, reporting each, until one fails.
+func (r *watchRig) readAll(tr *wsTransport) error {
+	for {
+		f, err := tr.read()
+		if err != nil {
+			return err
+		}
+		r.frames <- f.Type
+	}
+}
+
+// ticks sends n ticks; it reports false if watch stopped taking them (it
+// cut the connection).
+func (r *watchRig) ticks(n int) bool {
+	for range n {
+		select {
+		case r.tick <- time.Time{}:
+		case <-time.After(2 * time.Second):
+			return false
+		}
+	}
+	return true
+}
+
+// ping sends a frame from the worker and waits until the node has read it.
+func (r *watchRig) ping() {
+	r.t.Helper()
+	if err := r.client.Write(context.Background(), websocket.MessageText, []byte(`{"type":"ping"}`)); err != nil {
+		r.t.Fatal(err)
+	}
+	select {
+	case <-r.frames:
+	case <-time.After(10 * time.Second):
+		r.t.Fatal("the node never read the worker's frame")
+	}
+}
+
+// ended waits for serve's error.
+func (r *watchRig) ended() error {
+	r.t.Helper()
+	select {
+	case err := <-r.done:
+		return err
+	case <-time.After(10 * time.Second):
+		r.t.Fatal("the node side never ended")
+		return nil
+	}
+}
+
+// TestWatchCutsASilentWorker: a worker that sends nothing for more than
+// the limit is cut, and the node's read waiting for it fails; one whose
+// frames keep coming within the limit is not.
+func TestWatchCutsASilentWorker(t *testing.T) {
+	t.Parallel()
+	talking := newWatchRig(t, (*watchRig).readAll)
+	for range 4 { // 4 × 2 ticks: past the limit since the start, never since a frame
+		talking.ping()
+		if !talking.ticks(2) {
+			t.Fatal("a worker that kept talking was cut")
+		}
+	}
+	talking.ping() // still open
+
+	silent := newWatchRig(t, (*watchRig).readAll)
+	silent.ping()
+	if !silent.ticks(3) {
+		t.Fatal("cut at the limit, not past it")
+	}
+	silent.ticks(1)
+	if err := silent.ended(); err == nil {
+		t.Fatal("the read of a silent worker did not fail")
+	}
+}
+
+// TestWatchCutsAStalledWrite: a write to a worker that stopped reading is
+// cut once it has not ended within the limit, although the worker still
+// talks, and the write fails.
+func TestWatchCutsAStalledWrite(t *testing.T) {
+	t.Parallel()
+	frame := []byte(`{"type":"attempt","body":"` + strings.Repeat("x", 256<<10) + `"}`)
+	r := newWatchRig(t, func(r *watchRig, tr *wsTransport) error {
+		read := make(chan struct{})
+		go func() { defer close(read); _ = r.readAll(tr) }()
+		defer func() { <-read }()
+		for {
+			if err := tr.Send(context.Background(), frame); err != nil {
+				return err
+			}
+		}
+	})
+	// The worker never reads, so the node's writes fill the socket's
+	// buffers and one stalls; it keeps talking, so it is never silent.
+	for give := time.Now().Add(10 * time.Second); time.Now().Before(give); {
+		if r.client.Write(context.Background(), websocket.MessageText, []byte(`{"type":"ping"}`)) != nil {
+			if err := r.ended(); err == nil { // the node cut the connection
+				t.Fatal("the stalled write did not fail")
+			}
+			return
+		}
+		select {
+		case <-r.frames: // heard: one tick more
+			r.ticks(1)
+		case err := <-r.done:
+			if err == nil {
+				t.Fatal("the stalled write did not fail")
+			}
+			return
+		case <-time.After(10 * time.Second):
+			t.Fatal("the node never read the worker's frame")
+		}
+	}
+	t.Fatal("the stalled write was never cut")
+}
