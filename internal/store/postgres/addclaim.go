@@ -18,7 +18,7 @@ import (
 // claimCommit), as in TaskClaim. An idle queue's task then waits for one
 // commit's WAL flush before its delivery, not two: after a 20 ms idle
 // pause an add and its claim took 1.52 ms p50 in one transaction against
-// 1.96 in two (BENCHMARKS.md, the thirteenth session).
+// 1.96 in two (docs/benchmarks-history.md, the thirteenth session).
 //
 // Only a small batch of unnamed tasks, all of p's queue, is claimed with;
 // any other is added by TaskAdd alone, as is a batch whose insert meets a

@@ -116,7 +116,7 @@ var qTaskInsertPlain = taskInsertSQL(false)
 // not exist, none, and its row count says which. Without the CTEs, the
 // RETURNING and the joins back to the batch it costs PostgreSQL less per
 // statement: after an idle pause, a one-task add's transaction took ~0.16
-// ms less (BENCHMARKS.md, the thirteenth session).
+// ms less (docs/benchmarks-history.md, the thirteenth session).
 var qTaskInsertOneQueue = func() string {
 	names, values := taskInsertColumns()
 	n := len(taskRowSpec)
