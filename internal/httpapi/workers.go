@@ -52,11 +52,14 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
 	tr := &wsTransport{conn: conn}
+	watched := make(chan struct{})
 	go func() { // three heartbeats, in tenths of one
+		defer close(watched)
 		tk := time.NewTicker(workerHeartbeat / 10)
 		defer tk.Stop()
 		tr.watch(ctx, tk.C, 30)
 	}()
+	defer func() { cancel(); <-watched }()
 	hello, err := tr.read()
 	if err != nil {
 		tr.closeWith(websocket.StatusPolicyViolation, err)
