@@ -176,9 +176,8 @@ func (s *session) watch(ctx context.Context, tick <-chan time.Time, limit int64)
 	}
 }
 
-// send sends f after welcome; its write is not cut by ctx (watch cuts one
-// that stalls).
-func (s *session) send(_ context.Context, f *errandapi.WorkerFrame) error {
+// send sends f after welcome; watch cuts a write that stalls.
+func (s *session) send(f *errandapi.WorkerFrame) error {
 	b, err := f.MarshalJSON() // already compact: json.Marshal(f) would only scan it again
 	if err != nil {
 		return err
@@ -239,7 +238,7 @@ func (s *session) heartbeat(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if s.send(ctx, &errandapi.WorkerFrame{Type: errandapi.FramePing}) != nil {
+			if s.send(&errandapi.WorkerFrame{Type: errandapi.FramePing}) != nil {
 				return
 			}
 		}
@@ -271,7 +270,7 @@ func (s *session) start(ctx context.Context, a attempt) {
 	s.mu.Lock()
 	if s.stopping {
 		s.mu.Unlock()
-		_ = s.send(ctx, &errandapi.WorkerFrame{Type: errandapi.FrameDefer, LeaseID: a.f.LeaseID, Seconds: 1})
+		_ = s.send(&errandapi.WorkerFrame{Type: errandapi.FrameDefer, LeaseID: a.f.LeaseID, Seconds: 1})
 		return
 	}
 	s.running++
@@ -286,7 +285,7 @@ func (s *session) start(ctx context.Context, a attempt) {
 		defer s.wg.Done()
 		for {
 			answer := s.run(ctx, a)
-			_ = s.send(ctx, answer)
+			_ = s.send(answer)
 			s.mu.Lock()
 			s.running--
 			last := s.stopping && s.running == 0

@@ -26,8 +26,10 @@ type Router interface {
 // WebSocket. Send writes one frame (calls are serialized by the caller);
 // Close ends the connection with a reason.
 type WorkerTransport interface {
-	// Send sends one frame, encoded: a JSON text message.
-	Send(ctx context.Context, frame []byte) error
+	// Send sends one frame, encoded: a JSON text message. It returns
+	// once the frame is written or its write failed; the transport cuts a
+	// write that stalls.
+	Send(frame []byte) error
 	Close(reason string)
 }
 
@@ -215,7 +217,7 @@ func (w *Workers) Deliver(ctx context.Context, r *Request) Result {
 	}
 	start := time.Now()
 	_, name, _ := strings.Cut(fn, "/")
-	if err := c.send(ctx, attemptFrame(r.Task, name, SignToken(r.Task, r.Key))); err != nil {
+	if err := c.send(attemptFrame(r.Task, name, SignToken(r.Task, r.Key))); err != nil {
 		c.drop(r.Task.LeaseID)
 		c.tr.Close("sending an attempt failed")
 		c.Close("sending an attempt failed: " + err.Error())
@@ -277,7 +279,7 @@ func (w *Workers) pick(instanceID, fn, leaseID string, deadline int64) (*WorkerC
 }
 
 // Send writes one frame to the worker.
-func (c *WorkerConn) Send(ctx context.Context, f *errandapi.WorkerFrame) error {
+func (c *WorkerConn) Send(f *errandapi.WorkerFrame) error {
 	// The frame's own encoder, not json.Marshal(f), which would call it and
 	// then scan its output once more to compact it: its output is already
 	// compact (TestWorkerFrameMarshalJSONIsCompact).
@@ -285,14 +287,14 @@ func (c *WorkerConn) Send(ctx context.Context, f *errandapi.WorkerFrame) error {
 	if err != nil {
 		return err
 	}
-	return c.send(ctx, b)
+	return c.send(b)
 }
 
 // send sends an encoded frame.
-func (c *WorkerConn) send(ctx context.Context, frame []byte) error {
+func (c *WorkerConn) send(frame []byte) error {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
-	return c.tr.Send(ctx, frame)
+	return c.tr.Send(frame)
 }
 
 // drop forgets an attempt that was never sent.

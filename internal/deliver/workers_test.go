@@ -15,7 +15,7 @@ type frames struct {
 }
 
 // Send decodes the frame as a worker does.
-func (f *frames) Send(_ context.Context, b []byte) error {
+func (f *frames) Send(b []byte) error {
 	var fr errandapi.WorkerFrame
 	if err := fr.UnmarshalJSON(b); err != nil {
 		return err

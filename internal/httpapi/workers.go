@@ -77,7 +77,7 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 		wc.Close(reason)
 		log.Info("worker disconnected", "reason", reason)
 	}()
-	if err := wc.Send(ctx, &errandapi.WorkerFrame{Type: errandapi.FrameWelcome, Worker: wc.ID(), HeartbeatSeconds: int(workerHeartbeat / time.Second)}); err != nil {
+	if err := wc.Send(&errandapi.WorkerFrame{Type: errandapi.FrameWelcome, Worker: wc.ID(), HeartbeatSeconds: int(workerHeartbeat / time.Second)}); err != nil {
 		reason = "sending welcome failed"
 		conn.CloseNow()
 		return
@@ -91,7 +91,7 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if wc.Send(ctx, &errandapi.WorkerFrame{Type: errandapi.FramePing}) != nil {
+				if wc.Send(&errandapi.WorkerFrame{Type: errandapi.FramePing}) != nil {
 					return
 				}
 			}
@@ -118,7 +118,7 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 				tr.closeWith(websocket.StatusPolicyViolation, task.FieldErrorf(task.CodeInvalidArgument, "leaseId", "is required on %s", f.Type))
 				return
 			}
-			if err := wc.Send(ctx, wc.Answer(f)); err != nil {
+			if err := wc.Send(wc.Answer(f)); err != nil {
 				reason = "sending an answer failed: " + err.Error()
 				conn.CloseNow()
 				return
@@ -186,9 +186,9 @@ func (t *wsTransport) read() (*errandapi.WorkerFrame, error) {
 	return &f, nil
 }
 
-// Send implements deliver.WorkerTransport. The write is not cut by ctx:
-// the attempt's sender waits for it, and watch cuts one that stalls.
-func (t *wsTransport) Send(_ context.Context, b []byte) error {
+// Send implements deliver.WorkerTransport; watch cuts a write that
+// stalls.
+func (t *wsTransport) Send(b []byte) error {
 	t.writing.Store(1 + t.ticks.Load())
 	defer t.writing.Store(0)
 	return t.conn.Write(context.Background(), websocket.MessageText, b)

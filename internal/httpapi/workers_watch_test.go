@@ -136,7 +136,7 @@ func TestWatchCutsAStalledWrite(t *testing.T) {
 		go func() { defer close(read); _ = r.readAll(tr) }()
 		defer func() { <-read }()
 		for {
-			if err := tr.Send(context.Background(), frame); err != nil {
+			if err := tr.Send(frame); err != nil {
 				return err
 			}
 		}
