@@ -117,6 +117,8 @@ func TestServeLogs(t *testing.T) {
 			t.Fatalf("task %s %s, want failed", id, state)
 		}
 	}
+	// The line follows the outcome's write, which the watch saw.
+	logs.waitFor(t, `msg="attempt failed"`, 10*time.Second)
 	if n := strings.Count(logs.String(), `msg="attempt failed"`); n != 1 || !strings.Contains(logs.String(), "level=INFO") || !strings.Contains(logs.String(), "http=503") {
 		t.Fatalf("want one info line of the failing queue, got %d:\n%s", n, logs)
 	}

@@ -9,9 +9,10 @@ import (
 
 // addClaim adds tasks with ac, claiming their push queue in the add's own
 // transaction (store.AddClaimer), and starts the deliveries of what it
-// claimed, as a pass of the dispatcher would have a moment later: on a
-// store whose commits are dear, a task added to an idle queue then waits
-// for one commit before its delivery instead of two. It reports false,
+// claimed, as a pass of the dispatcher would have a moment later: on
+// PostgreSQL a task added to an idle queue then waits for one commit before
+// its delivery instead of two, and on SQLite a task claimed so is inserted
+// RUNNING, not inserted and then rewritten by a claim. It reports false,
 // having added nothing, when the tasks are not for it: not all due now, of
 // one push queue that is not paused, the instance's cap filled by this
 // node's own attempts, a queue whose target is a function with no slot

@@ -86,9 +86,10 @@ func setupLogged(t *testing.T) (*bundle, *callLog) {
 	return start(t, st, func() { _ = raw.Close() }), st
 }
 
-// TestAddedTaskClaimedBeforeTheDueRead: a task added due now is claimed
-// by the pass the add wakes before that pass reads which queues have a
-// task due (a round trip the delivery does not wait for on PostgreSQL).
+// TestAddedTaskClaimedBeforeTheDueRead: a task added due now that its add
+// does not claim (a named one: see TaskAddClaim) is claimed by the pass
+// the add wakes before that pass reads which queues have a task due (a
+// round trip the delivery does not wait for on PostgreSQL).
 func TestAddedTaskClaimedBeforeTheDueRead(t *testing.T) {
 	t.Parallel()
 	b, st := setupLogged(t)
@@ -96,7 +97,7 @@ func TestAddedTaskClaimedBeforeTheDueRead(t *testing.T) {
 	b.queue("emails", &task.QueuePatch{Target: targetPtr(rcv.URL + "/hook")})
 	b.sig.Settle(t)
 	st.take()
-	b.add("emails", task.AddInput{})
+	b.add("emails", task.AddInput{Name: "once"})
 	rcv.next(t)
 	if calls := st.take(); len(calls) == 0 || calls[0] != "claim emails" {
 		t.Fatalf("after the add the dispatcher called %v, want the claim of emails first", calls)

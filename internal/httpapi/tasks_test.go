@@ -331,18 +331,20 @@ func TestBatchAck(t *testing.T) {
 }
 
 // TestAddAnswersTheCommittedState: an add's result carries the state its
-// task was committed in: on PostgreSQL a due task of a push queue is
-// claimed in the add's own transaction and answered running; on SQLite the
-// dispatcher claims it after the add, which answers scheduled.
+// task was committed in: a due task of a push queue is claimed in the
+// add's own transaction, on both stores, and answered running; a task
+// added to a paused queue is answered scheduled.
 func TestAddAnswersTheCommittedState(t *testing.T) {
 	t.Parallel()
 	onEach(t, func(t *testing.T, b *bundle) {
 		b.start()
 		b.do("POST", "/v1/tasks/jobs/queues", `{"name":"emails","target":{"webhook":"http://127.0.0.1:1/x"}}`).want(t, 201, "")
-		r := b.do("POST", "/v1/tasks/jobs/queues/emails/tasks", `{"payload":{"orderId":"o-1041"}}`).want(t, 201, "")
-		want := map[string]string{"sqlite": "scheduled", "postgres": "running"}[strings.TrimPrefix(t.Name(), "TestAddAnswersTheCommittedState/")]
-		if one := r.list("tasks")[0].(map[string]any); one["ok"] != true || one["state"] != want {
-			t.Fatalf("want state %s: %s", want, r.raw)
+		for _, c := range []struct{ paused, want string }{{"false", "running"}, {"true", "scheduled"}} {
+			b.do("PATCH", "/v1/tasks/jobs/queues/emails", `{"paused":`+c.paused+`}`).want(t, 200, "")
+			r := b.do("POST", "/v1/tasks/jobs/queues/emails/tasks", `{"payload":{"orderId":"o-1041"}}`).want(t, 201, "")
+			if one := r.list("tasks")[0].(map[string]any); one["ok"] != true || one["state"] != c.want {
+				t.Fatalf("paused %s: want state %s: %s", c.paused, c.want, r.raw)
+			}
 		}
 	})
 }

@@ -372,11 +372,13 @@ type ServerClock interface {
 	ServerNow(ctx context.Context) (time.Time, error)
 }
 
-// AddClaimer is implemented by a store whose commits are dear (PostgreSQL:
-// each waits for its WAL flush, and each round trip after an idle pause for
-// the server's wake-up): it can claim in an add's own transaction, so that
-// a task added to an idle push queue waits for one commit before its
-// delivery, not for the add's and then the claim's.
+// AddClaimer is implemented by a store that can claim in an add's own
+// transaction. On PostgreSQL, whose commits are dear (each waits for its
+// WAL flush, and each round trip after an idle pause for the server's
+// wake-up), a task added to an idle push queue then waits for one commit
+// before its delivery, not for the add's and then the claim's; on SQLite,
+// whose one writer pays for every row written, a task the claim takes is
+// inserted RUNNING instead of inserted and then rewritten.
 type AddClaimer interface {
 	// TaskAddClaim is TaskAdd of tasks followed, in the same transaction,
 	// by TaskClaim(p): the claim sees the tasks just added, keeps every

@@ -5,38 +5,39 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
 // TaskAddClaim adds tasks and claims p's queue in one transaction of two
-// round trips (store.AddClaimer): BEGIN, the insert of the tasks
-// (qTaskInsertOneQueue) and the claim's locks and locking read travel
-// together, then the claim's UPDATE with the COMMIT (claimBatch,
-// claimCommit), as in TaskClaim. An idle queue's task then waits for one
-// commit's WAL flush before its delivery, not two: after a 20 ms idle
-// pause an add and its claim took 1.52 ms p50 in one transaction against
-// 1.96 in two (docs/benchmarks-history.md, the thirteenth session).
+// round trips (store.AddClaimer). The first carries BEGIN, the setting,
+// the claim's locks, the read of its room (sqlClaimRoom: how many tasks its
+// limits let it take) and its locking read of the queue's earlier due
+// tasks. The claim then takes the first of those and of the tasks added,
+// up to the room, in runAt order (store.AddClaimPicks), as TaskClaim would
+// had the tasks been added first; the second round trip carries the UPDATE
+// of the earlier tasks it took (claimSet's), the insert of the tasks added
+// (qTaskInsertOneQueue), those it took already RUNNING, the bucket and the
+// COMMIT. A task added to an idle queue then waits for one commit's WAL
+// flush before its delivery, not two, and is written once, not inserted
+// and then updated by a claim: one row version and its index entries
+// fewer.
 //
-// Only a small batch of unnamed tasks, all of p's queue, is claimed with;
-// any other is added by TaskAdd alone, as is a batch whose insert meets a
-// taken id or whose transaction was not committed (the first round trip
-// failed, task.Claim refused a task, the COMMIT was answered ROLLBACK):
-// the transaction is rolled back first, so the tasks are added once. Any
-// other error after the COMMIT was sent is returned: whether it committed
-// is not known, as for any add whose answer is lost.
+// Only a batch of unnamed tasks, all of p's queue, is claimed with; any
+// other is added by TaskAdd alone, as is a batch whose transaction was not
+// committed (a statement refused, such as the insert meeting a taken id, or
+// task.Claim refusing a task): the transaction is rolled back first, so the
+// tasks are added once. Any other error once the COMMIT was sent is
+// returned: whether it committed is not known, as for any add whose answer
+// is lost.
 func (s *Store) TaskAddClaim(ctx context.Context, tasks []*task.Task, p *store.ClaimParams) ([]store.AddResult, []*task.Task, error) {
-	if !addClaimable(tasks, p) {
+	if !store.AddClaimable(tasks, p) {
 		res, err := s.TaskAdd(ctx, tasks)
 		return res, nil, err
-	}
-	var r taskRows
-	for _, t := range tasks {
-		if err := r.add(t); err != nil {
-			return nil, nil, err
-		}
 	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -46,87 +47,147 @@ func (s *Store) TaskAddClaim(ctx context.Context, tasks []*task.Task, p *store.C
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`) // the insert's and the claim's reason
-	b.Queue(qTaskInsertOneQueue, append(r.args(), p.Queue.InstanceID, p.Queue.Name)...)
-	locks := queueClaim(b, p)
-	out := make([]inserted, len(tasks))
-	br := conn.SendBatch(ctx, b)
-	claimed, ctids, tokens, err := func() ([]*task.Task, []pgtype.TID, float64, error) {
-		for range 2 {
+	locks := queueClaimWith(b, p, true)
+	var room int
+	due, ctids, tokens, err := func() ([]*task.Task, []pgtype.TID, float64, error) {
+		br := conn.SendBatch(ctx, b)
+		defer br.Close()
+		for range 2 + locks {
 			if _, err := br.Exec(); err != nil {
-				br.Close()
 				return nil, nil, 0, interpretError(err)
 			}
 		}
-		tag, err := br.Exec()
-		if err != nil {
-			br.Close()
-			return nil, nil, 0, insertError(err)
+		if err := br.QueryRow().Scan(&room); err != nil {
+			return nil, nil, 0, interpretError(err)
 		}
-		if err := markOneQueue(tag.RowsAffected(), out); err != nil {
-			br.Close()
-			return nil, nil, 0, err
-		}
-		return claimDue(br, p, locks)
+		return claimRows(br, p)
 	}()
-	var second *pgx.Batch
+	var (
+		claimed []*task.Task
+		taken   map[int]*task.Task // the tasks added that the claim took, by position
+		out     = make([]inserted, len(tasks))
+	)
 	if err == nil {
-		second, claimed, err = claimBatch(p, claimed, ctids, tokens)
-	}
-	if err == nil {
-		err = claimCommit(conn.SendBatch(ctx, second), len(claimed), p.Rate > 0)
-		if err != nil && !errors.Is(err, errRolledBack) {
+		claimed, taken, err = addClaimCommit(ctx, conn, p, tasks, due, ctids, tokens, room, out)
+		var pe *pgconn.PgError
+		if err != nil && !errors.Is(err, errRolledBack) && !errors.As(err, &pe) && !errors.Is(err, errClaimRefused) {
 			abort(ctx, conn)
 			return nil, nil, err // sent with the COMMIT: whether it committed is not known
 		}
 	}
 	if err != nil {
-		// Not committed: the first round trip failed (a taken id), or the
-		// claim refused a task, or the COMMIT was answered ROLLBACK.
+		// Not committed: a statement was refused (a taken id), the claim
+		// refused a task, or the COMMIT was answered ROLLBACK.
 		abort(ctx, conn)
 		res, err := s.TaskAdd(ctx, tasks)
 		return res, nil, err
 	}
-	byID := make(map[string]*task.Task, len(claimed))
-	for _, c := range claimed {
-		byID[c.ID] = c
-	}
 	res := make([]store.AddResult, len(tasks))
 	for i, t := range tasks {
-		switch c := byID[t.ID]; {
-		case c != nil:
-			res[i].Task = asClaimed(t, c)
-		case out[i].stored:
-			res[i].Task = t
-		default:
+		switch c := taken[i]; {
+		case !out[i].stored:
 			res[i].Err = queueMissing(t)
+		case c != nil:
+			res[i].Task = store.AsClaimed(t, c)
+		default:
+			res[i].Task = t
 		}
 	}
 	return res, claimed, nil
 }
 
-// addClaimable reports whether TaskAddClaim claims with tasks: fewer than
-// copyMinBatch, unnamed, of distinct ids, all of p's queue, with a claim
-// to make.
-func addClaimable(tasks []*task.Task, p *store.ClaimParams) bool {
-	if len(tasks) == 0 || len(tasks) >= copyMinBatch || p.Limit <= 0 || p.Queue == nil || p.NewLeaseID == nil {
-		return false
-	}
-	ids := make(map[string]bool, len(tasks))
-	for _, t := range tasks {
-		if t.Name != "" || ids[t.ID] || t.InstanceID != p.Queue.InstanceID || t.Queue != p.Queue.Name {
-			return false
-		}
-		ids[t.ID] = true
-	}
-	return true
-}
+// errClaimRefused: task.Claim refused a task an add's claim picked, before
+// anything of the second round trip was sent.
+var errClaimRefused = errors.New("postgres: the add's claim refused a task")
 
-// asClaimed is a copy of t, as added, in the state its claim c left it
-// (committed with the add): the add's result then says RUNNING, and the
-// dispatcher may change c itself while the result is read.
-func asClaimed(t, c *task.Task) *task.Task {
-	cp := *t
-	cp.State, cp.Attempt, cp.MaxAttempts = c.State, c.Attempt, c.MaxAttempts
-	cp.StartedAt, cp.DeadlineAt, cp.LeaseID, cp.LeaseExpiresAt = c.StartedAt, c.DeadlineAt, c.LeaseID, c.LeaseExpiresAt
-	return &cp
+// addClaimCommit is TaskAddClaim's second round trip: it picks what the
+// claim takes, queues the UPDATE of the earlier due tasks taken, the
+// insert of tasks (those taken RUNNING), the bucket and the COMMIT, and
+// reads their results into out (whether each task was stored). It returns
+// the tasks claimed, in claim order, and the tasks added that were taken,
+// as claimed, by position.
+func addClaimCommit(ctx context.Context, conn *pgxpool.Conn, p *store.ClaimParams, tasks, due []*task.Task, ctids []pgtype.TID,
+	tokens float64, room int, out []inserted) ([]*task.Task, map[int]*task.Task, error) {
+	q := p.Queue
+	picks := store.AddClaimPicks(p, due, tasks, room)
+	var (
+		claimed  []*task.Task
+		dueTaken []*task.Task
+		dueCtids []pgtype.TID
+		taken    = make(map[int]*task.Task, len(picks))
+	)
+	for _, pk := range picks {
+		if pk.Due {
+			dueTaken, dueCtids = append(dueTaken, due[pk.I]), append(dueCtids, ctids[pk.I])
+			claimed = append(claimed, due[pk.I])
+			continue
+		}
+		c := *tasks[pk.I]
+		if err := c.Claim(q, p.Now, p.NewLeaseID(), p.LeaseMs); err != nil {
+			return nil, nil, errClaimRefused
+		}
+		taken[pk.I] = &c
+		claimed = append(claimed, &c)
+	}
+	b := &pgx.Batch{}
+	if len(dueTaken) > 0 {
+		if err := queueClaimSet(b, p, dueTaken, dueCtids); err != nil {
+			return nil, nil, errClaimRefused
+		}
+	}
+	var r taskRows
+	for i, t := range tasks {
+		if c := taken[i]; c != nil {
+			t = c
+		}
+		if err := r.add(t); err != nil {
+			return nil, nil, errClaimRefused
+		}
+	}
+	b.Queue(qTaskInsertOneQueue, append(r.args(), q.InstanceID, q.Name)...)
+	if p.Rate > 0 && len(claimed) > 0 {
+		b.Queue(sqlBucketSet, q.InstanceID, q.Name, tokens-float64(len(claimed)), p.Now)
+	}
+	b.Queue(`COMMIT`)
+	br := conn.SendBatch(ctx, b)
+	defer br.Close()
+	if len(dueTaken) > 0 {
+		tag, err := br.Exec()
+		if err != nil {
+			return nil, nil, err
+		}
+		if tag.RowsAffected() != int64(len(dueTaken)) {
+			return nil, nil, task.Errorf(task.CodeInternal, "store: claimed %d tasks but wrote %d", len(dueTaken), tag.RowsAffected())
+		}
+	}
+	tag, err := br.Exec()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := markOneQueue(tag.RowsAffected(), out); err != nil {
+		return nil, nil, err
+	}
+	if !out[0].stored {
+		// The queue is gone: nothing was inserted, and none of its tasks
+		// was due.
+		claimed, taken = nil, nil
+	}
+	if p.Rate > 0 && len(picks) > 0 {
+		if _, err := br.Exec(); err != nil {
+			return nil, nil, err
+		}
+	}
+	if tag, err = br.Exec(); err != nil {
+		return nil, nil, err
+	}
+	if tag.String() != "COMMIT" {
+		return nil, nil, errRolledBack
+	}
+	if err := br.Close(); err != nil {
+		return nil, nil, interpretError(err)
+	}
+	if claimed == nil {
+		claimed = []*task.Task{}
+	}
+	return claimed, taken, nil
 }

@@ -39,7 +39,11 @@ var (
 		WHERE instance_id = $1 AND queue = $2 AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= $3
 		AND ` + routeSQL(9) + `
 		ORDER BY run_at, id
-		LIMIT greatest(0, least($4::bigint,
+		LIMIT ` + sqlClaimLimit + `
+		FOR UPDATE SKIP LOCKED`
+	// sqlClaimLimit is how many tasks a claim may take ($1–$8 as in
+	// sqlClaimDue).
+	sqlClaimLimit = `greatest(0, least($4::bigint,
 			CASE WHEN $5::bigint > 0 THEN $5 - (SELECT count(*) FROM (
 				SELECT FROM tasks WHERE instance_id = $1 AND queue = $2 AND state = 'RUNNING' LIMIT $5) AS r)
 			END,
@@ -50,8 +54,11 @@ var (
 			END,
 			CASE WHEN $7::float8 > 0 THEN (SELECT floor(` + sqlRefill + `)::bigint
 				FROM queues AS q WHERE q.instance_id = $1 AND q.name = $2)
-			END))
-		FOR UPDATE SKIP LOCKED`
+			END))`
+	// sqlClaimRoom reads sqlClaimLimit itself, under the claim's locks:
+	// how many tasks an add's claim may take, of the queue's due tasks and
+	// of those it adds (TaskAddClaim).
+	sqlClaimRoom = `SELECT ` + sqlClaimLimit
 	// sqlRefill is store.Refill of queue q's bucket at $3 (now), for rate
 	// $7 and burst $8.
 	sqlRefill = `CASE WHEN q.rate_tokens < 0 THEN greatest($8::int, 1)::float8
@@ -198,6 +205,12 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 // when the queue has a rate, and the locking read of the due tasks
 // (claimDue reads their results). It returns how many locks it queued.
 func queueClaim(b *pgx.Batch, p *store.ClaimParams) int {
+	return queueClaimWith(b, p, false)
+}
+
+// queueClaimWith is queueClaim, with the read of the claim's room
+// (sqlClaimRoom) between the locks and the bucket when room is set.
+func queueClaimWith(b *pgx.Batch, p *store.ClaimParams, room bool) int {
 	q := p.Queue
 	locks := 0
 	if p.InstanceMaxRunning > 0 {
@@ -208,11 +221,15 @@ func queueClaim(b *pgx.Batch, p *store.ClaimParams) int {
 		b.Queue(sqlClaimLock, claimLockKey(q.InstanceID, q.Name))
 		locks++
 	}
+	limits := []any{q.InstanceID, q.Name, p.Now, p.Limit, max(p.MaxRunning, 0), max(p.InstanceMaxRunning, 0),
+		max(p.Rate, 0), p.Burst}
+	if room {
+		b.Queue(sqlClaimRoom, limits...)
+	}
 	if p.Rate > 0 {
 		b.Queue(sqlBucketGet, q.InstanceID, q.Name)
 	}
-	b.Queue(sqlClaimDue, append([]any{q.InstanceID, q.Name, p.Now, p.Limit, max(p.MaxRunning, 0), max(p.InstanceMaxRunning, 0),
-		max(p.Rate, 0), p.Burst}, routeArgs(p)...)...)
+	b.Queue(sqlClaimDue, append(limits, routeArgs(p)...)...)
 	return locks
 }
 
@@ -244,6 +261,21 @@ func claimBatch(p *store.ClaimParams, tasks []*task.Task, ctids []pgtype.TID, to
 		b.Queue(`COMMIT`)
 		return b, tasks, nil
 	}
+	if err := queueClaimSet(b, p, tasks, ctids); err != nil {
+		return nil, nil, err
+	}
+	if p.Rate > 0 {
+		b.Queue(sqlBucketSet, q.InstanceID, q.Name, tokens-float64(len(tasks)), p.Now)
+	}
+	b.Queue(`COMMIT`)
+	return b, tasks, nil
+}
+
+// queueClaimSet moves tasks, locked rows found by ctids, to RUNNING with
+// task.Claim and a fresh lease each, and queues the UPDATE that stores
+// them.
+func queueClaimSet(b *pgx.Batch, p *store.ClaimParams, tasks []*task.Task, ctids []pgtype.TID) error {
+	q := p.Queue
 	var set struct {
 		instanceID, id, state, leaseID        []string
 		attempt, maxAttempts                  []int32
@@ -251,7 +283,7 @@ func claimBatch(p *store.ClaimParams, tasks []*task.Task, ctids []pgtype.TID, to
 	}
 	for _, t := range tasks {
 		if err := t.Claim(q, p.Now, p.NewLeaseID(), p.LeaseMs); err != nil {
-			return nil, nil, err
+			return err
 		}
 		set.instanceID = append(set.instanceID, t.InstanceID)
 		set.id = append(set.id, t.ID)
@@ -265,11 +297,7 @@ func claimBatch(p *store.ClaimParams, tasks []*task.Task, ctids []pgtype.TID, to
 	}
 	b.Queue(sqlClaimSet, ctids, set.instanceID, set.id, set.state, set.attempt, set.maxAttempts, set.startedAt,
 		set.deadlineAt, set.leaseID, set.leaseExpiresAt)
-	if p.Rate > 0 {
-		b.Queue(sqlBucketSet, q.InstanceID, q.Name, tokens-float64(len(tasks)), p.Now)
-	}
-	b.Queue(`COMMIT`)
-	return b, tasks, nil
+	return nil
 }
 
 // errRolledBack is a claim's error when its COMMIT was answered ROLLBACK:

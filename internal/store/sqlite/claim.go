@@ -112,25 +112,8 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 				return err
 			}
 		}
-		width := 1 + len(claimSetNames)
-		args := make([]any, 0, width*min(len(tasks), chunkSizes[0]))
-		rest, restRids := tasks, rids
-		for _, n := range chunks(len(tasks)) {
-			args = args[:0]
-			for i, t := range rest[:n] {
-				args = append(args, restRids[i], string(t.State), t.Attempt, t.MaxAttempts, t.StartedAt,
-					t.DeadlineAt, t.LeaseID, t.LeaseExpiresAt)
-			}
-			rest, restRids = rest[n:], restRids[n:]
-			r, err := w.exec(qClaimSetN[n], args...)
-			if err != nil {
-				return err
-			}
-			if got, err := affected(r); err != nil {
-				return err
-			} else if got != n {
-				return task.Errorf(task.CodeInternal, "store: claimed %d tasks but wrote %d", n, got)
-			}
+		if err := w.claimSet(tasks, rids); err != nil {
+			return err
 		}
 		out = tasks
 		if p.Rate > 0 {
@@ -147,6 +130,31 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 		out = []*task.Task{}
 	}
 	return out, nil
+}
+
+// claimSet writes back what task.Claim changed in tasks, each named by its
+// rowid (rids[i] is tasks[i]'s), in a few multi-row statements.
+func (w *wtx) claimSet(tasks []*task.Task, rids []int64) error {
+	width := 1 + len(claimSetNames)
+	args := make([]any, 0, width*min(len(tasks), chunkSizes[0]))
+	for _, n := range chunks(len(tasks)) {
+		args = args[:0]
+		for i, t := range tasks[:n] {
+			args = append(args, rids[i], string(t.State), t.Attempt, t.MaxAttempts, t.StartedAt,
+				t.DeadlineAt, t.LeaseID, t.LeaseExpiresAt)
+		}
+		tasks, rids = tasks[n:], rids[n:]
+		r, err := w.exec(qClaimSetN[n], args...)
+		if err != nil {
+			return err
+		}
+		if got, err := affected(r); err != nil {
+			return err
+		} else if got != n {
+			return task.Errorf(task.CodeInternal, "store: claimed %d tasks but wrote %d", n, got)
+		}
+	}
+	return nil
 }
 
 // claimLimit is how many tasks p may claim now under the queue's and the

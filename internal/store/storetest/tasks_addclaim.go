@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/errandhq/errand/internal/store"
@@ -12,6 +14,9 @@ import (
 var addClaimCases = []testCase{
 	{"ClaimsWhatItAdds", testAddClaimClaimsWhatItAdds},
 	{"KeepsTheLimits", testAddClaimKeepsTheLimits},
+	{"KeepsTheQueueCapAndRate", testAddClaimKeepsTheQueueCapAndRate},
+	{"FullBatch", testAddClaimFullBatch},
+	{"FunctionSlots", testAddClaimFunctionSlots},
 	{"MissingQueue", testAddClaimMissingQueue},
 	{"TakenID", testAddClaimTakenID},
 	{"NotClaimable", testAddClaimNotClaimable},
@@ -150,5 +155,102 @@ func testAddClaimNotClaimable(t *testing.T, e *env) {
 	}
 	if got := e.get(inst.ID, named.ID); got.State != task.Pending || got.Name != "once" {
 		t.Fatalf("the named task is %s, name %q", got.State, got.Name)
+	}
+}
+
+// testAddClaimKeepsTheQueueCapAndRate: the queue's cap on RUNNING tasks
+// counts the tasks running before the add, and the rate bucket pays a
+// token for each task claimed, an earlier one or one added, so that the
+// next claim finds it spent.
+func testAddClaimKeepsTheQueueCapAndRate(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePush)
+	e.add(e.newTask(q, T0))
+	e.claim(q, T0, 1, 60_000)
+	capped := func(p *store.ClaimParams) { p.MaxRunning = 3 }
+	a, b, c := e.newTask(q, T0+1), e.newTask(q, T0+1), e.newTask(q, T0+1)
+	res, claimed := e.addClaim(q, T0+1, 10, capped, a, b, c)
+	if len(claimed) != 2 || claimed[0].ID != a.ID || claimed[1].ID != b.ID || res[2].Task.State != task.Pending {
+		t.Fatalf("under a cap of 3 with 1 running: claimed %v, the third %s", ids(claimed), res[2].Task.State)
+	}
+
+	r := e.queue(inst, "rated", task.ModePush)
+	older := e.add(e.newTask(r, T0))[0]
+	rated := func(p *store.ClaimParams) { p.Rate, p.Burst = 1, 2 }
+	d, f := e.newTask(r, T0+1), e.newTask(r, T0+1)
+	if _, claimed = e.addClaim(r, T0+1, 10, rated, d, f); len(claimed) != 2 || claimed[0].ID != older.ID || claimed[1].ID != d.ID {
+		t.Fatalf("a burst of 2: claimed %v; want %s, %s", ids(claimed), older.ID, d.ID)
+	}
+	if got := e.claimWith(r, T0+2, 10, rated); len(got) != 0 {
+		t.Fatalf("the bucket the add spent gave %d more", len(got))
+	}
+	if got := e.get(inst.ID, f.ID); got.State != task.Pending {
+		t.Fatalf("the task past the bucket is %s", got.State)
+	}
+}
+
+// testAddClaimFullBatch: a batch of the most tasks an add takes is claimed
+// with, up to the limit, in the order of the batch (the ids of one add
+// ascend), and every task is stored.
+func testAddClaimFullBatch(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePush)
+	batch := make([]*task.Task, task.MaxAddBatch)
+	for i := range batch {
+		batch[i] = e.newTask(q, T0)
+	}
+	res, claimed := e.addClaim(q, T0, 60, nil, batch...)
+	if len(claimed) != 60 {
+		t.Fatalf("claimed %d of %d; want 60", len(claimed), len(batch))
+	}
+	want := slices.Clone(batch)
+	slices.SortFunc(want, func(a, b *task.Task) int { return strings.Compare(a.ID, b.ID) })
+	for i, c := range claimed {
+		if c.ID != want[i].ID || c.State != task.Running {
+			t.Fatalf("claimed[%d] = %s %s; want %s RUNNING", i, c.ID, c.State, want[i].ID)
+		}
+	}
+	running := 0
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatalf("result %d: %v", i, r.Err)
+		}
+		got := e.get(inst.ID, r.Task.ID)
+		if got.State != r.Task.State {
+			t.Fatalf("result %d says %s, stored %s", i, r.Task.State, got.State)
+		}
+		if got.State == task.Running {
+			running++
+		}
+	}
+	if running != 60 {
+		t.Fatalf("%d stored RUNNING; want 60", running)
+	}
+}
+
+// testAddClaimFunctionSlots: under ClaimParams.Functions the add claims a
+// function's tasks only into its free slots, and a task of a function with
+// none stays due.
+func testAddClaimFunctionSlots(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePush, func(q *task.Queue) { q.Target = &task.Target{Function: "app/send"} })
+	a, b, c := e.newTask(q, T0), e.newTask(q, T0), e.newTask(q, T0)
+	slots := func(p *store.ClaimParams) { p.Functions = map[string]int{"app/send": 2} }
+	res, claimed := e.addClaim(q, T0, 10, slots, a, b, c)
+	if len(claimed) != 2 {
+		t.Fatalf("two slots: claimed %v", ids(claimed))
+	}
+	pending := 0
+	for _, r := range res {
+		if r.Task.State == task.Pending {
+			pending++
+		}
+	}
+	if pending != 1 {
+		t.Fatalf("%d left pending; want 1", pending)
+	}
+	none := func(p *store.ClaimParams) { p.Functions = map[string]int{} }
+	if _, claimed = e.addClaim(q, T0, 10, none, e.newTask(q, T0)); len(claimed) != 0 {
+		t.Fatalf("no slot: claimed %v", ids(claimed))
 	}
 }
