@@ -16,8 +16,7 @@ import (
 // having added nothing, when the tasks are not for it: not all due now, of
 // one push queue that is not paused, the instance's cap filled by this
 // node's own attempts, a queue whose target is a function with no slot
-// free on this node or while a claim of the pass is under way (slotMu),
-// or the dispatcher not running. What the claim left due (a limit held it
+// free on this node, or the dispatcher not running. What the claim left due (a limit held it
 // back) is hinted to the next pass, as an add's due tasks are.
 func (d *Dispatcher) addClaim(ctx context.Context, ac store.AddClaimer, tasks []*task.Task) ([]store.AddResult, bool, error) {
 	first := tasks[0]
@@ -55,10 +54,12 @@ func (d *Dispatcher) addClaim(ctx context.Context, ac store.AddClaimer, tasks []
 	if q.Target != nil && q.Target.Function != "" {
 		// A function queue's tasks are claimed only into free slots, as
 		// the pass claims them, and the two must not count the same slots
-		// free: the add claims only while no pass holds slotMu.
-		if !d.slotMu.TryLock() {
-			return nil, false, nil
-		}
+		// free: the add claims holding slotMu, after a claim of the pass
+		// under way. (Leaving the tasks to the pass instead, when a pass
+		// held it, sent most adds of a busy queue to the pass: a backlog
+		// the adds then claimed from, each task written three times.)
+		d.slotWaits.update(func(n *int) { *n++ })
+		d.slotMu.Lock()
 		defer d.slotMu.Unlock()
 		slots = newSlotView(d.targets)
 		if functions = slots.free(q.InstanceID); functions[q.Target.Function] <= 0 {

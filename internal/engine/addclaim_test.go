@@ -2,12 +2,15 @@ package engine_test
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/store/postgres"
+	"github.com/errandhq/errand/internal/store/sqlite"
 	"github.com/errandhq/errand/internal/task"
 	"github.com/errandhq/errand/internal/testkit/stores"
 )
@@ -190,4 +193,74 @@ func TestAddClaimTakesAFreeWorkerSlot(t *testing.T) {
 	if r.peak != 1 {
 		t.Fatalf("peak %d on a worker of one slot", r.peak)
 	}
+}
+
+// gatedClaims is a SQLite store whose first claim of queue "slow" tells
+// entered and then waits until release is closed.
+type gatedClaims struct {
+	*sqlite.Store
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedClaims) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Task, error) {
+	if p.Queue.Name == "slow" {
+		g.once.Do(func() {
+			close(g.entered)
+			<-g.release
+		})
+	}
+	return g.Store.TaskClaim(ctx, p)
+}
+
+// TestAddClaimWaitsForThePassClaim: an add to a function queue made while
+// a claim of the pass holds the slot lock waits for that claim, then claims
+// its own task into the free slot (it is answered RUNNING and the worker
+// starts it), rather than leaving it to a later pass.
+func TestAddClaimWaitsForThePassClaim(t *testing.T) {
+	t.Parallel()
+	raw, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "errand.db"), sqlite.Options{Logger: discardLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &gatedClaims{Store: raw, entered: make(chan struct{}), release: make(chan struct{})}
+	r := newWorkerRigOn(t, 1, st, func() { _ = raw.Close() })
+	rcv := newReceiver(t)
+	r.queue("fn", &task.QueuePatch{Target: fnTarget()})
+	slow := r.queue("slow", &task.QueuePatch{Target: targetPtr(rcv.URL + "/hook")})
+	r.sig.Settle(t)
+	tk, err := task.NewTask(slow, task.AddInput{}, r.clock.Now().UnixMilli(), task.URLRules{AllowHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.ID = "slow-task"
+	if res, err := raw.TaskAdd(r.ctx, []*task.Task{tk}); err != nil || res[0].Err != nil {
+		t.Fatal(err, res)
+	}
+	engine.DueAdded(r.eng, slow.InstanceID, slow.Name)
+	r.eng.Wake()
+	<-st.entered // the pass holds the slot lock in its claim of slow
+	done := make(chan []engine.AddResult, 1)
+	go func() {
+		res, err := r.eng.TaskAdd(r.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "fn"}, []task.AddInput{{}})
+		if err != nil || res[0].Err != nil {
+			t.Errorf("add: %v %+v", err, res)
+		}
+		done <- res
+	}()
+	r.sig.AddsAtTheSlotLock(t, 1)
+	close(st.release)
+	res := <-done
+	if t.Failed() {
+		return
+	}
+	if got := res[0].Task; got.State != task.Running {
+		t.Fatalf("the add answered %s; want RUNNING, claimed by the add once the pass's claim ended", got.State)
+	}
+	if id := r.next(); id != res[0].Task.ID {
+		t.Fatalf("the worker started %s, want %s", id, res[0].Task.ID)
+	}
+	r.release <- true
+	rcv.next(t)
 }

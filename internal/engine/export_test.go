@@ -15,6 +15,7 @@ const signalWait = 10 * time.Second
 // WithSignals turns on e's test signals; call it before Start.
 func WithSignals(e *Engine) *Signals {
 	e.dispatcher.asleep = newProgress[sleepReport]()
+	e.dispatcher.slotWaits = newProgress[int]()
 	e.rescuer.asleep = newProgress[sleepReport]()
 	e.scheduler.asleep = newProgress[sleepReport]()
 	e.chainer.asleep = newProgress[sleepReport]()
@@ -33,6 +34,13 @@ func WithSignals(e *Engine) *Signals {
 		e.vacuum.ran = newProgress[int]()
 	}
 	return &Signals{e: e}
+}
+
+// AddsAtTheSlotLock waits until n adds in all have come to take the
+// dispatcher's slot lock (to claim a function queue's tasks).
+func (s *Signals) AddsAtTheSlotLock(tb testing.TB, n int) {
+	tb.Helper()
+	wait(tb, "an add to come to the slot lock", s.e.dispatcher.slotWaits, func(c int) bool { return c >= n })
 }
 
 // StatsRefreshed waits until the stats keeper has refreshed the store's
