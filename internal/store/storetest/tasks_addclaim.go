@@ -3,6 +3,7 @@ package storetest
 import (
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/errandhq/errand/internal/store"
@@ -17,6 +18,7 @@ var addClaimCases = []testCase{
 	{"KeepsTheQueueCapAndRate", testAddClaimKeepsTheQueueCapAndRate},
 	{"FullBatch", testAddClaimFullBatch},
 	{"FunctionSlots", testAddClaimFunctionSlots},
+	{"ConcurrentAddsKeepTheCap", testAddClaimConcurrentAddsKeepTheCap},
 	{"MissingQueue", testAddClaimMissingQueue},
 	{"TakenID", testAddClaimTakenID},
 	{"NotClaimable", testAddClaimNotClaimable},
@@ -252,5 +254,50 @@ func testAddClaimFunctionSlots(t *testing.T, e *env) {
 	none := func(p *store.ClaimParams) { p.Functions = map[string]int{} }
 	if _, claimed = e.addClaim(q, T0, 10, none, e.newTask(q, T0)); len(claimed) != 0 {
 		t.Fatalf("no slot: claimed %v", ids(claimed))
+	}
+}
+
+// testAddClaimConcurrentAddsKeepTheCap: adds claiming at once, each in its
+// own transaction, never take the queue past its cap on RUNNING tasks
+// together: the room each reads is read under the claim's serialization.
+func testAddClaimConcurrentAddsKeepTheCap(t *testing.T, e *env) {
+	ac, ok := e.s.(store.AddClaimer)
+	if !ok {
+		t.Skip("the store does not claim in an add's transaction")
+	}
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePush)
+	const adders, each, capRunning = 8, 3, 5
+	batches := make([][]*task.Task, adders)
+	for i := range batches {
+		for range each {
+			batches[i] = append(batches[i], e.newTask(q, T0))
+		}
+	}
+	var wg sync.WaitGroup
+	claimed := make([]int, adders)
+	errs := make([]error, adders)
+	for i, b := range batches {
+		wg.Go(func() {
+			p := &store.ClaimParams{Queue: q, Now: T0, Limit: 100, LeaseMs: 60_000, NewLeaseID: e.leases(), MaxRunning: capRunning}
+			_, c, err := ac.TaskAddClaim(e.ctx, b, p)
+			claimed[i], errs[i] = len(c), err
+		})
+	}
+	wg.Wait()
+	total := 0
+	for i := range adders {
+		if errs[i] != nil {
+			t.Fatalf("add %d: %v", i, errs[i])
+		}
+		total += claimed[i]
+	}
+	counts, err := e.s.QueueCounts(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "work"}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != capRunning || counts[task.Running] != capRunning || counts[task.Pending] != adders*each-capRunning {
+		t.Fatalf("claimed %d in all, stored %d RUNNING and %d PENDING; want %d RUNNING, the cap, and the rest PENDING",
+			total, counts[task.Running], counts[task.Pending], capRunning)
 	}
 }
