@@ -27,7 +27,7 @@ func (e *Engine) AddTx(ctx context.Context, tx pgx.Tx, instance, queue string, t
 		return nil, publicError(task.FieldErrorf(task.CodeInvalidArgument, "tx", "must not be nil"))
 	}
 	res, err := e.eng.TaskAddWith(ctx, engine.QueueRef{Org: e.org, Instance: instance, Queue: queue}, addInputs(tasks),
-		func(ctx context.Context, ts []*task.Task) ([]store.AddResult, error) {
+		func(ctx context.Context, _ *task.Queue, ts []*task.Task) ([]store.AddResult, error) {
 			return pg.TaskAddTx(ctx, tx, ts)
 		})
 	if err != nil {

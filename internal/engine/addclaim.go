@@ -7,26 +7,25 @@ import (
 	"github.com/errandhq/errand/internal/task"
 )
 
-// addClaim adds tasks with ac, claiming their push queue in the add's own
-// transaction (store.AddClaimer), and starts the deliveries of what it
-// claimed, as a pass of the dispatcher would have a moment later: on
-// PostgreSQL a task added to an idle queue then waits for one commit before
-// its delivery instead of two, and on SQLite a task claimed so is inserted
-// RUNNING, not inserted and then rewritten by a claim. It reports false,
-// having added nothing, when the tasks are not for it: not all due now, of
-// one push queue that is not paused, the instance's cap filled by this
-// node's own attempts, a queue whose target is a function with no slot
-// free on this node, or the dispatcher not running. What the claim left due (a limit held it
-// back) is hinted to the next pass, as an add's due tasks are.
-func (d *Dispatcher) addClaim(ctx context.Context, ac store.AddClaimer, tasks []*task.Task) ([]store.AddResult, bool, error) {
-	first := tasks[0]
+// addClaim adds tasks of q (the queue as the add just read it) with ac,
+// claiming q in the add's own transaction (store.AddClaimer), and starts
+// the deliveries of what it claimed, as a pass of the dispatcher would
+// have a moment later: on PostgreSQL a task added to an idle queue then
+// waits for one commit before its delivery instead of two, and on SQLite
+// a task claimed so is inserted RUNNING, not inserted and then rewritten
+// by a claim. It reports false, having added nothing, when the tasks are
+// not for it: not all due now, of one push queue that is not paused, the
+// instance's cap filled by this node's own attempts, a queue whose target
+// is a function with no slot free on this node, or the dispatcher not
+// running. What the claim left due (a limit held it back) is hinted to the
+// next pass, as an add's due tasks are.
+func (d *Dispatcher) addClaim(ctx context.Context, ac store.AddClaimer, q *task.Queue, tasks []*task.Task) ([]store.AddResult, bool, error) {
 	for _, t := range tasks {
-		if t.RunAt > t.CreatedAt || t.InstanceID != first.InstanceID || t.Queue != first.Queue {
+		if t.RunAt > t.CreatedAt || t.InstanceID != q.InstanceID || t.Queue != q.Name {
 			return nil, false, nil
 		}
 	}
-	q, err := d.store.QueueGet(ctx, store.QueueRef{InstanceID: first.InstanceID, Name: first.Queue})
-	if err != nil || q.Mode != task.ModePush || q.Paused {
+	if q.Mode != task.ModePush || q.Paused {
 		return nil, false, nil
 	}
 	inst, err := d.store.InstanceGetByID(ctx, q.InstanceID)

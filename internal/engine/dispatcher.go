@@ -84,9 +84,9 @@ type Dispatcher struct {
 	// after): launches from outside the loop (addClaim) use it, under mu.
 	runCtx context.Context
 	// slotMu is held by each claim of the pass, and by an add that claims
-	// a function queue's tasks (addClaim): each reads
-	// the function slots free and takes those it claims (slotView) while
-	// no other does, so no slot is counted free by two claims.
+	// a function queue's tasks (addClaim): each reads the function slots
+	// free and takes those it claims (slotView) while no other does, so no
+	// slot is counted free by two claims.
 	slotMu sync.Mutex
 	// slotWaits counts the adds that came to take slotMu (tests only; nil
 	// in production).

@@ -25,9 +25,9 @@ func (e *Engine) TaskAdd(ctx context.Context, ref QueueRef, ins []task.AddInput)
 // own transaction instead, when it can (Dispatcher.addClaim). (AddTx's
 // tasks are committed later, by the application: no hint; the dispatcher
 // finds them as any other.)
-func (e *Engine) addDue(ctx context.Context, tasks []*task.Task) ([]AddResult, error) {
+func (e *Engine) addDue(ctx context.Context, q *task.Queue, tasks []*task.Task) ([]AddResult, error) {
 	if e.addClaimer != nil {
-		if res, ok, err := e.dispatcher.addClaim(ctx, e.addClaimer, tasks); ok {
+		if res, ok, err := e.dispatcher.addClaim(ctx, e.addClaimer, q, tasks); ok {
 			return res, err
 		}
 	}
@@ -45,9 +45,9 @@ func (e *Engine) addDue(ctx context.Context, tasks []*task.Task) ([]AddResult, e
 }
 
 // TaskAddWith is TaskAdd storing the tasks with add (store.Store.TaskAdd's
-// contract) instead: the embedded engine's AddTx adds them inside the
-// application's own transaction.
-func (e *Engine) TaskAddWith(ctx context.Context, ref QueueRef, ins []task.AddInput, add func(context.Context, []*task.Task) ([]AddResult, error)) ([]AddResult, error) {
+// contract, given the tasks' queue as just read) instead: the embedded
+// engine's AddTx adds them inside the application's own transaction.
+func (e *Engine) TaskAddWith(ctx context.Context, ref QueueRef, ins []task.AddInput, add func(context.Context, *task.Queue, []*task.Task) ([]AddResult, error)) ([]AddResult, error) {
 	if len(ins) == 0 || len(ins) > task.MaxAddBatch {
 		return nil, task.FieldErrorf(task.CodeInvalidArgument, "tasks", "send 1–%d tasks", task.MaxAddBatch)
 	}
@@ -65,7 +65,7 @@ func (e *Engine) TaskAddWith(ctx context.Context, ref QueueRef, ins []task.AddIn
 		t.ID = e.newID()
 		tasks[i] = t
 	}
-	res, err := add(ctx, tasks)
+	res, err := add(ctx, q, tasks)
 	if err != nil {
 		return nil, err
 	}

@@ -96,8 +96,9 @@ func (s *Store) TaskAddClaim(ctx context.Context, tasks []*task.Task, p *store.C
 	return res, claimed, nil
 }
 
-// errClaimRefused: task.Claim refused a task an add's claim picked, before
-// anything of the second round trip was sent.
+// errClaimRefused: task.Claim refused a task an add's claim picked, or a
+// task's row could not be encoded, before anything of the second round
+// trip was sent.
 var errClaimRefused = errors.New("postgres: the add's claim refused a task")
 
 // addClaimCommit is TaskAddClaim's second round trip: it picks what the
@@ -145,7 +146,8 @@ func addClaimCommit(ctx context.Context, conn *pgxpool.Conn, p *store.ClaimParam
 		}
 	}
 	b.Queue(qTaskInsertOneQueue, append(r.args(), q.InstanceID, q.Name)...)
-	if p.Rate > 0 && len(claimed) > 0 {
+	bucket := p.Rate > 0 && len(picks) > 0
+	if bucket {
 		b.Queue(sqlBucketSet, q.InstanceID, q.Name, tokens-float64(len(claimed)), p.Now)
 	}
 	b.Queue(`COMMIT`)
@@ -172,7 +174,7 @@ func addClaimCommit(ctx context.Context, conn *pgxpool.Conn, p *store.ClaimParam
 		// was due.
 		claimed, taken = nil, nil
 	}
-	if p.Rate > 0 && len(picks) > 0 {
+	if bucket {
 		if _, err := br.Exec(); err != nil {
 			return nil, nil, err
 		}

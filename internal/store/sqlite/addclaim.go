@@ -41,47 +41,12 @@ func (s *Store) TaskAddClaim(ctx context.Context, tasks []*task.Task, p *store.C
 		}
 		if !ok {
 			for i, t := range tasks {
-				res[i] = store.AddResult{Err: task.Errorf(task.CodeNotFound, "queue %q not found", t.Queue)}
+				res[i] = store.AddResult{Err: queueMissing(t)}
 			}
 			return nil
 		}
-		limit, tokens, err := w.claimLimit(p)
-		if err != nil {
-			return err
-		}
-		var due []*task.Task
-		var rids []int64
-		if limit > 0 {
-			rows, err := w.query(qClaimDue, append(append([]any{q.InstanceID, q.Name, p.Now}, routeArgs(p)...), limit)...)
-			if err != nil {
-				return err
-			}
-			if due, rids, err = scanClaimed(rows); err != nil {
-				return err
-			}
-		}
-		picks := store.AddClaimPicks(p, due, tasks, limit)
-		takeAdded := make(map[int]*task.Task, len(picks))
-		var dueTaken []*task.Task
-		var dueRids []int64
-		for _, pk := range picks {
-			if pk.Due {
-				t := due[pk.I]
-				if err := t.Claim(q, p.Now, p.NewLeaseID(), p.LeaseMs); err != nil {
-					return err
-				}
-				dueTaken, dueRids = append(dueTaken, t), append(dueRids, rids[pk.I])
-				claimed = append(claimed, t)
-				continue
-			}
-			c := *tasks[pk.I]
-			if err := c.Claim(q, p.Now, p.NewLeaseID(), p.LeaseMs); err != nil {
-				return err
-			}
-			takeAdded[pk.I] = &c
-			claimed = append(claimed, &c)
-		}
-		if err := w.claimSet(dueTaken, dueRids); err != nil {
+		var takeAdded map[int]*task.Task
+		if claimed, takeAdded, err = w.claimIn(p, tasks); err != nil {
 			return err
 		}
 		rows := make([]*task.Task, len(tasks))
@@ -102,11 +67,6 @@ func (s *Store) TaskAddClaim(ctx context.Context, tasks []*task.Task, p *store.C
 			res[i].Task = t
 			if c := takeAdded[i]; c != nil {
 				res[i].Task = store.AsClaimed(t, c)
-			}
-		}
-		if p.Rate > 0 && len(claimed) > 0 {
-			if _, err := w.exec(qBucketSet, tokens-float64(len(claimed)), p.Now, q.InstanceID, q.Name); err != nil {
-				return err
 			}
 		}
 		return nil

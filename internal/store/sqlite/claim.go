@@ -94,34 +94,9 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 	}
 	var out []*task.Task
 	err := s.write(ctx, func(w *wtx) error {
-		limit, tokens, err := w.claimLimit(p)
-		if err != nil || limit <= 0 {
-			return err
-		}
-		rows, err := w.query(qClaimDue, append(append([]any{q.InstanceID, q.Name, p.Now}, routeArgs(p)...), limit)...)
-		if err != nil {
-			return err
-		}
-		tasks, rids, err := scanClaimed(rows)
-		if err != nil {
-			return err
-		}
-		tasks, rids = store.KeepWith(p, tasks, rids)
-		for _, t := range tasks {
-			if err := t.Claim(q, p.Now, p.NewLeaseID(), p.LeaseMs); err != nil {
-				return err
-			}
-		}
-		if err := w.claimSet(tasks, rids); err != nil {
-			return err
-		}
-		out = tasks
-		if p.Rate > 0 {
-			if _, err := w.exec(qBucketSet, tokens-float64(len(tasks)), p.Now, q.InstanceID, q.Name); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		out, _, err = w.claimIn(p, nil)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -130,6 +105,68 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 		out = []*task.Task{}
 	}
 	return out, nil
+}
+
+// claimIn makes p's claim in w's transaction, over the queue's due tasks
+// and added, tasks an add is about to insert (TaskAddClaim; nil for
+// TaskClaim): up to the claim's limits (claimLimit), the first of both in
+// runAt order, ties by id, trimmed to p's function slots
+// (store.AddClaimPicks). The due tasks it takes are moved to RUNNING by
+// task.Claim and written back (claimSet); the added ones it takes are
+// returned as claimed copies by position in added, for the caller to
+// insert. The rate bucket pays a token for each. It returns every task it
+// claimed, in claim order.
+func (w *wtx) claimIn(p *store.ClaimParams, added []*task.Task) ([]*task.Task, map[int]*task.Task, error) {
+	q := p.Queue
+	limit, tokens, err := w.claimLimit(p)
+	if err != nil || limit <= 0 {
+		return nil, nil, err
+	}
+	rows, err := w.query(qClaimDue, append(append([]any{q.InstanceID, q.Name, p.Now}, routeArgs(p)...), limit)...)
+	if err != nil {
+		return nil, nil, err
+	}
+	due, rids, err := scanClaimed(rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	picks := store.AddClaimPicks(p, due, added, limit)
+	claimed := make([]*task.Task, 0, len(picks))
+	var (
+		takenAdded map[int]*task.Task
+		takenDue   []*task.Task
+		takenRids  []int64
+	)
+	for _, pk := range picks {
+		var t *task.Task
+		if pk.Due {
+			t = due[pk.I]
+		} else {
+			c := *added[pk.I]
+			t = &c
+		}
+		if err := t.Claim(q, p.Now, p.NewLeaseID(), p.LeaseMs); err != nil {
+			return nil, nil, err
+		}
+		if pk.Due {
+			takenDue, takenRids = append(takenDue, t), append(takenRids, rids[pk.I])
+		} else {
+			if takenAdded == nil {
+				takenAdded = make(map[int]*task.Task, len(picks))
+			}
+			takenAdded[pk.I] = t
+		}
+		claimed = append(claimed, t)
+	}
+	if err := w.claimSet(takenDue, takenRids); err != nil {
+		return nil, nil, err
+	}
+	if p.Rate > 0 {
+		if _, err := w.exec(qBucketSet, tokens-float64(len(claimed)), p.Now, q.InstanceID, q.Name); err != nil {
+			return nil, nil, err
+		}
+	}
+	return claimed, takenAdded, nil
 }
 
 // claimSet writes back what task.Claim changed in tasks, each named by its

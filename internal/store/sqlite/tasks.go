@@ -173,7 +173,7 @@ func (s *Store) TaskAdd(ctx context.Context, tasks []*task.Task) ([]store.AddRes
 				queues[key] = ok
 			}
 			if !ok {
-				res[i].Err = task.Errorf(task.CodeNotFound, "queue %q not found", t.Queue)
+				res[i].Err = queueMissing(t)
 				continue
 			}
 			valid = append(valid, t)
@@ -213,6 +213,11 @@ func (s *Store) TaskAdd(ctx context.Context, tasks []*task.Task) ([]store.AddRes
 }
 
 func quote(s string) string { return `"` + s + `"` }
+
+// queueMissing is an add's refusal of t, whose queue does not exist.
+func queueMissing(t *task.Task) *task.Error {
+	return task.Errorf(task.CodeNotFound, "queue %q not found", t.Queue)
+}
 
 // plain reports whether none of tasks is named: only an id can then be
 // taken.
