@@ -48,6 +48,7 @@ var (
 		SELECT t.instance_id, t.id
 		FROM instances AS i CROSS JOIN queues AS q CROSS JOIN tasks AS t INDEXED BY tasks_done
 		WHERE q.instance_id = i.id AND t.instance_id = q.instance_id AND t.queue = q.name
+		  AND (t.state IN ('SUCCEEDED', 'FAILED') OR t.state = 'CANCELLED')
 		  AND t.state IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
 		  AND t.finished_at < ?1 - i.retention_days * 86400000
 		LIMIT ?2)`)
