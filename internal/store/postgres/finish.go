@@ -105,17 +105,32 @@ type batcher interface {
 // lease expires at or before a p.LiveAt set, is left as it is and answers
 // LEASE_LOST. The writes go out as one set-based UPDATE per
 // round (a task that appears twice in ps is written in order, in a later
-// round), every round in one pipelined batch: one round trip, one implicit
+// round), every round in one pipelined batch: one round trip, one
 // transaction. With dead-letter copies to add, the rounds and the copies
-// share an explicit transaction instead; a copy is added only with a write
-// that applied, and only while its queue exists.
+// share it; a copy is added only with a write that applied, and only while
+// its queue exists.
+//
+// The UPDATEs run with their generic plan, which seeks each entry's row by
+// tasks_pkey. A custom plan (a connection's first five executions of a
+// prepared statement) sees the arrays' length: for a finish of ~1,000
+// entries and a table whose statistics say it holds few RUNNING rows, it
+// took a hash join over a sequential scan of tasks — 14 of the finishes in
+// a 100,000-task burn-down, at ~50 ms each against ~15 for the seek.
 func (s *Store) TaskFinish(ctx context.Context, ps []*store.FinishParams) ([]error, error) {
 	res := make([]error, len(ps))
 	if len(ps) == 0 {
 		return res, nil
 	}
+	dead := false
+	for _, p := range ps {
+		dead = dead || p.DeadLetter != nil
+	}
 	rounds := store.FinishRounds(ps)
 	b := &pgx.Batch{}
+	if !dead {
+		b.Queue(`BEGIN`)
+	}
+	b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
 	for _, round := range rounds {
 		var r finishRows
 		for _, i := range round {
@@ -125,17 +140,14 @@ func (s *Store) TaskFinish(ctx context.Context, ps []*store.FinishParams) ([]err
 		}
 		b.Queue(sqlFinish, r.args()...)
 	}
-	dead := false
-	for _, p := range ps {
-		dead = dead || p.DeadLetter != nil
-	}
 	var applied [][]bool
 	var err error
 	if !dead {
-		applied, err = finishBatch(ctx, s.pool, b, rounds)
+		b.Queue(`COMMIT`)
+		applied, err = finishBatch(ctx, s.pool, b, rounds, 2, 1)
 	} else {
 		err = s.inTx(ctx, func(tx pgx.Tx) error {
-			if applied, err = finishBatch(ctx, tx, b, rounds); err != nil {
+			if applied, err = finishBatch(ctx, tx, b, rounds, 1, 0); err != nil {
 				return err
 			}
 			return s.addDeadLetters(ctx, tx, ps, rounds, applied)
@@ -154,11 +166,19 @@ func (s *Store) TaskFinish(ctx context.Context, ps []*store.FinishParams) ([]err
 	return res, nil
 }
 
-// finishBatch sends the rounds' UPDATEs and reports, per round and entry,
-// whether the write applied.
-func finishBatch(ctx context.Context, db batcher, b *pgx.Batch, rounds [][]int) ([][]bool, error) {
+// finishBatch sends the rounds' UPDATEs, between lead statements before
+// them and tail statements after them (the transaction's), and reports, per
+// round and entry, whether the write applied. A batch that fails inside its
+// own BEGIN leaves its connection in the failed transaction, and the pool
+// then drops that connection rather than hand it out again.
+func finishBatch(ctx context.Context, db batcher, b *pgx.Batch, rounds [][]int, lead, tail int) ([][]bool, error) {
 	br := db.SendBatch(ctx, b)
 	defer br.Close()
+	for range lead {
+		if _, err := br.Exec(); err != nil {
+			return nil, interpretError(err)
+		}
+	}
 	applied := make([][]bool, len(rounds))
 	for r, round := range rounds {
 		applied[r] = make([]bool, len(round))
@@ -180,6 +200,11 @@ func finishBatch(ctx context.Context, db batcher, b *pgx.Batch, rounds [][]int) 
 		}
 		if err := rowsErr(rows); err != nil {
 			return nil, err
+		}
+	}
+	for range tail {
+		if _, err := br.Exec(); err != nil {
+			return nil, interpretError(err)
 		}
 	}
 	if err := br.Close(); err != nil {
