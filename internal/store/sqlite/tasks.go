@@ -35,6 +35,16 @@ var qTaskInsertPlainN = defineChunked(len(taskCols), func(rows string) string {
 // instance, so the planner can only walk the entries and seek each task by
 // its key.
 var qTaskFinishN = defineChunked(4+len(taskSetNames), func(rows string) string {
+	return finishSQL(rows) + ` RETURNING tasks.instance_id, tasks.id`
+})
+
+// qTaskFinishPlainN is qTaskFinishN without RETURNING, for a chunk whose
+// writes are all expected to apply: the count of changed rows tells
+// whether they did, without a row to read back for each (finishRound).
+var qTaskFinishPlainN = defineChunked(4+len(taskSetNames), finishSQL)
+
+// finishSQL is the fenced UPDATE of the entries in rows.
+func finishSQL(rows string) string {
 	var set []string
 	for _, c := range taskSetNames {
 		set = append(set, c+" = c."+c)
@@ -42,9 +52,17 @@ var qTaskFinishN = defineChunked(4+len(taskSetNames), func(rows string) string {
 	return `WITH c(instance_id, id, fence, live_at, ` + strings.Join(taskSetNames, ", ") + `) AS (VALUES ` + rows + `)
 		UPDATE tasks SET ` + strings.Join(set, ", ") + ` FROM c
 		WHERE tasks.instance_id = c.instance_id AND tasks.id = c.id AND tasks.state = 'RUNNING' AND tasks.lease_id = c.fence
-		AND tasks.lease_expires_at > c.live_at
-		RETURNING tasks.instance_id, tasks.id`
-})
+		AND tasks.lease_expires_at > c.live_at`
+}
+
+var (
+	// qFinishSavepoint, qFinishRollbackTo and qFinishRelease bracket a
+	// chunk's plain finish, so that a chunk in which some write did not
+	// apply is undone and sent again with RETURNING.
+	qFinishSavepoint  = define(onWriter, `SAVEPOINT finish_chunk`)
+	qFinishRollbackTo = define(onWriter, `ROLLBACK TO finish_chunk`)
+	qFinishRelease    = define(onWriter, `RELEASE finish_chunk`)
+)
 
 var (
 	qTaskGet = define(onWriter|onReader, `SELECT `+cols("", taskCols)+` FROM tasks WHERE instance_id = ? AND id = ?`)
@@ -363,7 +381,37 @@ func (w *wtx) finishRound(ps []*store.FinishParams, round []int) (map[[2]string]
 				return nil, err
 			}
 		}
+		chunk := round[:n]
 		round = round[n:]
+		// Most chunks apply whole: the plain UPDATE's count says so, and
+		// RETURNING's rows (a temporary table filled and read back, two
+		// columns a row through the driver) are not needed.
+		if _, err := w.exec(qFinishSavepoint); err != nil {
+			return nil, err
+		}
+		res, err := w.exec(qTaskFinishPlainN[n], args...)
+		if err != nil {
+			return nil, err
+		}
+		changed, err := affected(res)
+		if err != nil {
+			return nil, err
+		}
+		if changed == n {
+			if _, err := w.exec(qFinishRelease); err != nil {
+				return nil, err
+			}
+			for _, i := range chunk {
+				applied[[2]string{ps[i].Task.InstanceID, ps[i].Task.ID}] = true
+			}
+			continue
+		}
+		if _, err := w.exec(qFinishRollbackTo); err != nil {
+			return nil, err
+		}
+		if _, err := w.exec(qFinishRelease); err != nil {
+			return nil, err
+		}
 		rows, err := w.query(qTaskFinishN[n], args...)
 		if err != nil {
 			return nil, err
