@@ -36,6 +36,9 @@ type Options struct {
 	Synchronous string
 	// Logger receives migration and maintenance logs; nil uses slog.Default().
 	Logger *slog.Logger
+	// checkpointed, if set (tests), is told of each background
+	// checkpoint's result.
+	checkpointed func(checkpointResult)
 }
 
 // busyTimeoutMs is how long a connection waits for a lock that another
@@ -50,6 +53,8 @@ type Store struct {
 
 	wst []*sql.Stmt // prepared on w, by query id
 	rst []*sql.Stmt // prepared on r, by query id
+
+	ckpt *checkpointer // copies the WAL back on its own connection
 
 	closeOnce sync.Once
 	closeErr  error
@@ -90,6 +95,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		"journal_mode(WAL)",
 		"journal_size_limit(67108864)", // truncate the WAL back to 64 MB after a checkpoint
 		"analysis_limit(1000)",         // keeps PRAGMA optimize cheap
+		// The checkpointer copies the WAL back; the writer does only
+		// past this many pages (checkpoint.go).
+		fmt.Sprintf("wal_autocheckpoint(%d)", writerCheckpointPages),
 	})))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -122,6 +130,16 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	ck, err := sql.Open("sqlite", dsn(path, "", common))
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	ck.SetMaxOpenConns(1)
+	ck.SetMaxIdleConns(1)
+	ck.SetConnMaxLifetime(0)
+	ck.SetConnMaxIdleTime(0)
+	s.ckpt = newCheckpointer(ck, log, opts.checkpointed)
 	return s, nil
 }
 
@@ -165,11 +183,14 @@ func (s *Store) prepare(ctx context.Context) error {
 	return nil
 }
 
-// Close closes both pools after a last PRAGMA optimize; it is safe to call
-// more than once.
+// Close stops the checkpointer and closes both pools after a last PRAGMA
+// optimize; it is safe to call more than once.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
+		if s.ckpt != nil {
+			errs = append(errs, s.ckpt.close())
+		}
 		for _, st := range append(s.wst, s.rst...) {
 			if st != nil {
 				errs = append(errs, st.Close())
@@ -259,6 +280,7 @@ func (s *Store) write(ctx context.Context, fn func(w *wtx) error) error {
 		}
 		return interpretError(err)
 	}
+	s.ckpt.committed()
 	return nil
 }
 

@@ -312,11 +312,22 @@ func (s *Store) TaskFinish(ctx context.Context, ps []*store.FinishParams) ([]err
 	if len(ps) == 0 {
 		return res, nil
 	}
+	// The writes' arguments (the attempts' JSON among them) are made before
+	// the transaction: the one writer, which every write transaction waits
+	// for, only sends them.
+	rounds := store.FinishRounds(ps)
+	args := make([][]any, len(rounds))
+	for r, round := range rounds {
+		var err error
+		if args[r], err = finishArgs(ps, round); err != nil {
+			return nil, err
+		}
+	}
 	err := s.write(ctx, func(w *wtx) error {
 		var dead []*task.Task
 		queues := map[[2]string]bool{}
-		for _, round := range store.FinishRounds(ps) {
-			applied, err := w.finishRound(ps, round)
+		for r, round := range rounds {
+			applied, err := w.finishRound(ps, round, args[r])
 			if err != nil {
 				return err
 			}
@@ -366,21 +377,30 @@ func (s *Store) TaskFinish(ctx context.Context, ps []*store.FinishParams) ([]err
 	return res, nil
 }
 
-// finishRound writes the fenced updates of ps[round...] and returns the
-// tasks whose write applied.
-func (w *wtx) finishRound(ps []*store.FinishParams, round []int) (map[[2]string]bool, error) {
-	applied := make(map[[2]string]bool, len(round))
-	width := 4 + len(taskSetNames)
-	args := make([]any, 0, width*min(len(round), chunkSizes[0]))
-	for _, n := range chunks(len(round)) {
-		args = args[:0]
-		for _, i := range round[:n] {
-			t := ps[i].Task
-			var err error
-			if args, err = taskSetArgs(append(args, t.InstanceID, t.ID, ps[i].LeaseID, ps[i].LiveAfter()), t); err != nil {
-				return nil, err
-			}
+// finishWidth is how many arguments one entry of a finish carries.
+var finishWidth = 4 + len(taskSetNames)
+
+// finishArgs are the arguments of the fenced updates of ps[round...], in
+// round's order, finishWidth a task.
+func finishArgs(ps []*store.FinishParams, round []int) ([]any, error) {
+	args := make([]any, 0, finishWidth*len(round))
+	for _, i := range round {
+		t := ps[i].Task
+		var err error
+		if args, err = taskSetArgs(append(args, t.InstanceID, t.ID, ps[i].LeaseID, ps[i].LiveAfter()), t); err != nil {
+			return nil, err
 		}
+	}
+	return args, nil
+}
+
+// finishRound writes the fenced updates of ps[round...], whose arguments
+// all are (finishArgs), and returns the tasks whose write applied.
+func (w *wtx) finishRound(ps []*store.FinishParams, round []int, all []any) (map[[2]string]bool, error) {
+	applied := make(map[[2]string]bool, len(round))
+	for _, n := range chunks(len(round)) {
+		args := all[:n*finishWidth]
+		all = all[n*finishWidth:]
 		chunk := round[:n]
 		round = round[n:]
 		// Most chunks apply whole: the plain UPDATE's count says so, and
