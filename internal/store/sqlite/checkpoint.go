@@ -22,8 +22,10 @@ import (
 // behind or fail.
 const (
 	// checkpointEvery is how many commits of the writer kick the
-	// checkpointer; kicks that come while it runs fold into one run.
-	checkpointEvery = 8
+	// checkpointer; kicks that come while it runs fold into one run. Every
+	// 8 commits cost the push workload CPU (hot pages copied back more
+	// often) for no gain in the burn-down; 32 measured no worse in either.
+	checkpointEvery = 32
 	// writerCheckpointPages is the writer's own automatic checkpoint:
 	// four times SQLite's default of 1,000 pages.
 	writerCheckpointPages = 4000
