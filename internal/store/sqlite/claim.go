@@ -122,11 +122,19 @@ func (w *wtx) claimIn(p *store.ClaimParams, added []*task.Task) ([]*task.Task, m
 	if err != nil || limit <= 0 {
 		return nil, nil, err
 	}
-	rows, err := w.query(qClaimDue, append(append([]any{q.InstanceID, q.Name, p.Now}, routeArgs(p)...), limit)...)
-	if err != nil {
-		return nil, nil, err
-	}
-	due, rids, err := scanClaimed(rows)
+	var (
+		due  []*task.Task
+		rids []int64
+	)
+	err = w.queryFast(qClaimDue, append(append([]any{q.InstanceID, q.Name, p.Now}, routeArgs(p)...), limit), func(row driverRow) error {
+		var rid int64
+		t, err := store.ScanTask(store.ScanWith{Scanner: row, Extra: &rid}, true)
+		if err != nil {
+			return err
+		}
+		due, rids = append(due, t), append(rids, rid)
+		return nil
+	})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -181,9 +189,9 @@ func (w *wtx) claimSet(tasks []*task.Task, rids []int64) error {
 				t.DeadlineAt, t.LeaseID, t.LeaseExpiresAt)
 		}
 		tasks, rids = tasks[n:], rids[n:]
-		r, err := w.exec(qClaimSetN[n], args...)
+		r, err := w.execFast(qClaimSetN[n], args)
 		if err != nil {
-			return err
+			return interpretError(err)
 		}
 		if got, err := affected(r); err != nil {
 			return err
@@ -227,17 +235,4 @@ func (w *wtx) claimLimit(p *store.ClaimParams) (int, float64, error) {
 		limit = min(limit, int(tokens))
 	}
 	return limit, tokens, nil
-}
-
-// scanClaimed reads qClaimDue's rows: the tasks, whole, and their rowids.
-func scanClaimed(rows *sql.Rows) ([]*task.Task, []int64, error) {
-	defer rows.Close()
-	var rids []int64
-	ts, err := store.ScanAll(rows, func(sc store.Scanner) (*task.Task, error) {
-		var rid int64
-		t, err := store.ScanTask(store.ScanWith{Scanner: sc, Extra: &rid}, true)
-		rids = append(rids, rid)
-		return t, err
-	})
-	return ts, rids, interpretError(err)
 }

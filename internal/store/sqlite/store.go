@@ -13,6 +13,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -90,7 +91,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		"synchronous(" + syncMode + ")",
 	}
 	var err error
-	s.w, err = sql.Open("sqlite", dsn(path, "immediate", slices.Concat(common, []string{
+	s.w = sql.OpenDB(fastConnector{dsn(path, "immediate", slices.Concat(common, []string{
 		"cache_size(-16000)", // 16 MB of page cache
 		"journal_mode(WAL)",
 		"journal_size_limit(67108864)", // truncate the WAL back to 64 MB after a checkpoint
@@ -98,10 +99,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		// The checkpointer copies the WAL back; the writer does only
 		// past this many pages (checkpoint.go).
 		fmt.Sprintf("wal_autocheckpoint(%d)", writerCheckpointPages),
-	})))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
-	}
+	}))})
 	s.w.SetMaxOpenConns(1)
 	s.w.SetMaxIdleConns(1)
 	s.w.SetConnMaxLifetime(0)
@@ -257,6 +255,8 @@ type wtx struct {
 	// chainRules caches, by (instance, queue), whether the queue has an
 	// enabled task rule (chainEvents).
 	chainRules map[[2]string]bool
+	// nv holds the arguments of the last fast op (execFast, queryFast).
+	nv []driver.NamedValue
 }
 
 // write runs fn in one write transaction (BEGIN IMMEDIATE) and commits it

@@ -126,7 +126,7 @@ func (w *wtx) insertTasks(tasks []*task.Task) (map[[2]string]bool, error) {
 			}
 		}
 		if plain(tasks[:n]) {
-			_, err := w.stmt(qTaskInsertPlainN[n]).ExecContext(w.ctx, args...)
+			_, err := w.execFast(qTaskInsertPlainN[n], args)
 			if err == nil {
 				for _, t := range tasks[:n] {
 					stored[[2]string{t.InstanceID, t.ID}] = true
@@ -409,9 +409,9 @@ func (w *wtx) finishRound(ps []*store.FinishParams, round []int, all []any) (map
 		if _, err := w.exec(qFinishSavepoint); err != nil {
 			return nil, err
 		}
-		res, err := w.exec(qTaskFinishPlainN[n], args...)
+		res, err := w.execFast(qTaskFinishPlainN[n], args)
 		if err != nil {
-			return nil, err
+			return nil, interpretError(err)
 		}
 		changed, err := affected(res)
 		if err != nil {
