@@ -174,8 +174,12 @@ func (r *fastRows) run(ctx context.Context, c *fastConn) (driver.Result, error) 
 }
 
 // namedValues converts args as database/sql would for this driver, into
-// buf's storage.
+// buf's storage (grown to fit, once).
 func namedValues(buf []driver.NamedValue, args []any) ([]driver.NamedValue, error) {
+	clear(buf) // nothing of an earlier statement is kept alive by it
+	if cap(buf) < len(args) {
+		buf = make([]driver.NamedValue, 0, len(args))
+	}
 	buf = buf[:0]
 	for i, a := range args {
 		var v driver.Value
@@ -201,20 +205,20 @@ func namedValues(buf []driver.NamedValue, args []any) ([]driver.NamedValue, erro
 // is the driver's, not yet interpreted (an insert tells a taken key by it).
 func (w *wtx) execFast(q query, args []any) (sql.Result, error) {
 	var err error
-	if w.nv, err = namedValues(w.nv, args); err != nil {
+	if w.s.nv, err = namedValues(w.s.nv, args); err != nil {
 		return nil, task.Errorf(task.CodeInternal, "store: %v", err)
 	}
-	return w.tx.ExecContext(w.ctx, fastQuery, &fastExec{q: q, args: w.nv})
+	return w.tx.ExecContext(w.ctx, fastQuery, &fastExec{q: q, args: w.s.nv})
 }
 
 // queryFast runs q with args in the transaction as a fastRows, handing
 // each row to row.
 func (w *wtx) queryFast(q query, args []any, row func(driverRow) error) error {
 	var err error
-	if w.nv, err = namedValues(w.nv, args); err != nil {
+	if w.s.nv, err = namedValues(w.s.nv, args); err != nil {
 		return task.Errorf(task.CodeInternal, "store: %v", err)
 	}
-	if _, err := w.tx.ExecContext(w.ctx, fastQuery, &fastRows{q: q, args: w.nv, row: row}); err != nil {
+	if _, err := w.tx.ExecContext(w.ctx, fastQuery, &fastRows{q: q, args: w.s.nv, row: row}); err != nil {
 		return interpretError(err)
 	}
 	return nil

@@ -56,6 +56,9 @@ type Store struct {
 	rst []*sql.Stmt // prepared on r, by query id
 
 	ckpt *checkpointer // copies the WAL back on its own connection
+	// nv holds the arguments of the writer's last fast op (execFast,
+	// queryFast); only a write transaction uses it, one at a time.
+	nv []driver.NamedValue
 
 	closeOnce sync.Once
 	closeErr  error
@@ -255,8 +258,6 @@ type wtx struct {
 	// chainRules caches, by (instance, queue), whether the queue has an
 	// enabled task rule (chainEvents).
 	chainRules map[[2]string]bool
-	// nv holds the arguments of the last fast op (execFast, queryFast).
-	nv []driver.NamedValue
 }
 
 // write runs fn in one write transaction (BEGIN IMMEDIATE) and commits it
