@@ -169,6 +169,7 @@ func (w *wtx) claimIn(p *store.ClaimParams, added []*task.Task) ([]*task.Task, m
 	if err := w.claimSet(takenDue, takenRids); err != nil {
 		return nil, nil, err
 	}
+	w.s.leases.granted(takenDue, takenRids)
 	if p.Rate > 0 {
 		if _, err := w.exec(qBucketSet, tokens-float64(len(claimed)), p.Now, q.InstanceID, q.Name); err != nil {
 			return nil, nil, err

@@ -59,6 +59,13 @@ type Store struct {
 	// nv holds the arguments of the writer's last fast op (execFast,
 	// queryFast); only a write transaction uses it, one at a time.
 	nv []driver.NamedValue
+	// leases maps the leases this store's claims granted to their tasks'
+	// rowids, and rowArgs holds a finish chunk's arguments by rowid
+	// (leaserows.go); only a write transaction uses them.
+	leases  leaseRows
+	rowArgs []any
+	// finishedByRow counts the tasks finished by rowid (tests).
+	finishedByRow int
 
 	closeOnce sync.Once
 	closeErr  error

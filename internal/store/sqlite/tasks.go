@@ -43,15 +43,28 @@ var qTaskFinishN = defineChunked(4+len(taskSetNames), func(rows string) string {
 // whether they did, without a row to read back for each (finishRound).
 var qTaskFinishPlainN = defineChunked(4+len(taskSetNames), finishSQL)
 
-// finishSQL is the fenced UPDATE of the entries in rows.
+// qTaskFinishByRowN is qTaskFinishPlainN with each task named by the
+// rowid its claim read (leaseRows) instead of its key.
+var qTaskFinishByRowN = defineChunked(3+len(taskSetNames), func(rows string) string {
+	return finishSQLBy(rows, "rid", "tasks.rowid = c.rid")
+})
+
+// finishSQL is the fenced UPDATE of the entries in rows, each naming its
+// task by key.
 func finishSQL(rows string) string {
+	return finishSQLBy(rows, "instance_id, id", "tasks.instance_id = c.instance_id AND tasks.id = c.id")
+}
+
+// finishSQLBy is the fenced UPDATE of the entries in rows, whose first
+// columns are names and whose task is the row that match finds.
+func finishSQLBy(rows, names, match string) string {
 	var set []string
 	for _, c := range taskSetNames {
 		set = append(set, c+" = c."+c)
 	}
-	return `WITH c(instance_id, id, fence, live_at, ` + strings.Join(taskSetNames, ", ") + `) AS (VALUES ` + rows + `)
+	return `WITH c(` + names + `, fence, live_at, ` + strings.Join(taskSetNames, ", ") + `) AS (VALUES ` + rows + `)
 		UPDATE tasks SET ` + strings.Join(set, ", ") + ` FROM c
-		WHERE tasks.instance_id = c.instance_id AND tasks.id = c.id AND tasks.state = 'RUNNING' AND tasks.lease_id = c.fence
+		WHERE ` + match + ` AND tasks.state = 'RUNNING' AND tasks.lease_id = c.fence
 		AND tasks.lease_expires_at > c.live_at`
 }
 
@@ -409,15 +422,28 @@ func (w *wtx) finishRound(ps []*store.FinishParams, round []int, all []any) (map
 		if _, err := w.exec(qFinishSavepoint); err != nil {
 			return nil, err
 		}
-		res, err := w.execFast(qTaskFinishPlainN[n], args)
+		var res sql.Result
+		var err error
+		byRow, ok := w.s.leases.byRow(w.s.rowArgs, args, n)
+		w.s.rowArgs = byRow
+		if ok {
+			res, err = w.execFast(qTaskFinishByRowN[n], byRow)
+		} else {
+			res, err = w.execFast(qTaskFinishPlainN[n], args)
+		}
+		clear(byRow)
 		if err != nil {
 			return nil, interpretError(err)
 		}
+		w.s.leases.forget(args, n) // finished, or lost: no later finish comes with these leases
 		changed, err := affected(res)
 		if err != nil {
 			return nil, err
 		}
 		if changed == n {
+			if ok {
+				w.s.finishedByRow += n
+			}
 			if _, err := w.exec(qFinishRelease); err != nil {
 				return nil, err
 			}

@@ -1,0 +1,61 @@
+package sqlite
+
+import "github.com/errandhq/errand/internal/task"
+
+// A finish names each task by its key, so SQLite seeks the key's index
+// before the row. The claim has just read each row's rowid, and a lease id
+// is 128 random bits, unique to one attempt: the store keeps, for the
+// leases its claims granted, the rowid of the task each was granted on,
+// and a finish whose tasks it all knows seeks the rows by rowid
+// (qTaskFinishByRowN), fenced on the lease as always. A rowid that no
+// longer holds that task (a VACUUM renumbers rowids, a purge frees one
+// for a new task) cannot hold its lease: the write changes nothing there,
+// the chunk's count comes short, and the chunk is undone and sent again
+// by key (finishRound). The map is only a cache of rowids.
+
+// maxLeaseRows bounds leaseRows: past it the map starts afresh (leases
+// that never come back to TaskFinish — expired, released — are not kept
+// forever).
+const maxLeaseRows = 200_000
+
+// leaseRows maps lease ids granted by this store's claims to the rowids
+// of their tasks. Only write transactions use it, one at a time.
+type leaseRows map[string]int64
+
+// granted records the rowids of tasks just claimed (rids[i] is
+// tasks[i]'s) under their lease ids.
+func (m *leaseRows) granted(tasks []*task.Task, rids []int64) {
+	if *m == nil || len(*m)+len(tasks) > maxLeaseRows {
+		*m = make(leaseRows, len(tasks))
+	}
+	for i, t := range tasks {
+		(*m)[t.LeaseID] = rids[i]
+	}
+}
+
+// byRow returns the arguments of the rowid form of a finish chunk (rid,
+// fence, live_at, the set columns) from keyed's (instance_id, id, fence,
+// live_at, the set columns, finishWidth a task), if every fence of the
+// chunk is known; it reuses buf's storage.
+func (m leaseRows) byRow(buf []any, keyed []any, n int) ([]any, bool) {
+	buf = buf[:0]
+	for e := range n {
+		entry := keyed[e*finishWidth : (e+1)*finishWidth]
+		fence, _ := entry[2].(string)
+		rid, ok := m[fence]
+		if !ok {
+			return buf, false
+		}
+		buf = append(append(buf, rid), entry[2:]...)
+	}
+	return buf, true
+}
+
+// forget drops the fences of a finished chunk.
+func (m leaseRows) forget(keyed []any, n int) {
+	for e := range n {
+		if fence, ok := keyed[e*finishWidth+2].(string); ok {
+			delete(m, fence)
+		}
+	}
+}
