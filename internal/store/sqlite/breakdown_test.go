@@ -54,19 +54,7 @@ func BenchmarkWriteBreakdown(b *testing.B) {
 	for _, v := range breakdownVariants {
 		b.Run(v.name, func(b *testing.B) {
 			ctx := context.Background()
-			s, err := Open(ctx, filepath.Join(b.TempDir(), "breakdown.db"), Options{Logger: quietLog})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			inst := &task.Instance{ID: "i1", Org: "acme", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}
-			if err := s.InstanceCreate(ctx, inst); err != nil {
-				b.Fatal(err)
-			}
-			q := task.NewQueue("i1", "work", task.ModePull)
-			if err := s.QueueCreate(ctx, q); err != nil {
-				b.Fatal(err)
-			}
+			s, q := openWithQueue(b, Options{})
 			next := 0
 			batch := func() []*task.Task {
 				ts := make([]*task.Task, 100)

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,17 +15,12 @@ import (
 // PRAGMA wrong) no result arrives and the test fails.
 func TestCheckpointerCopiesTheWAL(t *testing.T) {
 	results := make(chan checkpointResult, 16)
-	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "ckpt.db"), Options{Logger: quietLog,
-		checkpointed: func(r checkpointResult) {
-			select {
-			case results <- r:
-			default:
-			}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, q := openWithQueue(t, Options{checkpointed: func(r checkpointResult) {
+		select {
+		case results <- r:
+		default:
+		}
+	}})
 
 	var pages int
 	if err := s.w.QueryRow("PRAGMA wal_autocheckpoint").Scan(&pages); err != nil {
@@ -36,14 +30,6 @@ func TestCheckpointerCopiesTheWAL(t *testing.T) {
 		t.Fatalf("the writer checkpoints at %d pages, want %d", pages, writerCheckpointPages)
 	}
 
-	inst := &task.Instance{ID: "i1", Org: "acme", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}
-	if err := s.InstanceCreate(t.Context(), inst); err != nil {
-		t.Fatal(err)
-	}
-	q := task.NewQueue("i1", "work", task.ModePull)
-	if err := s.QueueCreate(t.Context(), q); err != nil {
-		t.Fatal(err)
-	}
 	select {
 	case r := <-results:
 		t.Fatalf("a checkpoint ran after two commits: %+v", r)

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/errandhq/errand/internal/store"
@@ -17,19 +16,7 @@ import (
 // lease's fence, or dropping the fallback, fails it.
 func TestFinishByRowid(t *testing.T) {
 	ctx := t.Context()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "rows.db"), Options{Logger: quietLog})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	inst := &task.Instance{ID: "i1", Org: "acme", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}
-	if err := s.InstanceCreate(ctx, inst); err != nil {
-		t.Fatal(err)
-	}
-	q := task.NewQueue("i1", "work", task.ModePull)
-	if err := s.QueueCreate(ctx, q); err != nil {
-		t.Fatal(err)
-	}
+	s, q := openWithQueue(t, Options{})
 	var add []*task.Task
 	for i := range 4 {
 		tk, err := task.NewTask(q, task.AddInput{Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))}, 1_000, task.URLRules{})
