@@ -1,6 +1,10 @@
 package sqlite
 
-import "github.com/errandhq/errand/internal/task"
+import (
+	"database/sql"
+
+	"github.com/errandhq/errand/internal/task"
+)
 
 // A finish names each task by its key, so SQLite seeks the key's index
 // before the row. The claim has just read each row's rowid, and a lease id
@@ -31,6 +35,39 @@ func (m *leaseRows) granted(tasks []*task.Task, rids []int64) {
 	for i, t := range tasks {
 		(*m)[t.LeaseID] = rids[i]
 	}
+}
+
+// insertedRunning records the rowids of the tasks of one plain multi-row
+// INSERT (r its result) that it inserted RUNNING, claimed by an add
+// (TaskAddClaim). SQLite gives each new row of a table without an
+// INTEGER PRIMARY KEY one more than the largest rowid, so the rows of one
+// statement get consecutive rowids ending at its last insert rowid; were
+// that ever not so, a rowid recorded here is only wrong, and a wrong
+// rowid is sent again by key (see above).
+func (w *wtx) insertedRunning(tasks []*task.Task, r sql.Result) {
+	first := -1
+	for i, t := range tasks {
+		if t.State == task.Running && t.LeaseID != "" {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return
+	}
+	last, err := r.LastInsertId()
+	if err != nil {
+		return
+	}
+	claimed := make([]*task.Task, 0, len(tasks)-first)
+	rids := make([]int64, 0, len(tasks)-first)
+	for i, t := range tasks[first:] {
+		if t.State == task.Running && t.LeaseID != "" {
+			claimed = append(claimed, t)
+			rids = append(rids, last-int64(len(tasks)-1-first-i))
+		}
+	}
+	w.s.leases.granted(claimed, rids)
 }
 
 // byRow returns the arguments of the rowid form of a finish chunk (rid,

@@ -76,3 +76,57 @@ func TestFinishByRowid(t *testing.T) {
 		}
 	}
 }
+
+// TestAddClaimRecordsRowids: the tasks an add inserts RUNNING (its claim)
+// are recorded under their leases with the rowids SQLite gave them, so
+// their finish goes by rowid too; tasks added but not claimed are not
+// recorded.
+func TestAddClaimRecordsRowids(t *testing.T) {
+	ctx := t.Context()
+	s, _ := openWithQueue(t, Options{})
+	q := task.NewQueue("i1", "hooks", task.ModePush)
+	q.Target = &task.Target{Webhook: "https://example.com/hook"}
+	if err := s.QueueCreate(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	var add []*task.Task
+	for i := range 5 {
+		tk, err := task.NewTask(q, task.AddInput{Payload: []byte(`{}`)}, 1_000, task.URLRules{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk.ID = fmt.Sprintf("h%d", i)
+		add = append(add, tk)
+	}
+	lease := 0
+	_, claimed, err := s.TaskAddClaim(ctx, add, &store.ClaimParams{Queue: q, Now: 2_000, Limit: 5, LeaseMs: 60_000,
+		MaxRunning: 3,
+		NewLeaseID: func() string { lease++; return fmt.Sprintf("add-lease-%d", lease) }, Due: true})
+	if err != nil || len(claimed) != 3 {
+		t.Fatalf("add-claim: %d claimed, %v; want the queue's cap of 3", len(claimed), err)
+	}
+	if len(s.leases) != 3 {
+		t.Fatalf("%d rowids recorded, want 3", len(s.leases))
+	}
+	ps := make([]*store.FinishParams, len(claimed))
+	for i, c := range claimed {
+		var rid int64
+		if err := s.r.QueryRow(`SELECT rowid FROM tasks WHERE instance_id = 'i1' AND id = ?`, c.ID).Scan(&rid); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.leases[c.LeaseID]; got != rid {
+			t.Errorf("%s: recorded rowid %d, its row is %d", c.ID, got, rid)
+		}
+		fence := c.LeaseID
+		if _, err := c.Finish(q, 3_000, task.Outcome{Status: task.AttemptSucceeded, HTTPStatus: 200}); err != nil {
+			t.Fatal(err)
+		}
+		ps[i] = &store.FinishParams{Task: c, LeaseID: fence}
+	}
+	if res, err := s.TaskFinish(ctx, ps); err != nil || res[0] != nil || res[1] != nil || res[2] != nil {
+		t.Fatalf("finish: %v, %v", res, err)
+	}
+	if s.finishedByRow != 3 {
+		t.Fatalf("%d tasks finished by rowid, want 3", s.finishedByRow)
+	}
+}

@@ -139,11 +139,12 @@ func (w *wtx) insertTasks(tasks []*task.Task) (map[[2]string]bool, error) {
 			}
 		}
 		if plain(tasks[:n]) {
-			_, err := w.execFast(qTaskInsertPlainN[n], args)
+			r, err := w.execFast(qTaskInsertPlainN[n], args)
 			if err == nil {
 				for _, t := range tasks[:n] {
 					stored[[2]string{t.InstanceID, t.ID}] = true
 				}
+				w.insertedRunning(tasks[:n], r)
 				tasks = tasks[n:]
 				continue
 			}
