@@ -250,6 +250,7 @@ func TestWritePlans(t *testing.T) {
 	for _, c := range []struct{ name, text, want string }{
 		{"add", qTaskInsertN[1].text, "sqlite_autoindex_tasks_1 tasks tasks_created tasks_done tasks_due tasks_name tasks_retry tasks_running"},
 		{"claim", qClaimSetN[1].text, stateIndexes},
+		{"claim, uniform", qClaimSetUniformN[1].text, stateIndexes},
 		{"finish", qTaskFinishN[1].text, stateIndexes},
 		{"finish by rowid", qTaskFinishByRowN[1].text, stateIndexes},
 	} {

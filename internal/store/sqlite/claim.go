@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/errandhq/errand/internal/store"
@@ -54,6 +55,26 @@ var (
 			WHERE tasks.rowid = c.rid`
 	})
 )
+
+// claimUniformNames are the columns of claimSetNames that task.Claim
+// leaves the same in every task of a usual claim (one queue, one time,
+// one lease length), and qClaimSetUniformN binds once per chunk.
+var claimUniformNames = []string{"state", "max_attempts", "started_at", "deadline_at", "lease_expires_at"}
+
+// qClaimSetUniformN is qClaimSetN for a chunk whose tasks all have the
+// same claimUniformNames values (claimUniform): each entry carries only
+// its rowid, attempt and lease id, and the shared values are bound once,
+// after the entries.
+var qClaimSetUniformN = defineChunked(3, func(rows string) string {
+	after := 3 * strings.Count(rows, "(") // the entries' parameters come first
+	set := []string{"attempt = c.attempt", "lease_id = c.lease_id"}
+	for i, c := range claimUniformNames {
+		set = append(set, fmt.Sprintf("%s = ?%d", c, after+i+1))
+	}
+	return `WITH c(rid, attempt, lease_id) AS (VALUES ` + rows + `)
+			UPDATE tasks SET ` + strings.Join(set, ", ") + ` FROM c
+			WHERE tasks.rowid = c.rid`
+})
 
 // routeSQL is store.RouteFilter as a condition on a task row; its four
 // parameters are routeArgs'.
@@ -179,18 +200,30 @@ func (w *wtx) claimIn(p *store.ClaimParams, added []*task.Task) ([]*task.Task, m
 }
 
 // claimSet writes back what task.Claim changed in tasks, each named by its
-// rowid (rids[i] is tasks[i]'s), in a few multi-row statements.
+// rowid (rids[i] is tasks[i]'s), in a few multi-row statements: with the
+// values all tasks share bound once when they share them (claimUniform).
 func (w *wtx) claimSet(tasks []*task.Task, rids []int64) error {
+	uniform := claimUniform(tasks)
 	width := 1 + len(claimSetNames)
 	args := make([]any, 0, width*min(len(tasks), chunkSizes[0]))
 	for _, n := range chunks(len(tasks)) {
 		args = args[:0]
-		for i, t := range tasks[:n] {
-			args = append(args, rids[i], string(t.State), t.Attempt, t.MaxAttempts, t.StartedAt,
-				t.DeadlineAt, t.LeaseID, t.LeaseExpiresAt)
+		q := qClaimSetN[n]
+		if uniform {
+			q = qClaimSetUniformN[n]
+			for i, t := range tasks[:n] {
+				args = append(args, rids[i], t.Attempt, t.LeaseID)
+			}
+			t := tasks[0]
+			args = append(args, string(t.State), t.MaxAttempts, t.StartedAt, t.DeadlineAt, t.LeaseExpiresAt)
+		} else {
+			for i, t := range tasks[:n] {
+				args = append(args, rids[i], string(t.State), t.Attempt, t.MaxAttempts, t.StartedAt,
+					t.DeadlineAt, t.LeaseID, t.LeaseExpiresAt)
+			}
 		}
 		tasks, rids = tasks[n:], rids[n:]
-		r, err := w.execFast(qClaimSetN[n], args)
+		r, err := w.execFast(q, args)
 		if err != nil {
 			return interpretError(err)
 		}
@@ -201,6 +234,19 @@ func (w *wtx) claimSet(tasks []*task.Task, rids []int64) error {
 		}
 	}
 	return nil
+}
+
+// claimUniform says whether task.Claim left every task of tasks with the
+// same claimUniformNames values.
+func claimUniform(tasks []*task.Task) bool {
+	for _, t := range tasks[min(1, len(tasks)):] {
+		f := tasks[0]
+		if t.State != f.State || t.MaxAttempts != f.MaxAttempts || t.StartedAt != f.StartedAt ||
+			t.DeadlineAt != f.DeadlineAt || t.LeaseExpiresAt != f.LeaseExpiresAt {
+			return false
+		}
+	}
+	return true
 }
 
 // claimLimit is how many tasks p may claim now under the queue's and the

@@ -1,0 +1,71 @@
+package sqlite
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// TestClaimWritesWhatClaimMade: a claim stores exactly what task.Claim
+// made of each task, both when the tasks share their claim's times and
+// budget (qClaimSetUniformN, the values bound once) and when one has a
+// deadline of its own (qClaimSetN). Binding a shared value to the wrong
+// column, or treating tasks with different deadlines as uniform, fails it.
+func TestClaimWritesWhatClaimMade(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		ownLast bool // the last task has its own deadline
+	}{{"uniform", false}, {"mixed", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := t.Context()
+			s, _ := openWithQueue(t, Options{})
+			q := task.NewQueue("i1", "hooks", task.ModePush)
+			q.Target = &task.Target{Webhook: "https://example.com/hook"}
+			q.DeadlineSeconds = 30
+			if err := s.QueueCreate(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+			var add []*task.Task
+			for i := range 12 { // chunks of 10 and of 1
+				in := task.AddInput{Payload: []byte(`{}`)}
+				if c.ownLast && i == 11 {
+					own := 5
+					in.DeadlineSeconds = &own
+				}
+				tk, err := task.NewTask(q, in, 1_000, task.URLRules{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				tk.ID = fmt.Sprintf("h%02d", i)
+				add = append(add, tk)
+			}
+			if _, err := s.TaskAdd(ctx, add); err != nil {
+				t.Fatal(err)
+			}
+			lease := 0
+			claimed, err := s.TaskClaim(ctx, &store.ClaimParams{Queue: q, Now: 2_000, Limit: 12, LeaseMs: 45_000,
+				NewLeaseID: func() string { lease++; return fmt.Sprintf("lease-%d", lease) }})
+			if err != nil || len(claimed) != 12 {
+				t.Fatalf("claim: %d, %v", len(claimed), err)
+			}
+			if got := claimUniform(claimed); got == c.ownLast {
+				t.Fatalf("claimUniform = %v for %s tasks", got, c.name)
+			}
+			for _, want := range claimed {
+				got, err := s.TaskGet(ctx, store.TaskRef{InstanceID: "i1", ID: want.ID})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.State != want.State || got.Attempt != want.Attempt || got.MaxAttempts != want.MaxAttempts ||
+					got.StartedAt != want.StartedAt || got.DeadlineAt != want.DeadlineAt ||
+					got.LeaseID != want.LeaseID || got.LeaseExpiresAt != want.LeaseExpiresAt {
+					t.Errorf("%s stored %s attempt %d/%d started %d deadline %d lease %s until %d; claimed %s attempt %d/%d started %d deadline %d lease %s until %d",
+						want.ID, got.State, got.Attempt, got.MaxAttempts, got.StartedAt, got.DeadlineAt, got.LeaseID, got.LeaseExpiresAt,
+						want.State, want.Attempt, want.MaxAttempts, want.StartedAt, want.DeadlineAt, want.LeaseID, want.LeaseExpiresAt)
+				}
+			}
+		})
+	}
+}
