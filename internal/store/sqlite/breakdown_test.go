@@ -253,6 +253,8 @@ func TestWritePlans(t *testing.T) {
 		{"claim, uniform", qClaimSetUniformN[1].text, stateIndexes},
 		{"finish", qTaskFinishN[1].text, stateIndexes},
 		{"finish by rowid", qTaskFinishByRowN[1].text, stateIndexes},
+		{"finish, shared", qTaskFinishSharedN[1].text, stateIndexes},
+		{"finish by rowid, shared", qTaskFinishByRowSharedN[1].text, stateIndexes},
 	} {
 		rows, err := s.w.QueryContext(ctx, "EXPLAIN "+c.text, make([]any, strings.Count(c.text, "?"))...)
 		if err != nil {

@@ -69,3 +69,88 @@ func TestClaimWritesWhatClaimMade(t *testing.T) {
 		})
 	}
 }
+
+// TestFinishWritesWhatFinishMade: a finish stores exactly what
+// task.Finish made of each task, by rowid or by key, with the values the
+// batch shares bound once (all succeeded) or each entry carrying all of
+// them (one failed). Binding a shared value to the wrong column, or
+// calling a mixed batch shared, fails it.
+func TestFinishWritesWhatFinishMade(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		forget     bool // drop the rowids: by key
+		failOne    bool // the sixth attempt fails: its chunk of ten is not shared
+		wantShared bool
+	}{
+		{"shared by rowid", false, false, true},
+		{"shared by key", true, false, true},
+		{"mixed by rowid", false, true, false},
+		{"mixed by key", true, true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := t.Context()
+			s, q := openWithQueue(t, Options{})
+			var add []*task.Task
+			for i := range 12 {
+				tk, err := task.NewTask(q, task.AddInput{Payload: []byte(`{}`)}, 1_000, task.URLRules{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				tk.ID = fmt.Sprintf("p%02d", i)
+				add = append(add, tk)
+			}
+			if _, err := s.TaskAdd(ctx, add); err != nil {
+				t.Fatal(err)
+			}
+			lease := 0
+			claimed, err := s.TaskClaim(ctx, &store.ClaimParams{Queue: q, Now: 2_000, Limit: 12, LeaseMs: 45_000,
+				NewLeaseID: func() string { lease++; return fmt.Sprintf("lease-%d", lease) }})
+			if err != nil || len(claimed) != 12 {
+				t.Fatalf("claim: %d, %v", len(claimed), err)
+			}
+			if c.forget {
+				s.leases = nil
+			}
+			ps := make([]*store.FinishParams, len(claimed))
+			for i, tk := range claimed {
+				fence := tk.LeaseID
+				o := task.Outcome{Status: task.AttemptSucceeded, HTTPStatus: 200, Result: []byte(fmt.Sprintf(`{"i":%d}`, i))}
+				if c.failOne && i == 5 {
+					o = task.Outcome{Status: task.AttemptFailed, HTTPStatus: 500, Error: "HTTP 500"}
+				}
+				if _, err := tk.Finish(q, 3_000+int64(i), o); err != nil {
+					t.Fatal(err)
+				}
+				ps[i] = &store.FinishParams{Task: tk, LeaseID: fence}
+			}
+			args, err := finishArgs(ps, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := finishShared(args, 10); got != c.wantShared { // the first chunk's
+				t.Fatalf("finishShared = %v, want %v", got, c.wantShared)
+			}
+			res, err := s.TaskFinish(ctx, ps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, e := range res {
+				if e != nil {
+					t.Fatalf("finish %d: %v", i, e)
+				}
+			}
+			for _, want := range claimed {
+				got, err := s.TaskGet(ctx, store.TaskRef{InstanceID: "i1", ID: want.ID})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.State != want.State || got.Attempt != want.Attempt || got.MaxAttempts != want.MaxAttempts ||
+					got.RunAt != want.RunAt || got.StartedAt != want.StartedAt || got.DeadlineAt != want.DeadlineAt ||
+					got.FinishedAt != want.FinishedAt || got.LeaseID != want.LeaseID || got.LeaseExpiresAt != want.LeaseExpiresAt ||
+					got.LastError != want.LastError || string(got.Result) != string(want.Result) || len(got.Attempts) != len(want.Attempts) {
+					t.Errorf("%s stored %+v\nfinished %+v", want.ID, *got, *want)
+				}
+			}
+		})
+	}
+}

@@ -70,20 +70,18 @@ func (w *wtx) insertedRunning(tasks []*task.Task, r sql.Result) {
 	w.s.leases.granted(claimed, rids)
 }
 
-// byRow returns the arguments of the rowid form of a finish chunk (rid,
-// fence, live_at, the set columns) from keyed's (instance_id, id, fence,
-// live_at, the set columns, finishWidth a task), if every fence of the
-// chunk is known; it reuses buf's storage.
-func (m leaseRows) byRow(buf []any, keyed []any, n int) ([]any, bool) {
+// rowids returns, in buf's storage, the rowids of the n entries of a
+// finish chunk keyed (key form, finishWidth an entry), if it knows every
+// entry's fence.
+func (m leaseRows) rowids(buf []int64, keyed []any, n int) ([]int64, bool) {
 	buf = buf[:0]
 	for e := range n {
-		entry := keyed[e*finishWidth : (e+1)*finishWidth]
-		fence, _ := entry[2].(string)
+		fence, _ := keyed[e*finishWidth+2].(string)
 		rid, ok := m[fence]
 		if !ok {
 			return buf, false
 		}
-		buf = append(append(buf, rid), entry[2:]...)
+		buf = append(buf, rid)
 	}
 	return buf, true
 }

@@ -60,10 +60,12 @@ type Store struct {
 	// queryFast); only a write transaction uses it, one at a time.
 	nv []driver.NamedValue
 	// leases maps the leases this store's claims granted to their tasks'
-	// rowids, and rowArgs holds a finish chunk's arguments by rowid
-	// (leaserows.go); only a write transaction uses them.
+	// rowids, and rowArgs and rids hold a finish chunk's arguments and
+	// rowids (leaserows.go, finishRound); only a write transaction uses
+	// them.
 	leases  leaseRows
 	rowArgs []any
+	rids    []int64
 	// finishedByRow counts the tasks finished by rowid (tests).
 	finishedByRow int
 

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/errandhq/errand/internal/store"
@@ -46,25 +48,65 @@ var qTaskFinishPlainN = defineChunked(4+len(taskSetNames), finishSQL)
 // qTaskFinishByRowN is qTaskFinishPlainN with each task named by the
 // rowid its claim read (leaseRows) instead of its key.
 var qTaskFinishByRowN = defineChunked(3+len(taskSetNames), func(rows string) string {
-	return finishSQLBy(rows, "rid", "tasks.rowid = c.rid")
+	return finishSQLBy(rows, finishByRow, taskSetNames, nil)
 })
+
+// finishSharedNames are the columns of taskSetNames that task.Finish
+// leaves the same in every task of a usual batch (its lease and attempt
+// times cleared; the same end and error). qTaskFinishSharedN and
+// qTaskFinishByRowSharedN bind them once per chunk whose entries share
+// them (finishShared).
+var finishSharedNames = []string{"state", "started_at", "deadline_at", "lease_id", "lease_expires_at", "last_error"}
+
+// finishOwnNames are the other columns of taskSetNames, which each entry
+// carries.
+var finishOwnNames = slices.DeleteFunc(slices.Clone(taskSetNames), func(c string) bool {
+	return slices.Contains(finishSharedNames, c)
+})
+
+// qTaskFinishSharedN and qTaskFinishByRowSharedN are qTaskFinishPlainN
+// and qTaskFinishByRowN for a chunk whose entries share the
+// finishSharedNames values: those are bound once, after the entries.
+var (
+	qTaskFinishSharedN = defineChunked(4+len(finishOwnNames), func(rows string) string {
+		return finishSQLBy(rows, finishByKey, finishOwnNames, finishSharedNames)
+	})
+	qTaskFinishByRowSharedN = defineChunked(3+len(finishOwnNames), func(rows string) string {
+		return finishSQLBy(rows, finishByRow, finishOwnNames, finishSharedNames)
+	})
+)
 
 // finishSQL is the fenced UPDATE of the entries in rows, each naming its
 // task by key.
 func finishSQL(rows string) string {
-	return finishSQLBy(rows, "instance_id, id", "tasks.instance_id = c.instance_id AND tasks.id = c.id")
+	return finishSQLBy(rows, finishByKey, taskSetNames, nil)
 }
 
-// finishSQLBy is the fenced UPDATE of the entries in rows, whose first
-// columns are names and whose task is the row that match finds.
-func finishSQLBy(rows, names, match string) string {
+// finishBy says how a finish's entries name their tasks: the names of
+// their first columns and the condition that finds the row.
+type finishBy struct{ names, match string }
+
+var (
+	finishByKey = finishBy{"instance_id, id", "tasks.instance_id = c.instance_id AND tasks.id = c.id"}
+	finishByRow = finishBy{"rid", "tasks.rowid = c.rid"}
+)
+
+// finishSQLBy is the fenced UPDATE of the entries in rows, which name
+// their tasks by by and carry the values of own; the values of shared are
+// bound once, after the entries.
+func finishSQLBy(rows string, by finishBy, own, shared []string) string {
+	width := strings.Count(by.names, ",") + 3 + len(own) // names, fence, live_at, own
+	after := width * strings.Count(rows, "(")
 	var set []string
-	for _, c := range taskSetNames {
+	for _, c := range own {
 		set = append(set, c+" = c."+c)
 	}
-	return `WITH c(` + names + `, fence, live_at, ` + strings.Join(taskSetNames, ", ") + `) AS (VALUES ` + rows + `)
+	for i, c := range shared {
+		set = append(set, fmt.Sprintf("%s = ?%d", c, after+i+1))
+	}
+	return `WITH c(` + by.names + `, fence, live_at, ` + strings.Join(own, ", ") + `) AS (VALUES ` + rows + `)
 		UPDATE tasks SET ` + strings.Join(set, ", ") + ` FROM c
-		WHERE ` + match + ` AND tasks.state = 'RUNNING' AND tasks.lease_id = c.fence
+		WHERE ` + by.match + ` AND tasks.state = 'RUNNING' AND tasks.lease_id = c.fence
 		AND tasks.lease_expires_at > c.live_at`
 }
 
@@ -408,6 +450,61 @@ func finishArgs(ps []*store.FinishParams, round []int) ([]any, error) {
 	return args, nil
 }
 
+// finishSharedAt and finishOwnAt are the positions in taskSetNames of
+// finishSharedNames and finishOwnNames, in their orders.
+var finishSharedAt, finishOwnAt = func() (shared, own []int) {
+	for _, c := range finishSharedNames {
+		shared = append(shared, slices.Index(taskSetNames, c))
+	}
+	for _, c := range finishOwnNames {
+		own = append(own, slices.Index(taskSetNames, c))
+	}
+	return shared, own
+}()
+
+// finishShared says whether the n entries of keyed (finishArgs' form)
+// share their finishSharedNames values.
+func finishShared(keyed []any, n int) bool {
+	for e := 1; e < n; e++ {
+		for _, i := range finishSharedAt {
+			if keyed[e*finishWidth+4+i] != keyed[4+i] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// finishChunkArgs builds in buf's storage the arguments of a finish chunk
+// of the n entries of keyed (finishArgs' form): each entry named by its
+// rowid (rids[e], byRow) or its key, and with the shared values bound once
+// after the entries (shared), as the chosen statement takes them.
+func finishChunkArgs(buf, keyed []any, n int, rids []int64, byRow, shared bool) []any {
+	buf = buf[:0]
+	for e := range n {
+		entry := keyed[e*finishWidth : (e+1)*finishWidth]
+		if byRow {
+			buf = append(buf, rids[e])
+		} else {
+			buf = append(buf, entry[0], entry[1])
+		}
+		buf = append(buf, entry[2], entry[3]) // fence, live_at
+		if !shared {
+			buf = append(buf, entry[4:]...)
+			continue
+		}
+		for _, i := range finishOwnAt {
+			buf = append(buf, entry[4+i])
+		}
+	}
+	if shared {
+		for _, i := range finishSharedAt {
+			buf = append(buf, keyed[4+i])
+		}
+	}
+	return buf
+}
+
 // finishRound writes the fenced updates of ps[round...], whose arguments
 // all are (finishArgs), and returns the tasks whose write applied.
 func (w *wtx) finishRound(ps []*store.FinishParams, round []int, all []any) (map[[2]string]bool, error) {
@@ -423,16 +520,27 @@ func (w *wtx) finishRound(ps []*store.FinishParams, round []int, all []any) (map
 		if _, err := w.exec(qFinishSavepoint); err != nil {
 			return nil, err
 		}
-		var res sql.Result
-		var err error
-		byRow, ok := w.s.leases.byRow(w.s.rowArgs, args, n)
-		w.s.rowArgs = byRow
-		if ok {
-			res, err = w.execFast(qTaskFinishByRowN[n], byRow)
-		} else {
-			res, err = w.execFast(qTaskFinishPlainN[n], args)
+		rids, byRow := w.s.leases.rowids(w.s.rids, args, n)
+		w.s.rids = rids
+		shared := finishShared(args, n)
+		var q query
+		switch {
+		case byRow && shared:
+			q = qTaskFinishByRowSharedN[n]
+		case byRow:
+			q = qTaskFinishByRowN[n]
+		case shared:
+			q = qTaskFinishSharedN[n]
+		default:
+			q = qTaskFinishPlainN[n]
 		}
-		clear(byRow)
+		sent := args
+		if byRow || shared {
+			w.s.rowArgs = finishChunkArgs(w.s.rowArgs, args, n, rids, byRow, shared)
+			sent = w.s.rowArgs
+		}
+		res, err := w.execFast(q, sent)
+		clear(w.s.rowArgs)
 		if err != nil {
 			return nil, interpretError(err)
 		}
@@ -442,7 +550,7 @@ func (w *wtx) finishRound(ps []*store.FinishParams, round []int, all []any) (map
 			return nil, err
 		}
 		if changed == n {
-			if ok {
+			if byRow {
 				w.s.finishedByRow += n
 			}
 			if _, err := w.exec(qFinishRelease); err != nil {
