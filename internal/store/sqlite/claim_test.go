@@ -27,29 +27,14 @@ func TestClaimWritesWhatClaimMade(t *testing.T) {
 			if err := s.QueueCreate(ctx, q); err != nil {
 				t.Fatal(err)
 			}
-			var add []*task.Task
-			for i := range 12 { // chunks of 10 and of 1
+			claimed := addAndClaim(t, s, q, newTasks(t, q, "h", 12, func(i int) task.AddInput { // chunks of 10 and of 1
 				in := task.AddInput{Payload: []byte(`{}`)}
 				if c.ownLast && i == 11 {
 					own := 5
 					in.DeadlineSeconds = &own
 				}
-				tk, err := task.NewTask(q, in, 1_000, task.URLRules{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				tk.ID = fmt.Sprintf("h%02d", i)
-				add = append(add, tk)
-			}
-			if _, err := s.TaskAdd(ctx, add); err != nil {
-				t.Fatal(err)
-			}
-			lease := 0
-			claimed, err := s.TaskClaim(ctx, &store.ClaimParams{Queue: q, Now: 2_000, Limit: 12, LeaseMs: 45_000,
-				NewLeaseID: func() string { lease++; return fmt.Sprintf("lease-%d", lease) }})
-			if err != nil || len(claimed) != 12 {
-				t.Fatalf("claim: %d, %v", len(claimed), err)
-			}
+				return in
+			}))
 			if got := claimUniform(claimed); got == c.ownLast {
 				t.Fatalf("claimUniform = %v for %s tasks", got, c.name)
 			}
@@ -90,24 +75,7 @@ func TestFinishWritesWhatFinishMade(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := t.Context()
 			s, q := openWithQueue(t, Options{})
-			var add []*task.Task
-			for i := range 12 {
-				tk, err := task.NewTask(q, task.AddInput{Payload: []byte(`{}`)}, 1_000, task.URLRules{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				tk.ID = fmt.Sprintf("p%02d", i)
-				add = append(add, tk)
-			}
-			if _, err := s.TaskAdd(ctx, add); err != nil {
-				t.Fatal(err)
-			}
-			lease := 0
-			claimed, err := s.TaskClaim(ctx, &store.ClaimParams{Queue: q, Now: 2_000, Limit: 12, LeaseMs: 45_000,
-				NewLeaseID: func() string { lease++; return fmt.Sprintf("lease-%d", lease) }})
-			if err != nil || len(claimed) != 12 {
-				t.Fatalf("claim: %d, %v", len(claimed), err)
-			}
+			claimed := addAndClaim(t, s, q, newTasks(t, q, "p", 12, nil))
 			if c.forget {
 				s.leases = nil
 			}

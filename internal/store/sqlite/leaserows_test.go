@@ -17,24 +17,7 @@ import (
 func TestFinishByRowid(t *testing.T) {
 	ctx := t.Context()
 	s, q := openWithQueue(t, Options{})
-	var add []*task.Task
-	for i := range 4 {
-		tk, err := task.NewTask(q, task.AddInput{Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))}, 1_000, task.URLRules{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tk.ID = fmt.Sprintf("t%d", i)
-		add = append(add, tk)
-	}
-	if _, err := s.TaskAdd(ctx, add); err != nil {
-		t.Fatal(err)
-	}
-	lease := 0
-	claimed, err := s.TaskClaim(ctx, &store.ClaimParams{Queue: q, Now: 2_000, Limit: 4, LeaseMs: 60_000,
-		NewLeaseID: func() string { lease++; return fmt.Sprintf("lease-%d", lease) }})
-	if err != nil || len(claimed) != 4 {
-		t.Fatalf("claim: %d, %v", len(claimed), err)
-	}
+	claimed := addAndClaim(t, s, q, newTasks(t, q, "t", 4, nil))
 	if len(s.leases) != 4 {
 		t.Fatalf("%d rowids recorded, want 4", len(s.leases))
 	}
@@ -89,15 +72,7 @@ func TestAddClaimRecordsRowids(t *testing.T) {
 	if err := s.QueueCreate(ctx, q); err != nil {
 		t.Fatal(err)
 	}
-	var add []*task.Task
-	for i := range 5 {
-		tk, err := task.NewTask(q, task.AddInput{Payload: []byte(`{}`)}, 1_000, task.URLRules{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tk.ID = fmt.Sprintf("h%d", i)
-		add = append(add, tk)
-	}
+	add := newTasks(t, q, "h", 5, nil)
 	lease := 0
 	_, claimed, err := s.TaskAddClaim(ctx, add, &store.ClaimParams{Queue: q, Now: 2_000, Limit: 5, LeaseMs: 60_000,
 		MaxRunning: 3,
