@@ -141,7 +141,7 @@ func BenchmarkWriteBreakdown(b *testing.B) {
 						t.DeadlineAt, t.LeaseID, t.LeaseExpiresAt)
 				}
 				claim += tx(func(w *wtx) error {
-					_, err := w.exec(qClaimSetN[100], args...)
+					_, err := w.execFast(qClaimSetN[100], args)
 					return err
 				})
 				args = args[:0]

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/errandhq/errand/internal/store"
@@ -37,7 +36,7 @@ var (
 	// qClaimDue walks the tasks_due index of one queue in runAt order. Each
 	// row comes with its rowid, by which qClaimSetN writes it back in the
 	// same transaction (the write lock keeps it from moving).
-	qClaimDue = define(onWriter, `SELECT `+cols("", taskCols)+`, rowid FROM tasks
+	qClaimDue = define(onFast, `SELECT `+cols("", taskCols)+`, rowid FROM tasks
 		WHERE instance_id = ? AND queue = ? AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= ?
 		AND `+routeSQL+`
 		ORDER BY run_at, id LIMIT ?`)
@@ -45,7 +44,7 @@ var (
 	// task.Claim changed in that many tasks. Each entry names its row by
 	// the rowid qClaimDue read, so the planner can only walk the entries
 	// and seek each row in the table itself, without the key's index.
-	qClaimSetN = defineChunked(1+len(claimSetNames), func(rows string) string {
+	qClaimSetN = defineChunked(onFast, 1+len(claimSetNames), func(rows string) string {
 		var set []string
 		for _, c := range claimSetNames {
 			set = append(set, c+" = c."+c)
@@ -65,12 +64,9 @@ var claimUniformNames = []string{"state", "max_attempts", "started_at", "deadlin
 // same claimUniformNames values (claimUniform): each entry carries only
 // its rowid, attempt and lease id, and the shared values are bound once,
 // after the entries.
-var qClaimSetUniformN = defineChunked(3, func(rows string) string {
-	after := 3 * strings.Count(rows, "(") // the entries' parameters come first
-	set := []string{"attempt = c.attempt", "lease_id = c.lease_id"}
-	for i, c := range claimUniformNames {
-		set = append(set, fmt.Sprintf("%s = ?%d", c, after+i+1))
-	}
+var qClaimSetUniformN = defineChunked(onFast, 3, func(rows string) string {
+	set := append([]string{"attempt = c.attempt", "lease_id = c.lease_id"},
+		setOnce(claimUniformNames, 3*strings.Count(rows, "("))...) // the entries' parameters come first
 	return `WITH c(rid, attempt, lease_id) AS (VALUES ` + rows + `)
 			UPDATE tasks SET ` + strings.Join(set, ", ") + ` FROM c
 			WHERE tasks.rowid = c.rid`

@@ -226,6 +226,9 @@ type pool uint8
 const (
 	onWriter pool = 1 << iota
 	onReader
+	// onFast statements run only as the writer's fast ops (fast.go):
+	// its connection prepares them on first use, database/sql never.
+	onFast
 )
 
 // query is a registered SQL statement, prepared once per connection.

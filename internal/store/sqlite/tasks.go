@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -16,7 +15,7 @@ import (
 // qTaskInsertN holds, by chunk size, the multi-row INSERT of that many
 // tasks. A row whose id or name is taken is skipped (DO NOTHING), and
 // RETURNING names the rows stored.
-var qTaskInsertN = defineChunked(len(taskCols), func(rows string) string {
+var qTaskInsertN = defineChunked(onWriter, len(taskCols), func(rows string) string {
 	return `INSERT INTO tasks (` + cols("", taskCols) + `) VALUES ` + rows +
 		` ON CONFLICT DO NOTHING RETURNING instance_id, id`
 })
@@ -26,7 +25,7 @@ var qTaskInsertN = defineChunked(len(taskCols), func(rows string) string {
 // id fails the statement, which then writes nothing (SQLite undoes the
 // statement, not the transaction), and insertTasks sends that chunk again
 // with qTaskInsertN.
-var qTaskInsertPlainN = defineChunked(len(taskCols), func(rows string) string {
+var qTaskInsertPlainN = defineChunked(onFast, len(taskCols), func(rows string) string {
 	return `INSERT INTO tasks (` + cols("", taskCols) + `) VALUES ` + rows
 })
 
@@ -36,18 +35,18 @@ var qTaskInsertPlainN = defineChunked(len(taskCols), func(rows string) string {
 // (store.FinishParams.LiveAfter), and RETURNING names the rows changed. Each entry brings its own
 // instance, so the planner can only walk the entries and seek each task by
 // its key.
-var qTaskFinishN = defineChunked(4+len(taskSetNames), func(rows string) string {
+var qTaskFinishN = defineChunked(onWriter, 4+len(taskSetNames), func(rows string) string {
 	return finishSQL(rows) + ` RETURNING tasks.instance_id, tasks.id`
 })
 
 // qTaskFinishPlainN is qTaskFinishN without RETURNING, for a chunk whose
 // writes are all expected to apply: the count of changed rows tells
 // whether they did, without a row to read back for each (finishRound).
-var qTaskFinishPlainN = defineChunked(4+len(taskSetNames), finishSQL)
+var qTaskFinishPlainN = defineChunked(onFast, 4+len(taskSetNames), finishSQL)
 
 // qTaskFinishByRowN is qTaskFinishPlainN with each task named by the
 // rowid its claim read (leaseRows) instead of its key.
-var qTaskFinishByRowN = defineChunked(3+len(taskSetNames), func(rows string) string {
+var qTaskFinishByRowN = defineChunked(onFast, 3+len(taskSetNames), func(rows string) string {
 	return finishSQLBy(rows, finishByRow, taskSetNames, nil)
 })
 
@@ -68,10 +67,10 @@ var finishOwnNames = slices.DeleteFunc(slices.Clone(taskSetNames), func(c string
 // and qTaskFinishByRowN for a chunk whose entries share the
 // finishSharedNames values: those are bound once, after the entries.
 var (
-	qTaskFinishSharedN = defineChunked(4+len(finishOwnNames), func(rows string) string {
+	qTaskFinishSharedN = defineChunked(onFast, 4+len(finishOwnNames), func(rows string) string {
 		return finishSQLBy(rows, finishByKey, finishOwnNames, finishSharedNames)
 	})
-	qTaskFinishByRowSharedN = defineChunked(3+len(finishOwnNames), func(rows string) string {
+	qTaskFinishByRowSharedN = defineChunked(onFast, 3+len(finishOwnNames), func(rows string) string {
 		return finishSQLBy(rows, finishByRow, finishOwnNames, finishSharedNames)
 	})
 )
@@ -101,9 +100,7 @@ func finishSQLBy(rows string, by finishBy, own, shared []string) string {
 	for _, c := range own {
 		set = append(set, c+" = c."+c)
 	}
-	for i, c := range shared {
-		set = append(set, fmt.Sprintf("%s = ?%d", c, after+i+1))
-	}
+	set = append(set, setOnce(shared, after)...)
 	return `WITH c(` + by.names + `, fence, live_at, ` + strings.Join(own, ", ") + `) AS (VALUES ` + rows + `)
 		UPDATE tasks SET ` + strings.Join(set, ", ") + ` FROM c
 		WHERE ` + by.match + ` AND tasks.state = 'RUNNING' AND tasks.lease_id = c.fence
