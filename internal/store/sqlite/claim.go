@@ -35,11 +35,14 @@ var (
 	qBucketSet = define(onWriter, `UPDATE queues SET rate_tokens = ?, rate_at = ? WHERE instance_id = ? AND name = ?`)
 	// qClaimDue walks the tasks_due index of one queue in runAt order. Each
 	// row comes with its rowid, by which qClaimSetN writes it back in the
-	// same transaction (the write lock keeps it from moving).
+	// same transaction (the write lock keeps it from moving). Its limit is
+	// a CAST, not a bare parameter: SQLite's planner reads a bare LIMIT ?'s
+	// value and so recompiles the statement whenever it changes, which a
+	// push claim's limit (the free slots) does on nearly every call.
 	qClaimDue = define(onFast, `SELECT `+cols("", taskCols)+`, rowid FROM tasks
 		WHERE instance_id = ? AND queue = ? AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= ?
 		AND `+routeSQL+`
-		ORDER BY run_at, id LIMIT ?`)
+		ORDER BY run_at, id LIMIT CAST(? AS INTEGER)`)
 	// qClaimSetN holds, by chunk size, the UPDATE that stores what
 	// task.Claim changed in that many tasks. Each entry names its row by
 	// the rowid qClaimDue read, so the planner can only walk the entries

@@ -33,7 +33,8 @@ type fastOp interface {
 	run(ctx context.Context, c *fastConn) (driver.Result, error)
 }
 
-// fastConnector opens the writer's connection as a fastConn.
+// fastConnector opens the writer's connection as a fastConn, in SQLite's
+// multi-thread mode (threading.go).
 type fastConnector struct{ dsn string }
 
 // sqliteDriver is modernc's driver, which sql.Open("sqlite", …) uses too.
@@ -45,6 +46,7 @@ func (f fastConnector) Connect(context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	multiThread(c)
 	return &fastConn{Conn: c, stmts: map[int]driver.Stmt{}}, nil
 }
 

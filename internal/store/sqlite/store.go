@@ -102,7 +102,6 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		"foreign_keys(OFF)", // the store deletes children itself, in the same transaction
 		"synchronous(" + syncMode + ")",
 	}
-	var err error
 	s.w = sql.OpenDB(fastConnector{dsn(path, "immediate", slices.Concat(common, []string{
 		"cache_size(-16000)", // 16 MB of page cache
 		"journal_mode(WAL)",
@@ -126,11 +125,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 
 	readers := max(4, runtime.GOMAXPROCS(0))
-	s.r, err = sql.Open("sqlite", dsn(path, "", slices.Concat(common, []string{"cache_size(-8000)", "query_only(1)"})))
-	if err != nil {
-		s.w.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
-	}
+	s.r = sql.OpenDB(connector{dsn(path, "", slices.Concat(common, []string{"cache_size(-8000)", "query_only(1)"}))})
 	s.r.SetMaxOpenConns(readers)
 	s.r.SetMaxIdleConns(readers)
 	s.r.SetConnMaxLifetime(0)
@@ -140,11 +135,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
-	ck, err := sql.Open("sqlite", dsn(path, "", common))
-	if err != nil {
-		s.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
-	}
+	ck := sql.OpenDB(connector{dsn(path, "", common)})
 	ck.SetMaxOpenConns(1)
 	ck.SetMaxIdleConns(1)
 	ck.SetConnMaxLifetime(0)
