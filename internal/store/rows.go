@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"sync"
 
 	"github.com/errandhq/errand/internal/task"
 )
@@ -25,55 +26,78 @@ type Rows interface {
 // An error of Scan is returned unchanged, for the backend to translate; a
 // column that does not decode is INTERNAL.
 func ScanTask(sc Scanner, full bool) (*task.Task, error) {
-	t := &task.Task{}
-	var (
-		name, deadLetterOf *string
-		state              string
-		target, attempts   []byte
-		params             []byte
-		payload, result    []byte
-	)
-	dest := []any{
-		&t.InstanceID, &t.ID, &t.Queue, &name, &state, &t.Pull, &t.Attempt, &t.MaxAttempts,
-		&t.RunAt, &t.CreatedAt, &t.StartedAt, &t.DeadlineAt, &t.FinishedAt, &t.LeaseID,
-		&t.LeaseExpiresAt, &t.DeadlineSeconds, &t.Source, &t.Depth, &deadLetterOf,
-		&t.LastError, &target, &params, &attempts,
+	var extra any
+	if w, ok := sc.(ScanWith); ok {
+		sc, extra = w.Scanner, w.Extra
 	}
+	t := &task.Task{}
+	x := taskScratch.Get().(*taskScan)
+	defer x.release()
+	dest := append(x.dest[:0],
+		&t.InstanceID, &t.ID, &t.Queue, &x.name, &x.state, &t.Pull, &t.Attempt, &t.MaxAttempts,
+		&t.RunAt, &t.CreatedAt, &t.StartedAt, &t.DeadlineAt, &t.FinishedAt, &t.LeaseID,
+		&t.LeaseExpiresAt, &t.DeadlineSeconds, &t.Source, &t.Depth, &x.deadLetterOf,
+		&t.LastError, &x.target, &x.params, &x.attempts,
+	)
 	if full {
-		dest = append(dest, &payload, &result)
+		dest = append(dest, &x.payload, &x.result)
+	}
+	if extra != nil {
+		dest = append(dest, extra)
 	}
 	if err := sc.Scan(dest...); err != nil {
 		return nil, err
 	}
-	if name != nil {
-		t.Name = *name
+	if x.name != nil {
+		t.Name = *x.name
 	}
-	if deadLetterOf != nil {
-		t.DeadLetterOf = *deadLetterOf
+	if x.deadLetterOf != nil {
+		t.DeadLetterOf = *x.deadLetterOf
 	}
-	t.State = task.State(state)
-	if len(params) > 0 {
-		t.Params = params
+	t.State = task.State(x.state)
+	if len(x.params) > 0 {
+		t.Params = x.params
 	}
-	if len(target) > 0 {
+	if len(x.target) > 0 {
 		t.Target = &task.Target{}
-		if err := json.Unmarshal(target, t.Target); err != nil {
+		if err := json.Unmarshal(x.target, t.Target); err != nil {
 			return nil, task.Errorf(task.CodeInternal, "store: task %s: bad target: %v", t.ID, err)
 		}
 	}
 	// PostgreSQL stores no attempts as "[]", SQLite as NULL; both read as nil.
-	if len(attempts) > 0 && string(attempts) != "[]" {
-		if err := json.Unmarshal(attempts, &t.Attempts); err != nil {
+	if len(x.attempts) > 0 && string(x.attempts) != "[]" {
+		if err := json.Unmarshal(x.attempts, &t.Attempts); err != nil {
 			return nil, task.Errorf(task.CodeInternal, "store: task %s: bad attempts: %v", t.ID, err)
 		}
 	}
 	if full {
-		t.Payload = payload
-		if len(result) > 0 {
-			t.Result = result
+		t.Payload = x.payload
+		if len(x.result) > 0 {
+			t.Result = x.result
 		}
 	}
 	return t, nil
+}
+
+// taskScan holds what ScanTask scans a row into besides the task itself:
+// the columns it converts, and the destinations handed to Scan (an
+// interface call, through which each would otherwise be allocated, per
+// row). ScanTask reuses them through taskScratch.
+type taskScan struct {
+	name, deadLetterOf                        *string
+	state                                     string
+	target, params, attempts, payload, result []byte
+	dest                                      [26]any // TaskColumns and an extra one (ScanWith)
+}
+
+// taskScratch holds the taskScans not in use.
+var taskScratch = sync.Pool{New: func() any { return new(taskScan) }}
+
+// release clears x, so that it keeps nothing of the row it held alive, and
+// returns it to taskScratch.
+func (x *taskScan) release() {
+	*x = taskScan{}
+	taskScratch.Put(x)
 }
 
 // ScanTasks reads every row of rows with ScanTask (see ScanAll).
