@@ -33,20 +33,19 @@ type fastOp interface {
 	run(ctx context.Context, c *fastConn) (driver.Result, error)
 }
 
-// fastConnector opens the writer's connection as a fastConn, in SQLite's
-// multi-thread mode (threading.go).
+// fastConnector opens the writer's connection as a fastConn of one that
+// connector opened, in SQLite's multi-thread mode (threading.go).
 type fastConnector struct{ dsn string }
 
 // sqliteDriver is modernc's driver, which sql.Open("sqlite", …) uses too.
 var sqliteDriver = &sqlite.Driver{}
 
 // Connect opens a driver connection to the connector's database.
-func (f fastConnector) Connect(context.Context) (driver.Conn, error) {
-	c, err := sqliteDriver.Open(f.dsn)
+func (f fastConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	c, err := connector(f).Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	multiThread(c)
 	return &fastConn{Conn: c, stmts: map[int]driver.Stmt{}}, nil
 }
 

@@ -30,21 +30,19 @@ import (
 // mode.
 
 // multiThread switches c, a connection of modernc's driver, to SQLite's
-// multi-thread mode. It reports whether it did: a driver whose connection
-// no longer keeps its handle where this looks leaves c serialized (slower,
-// never unsafe), and TestConnectionsMultiThread fails.
-func multiThread(c driver.Conn) bool {
+// multi-thread mode. A driver whose connection no longer keeps its handle
+// where handleOf looks leaves c serialized (slower, never unsafe), and
+// TestConnectionsMultiThread fails.
+func multiThread(c driver.Conn) {
 	h, ok := handleOf(c)
-	if !ok {
-		return false
+	if !ok || h.Fmutex == 0 {
+		return
 	}
-	if m := h.Fmutex; m != 0 {
-		h.Fmutex = 0
-		tls := libc.NewTLS()
-		sqlite3.Xsqlite3_mutex_free(tls, m)
-		tls.Close()
-	}
-	return true
+	m := h.Fmutex
+	h.Fmutex = 0
+	tls := libc.NewTLS()
+	sqlite3.Xsqlite3_mutex_free(tls, m)
+	tls.Close()
 }
 
 // handleOf finds the sqlite3 structure of c, a connection of modernc's
@@ -67,8 +65,9 @@ func handleOf(c driver.Conn) (*sqlite3.Tsqlite3, bool) {
 	return (*sqlite3.Tsqlite3)(p), true
 }
 
-// connector opens the store's reader and checkpointer connections, each
-// in the multi-thread mode.
+// connector opens the store's connections, each in the multi-thread mode:
+// the readers' and the checkpointer's as they are, the writer's inside a
+// fastConn (fastConnector).
 type connector struct{ dsn string }
 
 // Connect opens a driver connection to the connector's database.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -19,12 +20,7 @@ import (
 // benchmark.
 func TestConnectionsMultiThread(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "mt.db")
-	s, err := Open(ctx, path, Options{Logger: quietLog})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, q := openWithQueue(t, Options{})
 	mutexOf := func(db *sql.DB) uintptr {
 		t.Helper()
 		c, err := db.Conn(ctx)
@@ -50,7 +46,7 @@ func TestConnectionsMultiThread(t *testing.T) {
 			t.Errorf("the %s's connection is serialized (mutex %#x), want the multi-thread mode", name, m)
 		}
 	}
-	plain, err := sql.Open("sqlite", path)
+	plain, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "plain.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,30 +56,29 @@ func TestConnectionsMultiThread(t *testing.T) {
 	}
 
 	// The readers, used by many goroutines at once, each on its own
-	// connection, read what the writer writes beside them.
-	if err := s.InstanceCreate(ctx, &task.Instance{ID: "i1", Org: "acme", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}); err != nil {
-		t.Fatal(err)
+	// connection, read beside the writer's adds.
+	batches := make([][]*task.Task, 50)
+	for i := range batches {
+		batches[i] = newTasks(t, q, fmt.Sprintf("t%02d-", i), 10, nil)
 	}
 	var wg sync.WaitGroup
-	for g := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 50 {
-				if g == 0 {
-					q := task.NewQueue("i1", "q"+string(rune('a'+i%26))+string(rune('a'+i/26)), task.ModePull)
-					if err := s.QueueCreate(ctx, q); err != nil {
-						t.Error(err)
-						return
-					}
-					continue
-				}
+	wg.Go(func() {
+		for _, b := range batches {
+			if _, err := s.TaskAdd(ctx, b); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	for range 7 {
+		wg.Go(func() {
+			for range 50 {
 				if _, err := s.InstanceGetByID(ctx, "i1"); err != nil {
 					t.Error(err)
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 }
