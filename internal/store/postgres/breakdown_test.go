@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -67,22 +66,7 @@ func BenchmarkWriteBreakdown(b *testing.B) {
 			cpu := serverCPU(ctx, b, s)
 			q := workQueue(b, s)
 			next := 0
-			add := func() {
-				ts := make([]*task.Task, breakdownBatch)
-				for i := range ts {
-					t, err := task.NewTask(q, task.AddInput{Payload: breakdownPayload}, 1_000, task.URLRules{})
-					if err != nil {
-						b.Fatal(err)
-					}
-					// Ids in time order, as id.New makes them.
-					t.ID = fmt.Sprintf("t%020d", next)
-					next++
-					ts[i] = t
-				}
-				if _, err := s.TaskAdd(ctx, ts); err != nil {
-					b.Fatal(err)
-				}
-			}
+			add := func() { addNumbered(b, s, q, breakdownPayload, &next, breakdownBatch) }
 			for range breakdownBacklog / breakdownBatch {
 				add()
 			}
@@ -100,13 +84,8 @@ func BenchmarkWriteBreakdown(b *testing.B) {
 				b.Fatal(err)
 			}
 
-			var wall, pg [3]time.Duration // add, claim, finish
-			timed := func(i int, fn func()) {
-				c0, w0 := cpu(), time.Now()
-				fn()
-				wall[i] += time.Since(w0)
-				pg[i] += cpu() - c0
-			}
+			st := newSteps(cpu, 3) // add, claim, finish
+			timed, wall, pg := st.timed, st.wall, st.pg
 			now, lease := int64(2_000), 0
 			for b.Loop() {
 				timed(0, add)
@@ -154,6 +133,25 @@ func BenchmarkWriteBreakdown(b *testing.B) {
 			}
 		})
 	}
+}
+
+// steps adds up the wall time and the server's CPU time (read by cpu) of
+// each step of a benchmark's iterations.
+type steps struct {
+	cpu      func() time.Duration
+	wall, pg []time.Duration
+}
+
+func newSteps(cpu func() time.Duration, n int) *steps {
+	return &steps{cpu: cpu, wall: make([]time.Duration, n), pg: make([]time.Duration, n)}
+}
+
+// timed runs fn as step i.
+func (s *steps) timed(i int, fn func()) {
+	c0, w0 := s.cpu(), time.Now()
+	fn()
+	s.wall[i] += time.Since(w0)
+	s.pg[i] += s.cpu() - c0
 }
 
 // serverCPU returns a reader of the CPU time the PostgreSQL server behind

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -56,5 +57,25 @@ func flushStats(t *testing.T, s *Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// addNumbered adds n tasks of payload to q in one TaskAdd, their ids
+// t<*next>, … zero-padded so that they sort in the order added (as id.New
+// makes them), and moves *next past them.
+func addNumbered(tb testing.TB, s *Store, q *task.Queue, payload json.RawMessage, next *int, n int) {
+	tb.Helper()
+	ts := make([]*task.Task, n)
+	for i := range ts {
+		t, err := task.NewTask(q, task.AddInput{Payload: payload}, 1_000, task.URLRules{})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		t.ID = fmt.Sprintf("t%020d", *next)
+		*next++
+		ts[i] = t
+	}
+	if _, err := s.TaskAdd(tb.Context(), ts); err != nil {
+		tb.Fatal(err)
 	}
 }
