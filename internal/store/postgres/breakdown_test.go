@@ -142,6 +142,7 @@ type steps struct {
 	wall, pg []time.Duration
 }
 
+// newSteps adds up n steps, reading the server's CPU time with cpu.
 func newSteps(cpu func() time.Duration, n int) *steps {
 	return &steps{cpu: cpu, wall: make([]time.Duration, n), pg: make([]time.Duration, n)}
 }
