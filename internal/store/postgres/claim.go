@@ -35,11 +35,23 @@ var (
 	// claim's advisory locks are held: its snapshot sees every claim that
 	// held them before. The bucket's refill is store.Refill, written in
 	// SQL with the same floating-point steps (TestRefillParity).
-	sqlClaimDue = `SELECT ` + cols("", taskCols) + `, ctid FROM tasks
-		WHERE instance_id = $1 AND queue = $2 AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= $3
-		AND ` + routeSQL(9) + `
+	sqlClaimDue = sqlClaimDueHead + routeSQL(9) + `
 		ORDER BY run_at, id
 		LIMIT ` + sqlClaimLimit + `
+		FOR UPDATE SKIP LOCKED`
+	sqlClaimDueHead = `SELECT ` + cols("", taskCols) + `, ctid FROM tasks
+		WHERE instance_id = $1 AND queue = $2 AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= $3
+		AND `
+	// sqlClaimDueInRoom is sqlClaimDue for an add's claim, limited by the
+	// room sqlClaimRoom read just before it in the same transaction, under
+	// the same locks, rather than by counting the RUNNING rows again (a
+	// count that reads up to the instance's cap of them): a finish
+	// committed between the two statements only leaves more room than it
+	// uses. Without the setting (no room read in this transaction) it
+	// takes nothing. Its route parameters are $4–$7.
+	sqlClaimDueInRoom = sqlClaimDueHead + routeSQL(4) + `
+		ORDER BY run_at, id
+		LIMIT coalesce(nullif(current_setting('` + claimRoomSetting + `', true), ''), '0')::bigint
 		FOR UPDATE SKIP LOCKED`
 	// sqlClaimLimit is how many tasks a claim may take ($1–$8 as in
 	// sqlClaimDue).
@@ -57,8 +69,10 @@ var (
 			END))`
 	// sqlClaimRoom reads sqlClaimLimit itself, under the claim's locks:
 	// how many tasks an add's claim may take, of the queue's due tasks and
-	// of those it adds (TaskAddClaim).
-	sqlClaimRoom = `SELECT ` + sqlClaimLimit
+	// of those it adds (TaskAddClaim). It keeps the figure for the rest of
+	// the transaction in claimRoomSetting, where sqlClaimDueInRoom, sent in
+	// the same round trip, reads it.
+	sqlClaimRoom = `SELECT set_config('` + claimRoomSetting + `', (` + sqlClaimLimit + `)::text, true)::bigint`
 	// sqlRefill is store.Refill of queue q's bucket at $3 (now), for rate
 	// $7 and burst $8.
 	sqlRefill = `CASE WHEN q.rate_tokens < 0 THEN greatest($8::int, 1)::float8
@@ -111,6 +125,10 @@ func routeSQL(n int) string {
 	return fmt.Sprintf(`($%d::bool OR created_at <= $%d::bigint OR CASE WHEN target IS NULL THEN $%d::bool
 		ELSE coalesce(target->>'function', '') = '' OR target->>'function' = ANY ($%d::text[]) END)`, n, n+1, n+2, n+3)
 }
+
+// claimRoomSetting is the transaction-local setting in which an add's
+// claim keeps its room (sqlClaimRoom, sqlClaimDueInRoom).
+const claimRoomSetting = "errand.claim_room"
 
 // routeArgs are routeSQL's parameters for p.
 func routeArgs(p *store.ClaimParams) []any {
@@ -209,7 +227,8 @@ func queueClaim(b *pgx.Batch, p *store.ClaimParams) int {
 }
 
 // queueClaimWith is queueClaim, with the read of the claim's room
-// (sqlClaimRoom) between the locks and the bucket when room is set.
+// (sqlClaimRoom) between the locks and the bucket when room is set, and
+// the due tasks then read within that room (sqlClaimDueInRoom).
 func queueClaimWith(b *pgx.Batch, p *store.ClaimParams, room bool) int {
 	q := p.Queue
 	locks := 0
@@ -229,7 +248,11 @@ func queueClaimWith(b *pgx.Batch, p *store.ClaimParams, room bool) int {
 	if p.Rate > 0 {
 		b.Queue(sqlBucketGet, q.InstanceID, q.Name)
 	}
-	b.Queue(sqlClaimDue, append(limits, routeArgs(p)...)...)
+	if room {
+		b.Queue(sqlClaimDueInRoom, append([]any{q.InstanceID, q.Name, p.Now}, routeArgs(p)...)...)
+	} else {
+		b.Queue(sqlClaimDue, append(limits, routeArgs(p)...)...)
+	}
 	return locks
 }
 

@@ -77,8 +77,8 @@ func TestNewerSchemaRefused(t *testing.T) {
 	}
 }
 
-// TestSessionSettings: every connection runs with the safety timeouts,
-// unless the URL sets its own.
+// TestSessionSettings: every connection runs with the safety timeouts and
+// without JIT compilation, unless the URL sets its own.
 func TestSessionSettings(t *testing.T) {
 	s := OpenTest(t)
 	defer s.Close()
@@ -94,19 +94,23 @@ func TestSessionSettings(t *testing.T) {
 		"statement_timeout":                   "30s",
 		"idle_in_transaction_session_timeout": "1min",
 		"application_name":                    "errand",
+		"jit":                                 "off",
 	} {
 		if got := show(s, name); got != want {
 			t.Fatalf("%s = %q, want %q", name, got, want)
 		}
 	}
 	schema := FreshSchema(t)
-	o, err := Open(t.Context(), WithParam(DatabaseURL(t), "statement_timeout", "5000"), Options{Logger: Quiet, Schema: schema})
+	o, err := Open(t.Context(), WithParam(WithParam(DatabaseURL(t), "statement_timeout", "5000"), "jit", "on"), Options{Logger: Quiet, Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer o.Close()
 	if got := show(o, "statement_timeout"); got != "5s" {
 		t.Fatalf("statement_timeout from the URL = %q, want 5s", got)
+	}
+	if got := show(o, "jit"); got != "on" {
+		t.Fatalf("jit from the URL = %q, want on", got)
 	}
 }
 

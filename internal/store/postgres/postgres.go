@@ -106,6 +106,13 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	setDefault(params, "statement_timeout", defaultStatementTimeout)
 	setDefault(params, "idle_in_transaction_session_timeout", defaultIdleInTxTimeout)
 	setDefault(params, "application_name", "errand")
+	// No JIT compilation: errand's statements are short, and the server
+	// compiles any whose estimated cost passes jit_above_cost. The
+	// rescuer's read of the next due time and lease expiry (sqlNextDue)
+	// does, its estimate multiplied by the queues the planner guesses
+	// before queues is analyzed: ~130 ms of compiling for ~1 ms of work,
+	// every second (docs/postgres.md, "JIT").
+	setDefault(params, "jit", "off")
 	if opts.Schema != "" {
 		if !schemaName.MatchString(opts.Schema) {
 			return nil, fmt.Errorf("postgres: schema %q: must be a plain identifier (letters, digits, '_')", opts.Schema)
