@@ -39,6 +39,8 @@ var (
 		ORDER BY run_at, id
 		LIMIT ` + sqlClaimLimit + `
 		FOR UPDATE SKIP LOCKED`
+	// sqlClaimDueHead is the locking reads' columns and filter, up to
+	// their route condition (sqlClaimDue, sqlClaimDueInRoom).
 	sqlClaimDueHead = `SELECT ` + cols("", taskCols) + `, ctid FROM tasks
 		WHERE instance_id = $1 AND queue = $2 AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= $3
 		AND `
