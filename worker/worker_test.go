@@ -17,6 +17,7 @@ import (
 	"github.com/errandhq/errand/client"
 	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/auth"
+	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/engine"
 	inode "github.com/errandhq/errand/internal/node"
 	"github.com/errandhq/errand/internal/testkit/stores"
@@ -30,9 +31,15 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // engine's outcome signal.
 func node(t *testing.T) (string, *client.Client, *engine.OutcomeWatch) {
 	t.Helper()
+	return nodeOn(t, nil)
+}
+
+// nodeOn is node on clk (nil for the real clock).
+func nodeOn(t *testing.T, clk clock.Clock) (string, *client.Client, *engine.OutcomeWatch) {
+	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st := stores.Open(t, "sqlite")
-	n := inode.New(inode.Config{Store: st, Logger: quiet, Dev: true})
+	n := inode.New(inode.Config{Store: st, Clock: clk, Logger: quiet, Dev: true})
 	outcomes := engine.WatchOutcomes(n.Engine)
 	if err := n.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -130,15 +137,7 @@ func TestHandlerAnswers(t *testing.T) {
 		}
 		return json.Marshal(res.ID)
 	})
-	rctx, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- w.Run(rctx) }()
-	defer func() {
-		stop()
-		if err := <-ran; err != nil {
-			t.Error(err)
-		}
-	}()
+	runWorker(t, w)
 
 	add := func(fn string) string {
 		t.Helper()
@@ -169,6 +168,21 @@ func TestHandlerAnswers(t *testing.T) {
 	if tk := wait(t, c, outcomes, child, succeeded); tk.Depth != 1 || tk.Source != "function" {
 		t.Fatalf("a handler's add: depth %d source %s; want 1, function", tk.Depth, tk.Source)
 	}
+}
+
+// runWorker runs w until the test ends, and fails the test if Run does not
+// end cleanly then.
+func runWorker(t *testing.T, w *worker.Worker) {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-ran; err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 // TestRunRefusedHello: a hello the node refuses ends Run with the v1

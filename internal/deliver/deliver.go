@@ -2,6 +2,7 @@ package deliver
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/errandhq/errand/internal/task"
@@ -42,6 +43,33 @@ type Result struct {
 	// DeferDelay without using an attempt.
 	Defer      bool
 	DeferDelay time.Duration
+	// Late says in words what the target answered after the attempt's
+	// deadline ("success", "failure: …"), when the deliverer itself saw
+	// the answer come late and reports the attempt as timed out (a
+	// connected worker's answer, refused with LEASE_LOST). The dispatcher
+	// records it on the timed-out attempt.
+	Late string
+}
+
+// LateAnswer describes r as the answer that came after an attempt's
+// deadline: its HTTP status, a success, a deferral or a failure with its
+// error. cut reports that no answer came at all (the request was cut).
+func LateAnswer(r Result, cut bool) string {
+	switch {
+	case r.Late != "":
+		return r.Late
+	case r.Outcome.HTTPStatus != 0:
+		return fmt.Sprintf("HTTP %d", r.Outcome.HTTPStatus)
+	case cut:
+		return "no answer"
+	case r.Defer:
+		return "a deferral of " + r.DeferDelay.String()
+	case r.Outcome.Status == task.AttemptSucceeded:
+		return "success"
+	case r.Outcome.Error != "":
+		return "failure: " + r.Outcome.Error
+	}
+	return "failure"
 }
 
 // OutcomeFor returns the outcome to record under the queue's targetControl

@@ -343,7 +343,7 @@ func (c *WorkerConn) Answer(f *errandapi.WorkerFrame) *errandapi.WorkerFrame {
 		// Late: whichever of this answer and the dispatcher's deadline
 		// timer comes first, the attempt is recorded as timed out.
 		h.answer <- Result{Outcome: task.Outcome{Status: task.AttemptTimedOut,
-			Error: "deadline exceeded; the worker then answered " + f.Type}}
+			Error: "deadline exceeded; the worker then answered: " + LateAnswer(res, false)}, Late: LateAnswer(res, false)}
 		return refuse(task.Errorf(task.CodeLeaseLost, "the answer came after the attempt's deadline: it is recorded as timed out and retried"))
 	}
 	h.answer <- res

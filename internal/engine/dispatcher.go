@@ -411,16 +411,11 @@ func (d *Dispatcher) deliver(ctx context.Context, t *task.Task, q *task.Queue, i
 		return res
 	}
 	// The late answer, or the cut at lateCap.
-	late := "no answer"
-	if res.Outcome.HTTPStatus != 0 {
-		late = fmt.Sprintf("HTTP %d", res.Outcome.HTTPStatus)
-	} else if res.Outcome.Status == task.AttemptSucceeded {
-		late = "success"
-	}
 	return deliver.Result{Outcome: task.Outcome{
 		Status:     task.AttemptTimedOut,
 		HTTPStatus: res.Outcome.HTTPStatus,
-		Error:      fmt.Sprintf("deadline %ds exceeded; the target then answered: %s", t.EffectiveDeadline(q), late),
+		Error: fmt.Sprintf("deadline %ds exceeded; the target then answered: %s", t.EffectiveDeadline(q),
+			deliver.LateAnswer(res, rctx.Err() != nil)),
 	}}
 }
 
