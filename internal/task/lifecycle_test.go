@@ -246,6 +246,12 @@ func TestWebhookURLRules(t *testing.T) {
 		{"https://example.com/" + strings.Repeat("a", 2048), false, false},
 		{"example.com/x", false, false},
 		{"https:///x", false, false},
+		{"https://1.1.1.1:99999/", false, false},
+		{"https://1.1.1.1:0/", false, false},
+		{"https://1.1.1.1:65536/", false, false},
+		{"https://1.1.1.1:65535/", false, true},
+		{"https://[2606:4700::1111]:443/x", false, true},
+		{"https://example.com:/x", false, true}, // an empty port is the scheme's
 	} {
 		err := ValidateWebhookURL(c.url, "target.webhook", URLRules{AllowHTTP: c.dev})
 		if (err == nil) != c.good {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -158,6 +159,11 @@ func ValidateWebhookURL(raw, field string, rules URLRules) error {
 	}
 	if u.Fragment != "" {
 		return FieldErrorf(CodeInvalidArgument, field, "may not carry a fragment")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return FieldErrorf(CodeInvalidArgument, field, "has port %s; a port is 1–65535", p)
+		}
 	}
 	if rules.Check != nil {
 		if err := rules.Check(u); err != nil {
