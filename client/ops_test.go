@@ -95,15 +95,28 @@ func TestOpsCalls(t *testing.T) {
 			t.Fatalf("retry of a cancelled job: %v", err)
 		}
 
-		// A replay of an instance that does not exist yet fails its one
-		// attempt; once the instance exists, a retry runs it to success.
+		// A replay of an instance that does not exist is refused; one whose
+		// instance is deleted after it was stored fails its one attempt,
+		// and once the instance is back, a retry runs it to success.
+		later := errandapi.OpsSubmit{Kind: errandapi.KindDLQReplay, IdempotencyKey: "later",
+			MaxAttempts: new(int64(1)), Payload: json.RawMessage(`{"instance":"later","queue":"work"}`)}
+		if _, err := c.SubmitOpsTask(ctx, later); !errors.Is(err, client.ErrNotFound) {
+			t.Fatalf("a replay of a missing instance: %v", err)
+		}
+		laterQueue := func() {
+			must(c.CreateInstance(ctx, "later")).of(t)
+			must(c.CreateQueue(ctx, "later", "work", errandapi.QueueRequest{Mode: new(errandapi.ModePull)})).of(t)
+		}
+		laterQueue()
+		doomed := must(c.SubmitOpsTask(ctx, later)).of(t)
+		if err := c.DeleteInstance(ctx, "later"); err != nil {
+			t.Fatal(err)
+		}
 		e.runServices()
-		doomed := must(c.SubmitOpsTask(ctx, errandapi.OpsSubmit{Kind: errandapi.KindDLQReplay, IdempotencyKey: "later",
-			MaxAttempts: new(int64(1)), Payload: json.RawMessage(`{"instance":"later","queue":"work"}`)})).of(t)
 		if j := e.waitJob(doomed.ID); j.Status != "FAILED" || j.Attempt != 1 || j.LastError == "" {
 			t.Fatalf("doomed job %+v", j)
 		}
-		must(c.CreateInstance(ctx, "later")).of(t)
+		laterQueue()
 		retried := must(c.RetryOpsTask(ctx, doomed.ID)).of(t)
 		if retried.Status != "PENDING" {
 			t.Fatalf("retried %+v", retried)

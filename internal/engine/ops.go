@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/id"
 	"github.com/errandhq/errand/internal/store"
@@ -137,6 +138,9 @@ func (e *Engine) OpsSubmit(ctx context.Context, org, kind string, payload json.R
 			return nil, false, err
 		}
 	}
+	if err := e.checkOpsSubjects(ctx, org, kind, payload); err != nil {
+		return nil, false, err
+	}
 	inst, err := e.opsInstance(ctx, org)
 	if err != nil {
 		return nil, false, err
@@ -172,6 +176,41 @@ func (e *Engine) OpsSubmit(ctx context.Context, org, kind string, payload json.R
 	e.metrics.TasksAdded.Inc()
 	e.changed()
 	return opsJob(res[0].Task), false, nil
+}
+
+// checkOpsSubjects refuses a job whose instance, or whose selected queue,
+// does not exist in org (NOT_FOUND naming it): such a job could only fail
+// every attempt, or succeed having done nothing, so a typo is answered at
+// once. A subject deleted after the job was stored still fails the job
+// when it runs. The payload must have passed CheckOpsPayload.
+func (e *Engine) checkOpsSubjects(ctx context.Context, org, kind string, payload json.RawMessage) error {
+	name := OpsScope(kind, payload)
+	if name == "*" {
+		return nil
+	}
+	inst, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: name})
+	if task.IsCode(err, task.CodeNotFound) {
+		return task.Errorf(task.CodeNotFound, "instance %q not found", name)
+	}
+	if err != nil || kind == task.KindInstanceBackup {
+		return err
+	}
+	var sel errandapi.DLQSelector
+	if err := json.Unmarshal(payload, &sel); err != nil {
+		return err
+	}
+	q := sel.Queue
+	if q == "" {
+		q = sel.DeadLetterQueue
+	}
+	if q == "" {
+		return nil
+	}
+	_, err = e.store.QueueGet(ctx, store.QueueRef{InstanceID: inst.ID, Name: q})
+	if task.IsCode(err, task.CodeNotFound) {
+		return task.Errorf(task.CodeNotFound, "queue %q not found in instance %q", q, name)
+	}
+	return err
 }
 
 // opsJob reads the operations fields of t.

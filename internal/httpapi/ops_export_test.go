@@ -205,6 +205,7 @@ func TestOpsBundleRefusals(t *testing.T) {
 	jobID := r.body["id"].(string)
 	b.do("GET", "/api/tasks/"+jobID+"/bundle", nil).want(t, 400, "invalid_argument") // PENDING
 	b.do("GET", "/api/tasks/nope/bundle", nil).want(t, 404, "not_found")
+	b.do("POST", "/v1/instances", `{"name":"jobs"}`).want(t, 201, "")
 	replay := b.do("POST", "/api/tasks", map[string]any{"kind": "dlq.replay", "idempotency_key": "k", "payload": map[string]any{"instance": "jobs", "queue": "default"}}).want(t, 201, "")
 	if m := b.do("GET", "/api/tasks/"+replay.body["id"].(string)+"/bundle", nil).want(t, 400, "invalid_argument").message(); !strings.Contains(m, "backup.export") {
 		t.Fatalf("message: %s", m)

@@ -12,6 +12,10 @@ import (
 func TestOpsLifecycleRows(t *testing.T) {
 	onEach(t, func(t *testing.T, b *bundle) {
 		t0 := b.clock.Now().Unix()
+		for _, inst := range []string{"ghost", "later"} {
+			b.do("POST", "/v1/instances", `{"name":"`+inst+`"}`).want(t, 201, "")
+			b.do("POST", "/v1/tasks/"+inst+"/queues", `{"name":"q","mode":"pull"}`).want(t, 201, "")
+		}
 		// PENDING → CANCELLED; then CANCELLED is terminal.
 		c := b.job("dlq.replay", "cancel-me", map[string]any{"instance": "ghost", "queue": "q"}).want(t, 201, "")
 		cid := c.body["id"].(string)
@@ -39,9 +43,10 @@ func TestOpsLifecycleRows(t *testing.T) {
 
 		// RUNNING → RETRY_WAIT (5 s), RETRY_WAIT → RUNNING → RETRY_WAIT
 		// (20 s), → RUNNING → FAILED with the budget of 3 spent: the job
-		// names an instance that does not exist yet.
+		// names an instance deleted after the job was stored.
 		f := b.job("dlq.replay", "fails", map[string]any{"instance": "later", "queue": "q"}).want(t, 201, "")
 		fid := f.body["id"].(string)
+		b.do("DELETE", "/v1/instances/later?confirm=true", nil).want(t, 200, "")
 		b.start()
 		w := b.waitJob(fid, "RETRY_WAIT").obj("task")
 		if w["attempt"] != 1.0 || w["run_at"] != float64(t0+5) || !strings.Contains(w["last_error"].(string), "later") {
@@ -77,10 +82,20 @@ func TestOpsLifecycleRows(t *testing.T) {
 		}
 		b.do("POST", "/api/tasks/"+fid+"/cancel", nil).want(t, 400, "not_cancellable")
 		b.do("POST", "/api/tasks/"+fid+"/retry", nil).want(t, 400, "not_retryable")
+	})
+}
 
-		// RETRY_WAIT → CANCELLED: the owner stops it while it waits.
+// TestOpsCancelWhileWaiting: RETRY_WAIT → CANCELLED, the owner stops a job
+// while it waits out its backoff (its instance was deleted after the job
+// was stored, so its first attempt failed).
+func TestOpsCancelWhileWaiting(t *testing.T) {
+	onEach(t, func(t *testing.T, b *bundle) {
+		b.do("POST", "/v1/instances", `{"name":"nowhere"}`).want(t, 201, "")
+		b.do("POST", "/v1/tasks/nowhere/queues", `{"name":"q","mode":"pull"}`).want(t, 201, "")
 		rw := b.job("dlq.replay", "waits", map[string]any{"instance": "nowhere", "queue": "q"}).want(t, 201, "")
 		wid := rw.body["id"].(string)
+		b.do("DELETE", "/v1/instances/nowhere?confirm=true", nil).want(t, 200, "")
+		b.start()
 		b.waitJob(wid, "RETRY_WAIT")
 		b.do("POST", "/api/tasks/"+wid+"/cancel", nil).want(t, 200, "")
 		b.clock.Advance(time.Hour)

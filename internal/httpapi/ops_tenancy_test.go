@@ -201,8 +201,9 @@ func (c caller) waitJob(jobID, status string) res {
 }
 
 // TestOpsForeignInstanceIsNeverTouched: a dead-letter job naming an
-// instance that only another organization has fails exactly as one naming
-// a missing instance, and the other organization's tasks stay as they were.
+// instance that only another organization has is refused exactly as one
+// naming a missing instance, and the other organization's tasks stay as
+// they were.
 func TestOpsForeignInstanceIsNeverTouched(t *testing.T) {
 	s := setupServe(t)
 	acme := addFixture(s, "acme")
@@ -223,12 +224,11 @@ func TestOpsForeignInstanceIsNeverTouched(t *testing.T) {
 	for _, kind := range []string{"dlq.purge", "dlq.replay"} {
 		errs := map[string]string{}
 		for _, inst := range []string{"secret", "nope"} {
-			r := a.do("POST", "/api/tasks", fmt.Sprintf(`{"kind":%q,"idempotency_key":%q,"max_attempts":1,"payload":{"instance":%q,"queue":"q"}}`, kind, inst, inst)).want(t, 201, "")
-			job := a.waitJob(r.body["id"].(string), "FAILED").obj("task")
-			errs[inst] = strings.ReplaceAll(job["last_error"].(string), inst, "NAME")
+			r := a.do("POST", "/api/tasks", fmt.Sprintf(`{"kind":%q,"idempotency_key":%q,"max_attempts":1,"payload":{"instance":%q,"queue":"q"}}`, kind, inst, inst)).want(t, 404, "not_found")
+			errs[inst] = strings.ReplaceAll(r.message(), inst, "NAME")
 		}
 		if errs["secret"] != errs["nope"] || errs["secret"] == "" {
-			t.Errorf("%s: another org's instance fails with %q, a missing one with %q", kind, errs["secret"], errs["nope"])
+			t.Errorf("%s: another org's instance is refused with %q, a missing one with %q", kind, errs["secret"], errs["nope"])
 		}
 	}
 	if after := g.do("GET", "/v1/tasks/secret/queues/q/tasks", nil).want(t, 200, "").raw; !bytes.Equal(after, before) {
@@ -243,6 +243,7 @@ func TestOpsForeignInstanceIsNeverTouched(t *testing.T) {
 func TestOpsRateLimit(t *testing.T) {
 	f := addOpsFixture(setupServe(t), "acme")
 	a := f.as(f.admin)
+	a.do("POST", "/v1/tasks/other/queues", `{"name":"q","mode":"pull"}`).want(t, 201, "")
 	a.do("PATCH", "/v1/tasks/jobs/settings", `{"rateLimit":1}`).want(t, 200, "")
 	a.do("GET", "/v1/tasks/jobs/queues", nil).want(t, 200, "") // the bucket's one call
 

@@ -92,6 +92,7 @@ func (b *bundle) claimJob(kind string) []*task.Task {
 
 func TestOpsIdempotentSubmission(t *testing.T) {
 	onEach(t, func(t *testing.T, b *bundle) {
+		b.do("POST", "/v1/instances", `{"name":"jobs"}`).want(t, 201, "")
 		sel := map[string]any{"instance": "jobs", "ids": []string{"a1", "a2"}}
 		first := b.job("dlq.replay", "replay-2026-10-19", sel).want(t, 201, "")
 		task1 := first.obj("task")
@@ -135,6 +136,8 @@ func TestOpsIdentityPerOwner(t *testing.T) {
 		t.Fatalf("org-b lists %d jobs", len(l))
 	}
 	// Grants: full on the instance a job touches; full:* for an export.
+	a.do("POST", "/v1/instances", `{"name":"other"}`).want(t, 201, "")
+	a.do("POST", "/v1/tasks/other/queues", `{"name":"q","mode":"pull"}`).want(t, 201, "")
 	w := s.as(s.key("org-a", "write:jobs", "full:other"))
 	w.do("POST", "/api/tasks", map[string]any{"kind": "dlq.purge", "idempotency_key": "k", "payload": map[string]any{"instance": "jobs", "queue": "q"}}).want(t, 403, "permission_denied")
 	w.do("POST", "/api/tasks", body).want(t, 403, "permission_denied")
