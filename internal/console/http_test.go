@@ -196,7 +196,7 @@ func TestTaskPage(t *testing.T) {
 	running := e.leased()
 	tok := u.csrf("/console/i/jobs/t/" + running)
 	u.post("/console/i/jobs/t/"+running+"/cancel", url.Values{"csrf": {tok}}).
-		want(t, http.StatusBadRequest, `id="refusal"`, "RUNNING_NOT_CANCELLABLE", "it is left running")
+		want(t, http.StatusBadRequest, `id="refusal"`, "RUNNING_NOT_CANCELLABLE", "the task is leased; it is left leased")
 	u.post("/console/i/jobs/t/"+running+"/retry", url.Values{"csrf": {tok}}).want(t, http.StatusBadRequest, "NOT_RETRYABLE")
 	u.post("/console/i/jobs/t/"+running+"/nope", url.Values{"csrf": {tok}}).want(t, http.StatusNotFound)
 

@@ -27,7 +27,11 @@ type Hook struct {
 // the hook has a secret. Anything else (no such hook, a hook of another
 // instance, a disabled one) is NOT_FOUND.
 func (e *Engine) HookFind(ctx context.Context, instance, token string) (*Hook, error) {
+	missing := task.Errorf(task.CodeNotFound, "no enabled hook of instance %q has this URL", instance)
 	tr, err := e.store.TriggerGetHook(ctx, store.HookRef{Token: token})
+	if task.IsCode(err, task.CodeNotFound) {
+		return nil, missing
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +40,7 @@ func (e *Engine) HookFind(ctx context.Context, instance, token string) (*Hook, e
 		return nil, err
 	}
 	if inst.Name != instance || tr.Kind != task.TriggerHook || !tr.Enabled {
-		return nil, task.ErrNotFound
+		return nil, missing
 	}
 	return &Hook{Rule: tr, Instance: inst}, nil
 }

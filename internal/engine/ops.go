@@ -190,7 +190,7 @@ func (e *Engine) checkOpsSubjects(ctx context.Context, org, kind string, payload
 	}
 	inst, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: name})
 	if task.IsCode(err, task.CodeNotFound) {
-		return task.Errorf(task.CodeNotFound, "instance %q not found", name)
+		return task.InstanceNotFound(name)
 	}
 	if err != nil || kind == task.KindInstanceBackup {
 		return err
@@ -208,7 +208,7 @@ func (e *Engine) checkOpsSubjects(ctx context.Context, org, kind string, payload
 	}
 	_, err = e.store.QueueGet(ctx, store.QueueRef{InstanceID: inst.ID, Name: q})
 	if task.IsCode(err, task.CodeNotFound) {
-		return task.Errorf(task.CodeNotFound, "queue %q not found in instance %q", q, name)
+		return task.NotFoundIn("queue", q, name)
 	}
 	return err
 }

@@ -52,12 +52,12 @@ type ReleaseParams struct {
 
 // notFound names the queue in a NOT_FOUND without a subject.
 func (r QueueRef) notFound(err error) error {
-	return task.Named(err, "queue %q not found in instance %q", r.Queue, r.Instance)
+	return task.NamedIn(err, "queue", r.Queue, r.Instance)
 }
 
 // notFound names the task in a NOT_FOUND without a subject.
 func (r TaskRef) notFound(err error) error {
-	return task.Named(err, "task %q not found in instance %q", r.ID, r.Instance)
+	return task.NamedIn(err, "task", r.ID, r.Instance)
 }
 
 // queueOf resolves ref's instance (creating it on first use in dev mode) and

@@ -22,7 +22,7 @@ func (e *Engine) TriggerCreate(ctx context.Context, org, instance string, p *tas
 	if err := p.Apply(tr, inst.Name, true); err != nil {
 		return nil, err
 	}
-	if err := e.checkRuleQueues(ctx, tr); err != nil {
+	if err := e.checkRuleQueues(ctx, tr, inst.Name); err != nil {
 		return nil, err
 	}
 	if p.ID != "" {
@@ -59,13 +59,19 @@ type TriggerRef struct {
 	ID       string
 }
 
+// notFound names the rule in a NOT_FOUND without a subject.
+func (r TriggerRef) notFound(err error) error {
+	return task.NamedIn(err, "trigger", r.ID, r.Instance)
+}
+
 // TriggerGet returns one rule.
 func (e *Engine) TriggerGet(ctx context.Context, ref TriggerRef) (*task.Trigger, error) {
 	inst, err := e.Instance(ctx, ref.Org, ref.Instance)
 	if err != nil {
 		return nil, err
 	}
-	return e.store.TriggerGet(ctx, store.TriggerRef{InstanceID: inst.ID, ID: ref.ID})
+	tr, err := e.store.TriggerGet(ctx, store.TriggerRef{InstanceID: inst.ID, ID: ref.ID})
+	return tr, ref.notFound(err)
 }
 
 // TriggerPatch changes the fields p sends, with the checks of create. A
@@ -81,7 +87,7 @@ func (e *Engine) TriggerPatch(ctx context.Context, ref TriggerRef, p *task.Trigg
 		if err := p.Apply(tr, inst.Name, false); err != nil {
 			return err
 		}
-		if err := e.checkRuleQueues(ctx, tr); err != nil {
+		if err := e.checkRuleQueues(ctx, tr, inst.Name); err != nil {
 			return err
 		}
 		now := e.now()
@@ -92,7 +98,7 @@ func (e *Engine) TriggerPatch(ctx context.Context, ref TriggerRef, p *task.Trigg
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, ref.notFound(err)
 	}
 	e.rulesChanged()
 	return tr, nil
@@ -106,7 +112,7 @@ func (e *Engine) TriggerDelete(ctx context.Context, ref TriggerRef) error {
 		return err
 	}
 	if err := e.store.TriggerDelete(ctx, store.TriggerRef{InstanceID: inst.ID, ID: ref.ID}); err != nil {
-		return err
+		return ref.notFound(err)
 	}
 	e.rulesChanged()
 	return nil
@@ -115,10 +121,10 @@ func (e *Engine) TriggerDelete(ctx context.Context, ref TriggerRef) error {
 // checkRuleQueues applies the save-time checks of a rule: the queue it adds
 // to exists and has a target or is pull, and a task rule's watched queue
 // exists.
-func (e *Engine) checkRuleQueues(ctx context.Context, tr *task.Trigger) error {
+func (e *Engine) checkRuleQueues(ctx context.Context, tr *task.Trigger, instance string) error {
 	q, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: tr.InstanceID, Name: tr.Queue})
 	if task.IsCode(err, task.CodeNotFound) {
-		return task.Errorf(task.CodeNotFound, "queue %q not found", tr.Queue)
+		return task.NotFoundIn("queue", tr.Queue, instance)
 	}
 	if err != nil {
 		return err
@@ -128,7 +134,7 @@ func (e *Engine) checkRuleQueues(ctx context.Context, tr *task.Trigger) error {
 	}
 	if tr.Kind == task.TriggerTask {
 		if _, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: tr.InstanceID, Name: tr.OnQueue}); task.IsCode(err, task.CodeNotFound) {
-			return task.Errorf(task.CodeNotFound, "watched queue %q not found", tr.OnQueue)
+			return task.Errorf(task.CodeNotFound, "watched queue %q not found in instance %q", tr.OnQueue, instance)
 		} else if err != nil {
 			return err
 		}

@@ -22,11 +22,24 @@ func TestNotFoundNamesWhat(t *testing.T) {
 		{"POST", "/v1/tasks/jobs/tasks/01nope/cancel", `task "01nope" not found in instance "jobs"`},
 		{"POST", "/v1/tasks/jobs/tasks/01nope/ack", `task "01nope" not found in instance "jobs"`},
 		{"DELETE", "/v1/instances/nope?confirm=true", `instance "nope" not found`},
+		{"GET", "/v1/tasks/jobs/tasks/a%20b", `task "a b" not found in instance "jobs"`},
+		{"GET", "/v1/tasks/jobs/tasks/" + strings.Repeat("x", 65), `task "` + strings.Repeat("x", 65) + `" not found in instance "jobs"`},
+		{"GET", "/v1/tasks/jobs/queues/a%20b", `queue "a b" not found in instance "jobs"`},
+		{"GET", "/v1/tasks/jobs/triggers/nope", `trigger "nope" not found in instance "jobs"`},
+		{"PATCH", "/v1/tasks/jobs/triggers/nope", `trigger "nope" not found in instance "jobs"`},
+		{"DELETE", "/v1/tasks/jobs/triggers/nope", `trigger "nope" not found in instance "jobs"`},
+		{"GET", "/v1/tasks/jobs/triggers/a%20b", `trigger "a b" not found in instance "jobs"`},
+		{"POST", "/v1/tasks/jobs/triggers", `queue "emails" not found in instance "jobs"`},
+		{"POST", "/v1/hooks/jobs/hk_nope", `no enabled hook of instance "jobs" has this URL`},
 	} {
 		var body any
 		switch {
+		case c.method == "PATCH" && strings.Contains(c.path, "/triggers/"):
+			body = map[string]any{"enabled": false}
 		case c.method == "PATCH":
 			body = map[string]any{"paused": true}
+		case strings.HasSuffix(c.path, "/triggers"):
+			body = map[string]any{"queue": "jobs/emails", "hook": map[string]any{}}
 		case strings.HasSuffix(c.path, "/tasks") && c.method == "POST":
 			body = map[string]any{"payload": 1}
 		case strings.HasSuffix(c.path, "/ack"):

@@ -50,7 +50,7 @@ func (s *Server) wrapOps(rt OpsRoute) http.Handler {
 		if p == nil {
 			return
 		}
-		if !validPathNames(r) {
+		if pathNotFound(r, "") != nil { // a job's 404 is the same for every cause
 			s.writeOpsError(w, r, task.ErrNotFound)
 			return
 		}

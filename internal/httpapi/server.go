@@ -173,18 +173,24 @@ func (s *Server) handle(pattern string, h http.Handler) {
 // Config.Extra are not in it.
 func (s *Server) RoutePatterns() []string { return slices.Clone(s.patterns) }
 
-// validPathNames reports whether the {queue} and {id} of the path (when the
-// pattern has them) could name something that exists. A NUL byte, invalid
-// UTF-8 or any other character outside the names' alphabet cannot, so the
-// call answers NOT_FOUND before a store sees the value.
-func validPathNames(r *http.Request) bool {
+// pathNotFound returns the NOT_FOUND of a {queue} or {id} of the path that
+// cannot name anything that exists (a NUL byte, invalid UTF-8 or any other
+// character outside the names' alphabet), so the call is answered before a
+// store sees the value, as a missing one is: naming it (a rule's id under
+// /triggers/, a task's elsewhere). It is nil when both are well formed or
+// absent.
+func pathNotFound(r *http.Request, instance string) error {
 	if q := r.PathValue("queue"); q != "" && task.ValidateQueueName(q, "queue") != nil {
-		return false
+		return task.NotFoundIn("queue", q, instance)
 	}
 	if id := r.PathValue("id"); id != "" && !task.ValidID(id) {
-		return false
+		what := "task"
+		if strings.Contains(r.Pattern, "/triggers/") {
+			what = "trigger"
+		}
+		return task.NotFoundIn(what, id, instance)
 	}
-	return true
+	return nil
 }
 
 // probeMethods are the methods noRoute tries when a path matched no route.
@@ -240,8 +246,8 @@ func (s *Server) wrap(rt Route) http.Handler {
 				s.writeError(w, r, task.InstanceNotFound(c.instance))
 				return
 			}
-			if !validPathNames(r) {
-				s.writeError(w, r, task.ErrNotFound)
+			if err := pathNotFound(r, c.instance); err != nil {
+				s.writeError(w, r, err)
 				return
 			}
 			switch have := p.RoleOn(c.instance); {

@@ -99,6 +99,20 @@ func InstanceNotFound(name string) *Error {
 
 const instanceNotFound = "instance %q not found"
 
+// NotFoundIn is the NOT_FOUND of a queue, task or rule (what: "queue",
+// "task", "trigger") the caller named in an instance, in the caller's own
+// words.
+func NotFoundIn(what, name, instance string) *Error {
+	return Errorf(CodeNotFound, notFoundIn, what, name, instance)
+}
+
+// NamedIn is Named with NotFoundIn's message.
+func NamedIn(err error, what, name, instance string) error {
+	return Named(err, notFoundIn, what, name, instance)
+}
+
+const notFoundIn = "%s %q not found in instance %q"
+
 // NamedInstance is Named for the instance name.
 func NamedInstance(err error, name string) error { return Named(err, instanceNotFound, name) }
 

@@ -247,7 +247,8 @@ func (t *Task) Extend(leaseID string, now int64, leaseSeconds int) error {
 func (t *Task) Cancel(now int64) error {
 	switch t.State {
 	case Running:
-		return Errorf(CodeRunningNotCancellable, "the task is running; it is left running")
+		v1 := t.State.V1(t.Pull) // running, or leased by a pull worker
+		return Errorf(CodeRunningNotCancellable, "the task is %s; it is left %s", v1, v1)
 	case Succeeded, Failed, Cancelled:
 		return Errorf(CodeNotCancellable, "the task is %s and cannot be cancelled", t.State.V1(t.Pull))
 	}

@@ -147,7 +147,11 @@ func TestMaxAgeEndsRetriesAndDefers(t *testing.T) {
 func TestCancelRetryRunNowRefusals(t *testing.T) {
 	q := pushQueue()
 	mk := func(s State) *Task { return &Task{ID: "t", State: s, Pull: false} }
-	if err := mk(Running).Cancel(1); !IsCode(err, CodeRunningNotCancellable) {
+	if err := mk(Running).Cancel(1); !IsCode(err, CodeRunningNotCancellable) || !strings.HasSuffix(err.Error(), "the task is running; it is left running") {
+		t.Fatal(err)
+	}
+	leased := &Task{ID: "t", State: Running, Pull: true}
+	if err := leased.Cancel(1); !IsCode(err, CodeRunningNotCancellable) || !strings.HasSuffix(err.Error(), "the task is leased; it is left leased") {
 		t.Fatal(err)
 	}
 	for _, s := range []State{Succeeded, Failed, Cancelled} {
