@@ -119,6 +119,23 @@ func (d *dlqJob) byIDs(ctx context.Context, fn func(ids []string) error) error {
 	return nil
 }
 
+// dlqAnswer is a DLQResult as a job stores it: with the count its kind
+// names (replayed or purged) even when it is 0. Its own field hides the
+// embedded one of the same name; the other kind's count is left out.
+type dlqAnswer struct {
+	errandapi.DLQResult
+	Replayed *int `json:"replayed,omitempty"`
+	Purged   *int `json:"purged,omitempty"`
+}
+
+// replayAnswer is r as a dlq.replay's result.
+func replayAnswer(r errandapi.DLQResult) dlqAnswer {
+	return dlqAnswer{DLQResult: r, Replayed: &r.Replayed}
+}
+
+// purgeAnswer is r as a dlq.purge's result.
+func purgeAnswer(r errandapi.DLQResult) dlqAnswer { return dlqAnswer{DLQResult: r, Purged: &r.Purged} }
+
 // result is the job's final result: the counts, without the cursor.
 func (d *dlqJob) result() errandapi.DLQResult {
 	r := d.cp.DLQResult
@@ -221,7 +238,7 @@ func (e *Engine) runDLQReplay(ctx context.Context, j *opsRun) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.result(), nil
+	return replayAnswer(d.result()), nil
 }
 
 // notRunning is every state but RUNNING: a purge never removes a task a
@@ -285,5 +302,5 @@ func (e *Engine) runDLQPurge(ctx context.Context, j *opsRun) (any, error) {
 		return nil, err
 	}
 	e.changed()
-	return d.result(), nil
+	return purgeAnswer(d.result()), nil
 }
