@@ -103,7 +103,7 @@ func (c *Chainer) end(ctx context.Context, ev *store.TriggerEvent) (bool, error)
 		return false, err
 	}
 	if res.Applied && res.Err != "" {
-		c.log.Warn("task rule could not add its task", "instance", ev.InstanceID, "rule", ev.RuleID,
+		c.log.Warn("task rule could not add its task", "instance", c.d.instanceName(ctx, ev.InstanceID), "rule", ev.RuleID,
 			"task", ev.TaskID, "state", ev.State, "reason", res.Err)
 	}
 	added := res.Applied && p.Task != nil && res.TaskID == p.Task.ID

@@ -84,11 +84,11 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 	}
 	q, err := ruleQueue(ctx, e.store, tr)
 	if err != nil {
-		return nil, e.hookRefused(tr, err)
+		return nil, e.hookRefused(h, err)
 	}
 	t, err := task.NewTask(q, in, e.now(), e.rules)
 	if err != nil {
-		return nil, e.hookRefused(tr, err)
+		return nil, e.hookRefused(h, err)
 	}
 	t.ID = e.newID()
 	// The task and the rule's fired count go in one transaction; a name
@@ -106,7 +106,7 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 	}
 	switch {
 	case res.Err != "":
-		return nil, e.hookRefused(tr, task.Errorf(task.CodeNotFound, "%s", res.Err))
+		return nil, e.hookRefused(h, task.Errorf(task.CodeNotFound, "%s", res.Err))
 	case res.TaskID == "":
 		return nil, task.Errorf(task.CodeUnavailable, "task name %q is being released: call again", t.Name)
 	case res.TaskID != t.ID:
@@ -120,8 +120,8 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 
 // hookRefused logs a call the rule could not turn into a task (the caller
 // is told too).
-func (e *Engine) hookRefused(tr *task.Trigger, err error) error {
-	e.log.Warn("hook call could not be queued", "instance", tr.InstanceID, "rule", tr.ID, "queue", tr.Queue, "reason", err)
+func (e *Engine) hookRefused(h *Hook, err error) error {
+	e.log.Warn("hook call could not be queued", "instance", h.Instance.Name, "rule", h.Rule.ID, "queue", h.Rule.Queue, "reason", err)
 	return err
 }
 

@@ -96,3 +96,12 @@ func (p *passService) run(ctx context.Context) {
 		}
 	}
 }
+
+// instanceName is the name of the instance with id, for a log line: the id
+// itself when it cannot be read (deleted since, or the store is down).
+func (d *TriggerDeps) instanceName(ctx context.Context, id string) string {
+	if inst, err := d.Store.InstanceGetByID(ctx, id); err == nil {
+		return inst.Name
+	}
+	return id
+}

@@ -101,7 +101,7 @@ func (s *Scheduler) fire(ctx context.Context, tr *task.Trigger, now int64) (bool
 		return false, err
 	}
 	if res.Applied && res.Err != "" {
-		s.log.Warn("schedule rule could not add its task", "instance", tr.InstanceID, "rule", tr.ID,
+		s.log.Warn("schedule rule could not add its task", "instance", s.d.instanceName(ctx, tr.InstanceID), "rule", tr.ID,
 			"queue", tr.Queue, "tick", time.UnixMilli(tick).UTC(), "reason", res.Err)
 	}
 	added := res.Applied && p.Task != nil && res.TaskID == p.Task.ID

@@ -1,11 +1,13 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,12 +29,38 @@ type node struct {
 	eng   *engine.Engine
 	clock *clock.Fake
 	ctx   context.Context
+	logs  *logSink
 }
 
 func newNode(t *testing.T, st store.Store, fc *clock.Fake) *node {
 	t.Helper()
-	eng := engine.New(engine.Config{Store: st, Clock: fc, Dev: true, Logger: discardLog})
-	return &node{t: t, eng: eng, clock: fc, ctx: context.Background()}
+	logs := &logSink{}
+	eng := engine.New(engine.Config{Store: st, Clock: fc, Dev: true, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	return &node{t: t, eng: eng, clock: fc, ctx: context.Background(), logs: logs}
+}
+
+// logSink keeps a node's log lines.
+type logSink struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logSink) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// line returns the first log line containing msg, "" for none.
+func (l *logSink) line(msg string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for ln := range strings.Lines(l.b.String()) {
+		if strings.Contains(ln, msg) {
+			return ln
+		}
+	}
+	return ""
 }
 
 func openSQLite(t *testing.T, path string) store.Store {
@@ -390,6 +418,10 @@ func TestChainDepthExceeded(t *testing.T) {
 	}
 	if n := len(n.tasks("a")) + len(n.tasks("b")); n != task.MaxDepth+1 {
 		t.Fatalf("%d tasks in the chain, want %d", n, task.MaxDepth+1)
+	}
+	// The refusal is logged with the instance's name, not its id.
+	if ln := n.logs.line("task rule could not add its task"); !strings.Contains(ln, "instance=jobs ") {
+		t.Fatalf("logged: %q", ln)
 	}
 }
 
