@@ -41,23 +41,33 @@ var next = map[errandapi.Code]string{
 	errandapi.CodeInternal:              "errand failed unexpectedly: try once more, then tell the user.",
 }
 
+// unanswered is what to do after a call that got no answer: unlike the
+// server's UNAVAILABLE, it may have been applied before the connection
+// failed.
+const unanswered = "no answer came, so the call may or may not have been applied: check with tasks_get or tasks_list before repeating one that adds or changes something (an add with a name is safe to repeat: a second one answers TASK_EXISTS with the task's id)."
+
 // errorResult is a refused call as a tool error: the API's code and
 // message and what to do next as text, and the refusal as data in the
 // result's _meta (ErrorMetaKey).
 func errorResult(err error) *mcp.CallToolResult {
 	var e *errandapi.Error
+	hint := ""
 	switch {
 	case errors.As(err, &e):
 	case client.IsConnectionError(err):
 		e = &errandapi.Error{Code: errandapi.CodeUnavailable, Status: 503,
 			Message: fmt.Sprintf("errand did not answer (%v); is the server running?", err)}
+		hint = unanswered
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		e = &errandapi.Error{Code: errandapi.CodeUnavailable, Status: 503, Message: "the call was cut short: " + err.Error()}
+		hint = unanswered
 	default:
 		e = &errandapi.Error{Code: errandapi.CodeInternal, Status: 500, Message: err.Error()}
 	}
-	hint, ok := next[e.Code]
-	if !ok {
+	if hint == "" {
+		hint = next[e.Code]
+	}
+	if hint == "" {
 		hint = "see the message; tasks_get or tasks_list_queues show the current state."
 	}
 	if e.Code == errandapi.CodeRateLimited && e.RetryAfter > 0 {
