@@ -1,10 +1,10 @@
 package engine
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/jsonstrict"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -13,15 +13,11 @@ type instancePayload struct {
 	Instance string `json:"instance"`
 }
 
-// decodePayload decodes a job's payload strictly: an unknown field or a
-// wrong type is INVALID_ARGUMENT naming the field under payload.
+// decodePayload decodes a job's payload strictly, as the v1 API decodes a
+// body: an unknown field or a wrong type is INVALID_ARGUMENT naming the
+// field under payload (`payload.queue: must be a string, not number`).
 func decodePayload(raw json.RawMessage, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return task.FieldErrorf(task.CodeInvalidArgument, "payload", "%v", err)
-	}
-	return nil
+	return jsonstrict.Decode(raw, v, "payload")
 }
 
 // CheckOpsPayload checks a job's payload for its kind before the job is

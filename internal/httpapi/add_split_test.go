@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/jsonstrict"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -14,21 +14,21 @@ import (
 // the array or envelope decoded first, then each task. It is the oracle
 // FuzzParseAddSplit compares parseAdd with.
 func parseAddDecodingTwice(raw []byte, source string) ([]task.AddInput, error) {
-	raw = trimJSONSpace(raw)
+	raw = jsonstrict.TrimSpace(raw)
 	var items []json.RawMessage
 	prefix := func(i int) string { return "tasks[" + strconv.Itoa(i) + "]" }
 	switch {
 	case len(raw) > 0 && raw[0] == '[':
-		if err := decodeStrict(raw, &items, "tasks"); err != nil {
+		if err := jsonstrict.Decode(raw, &items, "tasks"); err != nil {
 			return nil, err
 		}
 	case len(raw) > 0 && raw[0] == '{':
 		var env map[string]json.RawMessage
-		if err := decodeStrict(raw, &env, ""); err != nil {
+		if err := jsonstrict.Decode(raw, &env, ""); err != nil {
 			return nil, err
 		}
 		if t, ok := env["tasks"]; ok && len(env) == 1 {
-			if err := decodeStrict(t, &items, "tasks"); err != nil {
+			if err := jsonstrict.Decode(t, &items, "tasks"); err != nil {
 				return nil, err
 			}
 			if items == nil {
@@ -46,14 +46,11 @@ func parseAddDecodingTwice(raw []byte, source string) ([]task.AddInput, error) {
 	}
 	ins := make([]task.AddInput, len(items))
 	for i, item := range items {
-		if t := trimJSONSpace(item); len(t) == 0 || t[0] != '{' {
-			return nil, task.FieldErrorf(task.CodeInvalidArgument, fieldOr(prefix(i), "body"), "a task must be a JSON object")
-		}
-		var b errandapi.NewTask
-		if err := decodeStrict(item, &b, prefix(i)); err != nil {
+		in, err := parseTask(item, prefix(i), source)
+		if err != nil {
 			return nil, err
 		}
-		ins[i] = addInput(&b, source)
+		ins[i] = in
 	}
 	return ins, nil
 }

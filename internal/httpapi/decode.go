@@ -1,15 +1,13 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
-	"reflect"
 	"strconv"
-	"strings"
 
+	"github.com/errandhq/errand/internal/jsonstrict"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -29,21 +27,6 @@ func readBody(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
-// decodeStrict decodes raw into v, refusing unknown fields, wrong types and
-// trailing data; the error names the field (prefixed by prefix).
-func decodeStrict(raw []byte, v any, prefix string) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return jsonError(err, prefix)
-	}
-	// dec.More() is false before a stray '}' or ']': look at the bytes.
-	if len(trimJSONSpace(raw[dec.InputOffset():])) > 0 {
-		return task.FieldErrorf(task.CodeInvalidArgument, fieldOr(prefix, "body"), "unexpected data after the JSON value")
-	}
-	return checkExactKeys(raw, reflect.TypeOf(v), prefix)
-}
-
 // decodeBody reads and strictly decodes a request body; an empty body
 // decodes as {}.
 func decodeBody(r *http.Request, v any) error {
@@ -51,73 +34,10 @@ func decodeBody(r *http.Request, v any) error {
 	if err != nil {
 		return err
 	}
-	if len(trimJSONSpace(raw)) == 0 {
+	if len(jsonstrict.TrimSpace(raw)) == 0 {
 		raw = []byte("{}")
 	}
-	return decodeStrict(raw, v, "")
-}
-
-// trimJSONSpace trims the whitespace JSON allows (space, tab, CR, LF) and
-// nothing else: bytes.TrimSpace would also take a form feed or U+0085,
-// which JSON refuses.
-func trimJSONSpace(b []byte) []byte {
-	return bytes.Trim(b, " \t\r\n")
-}
-
-func jsonError(err error, prefix string) error {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &te):
-		field := te.Field
-		if field == "" {
-			field = "body"
-		}
-		return task.FieldErrorf(task.CodeInvalidArgument, join(prefix, field), "must be %s, not %s", jsonType(te.Type.Kind().String()), te.Value)
-	case errors.As(err, &se):
-		return task.FieldErrorf(task.CodeInvalidArgument, fieldOr(prefix, "body"), "malformed JSON at byte %d: %v", se.Offset, se)
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return task.FieldErrorf(task.CodeInvalidArgument, fieldOr(prefix, "body"), "malformed JSON: unexpected end")
-	}
-	msg := err.Error()
-	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		f, _ = strconv.Unquote(f)
-		if f == "" {
-			f = `""`
-		}
-		return task.FieldErrorf(task.CodeInvalidArgument, join(prefix, f), "unknown field")
-	}
-	return task.FieldErrorf(task.CodeInvalidArgument, fieldOr(prefix, "body"), "%s", strings.TrimPrefix(msg, "json: "))
-}
-
-func jsonType(kind string) string {
-	switch kind {
-	case "int", "int64", "int32", "float64", "float32", "uint", "uint64":
-		return "a number"
-	case "string":
-		return "a string"
-	case "bool":
-		return "true or false"
-	case "slice":
-		return "an array"
-	case "struct", "map", "ptr":
-		return "an object"
-	}
-	return kind
-}
-
-func join(prefix, field string) string {
-	if prefix == "" {
-		return field
-	}
-	return prefix + "." + field
-}
-
-func fieldOr(prefix, def string) string {
-	if prefix == "" {
-		return def
-	}
-	return prefix
+	return jsonstrict.Decode(raw, v, "")
 }
 
 // writeJSON answers v as JSON with status.

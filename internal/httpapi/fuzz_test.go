@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/jsonstrict"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -72,7 +73,7 @@ func FuzzQueuePatch(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte, create bool) {
 		var b errandapi.QueueRequest
-		if err := decodeStrict(raw, &b, ""); err != nil {
+		if err := jsonstrict.Decode(raw, &b, ""); err != nil {
 			if te, ok := err.(*task.Error); !ok || te.Code != task.CodeInvalidArgument {
 				t.Fatalf("decode refusal %#v", err)
 			}

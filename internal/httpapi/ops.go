@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/auth"
@@ -88,8 +89,13 @@ func (s *Server) opsSubmit(w http.ResponseWriter, r *http.Request, p *auth.Princ
 // submitJob checks and stores a job: 201 with a new one, 200 with the
 // existing one of the same (owner, kind, idempotency_key).
 func (s *Server) submitJob(w http.ResponseWriter, r *http.Request, p *auth.Principal, b errandapi.OpsSubmit) {
+	kinds := strings.Join(task.OpsKinds, ", ")
+	if b.Kind == "" {
+		s.writeOpsError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "kind", "is required: one of %s", kinds))
+		return
+	}
 	if !task.IsOpsKind(b.Kind) {
-		s.writeOpsError(w, r, task.Errorf(task.CodeUnknownTaskKind, "kind %q is not one of %v", b.Kind, task.OpsKinds))
+		s.writeOpsError(w, r, task.Errorf(task.CodeUnknownTaskKind, "kind %q is not one of %s", b.Kind, kinds))
 		return
 	}
 	if task.IsJSONNull(b.Payload) {

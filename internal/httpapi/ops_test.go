@@ -160,7 +160,9 @@ func TestOpsRefusals(t *testing.T) {
 	onEach(t, func(t *testing.T, b *bundle) {
 		sel := map[string]any{"instance": "jobs", "queue": "q"}
 		b.job("session.backup", "k", sel).want(t, 400, "unknown_task_kind")
-		b.job("", "k", sel).want(t, 400, "unknown_task_kind")
+		if r := b.job("", "k", sel).want(t, 400, "invalid_argument"); !strings.HasPrefix(r.message(), "kind: ") {
+			t.Fatalf("an empty kind: %q", r.message())
+		}
 		r := b.do("POST", "/api/tasks", map[string]any{"kind": "dlq.replay", "payload": sel}).want(t, 400, "invalid_argument")
 		if !strings.HasPrefix(r.message(), "idempotency_key") {
 			t.Fatalf("message %q does not name the field", r.message())

@@ -1,65 +1,12 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/task"
 )
-
-// parseAdd reads one task, an array, or {"tasks": [...]}. A well-formed
-// body is split into its tasks by a walk over its bytes, so each task is
-// decoded once; a malformed one is decoded whole, for the error to name
-// the same byte and field whatever the body's shape.
-func parseAdd(raw []byte, source string) ([]task.AddInput, error) {
-	raw = trimJSONSpace(raw)
-	var items []json.RawMessage
-	prefix := func(i int) string { return "tasks[" + strconv.Itoa(i) + "]" }
-	switch {
-	case len(raw) > 0 && raw[0] == '[':
-		if !json.Valid(raw) {
-			return nil, decodeStrict(raw, &items, "tasks")
-		}
-		items = splitArray(raw)
-	case len(raw) > 0 && raw[0] == '{':
-		if !json.Valid(raw) {
-			var env map[string]json.RawMessage
-			return nil, decodeStrict(raw, &env, "")
-		}
-		if t, ok := envelopeTasks(raw); ok {
-			if t[0] != '[' {
-				if err := decodeStrict(t, &items, "tasks"); err != nil {
-					return nil, err
-				}
-				return nil, task.FieldErrorf(task.CodeInvalidArgument, "tasks", "must be an array of tasks")
-			}
-			items = splitArray(t)
-		} else {
-			items = []json.RawMessage{raw}
-			prefix = func(int) string { return "" }
-		}
-	default:
-		return nil, task.FieldErrorf(task.CodeInvalidArgument, "body", "send a task object, an array of tasks, or {\"tasks\": [...]}")
-	}
-	if len(items) == 0 || len(items) > task.MaxAddBatch {
-		return nil, task.FieldErrorf(task.CodeInvalidArgument, "tasks", "send 1–%d tasks, not %d", task.MaxAddBatch, len(items))
-	}
-	ins := make([]task.AddInput, len(items))
-	for i, item := range items {
-		if t := trimJSONSpace(item); len(t) == 0 || t[0] != '{' {
-			return nil, task.FieldErrorf(task.CodeInvalidArgument, fieldOr(prefix(i), "body"), "a task must be a JSON object")
-		}
-		var b errandapi.NewTask
-		if err := decodeStrict(item, &b, prefix(i)); err != nil {
-			return nil, err
-		}
-		ins[i] = addInput(&b, source)
-	}
-	return ins, nil
-}
 
 func (s *Server) addTasks(w http.ResponseWriter, r *http.Request, c *call) {
 	source, err := addSource(r)

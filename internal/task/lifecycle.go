@@ -32,7 +32,7 @@ type AddInput struct {
 
 // NewTask validates in against q and returns the task to store, without an ID.
 // A push queue without a target refuses a task with none of its own
-// (NO_TARGET).
+// (NO_TARGET), once in's fields have passed.
 func NewTask(q *Queue, in AddInput, now int64, rules URLRules) (*Task, error) {
 	if in.Name != "" {
 		if err := ValidateName(in.Name, "name"); err != nil {
@@ -57,9 +57,6 @@ func NewTask(q *Queue, in AddInput, now int64, rules URLRules) (*Task, error) {
 		if err := ValidateTarget(in.Target, "target", rules); err != nil {
 			return nil, err
 		}
-	} else if q.Mode == ModePush && q.Target == nil {
-		return nil, Errorf(CodeNoTarget, "queue %q has no target and the task names none: give the task one "+
-			`("target": {"webhook": "https://…"}), or the queue one (PATCH the queue with a target), or use a pull queue`, q.Name)
 	}
 	if in.Delay != nil && in.RunAt != nil {
 		return nil, FieldErrorf(CodeInvalidArgument, "delay", "send delay or runAt, not both")
@@ -80,6 +77,12 @@ func NewTask(q *Queue, in AddInput, now int64, rules URLRules) (*Task, error) {
 	}
 	if in.DeadlineSeconds != nil && (*in.DeadlineSeconds < 1 || *in.DeadlineSeconds > MaxDeadlineSeconds) {
 		return nil, FieldErrorf(CodeInvalidArgument, "deadlineSeconds", "must be 1–%d", MaxDeadlineSeconds)
+	}
+	// Every field is checked before the queue's target is looked at: a
+	// refused field answers INVALID_ARGUMENT whatever the queue.
+	if in.Target == nil && q.Mode == ModePush && q.Target == nil {
+		return nil, Errorf(CodeNoTarget, "queue %q has no target and the task names none: give the task one "+
+			`("target": {"webhook": "https://…"}), or the queue one (PATCH the queue with a target), or use a pull queue`, q.Name)
 	}
 	if in.Depth > MaxDepth {
 		return nil, Errorf(CodeDepthExceeded, "a chain of adds more than %d deep is cut", MaxDepth)

@@ -44,6 +44,9 @@ func TestNewTaskValidation(t *testing.T) {
 		{"delay and runAt", q, AddInput{Delay: f(1), RunAt: &now}, CodeInvalidArgument, "delay"},
 		{"deadline", q, AddInput{DeadlineSeconds: i(841)}, CodeInvalidArgument, "deadlineSeconds"},
 		{"depth", q, AddInput{Depth: 9}, CodeDepthExceeded, ""},
+		// A field's refusal comes before the queue's lack of a target.
+		{"no target, bad deadline", noTarget, AddInput{DeadlineSeconds: i(841)}, CodeInvalidArgument, "deadlineSeconds"},
+		{"no target, bad delay", noTarget, AddInput{Delay: f(-1)}, CodeInvalidArgument, "delay"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -234,6 +237,16 @@ func TestQueuePatch(t *testing.T) {
 	hi := 5.0
 	if err := (&QueuePatch{MaxBackoffSeconds: &hi}).Apply(NewQueue("i", "q", ModePush), false, URLRules{}); err == nil {
 		t.Fatal("max below min allowed")
+	}
+	// The message names the field once, and the bound it passed.
+	if err := (&QueuePatch{MinBackoffSeconds: &lo, MaxBackoffSeconds: &hi}).Apply(NewQueue("i", "q", ModePush), false, URLRules{}); err == nil ||
+		err.Error() != "INVALID_ARGUMENT: maxBackoffSeconds: must not be below minBackoffSeconds (100)" {
+		t.Fatal(err)
+	}
+	lo = 7200
+	if err := (&QueuePatch{MinBackoffSeconds: &lo}).Apply(NewQueue("i", "q", ModePush), false, URLRules{}); err == nil ||
+		err.Error() != "INVALID_ARGUMENT: minBackoffSeconds: must not be above maxBackoffSeconds (3600)" {
+		t.Fatal(err)
 	}
 }
 

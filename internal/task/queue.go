@@ -162,11 +162,10 @@ func (p *QueuePatch) Apply(q *Queue, create bool, rules URLRules) error {
 		q.MaxBackoffSeconds = *p.MaxBackoffSeconds
 	}
 	if q.MaxBackoffSeconds < q.MinBackoffSeconds {
-		field := "maxBackoffSeconds"
 		if p.MaxBackoffSeconds == nil {
-			field = "minBackoffSeconds"
+			return FieldErrorf(CodeInvalidArgument, "minBackoffSeconds", "must not be above maxBackoffSeconds (%g)", q.MaxBackoffSeconds)
 		}
-		return FieldErrorf(CodeInvalidArgument, field, "maxBackoffSeconds must not be below minBackoffSeconds")
+		return FieldErrorf(CodeInvalidArgument, "maxBackoffSeconds", "must not be below minBackoffSeconds (%g)", q.MinBackoffSeconds)
 	}
 	if p.MaxDoublings != nil {
 		if *p.MaxDoublings < 0 || *p.MaxDoublings > MaxMaxDoublings {

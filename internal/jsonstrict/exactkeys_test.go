@@ -1,4 +1,4 @@
-package httpapi
+package jsonstrict
 
 import (
 	"encoding/json"
@@ -48,9 +48,9 @@ func exactKeysByMaps(raw []byte, t reflect.Type, prefix string) error {
 			if key == "" {
 				key = `""`
 			}
-			return task.FieldErrorf(task.CodeInvalidArgument, join(prefix, key), "unknown field")
+			return task.FieldErrorf(task.CodeInvalidArgument, Join(prefix, key), "unknown field")
 		}
-		if err := exactKeysByMaps(val, ft, join(prefix, key)); err != nil {
+		if err := exactKeysByMaps(val, ft, Join(prefix, key)); err != nil {
 			return err
 		}
 	}
