@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/errandhq/errand/errandapi"
 )
@@ -31,24 +32,35 @@ func (c *Client) ChannelToken(ctx context.Context, instance, channel string) (*e
 // come from now on, "0" for every message the channel still retains. It
 // returns once the server has the subscription in place, or the refusal
 // (an *Error: INVALID_ARGUMENT for a bad channel name or an event id the
-// channel never gave, NOT_FOUND, UNAUTHENTICATED…).
+// channel never gave, NOT_FOUND, UNAUTHENTICATED…) or the connection
+// error of this first try.
 //
-// The subscription lives until ctx ends or Close. It resumes by itself:
-// when the server drops it for lag, shuts down, or the connection breaks,
-// Next reconnects from the last event id it returned (with the client's
-// retry backoff), so every message comes once, in order.
+// The subscription then resumes by itself: when the server drops it for
+// lag, shuts down, or the connection breaks, Next reconnects from the last
+// event id it returned, so every message comes once, in order. A server
+// that cannot be reached or answers 5xx or 429 is tried again with the
+// retry policy's backoff (MinBackoff doubling up to MaxBackoff, jittered)
+// for as long as it takes: MaxAttempts does not bound it. Only three
+// things end a subscription: ctx ending, Close, and a refusal that
+// reconnecting cannot fix (any other 4xx: the key revoked, say), which
+// Next answers. Close releases what it holds.
 func (c *Client) Subscribe(ctx context.Context, instance, channel, since string) (*Subscription, error) {
-	s := &Subscription{c: c, ctx: ctx, instance: instance, channel: channel, last: since}
+	sctx, cancel := context.WithCancel(ctx)
+	s := &Subscription{c: c, parent: ctx, ctx: sctx, cancel: cancel, instance: instance, channel: channel, last: since}
 	if err := s.connect(); err != nil {
+		cancel()
 		return nil, err
 	}
 	return s, nil
 }
 
-// Subscription is one subscriber of a channel; one goroutine calls Next.
+// Subscription is one subscriber of a channel; one goroutine calls Next,
+// any may call Close.
 type Subscription struct {
 	c                 *Client
-	ctx               context.Context
+	parent            context.Context // Subscribe's
+	ctx               context.Context // parent's child, ended by Close too
+	cancel            context.CancelFunc
 	instance, channel string
 
 	mu     sync.Mutex
@@ -58,13 +70,15 @@ type Subscription struct {
 	lines *bufio.Scanner
 	last  string // the last event id returned
 	head  string
+	ended error // the refusal that ended the subscription, answered again
 }
 
 // ErrSubscriptionClosed is Next's answer after Close.
 var ErrSubscriptionClosed = errors.New("client: the subscription is closed")
 
-// LastEventID is the id of the last message or gap Next returned: where
-// a new Subscribe resumes.
+// LastEventID is the id of the last message or gap Next returned (before
+// the first, the channel's head when the subscription began, or since):
+// where a new Subscribe resumes.
 func (s *Subscription) LastEventID() string { return s.last }
 
 // Head is the channel's last event id when the current connection began.
@@ -75,6 +89,7 @@ func (s *Subscription) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
+	s.cancel() // ends a wait between tries, or a connection being made
 	if s.body != nil {
 		return s.body.Close()
 	}
@@ -129,6 +144,12 @@ func (s *Subscription) connect() error {
 		return fmt.Errorf("client: GET %s: the stream began with %q, not ready", u, ev.Type)
 	}
 	s.head = ev.Head
+	if s.last == "" {
+		// Subscribed "from now on": a reconnect before the first message
+		// resumes after the head, not from a new "now" that would skip
+		// what came in between.
+		s.last = ev.Head
+	}
 	return nil
 }
 
@@ -186,44 +207,48 @@ func (s *Subscription) read() (*errandapi.ChannelEvent, error) {
 // delivery body {task, payload} as Data), a gap (ChannelGap: messages
 // From to ID were no longer retained), or a notice that the server ended
 // the connection (ChannelLagged, ChannelClosing), after which the next
-// call reconnects from LastEventID. It blocks until an event comes, and
-// answers the Subscribe context's error once it ends, ErrSubscriptionClosed
-// after Close, or the refusal of a reconnect (the key revoked, say) or
-// the last connection error once the retry policy's tries are spent.
+// call reconnects from LastEventID. It blocks until an event comes,
+// reconnecting as often as it takes (see Subscribe), and returns an error
+// only when the subscription has ended: the Subscribe context's error once
+// it ends, ErrSubscriptionClosed after Close, or the refusal of a
+// reconnect that trying again cannot fix (a 4xx other than 429, such as
+// UNAUTHENTICATED for a revoked key), which every later call answers too.
 func (s *Subscription) Next() (*errandapi.ChannelEvent, error) {
-	ctx := s.ctx
-	for try := 1; ; try++ {
-		s.mu.Lock()
-		closed, live := s.closed, s.body != nil
-		s.mu.Unlock()
-		if closed {
-			return nil, ErrSubscriptionClosed
+	// fails counts the connections in a row, in this call, that could not
+	// be made or broke before giving an event: each one after the first
+	// waits. A connection that gave events and then broke is resumed at
+	// once.
+	fails := 0
+	var lastErr error
+	for {
+		if err := s.end(); err != nil {
+			return nil, err
 		}
-		if !live {
-			err := s.connect()
-			if err != nil {
-				if ctx.Err() != nil || errors.Is(err, ErrSubscriptionClosed) || try >= s.c.retry.MaxAttempts {
+		if !s.live() {
+			if fails > 0 {
+				if err := s.c.sleep(s.ctx, s.wait(fails, lastErr)); err != nil {
+					return nil, s.endOr(err)
+				}
+			}
+			if err := s.connect(); err != nil {
+				if !resumable(err) {
+					return nil, s.endOr(err)
+				}
+				if err := s.end(); err != nil {
 					return nil, err
 				}
-				var e *errandapi.Error
-				if errors.As(err, &e) && e.Status < 500 && e.Status != http.StatusTooManyRequests {
-					return nil, err // refused: trying again changes nothing
-				}
-				if serr := s.c.sleep(ctx, s.c.backoff(try)); serr != nil {
-					return nil, serr
-				}
+				fails, lastErr = fails+1, err
 				continue
 			}
+			fails++ // until it gives an event, this connection counts as failed
 		}
 		ev, err := s.read()
 		if err != nil {
 			s.drop()
-			if s.isClosed() {
-				return nil, ErrSubscriptionClosed
+			if err := s.end(); err != nil {
+				return nil, err
 			}
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
+			lastErr = err
 			continue // the connection broke: reconnect from last
 		}
 		switch ev.Type {
@@ -236,8 +261,57 @@ func (s *Subscription) Next() (*errandapi.ChannelEvent, error) {
 	}
 }
 
-func (s *Subscription) isClosed() bool {
+// end is what ends the subscription, if it has ended: Close, the
+// Subscribe context, or an earlier refusal.
+func (s *Subscription) end() error {
+	s.mu.Lock()
+	closed, ended := s.closed, s.ended
+	s.mu.Unlock()
+	switch {
+	case closed:
+		return ErrSubscriptionClosed
+	case s.parent.Err() != nil:
+		return s.parent.Err()
+	}
+	return ended
+}
+
+// endOr answers what ended the subscription, or else err, which ends it:
+// a refusal that reconnecting cannot fix.
+func (s *Subscription) endOr(err error) error {
+	if e := s.end(); e != nil {
+		return e
+	}
+	s.mu.Lock()
+	s.ended = err
+	s.mu.Unlock()
+	return err
+}
+
+// resumable reports whether a failed connect may succeed later: the
+// server could not be reached, the connection broke, or it answered 5xx
+// or 429. Any other refusal stands.
+func resumable(err error) bool {
+	var te *transportError
+	if errors.As(err, &te) {
+		return true
+	}
+	var e *errandapi.Error
+	return errors.As(err, &e) && (e.Status >= 500 || e.Status == http.StatusTooManyRequests)
+}
+
+// wait is the wait before reconnect number n (from 1) after err: the
+// server's Retry-After for RATE_LIMITED, else the retry policy's backoff.
+func (s *Subscription) wait(n int, err error) time.Duration {
+	var e *errandapi.Error
+	if errors.As(err, &e) && e.RetryAfter > 0 {
+		return e.RetryAfter
+	}
+	return s.c.backoff(n)
+}
+
+func (s *Subscription) live() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.closed
+	return s.body != nil
 }

@@ -18,7 +18,10 @@ import (
 
 	"github.com/errandhq/errand/client"
 	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/deliver"
+	"github.com/errandhq/errand/internal/id"
 	"github.com/errandhq/errand/internal/store/sqlite"
+	"github.com/errandhq/errand/internal/task"
 )
 
 // refusal produces one error code for real through the server on a store
@@ -134,21 +137,22 @@ var refusals = map[errandapi.Code]refusal{
 		_, err := e.c.Lease(context.Background(), "jobs", "default", errandapi.LeaseRequest{})
 		return err
 	}},
-	// No v1 route can chain adds yet (triggers and in-delivery adds come
-	// later), so DEPTH_EXCEEDED is the server's error body, as writeError
-	// renders it, from a real loopback server.
-	errandapi.CodeDepthExceeded: {only: "sqlite", produce: func(t *testing.T, kind string) error {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(errandapi.StatusOf(errandapi.CodeDepthExceeded))
-			_ = json.NewEncoder(w).Encode(errandapi.ErrorResponse{Error: errandapi.ErrorDetail{
-				Code: errandapi.CodeDepthExceeded, Message: "a chain of adds more than 8 deep is cut"}})
-		}))
-		defer srv.Close()
-		hc := &http.Client{Transport: &http.Transport{}}
-		defer hc.CloseIdleConnections()
-		c, _ := client.New(srv.URL, client.Options{HTTPClient: hc})
-		_, err := c.AddTask(context.Background(), "jobs", "q", errandapi.NewTask{Name: "deep"})
+	// An add from inside a delivery whose task is already MaxDepth deep:
+	// the add carries the attempt's delivery token (as a function
+	// worker's handler does), signed with the instance's own key for a
+	// task of depth 8, so the task it adds would be 9 deep.
+	errandapi.CodeDepthExceeded: {produce: func(t *testing.T, kind string) error {
+		e := start(t, options{kind: kind})
+		ctx := context.Background()
+		inst, err := e.eng.Instance(ctx, "dev", "jobs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		must(e.c.CreateQueue(ctx, "jobs", "q", errandapi.QueueRequest{Mode: new(errandapi.ModePull)})).of(t)
+		parent := &task.Task{InstanceID: inst.ID, ID: id.New(e.clock.Now()), Depth: errandapi.MaxDepth,
+			DeadlineAt: e.clock.Now().Add(time.Minute).UnixMilli()}
+		tok := deliver.SignToken(parent, inst.WebhookKey)
+		_, err = e.c.AddTask(client.WithDelivery(ctx, tok), "jobs", "q", errandapi.NewTask{})
 		return err
 	}},
 	errandapi.CodeUnauthenticated: {produce: func(t *testing.T, kind string) error {
@@ -222,7 +226,7 @@ var refusals = map[errandapi.Code]refusal{
 }
 
 // TestErrorRoundTrip produces every code of the contract for real through
-// the server (DEPTH_EXCEEDED excepted: see refusals) and checks that the
+// the server and checks that the
 // client answers an *Error with the code, the table's status and a
 // message, that errors.Is matches its sentinel and no other, and that
 // every code of errandapi has its case.

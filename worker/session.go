@@ -390,6 +390,9 @@ func closeError(err error) error {
 	if json.Unmarshal([]byte(ce.Reason), &out.ErrorDetail) != nil || out.Code == "" {
 		out.Code, out.Message = errandapi.CodeUnavailable, ce.Reason
 	}
+	// The node cuts a message that does not fit the frame at a word's
+	// end and marks the cut with "…".
+	out.Truncated = strings.HasSuffix(out.Message, "…")
 	return out
 }
 

@@ -32,6 +32,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -106,17 +107,23 @@ type Worker struct {
 }
 
 // New returns a worker for the node at baseURL (http or https), the
-// instance and the worker group. It makes no call.
+// instance and the worker group. It makes no call: an instance or group
+// name the node would refuse (1–100 letters, digits, '-' and '_',
+// starting with a letter or digit) is refused here, INVALID_ARGUMENT
+// naming the field.
 func New(baseURL, instance, group string, o Options) (*Worker, error) {
 	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("worker: base URL %q: want http(s)://host[:port][/prefix]", baseURL)
 	}
-	if instance == "" || group == "" {
-		return nil, errors.New("worker: instance and group are required")
+	if err := checkName("instance", instance); err != nil {
+		return nil, err
+	}
+	if err := checkName("group", group); err != nil {
+		return nil, err
 	}
 	u.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
-	u.Path += errandapi.WorkerPath + url.PathEscape(instance)
+	u = u.JoinPath(errandapi.WorkerPath, instance) // escapes what the URL needs, once
 	if o.Slots == 0 {
 		o.Slots = 8
 	}
@@ -137,7 +144,8 @@ func New(baseURL, instance, group string, o Options) (*Worker, error) {
 }
 
 // Handle serves the function name (within the worker's group: "send-receipt"
-// serves the target "app/send-receipt" for group app). Handle before Run.
+// serves the target "app/send-receipt" for group app). Handle before Run;
+// Run refuses a name that breaks the naming rule of New.
 func (w *Worker) Handle(name string, h Handler) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -163,15 +171,16 @@ func Serve(ctx context.Context, baseURL, instance, group string, o Options, hand
 // the connection drops. When ctx ends, attempts already running finish and
 // their answers are sent; new ones are deferred. Run returns nil then, or
 // at once the refusal that reconnecting cannot fix (a bad key, a missing
-// grant, an invalid function name) as a *CloseError or *errandapi.Error.
+// grant) as a *CloseError or *errandapi.Error. A function name the node
+// would refuse is refused before connecting, INVALID_ARGUMENT naming it.
 func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Lock()
-	if len(w.handlers) == 0 {
-		w.mu.Unlock()
-		return errors.New("worker: no handler: call Handle before Run")
-	}
-	w.running = true
+	err := w.checkHandlers()
+	w.running = err == nil
 	w.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	wait := w.o.MinBackoff
 	for {
 		connected, err := w.session(ctx)
@@ -196,15 +205,46 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 }
 
+// checkHandlers checks the handlers' names and count as the node checks
+// a hello's; w.mu is held.
+func (w *Worker) checkHandlers() error {
+	if len(w.handlers) == 0 {
+		return errors.New("worker: no handler: call Handle before Run")
+	}
+	if len(w.handlers) > maxFunctions {
+		return fmt.Errorf("worker: %w", errandapi.NewError(errandapi.CodeInvalidArgument,
+			fmt.Sprintf("functions: %d handlers, at most %d per worker", len(w.handlers), maxFunctions)))
+	}
+	names := make([]string, 0, len(w.handlers))
+	for n := range w.handlers {
+		names = append(names, n)
+	}
+	sort.Strings(names) // the same name reported every time
+	for _, n := range names {
+		if err := checkName("function", n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // CloseError is the node's refusal of the connection: the v1 error it gave
 // as the close reason.
 type CloseError struct {
 	Status websocket.StatusCode
 	errandapi.ErrorDetail
+	// Truncated reports that the node cut Message short to fit the 123
+	// bytes of a WebSocket close reason; Message then ends, at a word's
+	// end, with "…".
+	Truncated bool
 }
 
 func (e *CloseError) Error() string {
-	return fmt.Sprintf("worker: the node closed the connection: %s: %s", e.Code, e.Message)
+	s := fmt.Sprintf("worker: the node closed the connection: %s: %s", e.Code, e.Message)
+	if e.Truncated {
+		s += " (the node cut its message short to fit a WebSocket close reason)"
+	}
+	return s
 }
 
 // permanent reports whether err is a refusal that reconnecting cannot fix.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"go.uber.org/goleak"
 
 	"github.com/errandhq/errand/client"
@@ -185,21 +186,74 @@ func runWorker(t *testing.T, w *worker.Worker) {
 	})
 }
 
-// TestRunRefusedHello: a hello the node refuses ends Run with the v1
-// error (reconnecting would not fix it).
-func TestRunRefusedHello(t *testing.T) {
+// TestRunRefusesABadFunctionName: a function name the node would refuse
+// ends Run before it connects, with the whole reason (not the node's close
+// reason, cut to 123 bytes) naming the function as given.
+func TestRunRefusesABadFunctionName(t *testing.T) {
 	url, _, _ := node(t)
 	w, err := worker.New(url, "jobs", "app", worker.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.Handle("ok", func(context.Context, *worker.Task) (json.RawMessage, error) { return nil, nil })
 	w.Handle("Not A Name", func(context.Context, *worker.Task) (json.RawMessage, error) { return nil, nil })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	err = w.Run(ctx)
+	const want = `function "Not A Name": may hold only letters, digits, '-' and '_', and must start with a letter or digit`
 	var ce *worker.CloseError
-	if !errors.As(err, &ce) || ce.Code != errandapi.CodeInvalidArgument || !strings.Contains(ce.Message, "functions[0]") {
-		t.Fatalf("Run with an invalid name: %v", err)
+	if errors.As(err, &ce) || !errors.Is(err, errandapi.ErrInvalidArgument) || !strings.HasSuffix(err.Error(), want) {
+		t.Fatalf("Run with an invalid name: %v; want INVALID_ARGUMENT ending %q, before connecting", err, want)
+	}
+}
+
+// TestNewRefusesBadNames: an instance or group name the node would refuse
+// is INVALID_ARGUMENT from New, naming the field and the name as given
+// (not URL-escaped, and not a NOT_FOUND from the node).
+func TestNewRefusesBadNames(t *testing.T) {
+	for _, c := range []struct{ instance, group, want string }{
+		{"bad inst", "app", `instance "bad inst": may hold only letters, digits, '-' and '_', and must start with a letter or digit`},
+		{"jobs", "-app", `group "-app": may hold only letters, digits, '-' and '_', and must start with a letter or digit`},
+		{"", "app", `instance "": must be 1–100 characters`},
+		{"jobs", strings.Repeat("g", 101), `group "` + strings.Repeat("g", 101) + `": must be 1–100 characters`},
+	} {
+		_, err := worker.New("http://127.0.0.1:9", c.instance, c.group, worker.Options{})
+		if !errors.Is(err, errandapi.ErrInvalidArgument) || !strings.HasSuffix(err.Error(), c.want) || strings.Contains(err.Error(), "%") {
+			t.Errorf("New(%q, %q): %v; want INVALID_ARGUMENT ending %q", c.instance, c.group, err, c.want)
+		}
+	}
+}
+
+// TestCloseReasonCutAtAWord: a close reason the node had to cut to 123
+// bytes, inside a word (here its refusal of a raw first frame that is not
+// hello, which the worker itself never sends), reads as a message cut at
+// a word's end, marked Truncated, and says so: never a part-word.
+func TestCloseReasonCutAtAWord(t *testing.T) {
+	url, _, _ := node(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(url, "http")+errandapi.WorkerPath+"jobs", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	// A first frame of an unknown type, named at length: the node's
+	// refusal quotes it, and its cut falls inside the name.
+	typ := strings.Repeat("nonsense", 20)
+	if err := conn.Write(ctx, websocket.MessageText, []byte(`{"type":"`+typ+`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = conn.Read(ctx)
+	full := `type: the first frame must be hello, not "` + typ + `"`
+	var ce *worker.CloseError
+	if !errors.As(worker.CloseErrorOf(err), &ce) || ce.Code != errandapi.CodeInvalidArgument {
+		t.Fatalf("the node's refusal read as %v", worker.CloseErrorOf(err))
+	}
+	cut, ok := strings.CutSuffix(ce.Message, "…")
+	if !ce.Truncated || !ok || !strings.HasPrefix(full, cut) || full[len(cut)] != ' ' ||
+		!strings.Contains(ce.Error(), "cut its message short") {
+		t.Fatalf("a cut reason read as %q (Truncated %v, %q); want a prefix of %q ending at a word, then …",
+			ce.Message, ce.Truncated, ce.Error(), full)
 	}
 }
 

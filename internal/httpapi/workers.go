@@ -216,6 +216,10 @@ func closeReason(code errandapi.Code, msg string) string {
 		if len(b) <= 123 || msg == "" {
 			return string(b)
 		}
-		msg = strings.ToValidUTF8(msg[:max(0, len(msg)-(len(b)-123)-4)], "") + "…"
+		cut := strings.ToValidUTF8(msg[:max(0, len(msg)-(len(b)-123)-4)], "")
+		if i := strings.LastIndexByte(cut, ' '); i > 0 {
+			cut = cut[:i] // whole words only: a reader is not shown half of one
+		}
+		msg = strings.TrimRight(cut, " ,;:") + "…"
 	}
 }

@@ -1,0 +1,4 @@
+package worker
+
+// CloseErrorOf is how the worker reads a close frame's error.
+var CloseErrorOf = closeError
