@@ -15,7 +15,8 @@ func newAckCmd() *cobra.Command {
 		Short: "Finish a leased task with its result",
 		Long: `Finish a task leased with errand lease: it succeeds, with --result (any JSON) kept
 as its result. The lease id is the one the lease gave; a lease that expired or ended is
-refused with LEASE_LOST and the task is not changed. With --json: the task.`,
+refused with LEASE_LOST and the task is not changed. With --json: {"task": {...}} as the
+API answers.`,
 		Example: `  errand ack -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6 --lease 3f9c… --result '{"sent":true}'`,
 		Args:    exactArgs("ID"),
 	}
@@ -23,6 +24,7 @@ refused with LEASE_LOST and the task is not changed. With --json: the task.`,
 	var lease, result string
 	c.Flags().StringVar(&lease, "lease", "", "the lease id the lease gave (required)")
 	c.Flags().StringVar(&result, "result", "", "the task's result, any JSON")
+	f.fields = fieldFlags{"leaseId": {"lease"}, "result": {"result"}}
 	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, args []string) error {
 		if lease == "" {
 			return usageErrorf("--lease is required: the lease id errand lease printed")
@@ -39,7 +41,7 @@ refused with LEASE_LOST and the task is not changed. With --json: the task.`,
 			return err
 		}
 		if f.json {
-			return printJSON(c.OutOrStdout(), t)
+			return printJSON(c.OutOrStdout(), errandapi.TaskResponse{Task: t})
 		}
 		return printf(c, "%s %s\n", t.ID, t.State)
 	})

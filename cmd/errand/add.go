@@ -23,16 +23,19 @@ progress bar on a terminal, and ends with a summary: tasks added, tasks whose na
 existed (a second run of the same file adds nothing twice) and lines refused, each with its
 line number, code and reason. The exit code is 1 when a line was refused. A refusal of the
 whole call (an unknown queue, a bad key) stops the file there.
-With --json: the add's result for one task; for a file, the summary
-{"added", "existing", "refused": [{"line", "code", "message"}]}.`,
+A task's own target is one of --webhook, --function or --channel.
+With --json: for one task, the API's answer {"tasks": [{"ok", "id", "name", "state",
+"runAt"}]}; for a file, the summary {"added", "existing", "refused": [{"line", "code",
+"message"}]}.`,
 		Example: `  errand add -i jobs -q emails --payload '{"orderId":"o-1041"}' --name receipt-o-1041 --delay 60
   errand add -i jobs -q hooks --payload '{}' --webhook https://example.com/hook
+  errand add -i jobs -q default --payload '{"text":"hi"}' --channel room-1
   errand add -i jobs -q emails --file tasks.jsonl
   jq -c '.[]' orders.json | errand add -i jobs -q emails --file - --json`,
 		Args: noArgs,
 	}
 	f := apiCmd(c, true, true)
-	var file, payload, params, name, webhook, runAt string
+	var file, payload, params, name, webhook, function, channel, runAt string
 	var delay float64
 	var deadline int
 	fs := c.Flags()
@@ -42,9 +45,11 @@ With --json: the add's result for one task; for a file, the summary
 	fs.StringVar(&name, "name", "", "the task's name: a second add of the name answers TASK_EXISTS")
 	fs.Float64Var(&delay, "delay", 0, "seconds before the task is due (fractions allowed)")
 	fs.StringVar(&runAt, "run-at", "", "when the task is due: RFC 3339 (2026-01-02T15:04:05Z) or epoch milliseconds")
-	fs.StringVar(&webhook, "webhook", "", "the task's own target webhook (a push queue without a target needs one)")
+	addTargetFlags(fs, &webhook, &function, &channel, "the task's own target (a push queue without a target needs one): ", "")
 	fs.IntVar(&deadline, "deadline", 0, "deadlineSeconds of each attempt")
-	single := []string{"payload", "params", "name", "delay", "run-at", "webhook", "deadline"}
+	single := []string{"payload", "params", "name", "delay", "run-at", "webhook", "function", "channel", "deadline"}
+	f.fields = targetFields.with(fieldFlags{"payload": {"payload"}, "params": {"params"}, "name": {"name"},
+		"delay": {"delay"}, "runAt": {"run-at"}, "deadlineSeconds": {"deadline"}})
 	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, _ []string) error {
 		if file != "" {
 			for _, n := range single {
@@ -78,8 +83,13 @@ With --json: the add's result for one task; for a file, the summary
 			}
 			t.RunAt = &ms
 		}
-		if webhook != "" {
-			t.Target = &errandapi.Target{Webhook: webhook}
+		tname, tval, err := oneTarget(c, "a task", webhook, function, channel)
+		if err != nil {
+			return err
+		}
+		if tname != "" {
+			tt := targetOf(tname, tval)
+			t.Target = &tt
 		}
 		if c.Flags().Changed("deadline") {
 			t.DeadlineSeconds = &deadline
@@ -89,7 +99,7 @@ With --json: the add's result for one task; for a file, the summary
 			return err
 		}
 		if f.json {
-			return printJSON(c.OutOrStdout(), r)
+			return printJSON(c.OutOrStdout(), errandapi.AddResponse{Tasks: []errandapi.AddResult{*r}})
 		}
 		return printf(c, "%s %s, due %s\n", r.ID, r.State, when(r.RunAt))
 	})

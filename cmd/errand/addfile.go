@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -64,7 +65,7 @@ func addFile(c *cobra.Command, f *apiFlags, cl *client.Client, path string) erro
 			if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 {
 				var t errandapi.NewTask
 				if derr := decodeLine(trimmed, &t); derr != nil {
-					a.refuse(line, errandapi.CodeInvalidArgument, "not a task: "+derr.Error())
+					a.refuse(line, errandapi.CodeInvalidArgument, derr.Error())
 				} else {
 					batch = append(batch, lineTask{line, t})
 				}
@@ -111,18 +112,56 @@ func openInput(c *cobra.Command, path string) (io.ReadCloser, int64, error) {
 	return fh, size, nil
 }
 
-// decodeLine reads one line as a task in the API's add shape: the SDK's
-// type, unknown fields refused as the node refuses them.
+// decodeLine reads one (trimmed, non-empty) line as a task in the API's
+// add shape: the SDK's type, unknown fields refused as the node refuses
+// them. Its error says what is wrong in a person's words, the decoder's
+// detail after them.
 func decodeLine(raw []byte, t *errandapi.NewTask) error {
+	if raw[0] != '{' && json.Valid(raw) {
+		return fmt.Errorf("not a JSON object: the line is a JSON %s; a task is an object such as {\"payload\": …}", jsonKind(raw))
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(t); err != nil {
-		return err
+		return lineError(err)
 	}
 	if dec.More() {
-		return errors.New("more than one JSON value on the line")
+		return errors.New("more than one JSON value on the line: a task a line")
 	}
 	return nil
+}
+
+// lineError words a decoding error of a line.
+func lineError(err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	switch {
+	case errors.As(err, &se):
+		return fmt.Errorf("not a JSON object: %s at column %d", msg, se.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("not a JSON object: the line ends before its JSON does")
+	case errors.As(err, &te) && te.Field != "":
+		return fmt.Errorf("%s: a JSON %s is not a value this field takes (%s)", te.Field, te.Value, msg)
+	case strings.HasPrefix(msg, "unknown field "):
+		return fmt.Errorf("%s: a task's fields are name, payload, params, target, delay, runAt and deadlineSeconds", msg)
+	}
+	return errors.New(msg)
+}
+
+// jsonKind names the kind of a valid JSON value.
+func jsonKind(raw []byte) string {
+	switch raw[0] {
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
 }
 
 // adder sends batches and keeps the summary.

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/errandhq/errand/client"
+	"github.com/errandhq/errand/errandapi"
 )
 
 // defaultURL is the node the API commands call without --url or ERRAND_URL:
@@ -25,6 +28,8 @@ type apiFlags struct {
 	json     bool
 	instance string
 	queue    string
+	// fields names the flags that set the API's fields (see fieldFlags).
+	fields fieldFlags
 }
 
 // apiCmd adds the node's address, key and --json to c; withInstance adds
@@ -73,11 +78,125 @@ func (f *apiFlags) client(c *cobra.Command) (*client.Client, error) {
 }
 
 // reach explains a call that got no answer: the node is not there.
-func (f *apiFlags) reach(err error) error {
-	if client.IsConnectionError(err) {
-		return fmt.Errorf("no errand answers at %s (start one with errand dev, or set --url / ERRAND_URL): %w", f.url, errors.Unwrap(err))
+func (f *apiFlags) reach(err error) error { return reach(f.url, err) }
+
+// reach explains a call to the node at url that got no answer: the node is
+// not there. An error that wraps the call's (an import's step) keeps its
+// own words around the explanation. Any other error is returned as it is.
+func reach(url string, err error) error {
+	if !client.IsConnectionError(err) {
+		return err
 	}
-	return err
+	// The innermost connection error is the client's own "client: METHOD
+	// URL: cause"; the explanation takes its place and keeps the cause.
+	te := err
+	for next := errors.Unwrap(te); next != nil && client.IsConnectionError(next); next = errors.Unwrap(te) {
+		te = next
+	}
+	say := fmt.Sprintf("no errand answers at %s (start one with errand dev, or set --url / ERRAND_URL): %v", url, errors.Unwrap(te))
+	if te != err {
+		say = strings.Replace(err.Error(), te.Error(), say, 1)
+	}
+	return &unreachable{msg: say, err: err}
+}
+
+// unreachable is a call that got no answer, explained for a person; it
+// wraps the client's error.
+type unreachable struct {
+	msg string
+	err error
+}
+
+func (e *unreachable) Error() string { return e.msg }
+func (e *unreachable) Unwrap() error { return e.err }
+
+// apiKeyHint is what the CLI tells a person whose call had no valid API
+// key: the node's own words name the HTTP header, which the CLI sets.
+const apiKeyHint = "pass --api-key KEY or set ERRAND_API_KEY (errand keys create makes a key)"
+
+// cliRefusal rewords a refusal of the API for the command line: an
+// UNAUTHENTICATED answer names --api-key and ERRAND_API_KEY instead of the
+// HTTP header.
+func cliRefusal(ae *errandapi.Error) string {
+	msg := ae.Message
+	if ae.Code != errandapi.CodeUnauthenticated {
+		return msg
+	}
+	const header = "send the header Authorization: Bearer KEY"
+	if strings.Contains(msg, header) {
+		return strings.Replace(msg, header, apiKeyHint, 1)
+	}
+	return msg + ": " + apiKeyHint
+}
+
+// fieldFlags maps the API's field names to the flags of a command that set
+// them, so that an INVALID_ARGUMENT the node answers names the flag the
+// user typed (--wait, not waitSeconds). A field with several flags (target:
+// --webhook, --function, --channel) names the one given. The node still
+// does all the checking; only the name in front of its message changes.
+type fieldFlags map[string][]string
+
+// targetFields are the fields of a target, set by --webhook, --function
+// and --channel.
+var targetFields = fieldFlags{
+	"target": {"webhook", "function", "channel"}, "target.webhook": {"webhook"},
+	"target.function": {"function"}, "target.channel": {"channel"},
+}
+
+// with is m and every field of more.
+func (m fieldFlags) with(more fieldFlags) fieldFlags {
+	out := fieldFlags{}
+	for _, src := range []fieldFlags{m, more} {
+		for k, v := range src {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// fieldPrefix reads the field in front of an INVALID_ARGUMENT message: an
+// add's one task is tasks[0].
+var fieldPrefix = regexp.MustCompile(`^(?:tasks\[\d+\]\.)?([A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z][A-Za-z0-9]*)*): `)
+
+// flagged rewrites an INVALID_ARGUMENT whose field a flag of c sets so that
+// it names the flag; any other error is returned as it is.
+func (m fieldFlags) flagged(c *cobra.Command, err error) error {
+	var ae *errandapi.Error
+	if len(m) == 0 || !errors.As(err, &ae) || ae.Code != errandapi.CodeInvalidArgument {
+		return err
+	}
+	sm := fieldPrefix.FindStringSubmatchIndex(ae.Message)
+	if sm == nil {
+		return err
+	}
+	name := m.flagOf(c, ae.Message[sm[2]:sm[3]])
+	if name == "" {
+		return err
+	}
+	cp := *ae
+	cp.Message = "--" + name + ae.Message[sm[3]:]
+	return &cp
+}
+
+// flagOf is the flag that sets field (or the field it is part of), the one
+// given when several may: "" when none does.
+func (m fieldFlags) flagOf(c *cobra.Command, field string) string {
+	for f := field; f != ""; {
+		if names := m[f]; len(names) > 0 {
+			for _, n := range names {
+				if c.Flags().Changed(n) {
+					return n
+				}
+			}
+			return names[0]
+		}
+		i := strings.LastIndexByte(f, '.')
+		if i < 0 {
+			break
+		}
+		f = f[:i]
+	}
+	return ""
 }
 
 // printJSON writes v as JSON: indented on a terminal, on one line for a
@@ -141,7 +260,7 @@ func (f *apiFlags) run(fn func(c *cobra.Command, cl *client.Client, args []strin
 		if err != nil {
 			return err
 		}
-		return f.reach(fn(c, cl, args))
+		return f.reach(f.fields.flagged(c, fn(c, cl, args)))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -187,9 +188,10 @@ func TestCLIVerbs(t *testing.T) {
 	c := newCLI(t, url)
 
 	// Instances.
-	var inst errandapi.Instance
+	// --json prints the API's answer, envelope included.
+	var inst errandapi.InstanceResponse
 	c.json(&inst, "instances", "create", "jobs")
-	if inst.Name != "jobs" || inst.CreatedAt == 0 {
+	if inst.Instance.Name != "jobs" || inst.Instance.CreatedAt == 0 {
 		t.Fatalf("instance %+v", inst)
 	}
 	c.refused(errandapi.CodeInstanceExists, "instances", "create", "jobs")
@@ -204,20 +206,27 @@ func TestCLIVerbs(t *testing.T) {
 
 	// Queues.
 	c.env = []string{"ERRAND_INSTANCE=jobs"}
-	var q errandapi.Queue
-	c.json(&q, "queues", "create", "emails", "--mode", "pull", "--max-attempts", "1")
-	if q.Name != "emails" || q.Mode != errandapi.ModePull || q.MaxAttempts != 1 {
-		t.Fatalf("queue %+v", q)
+	var qr errandapi.QueueResponse
+	c.json(&qr, "queues", "create", "emails", "--mode", "pull", "--max-attempts", "1")
+	if q := qr.Queue; q == nil || q.Name != "emails" || q.Mode != errandapi.ModePull || q.MaxAttempts != 1 {
+		t.Fatalf("queue %+v", qr)
 	}
 	c.refused(errandapi.CodeQueueExists, "queues", "create", "emails")
 	c.refused(errandapi.CodeInvalidArgument, "queues", "create", "bad", "--max-attempts", "0")
-	c.json(&q, "queues", "update", "emails", "--rate", "50", "--paused")
-	if q.RatePerSecond == nil || *q.RatePerSecond != 50 || !q.Paused {
-		t.Fatalf("updated queue %+v", q)
+	qr = errandapi.QueueResponse{}
+	c.json(&qr, "queues", "update", "emails", "--rate", "50", "--paused")
+	if q := qr.Queue; q == nil || q.RatePerSecond == nil || *q.RatePerSecond != 50 || !q.Paused {
+		t.Fatalf("updated queue %+v", qr)
 	}
-	c.json(&q, "queues", "update", "emails", "--rate", "none", "--paused=false")
-	if q.RatePerSecond != nil || q.Paused {
-		t.Fatalf("cleared queue %+v", q)
+	qr = errandapi.QueueResponse{}
+	c.json(&qr, "queues", "update", "emails", "--rate", "none", "--paused=false")
+	if q := qr.Queue; q == nil || q.RatePerSecond != nil || q.Paused {
+		t.Fatalf("cleared queue %+v", qr)
+	}
+	qr = errandapi.QueueResponse{}
+	c.json(&qr, "queues", "get", "emails")
+	if q := qr.Queue; q == nil || q.Name != "emails" || q.Counts == nil {
+		t.Fatalf("queues get --json %+v", qr)
 	}
 	var ql errandapi.QueueList
 	c.json(&ql, "queues", "list")
@@ -231,7 +240,16 @@ func TestCLIVerbs(t *testing.T) {
 
 	// Add, list, get.
 	var ar errandapi.AddResult
-	c.json(&ar, "add", "-q", "emails", "--payload", `{"n":1}`, "--name", "first", "--delay", "3600")
+	add := func(args ...string) {
+		t.Helper()
+		var resp errandapi.AddResponse
+		c.json(&resp, append([]string{"add"}, args...)...)
+		if len(resp.Tasks) != 1 {
+			t.Fatalf("add %v: %+v", args, resp)
+		}
+		ar = resp.Tasks[0]
+	}
+	add("-q", "emails", "--payload", `{"n":1}`, "--name", "first", "--delay", "3600")
 	if !ar.OK || ar.State != errandapi.StateScheduled {
 		t.Fatalf("add %+v", ar)
 	}
@@ -248,14 +266,23 @@ func TestCLIVerbs(t *testing.T) {
 		t.Fatalf("list table:\n%s", out)
 	}
 	var task errandapi.Task
-	c.json(&task, "get", ar.ID)
+	taskJSON := func(args ...string) {
+		t.Helper()
+		var resp errandapi.TaskResponse
+		c.json(&resp, args...)
+		if resp.Task == nil {
+			t.Fatalf("%v --json: no task in %+v", args, resp)
+		}
+		task = *resp.Task
+	}
+	taskJSON("get", ar.ID)
 	if task.ID != ar.ID || string(task.Payload) != `{"n":1}` {
 		t.Fatalf("get %+v", task)
 	}
 	c.refused(errandapi.CodeNotFound, "get", "01nope")
 
 	// Run makes it due; lease and ack finish it.
-	c.json(&task, "run", ar.ID)
+	taskJSON("run", ar.ID)
 	if task.State != errandapi.StateScheduled || task.RunAt > time.Now().Add(time.Minute).UnixMilli() {
 		t.Fatalf("run %+v", task)
 	}
@@ -265,7 +292,7 @@ func TestCLIVerbs(t *testing.T) {
 		t.Fatalf("lease %+v", lr)
 	}
 	c.refused(errandapi.CodeLeaseLost, "ack", ar.ID, "--lease", "0000")
-	c.json(&task, "ack", ar.ID, "--lease", lr.Tasks[0].LeaseID, "--result", `{"sent":true}`)
+	taskJSON("ack", ar.ID, "--lease", lr.Tasks[0].LeaseID, "--result", `{"sent":true}`)
 	if task.State != errandapi.StateSucceeded || string(task.Result) != `{"sent":true}` {
 		t.Fatalf("ack %+v", task)
 	}
@@ -273,9 +300,10 @@ func TestCLIVerbs(t *testing.T) {
 	c.refused(errandapi.CodeWrongMode, "lease", "-q", "default")
 
 	// Cancel: several ids, one refused: the others are done, exit 1.
-	c.json(&ar, "add", "-q", "emails", "--delay", "3600")
+	add("-q", "emails", "--delay", "3600")
 	r = c.run("", "cancel", ar.ID, task.ID, "--json")
-	if r.code != exitRefused || !strings.Contains(r.errout, task.ID+": NOT_CANCELLABLE") || !strings.Contains(r.out, `"state":"cancelled"`) {
+	if r.code != exitRefused || !strings.Contains(r.errout, task.ID+": NOT_CANCELLABLE") || !strings.HasPrefix(r.out, `{"task":{"id":"`+ar.ID+`"`) ||
+		!strings.Contains(r.out, `"state":"cancelled"`) {
 		t.Fatalf("cancel: %+v", r)
 	}
 
@@ -283,11 +311,11 @@ func TestCLIVerbs(t *testing.T) {
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(500) }))
 	defer hook.Close()
 	c.ok("queues", "create", "hooks", "--webhook", hook.URL, "--max-attempts", "1")
-	c.json(&ar, "add", "-q", "hooks", "--payload", `{}`)
+	add("-q", "hooks", "--payload", `{}`)
 	// dev logs each attempt once its outcome is stored: with one attempt
 	// allowed, the task has failed when its line is in the log.
 	logs.waitFor(t, "queue=hooks task="+ar.ID+" attempt=", 20*time.Second)
-	c.json(&task, "get", ar.ID)
+	taskJSON("get", ar.ID)
 	if task.State != errandapi.StateFailed || len(task.Attempts) != 1 || task.Attempts[0].HTTPStatus == nil || *task.Attempts[0].HTTPStatus != 500 {
 		t.Fatalf("failed task %+v", task)
 	}
@@ -295,20 +323,28 @@ func TestCLIVerbs(t *testing.T) {
 		t.Fatalf("get table:\n%s", out)
 	}
 	c.ok("queues", "update", "hooks", "--paused") // the retried task stays due
-	c.json(&task, "retry", ar.ID)
+	taskJSON("retry", ar.ID)
 	if task.State != errandapi.StateScheduled {
 		t.Fatalf("retry %+v", task)
 	}
 	c.refused(errandapi.CodeNotRetryable, "retry", ar.ID)
 
 	// Usage: the tasks added and the attempts made above.
-	var u errandapi.Usage
-	c.json(&u, "usage")
+	var ur errandapi.UsageResponse
+	c.json(&ur, "usage")
+	u := ur.Usage
 	if u.TasksAdded != 3 || u.Deliveries.Pull != 1 || u.Deliveries.Webhook != 1 || u.Deliveries.Total != 2 || len(u.Days) == 0 {
 		t.Fatalf("usage: added %d, deliveries %+v, %d days", u.TasksAdded, u.Deliveries, len(u.Days))
 	}
-	if out := c.ok("usage"); !strings.Contains(out, "WEBHOOK") || !strings.Contains(out, "3 tasks added, 2 deliveries") {
+	out := c.ok("usage")
+	if !strings.Contains(out, "WEBHOOK") || !strings.Contains(out, "3 tasks added, 2 deliveries") {
 		t.Fatalf("usage table:\n%s", out)
+	}
+	// The month's row: totals, and in BYTES KEPT the average, said so.
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if month := strings.Fields(lines[len(lines)-2]); len(month) != 9 || month[0] != u.Month || month[1] != "total" || month[2] != "3" ||
+		month[7] != "avg" || month[8] != strconv.FormatInt(u.AverageBytesKept, 10) {
+		t.Fatalf("usage table's month row %q:\n%s", month, out)
 	}
 
 	// Purge and delete need --yes and say how many tasks went.
@@ -321,6 +357,11 @@ func TestCLIVerbs(t *testing.T) {
 		t.Fatalf("delete: %q", out)
 	}
 	c.ok("instances", "delete", "jobs", "--yes")
+
+	c.ok("instances", "create", "gone")
+	if out := c.ok("instances", "delete", "gone", "--yes", "--json"); out != `{"pending":false}`+"\n" {
+		t.Fatalf("instances delete --json: %q", out)
+	}
 
 	// No node at the address: exit 1, saying so.
 	c.url = "http://" + closedAddr(t)
@@ -353,9 +394,9 @@ func TestCLIAddFile(t *testing.T) {
 
 	const lines = 10_000
 	bad := map[int]string{ // line → what the summary says of it
-		17:   "not a task",    // not JSON
-		4242: "unknown field", // refused by the decoding of the add shape
-		9999: "delay",         // refused by the node: tasks[i].delay
+		17:   "not a JSON object", // not JSON
+		4242: "unknown field",     // refused by the decoding of the add shape
+		9999: "delay",             // refused by the node: tasks[i].delay
 	}
 	var b strings.Builder
 	for i := 1; i <= lines; i++ {
@@ -395,15 +436,15 @@ func TestCLIAddFile(t *testing.T) {
 		}
 	}
 	t.Logf("10,000 lines added in %v", took)
-	var q errandapi.Queue
+	var q errandapi.QueueResponse
 	c.json(&q, "queues", "get", "bulk")
-	if q.Counts[errandapi.StateScheduled] != lines-4 {
-		t.Fatalf("counts %+v", q.Counts)
+	if q.Queue == nil || q.Queue.Counts[errandapi.StateScheduled] != lines-4 {
+		t.Fatalf("queues get bulk --json %+v", q)
 	}
 
 	// Again, as a table: every named task exists already.
 	r = c.run("", "add", "-q", "bulk", "--file", file)
-	if r.code != exitRefused || !strings.HasPrefix(r.out, fmt.Sprintf("added 0, already existing %d, refused 3\n  line 17: INVALID_ARGUMENT: not a task", lines-4)) ||
+	if r.code != exitRefused || !strings.HasPrefix(r.out, fmt.Sprintf("added 0, already existing %d, refused 3\n  line 17: INVALID_ARGUMENT: not a JSON object: invalid character", lines-4)) ||
 		!strings.Contains(r.out, "  line 9999: INVALID_ARGUMENT: delay") {
 		t.Fatalf("second run: exit %d\n%s%s", r.code, r.out, r.errout)
 	}

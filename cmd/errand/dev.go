@@ -62,7 +62,8 @@ Ctrl-C: calls in flight finish first.`,
 	return c
 }
 
-// openDev takes the data directory (see lockDataDir) and opens its store.
+// openDev takes the data directory (see lockDataDir) and its store's file
+// (see lockSQLite), and opens the store.
 func openDev(ctx context.Context, data, sync string, log *slog.Logger) (store.Store, func(), error) {
 	// The directory and the store's files are their owner's only (they
 	// hold webhook signing keys and the backup key); the store opens
@@ -70,11 +71,20 @@ func openDev(ctx context.Context, data, sync string, log *slog.Logger) (store.St
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return nil, nil, err
 	}
-	release, err := lockDataDir(data)
+	releaseDir, err := lockDataDir(data)
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := storeurl.Open(ctx, "sqlite://"+filepath.Join(data, "errand.db"), storeurl.Options{Sync: sync, Log: log})
+	// The store's own lock too, the one errand serve takes: a serve on
+	// DATA/errand.db and this dev are one store's two nodes.
+	path := filepath.Join(data, "errand.db")
+	releaseStore, err := lockSQLite(path, "errand dev", "stop it, or give this errand dev another --data")
+	if err != nil {
+		releaseDir()
+		return nil, nil, err
+	}
+	release := func() { releaseStore(); releaseDir() }
+	st, err := storeurl.Open(ctx, "sqlite://"+path, storeurl.Options{Sync: sync, Log: log})
 	if err != nil {
 		release()
 		return nil, nil, err

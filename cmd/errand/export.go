@@ -52,10 +52,12 @@ type exportSummary struct {
 	Bytes     int64  `json:"bytes"`
 }
 
-func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	rf := addRemoteFlags(fs)
+	// A node that does not answer is explained as every verb explains it.
+	defer func() { err = reach(*rf.url, err) }()
 	out := fs.String("out", "", "")
 	key := fs.String("idempotency-key", "", "")
 	asJSON := fs.Bool("json", false, "")

@@ -15,9 +15,9 @@ func newGetCmd() *cobra.Command {
 		Use:   "get ID",
 		Short: "Show one task with its payload, result and attempts",
 		Long: `Show one task whole: its state, payload, params, result, target and every
-attempt with its outcome. With --json: the task as the API answers it.`,
+attempt with its outcome. With --json: {"task": {...}} as the API answers.`,
 		Example: `  errand get -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6
-  errand get -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6 --json | jq .attempts`,
+  errand get -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6 --json | jq .task.attempts`,
 		Args: exactArgs("ID"),
 	}
 	f := apiCmd(c, true, false)
@@ -35,7 +35,7 @@ attempt with its outcome. With --json: the task as the API answers it.`,
 // its attempts.
 func printTask(c *cobra.Command, f *apiFlags, t *errandapi.Task) error {
 	if f.json {
-		return printJSON(c.OutOrStdout(), t)
+		return printJSON(c.OutOrStdout(), errandapi.TaskResponse{Task: t})
 	}
 	tb := newTable(c.OutOrStdout(), "id", t.ID)
 	tb.row("queue", t.Queue)

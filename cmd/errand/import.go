@@ -49,10 +49,12 @@ examples:
   errand export --url http://old:9191 | errand import --url https://new.example.com --api-key "$KEY" -
   errand import --dry-run errand-config.json`
 
-func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	rf := addRemoteFlags(fs)
+	// A node that does not answer is explained as every verb explains it.
+	defer func() { err = reach(*rf.url, err) }()
 	dry := fs.Bool("dry-run", false, "")
 	asJSON := fs.Bool("json", false, "")
 	pos, help, err := parseVerb(fs, args, importUsage, stdout)

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/errandhq/errand/client"
+	"github.com/errandhq/errand/errandapi"
 )
 
 func newInstancesCmd() *cobra.Command {
@@ -53,7 +54,7 @@ func newInstancesCreateCmd() *cobra.Command {
 		Use:   "create NAME",
 		Short: "Create an instance",
 		Long: `Create an instance with its queue "default". A name that is taken is refused
-with INSTANCE_EXISTS (exit code 1). With --json: the instance.`,
+with INSTANCE_EXISTS (exit code 1). With --json: {"instance": {...}} as the API answers.`,
 		Example: `  errand instances create jobs`,
 		Args:    exactArgs("NAME"),
 	}
@@ -64,7 +65,7 @@ with INSTANCE_EXISTS (exit code 1). With --json: the instance.`,
 			return err
 		}
 		if f.json {
-			return printJSON(c.OutOrStdout(), in)
+			return printJSON(c.OutOrStdout(), errandapi.InstanceResponse{Instance: *in})
 		}
 		return printf(c, "created instance %s\n", in.Name)
 	})
@@ -76,7 +77,8 @@ func newInstancesDeleteCmd() *cobra.Command {
 		Use:   "delete NAME --yes",
 		Short: "Delete an instance with every queue and task in it",
 		Long: `Delete an instance with every queue and task in it. It cannot be undone, so
---yes is required.`,
+--yes is required. With --json: {"pending": false} as the API answers (the instance is
+gone when it answers).`,
 		Example: `  errand instances delete jobs --yes`,
 		Args:    exactArgs("NAME"),
 	}
@@ -90,7 +92,9 @@ func newInstancesDeleteCmd() *cobra.Command {
 			return err
 		}
 		if f.json {
-			return printJSON(c.OutOrStdout(), map[string]any{"deleted": args[0]})
+			// The API answers {"pending": false}: the delete is done when
+			// it answers (the SDK's DeleteInstance keeps no more).
+			return printJSON(c.OutOrStdout(), errandapi.InstanceDeleteResponse{})
 		}
 		return printf(c, "deleted instance %s\n", args[0])
 	})

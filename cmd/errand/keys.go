@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -54,14 +55,23 @@ func addKeysFlags(c *cobra.Command, orgUsage string) *keysFlags {
 // own logs go to stderr, warnings only.
 func (k *keysFlags) open(c *cobra.Command) (store.Store, error) {
 	log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	st, err := openStore(c.Context(), k.store, storeOptions{Log: log, MustExist: !k.create})
+	return openDirect(c.Context(), k.store, k.create, log, c.ErrOrStderr(), c.CommandPath())
+}
+
+// openDirect opens the store of a command that works on it directly, not
+// over the API (errand keys, errand restore). A SQLite file that does not
+// exist is refused unless create is set: a mistyped --store would
+// otherwise make a new, empty store and the command would report success
+// on it. The store opened is named on stderr, after who (the command).
+func openDirect(ctx context.Context, rawURL string, create bool, log *slog.Logger, stderr io.Writer, who string) (store.Store, error) {
+	st, err := openStore(ctx, rawURL, storeOptions{Log: log, MustExist: !create})
 	if errors.Is(err, storeurl.ErrNoStore) {
-		return nil, fmt.Errorf("%w: give --store the store errand serve uses (--create makes a new one)", err)
+		return nil, fmt.Errorf("%w: give --store the store errand serve or errand dev uses (--create makes a new one)", err)
 	}
 	if err != nil {
 		return nil, err
 	}
-	c.PrintErrf("%s: store: %s\n", c.CommandPath(), storeurl.Describe(k.store))
+	fmt.Fprintf(stderr, "%s: store: %s\n", who, storeurl.Describe(rawURL))
 	return st, nil
 }
 

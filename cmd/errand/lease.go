@@ -15,7 +15,8 @@ func newLeaseCmd() *cobra.Command {
 errand ack (or the API's extend and release) must give back before the lease expires;
 a lease that expires counts as a failed attempt and the task is retried. --wait waits up
 to that many seconds (at most 30) for a task to come due. A push queue is refused with
-WRONG_MODE. With --json: {"tasks": [...]} as the API answers.`,
+WRONG_MODE. Without a task to lease the table is left out and stderr says so. With
+--json: {"tasks": [...]} as the API answers (an empty list when none).`,
 		Example: `  errand lease -i jobs -q emails --count 10 --lease-seconds 120
   errand lease -i jobs -q emails --wait 30 --json | jq -r '.tasks[] | .id + " " + .leaseId'`,
 		Args: noArgs,
@@ -25,6 +26,7 @@ WRONG_MODE. With --json: {"tasks": [...]} as the API answers.`,
 	c.Flags().IntVar(&count, "count", 1, "tasks to lease at most, 1–1000")
 	c.Flags().IntVar(&leaseSeconds, "lease-seconds", 60, "how long the lease lasts, 1–86400")
 	c.Flags().IntVar(&wait, "wait", 0, "seconds to wait for a task to come due, 0–30")
+	f.fields = fieldFlags{"count": {"count"}, "leaseSeconds": {"lease-seconds"}, "waitSeconds": {"wait"}}
 	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, _ []string) error {
 		ts, err := cl.Lease(c.Context(), f.instance, f.queue, errandapi.LeaseRequest{Count: &count, LeaseSeconds: &leaseSeconds, WaitSeconds: wait})
 		if err != nil {
@@ -36,6 +38,10 @@ WRONG_MODE. With --json: {"tasks": [...]} as the API answers.`,
 			}
 			return printJSON(c.OutOrStdout(), errandapi.LeaseResponse{Tasks: ts})
 		}
+		if len(ts) == 0 {
+			c.PrintErrf("no tasks leased: none of queue %s was due%s\n", f.queue, waited(wait))
+			return nil
+		}
 		t := newTable(c.OutOrStdout(), "ID", "LEASE ID", "EXPIRES", "ATTEMPT", "NAME", "PAYLOAD")
 		for _, k := range ts {
 			t.row(k.ID, k.LeaseID, when(k.LeaseExpiresAt), k.Attempts, strPtr(k.Name), short(string(k.Payload), 60))
@@ -43,4 +49,12 @@ WRONG_MODE. With --json: {"tasks": [...]} as the API answers.`,
 		return t.flush()
 	})
 	return c
+}
+
+// waited says how long a lease waited for a task, when it did.
+func waited(seconds int) string {
+	if seconds == 0 {
+		return ""
+	}
+	return " within " + itoa(seconds) + "s"
 }

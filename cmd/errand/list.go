@@ -14,11 +14,12 @@ func newListCmd() *cobra.Command {
 		Long: `List a queue's tasks, newest pages first as the API orders them, without their
 payloads (errand get shows one task whole). --state and --name select; --limit is the page
 size (1–200, default 50). Without --all one page is printed, and the cursor of the next
-(pass it with --cursor); with --all every page is read. With --json: {"tasks": [...],
+(pass it with --cursor); with --all every page is read. No task to show leaves the table out
+and says so on stderr. With --json: {"tasks": [...],
 "cursor": …} as the API answers a page (with --all, every task and a null cursor).`,
 		Example: `  errand list -i jobs -q emails
   errand list -i jobs -q emails --state failed --all
-  errand list -i jobs -q emails --name receipt-o-1041 --json | jq -r '.tasks[0].id'`,
+  errand list -i jobs -q emails --name receipt-o-1041 --json | jq -r '.tasks[0].id // empty'`,
 		Args: noArgs,
 	}
 	f := apiCmd(c, true, true)
@@ -30,6 +31,7 @@ size (1–200, default 50). Without --all one page is printed, and the cursor of
 	c.Flags().IntVar(&o.Limit, "limit", 0, "tasks per page, 1–200 (the node's default: 50)")
 	c.Flags().StringVar(&o.Cursor, "cursor", "", "the page after the one that printed this cursor")
 	c.Flags().BoolVar(&all, "all", false, "read every page")
+	f.fields = fieldFlags{"state": {"state"}, "name": {"name"}, "limit": {"limit"}, "cursor": {"cursor"}}
 	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, _ []string) error {
 		o.State = errandapi.State(state)
 		var page errandapi.TaskPage
@@ -51,12 +53,16 @@ size (1–200, default 50). Without --all one page is printed, and the cursor of
 		if f.json {
 			return printJSON(c.OutOrStdout(), page)
 		}
-		t := newTable(c.OutOrStdout(), "ID", "NAME", "STATE", "ATTEMPT", "RUN AT", "CREATED", "LAST ERROR")
-		for _, k := range page.Tasks {
-			t.row(k.ID, strPtr(k.Name), k.State, attempts(k.Attempt, k.MaxAttempts), when(k.RunAt), when(k.CreatedAt), short(strPtr(k.LastError), 60))
-		}
-		if err := t.flush(); err != nil {
-			return err
+		if len(page.Tasks) == 0 {
+			c.PrintErrf("no tasks%s in queue %s\n", listFilter(o), f.queue)
+		} else {
+			t := newTable(c.OutOrStdout(), "ID", "NAME", "STATE", "ATTEMPT", "RUN AT", "CREATED", "LAST ERROR")
+			for _, k := range page.Tasks {
+				t.row(k.ID, strPtr(k.Name), k.State, attempts(k.Attempt, k.MaxAttempts), when(k.RunAt), when(k.CreatedAt), short(strPtr(k.LastError), 60))
+			}
+			if err := t.flush(); err != nil {
+				return err
+			}
 		}
 		if page.Cursor != nil { // (--json carries the cursor itself)
 			c.PrintErrf("more: errand list -i %s -q %s --cursor %s\n", f.instance, f.queue, *page.Cursor)
@@ -68,4 +74,19 @@ size (1–200, default 50). Without --all one page is printed, and the cursor of
 
 func attempts(n, max int) string {
 	return itoa(n) + "/" + itoa(max)
+}
+
+// listFilter describes a list's selection for its "no tasks" line.
+func listFilter(o client.ListOptions) string {
+	s := ""
+	if o.State != "" {
+		s += " " + string(o.State)
+	}
+	if o.Name != "" {
+		s += " named " + o.Name
+	}
+	if o.Cursor != "" {
+		s += " after that cursor"
+	}
+	return s
 }

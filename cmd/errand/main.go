@@ -58,7 +58,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", cmd.CommandPath(), ue.err, cmd.CommandPath())
 		return exitUsage
 	case errors.As(err, &ae):
-		msg := ae.Message
+		msg := cliRefusal(ae)
 		if ae.ID != "" {
 			msg += " (id " + ae.ID + ")"
 		}

@@ -94,7 +94,7 @@ func TestServeLogs(t *testing.T) {
 	defer hook.Close()
 	host, _, _ := net.SplitHostPort(hook.Listener.Addr().String())
 
-	_, url, logs := startServe(t, bin, "--store", store, "--webhook-allow", host)
+	first, url, logs := startServe(t, bin, "--store", store, "--webhook-allow", host)
 	key := readKeyFile(t, logs, filepath.Join(dir, "errand-admin-key"))
 	if st, body := call(t, key, "POST", url+"/v1/instances", `{"name":"jobs"}`); st != 201 {
 		t.Fatalf("instance: %d %s", st, body)
@@ -126,6 +126,12 @@ func TestServeLogs(t *testing.T) {
 		t.Fatalf("requests logged at info:\n%s", logs)
 	}
 
+	// The same store again at debug: the first node stops first (a SQLite
+	// store serves one node; a second is refused while it runs).
+	_ = first.Process.Signal(syscall.SIGTERM)
+	if err := first.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, logs)
+	}
 	_, url, logs = startServe(t, bin, "--store", store, "--log-level", "debug")
 	call(t, key, "GET", url+"/v1/instances", "")
 	logs.waitFor(t, "level=DEBUG msg=request method=GET path=/v1/instances status=200", 10*time.Second)

@@ -2,8 +2,10 @@ package main
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/errandhq/errand/errandapi"
 )
@@ -12,10 +14,10 @@ import (
 // ones are strings so that update can clear them with "none"; every value
 // is checked by the node, which names the field it refuses.
 type queueFlags struct {
-	mode, webhook, function, rate, maxConcurrent, maxAge, deadLetter string
-	maxAttempts, maxDoublings, deadline                              int
-	minBackoff, maxBackoff                                           float64
-	paused, targetControl                                            bool
+	mode, webhook, function, channel, rate, maxConcurrent, maxAge, deadLetter string
+	maxAttempts, maxDoublings, deadline                                       int
+	minBackoff, maxBackoff                                                    float64
+	paused, targetControl                                                     bool
 }
 
 func addQueueFlags(c *cobra.Command, update bool) *queueFlags {
@@ -28,8 +30,7 @@ func addQueueFlags(c *cobra.Command, update bool) *queueFlags {
 	if update {
 		clear = `; "none" clears it`
 	}
-	fs.StringVar(&q.webhook, "webhook", "", "target: the https URL each task is POSTed to"+clear)
-	fs.StringVar(&q.function, "function", "", "target: an in-process function of an embedded errand"+clear)
+	addTargetFlags(fs, &q.webhook, &q.function, &q.channel, "target: ", clear)
 	fs.StringVar(&q.rate, "rate", "", "ratePerSecond: deliveries started per second at most"+clear)
 	fs.StringVar(&q.maxConcurrent, "max-concurrent", "", "maxConcurrent: deliveries in flight at most"+clear)
 	fs.StringVar(&q.maxAge, "max-age", "", "maxAgeSeconds: a task older than this is not retried"+clear)
@@ -53,14 +54,12 @@ func (q *queueFlags) request(c *cobra.Command) (errandapi.QueueRequest, error) {
 		m := errandapi.Mode(q.mode)
 		r.Mode = &m
 	}
-	if set("webhook") && set("function") {
-		return r, usageErrorf("--webhook and --function are exclusive: a queue has one target")
+	name, val, terr := oneTarget(c, "a queue", q.webhook, q.function, q.channel)
+	if terr != nil {
+		return r, terr
 	}
-	if set("webhook") {
-		r.Target = nullable(q.webhook, func(s string) (errandapi.Target, error) { return errandapi.Target{Webhook: s}, nil }, &err, "webhook")
-	}
-	if set("function") {
-		r.Target = nullable(q.function, func(s string) (errandapi.Target, error) { return errandapi.Target{Function: s}, nil }, &err, "function")
+	if name != "" {
+		r.Target = nullable(val, func(s string) (errandapi.Target, error) { return targetOf(name, s), nil }, &err, name)
 	}
 	if set("rate") {
 		r.RatePerSecond = nullable(q.rate, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }, &err, "rate")
@@ -96,6 +95,53 @@ func (q *queueFlags) request(c *cobra.Command) (errandapi.QueueRequest, error) {
 		r.TargetControl = &q.targetControl
 	}
 	return r, err
+}
+
+// queueFields names the flags of queues create and update that set the
+// API's fields (see fieldFlags); the queue's NAME is an argument, not a flag.
+var queueFields = targetFields.with(fieldFlags{
+	"mode": {"mode"}, "ratePerSecond": {"rate"}, "maxConcurrent": {"max-concurrent"}, "maxAgeSeconds": {"max-age"},
+	"deadLetterQueue": {"dead-letter-queue"}, "maxAttempts": {"max-attempts"}, "maxDoublings": {"max-doublings"},
+	"deadlineSeconds": {"deadline"}, "minBackoffSeconds": {"min-backoff"}, "maxBackoffSeconds": {"max-backoff"},
+	"paused": {"paused"}, "targetControl": {"target-control"},
+})
+
+// addTargetFlags registers --webhook, --function and --channel, the three
+// kinds of target (exclusive: see oneTarget). what starts each usage; tail
+// ends it.
+func addTargetFlags(fs *pflag.FlagSet, webhook, function, channel *string, what, tail string) {
+	fs.StringVar(webhook, "webhook", "", what+"the https URL each task is POSTed to"+tail)
+	fs.StringVar(function, "function", "", what+"the function GROUP/NAME that runs each task, served by a connected worker (the worker package) or an embedded engine"+tail)
+	fs.StringVar(channel, "channel", "", what+"the channel NAME each task is published to, for its subscribers"+tail)
+}
+
+// oneTarget returns the target flag given, if any, and its value; more
+// than one is a usage error (whose is "a queue" or "a task": it has one
+// target).
+func oneTarget(c *cobra.Command, whose, webhook, function, channel string) (name, value string, err error) {
+	var given []string
+	for _, t := range []struct{ name, value string }{{"webhook", webhook}, {"function", function}, {"channel", channel}} {
+		if c.Flags().Changed(t.name) {
+			given = append(given, "--"+t.name)
+			name, value = t.name, t.value
+		}
+	}
+	if len(given) > 1 {
+		return "", "", usageErrorf("%s are exclusive: %s has one target", strings.Join(given, " and "), whose)
+	}
+	return name, value, nil
+}
+
+// targetOf is the target that the flag name (webhook, function or channel)
+// gives with value.
+func targetOf(name, value string) errandapi.Target {
+	switch name {
+	case "webhook":
+		return errandapi.Target{Webhook: value}
+	case "function":
+		return errandapi.Target{Function: value}
+	}
+	return errandapi.Target{Channel: value}
 }
 
 // nullable parses a nullable setting's flag: "none" is null, anything else

@@ -36,8 +36,8 @@ func newQueuesListCmd() *cobra.Command {
 		Use:   "list",
 		Short: "List an instance's queues with their counts by state",
 		Long: `List an instance's queues with their mode, target and counts of tasks by state.
-Each count stops at 10,000 (shown as 10000+). With --json: {"queues": [...]}, each queue
-as the API answers it.`,
+Each count stops at 10,000 (shown as 10000+). With --json: {"queues": [...]}, as the API
+answers.`,
 		Example: `  errand queues list -i jobs
   errand queues list -i jobs --json`,
 		Args: noArgs,
@@ -95,9 +95,9 @@ func newQueuesGetCmd() *cobra.Command {
 		Use:   "get NAME",
 		Short: "Show one queue's settings and counts",
 		Long: `Show one queue: its mode, target, every setting and its counts of tasks by state.
-With --json: the queue as the API answers it.`,
+With --json: {"queue": {...}} as the API answers.`,
 		Example: `  errand queues get emails -i jobs
-  errand queues get emails -i jobs --json | jq .counts`,
+  errand queues get emails -i jobs --json | jq .queue.counts`,
 		Args: exactArgs("NAME"),
 	}
 	f := apiCmd(c, true, false)
@@ -114,7 +114,7 @@ func showQueue(c *cobra.Command, f *apiFlags, q *errandapi.Queue, err error) err
 		return err
 	}
 	if f.json {
-		return printJSON(c.OutOrStdout(), q)
+		return printJSON(c.OutOrStdout(), errandapi.QueueResponse{Queue: q})
 	}
 	return printQueue(c, q)
 }
@@ -159,15 +159,19 @@ func newQueuesCreateCmd() *cobra.Command {
 		Use:   "create NAME",
 		Short: "Create a queue",
 		Long: `Create a queue. --mode is push (the default: each task goes to a target, given
-here with --webhook or on each task) or pull (workers lease tasks with errand lease).
-Settings not given take the API's defaults; the node checks every value and names the one
-it refuses. A name that is taken is refused with QUEUE_EXISTS. With --json: the queue.`,
+here with one of --webhook, --function or --channel, or on each task) or pull (workers lease
+tasks with errand lease). Settings not given take the API's defaults; the node checks every
+value and names the one it refuses. A name that is taken is refused with QUEUE_EXISTS. With
+--json: {"queue": {...}} as the API answers.`,
 		Example: `  errand queues create emails -i jobs --mode pull
-  errand queues create hooks -i jobs --webhook https://example.com/hook --max-attempts 5 --rate 10`,
+  errand queues create hooks -i jobs --webhook https://example.com/hook --max-attempts 5 --rate 10
+  errand queues create receipts -i jobs --function app/send-receipt
+  errand queues create chat -i jobs --channel room-1`,
 		Args: exactArgs("NAME"),
 	}
 	qf := addQueueFlags(c, false)
 	f := apiCmd(c, true, false)
+	f.fields = queueFields
 	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, args []string) error {
 		req, err := qf.request(c)
 		if err != nil {
@@ -178,7 +182,7 @@ it refuses. A name that is taken is refused with QUEUE_EXISTS. With --json: the 
 			return err
 		}
 		if f.json {
-			return printJSON(c.OutOrStdout(), q)
+			return printJSON(c.OutOrStdout(), errandapi.QueueResponse{Queue: q})
 		}
 		return printf(c, "created %s queue %s in instance %s\n", q.Mode, q.Name, f.instance)
 	})
@@ -190,9 +194,9 @@ func newQueuesUpdateCmd() *cobra.Command {
 		Use:   "update NAME",
 		Short: "Change a queue's settings",
 		Long: `Change only the settings given; the others keep their values. A setting that may
-be unset (--webhook, --rate, --max-concurrent, --max-age, --dead-letter-queue) is cleared
-with the value "none". --paused stops deliveries and leases; --paused=false resumes them.
-With --json: the queue.`,
+be unset (the target: --webhook, --function or --channel; --rate, --max-concurrent,
+--max-age, --dead-letter-queue) is cleared with the value "none". --paused stops deliveries
+and leases; --paused=false resumes them. With --json: {"queue": {...}} as the API answers.`,
 		Example: `  errand queues update hooks -i jobs --paused
   errand queues update hooks -i jobs --paused=false --rate none
   errand queues update emails -i jobs --max-attempts 10 --dead-letter-queue emails-dead`,
@@ -200,6 +204,7 @@ With --json: the queue.`,
 	}
 	qf := addQueueFlags(c, true)
 	f := apiCmd(c, true, false)
+	f.fields = queueFields
 	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, args []string) error {
 		req, err := qf.request(c)
 		if err != nil {
@@ -217,7 +222,8 @@ With --json: the queue.`,
 func newQueuesDeleteCmd() *cobra.Command {
 	return newQueueRemoveCmd("delete", "Delete a queue and its tasks",
 		`Delete a queue with every task in it. It cannot be undone, so --yes is required.
-The answer is the number of tasks removed (with --json: {"deleted": N}).`,
+The answer is the number of tasks removed (with --json: {"deleted": N, "pending": false}
+as the API answers).`,
 		(*client.Client).DeleteQueue)
 }
 
@@ -225,7 +231,7 @@ func newQueuesPurgeCmd() *cobra.Command {
 	return newQueueRemoveCmd("purge", "Remove every task of a queue, keeping the queue",
 		`Remove every task of a queue; the queue and its settings stay. It cannot be undone,
 so --yes is required. The answer is the number of tasks removed (with --json:
-{"deleted": N}).`,
+{"deleted": N, "pending": false} as the API answers).`,
 		(*client.Client).PurgeQueue)
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 const restoreUsage = `usage:
-  errand restore --store URL --org ORG --backup-key-file FILE [--into NAME] [--json] ARCHIVE
+  errand restore --store URL --org ORG --backup-key-file FILE [--into NAME] [--create] [--json] ARCHIVE
 
 Recreate an instance from an instance backup (the archive that
 POST /api/instances/{instance}/backup wrote): its settings, its queues, its
@@ -27,12 +27,17 @@ beside the original) gets a new token.
 The archive is read a chunk at a time, twice; the first pass checks it whole
 before anything is written: a wrong key, a truncated or a damaged archive, or an
 instance that exists already is refused and nothing changes. A restore that fails part-way removes what it made.
+A SQLite --store that does not exist is refused (a mistyped path would
+otherwise restore into a new, empty store no node serves) unless --create is
+given, to restore into a new store (a fresh host). The store opened is named
+on stderr.
 
 flags:
   --store URL             the store: sqlite://PATH or postgres://… (default sqlite://errand.db)
   --org ORG               the organization to restore into (errand dev's is "dev")
   --backup-key-file FILE  the key the archive was made with (64 hex digits, base64, or 32 raw bytes)
   --into NAME             the new instance's name (default: the archived instance's); it must not exist
+  --create                create the SQLite store if it does not exist
   --json                  print the result as JSON on stdout
 
 exit codes: 0 restored, 1 refused or failed (nothing restored), 2 bad command line
@@ -64,6 +69,7 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	org := fs.String("org", "", "")
 	keyFile := fs.String("backup-key-file", "", "")
 	into := fs.String("into", "", "")
+	create := fs.Bool("create", false, "")
 	asJSON := fs.Bool("json", false, "")
 	pos, help, err := parseVerb(fs, args, restoreUsage, stdout)
 	switch {
@@ -85,7 +91,7 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		return fmt.Errorf("--backup-key-file %s: %w", *keyFile, err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	st, err := openStore(ctx, *storeURL, storeOptions{Log: log})
+	st, err := openDirect(ctx, *storeURL, *create, log, stderr, "errand restore")
 	if err != nil {
 		return err
 	}

@@ -49,8 +49,9 @@ func backupOnDev(t *testing.T, url string, logs *lockedBuffer) (string, string) 
 // TestRestoreVerb: `errand restore` recreates a backed-up instance from its
 // archive into the store a running `errand dev` serves, tasks with their
 // ids and states; a wrong key, a damaged archive and an existing instance
-// are refused with exit code 1 and restore nothing; a bad command line is
-// exit code 2.
+// are refused with exit code 1 and restore nothing, and so is a SQLite
+// store that does not exist unless --create; a bad command line is exit
+// code 2.
 func TestRestoreVerb(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -123,6 +124,20 @@ func TestRestoreVerb(t *testing.T) {
 	}
 	if _, got := call(t, "", "GET", url+"/v1/tasks/jobs/queues/q/tasks", ""); got != listing {
 		t.Fatalf("restored tasks:\n%s\nwant\n%s", got, listing)
+	}
+	// A SQLite store that does not exist (a mistyped path) is refused and
+	// not made; --create makes it, to restore on a fresh host.
+	fresh := filepath.Join(t.TempDir(), "typo", "errand.db")
+	code, stdout, stderr = runMain("restore", "--store", "sqlite://"+fresh, "--org", "dev", "--backup-key-file", keyFile, archive)
+	if code != exitRefused || stdout != "" || !strings.Contains(stderr, "the SQLite file "+fresh+" does not exist") || !strings.Contains(stderr, "--create") {
+		t.Fatalf("restore into a missing store: exit %d, %q, %q", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Dir(fresh)); !os.IsNotExist(err) {
+		t.Fatalf("a refused restore made the store's directory: %v", err)
+	}
+	code, stdout, stderr = runMain("restore", "--store", "sqlite://"+fresh, "--create", "--org", "dev", "--backup-key-file", keyFile, archive)
+	if code != 0 || !strings.Contains(stdout, "restored instance jobs of org dev: 3 queues") || !strings.Contains(stderr, "store: SQLite file "+fresh) {
+		t.Fatalf("restore with --create: exit %d, %q, %q", code, stdout, stderr)
 	}
 	if code, stdout, _ := runMain("restore", "--help"); code != 0 || !strings.Contains(stdout, "examples:") {
 		t.Fatalf("help: %d %q", code, stdout)

@@ -22,15 +22,16 @@ var (
 		`Make scheduled or retrying tasks due now: they are delivered (push) or can be leased
 (pull) at once. A finished task is refused with NOT_RUNNABLE.`,
 		"  errand run -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6", (*client.Client).RunTask}
-	taskCancel = taskOp{"cancel", "Cancel tasks that have not finished",
-		`Cancel tasks that are scheduled, retrying or leased. A task running on a push
-target cannot be stopped and is refused with RUNNING_NOT_CANCELLABLE (it stays running); a
-finished one with NOT_CANCELLABLE.`,
+	taskCancel = taskOp{"cancel", "Cancel tasks that have not started or are waiting for a retry",
+		`Cancel tasks that are scheduled or retrying (waiting for their next attempt). A task
+whose attempt is under way, delivered to its push target or leased by a worker, cannot be
+stopped: it is refused with RUNNING_NOT_CANCELLABLE and left running; a finished one is
+refused with NOT_CANCELLABLE.`,
 		"  errand cancel -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6 01J9Z3K1V8M2Q4R6T8W0Y2A4C7", (*client.Client).CancelTask}
 	taskRetry = taskOp{"retry", "Give failed tasks a fresh budget and run them now",
 		`Give failed tasks a fresh budget of attempts and make them due now. Only a failed
 task can be retried (NOT_RETRYABLE otherwise).`,
-		"  errand list -i jobs -q emails --state failed --all --json | jq -r '.tasks[].id' | xargs errand retry -i jobs", (*client.Client).RetryTask}
+		"  errand list -i jobs -q emails --state failed --all --json | jq -r '.tasks[].id' | xargs -r errand retry -i jobs", (*client.Client).RetryTask}
 )
 
 // newTaskOpCmd makes run, cancel or retry: each takes one id or more and
@@ -40,8 +41,8 @@ func newTaskOpCmd(op taskOp) *cobra.Command {
 		Use:   op.verb + " ID…",
 		Short: op.short,
 		Long: op.long + ` With several ids each is tried in turn; the exit code is 1
-if any was refused, each refusal on stderr. With --json: the tasks changed, one JSON
-object a line.`,
+if any was refused, each refusal on stderr. With --json: the API's answer for each task
+changed, {"task": {...}}, one a line.`,
 		Example: op.example,
 		Args:    minArgs("ID"),
 	}
@@ -53,7 +54,7 @@ object a line.`,
 			t, err := op.call(cl, c.Context(), f.instance, id)
 			var ae *errandapi.Error
 			if errors.As(err, &ae) && len(ids) > 1 {
-				c.PrintErrf("%s: %s: %s: %s\n", c.CommandPath(), id, ae.Code, ae.Message)
+				c.PrintErrf("%s: %s: %s: %s\n", c.CommandPath(), id, ae.Code, cliRefusal(ae))
 				refused++
 				if first == nil {
 					first = err
@@ -64,7 +65,7 @@ object a line.`,
 				return err
 			}
 			if f.json {
-				if err := compactJSON(c.OutOrStdout(), t); err != nil {
+				if err := compactJSON(c.OutOrStdout(), errandapi.TaskResponse{Task: t}); err != nil {
 					return err
 				}
 				continue
