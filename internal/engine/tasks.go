@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
@@ -80,20 +79,14 @@ func (e *Engine) TaskAddWith(ctx context.Context, ref QueueRef, ins []task.AddIn
 	return res, nil
 }
 
-// indexed prefixes the field of a batch item's error with tasks[i].
+// indexed prefixes the field of a batch item's error with tasks[i]
+// (task.InBatch); a call of one item is left as it is (the HTTP API names
+// the one task of a batch body itself: see httpapi's addTasks).
 func indexed(err error, i, n int) error {
-	te, ok := err.(*task.Error)
-	if !ok || n == 1 {
+	if n == 1 {
 		return err
 	}
-	c := *te
-	if c.Field != "" {
-		c.Field = "tasks[" + strconv.Itoa(i) + "]." + c.Field
-		c.Message = "tasks[" + strconv.Itoa(i) + "]." + c.Message
-	} else {
-		c.Message = "tasks[" + strconv.Itoa(i) + "]: " + c.Message
-	}
-	return &c
+	return task.InBatch(err, i)
 }
 
 // TaskGet returns one task with payload, result and attempts.

@@ -3,7 +3,9 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/jsonstrict"
@@ -74,6 +76,27 @@ func parseTask(item []byte, prefix, source string) (task.AddInput, error) {
 		return task.AddInput{}, task.ValidateName("", jsonstrict.Join(prefix, "name"))
 	}
 	return addInput(&b, source), nil
+}
+
+// oneOfBatch names the task of a batch body of one (an array, or
+// {"tasks": [...]}) in a refusal of one of its fields, tasks[0].field, as
+// the engine names the tasks of a larger batch; a body of one task object,
+// and any refusal that is not of a field, are left as they are.
+func oneOfBatch(err error, raw []byte, n int) error {
+	var te *task.Error
+	if n != 1 || !errors.As(err, &te) || te.Field == "" || strings.HasPrefix(te.Field, "tasks") {
+		return err
+	}
+	switch b := jsonstrict.TrimSpace(raw); {
+	case len(b) > 0 && b[0] == '[':
+	case len(b) > 0 && b[0] == '{':
+		if _, env := envelopeTasks(b); !env {
+			return err
+		}
+	default:
+		return err
+	}
+	return task.InBatch(te, 0)
 }
 
 // envelopeTasks returns the value of "tasks" when the valid JSON object b

@@ -28,7 +28,11 @@ func TestRefusalsNameTheFullPath(t *testing.T) {
 		{"POST", "/v1/tasks/jobs/queues/q1/tasks", `{"payload":1,"name":""}`, "INVALID_ARGUMENT", "name: must be 1–500 characters"},
 		{"POST", "/v1/tasks/jobs/queues/q1/tasks", `{"tasks":[{"name":"a"},{"name":"b","name":""}]}`, "INVALID_ARGUMENT", "tasks[1].name: must be 1–500 characters"},
 		// A field error comes before the queue's lack of a target.
-		{"POST", "/v1/tasks/jobs/queues/default/tasks", `[{"payload":1,"deadlineSeconds":841}]`, "INVALID_ARGUMENT", "deadlineSeconds: must be 1–840"},
+		// The one task of a batch body is tasks[0], as in a larger batch;
+		// a body of one task object is the task itself.
+		{"POST", "/v1/tasks/jobs/queues/default/tasks", `[{"payload":1,"deadlineSeconds":841}]`, "INVALID_ARGUMENT", "tasks[0].deadlineSeconds: must be 1–840"},
+		{"POST", "/v1/tasks/jobs/queues/default/tasks", `{"payload":1,"deadlineSeconds":841}`, "INVALID_ARGUMENT", "deadlineSeconds: must be 1–840"},
+		{"POST", "/v1/tasks/jobs/queues/pq/tasks", `{"tasks":[{"payload":1,"target":{"webhook":"http://127.0.0.1:1/x"}}]}`, "INVALID_ARGUMENT", "tasks[0].target"},
 		// The operations API: lowercase codes, the payload's fields under payload.
 		{"POST", "/api/tasks", `{"idempotency_key":"k","payload":{"instance":"jobs","queue":"q1"}}`, "invalid_argument", "kind: is required"},
 		{"POST", "/api/tasks", `{"kind":"dlq.replay","idempotency_key":"k","payload":"x"}`, "invalid_argument", "payload: must be an object, not string"},

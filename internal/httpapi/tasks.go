@@ -31,7 +31,7 @@ func (s *Server) addTasks(w http.ResponseWriter, r *http.Request, c *call) {
 		res, err = s.eng.TaskAdd(r.Context(), c.queue(r), ins)
 	}
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, oneOfBatch(err, raw, len(ins)))
 		return
 	}
 	out, added := addAnswer(ins, res)

@@ -3,6 +3,7 @@ package task
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/errandhq/errand/errandapi"
@@ -98,6 +99,25 @@ func InstanceNotFound(name string) *Error {
 }
 
 const instanceNotFound = "instance %q not found"
+
+// InBatch is err as the refusal of item i of a batch (tasks[i]): its field
+// and message are prefixed with tasks[i]; an error that is not an *Error
+// is returned as it is.
+func InBatch(err error, i int) error {
+	te, ok := err.(*Error)
+	if !ok {
+		return err
+	}
+	c := *te
+	at := "tasks[" + strconv.Itoa(i) + "]"
+	if c.Field != "" {
+		c.Field = at + "." + c.Field
+		c.Message = at + "." + c.Message
+	} else {
+		c.Message = at + ": " + c.Message
+	}
+	return &c
+}
 
 // NotFoundIn is the NOT_FOUND of a queue, task or rule (what: "queue",
 // "task", "trigger") the caller named in an instance, in the caller's own
