@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -144,9 +145,25 @@ func lineError(err error) error {
 	case errors.As(err, &te) && te.Field != "":
 		return fmt.Errorf("%s: a JSON %s is not a value this field takes (%s)", te.Field, te.Value, msg)
 	case strings.HasPrefix(msg, "unknown field "):
-		return fmt.Errorf("%s: a task's fields are name, payload, params, target, delay, runAt and deadlineSeconds", msg)
+		return fmt.Errorf("%s: a task's fields are %s", msg, taskFields())
 	}
 	return errors.New(msg)
+}
+
+// taskFields lists the fields of a task line, as the SDK's type names them
+// in JSON: "name, payload, … and deadlineSeconds".
+func taskFields() string {
+	t := reflect.TypeFor[errandapi.NewTask]()
+	var names []string
+	for i := range t.NumField() {
+		if n, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); n != "" && n != "-" {
+			names = append(names, n)
+		}
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // jsonKind names the kind of a valid JSON value.

@@ -134,11 +134,12 @@ func testEmptyResults(t *testing.T, c *cli) {
 // words, with the decoder's detail after them.
 func testFileWords(t *testing.T, c *cli) {
 	c.ok("queues", "create", "lines", "--mode", "pull")
-	r := c.run("nope\n5\n{\"payload\":1}\n", "add", "-q", "lines", "--file", "-")
+	r := c.run("nope\n5\n{\"payload\":1}\n{\"payload\":1,\"color\":2}\n", "add", "-q", "lines", "--file", "-")
 	if r.code != exitRefused ||
 		!strings.Contains(r.out, "line 1: INVALID_ARGUMENT: not a JSON object: invalid character 'o' in literal null (expecting 'u')") ||
 		!strings.Contains(r.out, "line 2: INVALID_ARGUMENT: not a JSON object: the line is a JSON number") ||
-		!strings.HasPrefix(r.out, "added 1, already existing 0, refused 2\n") {
+		!strings.Contains(r.out, `line 4: INVALID_ARGUMENT: unknown field "color": a task's fields are name, payload, params, target, delay, runAt and deadlineSeconds`) ||
+		!strings.HasPrefix(r.out, "added 1, already existing 0, refused 3\n") {
 		t.Fatalf("add --file with bad lines: exit %d\n%s%s", r.code, r.out, r.errout)
 	}
 }
