@@ -56,13 +56,29 @@ func (e *Engine) TaskAddWith(ctx context.Context, ref QueueRef, ins []task.AddIn
 	}
 	now := e.now()
 	tasks := make([]*task.Task, len(ins))
+	// A refused field of any task (INVALID_ARGUMENT, PAYLOAD_TOO_LARGE)
+	// answers before another refusal of an earlier one (NO_TARGET,
+	// DEPTH_EXCEEDED), as within one task: the caller fixes its input
+	// first.
+	var refused error
 	for i, in := range ins {
 		t, err := task.NewTask(q, in, now, e.rules)
 		if err != nil {
-			return nil, indexed(err, i, len(ins))
+			if te, ok := err.(*task.Error); ok && te.Field != "" {
+				return nil, indexed(err, i, len(ins))
+			}
+			if refused == nil {
+				refused = indexed(err, i, len(ins))
+			}
+			continue
 		}
-		t.ID = e.newID()
 		tasks[i] = t
+	}
+	if refused != nil {
+		return nil, refused
+	}
+	for _, t := range tasks {
+		t.ID = e.newID()
 	}
 	res, err := add(ctx, q, tasks)
 	if err != nil {

@@ -32,6 +32,9 @@ func TestRefusalsNameTheFullPath(t *testing.T) {
 		// a body of one task object is the task itself.
 		{"POST", "/v1/tasks/jobs/queues/default/tasks", `[{"payload":1,"deadlineSeconds":841}]`, "INVALID_ARGUMENT", "tasks[0].deadlineSeconds: must be 1–840"},
 		{"POST", "/v1/tasks/jobs/queues/default/tasks", `{"payload":1,"deadlineSeconds":841}`, "INVALID_ARGUMENT", "deadlineSeconds: must be 1–840"},
+		// ... and a later task's refused field before an earlier task's
+		// lack of a target.
+		{"POST", "/v1/tasks/jobs/queues/default/tasks", `[{"payload":1},{"payload":1,"deadlineSeconds":841}]`, "INVALID_ARGUMENT", "tasks[1].deadlineSeconds: must be 1–840"},
 		{"POST", "/v1/tasks/jobs/queues/pq/tasks", `{"tasks":[{"payload":1,"target":{"webhook":"http://127.0.0.1:1/x"}}]}`, "INVALID_ARGUMENT", "tasks[0].target"},
 		// The operations API: lowercase codes, the payload's fields under payload.
 		{"POST", "/api/tasks", `{"idempotency_key":"k","payload":{"instance":"jobs","queue":"q1"}}`, "invalid_argument", "kind: is required"},
