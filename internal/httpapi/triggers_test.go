@@ -133,6 +133,25 @@ func TestHookWithoutSecret(t *testing.T) {
 	}
 }
 
+// TestHookQueueWithoutTarget: a hook whose push queue lost its target
+// answers the sender NO_TARGET in words a sender can act on (the rule's
+// owner must fix the queue), and adds nothing.
+func TestHookQueueWithoutTarget(t *testing.T) {
+	s := setupServe(t)
+	a := s.as(s.key("acme", "full:*"))
+	a.do("POST", "/v1/instances", `{"name":"jobs"}`).want(t, 201, "")
+	a.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","target":{"webhook":"http://127.0.0.1:1/x"}}`).want(t, 201, "")
+	tr := a.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{}}`).want(t, 201, "").obj("trigger")
+	a.do("PATCH", "/v1/tasks/jobs/queues/out", `{"target":null}`).want(t, 200, "")
+	r := s.hookCall(tr["hook"].(map[string]any)["path"].(string), []byte(`{}`), nil).want(t, 400, "NO_TARGET")
+	if m := r.message(); !strings.Contains(m, `the hook's queue "out" has no target`) || !strings.Contains(m, "the rule's owner") {
+		t.Fatalf("message %q", m)
+	}
+	if n := len(a.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 0 {
+		t.Fatalf("%d tasks added by a refused call", n)
+	}
+}
+
 func TestHookWithSecret(t *testing.T) {
 	s := setupServe(t)
 	a := s.as(s.key("acme", "full:*"))
