@@ -46,6 +46,9 @@ import (
 // noted.
 type Options struct {
 	// Store is sqlite://PATH (default sqlite://errand.db) or postgres://….
+	// A SQLite store serves one node: while this engine is open its file
+	// is held, and another engine, errand serve or errand dev on it is
+	// refused (and this Open is refused while another holds it).
 	Store string
 	// Sync is SQLite's synchronous mode: NORMAL (default; an answered
 	// write survives the process being killed) or FULL (it survives power
@@ -77,6 +80,7 @@ type Engine struct {
 	org      string
 	dev      bool
 	log      *slog.Logger
+	unlock   func() // gives the SQLite store back (storeurl.LockNode)
 }
 
 // Open opens the store, migrating its schema if needed, and starts the
@@ -98,14 +102,18 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	st := o.st
+	st, unlock := o.st, func() {}
 	if st == nil {
 		var err error
+		if unlock, err = storeurl.LockNode(o.Store, "an embedded errand engine"); err != nil {
+			return nil, err
+		}
 		if st, err = storeurl.Open(ctx, o.Store, storeurl.Options{Sync: o.Sync, Log: o.Logger}); err != nil {
+			unlock()
 			return nil, err
 		}
 	}
-	e := &Engine{st: st, fns: &deliver.Functions{}, org: o.Org, dev: o.Dev, log: o.Logger}
+	e := &Engine{st: st, fns: &deliver.Functions{}, org: o.Org, dev: o.Dev, log: o.Logger, unlock: unlock}
 	shared := o.st == nil && storeurl.Shared(o.Store)
 	e.node = node.New(node.Config{Store: st, Clock: o.clock, Logger: o.Logger, Dev: o.Dev, Shared: shared, Functions: e.fns})
 	e.eng = e.node.Engine
@@ -115,6 +123,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	if err := e.node.Start(context.WithoutCancel(ctx)); err != nil {
 		e.node.Close()
 		st.Close()
+		unlock()
 		return nil, err
 	}
 	return e, nil
@@ -124,6 +133,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 // closes the store.
 func (e *Engine) Close() error {
 	e.node.Close()
+	defer e.unlock() // once the store is closed
 	return e.st.Close()
 }
 

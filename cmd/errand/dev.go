@@ -78,7 +78,7 @@ func openDev(ctx context.Context, data, sync string, log *slog.Logger) (store.St
 	// The store's own lock too, the one errand serve takes: a serve on
 	// DATA/errand.db and this dev are one store's two nodes.
 	path := filepath.Join(data, "errand.db")
-	releaseStore, err := lockSQLite(path, "errand dev", "stop it, or give this errand dev another --data")
+	releaseStore, err := lockSQLite("sqlite://"+path, "errand dev", "stop it, or give this errand dev another --data")
 	if err != nil {
 		releaseDir()
 		return nil, nil, err

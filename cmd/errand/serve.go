@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"runtime/pprof"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -138,16 +137,11 @@ func parseAllow(s string) (netip.Prefix, error) {
 	return netip.Prefix{}, fmt.Errorf("%q is not a CIDR such as 10.0.0.0/8 or an IP address", s)
 }
 
-// lockServeStore takes serve's SQLite file (see lockSQLite) before the
-// store is opened; a PostgreSQL store is shared by any number of nodes and
-// is not locked. A URL that does not name a file is left to openStore to
-// refuse.
+// lockServeStore takes serve's store for its node (see lockSQLite): a
+// SQLite file is held; a PostgreSQL store is shared by any number of nodes
+// and is not locked.
 func lockServeStore(rawURL string) (func(), error) {
-	scheme, path, _ := strings.Cut(rawURL, "://")
-	if scheme != "sqlite" || path == "" || strings.ContainsAny(path, "?#") {
-		return func() {}, nil
-	}
-	return lockSQLite(path, "errand serve", "stop that one, or give this serve another --store (nodes that share the work share a PostgreSQL store)")
+	return lockSQLite(rawURL, "errand serve", "stop that one, or give this serve another --store (nodes that share the work share a PostgreSQL store)")
 }
 
 // storeOptions are the settings a store URL does not carry.

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/errandhq/errand/internal/filelock"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/store/postgres"
 	"github.com/errandhq/errand/internal/store/sqlite"
@@ -58,6 +59,37 @@ func Describe(rawURL string) string {
 func Shared(rawURL string) bool {
 	scheme, _, _ := strings.Cut(rawURL, "://")
 	return scheme == "postgres" || scheme == "postgresql"
+}
+
+// LockNode takes the store a URL names for the node of this process, who
+// ("errand serve", "the embedded engine"): a SQLite store serves one node,
+// so its file is held (an exclusive lock on PATH.lock beside it, which
+// records the holder's pid and who), and a second node on it — another
+// process, or another open in this one — is refused, naming the holder. A
+// PostgreSQL store is shared by any number of nodes: nothing is taken.
+// Commands that work on a store briefly beside its node (errand keys,
+// errand restore) take no lock. A URL that names no file is left to Open
+// to refuse.
+func LockNode(rawURL, who string) (release func(), err error) {
+	scheme, path, _ := strings.Cut(rawURL, "://")
+	if scheme != "sqlite" || path == "" || strings.ContainsAny(path, "?#") {
+		return func() {}, nil
+	}
+	release, holder, err := filelock.Lock(path+".lock", who)
+	if errors.Is(err, filelock.ErrHeld) {
+		return nil, &InUseError{Path: abs(path), Holder: holder}
+	}
+	return release, err
+}
+
+// InUseError is LockNode's error when another node holds the SQLite store.
+type InUseError struct {
+	Path   string // the SQLite file, absolute
+	Holder filelock.Holder
+}
+
+func (e *InUseError) Error() string {
+	return fmt.Sprintf("the SQLite store %s is in use by %s: a SQLite store serves one node", e.Path, e.Holder)
 }
 
 // Open opens the store a URL names; its scheme picks the backend:
