@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/errandhq/errand/internal/filelock"
+	"github.com/errandhq/errand/internal/store/filelock"
 	"github.com/errandhq/errand/internal/store/storeurl"
 )
 

@@ -13,8 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/errandhq/errand/internal/filelock"
 	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/store/filelock"
 	"github.com/errandhq/errand/internal/store/postgres"
 	"github.com/errandhq/errand/internal/store/sqlite"
 )
