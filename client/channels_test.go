@@ -75,6 +75,21 @@ func TestSubscribe(t *testing.T) {
 	_ = sub.Close()
 }
 
+// proxied returns a client of e's node through a TCP proxy the test can
+// cut and start again on the same address (the node going away and
+// coming back).
+func (e *env) proxied(t *testing.T) (*client.Client, *testkit.Proxy) {
+	t.Helper()
+	proxy := testkit.NewProxy(t, e.srv.Listener.Addr().String())
+	hc := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(hc.CloseIdleConnections)
+	c, err := client.New("http://"+proxy.Addr, client.Options{HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, proxy
+}
+
 // TestSubscriptionOutlivesAnOutage: a subscriber whose node is unreachable
 // for far longer than the retry policy's tries (30 s of waits here, on an
 // injected sleep: no real waiting) keeps trying, with waits that double up
@@ -83,13 +98,7 @@ func TestSubscribe(t *testing.T) {
 // was away, then the one published after.
 func TestSubscriptionOutlivesAnOutage(t *testing.T) {
 	e := start(t, options{})
-	proxy := testkit.NewProxy(t, e.srv.Listener.Addr().String())
-	hc := &http.Client{Transport: &http.Transport{}}
-	t.Cleanup(hc.CloseIdleConnections)
-	c, err := client.New("http://"+proxy.Addr, client.Options{HTTPClient: hc})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, proxy := e.proxied(t)
 	client.SetJitter(c, func(n int64) int64 { return n - 1 }) // every wait its whole step
 	var waits []time.Duration
 	var down time.Duration
@@ -188,13 +197,7 @@ func TestSubscriptionEndsOnlyOnARefusal(t *testing.T) {
 // wait is an injected sleep that only Close's cancellation ends early).
 func TestCloseEndsAWaitBetweenTries(t *testing.T) {
 	e := start(t, options{})
-	proxy := testkit.NewProxy(t, e.srv.Listener.Addr().String())
-	hc := &http.Client{Transport: &http.Transport{}}
-	t.Cleanup(hc.CloseIdleConnections)
-	c, err := client.New("http://"+proxy.Addr, client.Options{HTTPClient: hc})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, proxy := e.proxied(t)
 	waiting := make(chan struct{}, 1)
 	outwaited := make(chan struct{}, 1)
 	client.SetSleep(c, func(ctx context.Context, d time.Duration) error {

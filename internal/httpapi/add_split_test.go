@@ -39,20 +39,9 @@ func parseAddDecodingTwice(raw []byte, source string) ([]task.AddInput, error) {
 			prefix = func(int) string { return "" }
 		}
 	default:
-		return nil, task.FieldErrorf(task.CodeInvalidArgument, "body", "send a task object, an array of tasks, or {\"tasks\": [...]}")
+		return nil, badAddBody
 	}
-	if len(items) == 0 || len(items) > task.MaxAddBatch {
-		return nil, task.FieldErrorf(task.CodeInvalidArgument, "tasks", "send 1–%d tasks, not %d", task.MaxAddBatch, len(items))
-	}
-	ins := make([]task.AddInput, len(items))
-	for i, item := range items {
-		in, err := parseTask(item, prefix(i), source)
-		if err != nil {
-			return nil, err
-		}
-		ins[i] = in
-	}
-	return ins, nil
+	return parseItems(items, prefix, source)
 }
 
 // FuzzParseAddSplit: splitting a body by a walk over its bytes reads every

@@ -44,8 +44,18 @@ func parseAdd(raw []byte, source string) ([]task.AddInput, error) {
 			prefix = func(int) string { return "" }
 		}
 	default:
-		return nil, task.FieldErrorf(task.CodeInvalidArgument, "body", "send a task object, an array of tasks, or {\"tasks\": [...]}")
+		return nil, badAddBody
 	}
+	return parseItems(items, prefix, source)
+}
+
+// badAddBody refuses a body that is neither a task, an array nor an
+// envelope.
+var badAddBody = task.FieldErrorf(task.CodeInvalidArgument, "body", "send a task object, an array of tasks, or {\"tasks\": [...]}")
+
+// parseItems decodes an add's tasks, item i's fields named under
+// prefix(i), once their count is checked.
+func parseItems(items []json.RawMessage, prefix func(int) string, source string) ([]task.AddInput, error) {
 	if len(items) == 0 || len(items) > task.MaxAddBatch {
 		return nil, task.FieldErrorf(task.CodeInvalidArgument, "tasks", "send 1–%d tasks, not %d", task.MaxAddBatch, len(items))
 	}

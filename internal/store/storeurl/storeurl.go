@@ -72,7 +72,7 @@ func Shared(rawURL string) bool {
 // to refuse.
 func LockNode(rawURL, who string) (release func(), err error) {
 	scheme, path, _ := strings.Cut(rawURL, "://")
-	if scheme != "sqlite" || path == "" || strings.ContainsAny(path, "?#") {
+	if scheme != "sqlite" || !filePath(path) {
 		return func() {}, nil
 	}
 	release, holder, err := filelock.Lock(path+".lock", who)
@@ -113,7 +113,7 @@ func Open(ctx context.Context, rawURL string, o Options) (store.Store, error) {
 // directory) readable by its owner only: it holds webhook signing keys.
 // SQLite gives its -wal and -shm files the mode of the database file.
 func openSQLite(ctx context.Context, path string, o Options) (store.Store, error) {
-	if path == "" || strings.ContainsAny(path, "?#") {
+	if !filePath(path) {
 		return nil, fmt.Errorf("--store sqlite://PATH: %q is not a file path (options are flags, such as --sync)", path)
 	}
 	if o.MustExist {
@@ -139,6 +139,10 @@ func openSQLite(ctx context.Context, path string, o Options) (store.Store, error
 	}
 	return sqlite.Open(ctx, path, sqlite.Options{Synchronous: sync, Logger: o.Log})
 }
+
+// filePath reports whether what follows sqlite:// names a file: not empty,
+// and no query or fragment (options are flags).
+func filePath(path string) bool { return path != "" && !strings.ContainsAny(path, "?#") }
 
 func abs(path string) string {
 	if a, err := filepath.Abs(path); err == nil {
