@@ -83,8 +83,11 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 		return nil, err
 	}
 	q, err := ruleQueue(ctx, e.store, tr)
+	if task.IsCode(err, task.CodeNotFound) {
+		return nil, e.hookRefused(ctx, h, err)
+	}
 	if err != nil {
-		return nil, e.hookRefused(h, err)
+		return nil, err
 	}
 	t, err := task.NewTask(q, in, e.now(), e.rules)
 	if task.IsCode(err, task.CodeNoTarget) {
@@ -93,7 +96,7 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 			"the rule's owner must give the queue a target (or make it a pull queue)", q.Name)
 	}
 	if err != nil {
-		return nil, e.hookRefused(h, err)
+		return nil, e.hookRefused(ctx, h, err)
 	}
 	t.ID = e.newID()
 	// The task and the rule's fired count go in one transaction; a name
@@ -111,7 +114,8 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 	}
 	switch {
 	case res.Err != "":
-		return nil, e.hookRefused(h, task.Errorf(task.CodeNotFound, "%s", res.Err))
+		// The store recorded it on the rule, in the add's transaction.
+		return nil, e.hookLog(h, task.Errorf(task.CodeNotFound, "%s", res.Err))
 	case res.TaskID == "":
 		return nil, task.Errorf(task.CodeUnavailable, "task name %q is being released: call again", t.Name)
 	case res.TaskID != t.ID:
@@ -123,9 +127,25 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 	return &HookAdded{TaskID: t.ID}, nil
 }
 
-// hookRefused logs a call the rule could not turn into a task (the caller
-// is told too).
-func (e *Engine) hookRefused(h *Hook, err error) error {
+// hookRefused records on the rule (errorCount, lastError) a call it could
+// not turn into a task through no fault of the sender — its queue is gone
+// or has no target — where the rule's owner, who must fix it, looks; it is
+// logged and the caller is told too, even when the record fails (that is
+// logged).
+func (e *Engine) hookRefused(ctx context.Context, h *Hook, err error) error {
+	now := e.now()
+	ref := store.TriggerRef{InstanceID: h.Rule.InstanceID, ID: h.Rule.ID}
+	if _, rerr := e.store.TriggerUpdate(ctx, ref, func(tr *task.Trigger) error {
+		tr.RecordError(err.Error(), now)
+		return nil
+	}); rerr != nil && !task.IsCode(rerr, task.CodeNotFound) {
+		e.log.Warn("hook refusal not recorded on its rule", "instance", h.Instance.Name, "rule", h.Rule.ID, "reason", rerr)
+	}
+	return e.hookLog(h, err)
+}
+
+// hookLog logs a call the rule could not turn into a task.
+func (e *Engine) hookLog(h *Hook, err error) error {
 	e.log.Warn("hook call could not be queued", "instance", h.Instance.Name, "rule", h.Rule.ID, "queue", h.Rule.Queue, "reason", err)
 	return err
 }

@@ -135,7 +135,8 @@ func TestHookWithoutSecret(t *testing.T) {
 
 // TestHookQueueWithoutTarget: a hook whose push queue lost its target
 // answers the sender NO_TARGET in words a sender can act on (the rule's
-// owner must fix the queue), and adds nothing.
+// owner must fix the queue), adds nothing, and records the refusal on the
+// rule, where its owner looks.
 func TestHookQueueWithoutTarget(t *testing.T) {
 	s := setupServe(t)
 	a := s.as(s.key("acme", "full:*"))
@@ -149,6 +150,12 @@ func TestHookQueueWithoutTarget(t *testing.T) {
 	}
 	if n := len(a.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 0 {
 		t.Fatalf("%d tasks added by a refused call", n)
+	}
+	s.hookCall(tr["hook"].(map[string]any)["path"].(string), []byte(`{}`), nil).want(t, 400, "NO_TARGET")
+	got := a.do("GET", "/v1/tasks/jobs/triggers/"+tr["id"].(string), nil).want(t, 200, "").obj("trigger")
+	if got["errorCount"] != float64(2) || got["lastErrorAt"] == nil ||
+		!strings.HasPrefix(got["lastError"].(string), `NO_TARGET: the hook's queue "out" has no target`) {
+		t.Fatalf("the refusals were not recorded on the rule: %v", got)
 	}
 }
 
