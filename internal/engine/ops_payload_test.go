@@ -18,7 +18,7 @@ func TestCheckOpsPayloadNamesTheField(t *testing.T) {
 		{task.KindDLQReplay, `"x"`, "payload: must be an object, not string"},
 		{task.KindDLQReplay, `{"instance":"jobs","queue":1}`, "payload.queue: must be a string, not number"},
 		{task.KindDLQPurge, `{"instance":"jobs","queue":"q","x":1}`, "payload.x: unknown field"},
-		{task.KindDLQPurge, `{"instance":"jobs","ids":[1]}`, "payload.ids: must be a string, not number"},
+		{task.KindDLQPurge, `{"instance":"jobs","ids":[1]}`, "payload.ids[0]: must be a string, not number"},
 		{task.KindDLQReplay, `{"instance":"jobs","Queue":"q"}`, "payload.Queue: unknown field"},
 		{task.KindBackupExport, `{"surprise":true}`, "payload.surprise: unknown field"},
 		{task.KindInstanceBackup, `{"instance":7}`, "payload.instance: must be a string, not number"},

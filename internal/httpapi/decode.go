@@ -30,14 +30,30 @@ func readBody(r *http.Request) ([]byte, error) {
 // decodeBody reads and strictly decodes a request body; an empty body
 // decodes as {}.
 func decodeBody(r *http.Request, v any) error {
-	raw, err := readBody(r)
+	raw, err := readJSONBody(r)
 	if err != nil {
 		return err
 	}
-	if len(jsonstrict.TrimSpace(raw)) == 0 {
-		raw = []byte("{}")
-	}
 	return jsonstrict.Decode(raw, v, "")
+}
+
+// decodePatch is decodeBody for a PATCH: a null is refused for a field
+// it cannot clear (see jsonstrict.DecodePatch).
+func decodePatch(r *http.Request, v any) error {
+	raw, err := readJSONBody(r)
+	if err != nil {
+		return err
+	}
+	return jsonstrict.DecodePatch(raw, v, "")
+}
+
+// readJSONBody reads a body to decode; an empty body is {}.
+func readJSONBody(r *http.Request) ([]byte, error) {
+	raw, err := readBody(r)
+	if err != nil || len(jsonstrict.TrimSpace(raw)) > 0 {
+		return raw, err
+	}
+	return []byte("{}"), nil
 }
 
 // writeJSON answers v as JSON with status.

@@ -69,7 +69,7 @@ func (s *Server) getSettings(w http.ResponseWriter, r *http.Request, c *call) {
 
 func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request, c *call) {
 	var body errandapi.SettingsRequest
-	if err := decodeBody(r, &body); err != nil {
+	if err := decodePatch(r, &body); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

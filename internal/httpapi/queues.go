@@ -50,7 +50,7 @@ func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, c *call) {
 
 func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request, c *call) {
 	var body errandapi.QueueRequest
-	if err := decodeBody(r, &body); err != nil {
+	if err := decodePatch(r, &body); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

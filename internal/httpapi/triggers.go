@@ -99,7 +99,7 @@ func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request, c *call) {
 
 func (s *Server) patchTrigger(w http.ResponseWriter, r *http.Request, c *call) {
 	var body errandapi.TriggerRequest
-	if err := decodeBody(r, &body); err != nil {
+	if err := decodePatch(r, &body); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

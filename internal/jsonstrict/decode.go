@@ -44,10 +44,7 @@ func decodeError(err error, value []byte, t reflect.Type, prefix string) error {
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &te):
-		field := PathOr(prefix, "body")
-		if te.Field != "" {
-			field = Join(prefix, te.Field)
-		}
+		field := typeErrorPath(value, t, te.Field, prefix)
 		return task.FieldErrorf(task.CodeInvalidArgument, field, "%s", typeMismatch(te.Type.Kind(), te.Value))
 	case errors.As(err, &se):
 		return task.FieldErrorf(task.CodeInvalidArgument, PathOr(prefix, "body"), "malformed JSON at byte %d: %v", se.Offset, se)

@@ -97,17 +97,7 @@ func shapeOf(t reflect.Type) *keyShape {
 	if s, ok := keyShapes.Load(t); ok {
 		return s.(*keyShape)
 	}
-	u := t
-	for {
-		for u.Kind() == reflect.Pointer {
-			u = u.Elem()
-		}
-		inner, ok := nullableValue(u)
-		if !ok {
-			break
-		}
-		u = inner
-	}
+	u := valueType(t)
 	s := &keyShape{}
 	switch {
 	case u == rawMessageType:
@@ -121,6 +111,21 @@ func shapeOf(t reflect.Type) *keyShape {
 }
 
 var rawMessageType = reflect.TypeFor[json.RawMessage]()
+
+// valueType is the type a value of type t decodes into, pointers and
+// Nullable unwrapped.
+func valueType(t reflect.Type) reflect.Type {
+	for {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		inner, ok := nullableValue(t)
+		if !ok {
+			return t
+		}
+		t = inner
+	}
+}
 
 // nullableValue returns the type T of a Nullable[T].
 func nullableValue(t reflect.Type) (reflect.Type, bool) {
