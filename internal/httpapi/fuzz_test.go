@@ -73,7 +73,11 @@ func FuzzQueuePatch(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte, create bool) {
 		var b errandapi.QueueRequest
-		if err := jsonstrict.Decode(raw, &b, ""); err != nil {
+		decode := jsonstrict.DecodePatch // as patchQueue decodes
+		if create {
+			decode = jsonstrict.Decode
+		}
+		if err := decode(raw, &b, ""); err != nil {
 			if te, ok := err.(*task.Error); !ok || te.Code != task.CodeInvalidArgument {
 				t.Fatalf("decode refusal %#v", err)
 			}
