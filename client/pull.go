@@ -30,7 +30,8 @@ func (c *Client) Extend(ctx context.Context, instance, id string, req errandapi.
 	return c.leaseCall(ctx, instance, id, "extend", req)
 }
 
-// Release gives a leased task back: with req.Error it is a failed attempt;
+// Release gives a leased task back: with req.Error it is a failed attempt,
+// retried after req.DelaySeconds when set, else after the queue's backoff;
 // without, it goes back unharmed after req.DelaySeconds. The lease fences
 // it, so it is retried (LEASE_LOST after a try that landed).
 func (c *Client) Release(ctx context.Context, instance, id string, req errandapi.ReleaseRequest) (*errandapi.Task, error) {

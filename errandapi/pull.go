@@ -48,7 +48,8 @@ type ExtendRequest struct {
 }
 
 // ReleaseRequest is the body of a release: with Error it is a failed
-// attempt; without, the task goes back unharmed after DelaySeconds.
+// attempt, retried after DelaySeconds when set, else after the queue's
+// backoff; without, the task goes back unharmed after DelaySeconds.
 type ReleaseRequest struct {
 	LeaseID      string  `json:"leaseId"`
 	Error        string  `json:"error,omitempty"`

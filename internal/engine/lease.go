@@ -104,15 +104,16 @@ func (e *Engine) Ack(ctx context.Context, ref TaskRef, p AckParams) (*task.Task,
 }
 
 // Release gives a leased task back. With an error it is a failed attempt
-// (backoff, maxAttempts, dead letters); without one the task goes back
-// unharmed after delaySeconds and the attempt is not counted.
+// (maxAttempts, dead letters) retried after delaySeconds when given, else
+// after the queue's backoff; without one the task goes back unharmed after
+// delaySeconds and the attempt is not counted.
 func (e *Engine) Release(ctx context.Context, ref TaskRef, p ReleaseParams) (*task.Task, error) {
 	if !(p.DelaySeconds >= 0) || p.DelaySeconds > MaxLeaseSeconds {
 		return nil, task.FieldErrorf(task.CodeInvalidArgument, "delaySeconds", "must be 0–%d", MaxLeaseSeconds)
 	}
 	o := task.Outcome{Status: task.AttemptReleased, Delay: time.Duration(p.DelaySeconds * float64(time.Second))}
 	if p.Error != "" {
-		o = task.Outcome{Status: task.AttemptFailed, Error: p.Error}
+		o.Status, o.Error = task.AttemptFailed, p.Error
 	}
 	return e.finishLeased(ctx, ref, p.LeaseID, o)
 }

@@ -251,6 +251,20 @@ func TestPullLeaseAckExtendRelease(t *testing.T) {
 	if tk := r.obj("task"); tk["state"] != "retrying" || tk["attempt"] != 1.0 {
 		t.Fatalf("%s", r.raw)
 	}
+	// Release with an error: a failed attempt, retried after delaySeconds
+	// when given (not the queue's 10 s backoff), else after the backoff.
+	b.clock.Advance(time.Minute)
+	_, l3 := b.leaseOne("thumbs", 30)
+	r = b.do("POST", "/v1/tasks/jobs/tasks/"+other+"/release", map[string]any{"leaseId": l3, "error": "upstream busy", "delaySeconds": 3000}).want(t, 200, "")
+	if tk := r.obj("task"); tk["state"] != "retrying" || tk["attempt"] != 2.0 || tk["runAt"] != float64(b.clock.Now().UnixMilli()+3_000_000) {
+		t.Fatalf("release with an error and delaySeconds 3000: %s", r.raw)
+	}
+	b.clock.Advance(time.Hour)
+	_, l4 := b.leaseOne("thumbs", 30)
+	r = b.do("POST", "/v1/tasks/jobs/tasks/"+other+"/release", map[string]any{"leaseId": l4, "error": "again"}).want(t, 200, "")
+	if tk := r.obj("task"); tk["state"] != "retrying" || tk["attempt"] != 3.0 || tk["runAt"].(float64) > float64(b.clock.Now().UnixMilli()+60_000) {
+		t.Fatalf("release with an error and no delay waits the queue's backoff: %s", r.raw)
+	}
 }
 
 func TestCountsCapped(t *testing.T) {

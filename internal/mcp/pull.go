@@ -32,7 +32,7 @@ type extendIn struct {
 type releaseIn struct {
 	leaseArg
 	Error        string  `json:"error,omitempty" jsonschema:"Why the work failed. With an error, the release is a failed attempt: the task is retried with backoff, or fails for good when its attempts are spent. Without, the task goes back unharmed and the attempt is not counted."`
-	DelaySeconds float64 `json:"delaySeconds,omitempty" jsonschema:"Without an error: seconds before the task is due again (fractions allowed); default 0."`
+	DelaySeconds float64 `json:"delaySeconds,omitempty" jsonschema:"Seconds before the task is due again (fractions allowed). Without an error default 0; with one, default the queue's backoff."`
 }
 
 var pullTools = []tool{
@@ -74,7 +74,7 @@ var pullTools = []tool{
 	}, "extended: ")),
 	define(spec{
 		name: "tasks_release", title: "Give back a leased task", need: errandapi.RoleWrite, idempotent: true,
-		desc: "Give back a leased task without finishing it. With error it counts as a failed attempt (retried with backoff); without, it is due again after delaySeconds and the attempt is not counted.",
+		desc: "Give back a leased task without finishing it. With error it counts as a failed attempt, retried after delaySeconds if given, else after the queue's backoff; without, it is due again after delaySeconds and the attempt is not counted.",
 	}, oneTask(func(ctx context.Context, c *client.Client, in releaseIn) (*errandapi.Task, error) {
 		return c.Release(ctx, in.Instance, in.ID, errandapi.ReleaseRequest{LeaseID: in.LeaseID, Error: in.Error, DelaySeconds: in.DelaySeconds})
 	}, "released: ")),

@@ -159,7 +159,8 @@ type Outcome struct {
 	Error      string
 	Result     json.RawMessage // on success
 	// Delay is the wait before the next attempt for a deferral or a release;
-	// for a failure the queue's backoff decides.
+	// for a failure the queue's backoff decides, unless Delay is set (a pull
+	// worker's release with an error and delaySeconds).
 	Delay time.Duration
 	// NoBackoff retries a failed attempt at once: it counts against
 	// maxAttempts, but the failure was its node's (it died), not the
@@ -201,7 +202,11 @@ func (t *Task) Finish(q *Queue, now int64, o Outcome) (failed bool, err error) {
 			t.LastError = o.Status
 		}
 		next := now
-		if !o.NoBackoff {
+		switch {
+		case o.NoBackoff:
+		case o.Delay > 0:
+			next += o.Delay.Milliseconds()
+		default:
 			next += Backoff(t.Attempt, q.Backoff()).Milliseconds()
 		}
 		if t.Attempt >= q.budget(t) || t.pastMaxAge(q, next) {
