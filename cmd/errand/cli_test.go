@@ -186,6 +186,10 @@ func TestCLIVerbs(t *testing.T) {
 	bin := buildErrand(t)
 	_, url, logs := startMode(t, bin, "dev", "--data", t.TempDir())
 	c := newCLI(t, url)
+	// The start says where the console and MCP are.
+	if s := logs.String(); !strings.Contains(s, "stdout: console  "+url+"/console/\n") || !strings.Contains(s, "stdout: MCP      "+url+"/mcp\n") {
+		t.Fatalf("errand dev did not say where its console and MCP are:\n%s", s)
+	}
 
 	// Instances.
 	// --json prints the API's answer, envelope included.

@@ -116,7 +116,9 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 		mode = "dev"
 	}
 	c.log.Info("errand listening", "mode", mode, "addr", "http://"+ln.Addr().String())
-	fmt.Fprintf(c.stdout, "errand %s listening on http://%s\n", mode, ln.Addr())
+	// Where a person goes next, then the line scripts wait for (its URL
+	// ends it).
+	fmt.Fprintf(c.stdout, "console  http://%[1]s/console/\nMCP      http://%[1]s/mcp\nerrand %[2]s listening on http://%[1]s\n", ln.Addr(), mode)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
