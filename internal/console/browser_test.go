@@ -176,6 +176,35 @@ func TestBrowser(t *testing.T) {
 		shot(t, admin, "queues")
 	})
 
+	t.Run("the live table follows queue changes", func(t *testing.T) {
+		ctx := context.Background()
+		row := func(q string) string { return `document.querySelector('tr[data-queue="` + q + `"]')` }
+		run(t, admin, chromedp.Navigate(base+"i/jobs/"), chromedp.WaitVisible(chromedp.CSS(`tr[data-queue="web"]`)))
+		waitJS(t, admin, `document.querySelector("#queues").hasAttribute("data-updated")`)
+		pull := errandapi.ModePull
+		if _, err := e.api.CreateQueue(ctx, "jobs", "later", errandapi.QueueRequest{Mode: &pull}); err != nil {
+			t.Fatal(err)
+		}
+		e.add("later", errandapi.NewTask{Payload: json.RawMessage(`{}`), Delay: new(3600.0)})
+		waitJS(t, admin, row("later")+` !== null && `+row("later")+`.querySelector('td[data-state="scheduled"]').textContent === "1"`)
+		if href := eval[string](t, admin, row("later")+`.querySelector("a").getAttribute("href")`); href != "/console/i/jobs/q/later/" {
+			t.Fatalf("the new row links to %q", href)
+		}
+		paused, resumed := true, false
+		if _, err := e.api.UpdateQueue(ctx, "jobs", "web", errandapi.QueueRequest{Paused: &paused}); err != nil {
+			t.Fatal(err)
+		}
+		waitJS(t, admin, `!`+row("web")+`.querySelector("[data-paused]").hidden`)
+		if _, err := e.api.UpdateQueue(ctx, "jobs", "web", errandapi.QueueRequest{Paused: &resumed}); err != nil {
+			t.Fatal(err)
+		}
+		waitJS(t, admin, row("web")+`.querySelector("[data-paused]").hidden`)
+		if _, err := e.api.DeleteQueue(ctx, "jobs", "later"); err != nil {
+			t.Fatal(err)
+		}
+		waitJS(t, admin, row("later")+` === null`)
+	})
+
 	t.Run("add a task with a script payload", func(t *testing.T) {
 		run(t, admin, chromedp.Navigate(base+"i/jobs/q/web/"), chromedp.Click(chromedp.CSS("#add-card summary")), chromedp.WaitVisible(chromedp.CSS("#add-payload")),
 			chromedp.SendKeys(chromedp.CSS("#add-name"), "xss"),
@@ -244,6 +273,14 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("shown %q, the instance's is %q", k, now)
 		}
 		shot(t, admin, "settings")
+		// A reload shows the key again and rotates nothing.
+		run(t, admin, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#webhook-key")))
+		if after, _ := e.api.WebhookKey(context.Background(), "jobs"); after != now {
+			t.Fatalf("a reload rotated the key again")
+		}
+		if k := text(t, admin, "#webhook-key"); k != now {
+			t.Fatalf("after a reload shown %q, the instance's is %q", k, now)
+		}
 	})
 
 	t.Run("a forged form is refused", func(t *testing.T) {

@@ -111,6 +111,7 @@ func (c *Console) routes() {
 	c.action("POST /console/i/{instance}/queues", c.createQueue)
 	c.page("GET /console/i/{instance}/settings", c.settingsPage)
 	c.action("POST /console/i/{instance}/settings", c.updateSettings)
+	c.page("GET /console/i/{instance}/settings/webhook-key", c.keyPage)
 	c.action("POST /console/i/{instance}/settings/webhook-key", c.revealKey)
 	c.action("POST /console/i/{instance}/settings/webhook-key/rotate", c.rotateKey)
 	c.page("GET /console/i/{instance}/confirm/{what}", c.confirmPage)
@@ -127,5 +128,6 @@ func (c *Console) routes() {
 	c.page("GET /console/i/{instance}/t/{id}", c.taskPage)
 	c.action("POST /console/i/{instance}/t/{id}/{op}", c.taskOp)
 	c.page("GET /console/i/{instance}/jobs/{id}", c.jobPage)
-	c.mux.HandleFunc("/console/", c.notFound)
+	c.page("/console/i/{instance}/", c.notFound)
+	c.mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) { c.notFound(w, r, nil) })
 }

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -87,7 +88,9 @@ func (c *Console) replay(w http.ResponseWriter, r *http.Request, s *session) {
 		c.showDead(w, r, s, apiError(err))
 		return
 	}
-	http.Redirect(w, r, Prefix+"i/"+url.PathEscape(inst)+"/jobs/"+url.PathEscape(job.ID), http.StatusSeeOther)
+	// The job's page links back to the queue; a replay of ticked ids does
+	// not name it in its payload, so the redirect carries it.
+	http.Redirect(w, r, Prefix+"i/"+url.PathEscape(inst)+"/jobs/"+url.PathEscape(job.ID)+"?queue="+url.QueryEscape(name), http.StatusSeeOther)
 }
 
 // jobData is an operations job's page.
@@ -97,11 +100,16 @@ type jobData struct {
 }
 
 // jobPage shows an operations job (a replay) with its progress; it
-// reloads itself every second until the job ends.
+// reloads itself every second until the job ends. It links back to the
+// queue of the replay (the payload's, or for ticked ids "?queue=").
 func (c *Console) jobPage(w http.ResponseWriter, r *http.Request, s *session) {
-	inst := r.PathValue("instance")
-	res, err := s.cl.GetOpsTask(r.Context(), r.PathValue("id"))
+	inst, jobID := r.PathValue("instance"), r.PathValue("id")
+	res, err := s.cl.GetOpsTask(r.Context(), jobID)
 	if err != nil {
+		if ae := apiError(err); ae.Code == errandapi.CodeNotFound {
+			ae.Message = "job " + jobID + ": " + ae.Message
+			err = ae
+		}
 		c.fail(w, r, s, err)
 		return
 	}
@@ -109,12 +117,12 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request, s *session) {
 	if json.Unmarshal(res.Task.Payload, &sel) != nil || sel.Instance != inst {
 		// The job is the caller's, but of another instance: it is shown
 		// under its own.
-		c.fail(w, r, s, &errandapi.Error{Code: errandapi.CodeNotFound, Status: http.StatusNotFound, Message: "no such job on instance " + inst})
+		c.fail(w, r, s, &errandapi.Error{Code: errandapi.CodeNotFound, Status: http.StatusNotFound, Message: "no job " + jobID + " on instance " + inst})
 		return
 	}
 	st := res.Task.Status
 	d := &jobData{Job: &res.Task, Finished: st == "SUCCEEDED" || st == "FAILED" || st == "CANCELLED"}
 	v := s.view("Replay "+res.ID, inst)
-	v.Queue, v.Data = sel.Queue, d
+	v.Queue, v.Data = cmp.Or(sel.Queue, r.URL.Query().Get("queue")), d
 	c.render(w, r, http.StatusOK, "job", v)
 }

@@ -363,8 +363,11 @@ func TestSettingsAndWebhookKey(t *testing.T) {
 	u.login(e.full)
 	tok := u.csrf("/console/i/jobs/settings")
 	u.get("/console/i/jobs/settings").lacks(t, "whsec_")
-	u.post("/console/i/jobs/settings", url.Values{"csrf": {tok}, "retentionDays": {"3"}, "rateLimit": {""}, "maxInFlight": {"20"}}).
-		want(t, http.StatusOK, "Settings saved.", `value="3"`, `value="20"`)
+	p := u.post("/console/i/jobs/settings", url.Values{"csrf": {tok}, "retentionDays": {"3"}, "rateLimit": {""}, "maxInFlight": {"20"}})
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/i/jobs/settings?done=saved" {
+		t.Fatalf("save: %d %s %s", p.status, p.header.Get("Location"), p.body)
+	}
+	u.get(p.header.Get("Location")).want(t, http.StatusOK, "Settings saved.", `value="3"`, `value="20"`)
 	u.post("/console/i/jobs/settings", url.Values{"csrf": {tok}, "retentionDays": {"-1"}}).want(t, http.StatusBadRequest, "retentionDays")
 	u.post("/console/i/jobs/settings", url.Values{"csrf": {tok}, "retentionDays": {"x"}}).want(t, http.StatusBadRequest, "retentionDays: must be a number")
 
@@ -374,14 +377,35 @@ func TestSettingsAndWebhookKey(t *testing.T) {
 	}
 	u.get("/console/i/jobs/confirm/reveal").want(t, http.StatusOK, "Show the key")
 	u.post("/console/i/jobs/settings/webhook-key", url.Values{"csrf": {tok}}).want(t, http.StatusBadRequest, "CONFIRM_REQUIRED").lacks(t, `id="webhook-key"`)
-	if shown := shownKey(t, u.post("/console/i/jobs/settings/webhook-key", url.Values{"csrf": {tok}, "confirm": {"true"}}).want(t, http.StatusOK)); shown != before {
+	// Each action redirects (POST-redirect-GET): the key is shown by a
+	// GET page that reads it, so a reload repeats nothing.
+	p = u.post("/console/i/jobs/settings/webhook-key", url.Values{"csrf": {tok}, "confirm": {"true"}})
+	if loc := p.header.Get("Location"); p.status != http.StatusSeeOther || loc != "/console/i/jobs/settings/webhook-key" {
+		t.Fatalf("reveal: %d %s %s", p.status, loc, p.body)
+	}
+	if shown := shownKey(t, u.get(p.header.Get("Location")).want(t, http.StatusOK)); shown != before {
 		t.Fatalf("shown %q, the instance's is %q", shown, before)
 	}
-	p := u.post("/console/i/jobs/settings/webhook-key/rotate", url.Values{"csrf": {tok}, "confirm": {"true"}}).want(t, http.StatusOK, "rotated")
+	p = u.post("/console/i/jobs/settings/webhook-key/rotate", url.Values{"csrf": {tok}, "confirm": {"true"}})
+	loc := p.header.Get("Location")
+	if p.status != http.StatusSeeOther || loc != "/console/i/jobs/settings/webhook-key?done=rotated" {
+		t.Fatalf("rotate: %d %s %s", p.status, loc, p.body)
+	}
 	after, _ := e.api.WebhookKey(context.Background(), "jobs")
-	if after == before || shownKey(t, p) != after {
+	if after == before || shownKey(t, u.get(loc).want(t, http.StatusOK, "rotated")) != after {
 		t.Fatalf("rotate: before %s after %s", before, after)
 	}
+	// A reload of the rotation's page rotates nothing.
+	if shownKey(t, u.get(loc)) != after {
+		t.Fatal("a reload shows another key")
+	}
+	if now, _ := e.api.WebhookKey(context.Background(), "jobs"); now != after {
+		t.Fatalf("a reload rotated the key: %s, was %s", now, after)
+	}
+	// The key's page needs the full grant, as the API's GET of the key.
+	rw := e.user()
+	rw.login(e.key(e.org, "write:jobs"))
+	rw.get("/console/i/jobs/settings/webhook-key").want(t, http.StatusForbidden, "PERMISSION_DENIED").lacks(t, "whsec_")
 }
 
 var keyRE = regexp.MustCompile(`id="webhook-key" class="secret">([^<]+)<`)
@@ -522,7 +546,10 @@ func TestReplayDeadLetters(t *testing.T) {
 		t.Fatalf("replay: %d %s %s", p.status, loc, p.body)
 	}
 	e.waitState(a, errandapi.StateSucceeded)
-	waitPage(t, u, loc, `data-status="SUCCEEDED"`).want(t, http.StatusOK, "dlq.replay", `&#34;replayed&#34;: 1`).lacks(t, `http-equiv="refresh"`)
+	// A replay of ticked ids links back to the queue they came from.
+	waitPage(t, u, loc, `data-status="SUCCEEDED"`).want(t, http.StatusOK, "dlq.replay", `&#34;replayed&#34;: 1`,
+		`href="/console/i/jobs/q/flaky/dead">← dead letters of flaky`).lacks(t, `http-equiv="refresh"`)
+	u.get("/console/i/jobs/jobs/NOSUCHJOB").want(t, http.StatusNotFound, "NOT_FOUND", "job NOSUCHJOB: ")
 	if tk, _ := e.api.GetTask(context.Background(), "jobs", b); tk.State != errandapi.StateFailed {
 		t.Fatalf("an unticked dead letter was replayed: %s", tk.State)
 	}

@@ -13,13 +13,20 @@ type instanceRow struct {
 	Role errandapi.Role
 }
 
+// instancesData is the instances page: the instances and the create form
+// as sent (nil but after a refusal).
+type instancesData struct {
+	Rows []instanceRow
+	Form map[string]string
+}
+
 func (c *Console) instancesPage(w http.ResponseWriter, r *http.Request, s *session) {
-	c.showInstances(w, r, s, http.StatusOK, nil)
+	c.showInstances(w, r, s, nil, nil)
 }
 
 // showInstances renders the instances the key may read, and the API's
-// refusal of a create when there is one.
-func (c *Console) showInstances(w http.ResponseWriter, r *http.Request, s *session, status int, refusal *errandapi.Error) {
+// refusal of a create with the form as sent when there is one.
+func (c *Console) showInstances(w http.ResponseWriter, r *http.Request, s *session, refusal *errandapi.Error, form map[string]string) {
 	insts, err := s.cl.ListInstances(r.Context())
 	if err != nil {
 		c.fail(w, r, s, err)
@@ -33,7 +40,8 @@ func (c *Console) showInstances(w http.ResponseWriter, r *http.Request, s *sessi
 	// Creating an instance needs the full grant on its name: the form is
 	// offered to a key that has a full grant somewhere.
 	v.Role = s.self.Strongest()
-	v.Err, v.Data = refusal, rows
+	v.Err, v.Data = refusal, &instancesData{Rows: rows, Form: form}
+	status := http.StatusOK
 	if refusal != nil {
 		status = refusal.Status
 	}
@@ -43,7 +51,7 @@ func (c *Console) showInstances(w http.ResponseWriter, r *http.Request, s *sessi
 func (c *Console) createInstance(w http.ResponseWriter, r *http.Request, s *session) {
 	name := r.PostForm.Get("name")
 	if _, err := s.cl.CreateInstance(r.Context(), name); err != nil {
-		c.showInstances(w, r, s, 0, apiError(err))
+		c.showInstances(w, r, s, apiError(err), formValues(r.PostForm, "name"))
 		return
 	}
 	http.Redirect(w, r, Prefix+"i/"+url.PathEscape(name)+"/", http.StatusSeeOther)

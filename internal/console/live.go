@@ -16,9 +16,11 @@ import (
 // change.
 const liveMinGap = 500 * time.Millisecond
 
-// liveQueue is one queue of a live update.
+// liveQueue is one queue of a live update: enough for the page to add a
+// queue's row, update its counts and its paused badge.
 type liveQueue struct {
 	Name   string                  `json:"name"`
+	Mode   errandapi.Mode          `json:"mode"`
 	Counts map[errandapi.State]int `json:"counts"`
 	Capped []errandapi.State       `json:"capped"`
 	Paused bool                    `json:"paused"`
@@ -85,7 +87,7 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request, s *session) {
 func sendCounts(w http.ResponseWriter, qs []errandapi.Queue) error {
 	out := make([]liveQueue, len(qs))
 	for i, q := range qs {
-		out[i] = liveQueue{Name: q.Name, Counts: q.Counts, Capped: q.Capped, Paused: q.Paused}
+		out[i] = liveQueue{Name: q.Name, Mode: q.Mode, Counts: q.Counts, Capped: q.Capped, Paused: q.Paused}
 	}
 	raw, err := json.Marshal(map[string]any{"queues": out})
 	if err != nil {

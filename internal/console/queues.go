@@ -3,7 +3,6 @@ package console
 import (
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/errandhq/errand/client"
 	"github.com/errandhq/errand/errandapi"
@@ -13,12 +12,24 @@ import (
 // default page).
 const listLimit = 50
 
-func (c *Console) queuesPage(w http.ResponseWriter, r *http.Request, s *session) {
-	c.showQueues(w, r, s, nil)
+// queuesData is the queues page: the instance's queues and the create
+// form as sent (nil but after a refusal).
+type queuesData struct {
+	Queues []errandapi.Queue
+	Form   map[string]string
 }
 
-// showQueues renders an instance's queues with their counts by state.
-func (c *Console) showQueues(w http.ResponseWriter, r *http.Request, s *session, refusal *errandapi.Error) {
+// createQueueFields are the create form's fields, shown again with a
+// refusal.
+var createQueueFields = []string{"name", "mode", "targetKind", "target"}
+
+func (c *Console) queuesPage(w http.ResponseWriter, r *http.Request, s *session) {
+	c.showQueues(w, r, s, nil, nil)
+}
+
+// showQueues renders an instance's queues with their counts by state, and
+// a create's refusal with the form as sent.
+func (c *Console) showQueues(w http.ResponseWriter, r *http.Request, s *session, refusal *errandapi.Error, form map[string]string) {
 	inst := r.PathValue("instance")
 	qs, err := s.cl.ListQueues(r.Context(), inst)
 	if err != nil {
@@ -26,7 +37,7 @@ func (c *Console) showQueues(w http.ResponseWriter, r *http.Request, s *session,
 		return
 	}
 	v := s.view(inst, inst)
-	v.Data, v.Err = qs, refusal
+	v.Data, v.Err = &queuesData{Queues: qs, Form: form}, refusal
 	status := http.StatusOK
 	if refusal != nil {
 		status = refusal.Status
@@ -44,7 +55,7 @@ func (c *Console) createQueue(w http.ResponseWriter, r *http.Request, s *session
 	}
 	name := f.Get("name")
 	if _, err := s.cl.CreateQueue(r.Context(), inst, name, req); err != nil {
-		c.showQueues(w, r, s, apiError(err))
+		c.showQueues(w, r, s, apiError(err), formValues(f, createQueueFields...))
 		return
 	}
 	http.Redirect(w, r, queueURL(inst, name), http.StatusSeeOther)
@@ -60,17 +71,25 @@ type queueData struct {
 	Cursor string // the next page's, "" on the last
 	Paged  bool   // this is not the first page
 	Chart  *chart
+	// ChartErr is the API's refusal of the chart's read, shown in its
+	// place.
+	ChartErr *errandapi.Error
 	// Form is the add form as sent, shown again with a refusal.
 	Form map[string]string
+	// Settings is the settings form: the queue's settings, or after a
+	// refusal what was sent (then SettingsOpen).
+	Settings     map[string]string
+	SettingsOpen bool
 }
 
 func (c *Console) queuePage(w http.ResponseWriter, r *http.Request, s *session) {
-	c.showQueue(w, r, s, nil, nil)
+	c.showQueue(w, r, s, nil, nil, nil)
 }
 
-// showQueue renders a queue's page; refusal is an action's refusal, form
-// what the add form sent.
-func (c *Console) showQueue(w http.ResponseWriter, r *http.Request, s *session, refusal *errandapi.Error, form map[string]string) {
+// showQueue renders a queue's page; refusal is an action's refusal, add
+// what the add form sent, settings what the settings form sent (each nil
+// but with its form's refusal).
+func (c *Console) showQueue(w http.ResponseWriter, r *http.Request, s *session, refusal *errandapi.Error, add, settings map[string]string) {
 	inst, name := r.PathValue("instance"), r.PathValue("queue")
 	ctx := r.Context()
 	q, err := s.cl.GetQueue(ctx, inst, name)
@@ -79,7 +98,11 @@ func (c *Console) showQueue(w http.ResponseWriter, r *http.Request, s *session, 
 		return
 	}
 	qv := r.URL.Query()
-	d := &queueData{Queue: q, State: qv.Get("state"), Name: qv.Get("name"), Paged: qv.Get("cursor") != "", Form: form}
+	d := &queueData{Queue: q, State: qv.Get("state"), Name: qv.Get("name"), Paged: qv.Get("cursor") != "", Form: add,
+		Settings: settings, SettingsOpen: settings != nil}
+	if settings == nil {
+		d.Settings = queueSettingsForm(q)
+	}
 	v := s.view(inst+" / "+name, inst)
 	v.Queue = name
 	page, err := s.cl.ListTasks(ctx, inst, name, client.ListOptions{State: errandapi.State(d.State), Name: d.Name, Limit: listLimit, Cursor: qv.Get("cursor")})
@@ -93,7 +116,9 @@ func (c *Console) showQueue(w http.ResponseWriter, r *http.Request, s *session, 
 			d.Cursor = *page.Cursor
 		}
 	}
-	if act, err := s.cl.QueueActivity(ctx, inst, name); err == nil {
+	if act, err := s.cl.QueueActivity(ctx, inst, name); err != nil {
+		d.ChartErr = apiError(err)
+	} else {
 		d.Chart = newChart(act)
 	}
 	v.Data, v.Err = d, refusal
@@ -108,7 +133,7 @@ func (c *Console) pauseQueue(paused bool) func(w http.ResponseWriter, r *http.Re
 	return func(w http.ResponseWriter, r *http.Request, s *session) {
 		inst, name := r.PathValue("instance"), r.PathValue("queue")
 		if _, err := s.cl.UpdateQueue(r.Context(), inst, name, errandapi.QueueRequest{Paused: &paused}); err != nil {
-			c.showQueue(w, r, s, apiError(err), nil)
+			c.showQueue(w, r, s, apiError(err), nil, nil)
 			return
 		}
 		http.Redirect(w, r, queueURL(inst, name), http.StatusSeeOther)
@@ -132,7 +157,7 @@ func (c *Console) purgeQueue(w http.ResponseWriter, r *http.Request, s *session)
 		_, err = s.cl.PurgeQueue(r.Context(), inst, name)
 	}
 	if err != nil {
-		c.showQueue(w, r, s, apiError(err), nil)
+		c.showQueue(w, r, s, apiError(err), nil, nil)
 		return
 	}
 	http.Redirect(w, r, queueURL(inst, name), http.StatusSeeOther)
@@ -145,7 +170,7 @@ func (c *Console) deleteQueue(w http.ResponseWriter, r *http.Request, s *session
 		_, err = s.cl.DeleteQueue(r.Context(), inst, name)
 	}
 	if err != nil {
-		c.showQueue(w, r, s, apiError(err), nil)
+		c.showQueue(w, r, s, apiError(err), nil, nil)
 		return
 	}
 	http.Redirect(w, r, Prefix+"i/"+url.PathEscape(inst)+"/", http.StatusSeeOther)
@@ -159,7 +184,9 @@ type confirmation struct {
 }
 
 // confirmPage asks before a purge, a delete, or showing or rotating the
-// webhook key; its form posts with confirm=true.
+// webhook key; its form posts with confirm=true. It reads the queue (or
+// the instance's settings) first, so a queue or an instance the key
+// cannot see is the API's refusal (NOT_FOUND), not a question.
 func (c *Console) confirmPage(w http.ResponseWriter, r *http.Request, s *session) {
 	inst, name, what := r.PathValue("instance"), r.PathValue("queue"), r.PathValue("what")
 	base := Prefix + "i/" + url.PathEscape(inst) + "/"
@@ -174,27 +201,22 @@ func (c *Console) confirmPage(w http.ResponseWriter, r *http.Request, s *session
 	case name == "" && what == "rotate":
 		cf = confirmation{"Replace the webhook signing key of " + inst + "? The next delivery is signed with the new key; receivers must be updated.", base + "settings/webhook-key/rotate", "Rotate the key"}
 	default:
-		c.notFound(w, r)
+		c.notFound(w, r, s)
+		return
+	}
+	var err error
+	if name != "" {
+		_, err = s.cl.GetQueue(r.Context(), inst, name)
+	} else {
+		_, err = s.cl.Settings(r.Context(), inst)
+	}
+	if err != nil {
+		c.fail(w, r, s, err)
 		return
 	}
 	v := s.view("Confirm", inst)
 	v.Queue, v.Data = name, cf
 	c.render(w, r, http.StatusOK, "confirm", v)
-}
-
-// formTarget is the target the forms name: a kind and a value ("" none).
-func formTarget(kind, value string) *errandapi.Target {
-	value = strings.TrimSpace(value)
-	if value == "" {
-		return nil
-	}
-	switch kind {
-	case "function":
-		return &errandapi.Target{Function: value}
-	case "channel":
-		return &errandapi.Target{Channel: value}
-	}
-	return &errandapi.Target{Webhook: value}
 }
 
 func queueURL(inst, queue string) string {

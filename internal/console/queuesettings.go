@@ -8,22 +8,53 @@ import (
 	"github.com/errandhq/errand/errandapi"
 )
 
+// queueSettingsFields are the queue settings form's fields, shown again
+// with a refusal.
+var queueSettingsFields = []string{"targetKind", "target", "ratePerSecond", "maxConcurrent", "maxAttempts", "minBackoffSeconds",
+	"maxBackoffSeconds", "maxDoublings", "maxAgeSeconds", "deadlineSeconds", "deadLetterQueue", "targetControl"}
+
 // updateQueue changes a queue's settings from the queue page's settings
 // form (full grant): every field is sent, an empty optional one as null
 // (no limit, no target, no dead-letter queue). The API validates them and
-// names the field it refuses.
+// names the field it refuses; a refusal shows the form as sent.
 func (c *Console) updateQueue(w http.ResponseWriter, r *http.Request, s *session) {
 	inst, name := r.PathValue("instance"), r.PathValue("queue")
+	sent := formValues(r.PostForm, queueSettingsFields...)
 	req, bad := queuePatchOf(r)
 	if bad != nil {
-		c.showQueue(w, r, s, bad, nil)
+		c.showQueue(w, r, s, bad, nil, sent)
 		return
 	}
 	if _, err := s.cl.UpdateQueue(r.Context(), inst, name, req); err != nil {
-		c.showQueue(w, r, s, apiError(err), nil)
+		c.showQueue(w, r, s, apiError(err), nil, sent)
 		return
 	}
 	http.Redirect(w, r, queueURL(inst, name), http.StatusSeeOther)
+}
+
+// queueSettingsForm is a queue's settings as the settings form's fields.
+func queueSettingsForm(q *errandapi.Queue) map[string]string {
+	kind, target := targetForm(q.Target)
+	f := map[string]string{"targetKind": kind, "target": target,
+		"maxAttempts": strconv.Itoa(q.MaxAttempts), "minBackoffSeconds": fmtNumber(q.MinBackoffSeconds),
+		"maxBackoffSeconds": fmtNumber(q.MaxBackoffSeconds), "maxDoublings": strconv.Itoa(q.MaxDoublings),
+		"deadlineSeconds": strconv.Itoa(q.DeadlineSeconds)}
+	if q.RatePerSecond != nil {
+		f["ratePerSecond"] = fmtNumber(*q.RatePerSecond)
+	}
+	if q.MaxConcurrent != nil {
+		f["maxConcurrent"] = strconv.Itoa(*q.MaxConcurrent)
+	}
+	if q.MaxAgeSeconds != nil {
+		f["maxAgeSeconds"] = strconv.FormatInt(*q.MaxAgeSeconds, 10)
+	}
+	if q.DeadLetterQueue != nil {
+		f["deadLetterQueue"] = *q.DeadLetterQueue
+	}
+	if q.TargetControl {
+		f["targetControl"] = "true"
+	}
+	return f
 }
 
 // queuePatchOf reads the settings form. Only a number that does not parse
@@ -33,22 +64,21 @@ func queuePatchOf(r *http.Request) (errandapi.QueueRequest, *errandapi.Error) {
 	var req errandapi.QueueRequest
 	var bad *errandapi.Error
 	field := func(name string) string { return strings.TrimSpace(f.Get(name)) }
-	num := func(name string) (float64, bool) {
-		v, err := strconv.ParseFloat(field(name), 64)
-		if err != nil && bad == nil {
-			bad = &errandapi.Error{Code: errandapi.CodeInvalidArgument, Status: http.StatusBadRequest, Message: name + ": must be a number"}
+	num := func(name string) *float64 {
+		v, err := parseNumber(name, field(name))
+		if err != nil {
+			bad = firstErr(bad, err)
+			return nil
 		}
-		return v, err == nil
+		return &v
 	}
 	integer := func(name string) *int {
-		if v, ok := num(name); ok {
-			n := int(v)
-			if float64(n) != v {
-				bad = &errandapi.Error{Code: errandapi.CodeInvalidArgument, Status: http.StatusBadRequest, Message: name + ": must be a whole number"}
-			}
-			return &n
+		n, err := parseWhole(name, field(name))
+		if err != nil {
+			bad = firstErr(bad, err)
+			return nil
 		}
-		return nil
+		return &n
 	}
 	if t := formTarget(f.Get("targetKind"), f.Get("target")); t != nil {
 		req.Target = errandapi.Value(*t)
@@ -57,8 +87,8 @@ func queuePatchOf(r *http.Request) (errandapi.QueueRequest, *errandapi.Error) {
 	}
 	if field("ratePerSecond") == "" {
 		req.RatePerSecond = errandapi.Null[float64]()
-	} else if v, ok := num("ratePerSecond"); ok {
-		req.RatePerSecond = errandapi.Value(v)
+	} else if v := num("ratePerSecond"); v != nil {
+		req.RatePerSecond = errandapi.Value(*v)
 	}
 	if field("maxConcurrent") == "" {
 		req.MaxConcurrent = errandapi.Null[int]()
@@ -78,13 +108,17 @@ func queuePatchOf(r *http.Request) (errandapi.QueueRequest, *errandapi.Error) {
 	req.MaxAttempts = integer("maxAttempts")
 	req.MaxDoublings = integer("maxDoublings")
 	req.DeadlineSeconds = integer("deadlineSeconds")
-	if v, ok := num("minBackoffSeconds"); ok {
-		req.MinBackoffSeconds = &v
-	}
-	if v, ok := num("maxBackoffSeconds"); ok {
-		req.MaxBackoffSeconds = &v
-	}
+	req.MinBackoffSeconds = num("minBackoffSeconds")
+	req.MaxBackoffSeconds = num("maxBackoffSeconds")
 	tc := f.Get("targetControl") == "true"
 	req.TargetControl = &tc
 	return req, bad
+}
+
+// firstErr keeps the first refusal of a form.
+func firstErr(first, next *errandapi.Error) *errandapi.Error {
+	if first != nil {
+		return first
+	}
+	return next
 }

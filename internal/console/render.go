@@ -133,9 +133,16 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err e
 	c.render(w, r, v.Err.Status, "error", v)
 }
 
-func (c *Console) notFound(w http.ResponseWriter, r *http.Request) {
-	c.render(w, r, http.StatusNotFound, "error", &view{Title: "Not found",
-		Err: &errandapi.Error{Code: errandapi.CodeNotFound, Status: http.StatusNotFound, Message: "no console page " + r.URL.Path}})
+// notFound answers a path that is no console page; with the caller's
+// session (nil: none) the page keeps its header (the instance's
+// navigation, Log out).
+func (c *Console) notFound(w http.ResponseWriter, r *http.Request, s *session) {
+	v := &view{Title: "Not found"}
+	if s != nil {
+		v = s.view("Not found", r.PathValue("instance"))
+	}
+	v.Err = &errandapi.Error{Code: errandapi.CodeNotFound, Status: http.StatusNotFound, Message: "no console page " + r.URL.Path}
+	c.render(w, r, http.StatusNotFound, "error", v)
 }
 
 func fmtMillis(ms int64) string {

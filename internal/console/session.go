@@ -158,9 +158,36 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 	}
 	v := &view{Title: "Log in"}
 	if r.URL.Query().Get("why") == "expired" {
+		if c.sessionHolds(w, r) {
+			http.Redirect(w, r, Prefix, http.StatusSeeOther)
+			return
+		}
 		v.Notice = "Your session ended: the key is no longer accepted. Log in again."
 	}
 	c.render(w, r, http.StatusOK, "login", v)
+}
+
+// sessionHolds checks the cookie of a session said to have ended (the live
+// stream's "logout" comes here): a key the API refuses, or that has no
+// grant left, has its cookie cleared; a key still accepted (the stream
+// lost only its instance) reports true. Only the cookie the browser sent
+// is cleared, so a link from elsewhere (which gets no SameSite=Strict
+// cookie) cannot log anyone out.
+func (c *Console) sessionHolds(w http.ResponseWriter, r *http.Request) bool {
+	ck, err := r.Cookie(cookieName)
+	if err != nil || ck.Value == "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	self, err := c.newClient(ck.Value).Self(ctx)
+	if err == nil && self.Strongest() != "" {
+		return true
+	}
+	if err == nil || errors.Is(err, client.ErrUnauthenticated) {
+		c.clearCookie(w, r)
+	}
+	return false
 }
 
 // login checks the pasted key with the API (GET /v1/keys/self) and, when

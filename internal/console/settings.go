@@ -2,24 +2,40 @@ package console
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/errandhq/errand/errandapi"
 )
 
-// settingsData is the settings page: the instance's settings and, once
-// revealed or rotated, its webhook key.
+// settingsData is the settings page: the instance's settings as the form's
+// fields (what was sent, after a refusal) and, on the key's page, its
+// webhook key.
 type settingsData struct {
 	Settings   *errandapi.Settings
+	Form       map[string]string
 	WebhookKey string
-	Rotated    bool
 }
 
+// settingsFields are the settings form's fields, shown again with a
+// refusal.
+var settingsFields = []string{"retentionDays", "rateLimit", "maxInFlight"}
+
+// settingsURL is an instance's settings page.
+func settingsURL(inst string) string { return Prefix + "i/" + url.PathEscape(inst) + "/settings" }
+
+// settingsPage shows the settings; "?done=saved" after a save.
 func (c *Console) settingsPage(w http.ResponseWriter, r *http.Request, s *session) {
-	c.showSettings(w, r, s, &settingsData{}, nil, "")
+	notice := ""
+	if r.URL.Query().Get("done") == "saved" {
+		notice = "Settings saved."
+	}
+	c.showSettings(w, r, s, &settingsData{}, nil, notice)
 }
 
+// showSettings renders the settings page with d's key and form (the
+// stored settings when d has no form).
 func (c *Console) showSettings(w http.ResponseWriter, r *http.Request, s *session, d *settingsData, refusal *errandapi.Error, notice string) {
 	inst := r.PathValue("instance")
 	st, err := s.cl.Settings(r.Context(), inst)
@@ -28,6 +44,9 @@ func (c *Console) showSettings(w http.ResponseWriter, r *http.Request, s *sessio
 		return
 	}
 	d.Settings = st
+	if d.Form == nil {
+		d.Form = settingsForm(st)
+	}
 	v := s.view(inst+" settings", inst)
 	v.Data, v.Err, v.Notice = d, refusal, notice
 	status := http.StatusOK
@@ -37,77 +56,53 @@ func (c *Console) showSettings(w http.ResponseWriter, r *http.Request, s *sessio
 	c.render(w, r, status, "settings", v)
 }
 
+// settingsForm is an instance's settings as the form's fields.
+func settingsForm(st *errandapi.Settings) map[string]string {
+	f := map[string]string{"retentionDays": strconv.Itoa(st.RetentionDays), "maxInFlight": strconv.Itoa(st.MaxInFlight)}
+	if st.RateLimit != nil {
+		f["rateLimit"] = fmtNumber(*st.RateLimit)
+	}
+	return f
+}
+
 // updateSettings changes the settings the form sends; an empty rate limit
-// removes it.
+// removes it. It redirects to the settings page; a refusal shows the form
+// as sent.
 func (c *Console) updateSettings(w http.ResponseWriter, r *http.Request, s *session) {
-	f := r.PostForm
+	inst, sent := r.PathValue("instance"), formValues(r.PostForm, settingsFields...)
+	req, bad := settingsPatchOf(sent)
+	if bad == nil {
+		if _, err := s.cl.UpdateSettings(r.Context(), inst, req); err != nil {
+			bad = apiError(err)
+		}
+	}
+	if bad != nil {
+		c.showSettings(w, r, s, &settingsData{Form: sent}, bad, "")
+		return
+	}
+	http.Redirect(w, r, settingsURL(inst)+"?done=saved", http.StatusSeeOther)
+}
+
+// settingsPatchOf reads the settings form; only text that is no number (or
+// no whole number) is refused here, naming its field. An empty field is
+// left as it is, but the rate limit, which an empty field removes.
+func settingsPatchOf(f map[string]string) (errandapi.SettingsRequest, *errandapi.Error) {
 	var req errandapi.SettingsRequest
-	bad := func(field string) {
-		c.showSettings(w, r, s, &settingsData{}, &errandapi.Error{Code: errandapi.CodeInvalidArgument, Status: http.StatusBadRequest,
-			Message: field + ": must be a number"}, "")
-	}
-	if v := strings.TrimSpace(f.Get("retentionDays")); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			bad("retentionDays")
-			return
+	var bad *errandapi.Error
+	whole := func(field string) *int {
+		if bad != nil || strings.TrimSpace(f[field]) == "" {
+			return nil
 		}
-		req.RetentionDays = &n
+		n, err := parseWhole(field, f[field])
+		bad = err
+		return &n
 	}
-	if v := strings.TrimSpace(f.Get("maxInFlight")); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			bad("maxInFlight")
-			return
-		}
-		req.MaxInFlight = &n
+	req.RetentionDays = whole("retentionDays")
+	req.MaxInFlight = whole("maxInFlight")
+	req.RateLimit = errandapi.Null[float64]()
+	if strings.TrimSpace(f["rateLimit"]) != "" && bad == nil {
+		v, err := parseNumber("rateLimit", f["rateLimit"])
+		req.RateLimit, bad = errandapi.Value(v), err
 	}
-	if v := strings.TrimSpace(f.Get("rateLimit")); v != "" {
-		n, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			bad("rateLimit")
-			return
-		}
-		req.RateLimit = errandapi.Value(n)
-	} else {
-		req.RateLimit = errandapi.Null[float64]()
-	}
-	if _, err := s.cl.UpdateSettings(r.Context(), r.PathValue("instance"), req); err != nil {
-		c.showSettings(w, r, s, &settingsData{}, apiError(err), "")
-		return
-	}
-	c.showSettings(w, r, s, &settingsData{}, nil, "Settings saved.")
-}
-
-// revealKey shows the webhook key (the API's full grant), after the
-// confirmation page.
-func (c *Console) revealKey(w http.ResponseWriter, r *http.Request, s *session) {
-	c.webhookKey(w, r, s, false)
-}
-
-// rotateKey replaces the webhook key and shows the new one.
-func (c *Console) rotateKey(w http.ResponseWriter, r *http.Request, s *session) {
-	c.webhookKey(w, r, s, true)
-}
-
-func (c *Console) webhookKey(w http.ResponseWriter, r *http.Request, s *session, rotate bool) {
-	inst := r.PathValue("instance")
-	err := confirmed(r)
-	var key string
-	if err == nil {
-		if rotate {
-			key, err = s.cl.RotateWebhookKey(r.Context(), inst)
-		} else {
-			key, err = s.cl.WebhookKey(r.Context(), inst)
-		}
-	}
-	if err != nil {
-		c.showSettings(w, r, s, &settingsData{}, apiError(err), "")
-		return
-	}
-	notice := ""
-	if rotate {
-		notice = "The webhook key is rotated: the next delivery is signed with it."
-	}
-	c.showSettings(w, r, s, &settingsData{WebhookKey: key, Rotated: rotate}, nil, notice)
+	return req, bad
 }

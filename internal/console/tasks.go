@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/errandhq/errand/errandapi"
@@ -20,6 +19,10 @@ func (c *Console) taskPage(w http.ResponseWriter, r *http.Request, s *session) {
 	switch r.URL.Query().Get("done") {
 	case "run":
 		notice = "The task runs now."
+	case "run-running":
+		notice = "The task is running; Run changed nothing."
+	case "run-leased":
+		notice = "The task is leased to a worker; Run changed nothing."
 	case "cancel":
 		notice = "The task is cancelled."
 	case "retry":
@@ -52,16 +55,17 @@ func (c *Console) showTask(w http.ResponseWriter, r *http.Request, s *session, r
 // RUNNING_NOT_CANCELLABLE) is shown on the task's page at its status.
 func (c *Console) taskOp(w http.ResponseWriter, r *http.Request, s *session) {
 	inst, id, op := r.PathValue("instance"), r.PathValue("id"), r.PathValue("op")
+	var t *errandapi.Task
 	var err error
 	switch op {
 	case "run":
-		_, err = s.cl.RunTask(r.Context(), inst, id)
+		t, err = s.cl.RunTask(r.Context(), inst, id)
 	case "cancel":
 		_, err = s.cl.CancelTask(r.Context(), inst, id)
 	case "retry":
 		_, err = s.cl.RetryTask(r.Context(), inst, id)
 	default:
-		c.notFound(w, r)
+		c.notFound(w, r, s)
 		return
 	}
 	if err != nil {
@@ -72,7 +76,13 @@ func (c *Console) taskOp(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 		return
 	}
-	http.Redirect(w, r, taskURL(inst, id)+"?done="+op, http.StatusSeeOther)
+	done := op
+	if t != nil && (t.State == errandapi.StateRunning || t.State == errandapi.StateLeased) {
+		// The API leaves a task in flight as it is: say so, from the
+		// state it answered.
+		done += "-" + string(t.State)
+	}
+	http.Redirect(w, r, taskURL(inst, id)+"?done="+done, http.StatusSeeOther)
 }
 
 // addFields are the add form's fields, shown again with a refusal.
@@ -82,18 +92,15 @@ var addFields = []string{"name", "payload", "params", "delay", "targetKind", "ta
 // into the API's request: the API validates it.
 func (c *Console) addTask(w http.ResponseWriter, r *http.Request, s *session) {
 	inst, queue, f := r.PathValue("instance"), r.PathValue("queue"), r.PostForm
-	form := map[string]string{}
-	for _, k := range addFields {
-		form[k] = f.Get(k)
-	}
+	form := formValues(f, addFields...)
 	nt, ferr := newTaskOf(form)
 	if ferr != nil {
-		c.showQueue(w, r, s, ferr, form)
+		c.showQueue(w, r, s, ferr, form, nil)
 		return
 	}
 	res, err := s.cl.AddTask(r.Context(), inst, queue, nt)
 	if err != nil {
-		c.showQueue(w, r, s, apiError(err), form)
+		c.showQueue(w, r, s, apiError(err), form, nil)
 		return
 	}
 	http.Redirect(w, r, taskURL(inst, res.ID)+"?done=add", http.StatusSeeOther)
@@ -105,25 +112,22 @@ func (c *Console) addTask(w http.ResponseWriter, r *http.Request, s *session) {
 // API's.
 func newTaskOf(form map[string]string) (errandapi.NewTask, *errandapi.Error) {
 	nt := errandapi.NewTask{Name: strings.TrimSpace(form["name"]), Target: formTarget(form["targetKind"], form["target"])}
-	bad := func(field, msg string) *errandapi.Error {
-		return &errandapi.Error{Code: errandapi.CodeInvalidArgument, Status: http.StatusBadRequest, Message: field + ": " + msg}
-	}
 	if p := strings.TrimSpace(form["payload"]); p != "" {
 		if !json.Valid([]byte(p)) {
-			return nt, bad("payload", "is not valid JSON")
+			return nt, badField("payload", "is not valid JSON")
 		}
 		nt.Payload = json.RawMessage(p)
 	}
 	if p := strings.TrimSpace(form["params"]); p != "" {
 		if !json.Valid([]byte(p)) {
-			return nt, bad("params", "is not valid JSON")
+			return nt, badField("params", "is not valid JSON")
 		}
 		nt.Params = json.RawMessage(p)
 	}
 	if d := strings.TrimSpace(form["delay"]); d != "" {
-		n, err := strconv.ParseFloat(d, 64)
+		n, err := parseNumber("delay", d)
 		if err != nil {
-			return nt, bad("delay", "must be a number of seconds")
+			return nt, err
 		}
 		nt.Delay = &n
 	}

@@ -1,30 +1,79 @@
-// errand console: the only script. It keeps the queue counts live over
-// server-sent events and ticks every dead letter of a page. Everything
-// else is plain HTML forms, so the console works without it.
+// errand console: the only script. It keeps the queues table live over
+// server-sent events (rows added and removed, counts, the paused badge)
+// and ticks every dead letter of a page. Everything else is plain HTML
+// forms, so the console works without it.
 "use strict";
 
+// queueRow makes the row of a queue that was not on the page when it
+// loaded, shaped as the server renders one.
+function queueRow(table, q) {
+  var tr = document.createElement("tr");
+  tr.setAttribute("data-queue", q.name);
+  var first = document.createElement("td");
+  var a = document.createElement("a");
+  a.href = table.getAttribute("data-live").replace(/live$/, "") + "q/" + encodeURIComponent(q.name) + "/";
+  a.textContent = q.name;
+  var badge = document.createElement("span");
+  badge.className = "badge";
+  badge.setAttribute("data-paused", "");
+  badge.textContent = "paused";
+  first.append(a, " ", badge);
+  var mode = document.createElement("td");
+  mode.textContent = q.mode;
+  tr.append(first, mode);
+  table.querySelectorAll("thead th[data-state]").forEach(function (th) {
+    var td = document.createElement("td");
+    td.className = "num";
+    td.setAttribute("data-state", th.getAttribute("data-state"));
+    tr.appendChild(td);
+  });
+  return tr;
+}
+
+// update shows one queue's counts and paused flag in its row.
+function update(row, q) {
+  var badge = row.querySelector("[data-paused]");
+  if (badge) {
+    badge.hidden = !q.paused;
+  }
+  row.querySelectorAll("td[data-state]").forEach(function (cell) {
+    var st = cell.getAttribute("data-state");
+    var n = String((q.counts && q.counts[st]) || 0);
+    if ((q.capped || []).indexOf(st) >= 0) {
+      n += "+";
+    }
+    if (cell.textContent !== n) {
+      cell.textContent = n;
+      cell.classList.remove("flash");
+      void cell.offsetWidth;
+      cell.classList.add("flash");
+    }
+  });
+}
+
 function live(table) {
+  var body = table.tBodies[0];
   var src = new EventSource(table.getAttribute("data-live"));
   src.addEventListener("counts", function (ev) {
     var data = JSON.parse(ev.data);
+    var rows = {};
+    body.querySelectorAll("tr[data-queue]").forEach(function (row) {
+      rows[row.getAttribute("data-queue")] = row;
+    });
+    // The rows follow the API's list: a queue added meanwhile gets a row,
+    // one deleted loses it, and the order is the list's.
+    var at = 0;
     data.queues.forEach(function (q) {
-      var row = table.querySelector('tr[data-queue="' + CSS.escape(q.name) + '"]');
-      if (!row) {
-        return;
+      var row = rows[q.name] || queueRow(table, q);
+      delete rows[q.name];
+      if (body.rows[at] !== row) {
+        body.insertBefore(row, body.rows[at] || null);
       }
-      row.querySelectorAll("td[data-state]").forEach(function (cell) {
-        var st = cell.getAttribute("data-state");
-        var n = String((q.counts && q.counts[st]) || 0);
-        if ((q.capped || []).indexOf(st) >= 0) {
-          n += "+";
-        }
-        if (cell.textContent !== n) {
-          cell.textContent = n;
-          cell.classList.remove("flash");
-          void cell.offsetWidth;
-          cell.classList.add("flash");
-        }
-      });
+      update(row, q);
+      at++;
+    });
+    Object.keys(rows).forEach(function (name) {
+      rows[name].remove();
     });
     table.setAttribute("data-updated", String(Date.now()));
   });
