@@ -132,6 +132,24 @@ func TestNoBackoffCounts(t *testing.T) {
 	}
 }
 
+// TestFailureWithDelay: a failed attempt given a Delay (a pull release
+// with an error and delaySeconds) waits it instead of the backoff, counts
+// against maxAttempts, and still ends the task when the budget is spent.
+func TestFailureWithDelay(t *testing.T) {
+	q := pushQueue()
+	q.MaxAttempts = 2
+	tk, _ := NewTask(q, AddInput{}, 0, URLRules{})
+	_ = tk.Claim(q, 0, "L", 1000)
+	o := Outcome{Status: AttemptFailed, Error: "busy", Delay: time.Hour}
+	if failed, err := tk.Finish(q, 1000, o); err != nil || failed || tk.State != RetryWait || tk.RunAt != 1000+3_600_000 || tk.Attempt != 1 {
+		t.Fatalf("first: %v %v %s runAt=%d attempt=%d", failed, err, tk.State, tk.RunAt, tk.Attempt)
+	}
+	_ = tk.Claim(q, tk.RunAt, "M", 1000)
+	if failed, _ := tk.Finish(q, tk.RunAt+1, o); !failed || tk.State != Failed {
+		t.Fatalf("budget spent but %s", tk.State)
+	}
+}
+
 func TestMaxAgeEndsRetriesAndDefers(t *testing.T) {
 	q := pushQueue()
 	q.MaxAgeSeconds = 30
