@@ -272,22 +272,31 @@ func TestQueuePages(t *testing.T) {
 	u.get("/console/i/jobs/q/nope/").want(t, http.StatusNotFound, "NOT_FOUND")
 
 	tok := u.csrf("/console/i/jobs/q/pull/")
-	u.post("/console/i/jobs/q/pull/pause", url.Values{"csrf": {tok}})
-	u.get("/console/i/jobs/q/pull/").want(t, http.StatusOK, `id="paused"`, `id="resume"`)
-	u.post("/console/i/jobs/q/pull/resume", url.Values{"csrf": {tok}})
-	u.get("/console/i/jobs/q/pull/").lacks(t, `id="paused"`)
+	// Each action says what it did on the page it goes back to.
+	back := func(p page, want string) string {
+		t.Helper()
+		if p.status != http.StatusSeeOther || !strings.HasPrefix(p.header.Get("Location"), want) {
+			t.Fatalf("went to %d %q, want %q", p.status, p.header.Get("Location"), want)
+		}
+		return p.header.Get("Location")
+	}
+	paused := back(u.post("/console/i/jobs/q/pull/pause", url.Values{"csrf": {tok}}), "/console/i/jobs/q/pull/?done=paused")
+	u.get(paused).want(t, http.StatusOK, `id="paused"`, `id="resume"`, "The queue is paused: it delivers and leases nothing")
+	resumed := back(u.post("/console/i/jobs/q/pull/resume", url.Values{"csrf": {tok}}), "/console/i/jobs/q/pull/?done=resumed")
+	u.get(resumed).want(t, http.StatusOK, "The queue is resumed.").lacks(t, `id="paused"`)
+	// Only a number is read from the URL.
+	u.get("/console/i/jobs/q/pull/?done=purged&n=words").want(t, http.StatusOK, "Purged: its tasks removed").lacks(t, "words")
 
 	// Purge without the confirmation is the API's CONFIRM_REQUIRED.
 	u.post("/console/i/jobs/q/pull/purge", url.Values{"csrf": {tok}}).want(t, http.StatusBadRequest, "CONFIRM_REQUIRED")
 	u.get("/console/i/jobs/q/pull/confirm/purge").want(t, http.StatusOK, "Remove every task of queue pull", `name="confirm" value="true"`)
-	if p := u.post("/console/i/jobs/q/pull/purge", url.Values{"csrf": {tok}, "confirm": {"true"}}); p.status != http.StatusSeeOther {
-		t.Fatalf("purge: %d", p.status)
-	}
-	u.get("/console/i/jobs/q/pull/").want(t, http.StatusOK, "No task here.")
+	purged := back(u.post("/console/i/jobs/q/pull/purge", url.Values{"csrf": {tok}, "confirm": {"true"}}), "/console/i/jobs/q/pull/?done=purged&n=55")
+	u.get(purged).want(t, http.StatusOK, "No task here.", "Purged: 55 tasks removed; the queue and its settings stay.")
 	u.get("/console/i/jobs/q/pull/confirm/delete").want(t, http.StatusOK, "Delete queue pull")
 	u.get("/console/i/jobs/q/pull/confirm/bogus").want(t, http.StatusNotFound)
 	u.post("/console/i/jobs/q/default/delete", url.Values{"csrf": {tok}, "confirm": {"true"}}).want(t, http.StatusBadRequest, "cannot be deleted")
-	u.post("/console/i/jobs/q/pull/delete", url.Values{"csrf": {tok}, "confirm": {"true"}})
+	deleted := back(u.post("/console/i/jobs/q/pull/delete", url.Values{"csrf": {tok}, "confirm": {"true"}}), "/console/i/jobs/?done=deleted&n=0")
+	u.get(deleted).want(t, http.StatusOK, "The queue is deleted, with 0 tasks.").lacks(t, "/console/i/jobs/q/pull/")
 	u.get("/console/i/jobs/q/pull/").want(t, http.StatusNotFound)
 
 	// Create a queue and an instance from their forms.
@@ -317,9 +326,11 @@ func TestQueueSettings(t *testing.T) {
 		}
 		return v
 	}
-	if p := u.post("/console/i/jobs/q/flaky/settings", form(nil)); p.status != http.StatusSeeOther {
-		t.Fatalf("save: %d %s", p.status, p.body)
+	p := u.post("/console/i/jobs/q/flaky/settings", form(nil))
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/i/jobs/q/flaky/?done=saved" {
+		t.Fatalf("save: %d %q %s", p.status, p.header.Get("Location"), p.body)
 	}
+	u.get(p.header.Get("Location")).want(t, http.StatusOK, "Settings saved.")
 	q, err := e.api.GetQueue(context.Background(), "jobs", "flaky")
 	if err != nil {
 		t.Fatal(err)
@@ -339,9 +350,15 @@ func TestQueueSettings(t *testing.T) {
 		t.Fatalf("queue after clearing: %+v", q)
 	}
 
+	rate := 1e6
+	if _, err := e.api.UpdateQueue(context.Background(), "jobs", "flaky", errandapi.QueueRequest{RatePerSecond: errandapi.Value(rate)}); err != nil {
+		t.Fatal(err)
+	}
 	rw := e.user()
 	rw.login(e.key(e.org, "write:jobs"))
-	rw.get("/console/i/jobs/q/flaky/").want(t, http.StatusOK, `<table class="kv" id="settings">`).lacks(t, `id="queue-settings"`)
+	// Numbers are written as a person types them (not 1e+06).
+	rw.get("/console/i/jobs/q/flaky/").want(t, http.StatusOK, `<table class="kv" id="settings">`,
+		"<th>ratePerSecond</th><td>1000000</td>", "<td>1.5 s – 60 s, 4 doublings</td>").lacks(t, `id="queue-settings"`, "e+06")
 	rwTok := rw.csrf("/console/i/jobs/q/flaky/")
 	rw.post("/console/i/jobs/q/flaky/settings", form(map[string]string{"csrf": rwTok})).want(t, http.StatusForbidden, "PERMISSION_DENIED")
 }

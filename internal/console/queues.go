@@ -38,6 +38,9 @@ func (c *Console) showQueues(w http.ResponseWriter, r *http.Request, s *session,
 	}
 	v := s.view(inst, inst)
 	v.Data, v.Err = &queuesData{Queues: qs, Form: form}, refusal
+	if refusal == nil {
+		v.Notice = queuesNotice(r.URL.Query())
+	}
 	status := http.StatusOK
 	if refusal != nil {
 		status = refusal.Status
@@ -122,6 +125,9 @@ func (c *Console) showQueue(w http.ResponseWriter, r *http.Request, s *session, 
 		d.Chart = newChart(act)
 	}
 	v.Data, v.Err = d, refusal
+	if refusal == nil {
+		v.Notice = queueNotice(qv)
+	}
 	status := http.StatusOK
 	if refusal != nil {
 		status = refusal.Status
@@ -136,7 +142,11 @@ func (c *Console) pauseQueue(paused bool) func(w http.ResponseWriter, r *http.Re
 			c.showQueue(w, r, s, apiError(err), nil, nil)
 			return
 		}
-		http.Redirect(w, r, queueURL(inst, name), http.StatusSeeOther)
+		done := "resumed"
+		if paused {
+			done = "paused"
+		}
+		http.Redirect(w, r, doneURL(queueURL(inst, name), done, -1), http.StatusSeeOther)
 	}
 }
 
@@ -153,27 +163,29 @@ func confirmed(r *http.Request) error {
 func (c *Console) purgeQueue(w http.ResponseWriter, r *http.Request, s *session) {
 	inst, name := r.PathValue("instance"), r.PathValue("queue")
 	err := confirmed(r)
+	n := 0
 	if err == nil {
-		_, err = s.cl.PurgeQueue(r.Context(), inst, name)
+		n, err = s.cl.PurgeQueue(r.Context(), inst, name)
 	}
 	if err != nil {
 		c.showQueue(w, r, s, apiError(err), nil, nil)
 		return
 	}
-	http.Redirect(w, r, queueURL(inst, name), http.StatusSeeOther)
+	http.Redirect(w, r, doneURL(queueURL(inst, name), "purged", n), http.StatusSeeOther)
 }
 
 func (c *Console) deleteQueue(w http.ResponseWriter, r *http.Request, s *session) {
 	inst, name := r.PathValue("instance"), r.PathValue("queue")
 	err := confirmed(r)
+	n := 0
 	if err == nil {
-		_, err = s.cl.DeleteQueue(r.Context(), inst, name)
+		n, err = s.cl.DeleteQueue(r.Context(), inst, name)
 	}
 	if err != nil {
 		c.showQueue(w, r, s, apiError(err), nil, nil)
 		return
 	}
-	http.Redirect(w, r, Prefix+"i/"+url.PathEscape(inst)+"/", http.StatusSeeOther)
+	http.Redirect(w, r, doneURL(Prefix+"i/"+url.PathEscape(inst)+"/", "deleted", n), http.StatusSeeOther)
 }
 
 // confirmation is the confirmation page of a destructive action.

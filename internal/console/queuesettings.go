@@ -29,7 +29,7 @@ func (c *Console) updateQueue(w http.ResponseWriter, r *http.Request, s *session
 		c.showQueue(w, r, s, apiError(err), nil, sent)
 		return
 	}
-	http.Redirect(w, r, queueURL(inst, name), http.StatusSeeOther)
+	http.Redirect(w, r, doneURL(queueURL(inst, name), "saved", -1), http.StatusSeeOther)
 }
 
 // queueSettingsForm is a queue's settings as the settings form's fields.

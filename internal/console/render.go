@@ -54,6 +54,7 @@ var funcs = template.FuncMap{
 	"ms":      fmtMillis,
 	"msp":     func(p *int64) string { return fmtMillisPtr(p) },
 	"pretty":  prettyJSON,
+	"num":     fmtNumber,
 	"str":     func(p *string) string { return deref(p) },
 	"q":       url.QueryEscape,
 	"p":       url.PathEscape,
@@ -145,11 +146,14 @@ func (c *Console) notFound(w http.ResponseWriter, r *http.Request, s *session) {
 	c.render(w, r, http.StatusNotFound, "error", v)
 }
 
+// timeLayout is how the console writes a time: UTC, and says so.
+const timeLayout = "2006-01-02 15:04:05.000 UTC"
+
 func fmtMillis(ms int64) string {
 	if ms == 0 {
 		return "—"
 	}
-	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000")
+	return time.UnixMilli(ms).UTC().Format(timeLayout)
 }
 
 func fmtMillisPtr(p *int64) string {

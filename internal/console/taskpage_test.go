@@ -22,7 +22,7 @@ func TestTaskPageEveryField(t *testing.T) {
 	if tk.LeaseExpiresAt == nil {
 		t.Fatal("the API shows no leaseExpiresAt")
 	}
-	at := time.UnixMilli(*tk.LeaseExpiresAt).UTC().Format("2006-01-02 15:04:05.000")
+	at := time.UnixMilli(*tk.LeaseExpiresAt).UTC().Format("2006-01-02 15:04:05.000 UTC")
 	u.get("/console/i/jobs/t/"+leased).want(t, http.StatusOK, `<th>leaseExpiresAt</th><td id="lease-expires-at">`+at+`<`)
 
 	ten := 10

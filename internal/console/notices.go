@@ -1,0 +1,54 @@
+package console
+
+import (
+	"net/url"
+	"strconv"
+)
+
+// queueNotice is the queue page's word on the action that sent the browser
+// back to it (?done=…, and ?n= the tasks a purge removed), "" for none.
+// Only a number is read from the URL, so a link cannot put words on the
+// page.
+func queueNotice(q url.Values) string {
+	switch q.Get("done") {
+	case "saved":
+		return "Settings saved."
+	case "paused":
+		return "The queue is paused: it delivers and leases nothing until it is resumed."
+	case "resumed":
+		return "The queue is resumed."
+	case "purged":
+		return "Purged: " + removed(q) + " removed; the queue and its settings stay."
+	}
+	return ""
+}
+
+// queuesNotice is the queues page's word on a queue deleted (?done=deleted,
+// ?n= its tasks).
+func queuesNotice(q url.Values) string {
+	if q.Get("done") == "deleted" {
+		return "The queue is deleted, with " + removed(q) + "."
+	}
+	return ""
+}
+
+// removed is ?n= as "N tasks" ("its tasks" when absent or not a number).
+func removed(q url.Values) string {
+	n, err := strconv.Atoi(q.Get("n"))
+	switch {
+	case err != nil || n < 0:
+		return "its tasks"
+	case n == 1:
+		return "1 task"
+	}
+	return strconv.Itoa(n) + " tasks"
+}
+
+// doneURL is u with ?done=done, and n=count when count ≥ 0.
+func doneURL(u, done string, count int) string {
+	u += "?done=" + done
+	if count >= 0 {
+		u += "&n=" + strconv.Itoa(count)
+	}
+	return u
+}
