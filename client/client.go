@@ -84,6 +84,9 @@ func New(baseURL string, o Options) (*Client, error) {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("client: base URL %q: want http(s)://host[:port][/prefix]", baseURL)
 	}
+	if err := errandapi.CheckAPIKey(o.APIKey); err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
 	hc := o.HTTPClient
 	if hc == nil {
 		hc = &http.Client{}

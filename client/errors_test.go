@@ -304,3 +304,13 @@ func TestNewRefusesABadBaseURL(t *testing.T) {
 		t.Errorf("a prefix: %v", err)
 	}
 }
+
+// TestNewRefusesAKeyWithANewline: a key read from a file with its newline
+// cannot travel in a header; New says so (it was a transport error on
+// every call, retried).
+func TestNewRefusesAKeyWithANewline(t *testing.T) {
+	_, err := client.New("http://127.0.0.1:9", client.Options{APIKey: "errk_abc\n"})
+	if !errors.Is(err, client.ErrInvalidArgument) || !strings.Contains(err.Error(), "APIKey holds whitespace or a control character at byte 8") {
+		t.Fatalf("New with a key ending in a newline: %v", err)
+	}
+}

@@ -1,5 +1,7 @@
 package errandapi
 
+import "fmt"
+
 // Role is a grant level on an instance: read ⊂ write ⊂ full.
 type Role string
 
@@ -54,4 +56,18 @@ func (k *KeySelf) Strongest() Role {
 		}
 	}
 	return best
+}
+
+// CheckAPIKey refuses a key that cannot travel in an Authorization header:
+// one holding whitespace or a control character, most often the newline
+// that ends a key read from a file. The error is INVALID_ARGUMENT and
+// names the option ("APIKey"); an empty key (errand dev) is fine.
+func CheckAPIKey(key string) error {
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c <= ' ' || c == 0x7f {
+			return NewError(CodeInvalidArgument, fmt.Sprintf("APIKey holds whitespace or a control character at byte %d "+
+				"(a newline read from a file?): an API key has none; trim it", i))
+		}
+	}
+	return nil
 }

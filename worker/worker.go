@@ -119,6 +119,9 @@ func New(baseURL, instance, group string, o Options) (*Worker, error) {
 	if err := checkName("instance", instance); err != nil {
 		return nil, err
 	}
+	if err := errandapi.CheckAPIKey(o.APIKey); err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
 	if err := checkName("group", group); err != nil {
 		return nil, err
 	}

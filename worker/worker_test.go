@@ -224,6 +224,15 @@ func TestNewRefusesBadNames(t *testing.T) {
 	}
 }
 
+// TestNewRefusesAKeyWithANewline: a key with its file's newline is refused
+// by New; it made Run retry for ever ("invalid header field value").
+func TestNewRefusesAKeyWithANewline(t *testing.T) {
+	_, err := worker.New("http://127.0.0.1:9", "jobs", "app", worker.Options{APIKey: "errk_abc\n"})
+	if !errors.Is(err, errandapi.ErrInvalidArgument) || !strings.Contains(err.Error(), "worker: INVALID_ARGUMENT: APIKey holds whitespace") {
+		t.Fatalf("New with a key ending in a newline: %v", err)
+	}
+}
+
 // TestCloseReasonCutAtAWord: a close reason the node had to cut to 123
 // bytes, inside a word (here its refusal of a raw first frame that is not
 // hello, which the worker itself never sends), reads as a message cut at
