@@ -19,6 +19,9 @@ import (
 // INVALID_ARGUMENT. A refusal of the whole call leaves tx as it was; a
 // duplicate name refuses only that task, as in Add.
 func (e *Engine) AddTx(ctx context.Context, tx pgx.Tx, instance, queue string, tasks ...NewTask) ([]Added, error) {
+	if err := e.refuse(); err != nil {
+		return nil, err
+	}
 	pg, ok := e.st.(*postgres.Store)
 	if !ok {
 		return nil, publicError(task.Errorf(task.CodeInvalidArgument, "AddTx needs a postgres:// store; this engine's is not"))
@@ -31,7 +34,7 @@ func (e *Engine) AddTx(ctx context.Context, tx pgx.Tx, instance, queue string, t
 			return pg.TaskAddTx(ctx, tx, ts)
 		})
 	if err != nil {
-		return nil, publicError(err)
+		return nil, e.fail(err)
 	}
 	return addedOf(res, tasks), nil
 }

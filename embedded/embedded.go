@@ -26,12 +26,11 @@ package embedded
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
-	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/deliver"
@@ -81,6 +80,12 @@ type Engine struct {
 	dev      bool
 	log      *slog.Logger
 	unlock   func() // gives the SQLite store back (storeurl.LockNode)
+
+	// life ends when Close begins (end): calls are refused from then on.
+	life      context.Context
+	end       context.CancelFunc
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Open opens the store, migrating its schema if needed, and starts the
@@ -97,7 +102,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		}
 	}
 	if err := auth.ValidateOrg(o.Org); err != nil {
-		return nil, err
+		return nil, publicError(err)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -106,14 +111,15 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	if st == nil {
 		var err error
 		if unlock, err = storeurl.LockNode(o.Store, "an embedded errand engine"); err != nil {
-			return nil, err
+			return nil, storeError(err)
 		}
 		if st, err = storeurl.Open(ctx, o.Store, storeurl.Options{Sync: o.Sync, Log: o.Logger}); err != nil {
 			unlock()
-			return nil, err
+			return nil, storeError(err)
 		}
 	}
 	e := &Engine{st: st, fns: &deliver.Functions{}, org: o.Org, dev: o.Dev, log: o.Logger, unlock: unlock}
+	e.life, e.end = context.WithCancel(context.Background())
 	shared := o.st == nil && storeurl.Shared(o.Store)
 	e.node = node.New(node.Config{Store: st, Clock: o.clock, Logger: o.Logger, Dev: o.Dev, Shared: shared, Functions: e.fns})
 	e.eng = e.node.Engine
@@ -121,6 +127,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		e.outcomes = engine.WatchOutcomes(e.eng)
 	}
 	if err := e.node.Start(context.WithoutCancel(ctx)); err != nil {
+		e.end()
 		e.node.Close()
 		st.Close()
 		unlock()
@@ -129,24 +136,23 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	return e, nil
 }
 
-// Close stops the engine (attempts in flight finish and are recorded) and
-// closes the store.
-func (e *Engine) Close() error {
-	e.node.Close()
-	defer e.unlock() // once the store is closed
-	return e.st.Close()
-}
-
-// Handler serves one function. It gets the task of the attempt and the
-// attempt's deadline in ctx. Returning nil succeeds the attempt with the
-// result (nil for none); returning an error fails it, and it is retried with
-// the queue's backoff until its attempts are spent; returning Defer(d) tries
-// again after d without using an attempt.
+// Handler serves one function. It gets the task of the attempt, and a ctx
+// that ends at the attempt's deadline or when Close begins. Returning nil
+// succeeds the attempt with the result (nil for none), even after ctx
+// ended at Close; returning an error fails it, and it is retried with the
+// queue's backoff until its attempts are spent (at Close, the attempt is
+// given back uncounted instead); returning Defer(d) tries again after d
+// without using an attempt. Past the deadline, the attempt is timed out
+// whatever the handler returns.
 type Handler func(ctx context.Context, t *Task) (result json.RawMessage, err error)
 
-// Handle serves the function name ("group/name") in this program, replacing
-// the handler it had.
+// Handle serves the function name ("group/name": letters, digits, '-' and
+// '_' on each side) in this program, replacing the handler it had. Any other
+// name is refused with INVALID_ARGUMENT.
 func (e *Engine) Handle(function string, h Handler) error {
+	if err := e.refuse(); err != nil {
+		return err
+	}
 	if h == nil {
 		return publicError(task.FieldErrorf(task.CodeInvalidArgument, "handler", "must not be nil"))
 	}
@@ -174,20 +180,4 @@ func (e *Engine) HTTPHandler() http.Handler {
 		a = auth.Dev{}
 	}
 	return e.node.Handler(node.HandlerConfig{Auth: a})
-}
-
-// Error is a refusal of the engine: the v1 API's code, message, HTTP
-// status and, for TASK_EXISTS, the existing task's id. It is the type the
-// client SDK answers (errandapi.Error), so errors.Is(err,
-// client.ErrTaskExists) holds alike in process and over HTTP.
-type Error = errandapi.Error
-
-// publicError turns the engine's errors into *Error; other errors (a
-// store that cannot be opened, a cancelled context) pass unchanged.
-func publicError(err error) error {
-	var te *task.Error
-	if err == nil || !errors.As(err, &te) {
-		return err
-	}
-	return &Error{Code: te.Code, Message: te.Message, Status: errandapi.StatusOf(te.Code), ID: te.ID}
 }

@@ -13,9 +13,10 @@ import (
 )
 
 // FunctionHandler serves one function target inside this process. It gets
-// the claimed task (read it, do not keep it) and the attempt's deadline in
-// ctx. A nil error is a successful attempt whose result is the returned
-// JSON (nil for none); an error is a failed attempt that is retried with
+// the claimed task (read it, do not keep it), and a ctx that ends at the
+// attempt's deadline (or sooner, when the engine stops). A nil error is a
+// successful attempt whose result is the returned JSON (nil for none), even
+// when ctx ended first; an error is a failed attempt that is retried with
 // backoff, unless it is a *DeferError, which asks to be tried again later
 // without using an attempt.
 type FunctionHandler func(ctx context.Context, t *task.Task) (json.RawMessage, error)
@@ -29,9 +30,11 @@ func (e *DeferError) Error() string { return "deferred for " + e.Delay.String() 
 
 // Functions delivers function targets (`{"function": "group/name"}`) to
 // handlers registered in this process: the in-process worker of an errand
-// engine embedded in a Go program. A function no handler serves fails its
-// attempt, which is retried with backoff like any failure, so a task waits
-// out a deploy in which its worker is briefly missing.
+// engine embedded in a Go program. Its functions are offered to the
+// dispatcher's claim (Free), so a task whose function no handler here
+// serves is not claimed by this process: it waits as scheduled, no attempt
+// used, until a handler is registered or a worker serves it. Deliver of an
+// unserved function (not registered here) fails the attempt.
 type Functions struct {
 	mu       sync.RWMutex
 	handlers map[string]FunctionHandler
@@ -40,8 +43,11 @@ type Functions struct {
 // Handle registers h for the function name ("group/name"), replacing any
 // handler it had.
 func (f *Functions) Handle(name string, h FunctionHandler) error {
-	if err := task.ValidateTarget(&task.Target{Function: name}, "function", task.URLRules{}); err != nil {
-		return err
+	// The rule is the target's; the message speaks of the name alone
+	// (the target's would name a field "function.function", or for ""
+	// ask for one of webhook, function or channel).
+	if task.ValidateTarget(&task.Target{Function: name}, "function", task.URLRules{}) != nil {
+		return task.FieldErrorf(task.CodeInvalidArgument, "function", `must be "group/name", e.g. app/send-receipt (group and name: letters, digits, '-' and '_'); got %q`, name)
 	}
 	if h == nil {
 		return task.FieldErrorf(task.CodeInvalidArgument, "handler", "must not be nil")
@@ -63,6 +69,19 @@ func (f *Functions) Deliver(ctx context.Context, r *Request) (res Result) {
 	if h == nil {
 		return failed(0, fmt.Sprintf("no worker serves function %q here", r.Target.Function))
 	}
+	// The handler's ctx ends at the attempt's deadline. The dispatcher's
+	// ctx runs lateCap longer (a late webhook's answer is still recorded);
+	// a handler is told when its time is up. The time left is read in the
+	// engine's clock (DeadlineAt and Now), so a fake clock's is honoured.
+	if r.Task != nil && r.Task.DeadlineAt != 0 {
+		now := r.Now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(r.Task.DeadlineAt-now.UnixMilli())*time.Millisecond)
+		defer cancel()
+	}
 	start := time.Now()
 	defer func() {
 		if p := recover(); p != nil {
@@ -77,9 +96,11 @@ func (f *Functions) Deliver(ctx context.Context, r *Request) (res Result) {
 		return Result{Outcome: task.Outcome{Status: task.AttemptFailed, Error: de.Error()}, Defer: true, DeferDelay: de.Delay}
 	case err != nil:
 		return failed(0, err.Error())
-	case ctx.Err() != nil:
-		return failed(0, "deadline exceeded")
 	}
+	// A nil error is a success even when ctx ended first (the engine
+	// closing, or the deadline): the handler did its work. The dispatcher
+	// records an answer past the deadline as timed out, and keeps a
+	// success at shutdown.
 	o := task.Outcome{Status: task.AttemptSucceeded}
 	if len(out) > 0 && !task.IsJSONNull(out) {
 		if verr := task.ValidateJSONBytes(out, "result"); verr != nil {

@@ -15,8 +15,10 @@ func TestFunctionsOutcomes(t *testing.T) {
 	var f Functions
 	ok := func(context.Context, *task.Task) (json.RawMessage, error) { return json.RawMessage(`{"a":1}`), nil }
 	for _, name := range []string{"", "nogroup", "a/b/c"} {
-		if err := f.Handle(name, ok); !task.IsCode(err, task.CodeInvalidArgument) {
-			t.Fatalf("Handle(%q) = %v, want INVALID_ARGUMENT", name, err)
+		// The message says plainly what a function name is.
+		if err := f.Handle(name, ok); !task.IsCode(err, task.CodeInvalidArgument) ||
+			!strings.HasPrefix(err.Error(), `INVALID_ARGUMENT: function: must be "group/name"`) {
+			t.Fatalf("Handle(%q) = %v, want INVALID_ARGUMENT: function: must be \"group/name\"…", name, err)
 		}
 	}
 	if err := f.Handle("app/x", nil); !task.IsCode(err, task.CodeInvalidArgument) {
@@ -58,10 +60,55 @@ func TestFunctionsOutcomes(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(bg)
 	cancel()
-	if r := run("app/late", ctx); r.Outcome.Status != task.AttemptFailed || r.Outcome.Error != "deadline exceeded" {
-		t.Fatalf("past the deadline: %+v", r)
+	// A handler that returns nil after its ctx ended (the engine closing)
+	// did its work: a success, recorded as one.
+	if r := run("app/late", ctx); r.Outcome.Status != task.AttemptSucceeded {
+		t.Fatalf("success after ctx ended: %+v", r)
 	}
 	if r := run("app/none", bg); r.Outcome.Status != task.AttemptFailed || !strings.Contains(r.Outcome.Error, "no worker serves") {
 		t.Fatalf("unserved: %+v", r)
+	}
+}
+
+// TestFunctionsCtxEndsAtDeadline: the handler's ctx ends at the attempt's
+// deadline, read in the engine's clock (DeadlineAt less the request's Now,
+// a time far from the real one here), not at the longer ctx the
+// dispatcher gives the deliverer.
+func TestFunctionsCtxEndsAtDeadline(t *testing.T) {
+	var f Functions
+	type seen struct {
+		deadline time.Time
+		ok       bool
+		err      error
+	}
+	got := make(chan seen, 1)
+	if err := f.Handle("app/slow", func(ctx context.Context, _ *task.Task) (json.RawMessage, error) {
+		d, ok := ctx.Deadline()
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Second): // bounded: the deadline is 200 ms
+		}
+		got <- seen{d, ok, ctx.Err()}
+		return nil, ctx.Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	engineNow := time.UnixMilli(1_790_000_000_000) // a fake clock's time
+	outer, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	before := time.Now()
+	r := f.Deliver(outer, &Request{
+		Task:   &task.Task{ID: "t1", DeadlineAt: engineNow.Add(200 * time.Millisecond).UnixMilli()},
+		Target: task.Target{Function: "app/slow"}, Now: engineNow,
+	})
+	s := <-got
+	if !s.ok || s.deadline.Before(before.Add(200*time.Millisecond)) || s.deadline.After(time.Now().Add(200*time.Millisecond)) {
+		t.Fatalf("handler's deadline %v (set %v); want 200 ms after %v", s.deadline, s.ok, before)
+	}
+	if !errors.Is(s.err, context.DeadlineExceeded) || time.Since(before) < 200*time.Millisecond {
+		t.Fatalf("ctx ended with %v after %v; want DeadlineExceeded at 200 ms", s.err, time.Since(before))
+	}
+	if r.Outcome.Status != task.AttemptFailed {
+		t.Fatalf("outcome %+v; want the handler's error, a failure", r)
 	}
 }

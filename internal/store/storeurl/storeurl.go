@@ -92,13 +92,32 @@ func (e *InUseError) Error() string {
 	return fmt.Sprintf("the SQLite store %s is in use by %s: a SQLite store serves one node", e.Path, e.Holder)
 }
 
+// URLError is Open's refusal of a store URL. Its Error is worded for
+// errand's command line (`--store "mysql://x": unknown scheme …`); the
+// embedded engine words it for its Options from URL and Why.
+type URLError struct {
+	URL string
+	Why string
+	// InURL: options were put in the URL (a query or fragment), where they
+	// go as flags (the command line's --sync) or Options fields.
+	InURL bool
+}
+
+func (e *URLError) Error() string {
+	s := fmt.Sprintf("--store %q: %s", e.URL, e.Why)
+	if e.InURL {
+		s += " (options are flags, such as --sync)"
+	}
+	return s
+}
+
 // Open opens the store a URL names; its scheme picks the backend:
 // sqlite://PATH (a file; sqlite:///abs/path for an absolute path) or
 // postgres://… (a pgx connection string, shared by any number of nodes).
 func Open(ctx context.Context, rawURL string, o Options) (store.Store, error) {
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	if !ok {
-		return nil, fmt.Errorf("--store %q: want sqlite://PATH or postgres://…", rawURL)
+		return nil, &URLError{URL: rawURL, Why: "want sqlite://PATH or postgres://…"}
 	}
 	switch scheme {
 	case "sqlite":
@@ -106,7 +125,7 @@ func Open(ctx context.Context, rawURL string, o Options) (store.Store, error) {
 	case "postgres", "postgresql":
 		return postgres.Open(ctx, rawURL, postgres.Options{Logger: o.Log})
 	}
-	return nil, fmt.Errorf("--store %q: unknown scheme %q (want sqlite://PATH or postgres://…)", rawURL, scheme)
+	return nil, &URLError{URL: rawURL, Why: fmt.Sprintf("unknown scheme %q (want sqlite://PATH or postgres://…)", scheme)}
 }
 
 // openSQLite opens the SQLite file at path, creating it (and its
@@ -114,7 +133,7 @@ func Open(ctx context.Context, rawURL string, o Options) (store.Store, error) {
 // SQLite gives its -wal and -shm files the mode of the database file.
 func openSQLite(ctx context.Context, path string, o Options) (store.Store, error) {
 	if !filePath(path) {
-		return nil, fmt.Errorf("--store sqlite://PATH: %q is not a file path (options are flags, such as --sync)", path)
+		return nil, &URLError{URL: "sqlite://" + path, Why: "not a file path", InURL: path != ""}
 	}
 	if o.MustExist {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {

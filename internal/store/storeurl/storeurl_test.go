@@ -102,9 +102,9 @@ func TestRefusedURLs(t *testing.T) {
 	for _, tc := range []struct{ url, want string }{
 		{"errand.db", `want sqlite://PATH or postgres://`},
 		{"mysql://localhost/errand", `unknown scheme "mysql"`},
-		{"sqlite://", `is not a file path`},
+		{"sqlite://", `"sqlite://": not a file path`},
 		{"sqlite://" + dir + "/e.db?_pragma=journal_mode(DELETE)", `options are flags, such as --sync`},
-		{"sqlite://" + dir + "/e.db#x", `is not a file path`},
+		{"sqlite://" + dir + "/e.db#x", `not a file path (options are flags, such as --sync)`},
 	} {
 		st, err := Open(context.Background(), tc.url, quiet)
 		if err == nil {

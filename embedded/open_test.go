@@ -1,0 +1,45 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/errandhq/errand/client"
+)
+
+// TestOpenRefusalsAreErrors: Open refuses a bad Org or Store with an
+// *Error (INVALID_ARGUMENT) in the embedded API's words: the field
+// Store, not the command line's --store flag.
+func TestOpenRefusalsAreErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"bad Org", Options{Store: "sqlite://" + filepath.Join(dir, "a.db"), Org: "bad org!"}, "org: may hold only"},
+		{"unknown scheme", Options{Store: "mysql://x"}, `Store: "mysql://x": unknown scheme "mysql" (want sqlite://PATH or postgres://…)`},
+		{"no scheme", Options{Store: filepath.Join(dir, "b.db")}, `Store: "` + filepath.Join(dir, "b.db") + `": want sqlite://PATH or postgres://…`},
+		{"empty path", Options{Store: "sqlite://"}, `Store: "sqlite://": not a file path`},
+		{"options in the URL", Options{Store: "sqlite://x.db?sync=FULL"}, `Store: "sqlite://x.db?sync=FULL": not a file path (options are Options fields, such as Sync)`},
+	} {
+		c.o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		e, err := Open(context.Background(), c.o)
+		if e != nil {
+			e.Close()
+		}
+		var pe *Error
+		if !errors.As(err, &pe) || !errors.Is(err, client.ErrInvalidArgument) || !strings.HasPrefix(pe.Message, c.want) {
+			t.Errorf("%s: %v (%T); want an INVALID_ARGUMENT *Error saying %s", c.name, err, err, c.want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "--") || strings.Contains(err.Error(), "flag")) {
+			t.Errorf("%s: %v speaks of the command line", c.name, err)
+		}
+	}
+}

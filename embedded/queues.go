@@ -1,0 +1,117 @@
+package embedded
+
+import (
+	"context"
+	"time"
+
+	"github.com/errandhq/errand/internal/engine"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// QueueOptions are a new queue's settings; zero values take the v1
+// defaults (push, 10 attempts, backoff 10 s doubling to 1 h, deadline
+// 600 s, no rate or concurrency cap). Any other value is checked as the v1
+// API checks it: a negative one is refused, not taken as the default.
+// deadLetterQueue, targetControl, maxAgeSeconds and ratePerSecond are not
+// here: set them through the v1 API on HTTPHandler (client.UpdateQueue).
+type QueueOptions struct {
+	Pull     bool   // a pull queue, leased with Lease
+	Function string // push target: a function served by Handle ("group/name")
+	Webhook  string // push target: an https URL
+	// MaxConcurrent caps the queue's attempts in flight (0 = no cap beyond
+	// the instance's maxInFlight).
+	MaxConcurrent int
+	MaxAttempts   int
+	MinBackoff    time.Duration
+	MaxBackoff    time.Duration
+	Deadline      time.Duration // per attempt, whole seconds, at most 840 s
+	Paused        bool
+}
+
+// CreateQueue creates a queue. QUEUE_EXISTS if it exists.
+func (e *Engine) CreateQueue(ctx context.Context, instance, name string, o QueueOptions) error {
+	if err := e.refuse(); err != nil {
+		return err
+	}
+	p := &task.QueuePatch{}
+	mode := task.ModePush
+	if o.Pull {
+		mode = task.ModePull
+	}
+	p.Mode = &mode
+	if o.Function != "" || o.Webhook != "" {
+		t := &task.Target{Function: o.Function, Webhook: o.Webhook}
+		p.Target = &t
+	}
+	// Zero is the default; any other value goes to the engine, which
+	// refuses what the v1 API refuses (a negative one, say).
+	if o.MaxConcurrent != 0 {
+		n := &o.MaxConcurrent
+		p.MaxConcurrent = &n
+	}
+	if o.MaxAttempts != 0 {
+		p.MaxAttempts = &o.MaxAttempts
+	}
+	if o.MinBackoff != 0 {
+		s := o.MinBackoff.Seconds()
+		p.MinBackoffSeconds = &s
+	}
+	if o.MaxBackoff != 0 {
+		s := o.MaxBackoff.Seconds()
+		p.MaxBackoffSeconds = &s
+	}
+	if o.Deadline != 0 {
+		// deadlineSeconds is whole seconds: a fraction cannot travel.
+		if o.Deadline%time.Second != 0 {
+			return e.fail(task.FieldErrorf(task.CodeInvalidArgument, "deadlineSeconds", "must be whole seconds, not %v", o.Deadline))
+		}
+		s := int(o.Deadline / time.Second)
+		p.DeadlineSeconds = &s
+	}
+	if o.Paused {
+		p.Paused = &o.Paused
+	}
+	_, err := e.eng.QueueCreate(ctx, engine.QueueRef{Org: e.org, Instance: instance, Queue: name}, p)
+	return e.fail(err)
+}
+
+// QueueInfo is a queue's state: its counts of tasks by v1 state, each
+// stopping at 10,000 (Capped names the ones that did).
+type QueueInfo struct {
+	Name   string
+	Pull   bool
+	Paused bool
+	Counts map[string]int
+	Capped map[string]bool
+}
+
+// Queue returns a queue with its counts by state.
+func (e *Engine) Queue(ctx context.Context, instance, name string) (*QueueInfo, error) {
+	if err := e.refuse(); err != nil {
+		return nil, err
+	}
+	v, err := e.eng.QueueGet(ctx, engine.QueueRef{Org: e.org, Instance: instance, Queue: name})
+	if err != nil {
+		return nil, e.fail(err)
+	}
+	q := v.Queue
+	out := &QueueInfo{Name: q.Name, Pull: q.Mode == task.ModePull, Paused: q.Paused, Counts: map[string]int{}, Capped: map[string]bool{}}
+	for s, n := range v.Counts {
+		name := s.V1(out.Pull)
+		out.Counts[name] = n
+		if n >= engine.CountLimit {
+			out.Capped[name] = true
+		}
+	}
+	return out, nil
+}
+
+// SetPaused pauses a queue (nothing is delivered or leased from it; adds
+// go on) or resumes it.
+func (e *Engine) SetPaused(ctx context.Context, instance, queue string, paused bool) error {
+	if err := e.refuse(); err != nil {
+		return err
+	}
+	_, err := e.eng.QueuePatch(ctx, engine.QueueRef{Org: e.org, Instance: instance, Queue: queue}, &task.QueuePatch{Paused: &paused})
+	return e.fail(err)
+}
