@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -231,7 +232,7 @@ func (s *apiSpec) check(req *http.Request, reqBody []byte, resp *http.Response, 
 		MultiError: true, ExcludeRequestBody: true, ExcludeResponseBody: true}
 	in := &openapi3filter.RequestValidationInput{Request: probe, PathParams: params, Route: route, Options: opts}
 	if resp.StatusCode/100 == 2 {
-		if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
+		if err := unboundedIntegers(openapi3filter.ValidateRequest(context.Background(), in)); err != nil {
 			return fmt.Errorf("the server accepted a request the document refuses: %w", err)
 		}
 		if err := s.checkBody("request", req.Header.Get("Content-Type"), reqBody, "paths", path, method, "requestBody", "content"); err != nil {
@@ -245,6 +246,42 @@ func (s *apiSpec) check(req *http.Request, reqBody []byte, resp *http.Response, 
 		return err
 	}
 	return s.checkBody("answer", resp.Header.Get("Content-Type"), respBody, "paths", path, method, "responses", strconv.Itoa(resp.StatusCode), "content")
+}
+
+// unboundedIntegers is err without the errors of integer query parameters
+// too large for an int64: JSON Schema's integer has no bound, and the
+// server clamps any integer of GET /api/tasks's limit and offset however
+// long, but kin-openapi parses an integer parameter into an int64 and
+// refuses one that overflows it. Any other error is kept.
+func unboundedIntegers(err error) error {
+	me, ok := err.(openapi3.MultiError)
+	if !ok {
+		if err != nil && overflow(err) {
+			return nil
+		}
+		return err
+	}
+	var kept openapi3.MultiError
+	for _, e := range me {
+		if !overflow(e) {
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	return kept
+}
+
+// overflow reports whether err is a query parameter's integer that does
+// not fit an int64.
+func overflow(err error) bool {
+	var re *openapi3filter.RequestError
+	if !errors.As(err, &re) || re.Parameter == nil || re.Parameter.In != openapi3.ParameterInQuery {
+		return false
+	}
+	s := re.Parameter.Schema
+	return s != nil && s.Value != nil && s.Value.Type.Is(openapi3.TypeInteger) && errors.Is(err, strconv.ErrRange)
 }
 
 // exercise records req's operation as exercised without checking it (a
