@@ -8,7 +8,7 @@ import "context"
 // and its result is recorded; one that returns an error (ctx.Err()
 // included) gives the attempt back uncounted, to run again. A Lease waiting
 // returns ErrClosed at once, and every call after Close returns ErrClosed.
-// Close again returns nil.
+// Close again does nothing more and returns what the first returned.
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
 		e.end() // calls from now on are refused; a waiting Lease returns

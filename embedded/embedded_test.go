@@ -208,7 +208,7 @@ func TestFunctionPanicDeferAndMissingHandler(t *testing.T) {
 func TestLeaseAndAckMany(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, kind string) {
-		e, _ := open(t, kind)
+		e, fc := open(t, kind)
 		ctx := context.Background()
 		must(t, e.CreateQueue(ctx, "jobs", "work", QueueOptions{Pull: true}))
 		ids := add(t, e, "work", NewTask{Payload: json.RawMessage(`1`)}, NewTask{Payload: json.RawMessage(`2`)})
@@ -233,6 +233,16 @@ func TestLeaseAndAckMany(t *testing.T) {
 		}
 		must(t, e.Release(ctx, "jobs", got[1].ID, got[1].LeaseID, "", 0))
 		waitState(t, e, got[1].ID, "retrying")
+		// With an error and a delay: a failed attempt, retried after the
+		// delay rather than the queue's backoff.
+		again, err := e.Lease(ctx, "jobs", "work", 1, time.Minute, 0)
+		if err != nil || len(again) != 1 {
+			t.Fatalf("Lease again: %d tasks, %v", len(again), err)
+		}
+		must(t, e.Release(ctx, "jobs", again[0].ID, again[0].LeaseID, "upstream busy", time.Hour))
+		if tk := waitState(t, e, again[0].ID, "retrying"); !tk.RunAt.Equal(fc.Now().Add(time.Hour)) || tk.Attempt != 1 {
+			t.Fatalf("released with an error and an hour: %+v; want retrying at now+1h, attempt 1", tk)
+		}
 		_ = ids
 	})
 }

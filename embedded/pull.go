@@ -62,7 +62,9 @@ func (e *Engine) AckMany(ctx context.Context, instance, queue string, acks []Ack
 }
 
 // Release gives a leased task back: with errMsg it is a failed attempt
-// (backoff, maxAttempts); without, it goes back unharmed after delay.
+// (maxAttempts, dead letters), retried after delay when it is above 0,
+// else after the queue's backoff; without, it goes back unharmed after
+// delay.
 func (e *Engine) Release(ctx context.Context, instance, id, leaseID, errMsg string, delay time.Duration) error {
 	if err := e.refuse(); err != nil {
 		return err

@@ -61,8 +61,9 @@ func (e *Engine) CreateQueue(ctx context.Context, instance, name string, o Queue
 		p.MaxBackoffSeconds = &s
 	}
 	if o.Deadline != 0 {
-		// deadlineSeconds is whole seconds: a fraction cannot travel.
-		if o.Deadline%time.Second != 0 {
+		// deadlineSeconds is whole seconds: a fraction cannot travel (a
+		// negative one goes on, to be refused as out of range).
+		if o.Deadline > 0 && o.Deadline%time.Second != 0 {
 			return e.fail(task.FieldErrorf(task.CodeInvalidArgument, "deadlineSeconds", "must be whole seconds, not %v", o.Deadline))
 		}
 		s := int(o.Deadline / time.Second)

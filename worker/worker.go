@@ -86,6 +86,7 @@ type Handler func(ctx context.Context, t *Task) (result json.RawMessage, err err
 // using an attempt.
 type DeferError struct{ Delay time.Duration }
 
+// Error implements error.
 func (e *DeferError) Error() string { return "deferred for " + e.Delay.String() }
 
 // Defer is the error a Handler returns to be tried again after d without
@@ -242,6 +243,7 @@ type CloseError struct {
 	Truncated bool
 }
 
+// Error implements error.
 func (e *CloseError) Error() string {
 	s := fmt.Sprintf("worker: the node closed the connection: %s: %s", e.Code, e.Message)
 	if e.Truncated {

@@ -51,6 +51,10 @@ func TestLogin(t *testing.T) {
 	}
 	u.post("/console/login", url.Values{"key": {"errk_" + strings.Repeat("0", 64)}}).want(t, http.StatusUnauthorized, "not a valid API key")
 	u.post("/console/login", url.Values{"key": {"<script>x</script>"}}).want(t, http.StatusUnauthorized).lacks(t, "<script>x")
+	// A key split by a space or a line break (a bad paste) cannot travel
+	// in a header: it is not a valid key (it panicked the handler).
+	u.post("/console/login", url.Values{"key": {"errk_abc def"}}).want(t, http.StatusUnauthorized, "not a valid API key")
+	u.post("/console/login", url.Values{"key": {"errk_abc\ndef"}}).want(t, http.StatusUnauthorized, "not a valid API key")
 
 	resp, err := u.hc.PostForm(e.srv.URL+"/console/login", url.Values{"key": {e.full}})
 	if err != nil {

@@ -7,8 +7,8 @@ import (
 
 // queueNotice is the queue page's word on the action that sent the browser
 // back to it (?done=…, and ?n= the tasks a purge removed), "" for none.
-// Only a number is read from the URL, so a link cannot put words on the
-// page.
+// A link can pick one of these fixed notices, but it cannot put words of
+// its own on the page: only a number is read from the URL.
 func queueNotice(q url.Values) string {
 	switch q.Get("done") {
 	case "saved":

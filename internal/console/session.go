@@ -48,7 +48,9 @@ func (s *session) roleOn(instance string) errandapi.Role {
 }
 
 // newClient is a client of the node's API in process with key ("" in dev).
-func (c *Console) newClient(key string) *client.Client {
+// A key client.New refuses (one holding a space or a line break: no key
+// errand makes) is UNAUTHENTICATED, as the API answers an unknown key.
+func (c *Console) newClient(key string) (*client.Client, error) {
 	cl, err := client.New("http://localhost", client.Options{
 		APIKey: key, HTTPClient: &http.Client{Transport: inproc.Transport{H: c.cfg.API}},
 		Source: "console", UserAgent: "errand-console",
@@ -56,10 +58,21 @@ func (c *Console) newClient(key string) *client.Client {
 		// rate limit or retries a call the user made.
 		Retry: client.RetryPolicy{MaxAttempts: 1, MaxRetryAfter: time.Millisecond},
 	})
-	if err != nil {
-		panic(err) // the URL is a constant
+	if err != nil { // the URL is a constant: the key was refused
+		return nil, &errandapi.Error{Code: errandapi.CodeUnauthenticated, Status: http.StatusUnauthorized, Message: err.Error()}
 	}
-	return cl
+	return cl, nil
+}
+
+// self reads the key's grants through the API (GET /v1/keys/self), with a
+// client of that key.
+func (c *Console) self(ctx context.Context, key string) (*client.Client, *errandapi.KeySelf, error) {
+	cl, err := c.newClient(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	self, err := cl.Self(ctx)
+	return cl, self, err
 }
 
 // csrfToken is the token of a session's forms: an HMAC of a fixed label
@@ -85,8 +98,7 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) *session {
 		}
 		key, secret = ck.Value, ck.Value
 	}
-	s := &session{cl: c.newClient(key), csrf: csrfToken(secret), dev: c.cfg.Dev}
-	self, err := s.cl.Self(r.Context())
+	cl, self, err := c.self(r.Context(), key)
 	if errors.Is(err, client.ErrUnauthenticated) {
 		c.clearCookie(w, r)
 		c.toLogin(w, r, "expired")
@@ -96,8 +108,7 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) *session {
 		c.fail(w, r, nil, err)
 		return nil
 	}
-	s.self = self
-	return s
+	return &session{cl: cl, csrf: csrfToken(secret), dev: c.cfg.Dev, self: self}
 }
 
 // toLogin sends the browser to the login page (why "expired" says the
@@ -180,7 +191,7 @@ func (c *Console) sessionHolds(w http.ResponseWriter, r *http.Request) bool {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	self, err := c.newClient(ck.Value).Self(ctx)
+	_, self, err := c.self(ctx, ck.Value)
 	if err == nil && self.Strongest() != "" {
 		return true
 	}
@@ -201,7 +212,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	key := strings.TrimSpace(r.PostFormValue("key"))
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	self, err := c.newClient(key).Self(ctx)
+	_, self, err := c.self(ctx, key)
 	if err == nil && self.Strongest() == "" {
 		err = &errandapi.Error{Code: errandapi.CodeUnauthenticated, Status: http.StatusUnauthorized, Message: "the key has no grant"}
 	}

@@ -43,11 +43,8 @@ type Functions struct {
 // Handle registers h for the function name ("group/name"), replacing any
 // handler it had.
 func (f *Functions) Handle(name string, h FunctionHandler) error {
-	// The rule is the target's; the message speaks of the name alone
-	// (the target's would name a field "function.function", or for ""
-	// ask for one of webhook, function or channel).
-	if task.ValidateTarget(&task.Target{Function: name}, "function", task.URLRules{}) != nil {
-		return task.FieldErrorf(task.CodeInvalidArgument, "function", `must be "group/name", e.g. app/send-receipt (group and name: letters, digits, '-' and '_'); got %q`, name)
+	if err := task.ValidateFunctionName(name, "function"); err != nil {
+		return err
 	}
 	if h == nil {
 		return task.FieldErrorf(task.CodeInvalidArgument, "handler", "must not be nil")

@@ -14,11 +14,11 @@ import (
 func TestFunctionsOutcomes(t *testing.T) {
 	var f Functions
 	ok := func(context.Context, *task.Task) (json.RawMessage, error) { return json.RawMessage(`{"a":1}`), nil }
-	for _, name := range []string{"", "nogroup", "a/b/c"} {
+	for _, name := range []string{"", "nogroup", "a/b/c", "app/-x"} {
 		// The message says plainly what a function name is.
 		if err := f.Handle(name, ok); !task.IsCode(err, task.CodeInvalidArgument) ||
-			!strings.HasPrefix(err.Error(), `INVALID_ARGUMENT: function: must be "group/name"`) {
-			t.Fatalf("Handle(%q) = %v, want INVALID_ARGUMENT: function: must be \"group/name\"…", name, err)
+			err.Error() != `INVALID_ARGUMENT: function: must be GROUP/FUNCTION, e.g. app/send-receipt` {
+			t.Fatalf("Handle(%q) = %v, want INVALID_ARGUMENT: function: must be GROUP/FUNCTION…", name, err)
 		}
 	}
 	if err := f.Handle("app/x", nil); !task.IsCode(err, task.CodeInvalidArgument) {

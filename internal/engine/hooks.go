@@ -87,16 +87,16 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 		return nil, e.hookRefused(ctx, h, err)
 	}
 	if err != nil {
-		return nil, err
+		return nil, e.hookLog(h, err)
 	}
 	t, err := task.NewTask(q, in, e.now(), e.rules)
 	if task.IsCode(err, task.CodeNoTarget) {
 		// The sender cannot give the task a target: say whose the fix is.
-		err = task.Errorf(task.CodeNoTarget, "the hook's queue %q has no target, so this call was not queued: "+
-			"the rule's owner must give the queue a target (or make it a pull queue)", q.Name)
+		return nil, e.hookRefused(ctx, h, task.Errorf(task.CodeNoTarget, "the hook's queue %q has no target, so this call was not queued: "+
+			"the rule's owner must give the queue a target (or make it a pull queue)", q.Name))
 	}
 	if err != nil {
-		return nil, e.hookRefused(ctx, h, err)
+		return nil, e.hookLog(h, err)
 	}
 	t.ID = e.newID()
 	// The task and the rule's fired count go in one transaction; a name

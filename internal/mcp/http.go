@@ -105,8 +105,8 @@ func NewHTTPHandler(cfg HTTPConfig) *HTTPHandler {
 	if !cfg.Dev {
 		verify := func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 			c, err := newClient(token)
-			if err != nil {
-				return nil, err
+			if err != nil { // a token client.New refuses is no key errand made
+				return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
 			}
 			self, err := c.Self(ctx)
 			if errors.Is(err, client.ErrUnauthenticated) {

@@ -119,14 +119,22 @@ func ValidateTarget(t *Target, field string, rules URLRules) error {
 	case t.Webhook != "":
 		return ValidateWebhookURL(t.Webhook, field+".webhook", rules)
 	case t.Function != "":
-		group, fn, ok := strings.Cut(t.Function, "/")
-		if !ok || ValidateQueueName(group, field) != nil || ValidateQueueName(fn, field) != nil {
-			return FieldErrorf(CodeInvalidArgument, field+".function", "must be GROUP/FUNCTION, e.g. app/send-receipt")
-		}
+		return ValidateFunctionName(t.Function, field+".function")
 	case t.Channel != "":
 		if err := ValidateQueueName(t.Channel, field+".channel"); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// ValidateFunctionName checks a function target's name, "GROUP/FUNCTION":
+// each part a name as a queue's is (1–100 letters, digits, '-' and '_',
+// starting with a letter or digit). field names it in the refusal.
+func ValidateFunctionName(name, field string) error {
+	group, fn, ok := strings.Cut(name, "/")
+	if !ok || ValidateQueueName(group, field) != nil || ValidateQueueName(fn, field) != nil {
+		return FieldErrorf(CodeInvalidArgument, field, "must be GROUP/FUNCTION, e.g. app/send-receipt")
 	}
 	return nil
 }

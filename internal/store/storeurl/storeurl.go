@@ -88,6 +88,7 @@ type InUseError struct {
 	Holder filelock.Holder
 }
 
+// Error implements error.
 func (e *InUseError) Error() string {
 	return fmt.Sprintf("the SQLite store %s is in use by %s: a SQLite store serves one node", e.Path, e.Holder)
 }
@@ -103,6 +104,7 @@ type URLError struct {
 	InURL bool
 }
 
+// Error implements error.
 func (e *URLError) Error() string {
 	s := fmt.Sprintf("--store %q: %s", e.URL, e.Why)
 	if e.InURL {
