@@ -74,6 +74,10 @@ func (e *Engine) Add(ctx context.Context, instance, queue string, tasks ...NewTa
 		return nil, err
 	}
 	res, err := e.eng.TaskAdd(ctx, engine.QueueRef{Org: e.org, Instance: instance, Queue: queue}, addInputs(tasks))
+	if len(tasks) == 1 {
+		// Named tasks[0], as the SDK's AddTask is refused (it sends a batch).
+		err = task.OneOfBatch(err)
+	}
 	if err != nil {
 		return nil, e.fail(err)
 	}

@@ -29,10 +29,14 @@ func TestInputIsCheckedAsOverHTTP(t *testing.T) {
 	e, fc := open(t, "sqlite")
 	ctx := context.Background()
 	must(t, e.CreateQueue(ctx, "jobs", "q", QueueOptions{Pull: true}))
+	// One task is tasks[0], as the SDK's AddTask is refused (it sends a
+	// batch); in a batch, tasks[i].
 	_, err := e.Add(ctx, "jobs", "q", NewTask{Delay: -5 * time.Second})
-	refused(t, "Delay -5s", err, "delay: must be 0–31536000 seconds")
+	refused(t, "Delay -5s", err, "tasks[0].delay: must be 0–31536000 seconds")
 	_, err = e.Add(ctx, "jobs", "q", NewTask{Delay: time.Hour, RunAt: fc.Now().Add(time.Minute)})
-	refused(t, "Delay and RunAt", err, "delay: send delay or runAt, not both")
+	refused(t, "Delay and RunAt", err, "tasks[0].delay: send delay or runAt, not both")
+	_, err = e.Add(ctx, "jobs", "q", NewTask{}, NewTask{Delay: -time.Second})
+	refused(t, "a batch's second task", err, "tasks[1].delay: must be 0–31536000 seconds")
 
 	for _, c := range []struct {
 		name string

@@ -97,7 +97,8 @@ func (e *Engine) TaskAddWith(ctx context.Context, ref QueueRef, ins []task.AddIn
 
 // indexed prefixes the field of a batch item's error with tasks[i]
 // (task.InBatch); a call of one item is left as it is (the HTTP API names
-// the one task of a batch body itself: see httpapi's addTasks).
+// the one task of a batch body itself, and the embedded engine the one task
+// of its Add: task.OneOfBatch).
 func indexed(err error, i, n int) error {
 	if n == 1 {
 		return err

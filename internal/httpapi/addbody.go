@@ -3,9 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"strconv"
-	"strings"
 
 	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/jsonstrict"
@@ -93,8 +91,7 @@ func parseTask(item []byte, prefix, source string) (task.AddInput, error) {
 // the engine names the tasks of a larger batch; a body of one task object,
 // and any refusal that is not of a field, are left as they are.
 func oneOfBatch(err error, raw []byte, n int) error {
-	var te *task.Error
-	if n != 1 || !errors.As(err, &te) || te.Field == "" || strings.HasPrefix(te.Field, "tasks") {
+	if n != 1 || err == nil {
 		return err
 	}
 	switch b := jsonstrict.TrimSpace(raw); {
@@ -106,7 +103,7 @@ func oneOfBatch(err error, raw []byte, n int) error {
 	default:
 		return err
 	}
-	return task.InBatch(te, 0)
+	return task.OneOfBatch(err)
 }
 
 // envelopeTasks returns the value of "tasks" when the valid JSON object b

@@ -119,6 +119,17 @@ func InBatch(err error, i int) error {
 	return &c
 }
 
+// OneOfBatch is err as the refusal of the one task of a batch of one: a
+// refusal of one of its fields gets tasks[0] (as InBatch), unless it has
+// it already; any other error is returned as it is.
+func OneOfBatch(err error) error {
+	var te *Error
+	if !errors.As(err, &te) || te.Field == "" || strings.HasPrefix(te.Field, "tasks") {
+		return err
+	}
+	return InBatch(te, 0)
+}
+
 // NotFoundIn is the NOT_FOUND of a queue, task or rule (what: "queue",
 // "task", "trigger") the caller named in an instance, in the caller's own
 // words.
