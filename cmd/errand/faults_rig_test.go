@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -79,12 +80,7 @@ func newFaultRig(t *testing.T, store string, n int, pushLimit int, behave func(s
 	}
 	r.key = strings.TrimSpace(key)
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
+		addr := nodeAddr(t)
 		c, err := client.New("http://"+addr, client.Options{APIKey: r.key, HTTPClient: hc,
 			Retry: client.RetryPolicy{MaxAttempts: 5, MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second}})
 		if err != nil {
@@ -569,4 +565,23 @@ func (r *faultRig) explain(rep *history.Report, final history.Final) string {
 		}
 	}
 	return b.String()
+}
+
+// nodeAddr is a loopback address for a node that keeps it across its
+// restarts. A port the kernel hands out for :0 is in the ephemeral range,
+// where, once closed, any outgoing connection of the machine (another test
+// package's, to PostgreSQL) may take it before the node binds it: one
+// below that range (Linux's starts at 32768) is taken only by a listener
+// that asked for it.
+func nodeAddr(t *testing.T) string {
+	t.Helper()
+	for range 100 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		if l, err := net.Listen("tcp", addr); err == nil {
+			l.Close()
+			return addr
+		}
+	}
+	t.Fatal("no free port in 20000–31999")
+	return ""
 }
