@@ -31,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/deliver"
@@ -179,5 +180,18 @@ func (e *Engine) HTTPHandler() http.Handler {
 	if e.dev {
 		a = auth.Dev{}
 	}
-	return e.node.Handler(node.HandlerConfig{Auth: a})
+	h := e.node.Handler(node.HandlerConfig{Auth: a})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if e.closed() {
+			// The store is closed: answer as a node that is gone does
+			// (UNAVAILABLE, which clients retry elsewhere), not with the
+			// closed store's INTERNAL.
+			code := errandapi.CodeUnavailable
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(errandapi.StatusOf(code))
+			_ = json.NewEncoder(w).Encode(errandapi.ErrorResponse{Error: errandapi.ErrorDetail{Code: code, Message: "the embedded engine is closed"}})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

@@ -296,6 +296,25 @@ func TestHTTPHandlerSeesTheSameTasks(t *testing.T) {
 	}
 }
 
+// TestHTTPHandlerAfterClose: the handler of a closed engine answers 503
+// UNAVAILABLE (clients retry elsewhere), not the closed store's 500.
+func TestHTTPHandlerAfterClose(t *testing.T) {
+	t.Parallel()
+	e, _ := open(t, "sqlite")
+	srv := httptest.NewServer(e.HTTPHandler())
+	defer srv.Close()
+	must(t, e.Close())
+	resp, err := http.Get(srv.URL + "/v1/tasks/jobs/queues")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body errandapi.ErrorResponse
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusServiceUnavailable || body.Error.Code != errandapi.CodeUnavailable {
+		t.Fatalf("after Close: %d %+v %v; want 503 UNAVAILABLE", resp.StatusCode, body, err)
+	}
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
