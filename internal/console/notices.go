@@ -23,6 +23,18 @@ func queueNotice(q url.Values) string {
 	return ""
 }
 
+// settingsNotice is the settings page's word on a save (?done=saved) or,
+// on the webhook key's page, a rotation (?done=rotated).
+func settingsNotice(q url.Values) string {
+	switch q.Get("done") {
+	case "saved":
+		return "Settings saved."
+	case "rotated":
+		return "The webhook key is rotated: the next delivery is signed with it."
+	}
+	return ""
+}
+
 // queuesNotice is the queues page's word on a queue deleted (?done=deleted,
 // ?n= its tasks).
 func queuesNotice(q url.Values) string {

@@ -27,11 +27,7 @@ func settingsURL(inst string) string { return Prefix + "i/" + url.PathEscape(ins
 
 // settingsPage shows the settings; "?done=saved" after a save.
 func (c *Console) settingsPage(w http.ResponseWriter, r *http.Request, s *session) {
-	notice := ""
-	if r.URL.Query().Get("done") == "saved" {
-		notice = "Settings saved."
-	}
-	c.showSettings(w, r, s, &settingsData{}, nil, notice)
+	c.showSettings(w, r, s, &settingsData{}, nil, settingsNotice(r.URL.Query()))
 }
 
 // showSettings renders the settings page with d's key and form (the
@@ -80,7 +76,7 @@ func (c *Console) updateSettings(w http.ResponseWriter, r *http.Request, s *sess
 		c.showSettings(w, r, s, &settingsData{Form: sent}, bad, "")
 		return
 	}
-	http.Redirect(w, r, settingsURL(inst)+"?done=saved", http.StatusSeeOther)
+	http.Redirect(w, r, doneURL(settingsURL(inst), "saved", -1), http.StatusSeeOther)
 }
 
 // settingsPatchOf reads the settings form; only text that is no number (or

@@ -34,7 +34,7 @@ func (c *Console) rotateKey(w http.ResponseWriter, r *http.Request, s *session) 
 		c.showSettings(w, r, s, &settingsData{}, apiError(err), "")
 		return
 	}
-	http.Redirect(w, r, webhookKeyURL(inst)+"?done=rotated", http.StatusSeeOther)
+	http.Redirect(w, r, doneURL(webhookKeyURL(inst), "rotated", -1), http.StatusSeeOther)
 }
 
 // keyPage is the settings page with the webhook key, read with the API's
@@ -46,9 +46,5 @@ func (c *Console) keyPage(w http.ResponseWriter, r *http.Request, s *session) {
 		c.fail(w, r, s, err)
 		return
 	}
-	notice := ""
-	if r.URL.Query().Get("done") == "rotated" {
-		notice = "The webhook key is rotated: the next delivery is signed with it."
-	}
-	c.showSettings(w, r, s, &settingsData{WebhookKey: key}, nil, notice)
+	c.showSettings(w, r, s, &settingsData{WebhookKey: key}, nil, settingsNotice(r.URL.Query()))
 }
