@@ -184,7 +184,9 @@ func TestFunctionPanicDeferAndMissingHandler(t *testing.T) {
 	deferID := add(t, e, "q", NewTask{Function: "app/defers"})[0]
 
 	tk := waitState(t, e, panicked, "failed")
-	if !strings.Contains(tk.LastError, `function "app/panics" panicked: boom`) {
+	// The recorded stack starts at the handler that panicked (line 174).
+	if !strings.HasPrefix(tk.LastError, "function \"app/panics\" panicked: boom\n") ||
+		!strings.Contains(strings.Split(tk.LastError, "\n")[2], "embedded_test.go:174") {
 		t.Fatalf("panic recorded as %q", tk.LastError)
 	}
 	tk = waitState(t, e, deferID, "retrying")

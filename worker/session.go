@@ -356,7 +356,7 @@ func (s *session) run(ctx context.Context, a attempt) (answer *errandapi.WorkerF
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
-			answer = fail(fmt.Sprintf("function %q panicked: %v\n%s", f.Function, p, firstLines(debug.Stack(), 8)))
+			answer = fail(errandapi.PanicError(f.Function, p, debug.Stack()))
 		}
 	}()
 	out, err := h(hctx, t)
@@ -371,12 +371,6 @@ func (s *session) run(ctx context.Context, a attempt) (answer *errandapi.WorkerF
 		return fail("the function's result is not valid JSON")
 	}
 	return &errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: f.LeaseID, Result: out}
-}
-
-// firstLines returns the first n lines of b.
-func firstLines(b []byte, n int) string {
-	lines := strings.SplitN(string(b), "\n", n+1)
-	return strings.Join(lines[:min(n, len(lines))], "\n")
 }
 
 // closeError turns a close frame with a v1 error object as its reason

@@ -155,7 +155,9 @@ func TestHandlerAnswers(t *testing.T) {
 	if tk := wait(t, c, outcomes, add("app/fail"), failed); lastError(tk) != "nope" {
 		t.Fatalf("error %q", lastError(tk))
 	}
-	if tk := wait(t, c, outcomes, add("app/panic"), failed); !strings.Contains(lastError(tk), `function "panic" panicked: boom`) {
+	// The recorded stack starts at the handler that panicked (line 127).
+	if tk := wait(t, c, outcomes, add("app/panic"), failed); !strings.HasPrefix(lastError(tk), "function \"panic\" panicked: boom\n") ||
+		!strings.Contains(strings.Split(lastError(tk), "\n")[2], "worker_test.go:127") {
 		t.Fatalf("panic recorded as %q", lastError(tk))
 	}
 	if tk := wait(t, c, outcomes, add("app/defer"), succeeded); tk.Attempt != 1 {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -82,7 +83,7 @@ func (f *Functions) Deliver(ctx context.Context, r *Request) (res Result) {
 	start := time.Now()
 	defer func() {
 		if p := recover(); p != nil {
-			res = failed(0, fmt.Sprintf("function %q panicked: %v\n%s", r.Target.Function, p, firstLines(debug.Stack(), 8)))
+			res = failed(0, errandapi.PanicError(r.Target.Function, p, debug.Stack()))
 		}
 		res.Duration = time.Since(start)
 	}()
@@ -106,16 +107,4 @@ func (f *Functions) Deliver(ctx context.Context, r *Request) (res Result) {
 		o.Result = out
 	}
 	return Result{Outcome: o}
-}
-
-// firstLines returns the first n lines of b.
-func firstLines(b []byte, n int) string {
-	for i, c := range b {
-		if c == '\n' {
-			if n--; n == 0 {
-				return string(b[:i])
-			}
-		}
-	}
-	return string(b)
 }
