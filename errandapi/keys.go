@@ -2,6 +2,10 @@ package errandapi
 
 import "fmt"
 
+// BearerChallenge is the WWW-Authenticate header of a 401 UNAUTHENTICATED,
+// on the v1 API, the operations API and MCP alike.
+const BearerChallenge = `Bearer realm="errand"`
+
 // Role is a grant level on an instance: read ⊂ write ⊂ full.
 type Role string
 

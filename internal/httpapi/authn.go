@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -25,7 +26,7 @@ func (s *Server) authenticateWith(a auth.Authenticator, w http.ResponseWriter, r
 	p, err := a.Authenticate(r)
 	if err != nil {
 		if task.IsCode(err, task.CodeUnauthenticated) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="errand"`)
+			w.Header().Set("WWW-Authenticate", errandapi.BearerChallenge)
 		}
 		refuse(w, r, err)
 		return nil

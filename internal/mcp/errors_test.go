@@ -99,7 +99,7 @@ func TestSessionBoundToKey(t *testing.T) {
 	s := n.session(n.key("full:*"))
 	other := n.key("full:*")
 	body := `{"jsonrpc":"2.0","id":99,"method":"tools/list"}`
-	for key, want := range map[string]int{other: http.StatusForbidden, "": http.StatusUnauthorized} {
+	for key, want := range map[string]int{other: http.StatusForbidden, "": http.StatusUnauthorized, "errk_unknown": http.StatusUnauthorized} {
 		req, _ := http.NewRequest("POST", n.srv.URL+"/mcp", bytes.NewBufferString(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
@@ -114,6 +114,9 @@ func TestSessionBoundToKey(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != want {
 			t.Errorf("key %q on another key's session: %d, want %d", key, resp.StatusCode, want)
+		}
+		if got := resp.Header.Get("WWW-Authenticate"); (want == http.StatusUnauthorized) != (got == errandapi.BearerChallenge) {
+			t.Errorf("key %q: %d with WWW-Authenticate %q", key, resp.StatusCode, got)
 		}
 	}
 	if got := s.tools(); len(got) != 24 {

@@ -124,9 +124,32 @@ func NewHTTPHandler(cfg HTTPConfig) *HTTPHandler {
 			return &auth.TokenInfo{UserID: hex.EncodeToString(sum[:]),
 				Extra: map[string]any{keyInfoExtra: &keyInfo{key: token, self: self}}}, nil
 		}
-		h.h = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(stream)
+		h.h = withChallenge(auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true}), stream)
 	}
 	return h
+}
+
+// withChallenge serves next behind bearer, and a 401 bearer answers
+// carries errand's WWW-Authenticate challenge, as the v1 API's do (the
+// SDK's middleware sends one only with a resource metadata URL or scopes,
+// which errand's keys have none of). Only bearer's refusals go through the
+// challenging writer; a request it lets through is served on w itself.
+func withChallenge(bearer func(http.Handler) http.Handler, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		through := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { next.ServeHTTP(w, r) })
+		bearer(through).ServeHTTP(challenger{w}, r)
+	})
+}
+
+// challenger adds the bearer challenge to a 401.
+type challenger struct{ http.ResponseWriter }
+
+// WriteHeader adds WWW-Authenticate to a 401 before it is written.
+func (c challenger) WriteHeader(code int) {
+	if code == http.StatusUnauthorized {
+		c.Header().Set("WWW-Authenticate", errandapi.BearerChallenge)
+	}
+	c.ResponseWriter.WriteHeader(code)
 }
 
 // ServeHTTP serves one MCP request.
