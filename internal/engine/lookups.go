@@ -27,10 +27,15 @@ func (e *Engine) TaskList(ctx context.Context, ref QueueRef, f ListFilter) (*Lis
 	if err != nil {
 		return nil, err
 	}
-	return e.store.TaskList(ctx, &store.ListParams{
+	page, err := e.store.TaskList(ctx, &store.ListParams{
 		InstanceID: q.InstanceID, Queue: q.Name,
 		State: f.State, Pull: f.Pull, Name: f.Name, Limit: f.Limit, Cursor: f.Cursor,
 	})
+	if err != nil {
+		return nil, err
+	}
+	e.noteUnserved(ctx, page.Tasks, func() *task.Queue { return q })
+	return page, nil
 }
 
 // Ping reports whether the store answers now (for /healthz): nil, or an

@@ -116,7 +116,10 @@ func (e *Engine) TaskGet(ctx context.Context, ref TaskRef) (*task.Task, error) {
 	if err != nil {
 		return nil, ref.notFound(err)
 	}
-	e.noteUnserved(ctx, t)
+	e.noteUnserved(ctx, []*task.Task{t}, func() *task.Queue {
+		q, _ := e.store.QueueGet(ctx, store.QueueRef{InstanceID: t.InstanceID, Name: t.Queue})
+		return q
+	})
 	return t, nil
 }
 

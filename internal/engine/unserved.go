@@ -18,31 +18,43 @@ func (e *Engine) served(ctx context.Context, instanceID string) (map[string]int,
 	return e.store.WorkersServed(ctx, &store.WorkersServedParams{InstanceID: instanceID, SeenAfter: e.clock.Now().Add(-WorkersQuiet).UnixMilli()})
 }
 
-// noteUnserved sets the LastError of a task that waits, due, for a
-// function no node serves, so a caller sees why it does not run. It is
-// not stored: the task waits unharmed and runs when a worker comes.
-func (e *Engine) noteUnserved(ctx context.Context, t *task.Task) {
-	if (t.State != task.Pending && t.State != task.RetryWait) || t.RunAt > e.now() || t.Pull {
-		return
+// noteUnserved sets the LastError of each task of ts that waits, due, for
+// a function no node serves, so a caller sees why it does not run. It is
+// not stored: the task waits unharmed and runs when a worker comes. The
+// tasks share one queue, which queue returns: it is asked only for a task
+// without a target of its own; the functions served are read once, and only
+// when some task waits for one.
+func (e *Engine) noteUnserved(ctx context.Context, ts []*task.Task, queue func() *task.Queue) {
+	var served map[string]int
+	now := e.now()
+	for _, t := range ts {
+		if (t.State != task.Pending && t.State != task.RetryWait) || t.RunAt > now || t.Pull {
+			continue
+		}
+		fn := ""
+		if t.Target != nil {
+			fn = t.Target.Function
+		} else if q := queue(); q != nil && q.Target != nil {
+			fn = q.Target.Function
+		}
+		if fn == "" {
+			continue
+		}
+		if served == nil {
+			var err error
+			if served, err = e.served(ctx, t.InstanceID); err != nil {
+				return
+			}
+		}
+		if served[fn] > 0 {
+			continue
+		}
+		msg := "no worker serves " + fn + ": the task waits, no attempt used, until one connects"
+		if t.LastError != "" {
+			msg += " (last error: " + t.LastError + ")"
+		}
+		t.LastError = msg
 	}
-	fn := ""
-	if t.Target != nil {
-		fn = t.Target.Function
-	} else if q, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: t.InstanceID, Name: t.Queue}); err == nil && q.Target != nil {
-		fn = q.Target.Function
-	}
-	if fn == "" {
-		return
-	}
-	served, err := e.served(ctx, t.InstanceID)
-	if err != nil || served[fn] > 0 {
-		return
-	}
-	msg := "no worker serves " + fn + ": the task waits, no attempt used, until one connects"
-	if t.LastError != "" {
-		msg += " (last error: " + t.LastError + ")"
-	}
-	t.LastError = msg
 }
 
 // unservedLog logs, in dev, the first add for a function no worker
