@@ -67,16 +67,16 @@ func (tr *Trigger) Fires(s State) bool {
 
 // chainTask is the finished task as a chained task's payload shows it.
 type chainTask struct {
-	ID          string `json:"id"`
-	Queue       string `json:"queue"`
-	Name        string `json:"name,omitempty"`
-	State       string `json:"state"`
-	Attempt     int    `json:"attempt"`
-	MaxAttempts int    `json:"maxAttempts"`
-	Source      string `json:"source"`
-	Depth       int    `json:"depth"`
-	CreatedAt   int64  `json:"createdAt"`
-	FinishedAt  int64  `json:"finishedAt"`
+	ID          string  `json:"id"`
+	Queue       string  `json:"queue"`
+	Name        *string `json:"name"` // null for an unnamed task, as a webhook's body has it
+	State       string  `json:"state"`
+	Attempt     int     `json:"attempt"`
+	MaxAttempts int     `json:"maxAttempts"`
+	Source      string  `json:"source"`
+	Depth       int     `json:"depth"`
+	CreatedAt   int64   `json:"createdAt"`
+	FinishedAt  int64   `json:"finishedAt"`
 }
 
 // chainPayload is the payload of a task added by a task rule.
@@ -96,12 +96,15 @@ type chainPayload struct {
 func (tr *Trigger) ChainInput(parent *Task, s State) (AddInput, error) {
 	p := chainPayload{
 		Task: chainTask{
-			ID: parent.ID, Queue: parent.Queue, Name: parent.Name, State: s.V1(parent.Pull),
+			ID: parent.ID, Queue: parent.Queue, State: s.V1(parent.Pull),
 			Attempt: parent.Attempt, MaxAttempts: parent.MaxAttempts, Source: parent.Source,
 			Depth: parent.Depth, CreatedAt: parent.CreatedAt, FinishedAt: parent.FinishedAt,
 		},
 		Payload:  parent.Payload,
 		Template: tr.Payload,
+	}
+	if parent.Name != "" {
+		p.Task.Name = &parent.Name
 	}
 	if p.Payload == nil {
 		p.Payload = json.RawMessage("null")

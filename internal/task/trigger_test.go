@@ -156,6 +156,14 @@ func TestChainInput(t *testing.T) {
 	if got["task"].(map[string]any)["id"] != "p1" || got["result"].(map[string]any)["ok"] != true || got["payload"].(map[string]any)["x"] != 1.0 {
 		t.Fatalf("payload %s", in.Payload)
 	}
+	// The task's name is null when it has none, as a webhook's body has it.
+	if name, ok := got["task"].(map[string]any)["name"]; !ok || name != nil {
+		t.Fatalf("an unnamed task's name: %s", in.Payload)
+	}
+	parent.Name = "n1"
+	if in, _ = tr.ChainInput(parent, Succeeded); !strings.Contains(string(in.Payload), `"name":"n1"`) {
+		t.Fatalf("a named task's name: %s", in.Payload)
+	}
 	parent.State, parent.LastError = Failed, "HTTP 500"
 	in, _ = tr.ChainInput(parent, Failed)
 	if !strings.Contains(string(in.Payload), `"lastError":"HTTP 500"`) || strings.Contains(string(in.Payload), `"result"`) {
