@@ -28,57 +28,80 @@ const ChannelTokenTTL = 5 * time.Minute
 const channelTokenPrefix = "ect_"
 
 // ChannelClaims is what a subscribe token says: the organization and
-// instance (by name and id) whose read grant minted it, the one channel it
-// admits, and until when (epoch ms).
+// instance (by name and id) whose read grant minted it, the API key that
+// minted it (its public id; "" in dev, where tokens are not checked), the
+// one channel it admits, and until when (epoch ms).
 type ChannelClaims struct {
 	Org        string `json:"o"`
 	Instance   string `json:"n"`
 	InstanceID string `json:"i"`
+	KeyID      string `json:"k,omitempty"`
 	Channel    string `json:"c"`
 	Expires    int64  `json:"e"`
 }
 
-// SignChannelToken makes the subscribe token of c, signed with the
-// instance's webhook key (so every node on the store can check it, and
-// rotating the key ends the tokens out):
-// "ect_" base64url(JSON of c) "." base64url(HMAC-SHA256(key, "errand-channel." + first part)).
-func SignChannelToken(c *ChannelClaims, key string) string {
+// SignChannelToken makes the subscribe token of c:
+// "ect_" base64url(JSON of c) "." base64url(HMAC-SHA256(channelTokenKey, "errand-channel." + first part)).
+// keyDigest is the stored digest of the API key that mints it (nil in
+// dev) and webhookKey the instance's signing key.
+func SignChannelToken(c *ChannelClaims, keyDigest []byte, webhookKey string) string {
 	b, _ := json.Marshal(c)
 	body := base64.RawURLEncoding.EncodeToString(b)
-	return channelTokenPrefix + body + "." + base64.RawURLEncoding.EncodeToString(channelTokenMAC(key, body))
+	return channelTokenPrefix + body + "." + base64.RawURLEncoding.EncodeToString(channelTokenMAC(channelTokenKey(keyDigest, webhookKey), body))
 }
 
-func channelTokenMAC(key, body string) []byte {
-	m := hmac.New(sha256.New, []byte(key))
+// channelTokenKey is what a subscribe token is signed with: the minting
+// API key's digest, which only the store holds, and the instance's webhook
+// key. The webhook key alone would not do: every webhook receiver holds
+// it, and could sign a token for any channel with any expiry. With both,
+// every node on the store can check a token, and rotating the webhook key
+// or revoking the API key ends the tokens out.
+func channelTokenKey(keyDigest []byte, webhookKey string) []byte {
+	m := hmac.New(sha256.New, keyDigest)
+	m.Write([]byte("errand-channel-key."))
+	m.Write([]byte(webhookKey))
+	return m.Sum(nil)
+}
+
+func channelTokenMAC(key []byte, body string) []byte {
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte("errand-channel."))
 	m.Write([]byte(body))
 	return m.Sum(nil)
 }
 
 // ErrChannelToken is the answer for a subscribe token that is malformed,
-// not signed by its instance's key, or made for an instance since deleted.
+// not signed as its instance and key would sign it, or made for an
+// instance or by a key since deleted.
 var ErrChannelToken = task.Errorf(task.CodeUnauthenticated, "the subscribe token is not valid: mint one with POST /v1/channels/{instance}/{channel}/token, or send Authorization: Bearer KEY")
 
 // ErrChannelTokenExpired is the answer for a subscribe token past its
 // expiry.
 var ErrChannelTokenExpired = task.Errorf(task.CodeUnauthenticated, "the subscribe token has expired: mint a new one with POST /v1/channels/{instance}/{channel}/token")
 
-// InstanceGetter finds an instance by (org, name): the store.
-type InstanceGetter interface {
+// ErrChannelTokenRevoked is the answer for a subscribe token whose API
+// key was revoked since it minted it.
+var ErrChannelTokenRevoked = task.Errorf(task.CodeUnauthenticated, "the API key that minted the subscribe token has been revoked")
+
+// TokenStore finds what a subscribe token is checked against: its
+// instance by (org, name) and the API key that minted it. The store.
+type TokenStore interface {
 	InstanceGet(ctx context.Context, ref store.InstanceRef) (*task.Instance, error)
+	KeyGet(ctx context.Context, ref store.KeyRef) (*store.APIKey, error)
 }
 
 // ChannelTokens authenticates subscribe tokens passed as ?token=. The
 // caller it makes holds read on the token's instance and may subscribe to
 // the token's channel only.
 type ChannelTokens struct {
-	Instances InstanceGetter
-	Clock     clock.Clock
+	Store TokenStore
+	Clock clock.Clock
 }
 
 // Authenticate checks the request's ?token= and returns its caller, or an
 // UNAUTHENTICATED error for a token that is missing, malformed, forged,
-// expired, or whose instance is gone or was made again since.
+// expired, minted in dev, or whose instance or key is gone, was made again
+// or revoked since.
 func (t ChannelTokens) Authenticate(r *http.Request) (*Principal, error) {
 	raw := r.URL.Query().Get("token")
 	rest, ok := strings.CutPrefix(raw, channelTokenPrefix)
@@ -91,10 +114,17 @@ func (t ChannelTokens) Authenticate(r *http.Request) (*Principal, error) {
 		return nil, ErrChannelToken
 	}
 	var c ChannelClaims
-	if err := json.Unmarshal(b, &c); err != nil || ValidateOrg(c.Org) != nil || task.ValidateQueueName(c.Instance, "instance") != nil {
+	if err := json.Unmarshal(b, &c); err != nil || ValidateOrg(c.Org) != nil || task.ValidateQueueName(c.Instance, "instance") != nil || c.KeyID == "" {
 		return nil, ErrChannelToken
 	}
-	inst, err := t.Instances.InstanceGet(r.Context(), store.InstanceRef{Org: c.Org, Name: c.Instance})
+	inst, err := t.Store.InstanceGet(r.Context(), store.InstanceRef{Org: c.Org, Name: c.Instance})
+	if task.IsCode(err, task.CodeNotFound) {
+		return nil, ErrChannelToken
+	}
+	if err != nil {
+		return nil, err
+	}
+	key, err := t.Store.KeyGet(r.Context(), store.KeyRef{Org: c.Org, ID: c.KeyID})
 	if task.IsCode(err, task.CodeNotFound) {
 		return nil, ErrChannelToken
 	}
@@ -102,8 +132,13 @@ func (t ChannelTokens) Authenticate(r *http.Request) (*Principal, error) {
 		return nil, err
 	}
 	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, channelTokenMAC(inst.WebhookKey, body)) || inst.ID != c.InstanceID {
+	if err != nil || !hmac.Equal(got, channelTokenMAC(channelTokenKey(key.Digest, inst.WebhookKey), body)) || inst.ID != c.InstanceID {
 		return nil, ErrChannelToken
+	}
+	// A key's grants never change, and it held read on the instance when
+	// it minted the token; a revoked key's tokens end with it.
+	if key.RevokedAt != 0 {
+		return nil, ErrChannelTokenRevoked
 	}
 	if t.Clock.Now().UnixMilli() > c.Expires {
 		return nil, ErrChannelTokenExpired

@@ -113,6 +113,10 @@ func (m *memKeys) KeyByDigest(_ context.Context, d []byte) (*store.APIKey, error
 
 func (m *memKeys) KeyList(context.Context, string) ([]*store.APIKey, error) { return nil, nil }
 
+func (m *memKeys) KeyGet(context.Context, store.KeyRef) (*store.APIKey, error) {
+	return nil, task.ErrNotFound
+}
+
 func (m *memKeys) KeyRevoke(_ context.Context, ref store.KeyRef, at int64) error {
 	org, id := ref.Org, ref.ID
 	m.mu.Lock()

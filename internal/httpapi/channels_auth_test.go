@@ -2,6 +2,10 @@ package httpapi_test
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -16,10 +20,11 @@ import (
 // TestChannelAuth: in serve mode a subscriber needs read on the instance,
 // by API key or by a subscribe token minted with that grant for one
 // channel; a token is refused on another channel (403), on another
-// instance (404, as a missing one), once expired on the fake clock or
-// after the instance's key rotation (401), and malformed (401); a foreign
-// organization's instance answers as a missing one. A connection a token
-// opened outlives the token.
+// instance (404, as a missing one), once expired on the fake clock, after
+// the instance's key rotation or its minting key's revocation (401), and
+// malformed or signed with the webhook key alone, as a webhook receiver
+// could (401); a foreign organization's instance answers as a missing
+// one. A connection a token opened outlives the token.
 func TestChannelAuth(t *testing.T) {
 	s := newFixture(t, "acme")
 	reader := s.key("acme", "read:jobs")
@@ -101,6 +106,26 @@ func TestChannelAuth(t *testing.T) {
 	s.as(s.admin).do("POST", "/v1/tasks/jobs/settings/webhook-key/rotate", nil).want(t, 200, "")
 	get(base+fresh, "").want(t, 401, "UNAUTHENTICATED")
 
+	// A webhook receiver holds the webhook key, not the minting key's
+	// digest: a token it signs, for years, is refused.
+	whk, _ := s.as(s.admin).do("GET", "/v1/tasks/jobs/settings/webhook-key", nil).want(t, 200, "").body["key"].(string)
+	claims, _ := json.Marshal(map[string]any{"o": "acme", "n": "jobs", "i": tokenClaims(t, fresh)["i"], "k": tokenClaims(t, fresh)["k"],
+		"c": "room-1", "e": s.clock.Now().Add(24 * 365 * time.Hour).UnixMilli()})
+	body := base64.RawURLEncoding.EncodeToString(claims)
+	m := hmac.New(sha256.New, []byte(whk))
+	m.Write([]byte("errand-channel." + body))
+	forged := "ect_" + body + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	get(base+"?token="+url.QueryEscape(forged), "").want(t, 401, "UNAUTHENTICATED")
+
+	// Revoking the key that minted a token ends it.
+	r = s.as(reader).do("POST", "/v1/channels/jobs/room-1/token", nil).want(t, 201, "")
+	minted := "?token=" + url.QueryEscape(r.body["token"].(string))
+	subscribeSSE(t, s.client, base+minted, nil).ready()
+	s.revoke(reader)
+	if m := get(base+minted, "").want(t, 401, "UNAUTHENTICATED").message(); !strings.Contains(m, "revoked") {
+		t.Fatalf("a revoked key's token: %q", m)
+	}
+
 	// The connection the first token opened is still live.
 	inst, err := s.eng.Instance(t.Context(), "acme", "jobs")
 	if err != nil {
@@ -112,4 +137,23 @@ func TestChannelAuth(t *testing.T) {
 			t.Fatalf("after the expiry: %v", got)
 		}
 	}
+}
+
+// tokenClaims decodes the claims of a subscribe token passed as "?token=…".
+func tokenClaims(t *testing.T, q string) map[string]any {
+	t.Helper()
+	tok, err := url.QueryUnescape(strings.TrimPrefix(q, "?token="))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _, _ := strings.Cut(strings.TrimPrefix(tok, "ect_"), ".")
+	b, err := base64.RawURLEncoding.DecodeString(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c map[string]any
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

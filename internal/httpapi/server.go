@@ -134,7 +134,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{eng: cfg.Engine, auth: cfg.Auth, log: cfg.Logger, mux: http.NewServeMux(), hosts: newHostGuard(cfg.Hosts), workers: cfg.Workers}
 	s.handler = s.guard(s.mux)
-	s.channelAuth = auth.KeyOrChannelToken{Keys: cfg.Auth, Tokens: auth.ChannelTokens{Instances: cfg.Engine.Store(), Clock: cfg.Engine.Clock()}}
+	s.channelAuth = auth.KeyOrChannelToken{Keys: cfg.Auth, Tokens: auth.ChannelTokens{Store: cfg.Engine.Store(), Clock: cfg.Engine.Clock()}}
 	s.limits = newLimiter(cfg.Engine.Clock(), cfg.Engine.RateLimit)
 	for _, rt := range Routes {
 		s.handle(rt.Method+" "+rt.Pattern, s.wrap(rt))

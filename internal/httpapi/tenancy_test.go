@@ -69,18 +69,20 @@ func (s *served) key(org string, grants ...string) string {
 func (s *served) revokedKey(org string, grants ...string) string {
 	s.t.Helper()
 	secret := s.key(org, grants...)
-	ks, err := s.st.KeyList(context.Background(), org)
+	s.revoke(secret)
+	return secret
+}
+
+// revoke revokes the stored key whose secret is secret.
+func (s *served) revoke(secret string) {
+	s.t.Helper()
+	k, err := s.st.KeyByDigest(context.Background(), auth.Digest(secret))
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	for _, k := range ks {
-		if bytes.Equal(k.Digest, auth.Digest(secret)) {
-			if err := s.st.KeyRevoke(context.Background(), store.KeyRef{Org: org, ID: k.ID}, s.clock.Now().UnixMilli()); err != nil {
-				s.t.Fatal(err)
-			}
-		}
+	if err := s.st.KeyRevoke(context.Background(), store.KeyRef{Org: k.Org, ID: k.ID}, s.clock.Now().UnixMilli()); err != nil {
+		s.t.Fatal(err)
 	}
-	return secret
 }
 
 // caller sends requests with one Authorization header ("" for none).

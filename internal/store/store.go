@@ -294,6 +294,9 @@ type KeyStore interface {
 	// KeyByDigest finds an unrevoked or revoked key by the SHA-256 digest of
 	// its secret (exact match); task.ErrNotFound if none.
 	KeyByDigest(ctx context.Context, digest []byte) (*APIKey, error)
+	// KeyGet finds an organization's key, revoked or not, by its public
+	// id; task.ErrNotFound if org has none of that id.
+	KeyGet(ctx context.Context, ref KeyRef) (*APIKey, error)
 	// KeyList lists an organization's keys, oldest first; org "" lists every
 	// organization's (the operator's view).
 	KeyList(ctx context.Context, org string) ([]*APIKey, error)

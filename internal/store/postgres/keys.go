@@ -15,6 +15,7 @@ const keyCols = `id, org, digest, prefix, grants, created_at, revoked_at`
 const (
 	qKeyInsert   = `INSERT INTO api_keys (` + keyCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7)`
 	qKeyByDigest = `SELECT ` + keyCols + ` FROM api_keys WHERE digest = $1`
+	qKeyGet      = `SELECT ` + keyCols + ` FROM api_keys WHERE id = $1 AND org = $2`
 	qKeyList     = `SELECT ` + keyCols + ` FROM api_keys WHERE org = $1 ORDER BY created_at, id`
 	qKeyListAll  = `SELECT ` + keyCols + ` FROM api_keys ORDER BY created_at, id`
 	// qKeyRevoke revokes an unrevoked key and counts the org's keys of
@@ -72,6 +73,12 @@ func (s *Store) KeyCreate(ctx context.Context, k *store.APIKey) error {
 // secret; task.ErrNotFound if none.
 func (s *Store) KeyByDigest(ctx context.Context, digest []byte) (*store.APIKey, error) {
 	return scanKey(s.pool.QueryRow(ctx, qKeyByDigest, digest))
+}
+
+// KeyGet finds org's key, revoked or not, by its id (a seek on the
+// primary key); task.ErrNotFound if org has none of that id.
+func (s *Store) KeyGet(ctx context.Context, ref store.KeyRef) (*store.APIKey, error) {
+	return scanKey(s.pool.QueryRow(ctx, qKeyGet, ref.ID, ref.Org))
 }
 
 // KeyList lists an organization's keys, oldest first; org "" lists every

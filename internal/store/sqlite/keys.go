@@ -14,6 +14,7 @@ const keyCols = `id, org, digest, prefix, grants, created_at, revoked_at`
 var (
 	qKeyInsert   = define(onWriter, `INSERT INTO api_keys (`+keyCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`)
 	qKeyByDigest = define(onReader, `SELECT `+keyCols+` FROM api_keys WHERE digest = ?`)
+	qKeyGet      = define(onReader, `SELECT `+keyCols+` FROM api_keys WHERE id = ? AND org = ?`)
 	qKeyListOrg  = define(onReader, `SELECT `+keyCols+` FROM api_keys WHERE org = ? ORDER BY created_at, id`)
 	qKeyListAll  = define(onReader, `SELECT `+keyCols+` FROM api_keys ORDER BY created_at, id`)
 	// Revoking keeps the first time: a row that is already revoked matches
@@ -82,6 +83,12 @@ func (s *Store) KeyByDigest(ctx context.Context, digest []byte) (*store.APIKey, 
 		return nil, task.ErrNotFound
 	}
 	return scanKey(s.reader(qKeyByDigest).QueryRowContext(ctx, digest))
+}
+
+// KeyGet finds org's key, revoked or not, by its id (a seek on the
+// primary key); task.ErrNotFound if org has none of that id.
+func (s *Store) KeyGet(ctx context.Context, ref store.KeyRef) (*store.APIKey, error) {
+	return scanKey(s.reader(qKeyGet).QueryRowContext(ctx, ref.ID, ref.Org))
 }
 
 // KeyList lists an organization's keys oldest first; org "" lists every

@@ -15,6 +15,7 @@ var keyCases = []testCase{
 	{"CreateGet", testKeyCreateGet},
 	{"ExactDigest", testKeyExactDigest},
 	{"Conflicts", testKeyConflicts},
+	{"ByID", testKeyGet},
 	{"List", testKeyList},
 	{"Revoke", testKeyRevoke},
 	{"RevokeOtherOrg", testKeyRevokeOtherOrg},
@@ -192,6 +193,32 @@ func testKeyList(t *testing.T, e *env) {
 // testKeyRevoke: a revoked key is still found by its digest, carrying the
 // time it was revoked, so that every reader refuses it at once; revoking
 // again keeps the first time.
+// testKeyGet: a key is found by its organization and id, revoked or not;
+// another organization, an unknown id or an empty one find nothing.
+func testKeyGet(t *testing.T, e *env) {
+	k := e.key("acme", T0, store.Grant{Instance: "jobs", Role: "read"})
+	e.key("acme", T0+1)
+	got, err := e.s.KeyGet(e.ctx, store.KeyRef{Org: "acme", ID: k.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameKey(t, "KeyGet", got, k)
+	if err := e.s.KeyRevoke(e.ctx, store.KeyRef{Org: "acme", ID: k.ID}, T0+100); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = e.s.KeyGet(e.ctx, store.KeyRef{Org: "acme", ID: k.ID}); err != nil || got.RevokedAt != T0+100 {
+		t.Fatalf("KeyGet of a revoked key = %+v, %v; want it, revoked at %d", got, err, T0+100)
+	}
+	for what, ref := range map[string]store.KeyRef{
+		"another organization": {Org: "globex", ID: k.ID},
+		"an unknown id":        {Org: "acme", ID: "no-such-key"},
+		"an empty id":          {Org: "acme"},
+	} {
+		_, err := e.s.KeyGet(e.ctx, ref)
+		wantCode(t, err, task.CodeNotFound, "KeyGet("+what+")")
+	}
+}
+
 func testKeyRevoke(t *testing.T, e *env) {
 	k := e.key("acme", T0, store.Grant{Instance: "*", Role: "full"})
 	other := e.key("acme", T0+1, store.Grant{Instance: "*", Role: "full"})
