@@ -233,32 +233,54 @@ func (e *Engine) OpsGet(ctx context.Context, org, jobID string) (*OpsJob, error)
 	return opsJob(t), nil
 }
 
-// OpsList returns one page of org's jobs, newest first, each with its
-// payload and result (progress).
-func (e *Engine) OpsList(ctx context.Context, org string, limit, offset int) ([]*OpsJob, error) {
+// opsListChunk is how many jobs OpsList reads at a time while it looks
+// for the ones its caller may see.
+const opsListChunk = 200
+
+// OpsList returns one page of org's jobs that sees admits, newest first,
+// each with its payload and result (progress): offset skips and limit
+// counts jobs sees admits, so a key that reaches only some instances
+// pages through its own jobs as if they were the only ones. The store is
+// read opsListChunk jobs at a time until the page is full or the jobs end.
+func (e *Engine) OpsList(ctx context.Context, org string, limit, offset int, sees func(*OpsJob) bool) ([]*OpsJob, error) {
 	inst, err := e.opsInstance(ctx, org)
 	if err != nil {
 		return nil, err
 	}
-	ts, err := e.store.TaskPage(ctx, &store.TaskPageParams{InstanceID: inst.ID, Limit: limit, Offset: offset})
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]string, len(ts))
-	for i, t := range ts {
-		ids[i] = t.ID
-	}
-	full, err := e.store.TaskGetMany(ctx, inst.ID, ids)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*OpsJob, 0, len(ts))
-	for _, t := range ts {
-		if f := full[t.ID]; f != nil { // nil: purged between the reads
-			out = append(out, opsJob(f))
+	out := make([]*OpsJob, 0, limit)
+	for from := 0; ; from += opsListChunk {
+		ts, err := e.store.TaskPage(ctx, &store.TaskPageParams{InstanceID: inst.ID, Limit: opsListChunk, Offset: from})
+		if err != nil {
+			return nil, err
+		}
+		ids := make([]string, len(ts))
+		for i, t := range ts {
+			ids[i] = t.ID
+		}
+		full, err := e.store.TaskGetMany(ctx, inst.ID, ids)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range ts {
+			f := full[t.ID] // nil: purged between the reads
+			if f == nil {
+				continue
+			}
+			j := opsJob(f)
+			switch {
+			case !sees(j):
+			case offset > 0:
+				offset--
+			default:
+				if out = append(out, j); len(out) == limit {
+					return out, nil
+				}
+			}
+		}
+		if len(ts) < opsListChunk {
+			return out, nil
 		}
 	}
-	return out, nil
 }
 
 // OpsCancel cancels org's job if it has not started or waits for a retry:

@@ -142,16 +142,14 @@ func (s *Server) opsList(w http.ResponseWriter, r *http.Request, p *auth.Princip
 		s.writeOpsError(w, r, err)
 		return
 	}
-	jobs, err := s.eng.OpsList(r.Context(), p.Org, limit, offset)
+	jobs, err := s.eng.OpsList(r.Context(), p.Org, limit, offset, func(j *engine.OpsJob) bool { return opsAllowed(p, j.Kind, j.Payload) })
 	if err != nil {
 		s.writeOpsError(w, r, err)
 		return
 	}
 	out := errandapi.OpsTaskList{Tasks: []errandapi.OpsTask{}, Limit: limit, Offset: offset}
 	for _, j := range jobs {
-		if opsAllowed(p, j.Kind, j.Payload) {
-			out.Tasks = append(out.Tasks, opsWire(j))
-		}
+		out.Tasks = append(out.Tasks, opsWire(j))
 	}
 	writeJSON(w, http.StatusOK, out)
 }

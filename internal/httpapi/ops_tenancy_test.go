@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,6 +142,42 @@ func TestOpsGrantsByRoute(t *testing.T) {
 			}
 			f.as(f.key("acme", c.grant)).do(rt.Method, path, c.body).want(t, c.want, c.code)
 		})
+	}
+}
+
+// TestOpsListPagesTheKeysOwnJobs: a key that reaches only some instances
+// pages through the jobs it may see as if they were the only ones: the
+// offset and limit count its jobs, not the organization's newer ones it
+// may not see.
+func TestOpsListPagesTheKeysOwnJobs(t *testing.T) {
+	f := addOpsFixture(setupServe(t), "acme") // its job J1 replays jobs/q
+	admin := f.as(f.admin)
+	for i := range 3 { // newer, for full:* keys only
+		f.clock.Advance(time.Millisecond)
+		admin.do("POST", "/api/backup/export", fmt.Sprintf(`{"idempotency_key":"e%d"}`, i)).want(t, 201, "")
+	}
+	f.clock.Advance(time.Millisecond)
+	j2 := admin.do("POST", "/api/tasks", `{"kind":"dlq.replay","idempotency_key":"k2","payload":{"instance":"jobs","queue":"q"}}`).want(t, 201, "").body["id"].(string)
+	k := f.as(f.key("acme", "full:jobs"))
+	for _, c := range []struct {
+		query string
+		want  []string
+	}{
+		{"limit=1&offset=0", []string{j2}},
+		{"limit=1&offset=1", []string{f.job}},
+		{"limit=1&offset=2", nil},
+		{"limit=200", []string{j2, f.job}},
+	} {
+		var got []string
+		for _, l := range k.do("GET", "/api/tasks?"+c.query, nil).want(t, 200, "").list("tasks") {
+			got = append(got, l.(map[string]any)["id"].(string))
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("full:jobs lists %v with %s, want %v", got, c.query, c.want)
+		}
+	}
+	if l := admin.do("GET", "/api/tasks?limit=200", nil).want(t, 200, "").list("tasks"); len(l) != 5 {
+		t.Fatalf("full:* lists %d jobs, want 5", len(l))
 	}
 }
 
