@@ -79,16 +79,7 @@ func (e *Engine) opsInstance(ctx context.Context, org string) (*task.Instance, e
 	if v, ok := e.ops.ready.Load(org); ok {
 		return v.(*task.Instance), nil
 	}
-	inst, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: task.OpsInstance})
-	if task.IsCode(err, task.CodeNotFound) {
-		settings := task.DefaultSettings()
-		settings.RetentionDays = e.ops.cfg.RetentionDays
-		inst = &task.Instance{ID: e.newID(), Org: org, Name: task.OpsInstance, CreatedAt: e.now(), Settings: settings, WebhookKey: id.WebhookKey()}
-		err = e.store.InstanceCreate(ctx, inst)
-		if task.IsCode(err, task.CodeInstanceExists) {
-			inst, err = e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: task.OpsInstance})
-		}
-	}
+	inst, err := e.opsOwnInstance(ctx, org, task.OpsInstance)
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +101,35 @@ func (e *Engine) opsInstance(ctx context.Context, org string) (*task.Instance, e
 		}
 	}
 	e.ops.ready.Store(org, inst)
+	return inst, nil
+}
+
+// opsOwnInstance gets or makes org's instance name, one of the two the
+// operations keep for themselves, with the node's ops retention: an
+// instance made earlier with another retention (an earlier run's
+// --ops-retention-days) takes this node's. The v1 API cannot reach these
+// instances, so the flag is the one way to change it.
+func (e *Engine) opsOwnInstance(ctx context.Context, org, name string) (*task.Instance, error) {
+	ref := store.InstanceRef{Org: org, Name: name}
+	inst, err := e.store.InstanceGet(ctx, ref)
+	if task.IsCode(err, task.CodeNotFound) {
+		settings := task.DefaultSettings()
+		settings.RetentionDays = e.ops.cfg.RetentionDays
+		inst = &task.Instance{ID: e.newID(), Org: org, Name: name, CreatedAt: e.now(), Settings: settings, WebhookKey: id.WebhookKey()}
+		err = e.store.InstanceCreate(ctx, inst)
+		if task.IsCode(err, task.CodeInstanceExists) {
+			inst, err = e.store.InstanceGet(ctx, ref)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if inst.Settings.RetentionDays != e.ops.cfg.RetentionDays {
+		return e.store.InstanceUpdate(ctx, ref, func(i *task.Instance) error {
+			i.Settings.RetentionDays = e.ops.cfg.RetentionDays
+			return nil
+		})
+	}
 	return inst, nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"github.com/errandhq/errand/errandapi"
-	"github.com/errandhq/errand/internal/id"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -167,16 +166,7 @@ func (e *Engine) opsFiles(ctx context.Context, org string) (*opsFiles, error) {
 	if v, ok := e.ops.files.Load(org); ok {
 		return v.(*opsFiles), nil
 	}
-	inst, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: task.OpsFilesInstance})
-	if task.IsCode(err, task.CodeNotFound) {
-		settings := task.DefaultSettings()
-		settings.RetentionDays = e.ops.cfg.RetentionDays
-		inst = &task.Instance{ID: e.newID(), Org: org, Name: task.OpsFilesInstance, CreatedAt: e.now(), Settings: settings, WebhookKey: id.WebhookKey()}
-		err = e.store.InstanceCreate(ctx, inst)
-		if task.IsCode(err, task.CodeInstanceExists) {
-			inst, err = e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: task.OpsFilesInstance})
-		}
-	}
+	inst, err := e.opsOwnInstance(ctx, org, task.OpsFilesInstance)
 	if err != nil {
 		return nil, err
 	}
