@@ -140,6 +140,11 @@ type archiveHead struct {
 	Version  int            `json:"version"`
 	Instance string         `json:"instance"`
 	Settings BundleSettings `json:"settings"`
+	// WebhookKey is the instance's signing key, so that receivers check a
+	// restored instance's deliveries as they did the original's; an
+	// archive made before it was kept has none, and its restore keeps the
+	// new instance's own key.
+	WebhookKey string `json:"webhookKey,omitempty"`
 	Queues   []BundleQueue  `json:"queues"`
 	Triggers []task.Trigger `json:"triggers"`
 	Made     int64          `json:"made"`
@@ -160,7 +165,8 @@ func (e *Engine) archiveInstance(ctx context.Context, org, name string, w io.Wri
 	if err != nil {
 		return nil, err
 	}
-	head := archiveHead{Version: archiveStreamVersion, Instance: name, Settings: BundleSettings(inst.Settings), Made: e.now(), Triggers: []task.Trigger{}}
+	head := archiveHead{Version: archiveStreamVersion, Instance: name, Settings: BundleSettings(inst.Settings), WebhookKey: inst.WebhookKey,
+		Made: e.now(), Triggers: []task.Trigger{}}
 	for _, q := range qs {
 		head.Queues = append(head.Queues, bundleQueue(q))
 	}
@@ -338,6 +344,14 @@ func (e *Engine) fillInstance(ctx context.Context, org string, inst *task.Instan
 	bi := BundleInstance{Name: inst.Name, Settings: head.Settings, Queues: head.Queues}
 	if err := e.importInstance(ctx, org, bi, rep); err != nil {
 		return err
+	}
+	if head.WebhookKey != "" {
+		if _, err := e.store.InstanceUpdate(ctx, store.InstanceRef{Org: org, Name: inst.Name}, func(i *task.Instance) error {
+			i.WebhookKey = head.WebhookKey
+			return nil
+		}); err != nil {
+			return err
+		}
 	}
 	for _, tr := range head.Triggers {
 		renewed, err := e.restoreTrigger(ctx, inst, tr)

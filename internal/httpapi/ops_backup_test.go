@@ -30,7 +30,7 @@ func backupBundle(t *testing.T, kind string) (*bundle, string, []byte) {
 
 // TestOpsBackupRestore: an instance's queues and tasks go into an
 // encrypted archive and come back, every task field equal and every
-// payload byte-identical; a wrong key, a truncated and a damaged archive
+// payload byte-identical, signing with the same webhook key; a wrong key, a truncated and a damaged archive
 // are refused, and nothing is restored by a refused call.
 func TestOpsBackupRestore(t *testing.T) {
 	for _, kind := range stores.Kinds {
@@ -96,6 +96,11 @@ func TestOpsBackupRestore(t *testing.T) {
 			dst, _ := b.eng.Store().InstanceGet(ctx, store.InstanceRef{Org: "dev", Name: "copy"})
 			if dst.Settings != src.Settings {
 				t.Fatalf("settings %+v, want %+v", dst.Settings, src.Settings)
+			}
+			// Receivers check the restored instance's deliveries as they
+			// did the original's.
+			if dst.WebhookKey != src.WebhookKey {
+				t.Fatalf("the restored instance signs with %q, the original with %q", dst.WebhookKey, src.WebhookKey)
 			}
 			sq, _ := b.eng.Store().QueueList(ctx, src.ID)
 			dq, _ := b.eng.Store().QueueList(ctx, dst.ID)
