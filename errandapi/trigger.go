@@ -81,8 +81,10 @@ type TriggerSchedule struct {
 
 // TriggerHook is a hook rule's URL path (POST it, no key needed: the path
 // is the capability), whether it has a secret, and its copied headers.
+// Path is left out for a caller without the write grant on the instance:
+// it adds tasks, which read does not allow.
 type TriggerHook struct {
-	Path      string   `json:"path"`
+	Path      string   `json:"path,omitempty"`
 	HasSecret bool     `json:"hasSecret"`
 	Headers   []string `json:"headers"`
 }

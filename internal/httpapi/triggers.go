@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -30,8 +31,10 @@ func triggerPatch(b *errandapi.TriggerRequest) *task.TriggerPatch {
 	return p
 }
 
-// toTrigger is a rule in v1 JSON; instance is its instance's name.
-func toTrigger(tr *task.Trigger, instance string) *errandapi.Trigger {
+// toTrigger is a rule in v1 JSON; instance is its instance's name. A hook
+// rule's path is shown to a caller with write on the instance only: the
+// path adds tasks, which read does not allow.
+func toTrigger(tr *task.Trigger, instance string, c *call) *errandapi.Trigger {
 	out := &errandapi.Trigger{
 		ID: tr.ID, Kind: errandapi.TriggerKind(tr.Kind), Queue: tr.Target(instance), Params: nullRaw(tr.Params),
 		Payload: nullRaw(tr.Payload), Enabled: tr.Enabled, Fired: tr.Fired, ErrorCount: tr.ErrorCount,
@@ -44,7 +47,10 @@ func toTrigger(tr *task.Trigger, instance string) *errandapi.Trigger {
 	case task.TriggerSchedule:
 		out.Schedule = &errandapi.TriggerSchedule{Cron: tr.Cron, TimeZone: tr.TimeZone, LastTickAt: msPtr(tr.LastTickAt), NextTickAt: msPtr(tr.NextTickAt)}
 	case task.TriggerHook:
-		out.Hook = &errandapi.TriggerHook{Path: "/v1/hooks/" + instance + "/" + tr.HookToken, HasSecret: tr.HookSecret != "", Headers: tr.HookHeaders}
+		out.Hook = &errandapi.TriggerHook{HasSecret: tr.HookSecret != "", Headers: tr.HookHeaders}
+		if c.p.Allows(instance, auth.RoleWrite) {
+			out.Hook.Path = "/v1/hooks/" + instance + "/" + tr.HookToken
+		}
 		if out.Hook.Headers == nil {
 			out.Hook.Headers = []string{}
 		}
@@ -69,7 +75,7 @@ func (s *Server) listTriggers(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	out := errandapi.TriggerList{Triggers: make([]errandapi.Trigger, 0, len(list))}
 	for _, tr := range list {
-		out.Triggers = append(out.Triggers, *toTrigger(tr, c.instance))
+		out.Triggers = append(out.Triggers, *toTrigger(tr, c.instance, c))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -85,7 +91,7 @@ func (s *Server) createTrigger(w http.ResponseWriter, r *http.Request, c *call) 
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, errandapi.TriggerResponse{Trigger: toTrigger(tr, c.instance)})
+	writeJSON(w, http.StatusCreated, errandapi.TriggerResponse{Trigger: toTrigger(tr, c.instance, c)})
 }
 
 func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request, c *call) {
@@ -94,7 +100,7 @@ func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, errandapi.TriggerResponse{Trigger: toTrigger(tr, c.instance)})
+	writeJSON(w, http.StatusOK, errandapi.TriggerResponse{Trigger: toTrigger(tr, c.instance, c)})
 }
 
 func (s *Server) patchTrigger(w http.ResponseWriter, r *http.Request, c *call) {
@@ -108,7 +114,7 @@ func (s *Server) patchTrigger(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, errandapi.TriggerResponse{Trigger: toTrigger(tr, c.instance)})
+	writeJSON(w, http.StatusOK, errandapi.TriggerResponse{Trigger: toTrigger(tr, c.instance, c)})
 }
 
 func (s *Server) deleteTrigger(w http.ResponseWriter, r *http.Request, c *call) {

@@ -133,6 +133,28 @@ func TestHookWithoutSecret(t *testing.T) {
 	}
 }
 
+// TestHookPathNeedsWrite: a hook's path adds tasks, so only a caller with
+// write on the instance sees it; a read key lists and gets the rule
+// without it.
+func TestHookPathNeedsWrite(t *testing.T) {
+	s := setupServe(t)
+	a := s.as(s.key("acme", "full:*"))
+	a.do("POST", "/v1/instances", `{"name":"jobs"}`).want(t, 201, "")
+	a.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	tr := a.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{}}`).want(t, 201, "").obj("trigger")
+	path := tr["hook"].(map[string]any)["path"].(string)
+	for grant, want := range map[string]string{"read:jobs": "", "read:*": "", "write:jobs": path, "full:jobs": path} {
+		k := s.as(s.key("acme", grant))
+		got := k.do("GET", "/v1/tasks/jobs/triggers/"+tr["id"].(string), nil).want(t, 200, "").obj("trigger")["hook"].(map[string]any)
+		listed := k.do("GET", "/v1/tasks/jobs/triggers", nil).want(t, 200, "").list("triggers")[0].(map[string]any)["hook"].(map[string]any)
+		for what, h := range map[string]map[string]any{"get": got, "list": listed} {
+			if p, _ := h["path"].(string); p != want || (want == "" && h["path"] != nil) {
+				t.Errorf("%s %s: hook %v, want path %q", grant, what, h, want)
+			}
+		}
+	}
+}
+
 // TestHookQueueWithoutTarget: a hook whose push queue lost its target
 // answers the sender NO_TARGET in words a sender can act on (the rule's
 // owner must fix the queue), adds nothing, and records the refusal on the

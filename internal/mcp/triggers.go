@@ -185,7 +185,11 @@ func triggerText(tr *errandapi.Trigger) string {
 		}
 		b.WriteString(")")
 	case tr.Hook != nil:
-		fmt.Fprintf(&b, " (POST %s on the errand server, no API key", tr.Hook.Path)
+		if tr.Hook.Path == "" {
+			b.WriteString(" (a hook whose URL only keys with write on the instance see")
+		} else {
+			fmt.Fprintf(&b, " (POST %s on the errand server, no API key", tr.Hook.Path)
+		}
 		if tr.Hook.HasSecret {
 			b.WriteString(", signed")
 		}
