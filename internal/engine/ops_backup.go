@@ -144,10 +144,10 @@ type archiveHead struct {
 	// restored instance's deliveries as they did the original's; an
 	// archive made before it was kept has none, and its restore keeps the
 	// new instance's own key.
-	WebhookKey string `json:"webhookKey,omitempty"`
-	Queues   []BundleQueue  `json:"queues"`
-	Triggers []task.Trigger `json:"triggers"`
-	Made     int64          `json:"made"`
+	WebhookKey string         `json:"webhookKey,omitempty"`
+	Queues     []BundleQueue  `json:"queues"`
+	Triggers   []task.Trigger `json:"triggers"`
+	Made       int64          `json:"made"`
 }
 
 // archiveInstance writes one instance's plaintext to w: its head, then
