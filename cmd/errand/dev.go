@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 
@@ -42,6 +43,7 @@ Ctrl-C: calls in flight finish first.`,
 		if err != nil {
 			return err
 		}
+		warnIfReachable(log, ln)
 		st, release, err := openDev(ctx, *data, *sync, log)
 		if err != nil {
 			ln.Close()
@@ -60,6 +62,17 @@ Ctrl-C: calls in flight finish first.`,
 		})
 	}
 	return c
+}
+
+// warnIfReachable warns when dev listens on an address other machines may
+// reach (0.0.0.0 in a container, say): dev has no keys, so whoever reaches
+// it may do anything. It is a warning, not a refusal: a container's port
+// published to its host's loopback is a fair use.
+func warnIfReachable(log *slog.Logger, ln net.Listener) {
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		log.Warn("errand dev listens on a non-loopback address and needs no API key: anyone who reaches " +
+			ln.Addr().String() + " may read and change everything; run errand serve, with keys, to serve a network")
+	}
 }
 
 // openDev takes the data directory (see lockDataDir) and its store's file
