@@ -13,9 +13,9 @@ import (
 func TestLoggedPath(t *testing.T) {
 	for in, want := range map[string]string{
 		"/v1/hooks/jobs/hk_3f9a0c1d2e3f4a5b6c7d8e9f00112233": "/v1/hooks/jobs/hk_3f9a…",
-		"/v1/hooks/jobs/hk_3":                               "/v1/hooks/jobs/hk_3",
-		"/v1/hooks/jobs":                                    "/v1/hooks/jobs",
-		"/v1/tasks/jobs/queues/q/tasks":                     "/v1/tasks/jobs/queues/q/tasks",
+		"/v1/hooks/jobs/hk_3":                                "/v1/hooks/jobs/hk_3",
+		"/v1/hooks/jobs":                                     "/v1/hooks/jobs",
+		"/v1/tasks/jobs/queues/q/tasks":                      "/v1/tasks/jobs/queues/q/tasks",
 	} {
 		if got := loggedPath(in); got != want {
 			t.Errorf("loggedPath(%q) = %q, want %q", in, got, want)
