@@ -184,7 +184,10 @@ func New(cfg Config) *Engine {
 	e.dispatcher = newDispatcher(dispatcherDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "dispatcher"),
 		node: cfg.Node, targets: e.ops.router(cfg.Deliverer), metrics: cfg.Metrics, usage: e.usage, wake: e.waker, dev: cfg.Dev, writers: cfg.Writers, backstop: cfg.Backstop, stored: e.outcomesStored})
 	td := TriggerDeps{Store: cfg.Store, Clock: e.clock, Logger: cfg.Logger, Rules: cfg.URLRules, Added: e.changed, NewID: e.newID,
-		Counted: func(instanceID string) { e.usage.count(instanceID, usageAdded, 1) }}
+		Counted: func(instanceID string) {
+			e.usage.count(instanceID, usageAdded, 1)
+			e.metrics.TasksAdded.Inc()
+		}}
 	td.Wake = e.ruleWake.next
 	e.scheduler = NewScheduler(SchedulerDeps{TriggerDeps: td, Backstop: cfg.Backstop})
 	td.Wake = e.chains.next

@@ -23,7 +23,8 @@ type TriggerDeps struct {
 	// Added is called after a pass that added tasks (wakes the dispatcher
 	// here and on other nodes).
 	Added func()
-	// Counted is called for each task a rule added, with its instance
+	// Counted is called for each task a rule added (usage and metrics count
+	// it), with its instance
 	// (the instance's usage counts it; nil: nothing).
 	Counted func(instanceID string)
 	// NewID makes task ids.

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/store"
@@ -207,6 +209,11 @@ func TestScheduleOneTaskPerTickAndCatchUp(t *testing.T) {
 	}
 	if ts := n.tasks("out"); len(ts) != 2 || ts[0].Name != task.TickName(tr.ID, latest) {
 		t.Fatalf("after catch-up: %d tasks, newest %q", len(ts), ts[0].Name)
+	}
+	// The metrics count a rule's adds as the API's.
+	var added dto.Metric
+	if err := n.eng.Metrics().TasksAdded.Write(&added); err != nil || added.GetCounter().GetValue() != 2 {
+		t.Fatalf("errand_tasks_added_total = %v (%v), want 2", added.GetCounter().GetValue(), err)
 	}
 }
 

@@ -14,7 +14,9 @@ import (
 // Metrics holds the engine's collectors.
 type Metrics struct {
 	reg *prometheus.Registry
-	// TasksAdded counts tasks stored by adds (dead-letter copies included).
+	// TasksAdded counts tasks stored by adds: the API's, hooks', trigger
+	// rules' and the operations' own jobs; not dead-letter copies, which a
+	// finish makes.
 	TasksAdded prometheus.Counter
 	// Attempts counts finished attempts by outcome (succeeded, failed,
 	// timed_out, deferred, released, lease_expired) and kind (push, pull).
