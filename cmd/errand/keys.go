@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/store/storeurl"
@@ -98,13 +99,26 @@ func newKeysListCmd() *cobra.Command {
 		Short: "List API keys (never their secrets)",
 		Long: `List the keys of an organization, or of every organization without --org: id,
 organization, the key's first characters, grants, when made and when revoked. The secret
-itself is never shown again.`,
-		Example: `  errand keys list --store sqlite:///var/lib/errand/errand.db --org acme`,
-		Args:    noArgs,
+itself is never shown again. With --json, a JSON array of the same (times in epoch ms,
+revokedAt null while valid).`,
+		Example: `  errand keys list --store sqlite:///var/lib/errand/errand.db --org acme
+  errand keys list --store sqlite:///var/lib/errand/errand.db --json`,
+		Args: noArgs,
 	}
 	kf := addKeysFlags(c, "only this organization's keys")
-	c.RunE = func(c *cobra.Command, _ []string) error { return keysList(c, kf) }
+	asJSON := c.Flags().Bool("json", false, "print a JSON array instead of a table")
+	c.RunE = func(c *cobra.Command, _ []string) error { return keysList(c, kf, *asJSON) }
 	return c
+}
+
+// listedKey is a key as keys list --json prints it.
+type listedKey struct {
+	ID        string            `json:"id"`
+	Org       string            `json:"org"`
+	Prefix    string            `json:"prefix"`
+	Grants    []errandapi.Grant `json:"grants"`
+	CreatedAt int64             `json:"createdAt"`
+	RevokedAt *int64            `json:"revokedAt"`
 }
 
 func newKeysRevokeCmd() *cobra.Command {
@@ -158,7 +172,7 @@ func keysCreate(c *cobra.Command, kf *keysFlags, grantArgs []string) (err error)
 	return printf(c, "%s\n", secret)
 }
 
-func keysList(c *cobra.Command, kf *keysFlags) (err error) {
+func keysList(c *cobra.Command, kf *keysFlags, asJSON bool) (err error) {
 	st, err := kf.open(c)
 	if err != nil {
 		return err
@@ -171,6 +185,20 @@ func keysList(c *cobra.Command, kf *keysFlags) (err error) {
 	ks, err := st.KeyList(c.Context(), kf.org)
 	if err != nil {
 		return err
+	}
+	if asJSON {
+		out := make([]listedKey, 0, len(ks))
+		for _, k := range ks {
+			l := listedKey{ID: k.ID, Org: k.Org, Prefix: k.Prefix, Grants: make([]errandapi.Grant, 0, len(k.Grants)), CreatedAt: k.CreatedAt}
+			for _, g := range k.Grants {
+				l.Grants = append(l.Grants, errandapi.Grant{Instance: g.Instance, Role: errandapi.Role(g.Role)})
+			}
+			if k.RevokedAt != 0 {
+				l.RevokedAt = &k.RevokedAt
+			}
+			out = append(out, l)
+		}
+		return printJSON(c.OutOrStdout(), out)
 	}
 	t := newTable(c.OutOrStdout(), "ID", "ORG", "KEY", "GRANTS", "CREATED", "REVOKED")
 	for _, k := range ks {

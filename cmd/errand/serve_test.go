@@ -149,6 +149,13 @@ func TestKeysCreateStoresNoPlaintext(t *testing.T) {
 		t.Fatalf("list:\n%s", out)
 	}
 	id := strings.Fields(strings.Split(out, "\n")[1])[0]
+	// --json prints the same, for scripts.
+	code, out, errs = runMain("keys", "list", "--store", url, "--json")
+	var listed []map[string]any
+	if err := json.Unmarshal([]byte(out), &listed); code != 0 || err != nil || len(listed) != 1 || listed[0]["id"] != id ||
+		listed[0]["prefix"] != secret[:shown] || listed[0]["revokedAt"] != nil || len(listed[0]["grants"].([]any)) != 2 {
+		t.Fatalf("list --json: exit %d, %v\n%s%s", code, err, out, errs)
+	}
 
 	// revoke takes the id before or after the flags, and says so; list shows it.
 	code, out, errs = runMain("keys", "revoke", id, "--store", url)
