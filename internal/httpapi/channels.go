@@ -41,6 +41,7 @@ func (s *Server) channelToken(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
+	w.Header().Set("Cache-Control", "no-store") // a token admits a subscriber
 	writeJSON(w, http.StatusCreated, errandapi.ChannelToken{Token: tok, ExpiresAt: exp})
 }
 

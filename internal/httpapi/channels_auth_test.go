@@ -157,3 +157,25 @@ func tokenClaims(t *testing.T, q string) map[string]any {
 	}
 	return c
 }
+
+// TestSecretsAreNotCached: the answers that hold a secret — the webhook
+// key, read or rotated, and a subscribe token — say no cache may keep
+// them.
+func TestSecretsAreNotCached(t *testing.T) {
+	s := newFixture(t, "acme")
+	a := s.as(s.admin)
+	for _, c := range []struct {
+		method, path string
+		status       int
+	}{
+		{"GET", "/v1/tasks/jobs/settings/webhook-key", 200},
+		{"POST", "/v1/tasks/jobs/settings/webhook-key/rotate", 200},
+		{"POST", "/v1/channels/jobs/room-1/token", 201},
+	} {
+		r, h := a.doH(c.method, c.path, nil)
+		r.want(t, c.status, "")
+		if got := h.Get("Cache-Control"); got != "no-store" {
+			t.Errorf("%s %s: Cache-Control %q, want no-store", c.method, c.path, got)
+		}
+	}
+}
