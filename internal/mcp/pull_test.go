@@ -89,7 +89,8 @@ func TestPullLoopOverHTTP(t *testing.T) {
 }
 
 // TestQueueResource: a queue reads as the resource
-// errand://tasks/{instance}/queues/{queue}; an unknown one is not found.
+// errand://tasks/{instance}/queues/{queue}, cached by its caller only; an
+// unknown one is not found.
 func TestQueueResource(t *testing.T) {
 	n := startNode(t, true)
 	s := n.session("")
@@ -102,6 +103,10 @@ func TestQueueResource(t *testing.T) {
 	var q errandapi.QueueResponse
 	if err := json.Unmarshal([]byte(res.Contents[0].Text), &q); err != nil || q.Queue.Name != "work" || q.Queue.Counts[errandapi.StateScheduled] != 2 {
 		t.Fatalf("queue resource %s (%v)", res.Contents[0].Text, err)
+	}
+	// One organization's queue is its caller's to cache, no one else's.
+	if res.CacheScope != "private" {
+		t.Fatalf("queue resource cacheScope %q, want private", res.CacheScope)
 	}
 	if _, err := s.cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "errand://tasks/jobs/queues/nosuch"}); err == nil {
 		t.Fatal("an unknown queue was read")

@@ -62,7 +62,7 @@ func NewServer(opts Options) *mcp.Server {
 		opts.Version = "dev"
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "errand", Title: "errand task queue", Version: opts.Version},
-		&mcp.ServerOptions{Instructions: instructions, Logger: opts.Logger, HasTools: true, HasResources: true})
+		&mcp.ServerOptions{Instructions: instructions, Logger: opts.Logger, HasTools: true, HasResources: true, SetCacheable: private})
 	for _, t := range allTools() {
 		if !allows(opts.Self, t.need) {
 			continue
@@ -121,3 +121,8 @@ func readQueue(ctx context.Context, clientFor ClientFunc, req *mcp.ReadResourceR
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(raw)}}}, nil
 }
+
+// private marks every result a client may cache as its own caller's only
+// (the SDK's default is public): the tools a session lists follow its
+// key's grants, and a resource holds one organization's queue.
+func private(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" }
