@@ -47,6 +47,9 @@ func ParseSchedule(expr, zone string) (*Schedule, error) {
 	if d, ok := strings.CutPrefix(expr, "@every "); ok {
 		if dur, err := time.ParseDuration(strings.TrimSpace(d)); err == nil && dur < time.Second {
 			return nil, FieldErrorf(CodeInvalidArgument, "schedule.cron", "@every must be at least 1s")
+		} else if err == nil && dur%time.Second != 0 {
+			// The cron package would round it down without a word.
+			return nil, FieldErrorf(CodeInvalidArgument, "schedule.cron", "@every takes whole seconds: %v is not (e.g. @every 90s)", dur)
 		}
 	}
 	parsed, err := cron.ParseStandard(expr)
@@ -91,7 +94,7 @@ func (s *Schedule) Next(t time.Time) time.Time {
 		if w.IsZero() {
 			return time.Time{}
 		}
-		at := time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), 0, s.loc)
+		at := firstOccurrence(w, s.loc)
 		if got := at.In(s.loc); got.Hour() != w.Hour() || got.Minute() != w.Minute() || got.Day() != w.Day() {
 			// w does not exist here (clocks went forward over it): fire at
 			// the change, the edge of the zone period Go moved it into.
@@ -112,6 +115,24 @@ func (s *Schedule) Next(t time.Time) time.Time {
 		after = w
 	}
 	return time.Time{}
+}
+
+// firstOccurrence is the earliest instant whose wall clock in loc is w's
+// (w read in UTC). time.Date leaves the choice open for a wall time that
+// occurs twice (clocks went back), and picks the second east of UTC; each
+// offset loc has within 12 hours of it is tried instead. A wall time that
+// does not exist in loc is time.Date's, which Next moves to the change.
+func firstOccurrence(w time.Time, loc *time.Location) time.Time {
+	at := time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), 0, loc)
+	first := at
+	for _, near := range []time.Time{at.Add(-12 * time.Hour), at.Add(12 * time.Hour)} {
+		_, offset := near.Zone()
+		c := w.Add(-time.Duration(offset) * time.Second).In(loc)
+		if c.Before(first) && c.Hour() == w.Hour() && c.Minute() == w.Minute() && c.Second() == w.Second() && c.Day() == w.Day() {
+			first = c
+		}
+	}
+	return first
 }
 
 // NextTickAfter returns the rule's next tick after ms, or 0 when it is not

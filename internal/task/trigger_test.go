@@ -25,6 +25,8 @@ func TestTriggerPatchValidation(t *testing.T) {
 		{"no cron", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{}}, CodeInvalidArgument, "schedule.cron"},
 		{"tz in cron", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{Cron: sp("CRON_TZ=UTC 0 * * * *")}}, CodeInvalidArgument, "schedule.cron"},
 		{"every too short", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{Cron: sp("@every 10ms")}}, CodeInvalidArgument, "schedule.cron"},
+		{"every a fraction", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{Cron: sp("@every 1500ms")}}, CodeInvalidArgument, "schedule.cron"},
+		{"every whole seconds", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{Cron: sp("@every 1m30s")}}, "", ""},
 		{"bad zone", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{Cron: sp("@hourly"), TimeZone: sp("Mars/Olympus")}}, CodeInvalidArgument, "schedule.timeZone"},
 		{"local zone", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{Cron: sp("@hourly"), TimeZone: sp("Local")}}, CodeInvalidArgument, "schedule.timeZone"},
 		{"no kind", TriggerPatch{Queue: sp("jobs/q")}, CodeInvalidArgument, "schedule"},
@@ -109,6 +111,29 @@ func TestScheduleDST(t *testing.T) {
 				t.Fatalf("got  %s\nwant %s", got, c.want)
 			}
 		})
+	}
+}
+
+// TestScheduleDSTEastOfUTC: a wall time that repeats when clocks go back
+// fires at its first occurrence in zones east of UTC too (where Go's
+// time.Date picks the second), in both hemispheres, and once only.
+func TestScheduleDSTEastOfUTC(t *testing.T) {
+	for _, c := range []struct {
+		zone, expr string
+		start      time.Time
+		want       string
+	}{
+		// 2024-10-27 03:00 CEST → 02:00 CET.
+		{"Europe/Paris", "30 2 * * *", time.Date(2024, 10, 26, 12, 0, 0, 0, time.UTC), "10-27 02:30 CEST,10-28 02:30 CET"},
+		{"Europe/Paris", "0 2 * * *", time.Date(2024, 10, 26, 12, 0, 0, 0, time.UTC), "10-27 02:00 CEST,10-28 02:00 CET"},
+		// 2024-10-27 02:00 BST → 01:00 GMT.
+		{"Europe/London", "30 1 * * *", time.Date(2024, 10, 26, 12, 0, 0, 0, time.UTC), "10-27 01:30 BST,10-28 01:30 GMT"},
+		// 2024-04-07 03:00 AEDT → 02:00 AEST.
+		{"Australia/Sydney", "30 2 * * *", time.Date(2024, 4, 6, 0, 0, 0, 0, time.UTC), "04-07 02:30 AEDT,04-08 02:30 AEST"},
+	} {
+		if got := strings.Join(ticks(t, c.expr, c.zone, c.start, 2), ","); got != c.want {
+			t.Errorf("%s %q: got %s, want %s", c.zone, c.expr, got, c.want)
+		}
 	}
 }
 
