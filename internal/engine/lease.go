@@ -25,7 +25,9 @@ type LeaseParams struct {
 
 // Lease claims up to p.Count due tasks of a pull queue for p.LeaseSeconds.
 // With WaitSeconds it holds the call until a task is available or the wait
-// runs out (long polling).
+// runs out (long polling): it claims again when something changes (an add,
+// a release, a run), when the queue's next waiting task comes due (a delay,
+// a backoff), and once more when the wait runs out.
 func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*task.Task, error) {
 	if p.Count < 1 || p.Count > MaxLeaseCount {
 		return nil, task.FieldErrorf(task.CodeInvalidArgument, "count", "must be 1–%d", MaxLeaseCount)
@@ -46,6 +48,7 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 		defer timer.Stop()
 		deadline = timer.C()
 	}
+	last := false // the wait ran out: this claim is the last
 	for {
 		woken, _ := e.waker.wait() // before the claim: no add slips between
 		q, err := e.store.QueueGet(ctx, sq)
@@ -69,7 +72,7 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 				e.leased.put(got, now) // their acks here need not read them back
 			}
 		}
-		if len(got) > 0 || deadline == nil {
+		if len(got) > 0 || deadline == nil || last {
 			if len(got) > 0 {
 				soonest := got[0].LeaseExpiresAt
 				for _, t := range got[1:] {
@@ -81,15 +84,42 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 			}
 			return got, nil
 		}
+		due, stop, err := e.queueDue(ctx, q)
+		if err != nil {
+			return nil, err
+		}
 		e.signals.parked.update(func(n *int) { *n++ })
 		select {
 		case <-ctx.Done():
+			stop()
 			return nil, ctx.Err()
 		case <-deadline:
-			return nil, nil
+			last = true
 		case <-woken:
+		case <-due:
 		}
+		stop()
 	}
+}
+
+// queueDue returns a channel that fires when q's next waiting task comes
+// due, and the function that stops its timer; nil when q is paused or has
+// no task waiting for a later time (a task due now that the claim did not
+// take waits for a change, as before).
+func (e *Engine) queueDue(ctx context.Context, q *task.Queue) (<-chan time.Time, func(), error) {
+	if q.Paused {
+		return nil, func() {}, nil
+	}
+	next, err := e.store.TaskQueueNextRunAt(ctx, store.QueueRef{InstanceID: q.InstanceID, Name: q.Name})
+	if err != nil {
+		return nil, nil, err
+	}
+	wait := next - e.now()
+	if next == 0 || wait <= 0 {
+		return nil, func() {}, nil
+	}
+	timer := e.clock.NewTimer(time.Duration(wait) * time.Millisecond)
+	return timer.C(), func() { timer.Stop() }, nil
 }
 
 // Ack finishes a leased task with an optional result.

@@ -136,6 +136,41 @@ func TestLongPollWakesOnAdd(t *testing.T) {
 	}
 }
 
+// TestLongPollWakesWhenATaskComesDue: a waiting lease takes a task that
+// comes due by the clock alone (a delay, a backoff), with no add or other
+// change to wake it; and a task due as the wait runs out is still taken.
+func TestLongPollWakesWhenATaskComesDue(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.queue("work", &task.QueuePatch{Mode: ptr(task.ModePull)})
+	ref := engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "work"}
+	for _, c := range []struct {
+		name        string
+		delay, wait int
+	}{{"due before the wait ends", 3, 30}, {"due as the wait ends", 5, 5}} {
+		id := b.add("work", task.AddInput{Delay: ptr(float64(c.delay))})
+		parked := b.sig.Parked(t, 0)
+		got := make(chan []*task.Task, 1)
+		go func() {
+			ts, err := b.eng.Lease(b.ctx, ref, engine.LeaseParams{Count: 1, LeaseSeconds: 30, WaitSeconds: c.wait})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- ts
+		}()
+		b.sig.Parked(t, parked+1) // nothing due yet: it waits
+		b.clock.Advance(time.Duration(c.delay) * time.Second)
+		select {
+		case ts := <-got:
+			if len(ts) != 1 || ts[0].ID != id {
+				t.Fatalf("%s: leased %+v, want %s", c.name, ts, id)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the lease did not wake when the task came due", c.name)
+		}
+	}
+}
+
 // TestExpiredLeaseIsRescued: the rescuer service, not a test call, finds an
 // expired lease as soon as the clock passes it.
 func TestExpiredLeaseIsRescued(t *testing.T) {

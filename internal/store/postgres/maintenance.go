@@ -47,6 +47,10 @@ var (
 			ORDER BY t.run_at LIMIT 1) AS d
 		WHERE q.mode = 'push' AND NOT q.paused AND d.run_at <= $1`
 	// sqlNextDueAfter is sqlNextDue's first column, for tasks due after $1.
+	// sqlQueueNextRunAt is the head of one queue's tasks_due.
+	sqlQueueNextRunAt = `SELECT coalesce((SELECT run_at FROM tasks
+		WHERE instance_id = $1 AND queue = $2 AND state IN ('PENDING', 'RETRY_WAIT')
+		ORDER BY run_at LIMIT 1), 0)`
 	sqlNextDueAfter = `SELECT coalesce((SELECT min(d.run_at) FROM queues AS q CROSS JOIN LATERAL (
 			SELECT t.run_at FROM tasks AS t
 			WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state IN ('PENDING', 'RETRY_WAIT')
@@ -147,6 +151,16 @@ func (s *Store) TaskDueQueues(ctx context.Context, now int64) ([]store.QueueRef,
 func (s *Store) TaskNextDueAfter(ctx context.Context, after int64) (int64, error) {
 	var runAt int64
 	if err := s.pool.QueryRow(ctx, sqlNextDueAfter, after).Scan(&runAt); err != nil {
+		return 0, interpretError(err)
+	}
+	return runAt, nil
+}
+
+// TaskQueueNextRunAt returns the earliest runAt of a waiting task of the
+// queue, due or not, or 0 (the head of tasks_due).
+func (s *Store) TaskQueueNextRunAt(ctx context.Context, ref store.QueueRef) (int64, error) {
+	var runAt int64
+	if err := s.pool.QueryRow(ctx, sqlQueueNextRunAt, ref.InstanceID, ref.Name).Scan(&runAt); err != nil {
 		return 0, interpretError(err)
 	}
 	return runAt, nil

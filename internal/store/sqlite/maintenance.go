@@ -36,6 +36,10 @@ var (
 			WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state IN ('PENDING', 'RETRY_WAIT')
 			ORDER BY t.run_at LIMIT 1) <= ?`)
 	// qNextDueAfter is qNextDue's first column, for tasks due after ?.
+	// qQueueNextRunAt is the head of one queue's tasks_due.
+	qQueueNextRunAt = define(onReader, `SELECT coalesce((SELECT run_at FROM tasks
+		WHERE instance_id = ? AND queue = ? AND state IN ('PENDING', 'RETRY_WAIT')
+		ORDER BY run_at LIMIT 1), 0)`)
 	qNextDueAfter = define(onReader, `SELECT
 		coalesce(min((SELECT t.run_at FROM tasks AS t
 			WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state IN ('PENDING', 'RETRY_WAIT')
@@ -108,6 +112,16 @@ func (s *Store) TaskNextDueAfter(ctx context.Context, after int64) (int64, error
 		return 0, interpretError(err)
 	}
 	return r.Int64, nil
+}
+
+// TaskQueueNextRunAt returns the earliest runAt of a waiting task of the
+// queue, due or not, or 0 (the head of tasks_due).
+func (s *Store) TaskQueueNextRunAt(ctx context.Context, ref store.QueueRef) (int64, error) {
+	var r int64
+	if err := s.reader(qQueueNextRunAt).QueryRowContext(ctx, ref.InstanceID, ref.Name).Scan(&r); err != nil {
+		return 0, interpretError(err)
+	}
+	return r, nil
 }
 
 // TaskDeleteFinished removes up to limit finished tasks whose FinishedAt is

@@ -13,6 +13,7 @@ var maintenanceCases = []testCase{
 	{"Expired", testExpired},
 	{"NextDue", testNextDue},
 	{"NextDueAfter", testNextDueAfter},
+	{"QueueNextRunAt", testQueueNextRunAt},
 	{"DueQueues", testDueQueues},
 	{"Workers", testWorkers},
 	{"Heartbeat", testHeartbeat},
