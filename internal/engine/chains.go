@@ -130,7 +130,7 @@ func (c *Chainer) chainTask(ctx context.Context, tr *task.Trigger, ev *store.Tri
 	if err != nil {
 		return nil, err
 	}
-	t, err := task.NewTask(q, in, now, c.d.Rules)
+	t, err := ruleTask(q, in, now, c.d.Rules)
 	if err != nil {
 		return nil, err
 	}

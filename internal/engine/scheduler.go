@@ -117,7 +117,7 @@ func (s *Scheduler) tickTask(ctx context.Context, tr *task.Trigger, tick, now in
 	if err != nil {
 		return nil, err
 	}
-	t, err := task.NewTask(q, tr.ScheduleInput(tick), now, s.d.Rules)
+	t, err := ruleTask(q, tr.ScheduleInput(tick), now, s.d.Rules)
 	if err != nil {
 		return nil, err
 	}

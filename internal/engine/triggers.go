@@ -87,8 +87,13 @@ func (e *Engine) TriggerPatch(ctx context.Context, ref TriggerRef, p *task.Trigg
 		if err := p.Apply(tr, inst.Name, false); err != nil {
 			return err
 		}
-		if err := e.checkRuleQueues(ctx, tr, inst.Name); err != nil {
-			return err
+		// The queues are checked when the PATCH names one or enables the
+		// rule: a rule whose queue lost its target can still be disabled
+		// or edited while its owner fixes the queue.
+		if p.Queue != nil || p.Task != nil && p.Task.Queue != nil || tr.Enabled && !wasEnabled {
+			if err := e.checkRuleQueues(ctx, tr, inst.Name); err != nil {
+				return err
+			}
 		}
 		now := e.now()
 		if p.Schedule != nil || tr.Enabled != wasEnabled || !tr.Enabled {
@@ -130,7 +135,7 @@ func (e *Engine) checkRuleQueues(ctx context.Context, tr *task.Trigger, instance
 		return err
 	}
 	if q.Mode == task.ModePush && q.Target == nil {
-		return task.Errorf(task.CodeNoTarget, "queue %q has no target: a rule's tasks carry none, so give the queue a target or use a pull queue", tr.Queue)
+		return ruleNoTarget(tr.Queue)
 	}
 	if tr.Kind == task.TriggerTask {
 		if _, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: tr.InstanceID, Name: tr.OnQueue}); task.IsCode(err, task.CodeNotFound) {
@@ -140,6 +145,23 @@ func (e *Engine) checkRuleQueues(ctx context.Context, tr *task.Trigger, instance
 		}
 	}
 	return nil
+}
+
+// ruleNoTarget is the refusal of a rule whose push queue has no target,
+// in its owner's words: a rule's tasks carry none.
+func ruleNoTarget(queue string) error {
+	return task.Errorf(task.CodeNoTarget, "queue %q has no target: a rule's tasks carry none, so give the queue a target or use a pull queue", queue)
+}
+
+// ruleTask builds the task a rule adds to q through the domain; a push
+// queue without a target is ruleNoTarget, not the domain's words for an
+// add (which tell the caller to give the task a target).
+func ruleTask(q *task.Queue, in task.AddInput, now int64, rules task.URLRules) (*task.Task, error) {
+	t, err := task.NewTask(q, in, now, rules)
+	if task.IsCode(err, task.CodeNoTarget) {
+		return nil, ruleNoTarget(q.Name)
+	}
+	return t, err
 }
 
 // firstTick is the tick an enabled schedule rule waits for after now (0

@@ -217,6 +217,28 @@ func TestScheduleOneTaskPerTickAndCatchUp(t *testing.T) {
 	}
 }
 
+// TestScheduleQueueLostItsTarget: a tick whose push queue has lost its
+// target is recorded on the rule in its owner's words (the rule's tasks
+// carry none: the queue needs one), not an add's.
+func TestScheduleQueueLostItsTarget(t *testing.T) {
+	t.Parallel()
+	n := sqliteNode(t, T0)
+	ref := engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "out"}
+	if _, err := n.eng.QueueCreate(n.ctx, ref, &task.QueuePatch{Target: targetPtr("https://example.com/x")}); err != nil {
+		t.Fatal(err)
+	}
+	tr := n.rule(&task.TriggerPatch{Queue: ptr("jobs/out"), Schedule: &task.SchedulePatch{Cron: ptr("@every 1m")}})
+	var none *task.Target
+	if _, err := n.eng.QueuePatch(n.ctx, ref, &task.QueuePatch{Target: &none}); err != nil {
+		t.Fatal(err)
+	}
+	n.clock.Advance(time.Minute)
+	n.schedule(0)
+	if got := n.getRule(tr.ID); got.ErrorCount != 1 || !strings.Contains(got.LastError, `queue "out" has no target: a rule's tasks carry none`) {
+		t.Fatalf("rule after the tick: errors %d, lastError %q", got.ErrorCount, got.LastError)
+	}
+}
+
 func TestScheduleAcrossDST(t *testing.T) {
 	t.Parallel()
 	ny, _ := time.LoadLocation("America/New_York")

@@ -179,6 +179,13 @@ func TestHookQueueWithoutTarget(t *testing.T) {
 		!strings.HasPrefix(got["lastError"].(string), `NO_TARGET: the hook's queue "out" has no target`) {
 		t.Fatalf("the refusals were not recorded on the rule: %v", got)
 	}
+	// While the queue has no target its owner can still disable and edit
+	// the rule; enabling it again, or naming the queue, is refused.
+	path := "/v1/tasks/jobs/triggers/" + tr["id"].(string)
+	a.do("PATCH", path, `{"enabled":false}`).want(t, 200, "")
+	a.do("PATCH", path, `{"params":{"a":1}}`).want(t, 200, "")
+	a.do("PATCH", path, `{"enabled":true}`).want(t, 400, "NO_TARGET")
+	a.do("PATCH", path, `{"queue":"jobs/out"}`).want(t, 400, "NO_TARGET")
 }
 
 func TestHookWithSecret(t *testing.T) {
