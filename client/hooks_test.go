@@ -43,7 +43,7 @@ func TestFireHook(t *testing.T) {
 		t.Fatalf("retry %+v, want a duplicate of %s", again, first.ID)
 	}
 	got := must(admin.GetTask(ctx, "jobs", first.ID)).of(t)
-	if got.Source != "hook" || string(got.Payload) != `{"n":1}` || string(got.Params) != `{"headers":{"X-Event":"push"}}` || got.Name == nil || *got.Name != "d-1" {
+	if got.Source != "hook" || string(got.Payload) != `{"n":1}` || string(got.Params) != `{"headers":{"X-Event":"push"}}` || got.Name == nil || *got.Name != rule.ID+"-d-1" {
 		t.Fatalf("hook task %+v", got)
 	}
 	if _, err := anon.FireHook(ctx, "jobs", token, []byte(`not json`), nil); !errors.Is(err, errandapi.ErrInvalidArgument) {

@@ -63,22 +63,20 @@ type HookAdded struct {
 // call must carry a valid Standard Webhooks signature (webhook-id,
 // webhook-timestamp within HookReplayWindow, webhook-signature), else
 // UNAUTHENTICATED. The body is the payload; the rule's selected headers
-// join its params; Idempotency-Key (or, signed, webhook-id) names the task,
-// so a sender's retry adds nothing twice. Each task added counts on the
+// join its params; Idempotency-Key (or, signed, webhook-id) names the task
+// within the rule (task.Trigger.HookInput), so a sender's retry adds
+// nothing twice. Each task added counts on the
 // rule's Fired (a duplicate does not).
 func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded, error) {
 	tr := h.Rule
-	name := c.Header("Idempotency-Key")
+	var msgID string
 	if tr.HookSecret != "" {
-		msgID, err := verifyHook(tr.HookSecret, c, e.clock.Now())
-		if err != nil {
+		var err error
+		if msgID, err = verifyHook(tr.HookSecret, c, e.clock.Now()); err != nil {
 			return nil, err
 		}
-		if name == "" && task.ValidateName(msgID, "webhook-id") == nil {
-			name = msgID
-		}
 	}
-	in, err := tr.HookInput(c.Body, c.Header, name)
+	in, err := tr.HookInput(c.Body, c.Header, c.Header("Idempotency-Key"), msgID)
 	if err != nil {
 		return nil, err
 	}

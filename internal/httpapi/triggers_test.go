@@ -90,7 +90,7 @@ func TestHookWithoutSecret(t *testing.T) {
 	taskID := r.body["id"].(string)
 	got := a.do("GET", "/v1/tasks/jobs/tasks/"+taskID, nil).want(t, 200, "").obj("task")
 	params, _ := json.Marshal(got["params"])
-	if got["source"] != "hook" || got["name"] != "delivery-1" || got["payload"].(map[string]any)["ref"] != "main" ||
+	if got["source"] != "hook" || got["name"] != tr["id"].(string)+"-delivery-1" || got["payload"].(map[string]any)["ref"] != "main" ||
 		string(params) != `{"headers":{"X-Github-Event":"push"},"source":"gh"}` {
 		t.Fatalf("hook task: %v", got)
 	}
@@ -99,6 +99,18 @@ func TestHookWithoutSecret(t *testing.T) {
 	if again.body["id"] != taskID || again.body["duplicate"] != true {
 		t.Fatalf("duplicate: %s", again.raw)
 	}
+	// The key names the task within the rule: another rule's sender, or an
+	// add of the API, with the same name is another task.
+	other := a.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{}}`).want(t, 201, "").obj("trigger")
+	otherPath := other["hook"].(map[string]any)["path"].(string)
+	if r := s.hookCall(otherPath, []byte(`{}`), map[string]string{"Idempotency-Key": "delivery-1"}).want(t, 202, ""); r.body["id"] == taskID || r.body["duplicate"] != false {
+		t.Fatalf("another rule's call with the same key: %s", r.raw)
+	}
+	a.do("POST", "/v1/tasks/jobs/queues/out/tasks", `{"name":"api-named"}`).want(t, 201, "")
+	if r := s.hookCall(path, []byte(`{}`), map[string]string{"Idempotency-Key": "api-named"}).want(t, 202, ""); r.body["duplicate"] != false {
+		t.Fatalf("a key equal to an API task's name: %s", r.raw)
+	}
+	a.do("DELETE", "/v1/tasks/jobs/triggers/"+other["id"].(string), nil).want(t, 200, "")
 	s.hookCall(path, nil, nil).want(t, 202, "") // an empty body: payload null
 	s.hookCall(path, []byte(`{"ref":`), nil).want(t, 400, "INVALID_ARGUMENT")
 	s.hookCall(path, []byte(`<xml/>`), nil).want(t, 400, "INVALID_ARGUMENT")
@@ -107,12 +119,12 @@ func TestHookWithoutSecret(t *testing.T) {
 	s.hookCall(path, []byte(`{}`), map[string]string{"Idempotency-Key": "a key with spaces"}).want(t, 400, "INVALID_ARGUMENT")
 	s.hookCall(strings.Replace(path, "/jobs/", "/other/", 1), []byte(`{}`), nil).want(t, 404, "NOT_FOUND")
 	s.hookCall("/v1/hooks/jobs/hk_nope", []byte(`{}`), nil).want(t, 404, "NOT_FOUND")
-	if n := len(a.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 2 {
-		t.Fatalf("%d tasks, want 2 (refused calls add nothing)", n)
+	if n := len(a.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 5 {
+		t.Fatalf("%d tasks, want 5 (refused calls add nothing)", n)
 	}
 	// fired counts the tasks added: not the retry, not the refused calls.
-	if got := a.do("GET", "/v1/tasks/jobs/triggers/"+tr["id"].(string), nil).want(t, 200, "").obj("trigger"); got["fired"] != 2.0 || got["errorCount"] != 0.0 {
-		t.Fatalf("rule after the calls: fired %v, errorCount %v, want 2 and 0", got["fired"], got["errorCount"])
+	if got := a.do("GET", "/v1/tasks/jobs/triggers/"+tr["id"].(string), nil).want(t, 200, "").obj("trigger"); got["fired"] != 3.0 || got["errorCount"] != 0.0 {
+		t.Fatalf("rule after the calls: fired %v, errorCount %v, want 3 and 0", got["fired"], got["errorCount"])
 	}
 	// A disabled hook answers as a missing one.
 	a.do("PATCH", "/v1/tasks/jobs/triggers/"+tr["id"].(string), `{"enabled":false}`).want(t, 200, "")
@@ -223,8 +235,13 @@ func TestHookWithSecret(t *testing.T) {
 	s.clock.Advance(6 * time.Minute)
 	s.hookCall(path, body, signed("msg_2", now, secret, body)).want(t, 401, "UNAUTHENTICATED")
 	s.hookCall(path, body, signed("msg_2", s.clock.Now(), secret, body)).want(t, 202, "")
-	if n := len(a.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 2 {
-		t.Fatalf("%d tasks, want 2", n)
+	// A webhook-id that is no task name (a ':') still names the message.
+	odd := s.hookCall(path, body, signed("msg:6", s.clock.Now(), secret, body)).want(t, 202, "")
+	if again := s.hookCall(path, body, signed("msg:6", s.clock.Now(), secret, body)).want(t, 202, ""); again.body["id"] != odd.body["id"] || again.body["duplicate"] != true {
+		t.Fatalf("the same message msg:6 twice: %s vs %s", again.raw, odd.raw)
+	}
+	if n := len(a.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 3 {
+		t.Fatalf("%d tasks, want 3", n)
 	}
 	// The secret can be removed: then no signature is needed.
 	a.do("PATCH", "/v1/tasks/jobs/triggers/"+tr["id"].(string), `{"hook":{"secret":null}}`).want(t, 200, "")

@@ -1,6 +1,14 @@
 package task
 
-import "encoding/json"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
+
+// MaxHookKeyLen bounds a hook call's Idempotency-Key: with the rule's id
+// before it, it names the task (at most MaxNameLen).
+const MaxHookKeyLen = 400
 
 // ScheduleInput is the task a schedule rule adds for one tick: named by the
 // tick (so no second node, restart or retry adds it twice), due at the
@@ -16,11 +24,14 @@ func (tr *Trigger) ScheduleInput(tick int64) AddInput {
 }
 
 // HookInput is the task a hook call adds: the request body is the payload
-// (the rule's template when the body is empty), the rule's params gain
-// "headers" with the selected request headers, and name (the sender's
-// Idempotency-Key, or the signed message id) names the task. header
-// reads one request header.
-func (tr *Trigger) HookInput(body []byte, header func(name string) string, name string) (AddInput, error) {
+// (the rule's template when the body is empty or null), the rule's params
+// gain "headers" with the selected request headers, and the sender's key
+// (its Idempotency-Key, or else msgID, the signed webhook-id) names the
+// task within the rule: "<rule id>-<key>", so a sender's retry adds nothing
+// twice while two rules of one queue, or the API's adds, never share a
+// name. A webhook-id that is not a task name (a ':' in it, say) is named
+// by its SHA-256. header reads one request header.
+func (tr *Trigger) HookInput(body []byte, header func(name string) string, key, msgID string) (AddInput, error) {
 	payload := json.RawMessage(body)
 	if len(body) == 0 || IsJSONNull(body) && tr.Payload != nil {
 		payload = tr.Payload
@@ -30,9 +41,22 @@ func (tr *Trigger) HookInput(body []byte, header func(name string) string, name 
 			return AddInput{}, err
 		}
 	}
-	if name != "" {
-		if err := ValidateName(name, "Idempotency-Key"); err != nil {
+	name := ""
+	switch {
+	case key != "":
+		if len(key) > MaxHookKeyLen {
+			return AddInput{}, FieldErrorf(CodeInvalidArgument, "Idempotency-Key", "must be 1–%d characters", MaxHookKeyLen)
+		}
+		if err := ValidateName(key, "Idempotency-Key"); err != nil {
 			return AddInput{}, err
+		}
+		name = tr.ID + "-" + key
+	case msgID != "":
+		if len(msgID) <= MaxHookKeyLen && ValidateName(msgID, "webhook-id") == nil {
+			name = tr.ID + "-" + msgID
+		} else {
+			sum := sha256.Sum256([]byte(msgID))
+			name = tr.ID + "-webhook-id-" + hex.EncodeToString(sum[:16])
 		}
 	}
 	params := tr.Params

@@ -207,14 +207,32 @@ func TestChainInput(t *testing.T) {
 func TestHookInput(t *testing.T) {
 	tr := &Trigger{Kind: TriggerHook, Params: json.RawMessage(`{"a":1}`), HookHeaders: []string{"X-Github-Event"}}
 	h := map[string]string{"X-Github-Event": "push"}
-	in, err := tr.HookInput([]byte(`{"b":2}`), func(k string) string { return h[k] }, "key-1")
-	if err != nil || in.Name != "key-1" || string(in.Payload) != `{"b":2}` || string(in.Params) != `{"a":1,"headers":{"X-Github-Event":"push"}}` {
+	tr.ID = "r1"
+	in, err := tr.HookInput([]byte(`{"b":2}`), func(k string) string { return h[k] }, "key-1", "msg_1")
+	if err != nil || in.Name != "r1-key-1" || string(in.Payload) != `{"b":2}` || string(in.Params) != `{"a":1,"headers":{"X-Github-Event":"push"}}` {
 		t.Fatalf("%+v %v", in, err)
 	}
-	if _, err := tr.HookInput([]byte(`{`), func(string) string { return "" }, ""); !IsCode(err, CodeInvalidArgument) {
+	if _, err := tr.HookInput([]byte(`{`), func(string) string { return "" }, "", ""); !IsCode(err, CodeInvalidArgument) {
 		t.Fatalf("bad json: %v", err)
 	}
-	if _, err := tr.HookInput([]byte(`1`), func(string) string { return "" }, "a b"); !IsCode(err, CodeInvalidArgument) {
+	if _, err := tr.HookInput([]byte(`1`), func(string) string { return "" }, "a b", ""); !IsCode(err, CodeInvalidArgument) {
 		t.Fatalf("bad key: %v", err)
+	}
+	if _, err := tr.HookInput([]byte(`1`), func(string) string { return "" }, strings.Repeat("k", MaxHookKeyLen+1), ""); !IsCode(err, CodeInvalidArgument) {
+		t.Fatalf("long key: %v", err)
+	}
+	// Without a key the signed webhook-id names the task, within the rule;
+	// one that is no task name is named by its digest, the same each time.
+	noHeader := func(string) string { return "" }
+	for msgID, want := range map[string]string{"msg_1": "r1-msg_1", "": ""} {
+		if in, err := tr.HookInput(nil, noHeader, "", msgID); err != nil || in.Name != want {
+			t.Fatalf("webhook-id %q: name %q %v, want %q", msgID, in.Name, err, want)
+		}
+	}
+	a, errA := tr.HookInput(nil, noHeader, "", "msg:6")
+	b, errB := tr.HookInput(nil, noHeader, "", "msg:6")
+	c, errC := tr.HookInput(nil, noHeader, "", "msg:7")
+	if errA != nil || errB != nil || errC != nil || a.Name != b.Name || a.Name == c.Name || ValidateName(a.Name, "name") != nil || !strings.HasPrefix(a.Name, "r1-") {
+		t.Fatalf("webhook-ids that are no names: %q %q %q (%v %v %v)", a.Name, b.Name, c.Name, errA, errB, errC)
 	}
 }
