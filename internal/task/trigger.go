@@ -137,7 +137,7 @@ func (p *TriggerPatch) Apply(tr *Trigger, instance string, create bool) error {
 			kinds++
 		}
 	}
-	if p.ID != "" {
+	if p.ID != "" && !(p.ID == tr.ID && !create) { // a PATCH may send the rule's own id
 		if !create {
 			return FieldErrorf(CodeInvalidArgument, "id", "a rule's id cannot change")
 		}
@@ -164,9 +164,20 @@ func (p *TriggerPatch) Apply(tr *Trigger, instance string, create bool) error {
 		if p.Queue == nil {
 			return FieldErrorf(CodeInvalidArgument, "queue", "is required, as \"<instance>/<queue>\"")
 		}
-	} else if kinds > 1 || (p.Schedule != nil && tr.Kind != TriggerSchedule) ||
-		(p.Hook != nil && tr.Kind != TriggerHook) || (p.Task != nil && tr.Kind != TriggerTask) {
-		return FieldErrorf(CodeInvalidArgument, string(tr.Kind), "a rule's kind cannot change; this rule is a %s rule", tr.Kind)
+	} else {
+		// A field of another kind is named as sent.
+		for _, k := range []struct {
+			field string
+			other bool
+		}{
+			{"schedule", p.Schedule != nil && tr.Kind != TriggerSchedule},
+			{"hook", p.Hook != nil && tr.Kind != TriggerHook},
+			{"task", p.Task != nil && tr.Kind != TriggerTask},
+		} {
+			if k.other {
+				return FieldErrorf(CodeInvalidArgument, k.field, "a rule's kind cannot change; this rule is a %s rule", tr.Kind)
+			}
+		}
 	}
 	if p.Queue != nil {
 		q, err := RuleQueue(*p.Queue, instance, "queue")

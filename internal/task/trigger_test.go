@@ -56,10 +56,18 @@ func TestTriggerPatchValidation(t *testing.T) {
 			}
 		})
 	}
-	// A PATCH cannot change the kind.
-	tr := Trigger{Kind: TriggerHook}
-	if err := (&TriggerPatch{Schedule: &SchedulePatch{Cron: sp("@hourly")}}).Apply(&tr, "jobs", false); !IsCode(err, CodeInvalidArgument) {
+	// A PATCH cannot change the kind: the field of the other kind is named.
+	tr := Trigger{ID: "r1", Kind: TriggerHook, Enabled: true}
+	if err := (&TriggerPatch{Schedule: &SchedulePatch{Cron: sp("@hourly")}}).Apply(&tr, "jobs", false); !IsCode(err, CodeInvalidArgument) || err.(*Error).Field != "schedule" {
 		t.Fatalf("kind change: %v", err)
+	}
+	// A PATCH may send the rule's own id, not another.
+	off := false
+	if err := (&TriggerPatch{ID: "r1", Enabled: &off}).Apply(&tr, "jobs", false); err != nil || tr.Enabled {
+		t.Fatalf("a PATCH with the rule's own id: %v", err)
+	}
+	if err := (&TriggerPatch{ID: "r2"}).Apply(&tr, "jobs", false); !IsCode(err, CodeInvalidArgument) || err.(*Error).Field != "id" {
+		t.Fatalf("a PATCH with another id: %v", err)
 	}
 }
 
