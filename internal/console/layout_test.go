@@ -18,6 +18,10 @@ func TestNotFoundKeepsSession(t *testing.T) {
 		u.get(path).want(t, http.StatusNotFound, "NOT_FOUND", `id="nav-queues"`, `id="nav-settings"`, `id="logout"`)
 	}
 	u.get("/console/nope").want(t, http.StatusNotFound, "NOT_FOUND")
+	// The page does not repeat the path: a link cannot make it speak.
+	if p := u.get("/console/Security%20notice%3A%20visit%20evil.example").want(t, http.StatusNotFound, "NOT_FOUND"); regexp.MustCompile(`evil\.example`).MatchString(p.body) {
+		t.Fatal("the 404 page repeats its path")
+	}
 }
 
 var iconRE = regexp.MustCompile(`<link rel="icon" href="([^"]+)"`)

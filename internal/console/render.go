@@ -142,7 +142,9 @@ func (c *Console) notFound(w http.ResponseWriter, r *http.Request, s *session) {
 	if s != nil {
 		v = s.view("Not found", r.PathValue("instance"))
 	}
-	v.Err = &errandapi.Error{Code: errandapi.CodeNotFound, Status: http.StatusNotFound, Message: "no console page " + r.URL.Path}
+	// The path is not echoed: a link could make the page say whatever its
+	// path spells (the address bar shows it anyway).
+	v.Err = &errandapi.Error{Code: errandapi.CodeNotFound, Status: http.StatusNotFound, Message: "there is no console page at this address"}
 	c.render(w, r, http.StatusNotFound, "error", v)
 }
 
