@@ -49,6 +49,11 @@ type Result struct {
 	// connected worker's answer, refused with LEASE_LOST). The dispatcher
 	// records it on the timed-out attempt.
 	Late string
+	// OnTime reports that the deliverer itself judged the answer to have
+	// come before the attempt's deadline and told the target so (a
+	// connected worker's "recorded"): the dispatcher keeps it as is
+	// rather than read the clock again, later.
+	OnTime bool
 }
 
 // LateAnswer describes r as the answer that came after an attempt's

@@ -339,13 +339,17 @@ func (c *WorkerConn) Answer(f *errandapi.WorkerFrame) *errandapi.WorkerFrame {
 	if h.abandoned {
 		return refuse(task.Errorf(task.CodeLeaseLost, "the attempt ended before this answer: it was recorded as timed out and will be retried"))
 	}
-	if w.now() > h.deadline {
-		// Late: whichever of this answer and the dispatcher's deadline
-		// timer comes first, the attempt is recorded as timed out.
+	if w.now() >= h.deadline {
+		// Late (at the deadline is late, as the dispatcher reads it):
+		// whichever of this answer and the dispatcher's deadline timer
+		// comes first, the attempt is recorded as timed out.
 		h.answer <- Result{Outcome: task.Outcome{Status: task.AttemptTimedOut,
 			Error: "deadline exceeded; the worker then answered: " + LateAnswer(res, false)}, Late: LateAnswer(res, false)}
 		return refuse(task.Errorf(task.CodeLeaseLost, "the answer came after the attempt's deadline: it is recorded as timed out and retried"))
 	}
+	// On time: the worker is told "recorded", and the dispatcher keeps
+	// this judgement.
+	res.OnTime = true
 	h.answer <- res
 	if rerr != nil {
 		return refuse(rerr)

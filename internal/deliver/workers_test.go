@@ -78,8 +78,8 @@ func TestWorkersRouting(t *testing.T) {
 	if ans := a.Answer(&errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: "lease-t1", Result: []byte(`{"ok":1}`)}); ans.Type != errandapi.FrameRecorded {
 		t.Fatalf("answer: %+v", ans)
 	}
-	if r := <-res; r.Outcome.Status != task.AttemptSucceeded || string(r.Outcome.Result) != `{"ok":1}` {
-		t.Fatalf("t1: %+v", r)
+	if r := <-res; r.Outcome.Status != task.AttemptSucceeded || string(r.Outcome.Result) != `{"ok":1}` || !r.OnTime {
+		t.Fatalf("t1: %+v (an answer told recorded is on time)", r)
 	}
 	// The connection holding t2 leaves: t2 fails, to be retried.
 	holder := a
@@ -105,7 +105,7 @@ func TestWorkersLateAnswer(t *testing.T) {
 	res := make(chan Result, 1)
 	go func() { res <- w.Deliver(context.Background(), attempt("t1", 2000)) }()
 	<-tr.sent
-	now = 2001
+	now = 2000 // at the deadline is late, as the dispatcher reads it
 	if ans := c.Answer(&errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: "lease-t1"}); ans.Type != errandapi.FrameRefused || ans.Refusal.Code != errandapi.CodeLeaseLost {
 		t.Fatalf("late answer: %+v", ans)
 	}

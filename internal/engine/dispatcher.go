@@ -407,7 +407,7 @@ func (d *Dispatcher) deliver(ctx context.Context, t *task.Task, q *task.Queue, i
 	// the clock when it answers: nothing happens at the deadline itself
 	// (the slot stays taken, the request open), so nothing waits for it.
 	res := d.targets.Deliver(rctx, &deliver.Request{Task: t, Target: *target, Key: inst.WebhookKey, Now: now})
-	if d.clock.Now().UnixMilli() < t.DeadlineAt {
+	if res.OnTime || d.clock.Now().UnixMilli() < t.DeadlineAt {
 		return res
 	}
 	// The late answer, or the cut at lateCap.
