@@ -34,8 +34,17 @@ const (
 const MaxWorkerSlots = 1000
 
 // MaxWorkerFrame bounds one frame a worker sends: a result is at most
-// 64 KiB of JSON, and a frame carries it with a little more.
+// MaxPayloadBytes of JSON, and a frame carries it with a little more. A
+// frame past it ends the connection (and every attempt it holds).
 const MaxWorkerFrame = 256 << 10
+
+// MaxPayloadBytes bounds a task's payload, its params and its result:
+// 64 KiB of JSON each.
+const MaxPayloadBytes = 64 << 10
+
+// MaxWorkerError is how much of a failed attempt's error a worker sends:
+// the node keeps the first 500 bytes of it.
+const MaxWorkerError = 4 << 10
 
 // WorkerFrame is one message of the worker connection, a JSON text frame.
 // Type says which fields are set.

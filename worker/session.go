@@ -325,6 +325,11 @@ type body struct {
 func (s *session) run(ctx context.Context, a attempt) (answer *errandapi.WorkerFrame) {
 	f := a.f
 	fail := func(msg string) *errandapi.WorkerFrame {
+		// A frame past MaxWorkerFrame would end the connection and every
+		// attempt on it: an error is cut well below it.
+		if len(msg) > errandapi.MaxWorkerError {
+			msg = strings.ToValidUTF8(msg[:errandapi.MaxWorkerError], "") + "…"
+		}
 		return &errandapi.WorkerFrame{Type: errandapi.FrameFailed, LeaseID: f.LeaseID, Error: msg}
 	}
 	s.w.mu.Lock()
@@ -369,6 +374,11 @@ func (s *session) run(ctx context.Context, a attempt) (answer *errandapi.WorkerF
 	}
 	if len(out) > 0 && !json.Valid(out) {
 		return fail("the function's result is not valid JSON")
+	}
+	// Failed here, not sent: a result past the frame's bound would end the
+	// connection and every attempt on it.
+	if len(out) > errandapi.MaxPayloadBytes {
+		return fail(fmt.Sprintf("the function's result is %d bytes: a result is at most %d bytes of JSON", len(out), errandapi.MaxPayloadBytes))
 	}
 	return &errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: f.LeaseID, Result: out}
 }

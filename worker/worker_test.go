@@ -124,6 +124,14 @@ func TestHandlerAnswers(t *testing.T) {
 		return json.RawMessage(`{"payload":` + string(tk.Payload) + `}`), nil
 	})
 	w.Handle("fail", func(context.Context, *worker.Task) (json.RawMessage, error) { return nil, errors.New("nope") })
+	// Past the frame's bound: failed by the worker, not sent (which would
+	// end the connection and every attempt on it).
+	w.Handle("big", func(context.Context, *worker.Task) (json.RawMessage, error) {
+		return json.RawMessage(`"` + strings.Repeat("x", 300_000) + `"`), nil
+	})
+	w.Handle("longerr", func(context.Context, *worker.Task) (json.RawMessage, error) {
+		return nil, errors.New(strings.Repeat("e", 300_000))
+	})
 	w.Handle("panic", func(context.Context, *worker.Task) (json.RawMessage, error) { panic("boom") })
 	w.Handle("defer", func(context.Context, *worker.Task) (json.RawMessage, error) {
 		if deferred.CompareAndSwap(false, true) {
@@ -155,9 +163,15 @@ func TestHandlerAnswers(t *testing.T) {
 	if tk := wait(t, c, outcomes, add("app/fail"), failed); lastError(tk) != "nope" {
 		t.Fatalf("error %q", lastError(tk))
 	}
-	// The recorded stack starts at the handler that panicked (line 127).
+	if tk := wait(t, c, outcomes, add("app/big"), failed); !strings.Contains(lastError(tk), "a result is at most 65536 bytes") {
+		t.Fatalf("a 300 KB result: %q", lastError(tk))
+	}
+	if tk := wait(t, c, outcomes, add("app/longerr"), failed); !strings.HasPrefix(lastError(tk), "eeee") || strings.Contains(lastError(tk), "disconnected") {
+		t.Fatalf("a 300 KB error: %q", lastError(tk))
+	}
+	// The recorded stack starts at the handler that panicked (line 135).
 	if tk := wait(t, c, outcomes, add("app/panic"), failed); !strings.HasPrefix(lastError(tk), "function \"panic\" panicked: boom\n") ||
-		!strings.Contains(strings.Split(lastError(tk), "\n")[2], "worker_test.go:127") {
+		!strings.Contains(strings.Split(lastError(tk), "\n")[2], "worker_test.go:135") {
 		t.Fatalf("panic recorded as %q", lastError(tk))
 	}
 	if tk := wait(t, c, outcomes, add("app/defer"), succeeded); tk.Attempt != 1 {

@@ -8,9 +8,9 @@ import (
 
 // Limits of the v1 API (docs/api.md).
 const (
-	MaxPayloadBytes = 64 << 10 // payload and result, each
-	MaxAddBatch     = 100      // tasks in one add call
-	MaxDepth        = 8        // trigger / in-delivery add chain
+	MaxPayloadBytes = errandapi.MaxPayloadBytes // payload, params and result, each
+	MaxAddBatch     = 100                       // tasks in one add call
+	MaxDepth        = 8                         // trigger / in-delivery add chain
 	MaxNameLen      = 500
 	MaxWebhookLen   = 2048
 )
