@@ -180,8 +180,12 @@ func (h *Hub) Subscribe(ctx context.Context, ref store.ChannelRef, since int64) 
 	defer r.mu.Unlock()
 	if since < 0 {
 		// Live: from the room's position, which is where its next
-		// fan-out starts.
+		// fan-out starts; its head is that position too, so that
+		// everything after the head, and nothing before it, reaches it
+		// (the store's head, read before the lock, may be behind or
+		// ahead of the room's).
 		s.last, s.synced = r.next-1, true
+		s.Head = s.last
 	} else {
 		s.last, s.catching = since, true
 	}

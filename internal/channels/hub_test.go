@@ -57,6 +57,9 @@ func TestEveryMessageOnceInOrder(t *testing.T) {
 			return
 		}
 		defer sub.Close()
+		if since == Live && sub.Head != sub.Last() {
+			t.Errorf("a live subscriber's head %d is not where it starts, %d", sub.Head, sub.Last())
+		}
 		want := sub.Last() + 1
 		for want <= total {
 			ev, err := sub.Next(ctx)
@@ -88,3 +91,46 @@ func TestEveryMessageOnceInOrder(t *testing.T) {
 
 // Live is a live subscription's since.
 const Live = -1
+
+// TestLiveHeadIsWhereTheStreamStarts: a live subscriber that joins a room
+// whose fan-out may be behind the log (appends whose notification has not
+// come) is told the room's position as its head, where its stream starts,
+// and gets every message after it, none at or before it.
+func TestLiveHeadIsWhereTheStreamStarts(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	st := stores.Open(t, "sqlite")
+	defer st.Close()
+	h := New(Config{Store: st, Clock: clock.NewFake(time.UnixMilli(1_790_000_000_000)), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Buffer: 64, PageSize: 16, MaxLag: 1 << 20, LagTimeout: time.Hour})
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer h.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ref := store.ChannelRef{InstanceID: "inst-1", Channel: "room-1"}
+	first, err := h.Subscribe(ctx, ref, Live) // the room, at 0
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	for i := range 3 { // in the log, not yet told to the hub
+		if _, err := st.ChannelAppend(ctx, &store.ChannelAppendParams{Ref: ref, TaskID: fmt.Sprint("t", i), Body: []byte(`1`), Now: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sub, err := h.Subscribe(ctx, ref, Live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if sub.Head != sub.Last() {
+		t.Fatalf("head %d, but the stream starts after %d", sub.Head, sub.Last())
+	}
+	h.Appended(ref)
+	for want := sub.Head + 1; want <= 3; want++ {
+		if ev, err := sub.Next(ctx); err != nil || ev.ID != want {
+			t.Fatalf("event %+v %v, want message %d", ev, err, want)
+		}
+	}
+}

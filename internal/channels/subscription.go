@@ -51,7 +51,8 @@ type Subscription struct {
 	pos    atomic.Int64  // last, for the room's lag check
 	moved  atomic.Int64  // when pos last moved (epoch ms, the hub's clock)
 
-	// Head is the channel's last message when the subscription began.
+	// Head is the channel's last message when the subscription began; for
+	// a live subscription, the position its stream starts after.
 	Head int64
 
 	// synced and behind are read and written under room.mu. Synced: the
