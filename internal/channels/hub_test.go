@@ -16,21 +16,31 @@ import (
 	"github.com/errandhq/errand/internal/testkit/stores"
 )
 
+// startHub starts a hub with a buffer of buffer messages on a SQLite
+// store of its own; both close when the test ends, the hub first.
+func startHub(t *testing.T, buffer int) (store.Store, *Hub) {
+	t.Helper()
+	st := stores.Open(t, "sqlite")
+	h := New(Config{Store: st, Clock: clock.NewFake(time.UnixMilli(1_790_000_000_000)), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Buffer: buffer, PageSize: 16, MaxLag: 1 << 20, LagTimeout: time.Hour})
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		h.Stop()
+		_ = st.Close()
+	})
+	return st, h
+}
+
 // TestEveryMessageOnceInOrder: subscribers join at random moments of a
 // stream of appends, live or from an earlier position, with buffers too
 // small for a page (so they leave the stream, read the log and rejoin);
 // each gets every message from its start once, in order, and the hub
 // leaves no goroutine behind.
 func TestEveryMessageOnceInOrder(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	st := stores.Open(t, "sqlite")
-	defer st.Close()
-	h := New(Config{Store: st, Clock: clock.NewFake(time.UnixMilli(1_790_000_000_000)), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Buffer: 8, PageSize: 16, MaxLag: 1 << 20, LagTimeout: time.Hour})
-	if err := h.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer h.Stop()
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the hub stops (cleanups run last first)
+	st, h := startHub(t, 8)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ref := store.ChannelRef{InstanceID: "inst-1", Channel: "room-1"}
@@ -97,15 +107,8 @@ const Live = -1
 // come) is told the room's position as its head, where its stream starts,
 // and gets every message after it, none at or before it.
 func TestLiveHeadIsWhereTheStreamStarts(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	st := stores.Open(t, "sqlite")
-	defer st.Close()
-	h := New(Config{Store: st, Clock: clock.NewFake(time.UnixMilli(1_790_000_000_000)), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Buffer: 64, PageSize: 16, MaxLag: 1 << 20, LagTimeout: time.Hour})
-	if err := h.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer h.Stop()
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the hub stops (cleanups run last first)
+	st, h := startHub(t, 64)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ref := store.ChannelRef{InstanceID: "inst-1", Channel: "room-1"}

@@ -41,8 +41,7 @@ func (s *Server) channelToken(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
-	w.Header().Set("Cache-Control", "no-store") // a token admits a subscriber
-	writeJSON(w, http.StatusCreated, errandapi.ChannelToken{Token: tok, ExpiresAt: exp})
+	writeSecret(w, http.StatusCreated, errandapi.ChannelToken{Token: tok, ExpiresAt: exp})
 }
 
 // subscribe serves GET /v1/channels/{instance}/{channel}: Server-Sent

@@ -108,7 +108,7 @@ func TestChannelAuth(t *testing.T) {
 
 	// A webhook receiver holds the webhook key, not the minting key's
 	// digest: a token it signs, for years, is refused.
-	whk, _ := s.as(s.admin).do("GET", "/v1/tasks/jobs/settings/webhook-key", nil).want(t, 200, "").body["key"].(string)
+	whk := s.as(s.admin).do("GET", "/v1/tasks/jobs/settings/webhook-key", nil).want(t, 200, "").body["webhookKey"].(string)
 	claims, _ := json.Marshal(map[string]any{"o": "acme", "n": "jobs", "i": tokenClaims(t, fresh)["i"], "k": tokenClaims(t, fresh)["k"],
 		"c": "room-1", "e": s.clock.Now().Add(24 * 365 * time.Hour).UnixMilli()})
 	body := base64.RawURLEncoding.EncodeToString(claims)

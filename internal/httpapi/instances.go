@@ -90,7 +90,7 @@ func (s *Server) revealWebhookKey(w http.ResponseWriter, r *http.Request, c *cal
 		s.writeError(w, r, err)
 		return
 	}
-	writeSecret(w, errandapi.WebhookKeyResponse{WebhookKey: inst.WebhookKey})
+	writeSecret(w, http.StatusOK, errandapi.WebhookKeyResponse{WebhookKey: inst.WebhookKey})
 }
 
 func (s *Server) rotateWebhookKey(w http.ResponseWriter, r *http.Request, c *call) {
@@ -99,12 +99,13 @@ func (s *Server) rotateWebhookKey(w http.ResponseWriter, r *http.Request, c *cal
 		s.writeError(w, r, err)
 		return
 	}
-	writeSecret(w, errandapi.WebhookKeyResponse{WebhookKey: inst.WebhookKey})
+	writeSecret(w, http.StatusOK, errandapi.WebhookKeyResponse{WebhookKey: inst.WebhookKey})
 }
 
-// writeSecret answers 200 with v, an answer that holds a secret: no cache
-// along the way, nor the browser's, may keep it.
-func writeSecret(w http.ResponseWriter, v any) {
+// writeSecret answers status with v, an answer that holds a secret (a
+// webhook key, a subscribe token): no cache along the way, nor the
+// browser's, may keep it.
+func writeSecret(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, v)
+	writeJSON(w, status, v)
 }
