@@ -1,6 +1,9 @@
 package errandapi
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // DeliveryHeader carries the delivery token of the attempt a request is
 // made from (a handler's add): the tasks it adds get depth = the parent's
@@ -101,7 +104,10 @@ type wireFrame struct {
 }
 
 // MarshalJSON encodes the frame; error is a string on failed and a v1
-// error object on refused.
+// error object on refused. It is json.Marshal's encoding without its HTML
+// escaping: a frame is no HTML, and escaping would make a result or a
+// payload of <, > and & six times longer on the wire than the bytes its
+// bound counts (MaxPayloadBytes, MaxWorkerFrame).
 func (f WorkerFrame) MarshalJSON() ([]byte, error) {
 	w := wireFrame{Type: f.Type, Group: f.Group, Functions: f.Functions, Slots: f.Slots, SDK: f.SDK,
 		Worker: f.Worker, HeartbeatSeconds: f.HeartbeatSeconds, LeaseID: f.LeaseID, Function: f.Function,
@@ -109,14 +115,25 @@ func (f WorkerFrame) MarshalJSON() ([]byte, error) {
 	var err error
 	switch {
 	case f.Refusal != nil:
-		w.Error, err = json.Marshal(f.Refusal)
+		w.Error, err = marshalUnescaped(f.Refusal)
 	case f.Error != "":
-		w.Error, err = json.Marshal(f.Error)
+		w.Error, err = marshalUnescaped(f.Error)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(w)
+	return marshalUnescaped(w)
+}
+
+// marshalUnescaped is json.Marshal without the escaping of <, > and &.
+func marshalUnescaped(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // UnmarshalJSON decodes a frame (see MarshalJSON).

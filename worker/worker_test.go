@@ -133,6 +133,11 @@ func TestHandlerAnswers(t *testing.T) {
 		return nil, errors.New(strings.Repeat("e", 300_000))
 	})
 	w.Handle("panic", func(context.Context, *worker.Task) (json.RawMessage, error) { panic("boom") })
+	// Within the bound as the handler made it, and on the wire: a frame does
+	// not escape <, > and & (six bytes each).
+	w.Handle("angles", func(context.Context, *worker.Task) (json.RawMessage, error) {
+		return json.RawMessage(`"` + strings.Repeat("<&>", 20_000) + `"`), nil
+	})
 	w.Handle("defer", func(context.Context, *worker.Task) (json.RawMessage, error) {
 		if deferred.CompareAndSwap(false, true) {
 			return nil, worker.Defer(10 * time.Millisecond)
@@ -173,6 +178,9 @@ func TestHandlerAnswers(t *testing.T) {
 	if tk := wait(t, c, outcomes, add("app/panic"), failed); !strings.HasPrefix(lastError(tk), "function \"panic\" panicked: boom\n") ||
 		!strings.Contains(strings.Split(lastError(tk), "\n")[2], "worker_test.go:135") {
 		t.Fatalf("panic recorded as %q", lastError(tk))
+	}
+	if tk, s := wait(t, c, outcomes, add("app/angles"), succeeded), ""; json.Unmarshal(tk.Result, &s) != nil || s != strings.Repeat("<&>", 20_000) {
+		t.Fatalf("a 60 KB result of <&>: %.40q", tk.Result)
 	}
 	if tk := wait(t, c, outcomes, add("app/defer"), succeeded); tk.Attempt != 1 {
 		t.Fatalf("deferred then done: attempt %d, want 1 (the deferral is not counted)", tk.Attempt)
