@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/errandhq/errand/internal/httpapi"
 )
 
 // logFlags are --log-level and --log-format of dev and serve.
@@ -65,23 +67,9 @@ func logRequests(h http.Handler, log *slog.Logger) http.Handler {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		h.ServeHTTP(rec, r)
-		log.Debug("request", "method", r.Method, "path", loggedPath(r.URL.Path), "status", rec.status,
+		log.Debug("request", "method", r.Method, "path", httpapi.LoggedPath(r.URL.Path), "status", rec.status,
 			"ms", time.Since(start).Milliseconds(), "remote", r.RemoteAddr)
 	})
-}
-
-// loggedPath is a request's path as the log shows it: a hook call's token,
-// which adds tasks to whoever holds it, is cut to its first characters.
-func loggedPath(p string) string {
-	rest, ok := strings.CutPrefix(p, "/v1/hooks/")
-	if !ok {
-		return p
-	}
-	instance, token, ok := strings.Cut(rest, "/")
-	if !ok || len(token) <= 7 {
-		return p
-	}
-	return "/v1/hooks/" + instance + "/" + token[:7] + "…"
 }
 
 // statusRecorder keeps the status a handler wrote.

@@ -44,7 +44,7 @@ func (s *Server) taskError(w http.ResponseWriter, r *http.Request, err error) *t
 	// OpsStatusOf: the v1 table, plus the operations API's own 400 code.
 	if te == nil || te.Code == task.CodeInternal || errandapi.OpsStatusOf(te.Code) >= 500 && te.Code != task.CodeUnavailable {
 		rid := id.Secret(8)
-		s.log.Error("request failed", "request_id", rid, "method", r.Method, "path", r.URL.Path, "err", err)
+		s.log.Error("request failed", "request_id", rid, "method", r.Method, "path", LoggedPath(r.URL.Path), "err", err)
 		w.Header().Set("X-Request-Id", rid)
 		te = task.Errorf(task.CodeInternal, "internal error; request id %s", rid)
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // An INTERNAL answer carries a request id, never the driver's message; the
-// log carries both under the same id (defect 1).
+// log carries both under the same id (defect 1), and a hook's path cut.
 func TestInternalAnswerHidesTheDriverMessage(t *testing.T) {
 	t.Parallel()
 	for _, err := range []error{
@@ -22,14 +22,31 @@ func TestInternalAnswerHidesTheDriverMessage(t *testing.T) {
 		var logs bytes.Buffer
 		s := &Server{log: slog.New(slog.NewTextHandler(&logs, nil))}
 		rec := httptest.NewRecorder()
-		s.writeError(rec, httptest.NewRequest("GET", "/v1/x", nil), err)
+		s.writeError(rec, httptest.NewRequest("POST", "/v1/hooks/jobs/hk_3f9a0c1d2e3f4a5b6c7d8e9f00112233", nil), err)
 		body := rec.Body.String()
 		rid := rec.Header().Get("X-Request-Id")
 		if rec.Code != 500 || rid == "" || strings.Contains(body, "SQLSTATE") || !strings.Contains(body, rid) || !strings.Contains(body, `"INTERNAL"`) {
 			t.Fatalf("%d %q %s", rec.Code, rid, body)
 		}
-		if !strings.Contains(logs.String(), "SQLSTATE") || !strings.Contains(logs.String(), "request_id="+rid) {
+		// A hook's token, a capability to add tasks, is cut in the log.
+		if !strings.Contains(logs.String(), "SQLSTATE") || !strings.Contains(logs.String(), "request_id="+rid) ||
+			strings.Contains(logs.String(), "hk_3f9a0") || !strings.Contains(logs.String(), "path=/v1/hooks/jobs/hk_3f9a…") {
 			t.Fatalf("log: %s", logs.String())
+		}
+	}
+}
+
+// TestLoggedPath: a hook call's token is cut in the request log to what
+// recognises it (hk_ and four characters); other paths are logged whole.
+func TestLoggedPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"/v1/hooks/jobs/hk_3f9a0c1d2e3f4a5b6c7d8e9f00112233": "/v1/hooks/jobs/hk_3f9a…",
+		"/v1/hooks/jobs/hk_3":                                "/v1/hooks/jobs/hk_3",
+		"/v1/hooks/jobs":                                     "/v1/hooks/jobs",
+		"/v1/tasks/jobs/queues/q/tasks":                      "/v1/tasks/jobs/queues/q/tasks",
+	} {
+		if got := LoggedPath(in); got != want {
+			t.Errorf("LoggedPath(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
