@@ -50,6 +50,7 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 	}
 	last := false // the wait ran out: this claim is the last
 	for {
+		var now int64              // the claim's
 		woken, _ := e.waker.wait() // before the claim: no add slips between
 		q, err := e.store.QueueGet(ctx, sq)
 		if err != nil {
@@ -60,7 +61,7 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 		}
 		var got []*task.Task
 		if !q.Paused {
-			now := e.now()
+			now = e.now()
 			got, err = e.store.TaskClaim(ctx, &store.ClaimParams{
 				Queue: q, Now: now, Limit: p.Count,
 				LeaseMs: int64(p.LeaseSeconds) * 1000, NewLeaseID: id.Lease,
@@ -84,7 +85,7 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 			}
 			return got, nil
 		}
-		due, stop, err := e.queueDue(ctx, q)
+		due, stop, err := e.queueDue(ctx, q, now)
 		if err != nil {
 			return nil, err
 		}
@@ -102,23 +103,20 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 	}
 }
 
-// queueDue returns a channel that fires when q's next waiting task comes
-// due, and the function that stops its timer; nil when q is paused or has
-// no task waiting for a later time (a task due now that the claim did not
-// take waits for a change, as before).
-func (e *Engine) queueDue(ctx context.Context, q *task.Queue) (<-chan time.Time, func(), error) {
+// queueDue returns a channel that fires when q's first waiting task due
+// after claimed (the time of the claim that found nothing) comes due, and
+// the function that stops its timer; nil when q is paused or has none. A
+// task that came due between the claim and now fires at once; one due at
+// the claim that it did not take waits for a change.
+func (e *Engine) queueDue(ctx context.Context, q *task.Queue, claimed int64) (<-chan time.Time, func(), error) {
 	if q.Paused {
 		return nil, func() {}, nil
 	}
-	next, err := e.store.TaskQueueNextRunAt(ctx, store.QueueRef{InstanceID: q.InstanceID, Name: q.Name})
-	if err != nil {
-		return nil, nil, err
+	next, err := e.store.TaskQueueNextRunAt(ctx, store.QueueRef{InstanceID: q.InstanceID, Name: q.Name}, claimed)
+	if err != nil || next == 0 {
+		return nil, func() {}, err
 	}
-	wait := next - e.now()
-	if next == 0 || wait <= 0 {
-		return nil, func() {}, nil
-	}
-	timer := e.clock.NewTimer(time.Duration(wait) * time.Millisecond)
+	timer := e.clock.NewTimer(time.Duration(max(next-e.now(), 0)) * time.Millisecond)
 	return timer.C(), func() { timer.Stop() }, nil
 }
 

@@ -1,12 +1,18 @@
 package engine_test
 
 import (
+	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/engine"
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/store/sqlite"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -248,5 +254,55 @@ func TestRescuerWakeReadsOnlyTheNextExpiry(t *testing.T) {
 	}
 	if tk, err := b.eng.TaskGet(b.ctx, engine.TaskRef{Org: "dev", Instance: "jobs", ID: first}); err != nil || tk.State == task.Running {
 		t.Fatalf("the first lease ran out 30 s ago and the task is %v (%v)", tk.State, err)
+	}
+}
+
+// advanceOnClaim is a real store that moves the clock by by just after
+// its next pull claim: time passes between a lease's claim and its read of
+// the queue's next runAt.
+type advanceOnClaim struct {
+	store.Store
+	clock *clock.Fake
+	by    atomic.Int64
+}
+
+func (a *advanceOnClaim) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Task, error) {
+	got, err := a.Store.TaskClaim(ctx, p)
+	if d := a.by.Load(); d != 0 && p.Queue.Mode == task.ModePull && a.by.CompareAndSwap(d, 0) {
+		a.clock.Advance(time.Duration(d))
+	}
+	return got, err
+}
+
+// TestLongPollTakesATaskDueSinceItsClaim: a task that comes due between a
+// waiting lease's claim (which found nothing) and its read of the queue's
+// next runAt is claimed at once, not left for a change or the wait's end.
+func TestLongPollTakesATaskDueSinceItsClaim(t *testing.T) {
+	t.Parallel()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "errand.db"), sqlite.Options{Logger: discardLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := &advanceOnClaim{Store: st}
+	b := start(t, as, func() { _ = st.Close() })
+	as.clock = b.clock
+	b.queue("work", &task.QueuePatch{Mode: ptr(task.ModePull)})
+	id := b.add("work", task.AddInput{Delay: ptr(2.0)})
+	as.by.Store(int64(2 * time.Second))
+	got := make(chan []*task.Task, 1)
+	go func() {
+		ts, err := b.eng.Lease(b.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "work"}, engine.LeaseParams{Count: 1, LeaseSeconds: 30, WaitSeconds: 30})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- ts
+	}()
+	select {
+	case ts := <-got:
+		if len(ts) != 1 || ts[0].ID != id {
+			t.Fatalf("leased %+v, want %s", ts, id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the task that came due after the claim was left waiting")
 	}
 }

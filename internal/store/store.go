@@ -146,10 +146,11 @@ type Store interface {
 	// tasks are due but held back (a cap, a rate, a function no worker here
 	// serves), the dispatcher still wakes for the next one that comes due.
 	TaskNextDueAfter(ctx context.Context, after int64) (int64, error)
-	// TaskQueueNextRunAt returns the earliest runAt of a PENDING or
-	// RETRY_WAIT task of one queue, due or not, or 0: a long-polling lease
-	// of a pull queue waits for it as well as for a change.
-	TaskQueueNextRunAt(ctx context.Context, ref QueueRef) (int64, error)
+	// TaskQueueNextRunAt returns the earliest runAt after after of a
+	// PENDING or RETRY_WAIT task of one queue, or 0: a long-polling lease
+	// of a pull queue that claimed nothing at after waits for it as well
+	// as for a change.
+	TaskQueueNextRunAt(ctx context.Context, ref QueueRef, after int64) (int64, error)
 	// WorkersPut replaces p.Node's rows of the workers table (the
 	// functions its connected workers serve) in one transaction, and
 	// removes every node's rows not seen since p.Forget.

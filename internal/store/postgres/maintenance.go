@@ -46,11 +46,12 @@ var (
 			WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state IN ('PENDING', 'RETRY_WAIT')
 			ORDER BY t.run_at LIMIT 1) AS d
 		WHERE q.mode = 'push' AND NOT q.paused AND d.run_at <= $1`
-	// sqlNextDueAfter is sqlNextDue's first column, for tasks due after $1.
-	// sqlQueueNextRunAt is the head of one queue's tasks_due.
+	// sqlQueueNextRunAt is the first entry of one queue's tasks_due after
+	// $3.
 	sqlQueueNextRunAt = `SELECT coalesce((SELECT run_at FROM tasks
-		WHERE instance_id = $1 AND queue = $2 AND state IN ('PENDING', 'RETRY_WAIT')
+		WHERE instance_id = $1 AND queue = $2 AND state IN ('PENDING', 'RETRY_WAIT') AND run_at > $3
 		ORDER BY run_at LIMIT 1), 0)`
+	// sqlNextDueAfter is sqlNextDue's first column, for tasks due after $1.
 	sqlNextDueAfter = `SELECT coalesce((SELECT min(d.run_at) FROM queues AS q CROSS JOIN LATERAL (
 			SELECT t.run_at FROM tasks AS t
 			WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state IN ('PENDING', 'RETRY_WAIT')
@@ -156,11 +157,11 @@ func (s *Store) TaskNextDueAfter(ctx context.Context, after int64) (int64, error
 	return runAt, nil
 }
 
-// TaskQueueNextRunAt returns the earliest runAt of a waiting task of the
-// queue, due or not, or 0 (the head of tasks_due).
-func (s *Store) TaskQueueNextRunAt(ctx context.Context, ref store.QueueRef) (int64, error) {
+// TaskQueueNextRunAt returns the earliest runAt after after of a waiting
+// task of the queue, or 0 (one seek into tasks_due).
+func (s *Store) TaskQueueNextRunAt(ctx context.Context, ref store.QueueRef, after int64) (int64, error) {
 	var runAt int64
-	if err := s.pool.QueryRow(ctx, sqlQueueNextRunAt, ref.InstanceID, ref.Name).Scan(&runAt); err != nil {
+	if err := s.pool.QueryRow(ctx, sqlQueueNextRunAt, ref.InstanceID, ref.Name, after).Scan(&runAt); err != nil {
 		return 0, interpretError(err)
 	}
 	return runAt, nil

@@ -286,7 +286,7 @@ func TestQueryPlans(t *testing.T) {
 		{"claim any", sqlClaimAny, []any{"inst-0", "q0", planNow}, []string{"tasks_due"}, true},
 		{"due queues", sqlDueQueues, []any{planNow}, []string{"tasks_due"}, false},
 		{"next due after", sqlNextDueAfter, []any{planNow}, []string{"tasks_due"}, false},
-		{"queue next run at", sqlQueueNextRunAt, []any{"inst-0", "q0"}, []string{"tasks_due"}, false},
+		{"queue next run at", sqlQueueNextRunAt, []any{"inst-0", "q0", planNow}, []string{"tasks_due"}, false},
 		{"get many", sqlTaskGetMany, []any{"inst-0", ids100}, []string{"tasks_pkey"}, false},
 		{"held by", sqlHeldBy, []any{[]string{"node-1"}, 500}, []string{"tasks_running"}, false},
 		{"claim any routed", sqlClaimAnyRouted, []any{"inst-0", "q0", planNow, false, int64(math.MinInt64), false, []string{"app/x"}}, []string{"tasks_due"}, true},

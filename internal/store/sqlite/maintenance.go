@@ -38,7 +38,7 @@ var (
 	// qNextDueAfter is qNextDue's first column, for tasks due after ?.
 	// qQueueNextRunAt is the head of one queue's tasks_due.
 	qQueueNextRunAt = define(onReader, `SELECT coalesce((SELECT run_at FROM tasks
-		WHERE instance_id = ? AND queue = ? AND state IN ('PENDING', 'RETRY_WAIT')
+		WHERE instance_id = ? AND queue = ? AND state IN ('PENDING', 'RETRY_WAIT') AND run_at > ?
 		ORDER BY run_at LIMIT 1), 0)`)
 	qNextDueAfter = define(onReader, `SELECT
 		coalesce(min((SELECT t.run_at FROM tasks AS t
@@ -114,11 +114,11 @@ func (s *Store) TaskNextDueAfter(ctx context.Context, after int64) (int64, error
 	return r.Int64, nil
 }
 
-// TaskQueueNextRunAt returns the earliest runAt of a waiting task of the
-// queue, due or not, or 0 (the head of tasks_due).
-func (s *Store) TaskQueueNextRunAt(ctx context.Context, ref store.QueueRef) (int64, error) {
+// TaskQueueNextRunAt returns the earliest runAt after after of a waiting
+// task of the queue, or 0 (one seek into tasks_due).
+func (s *Store) TaskQueueNextRunAt(ctx context.Context, ref store.QueueRef, after int64) (int64, error) {
 	var r int64
-	if err := s.reader(qQueueNextRunAt).QueryRowContext(ctx, ref.InstanceID, ref.Name).Scan(&r); err != nil {
+	if err := s.reader(qQueueNextRunAt).QueryRowContext(ctx, ref.InstanceID, ref.Name, after).Scan(&r); err != nil {
 		return 0, interpretError(err)
 	}
 	return r, nil

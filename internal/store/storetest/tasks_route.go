@@ -86,9 +86,9 @@ func testNextDueAfter(t *testing.T, e *env) {
 	}
 }
 
-// testQueueNextRunAt: the earliest runAt of one queue's waiting tasks, due
-// or not, pull queues included; not a running or finished task's, nor
-// another queue's; 0 for none.
+// testQueueNextRunAt: the earliest runAt after a time of one queue's
+// waiting tasks, pull queues included; not a running or finished task's,
+// nor another queue's, nor one at or before the time; 0 for none.
 func testQueueNextRunAt(t *testing.T, e *env) {
 	inst := e.instance("acme", "jobs")
 	p := e.queue(inst, "p", task.ModePull)
@@ -96,21 +96,24 @@ func testQueueNextRunAt(t *testing.T, e *env) {
 	at := func(ms int64) func(int, *task.AddInput) {
 		return func(_ int, in *task.AddInput) { in.RunAt = ptr(T0 + ms) }
 	}
-	next := func(want int64) {
+	next := func(after, want int64) {
 		t.Helper()
-		if got, err := e.s.TaskQueueNextRunAt(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: p.Name}); err != nil || got != want {
-			t.Fatalf("TaskQueueNextRunAt = %d, %v; want %d", got, err, want)
+		if got, err := e.s.TaskQueueNextRunAt(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: p.Name}, after); err != nil || got != want {
+			t.Fatalf("TaskQueueNextRunAt(after %d) = %d, %v; want %d", after, got, err, want)
 		}
 	}
-	next(0)
+	next(0, 0)
 	e.addN(other, 1, T0, at(10))
 	e.addN(p, 1, T0, at(500))
 	e.addN(p, 1, T0, at(300))
-	next(T0 + 300)
+	next(0, T0+300)
+	next(T0+299, T0+300)
+	next(T0+300, T0+500) // after, not at
+	next(T0+500, 0)
 	if got := e.claimWith(p, T0+400, 10, func(*store.ClaimParams) {}); len(got) != 1 {
 		t.Fatalf("claimed %d, want the one due", len(got))
 	}
-	next(T0 + 500) // the running one is not waiting
+	next(0, T0+500) // the running one is not waiting
 }
 
 // testWorkers: WorkersPut replaces a node's rows; WorkersServed sums the
