@@ -28,9 +28,10 @@ func (tr *Trigger) ScheduleInput(tick int64) AddInput {
 // gain "headers" with the selected request headers, and the sender's key
 // (its Idempotency-Key, or else msgID, the signed webhook-id) names the
 // task within the rule: "<rule id>-<key>", so a sender's retry adds nothing
-// twice while two rules of one queue, or the API's adds, never share a
-// name. A webhook-id that is not a task name (a ':' in it, say) is named
-// by its SHA-256. header reads one request header.
+// twice while another rule's sender with the same key adds its own (unless
+// one rule's id is the other's and "-" and more, or an API add takes the
+// prefix: triggers.md says so). A webhook-id that is not a task name (a ':'
+// in it, say) is named by its SHA-256. header reads one request header.
 func (tr *Trigger) HookInput(body []byte, header func(name string) string, key, msgID string) (AddInput, error) {
 	payload := json.RawMessage(body)
 	if len(body) == 0 || IsJSONNull(body) && tr.Payload != nil {
