@@ -50,9 +50,10 @@ type Result struct {
 	// records it on the timed-out attempt.
 	Late string
 	// OnTime reports that the deliverer itself judged the answer to have
-	// come before the attempt's deadline and told the target so (a
-	// connected worker's "recorded"): the dispatcher keeps it as is
-	// rather than read the clock again, later.
+	// come before the attempt's deadline (a connected worker's answer,
+	// told "recorded", or "refused" when the answer itself was bad, as a
+	// result over 64 KiB: a failed attempt, on time): the dispatcher keeps
+	// that judgement rather than read the clock again, later.
 	OnTime bool
 }
 

@@ -151,7 +151,7 @@ func (bt BundleTrigger) check(bi *BundleInstance, field string, seen map[string]
 	case q == nil:
 		return task.FieldErrorf(task.CodeInvalidArgument, field+".queue", "names %q, which the bundle does not hold", bt.Queue)
 	case q.Mode == task.ModePush && q.Target == nil:
-		return task.FieldErrorf(task.CodeNoTarget, field+".queue", "queue %q has no target: a rule's tasks carry none", tr.Queue)
+		return task.FieldErrorf(task.CodeNoTarget, field+".queue", "%s", ruleNoTargetWords(tr.Queue))
 	}
 	if tr.Kind == task.TriggerTask {
 		found := false

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/errandhq/errand/internal/id"
 	"github.com/errandhq/errand/internal/store"
@@ -150,7 +151,13 @@ func (e *Engine) checkRuleQueues(ctx context.Context, tr *task.Trigger, instance
 // ruleNoTarget is the refusal of a rule whose push queue has no target,
 // in its owner's words: a rule's tasks carry none.
 func ruleNoTarget(queue string) error {
-	return task.Errorf(task.CodeNoTarget, "queue %q has no target: a rule's tasks carry none, so give the queue a target or use a pull queue", queue)
+	return task.Errorf(task.CodeNoTarget, "%s", ruleNoTargetWords(queue))
+}
+
+// ruleNoTargetWords are ruleNoTarget's words, which a bundle's refusal
+// gives under the rule's field.
+func ruleNoTargetWords(queue string) string {
+	return fmt.Sprintf("queue %q has no target: a rule's tasks carry none, so give the queue a target or use a pull queue", queue)
 }
 
 // ruleTask builds the task a rule adds to q through the domain; a push

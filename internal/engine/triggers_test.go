@@ -397,7 +397,8 @@ func (n *node) chain(want int) {
 }
 
 // TestChainDepthExceeded: A→B→A… runs to depth 8, then the add is refused
-// with DEPTH_EXCEEDED, recorded on the rule.
+// with DEPTH_EXCEEDED, recorded on the rule; the metrics count each
+// chained add.
 func TestChainDepthExceeded(t *testing.T) {
 	t.Parallel()
 	n := sqliteNode(t, T0)
@@ -447,6 +448,11 @@ func TestChainDepthExceeded(t *testing.T) {
 	}
 	if n := len(n.tasks("a")) + len(n.tasks("b")); n != task.MaxDepth+1 {
 		t.Fatalf("%d tasks in the chain, want %d", n, task.MaxDepth+1)
+	}
+	// The metrics count the chained adds beside the API's.
+	var added dto.Metric
+	if err := n.eng.Metrics().TasksAdded.Write(&added); err != nil || added.GetCounter().GetValue() != task.MaxDepth+1 {
+		t.Fatalf("errand_tasks_added_total = %v (%v), want %d", added.GetCounter().GetValue(), err, task.MaxDepth+1)
 	}
 	// The refusal is logged with the instance's name, not its id.
 	if ln := n.logs.line("task rule could not add its task"); !strings.Contains(ln, "instance=jobs ") {

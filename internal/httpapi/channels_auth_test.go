@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/errandhq/errand/internal/auth"
+	"github.com/errandhq/errand/internal/engine"
 )
 
 // TestChannelAuth: in serve mode a subscriber needs read on the instance,
@@ -22,8 +23,8 @@ import (
 // channel; a token is refused on another channel (403), on another
 // instance (404, as a missing one), once expired on the fake clock, after
 // the instance's key rotation or its minting key's revocation (401), and
-// malformed or signed with the webhook key alone, as a webhook receiver
-// could (401); a foreign organization's instance answers as a missing
+// malformed, signed with the webhook key alone, as a webhook receiver
+// could, or minted in dev, naming no key (401); a foreign organization's instance answers as a missing
 // one. A connection a token opened outlives the token.
 func TestChannelAuth(t *testing.T) {
 	s := newFixture(t, "acme")
@@ -116,6 +117,14 @@ func TestChannelAuth(t *testing.T) {
 	m.Write([]byte("errand-channel." + body))
 	forged := "ect_" + body + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 	get(base+"?token="+url.QueryEscape(forged), "").want(t, 401, "UNAUTHENTICATED")
+
+	// A token minted in dev names no key (dev checks none): serve, on the
+	// same store, refuses it.
+	devTok, _, err := s.eng.ChannelToken(t.Context(), engine.ChannelRef{Org: "acme", Instance: "jobs", Channel: "room-1"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	get(base+"?token="+url.QueryEscape(devTok), "").want(t, 401, "UNAUTHENTICATED")
 
 	// Revoking the key that minted a token ends it.
 	r = s.as(reader).do("POST", "/v1/channels/jobs/room-1/token", nil).want(t, 201, "")

@@ -191,13 +191,23 @@ func TestHookQueueWithoutTarget(t *testing.T) {
 		!strings.HasPrefix(got["lastError"].(string), `NO_TARGET: the hook's queue "out" has no target`) {
 		t.Fatalf("the refusals were not recorded on the rule: %v", got)
 	}
-	// While the queue has no target its owner can still disable and edit
-	// the rule; enabling it again, or naming the queue, is refused.
+	// While the queue has no target its owner can still edit the rule,
+	// enabled or not, and disable it; enabling it again, or naming the
+	// queue, is refused.
 	path := "/v1/tasks/jobs/triggers/" + tr["id"].(string)
+	a.do("PATCH", path, `{"params":{"a":0}}`).want(t, 200, "")
 	a.do("PATCH", path, `{"enabled":false}`).want(t, 200, "")
 	a.do("PATCH", path, `{"params":{"a":1}}`).want(t, 200, "")
 	a.do("PATCH", path, `{"enabled":true}`).want(t, 400, "NO_TARGET")
 	a.do("PATCH", path, `{"queue":"jobs/out"}`).want(t, 400, "NO_TARGET")
+	// A task rule is checked when a PATCH names the queue it watches too.
+	a.do("POST", "/v1/tasks/jobs/queues", `{"name":"src","mode":"pull"}`).want(t, 201, "")
+	a.do("PATCH", "/v1/tasks/jobs/queues/out", `{"target":{"webhook":"http://127.0.0.1:1/x"}}`).want(t, 200, "")
+	chain := a.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","task":{"queue":"jobs/src"}}`).want(t, 201, "").obj("trigger")
+	a.do("PATCH", "/v1/tasks/jobs/queues/out", `{"target":null}`).want(t, 200, "")
+	chainPath := "/v1/tasks/jobs/triggers/" + chain["id"].(string)
+	a.do("PATCH", chainPath, `{"params":{"a":1}}`).want(t, 200, "")
+	a.do("PATCH", chainPath, `{"task":{"queue":"jobs/src"}}`).want(t, 400, "NO_TARGET")
 }
 
 func TestHookWithSecret(t *testing.T) {

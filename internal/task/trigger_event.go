@@ -51,13 +51,13 @@ func (tr *Trigger) HookInput(body []byte, header func(name string) string, key, 
 		if err := ValidateName(key, "Idempotency-Key"); err != nil {
 			return AddInput{}, err
 		}
-		name = tr.ID + "-" + key
+		name = ruleTaskName(tr.ID, key)
 	case msgID != "":
 		if len(msgID) <= MaxHookKeyLen && ValidateName(msgID, "webhook-id") == nil {
-			name = tr.ID + "-" + msgID
+			name = ruleTaskName(tr.ID, msgID)
 		} else {
 			sum := sha256.Sum256([]byte(msgID))
-			name = tr.ID + "-webhook-id-" + hex.EncodeToString(sum[:16])
+			name = ruleTaskName(tr.ID, "webhook-id-"+hex.EncodeToString(sum[:16]))
 		}
 	}
 	params := tr.Params

@@ -207,5 +207,9 @@ func (s *Schedule) period(ms int64) time.Duration {
 // TickName is the task name that identifies one tick of a rule: a second
 // node, a restart or a retry that fires the same tick adds nothing twice.
 func TickName(ruleID string, tick int64) string {
-	return ruleID + "-" + time.UnixMilli(tick).UTC().Format("20060102T150405.000Z")
+	return ruleTaskName(ruleID, time.UnixMilli(tick).UTC().Format("20060102T150405.000Z"))
 }
+
+// ruleTaskName names a task a rule adds: the rule's id, '-', and what
+// names the task within the rule (a tick, a hook sender's key).
+func ruleTaskName(ruleID, within string) string { return ruleID + "-" + within }
