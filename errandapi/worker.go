@@ -19,8 +19,8 @@ const MaxDepth = 8
 const WorkerPath = "/v1/workers/"
 
 // Worker frame types (docs/workers.md): the worker sends hello, done,
-// failed, defer and ping; the server sends welcome, attempt, recorded,
-// refused and ping.
+// failed, defer, draining and ping; the server sends welcome, attempt,
+// recorded, refused and ping.
 const (
 	FrameHello    = "hello"
 	FrameWelcome  = "welcome"
@@ -31,6 +31,10 @@ const (
 	FrameRecorded = "recorded"
 	FrameRefused  = "refused"
 	FramePing     = "ping"
+	// FrameDraining: the worker takes no new attempt. The node sends it
+	// none after reading it, and closes the connection (1000) once the
+	// worker has answered every attempt it was sent.
+	FrameDraining = "draining"
 )
 
 // MaxWorkerSlots bounds hello's slots.

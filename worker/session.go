@@ -89,7 +89,7 @@ func (w *Worker) session(ctx context.Context) (connected bool, err error) {
 		if err != nil {
 			lose()
 			s.wg.Wait()
-			if s.drained() {
+			if s.stopping.Load() {
 				return true, nil
 			}
 			return true, err
@@ -115,9 +115,9 @@ type session struct {
 	sendMu sync.Mutex
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex
-	stopping bool // ctx ended: new attempts are deferred, the connection closes when idle
-	running  int
+	// stopping: ctx ended, the worker said draining, and the node closes
+	// the connection once every attempt it sent is answered.
+	stopping atomic.Bool
 
 	// Reads and writes after welcome take no context of their own (a
 	// timer and a context callback each, once a frame): watch cuts a
@@ -245,21 +245,15 @@ func (s *session) heartbeat(ctx context.Context, every time.Duration) {
 	}
 }
 
-// drain stops taking attempts; the connection closes once none runs.
+// drain tells the node the worker takes no new attempt. The node sends
+// none after it reads that (those it sent before are run, not deferred,
+// so that none counts as a failure), and closes the connection once every
+// attempt it sent is answered; a failed send closes it here.
 func (s *session) drain() {
-	s.mu.Lock()
-	s.stopping = true
-	idle := s.running == 0
-	s.mu.Unlock()
-	if idle {
-		s.conn.Close(websocket.StatusNormalClosure, "the worker is shutting down")
+	s.stopping.Store(true)
+	if s.send(&errandapi.WorkerFrame{Type: errandapi.FrameDraining}) != nil {
+		s.conn.CloseNow()
 	}
-}
-
-func (s *session) drained() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stopping
 }
 
 // start runs one attempt in a handler goroutine and sends its answer. A
@@ -267,14 +261,6 @@ func (s *session) drained() bool {
 // connection ends, so that at most slots of them run, and each grows its
 // stack once, not once an attempt.
 func (s *session) start(ctx context.Context, a attempt) {
-	s.mu.Lock()
-	if s.stopping {
-		s.mu.Unlock()
-		_ = s.send(&errandapi.WorkerFrame{Type: errandapi.FrameDefer, LeaseID: a.f.LeaseID, Seconds: 1})
-		return
-	}
-	s.running++
-	s.mu.Unlock()
 	select {
 	case s.idle <- a:
 		return
@@ -286,13 +272,6 @@ func (s *session) start(ctx context.Context, a attempt) {
 		for {
 			answer := s.run(ctx, a)
 			_ = s.send(answer)
-			s.mu.Lock()
-			s.running--
-			last := s.stopping && s.running == 0
-			s.mu.Unlock()
-			if last {
-				s.conn.Close(websocket.StatusNormalClosure, "the worker is shutting down")
-			}
 			select {
 			case a = <-s.idle:
 			case <-ctx.Done():

@@ -328,3 +328,61 @@ func TestRunDrains(t *testing.T) {
 		t.Fatalf("drained task: %+v", tk)
 	}
 }
+
+// TestDrainingWorkerFailsNothing: a worker whose Run's context ended says
+// draining; the node sends it no new attempt, and one it sent before is
+// run, so that nothing counts as a failed attempt, even on a queue whose
+// targetControl is off (where a deferral would) and that allows one
+// attempt. The task added meanwhile waits and runs on the next worker.
+func TestDrainingWorkerFailsNothing(t *testing.T) {
+	url, c, outcomes := node(t)
+	ctx := context.Background()
+	off, one := false, 1
+	for q, fn := range map[string]string{"slow": "app/slow", "quick": "app/quick"} {
+		req := errandapi.QueueRequest{Target: errandapi.Value(errandapi.Target{Function: fn}), TargetControl: &off, MaxAttempts: &one}
+		if _, err := c.CreateQueue(ctx, "jobs", q, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	quiet := worker.Options{Slots: 4, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	started, release := make(chan struct{}), make(chan struct{})
+	w1, err := worker.New(url, "jobs", "app", quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quick := func(context.Context, *worker.Task) (json.RawMessage, error) { return json.RawMessage(`"quick"`), nil }
+	w1.Handle("slow", func(context.Context, *worker.Task) (json.RawMessage, error) {
+		close(started)
+		<-release
+		return json.RawMessage(`"slow"`), nil
+	})
+	w1.Handle("quick", quick)
+	rctx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- w1.Run(rctx) }()
+	slow, err := c.AddTask(ctx, "jobs", "slow", errandapi.NewTask{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	stop() // draining, with the slow attempt running and three slots free
+	added, err := c.AddTask(ctx, "jobs", "quick", errandapi.NewTask{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	w2, err := worker.New(url, "jobs", "app", quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2.Handle("quick", quick)
+	runWorker(t, w2)
+	for id, want := range map[string]string{slow.ID: `"slow"`, added.ID: `"quick"`} {
+		if tk := wait(t, c, outcomes, id, errandapi.StateSucceeded); string(tk.Result) != want || tk.Attempt != 1 {
+			t.Fatalf("task %s: %s attempt %d, want %s at attempt 1", id, tk.Result, tk.Attempt, want)
+		}
+	}
+}

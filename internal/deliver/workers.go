@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/errandhq/errand/errandapi"
@@ -68,10 +69,11 @@ type WorkerConn struct {
 	slots      int
 	tr         WorkerTransport
 	sendMu     sync.Mutex
+	draining   atomic.Bool // the worker said draining: no attempt is sent any more
 
 	// guarded by w.mu
 	held   map[string]*held // attempts sent and not answered, by lease id
-	ready  bool             // welcomed: attempts may be sent
+	ready  bool             // welcomed and not draining: attempts may be sent
 	closed bool
 	done   chan struct{}
 }
@@ -122,10 +124,36 @@ func (w *Workers) Register(instanceID string, hello *errandapi.WorkerFrame, tr W
 // been welcomed, so that no attempt overtakes the welcome.
 func (c *WorkerConn) Ready() {
 	c.w.mu.Lock()
-	c.ready = !c.closed
+	c.ready = !c.closed && !c.draining.Load()
 	c.w.mu.Unlock()
 	c.w.changed()
 	c.w.freed()
+}
+
+// Drain takes the worker's draining frame: no attempt is sent to it any
+// more (an attempt reserved for it before is still sent, and run), and
+// its functions leave what this node serves. It reports whether the
+// worker holds no attempt, so that the connection may close now.
+func (c *WorkerConn) Drain() (idle bool) {
+	c.w.mu.Lock()
+	c.draining.Store(true)
+	c.ready = false
+	idle = len(c.held) == 0
+	c.w.mu.Unlock()
+	c.w.changed()
+	return idle
+}
+
+// Drained reports whether the worker said draining and has since answered
+// every attempt it was sent: the connection may close. It takes no lock
+// while the worker is not draining (it runs after every answer).
+func (c *WorkerConn) Drained() bool {
+	if !c.draining.Load() {
+		return false
+	}
+	c.w.mu.Lock()
+	defer c.w.mu.Unlock()
+	return len(c.held) == 0
 }
 
 // ID is the worker's id, sent in welcome.

@@ -116,3 +116,38 @@ func TestWorkersLateAnswer(t *testing.T) {
 		t.Fatalf("the slot is not free after the answer: %v", got)
 	}
 }
+
+// TestWorkersDrain: a draining connection gets no new attempt (nor counts
+// in what the node serves), one reserved for it before is still sent, and
+// it is drained once the worker answers that one.
+func TestWorkersDrain(t *testing.T) {
+	w := &Workers{Now: func() int64 { return 1000 }}
+	a, fa := connect(t, w, "i1", 2, "f")
+	r1 := attempt("t1", 5000)
+	w.Reserve(r1.Task, "app/f")
+	if a.Drain() || a.Drained() {
+		t.Fatal("a connection holding an attempt reported idle")
+	}
+	if got := w.Free("i1"); got["app/f"] != 0 {
+		t.Fatalf("Free of a draining connection = %v", got)
+	}
+	if got := w.Served(); len(got["i1"]) != 0 {
+		t.Fatalf("Served with a draining connection = %v", got)
+	}
+	res := make(chan Result, 2)
+	go func() { res <- w.Deliver(context.Background(), r1) }() // reserved before: sent
+	if f := <-fa.sent; f.Type != errandapi.FrameAttempt || f.LeaseID != "lease-t1" {
+		t.Fatalf("attempt frame %+v", f)
+	}
+	if r := w.Deliver(context.Background(), attempt("t2", 5000)); r.Outcome.Status != task.AttemptReleased {
+		t.Fatalf("t2 with only a draining worker: %+v", r)
+	}
+	a.Answer(&errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: "lease-t1"})
+	if r := <-res; r.Outcome.Status != task.AttemptSucceeded || !a.Drained() {
+		t.Fatalf("t1: %+v; drained %v", r, a.Drained())
+	}
+	b, _ := connect(t, w, "i1", 1, "f")
+	if !b.Drain() {
+		t.Fatal("an idle connection did not drain at once")
+	}
+}

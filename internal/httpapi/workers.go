@@ -112,6 +112,12 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 		}
 		switch f.Type {
 		case errandapi.FramePing:
+		case errandapi.FrameDraining:
+			if wc.Drain() {
+				reason = "the worker drained"
+				_ = conn.Close(websocket.StatusNormalClosure, "drained")
+				return
+			}
 		case errandapi.FrameDone, errandapi.FrameFailed, errandapi.FrameDefer:
 			if f.LeaseID == "" {
 				reason = "malformed frame: no leaseId"
@@ -123,9 +129,14 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 				conn.CloseNow()
 				return
 			}
+			if wc.Drained() {
+				reason = "the worker drained"
+				_ = conn.Close(websocket.StatusNormalClosure, "drained")
+				return
+			}
 		default:
 			reason = "malformed frame: unexpected type " + f.Type
-			tr.closeWith(websocket.StatusPolicyViolation, task.FieldErrorf(task.CodeInvalidArgument, "type", "a worker sends done, failed, defer or ping here, not %q", f.Type))
+			tr.closeWith(websocket.StatusPolicyViolation, task.FieldErrorf(task.CodeInvalidArgument, "type", "a worker sends done, failed, defer, draining or ping here, not %q", f.Type))
 			return
 		}
 	}
