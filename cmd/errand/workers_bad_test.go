@@ -111,10 +111,12 @@ func TestWorkerBadInput(t *testing.T) {
 
 	// Hellos the node refuses, each closing with the field named.
 	for _, c := range []struct {
-		hello errandapi.WorkerFrame
+		hello any // a frame, or its bytes
 		field string
 	}{
 		{hello("work", "Bad Name!"), "functions[1]"},
+		{[]byte(`{"type":"hello","group":"app","functions":["x"],"slots":1.5}`), "slots: must be a JSON whole number, not number 1.5"},
+		{[]byte(`{"type":"hello","group":"app","functions":"x","slots":1}`), "functions: must be a JSON array, not string"},
 		{errandapi.WorkerFrame{Type: errandapi.FrameHello, Group: "a/b", Functions: []string{"x"}, Slots: 1}, "group"},
 		{errandapi.WorkerFrame{Type: errandapi.FrameHello, Group: "app", Functions: []string{"x"}, Slots: 0}, "slots"},
 		{errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: "x"}, "type"},
@@ -122,7 +124,7 @@ func TestWorkerBadInput(t *testing.T) {
 		w := dialWorker(t, url)
 		w.send(c.hello)
 		if d := w.closed(); d.Code != errandapi.CodeInvalidArgument || !strings.Contains(d.Message, c.field) {
-			t.Fatalf("hello %+v closed with %+v; want INVALID_ARGUMENT naming %s", c.hello, d, c.field)
+			t.Fatalf("hello %s closed with %+v; want INVALID_ARGUMENT naming %s", c.hello, d, c.field)
 		}
 	}
 	// A function target not of the form group/name is refused at once.

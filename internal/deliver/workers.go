@@ -404,6 +404,12 @@ func outcomeOf(f *errandapi.WorkerFrame) (Result, *task.Error) {
 		return Result{Outcome: o}, nil
 	case errandapi.FrameFailed:
 		msg := f.Error
+		if r := f.Refusal; msg == "" && r != nil && r.Message != "" { // an error object, not the string
+			msg = r.Message
+			if r.Code != "" {
+				msg = string(r.Code) + ": " + msg
+			}
+		}
 		if msg == "" {
 			msg = "the function failed without a message"
 		}

@@ -151,3 +151,23 @@ func TestWorkersDrain(t *testing.T) {
 		t.Fatal("an idle connection did not drain at once")
 	}
 }
+
+// TestWorkersFailedErrorObject: a failed answer whose error is an object,
+// not the protocol's string, records the object's code and message rather
+// than "without a message".
+func TestWorkersFailedErrorObject(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"type":"failed","leaseId":"l","error":"plain"}`:                               "plain",
+		`{"type":"failed","leaseId":"l","error":{"code":"E_SMTP","message":"refused"}}`: "E_SMTP: refused",
+		`{"type":"failed","leaseId":"l","error":{"message":"refused"}}`:                 "refused",
+		`{"type":"failed","leaseId":"l","error":{}}`:                                    "the function failed without a message",
+	} {
+		var f errandapi.WorkerFrame
+		if err := f.UnmarshalJSON([]byte(raw)); err != nil {
+			t.Fatal(err)
+		}
+		if r, te := outcomeOf(&f); te != nil || r.Outcome.Status != task.AttemptFailed || r.Outcome.Error != want {
+			t.Errorf("%s: %+v %v; want failed %q", raw, r.Outcome, te, want)
+		}
+	}
+}

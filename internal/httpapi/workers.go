@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -192,9 +193,34 @@ func (t *wsTransport) read() (*errandapi.WorkerFrame, error) {
 	// The frame's own decoder: json.Unmarshal(b, &f) would make a pass of
 	// its own over the bytes before calling it.
 	if err := f.UnmarshalJSON(b); err != nil || f.Type == "" {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return nil, task.FieldErrorf(task.CodeInvalidArgument, te.Field, "must be a JSON %s, not %s", jsonKind(te.Type), te.Value)
+		}
 		return nil, task.Errorf(task.CodeInvalidArgument, "a frame is a JSON object with a type")
 	}
 	return &f, nil
+}
+
+// jsonKind names the JSON a Go type decodes from, for a frame's field of
+// the wrong type.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int64:
+		return "whole number"
+	case reflect.Float64:
+		return "number"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 { // json.RawMessage: any JSON
+			return "value"
+		}
+		return "array"
+	case reflect.Struct, reflect.Map:
+		return "object"
+	}
+	return "string"
 }
 
 // Send implements deliver.WorkerTransport; watch cuts a write that
