@@ -52,6 +52,9 @@ type Principal struct {
 	Grants map[string]Role
 	// KeyID names the API key, for logs; "" in dev.
 	KeyID string
+	// KeyDigest is the key's stored digest, which signs the subscribe
+	// tokens it mints; nil in dev.
+	KeyDigest []byte
 	// Dev marks the emulator's implicit caller.
 	Dev bool
 	// Channel, when set, is the one channel the caller may subscribe to

@@ -112,7 +112,7 @@ func FormatGrants(gs []store.Grant) string {
 // PrincipalOf is the caller a stored key stands for: its organization and,
 // per instance, the strongest role its grants give.
 func PrincipalOf(k *store.APIKey) *Principal {
-	p := &Principal{Org: k.Org, Grants: make(map[string]Role, len(k.Grants)), KeyID: k.ID}
+	p := &Principal{Org: k.Org, Grants: make(map[string]Role, len(k.Grants)), KeyID: k.ID, KeyDigest: k.Digest}
 	for _, g := range k.Grants {
 		if r, ok := ParseRole(g.Role); ok {
 			p.Grants[g.Instance] = max(p.Grants[g.Instance], r)

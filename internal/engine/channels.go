@@ -92,20 +92,13 @@ func (e *Engine) ChannelSubscribe(ctx context.Context, ref ChannelRef, since int
 }
 
 // ChannelToken mints a subscribe token for ref's channel on behalf of the
-// API key keyID ("" in dev, whose tokens are never checked), valid for
+// API key keyID, whose stored digest signs it with the instance's webhook
+// key ("" and nil in dev, whose tokens are never checked), valid for
 // auth.ChannelTokenTTL, and returns it with its expiry (epoch ms).
-func (e *Engine) ChannelToken(ctx context.Context, ref ChannelRef, keyID string) (string, int64, error) {
+func (e *Engine) ChannelToken(ctx context.Context, ref ChannelRef, keyID string, digest []byte) (string, int64, error) {
 	inst, _, err := e.channelOf(ctx, ref)
 	if err != nil {
 		return "", 0, err
-	}
-	var digest []byte
-	if keyID != "" {
-		key, err := e.store.KeyGet(ctx, store.KeyRef{Org: ref.Org, ID: keyID})
-		if err != nil {
-			return "", 0, err
-		}
-		digest = key.Digest
 	}
 	exp := e.now() + auth.ChannelTokenTTL.Milliseconds()
 	tok := auth.SignChannelToken(&auth.ChannelClaims{Org: inst.Org, Instance: inst.Name, InstanceID: inst.ID, KeyID: keyID,

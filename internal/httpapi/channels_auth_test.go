@@ -120,7 +120,7 @@ func TestChannelAuth(t *testing.T) {
 
 	// A token minted in dev names no key (dev checks none): serve, on the
 	// same store, refuses it.
-	devTok, _, err := s.eng.ChannelToken(t.Context(), engine.ChannelRef{Org: "acme", Instance: "jobs", Channel: "room-1"}, "")
+	devTok, _, err := s.eng.ChannelToken(t.Context(), engine.ChannelRef{Org: "acme", Instance: "jobs", Channel: "room-1"}, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
