@@ -50,3 +50,22 @@ func TestLoggedPath(t *testing.T) {
 		}
 	}
 }
+
+// An UNAVAILABLE store's driver error (host, port, user) is logged under a
+// request id and never answered; the answer says to try again.
+func TestUnavailableAnswerHidesTheDriverMessage(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	s := &Server{log: slog.New(slog.NewTextHandler(&logs, nil))}
+	rec := httptest.NewRecorder()
+	driver := errors.New("failed to connect to `user=postgres database=prod`: 10.0.0.7:5432: connect: connection refused")
+	s.writeError(rec, httptest.NewRequest("GET", "/v1/tasks/jobs/queues", nil), task.Unavailable("the store is unreachable; try again", driver))
+	body, rid := rec.Body.String(), rec.Header().Get("X-Request-Id")
+	if rec.Code != 503 || rid == "" || !strings.Contains(body, `"UNAVAILABLE"`) || !strings.Contains(body, "try again") ||
+		!strings.Contains(body, rid) || strings.Contains(body, "10.0.0.7") || strings.Contains(body, "user=") {
+		t.Fatalf("%d %q %s", rec.Code, rid, body)
+	}
+	if !strings.Contains(logs.String(), "10.0.0.7:5432") || !strings.Contains(logs.String(), "request_id="+rid) {
+		t.Fatalf("log: %s", logs.String())
+	}
+}

@@ -56,10 +56,20 @@ type Error struct {
 	Field string
 	// ID is the existing task's id for TASK_EXISTS.
 	ID string
+	// Cause is what lies under an UNAVAILABLE store (a driver's error, a
+	// host and port): for the log, never answered and not in Error, which
+	// rule errors and job results record.
+	Cause error
 }
 
 // Error implements error.
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// Unavailable is an UNAVAILABLE error whose message says what to do and
+// whose cause, err, goes to the log only.
+func Unavailable(message string, err error) *Error {
+	return &Error{Code: CodeUnavailable, Message: message, Cause: err}
+}
 
 // Errorf builds an *Error with a formatted message.
 func Errorf(code Code, format string, args ...any) *Error {

@@ -53,7 +53,7 @@ func interpretError(err error) error {
 		return interpretPgError(pe)
 	}
 	if unreachable(err) {
-		return task.Errorf(task.CodeUnavailable, "the store is unreachable; try again: %s", err.Error())
+		return task.Unavailable("the store is unreachable; try again", err)
 	}
 	return task.Errorf(task.CodeInternal, "store: %s", err.Error())
 }
@@ -80,7 +80,7 @@ func interpretPgError(pe *pgconn.PgError) error {
 		// caller that did not end the attempt through task.Finish.
 		return task.Errorf(task.CodeInternal, "store: a finished task's attempt history does not follow the stored one")
 	case retryable(pe.Code):
-		return task.Errorf(task.CodeUnavailable, "the store is unavailable; try again: %s", pe.Message)
+		return task.Unavailable("the store is unavailable; try again", pe)
 	}
 	return task.Errorf(task.CodeInternal, "store: %s", pe.Error())
 }

@@ -48,7 +48,7 @@ func interpretError(err error) error {
 				return task.Errorf(task.CodeInstanceExists, "the instance already exists")
 			}
 		case code&0xff == sqlite3.SQLITE_BUSY || code&0xff == sqlite3.SQLITE_LOCKED:
-			return task.Errorf(task.CodeUnavailable, "the store is busy; try again: %s", se.Error())
+			return task.Unavailable("the store is busy; try again", se)
 		case code&0xff == sqlite3.SQLITE_FULL:
 			return task.Errorf(task.CodeUnavailable, "the store's disk is full; try again later")
 		}
@@ -74,5 +74,5 @@ func keyTakenCode(code int) bool {
 
 // unavailable reports a database that cannot be reached or read.
 func unavailable(err error) error {
-	return task.Errorf(task.CodeUnavailable, "sqlite: %v", err)
+	return task.Unavailable("the store cannot be read; try again", err)
 }
