@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -93,7 +94,7 @@ func (b *finishBatcher) drain(ctx context.Context) {
 		}
 		// The batch is written even if the leading caller gives up: other
 		// callers wait for it.
-		errs, err := storeOutcomes(context.WithoutCancel(ctx), b.store, ps, b.log)
+		errs, err := storeOutcomes(context.WithoutCancel(ctx), b.store, ps, b.log, clock.Real{}, callerPatience)
 		if err == nil && b.stored != nil {
 			b.stored(ps)
 		}
@@ -107,19 +108,31 @@ func (b *finishBatcher) drain(ctx context.Context) {
 	}
 }
 
-// outcomeTries bounds how often storeOutcomes writes one batch.
-const outcomeTries = 8
+// Patience of an outcome's writer with a store that answers UNAVAILABLE:
+// a caller waiting for its answer (a pull ack) is told after about 2.5 s
+// (8 tries); a push attempt's outcome, which nobody waits for, is written
+// for as long as its lease may still hold, so that a database back after
+// an outage of seconds gets it (else the attempt would wait for its lease
+// to run out and be delivered again, recorded as abandoned).
+const (
+	callerPatience = 2500 * time.Millisecond
+	pushPatience   = pushLease
+	// outcomeMaxPause caps the pause between two writes of one batch.
+	outcomeMaxPause = time.Second
+)
 
 // errOutcomeUnknown answers an outcome whose first write may have
 // committed before the store's answer was lost.
 var errOutcomeUnknown = task.Errorf(task.CodeUnavailable, "the store's answer was lost while this outcome was written, and it may have been recorded: read the task before trying again")
 
 // storeOutcomes writes ps with TaskFinish, and tries again, pausing 10 ms
-// and doubling (2.5 s in all), when the store answers UNAVAILABLE: a
-// deadlock with a concurrent heartbeat on PostgreSQL, a dropped connection.
-// Giving up on a batch lets its leases run out, and the rescuer then
-// delivers those tasks again, although they were done. Writing a batch
-// again is safe: each row is still fenced on its lease.
+// and doubling up to outcomeMaxPause, while the store answers UNAVAILABLE
+// (a deadlock with a concurrent heartbeat on PostgreSQL, a dropped
+// connection, a database restarting) and the next try comes within
+// patience of the first, on clk. Giving up on a batch lets its leases run
+// out, and the rescuer then delivers those tasks again, although they were
+// done. Writing a batch again is safe: each row is still fenced on its
+// lease.
 //
 // But an UNAVAILABLE may come after the commit reached the database (the
 // connection dropped before its answer, as when PostgreSQL crashes): then
@@ -127,8 +140,9 @@ var errOutcomeUnknown = task.Errorf(task.CodeUnavailable, "the store's answer wa
 // the task. So after a failed try, an item refused LEASE_LOST is answered
 // UNAVAILABLE ("may have been recorded") rather than LEASE_LOST, which
 // would tell a worker that its stored ack was refused.
-func storeOutcomes(ctx context.Context, st store.Store, ps []*store.FinishParams, log *slog.Logger) ([]error, error) {
+func storeOutcomes(ctx context.Context, st store.Store, ps []*store.FinishParams, log *slog.Logger, clk clock.Clock, patience time.Duration) ([]error, error) {
 	pause := 10 * time.Millisecond
+	start := clk.Now()
 	for try := 1; ; try++ {
 		errs, err := st.TaskFinish(ctx, ps)
 		if err == nil && try > 1 {
@@ -138,17 +152,17 @@ func storeOutcomes(ctx context.Context, st store.Store, ps []*store.FinishParams
 				}
 			}
 		}
-		if err == nil || try == outcomeTries || !task.IsCode(err, task.CodeUnavailable) {
+		if err == nil || !task.IsCode(err, task.CodeUnavailable) || clk.Now().Add(pause).Sub(start) > patience {
 			return errs, err
 		}
 		log.Warn("storing outcomes failed; trying again", "n", len(ps), "try", try, "err", err)
-		t := time.NewTimer(pause)
+		t := clk.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil, err
-		case <-t.C:
+		case <-t.C():
 		}
-		pause *= 2
+		pause = min(2*pause, outcomeMaxPause)
 	}
 }

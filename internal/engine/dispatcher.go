@@ -121,8 +121,13 @@ func (d *Dispatcher) Start(ctx context.Context) error { return d.start(ctx, d.ru
 func (d *Dispatcher) run(ctx context.Context) {
 	d.results = make(chan finished, 1024)
 	var fin sync.WaitGroup
+	// The finishers write on until their results end; once the node is
+	// stopping, a store still down gets callerPatience more (an outcome
+	// left unwritten is retried when its lease runs out).
+	fctx, giveUp := context.WithCancel(context.Background())
+	defer giveUp()
 	for range max(d.writers, 1) {
-		fin.Go(d.finisher)
+		fin.Go(func() { d.finisher(fctx) })
 	}
 	hb := make(chan struct{})
 	go func() { defer close(hb); d.heartbeat(ctx) }()
@@ -135,7 +140,14 @@ func (d *Dispatcher) run(ctx context.Context) {
 		d.mu.Unlock()
 		d.wg.Wait() // deliveries end with ctx
 		close(d.results)
-		fin.Wait()
+		written := make(chan struct{})
+		go func() { fin.Wait(); close(written) }()
+		select {
+		case <-written:
+		case <-d.clock.After(callerPatience):
+			giveUp()
+			<-written
+		}
 		<-hb
 	}()
 	for {
@@ -450,8 +462,7 @@ func (d *Dispatcher) heartbeat(ctx context.Context) {
 // outcome than one batch of them all (each statement's fixed cost, and
 // their index entries contending for the same pages), and on a database
 // with few cores they finish no sooner.
-func (d *Dispatcher) finisher() {
-	ctx := context.Background()
+func (d *Dispatcher) finisher(ctx context.Context) {
 	batch := make([]finished, 0, 2*claimBatch)
 	for {
 		// One finisher gathers at a time: the others, waiting their turn,
@@ -470,7 +481,7 @@ func (d *Dispatcher) finisher() {
 		for i, f := range batch {
 			ps[i] = f.fp
 		}
-		errs, err := storeOutcomes(ctx, d.store, ps, d.log)
+		errs, err := storeOutcomes(ctx, d.store, ps, d.log, d.clock, pushPatience)
 		d.writing.Add(-1)
 		select {
 		case d.wrote <- struct{}{}: // a finisher holding a small batch may go

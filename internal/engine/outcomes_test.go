@@ -5,7 +5,9 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
+	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 	"github.com/errandhq/errand/internal/testkit/stores"
@@ -28,33 +30,62 @@ func (f *flakyFinish) TaskFinish(ctx context.Context, ps []*store.FinishParams) 
 }
 
 // TestStoreOutcomesTriesAgain: a batch the store answered UNAVAILABLE (a
-// deadlock, a dropped connection) is written again, not dropped, since a
-// dropped batch's tasks would be delivered again when their leases run out;
-// any other error is returned at once, and the tries are bounded.
+// deadlock, a dropped connection, a database restarting) is written again,
+// not dropped, since a dropped batch's tasks would be delivered again when
+// their leases run out: for about 2.5 s when a caller waits, and for as
+// long as a push lease may hold when nobody does (a database back after an
+// outage of 20 s still gets them). Any other error is returned at once.
 func TestStoreOutcomesTriesAgain(t *testing.T) {
 	t.Parallel()
 	st, c := succeededClaim(t)
-	ctx := context.Background()
 	ps := []*store.FinishParams{{Task: c, LeaseID: "l1"}}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	down := task.Errorf(task.CodeUnavailable, "down")
 
 	other := &flakyFinish{Store: st, n: 1, err: task.Errorf(task.CodeInternal, "broken")}
-	if _, err := storeOutcomes(ctx, other, ps, quiet); !task.IsCode(err, task.CodeInternal) || other.calls != 1 {
+	if _, err, _ := outcomesOnFakeClock(other, ps, pushPatience); !task.IsCode(err, task.CodeInternal) || other.calls != 1 {
 		t.Fatalf("INTERNAL: err %v after %d calls; want it at once", err, other.calls)
 	}
-	down := &flakyFinish{Store: st, n: outcomeTries, err: task.Errorf(task.CodeUnavailable, "down")}
-	if _, err := storeOutcomes(ctx, down, ps, quiet); !task.IsCode(err, task.CodeUnavailable) || down.calls != outcomeTries {
-		t.Fatalf("always UNAVAILABLE: err %v after %d calls; want %d tries", err, down.calls, outcomeTries)
+	for _, patience := range []time.Duration{callerPatience, pushPatience} {
+		always := &flakyFinish{Store: st, n: 1 << 30, err: down}
+		_, err, took := outcomesOnFakeClock(always, ps, patience)
+		if !task.IsCode(err, task.CodeUnavailable) || took > patience || took < patience-outcomeMaxPause {
+			t.Fatalf("always UNAVAILABLE, patience %v: err %v after %v (%d calls)", patience, err, took, always.calls)
+		}
 	}
-	flaky := &flakyFinish{Store: st, n: 2, err: task.Errorf(task.CodeUnavailable, "deadlock detected")}
-	errs, err := storeOutcomes(ctx, flaky, ps, quiet)
-	if err != nil || errs[0] != nil || flaky.calls != 3 {
-		t.Fatalf("UNAVAILABLE twice: %v %v after %d calls; want stored on the third", errs, err, flaky.calls)
+	// Down for about 20 s: a caller is told, a push outcome is stored.
+	outage := &flakyFinish{Store: st, n: 28, err: down}
+	if _, err, _ := outcomesOnFakeClock(outage, ps, callerPatience); !task.IsCode(err, task.CodeUnavailable) {
+		t.Fatalf("a 20 s outage with a caller waiting: %v", err)
 	}
-	got, err := st.TaskGet(ctx, store.TaskRef{InstanceID: "i1", ID: "t1"})
+	outage.calls = 0
+	errs, err, took := outcomesOnFakeClock(outage, ps, pushPatience)
+	if err != nil || errs[0] != nil || outage.calls != 29 || took < 20*time.Second {
+		t.Fatalf("a 20 s outage: %v %v after %d calls, %v; want stored on the 29th", errs, err, outage.calls, took)
+	}
+	got, err := st.TaskGet(context.Background(), store.TaskRef{InstanceID: "i1", ID: "t1"})
 	if err != nil || got.State != task.Succeeded {
 		t.Fatalf("stored: %v %v", got, err)
 	}
+}
+
+// outcomesOnFakeClock runs storeOutcomes with patience on a fake clock,
+// moving it to each pause's end as soon as the pause begins, and returns
+// its answer and how long it took on that clock.
+func outcomesOnFakeClock(st store.Store, ps []*store.FinishParams, patience time.Duration) ([]error, error, time.Duration) {
+	clk := clock.NewFake(time.UnixMilli(0))
+	ctx, done := context.WithCancel(context.Background())
+	var errs []error
+	var err error
+	go func() {
+		defer done()
+		errs, err = storeOutcomes(context.Background(), st, ps, slog.New(slog.NewTextHandler(io.Discard, nil)), clk, patience)
+	}()
+	for clk.WaitForSleepers(ctx, 1) == nil {
+		if at := clk.Sleepers(); len(at) > 0 {
+			clk.Advance(at[0].Sub(clk.Now()))
+		}
+	}
+	return errs, err, clk.Now().Sub(time.UnixMilli(0))
 }
 
 // lostAnswer writes TaskFinish's first batch for real and then answers
@@ -84,7 +115,7 @@ func TestStoreOutcomesLostAnswer(t *testing.T) {
 	st, c := succeededClaim(t)
 	ctx := context.Background()
 	lost := &lostAnswer{Store: st}
-	errs, err := storeOutcomes(ctx, lost, []*store.FinishParams{{Task: c, LeaseID: "l1"}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	errs, err := storeOutcomes(ctx, lost, []*store.FinishParams{{Task: c, LeaseID: "l1"}}, slog.New(slog.NewTextHandler(io.Discard, nil)), clock.Real{}, callerPatience)
 	if err != nil || lost.calls != 2 {
 		t.Fatalf("storeOutcomes: %v after %d calls; want an answer on the second", err, lost.calls)
 	}
