@@ -2,7 +2,9 @@ package mcp
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -39,6 +41,21 @@ func mustSchema[T any](ts map[reflect.Type]*jsonschema.Schema) *jsonschema.Schem
 
 // schemaOf is T's schema with errand's wire types described.
 func schemaOf[T any]() *jsonschema.Schema { return mustSchema[T](typeSchemas) }
+
+// asObject is a tool's input or output schema as MCP requires it: of type
+// "object". One inferred from a pointer type says ["null", "object"],
+// which the TypeScript SDK (Claude Desktop, Claude Code, the Inspector)
+// refuses, and with it the whole tools/list.
+func asObject(s *jsonschema.Schema, tool string) *jsonschema.Schema {
+	switch {
+	case s.Type == "object":
+	case slices.Contains(s.Types, "object"):
+		s.Type, s.Types = "object", nil
+	default:
+		panic(fmt.Sprintf("tool %s: a schema of type %q %v, not an object", tool, s.Type, s.Types))
+	}
+	return s
+}
 
 // enum limits a string property of s to values.
 func enum(s *jsonschema.Schema, prop string, values ...string) {

@@ -36,7 +36,7 @@ type spec struct {
 // output and a one-line summary for the model, or an error that becomes a
 // tool error with its API code.
 func define[In, Out any](s spec, run func(ctx context.Context, c *client.Client, in In) (Out, string, error)) tool {
-	in, out := schemaOf[In](), schemaOf[Out]()
+	in, out := asObject(schemaOf[In](), s.name), asObject(schemaOf[Out](), s.name)
 	if s.shape != nil {
 		s.shape(in)
 	}

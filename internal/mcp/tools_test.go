@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"os"
 	"slices"
@@ -116,6 +117,31 @@ func TestDocsNameEveryTool(t *testing.T) {
 	for name, need := range errandmcp.ToolNames() {
 		if !strings.Contains(string(doc), "| `"+name+"` | "+string(need)+" |") {
 			t.Errorf("docs/mcp.md has no row | `%s` | %s |", name, need)
+		}
+	}
+}
+
+// TestToolSchemasAreObjects: every tool's input and output schema, as a
+// client lists them, is of type "object", as MCP requires: the TypeScript
+// SDK (Claude Desktop, Claude Code, the Inspector) refuses a tools/list
+// with any other, and so lists no tool at all.
+func TestToolSchemasAreObjects(t *testing.T) {
+	res, err := startNode(t, true).session("").cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range res.Tools {
+		for which, schema := range map[string]any{"input": tl.InputSchema, "output": tl.OutputSchema} {
+			b, err := json.Marshal(schema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s struct {
+				Type any `json:"type"`
+			}
+			if err := json.Unmarshal(b, &s); err != nil || s.Type != "object" {
+				t.Errorf("%s's %s schema has type %v, want \"object\"", tl.Name, which, s.Type)
+			}
 		}
 	}
 }
