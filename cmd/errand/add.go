@@ -59,6 +59,10 @@ With --json: for one task, the API's answer {"tasks": [{"ok", "id", "name", "sta
 			}
 			return addFile(c, f, cl, file)
 		}
+		if c.Flags().Changed("name") && name == "" {
+			// Sent as no name, it would add a task a second run adds again.
+			return usageErrorf("--name is empty: leave it out for a task without a name")
+		}
 		var t errandapi.NewTask
 		t.Name = name
 		for _, js := range []struct {

@@ -72,9 +72,18 @@ func (f *apiFlags) client(c *cobra.Command) (*client.Client, error) {
 	}
 	cl, err := client.New(f.url, client.Options{APIKey: key, UserAgent: "errand-cli/" + versionString()})
 	if err != nil {
-		return nil, usageErrorf("--url: %v", err)
+		return nil, usageErrorf("%s: %v", clientFlag(key), err)
 	}
 	return cl, nil
+}
+
+// clientFlag names the flag a refusal of client.New is about: the key's
+// when the key is refused (a newline pasted with it), else --url's.
+func clientFlag(key string) string {
+	if errandapi.CheckAPIKey(key) != nil {
+		return "--api-key (or ERRAND_API_KEY)"
+	}
+	return "--url"
 }
 
 // reach explains a call that got no answer: the node is not there.

@@ -464,4 +464,9 @@ func TestCLIAddFile(t *testing.T) {
 		t.Fatalf("unknown queue: %+v", r)
 	}
 	c.usage("--payload and --file are exclusive", "add", "-q", "bulk", "--file", file, "--payload", "1")
+	// An empty --name (an unset variable) is refused, not sent as none,
+	// which would add the task again on every run.
+	c.usage("--name is empty", "add", "-q", "bulk", "--payload", "1", "--name", "")
+	// A key pasted with its newline is the key's fault, not --url's.
+	c.usage("--api-key (or ERRAND_API_KEY): ", "list", "-q", "bulk", "--api-key", "errk_abc\n")
 }

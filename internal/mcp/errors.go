@@ -24,7 +24,7 @@ var next = map[errandapi.Code]string{
 	errandapi.CodeTaskExists:            "a task with this name is already in the queue (its id is in the message data); tasks_get shows it. Treat it as added, or use another name for a new task.",
 	errandapi.CodeQueueExists:           "the queue exists: change it with tasks_set_queue.",
 	errandapi.CodeInstanceExists:        "the instance exists already: use it.",
-	errandapi.CodeNoTarget:              `the queue has no target: give each task a target ({"webhook": "https://…"}, {"function": "group/name"} or {"channel": "name"}), or set one on the queue with tasks_set_queue. Nothing of this call was added.`,
+	errandapi.CodeNoTarget:              `the queue has no target. Adding tasks: give each task a target ({"webhook": "https://…"}, {"function": "group/name"} or {"channel": "name"}), or set one on the queue with tasks_set_queue. A trigger rule: its tasks carry no target, so set one on its queue with tasks_set_queue, or use a pull queue. Nothing of this call was changed.`,
 	errandapi.CodeLeaseLost:             "the lease is over (it expired, or the task was acked or released): do not finish or report this task; lease again with tasks_lease.",
 	errandapi.CodePayloadTooLarge:       "a payload, params or result is at most 64 KiB: store large data elsewhere and pass a reference.",
 	errandapi.CodeNotCancellable:        "the task has finished already: there is nothing to cancel.",

@@ -36,11 +36,18 @@ func TestErrorsCarryCodes(t *testing.T) {
 		{"tasks_lease", obj{"instance": "jobs", "queue": "default"}, "WRONG_MODE", 400, ""},
 		{"tasks_ack", obj{"instance": "jobs", "id": id, "leaseId": "nolease"}, "LEASE_LOST", 409, ""},
 		{"tasks_retry", obj{"instance": "jobs", "id": id}, "NOT_RETRYABLE", 400, ""},
-		{"tasks_set_queue", obj{"instance": "jobs", "queue": "work", "maxAttempts": 0}, "INVALID_ARGUMENT", 400, "arguments"},
-		{"tasks_list", obj{"instance": "jobs", "queue": "work", "limit": 500}, "INVALID_ARGUMENT", 400, "arguments"},
-		{"tasks_list", obj{"instance": "jobs", "queue": "work", "state": "done"}, "INVALID_ARGUMENT", 400, "arguments"},
-		{"tasks_get", obj{"instance": "jobs", "id": id, "owner": "other"}, "INVALID_ARGUMENT", 400, "arguments"},
-		{"tasks_get", obj{"instance": "jobs"}, "INVALID_ARGUMENT", 400, "arguments"},
+		// A schema's refusal names the argument first, as the API does.
+		{"tasks_set_queue", obj{"instance": "jobs", "queue": "work", "maxAttempts": 0}, "INVALID_ARGUMENT", 400, "maxAttempts: must be at least 1"},
+		{"tasks_list", obj{"instance": "jobs", "queue": "work", "limit": 500}, "INVALID_ARGUMENT", 400, "limit: must be at most 200"},
+		{"tasks_list", obj{"instance": "jobs", "queue": "work", "state": "done"}, "INVALID_ARGUMENT", 400, "state: must be one of"},
+		{"tasks_get", obj{"instance": "jobs", "id": id, "owner": "other"}, "INVALID_ARGUMENT", 400, "owner: is not an argument of this tool"},
+		{"tasks_get", obj{"instance": "jobs"}, "INVALID_ARGUMENT", 400, "id: is required"},
+		{"tasks_get", obj{"instance": "jobs", "id": 7}, "INVALID_ARGUMENT", 400, "id: must be of type"},
+		// An empty name is refused, not sent as none (which would add the
+		// task again on a second call), nor made a path with a hole in it.
+		{"tasks_add", obj{"instance": "jobs", "queue": "work", "tasks": []any{obj{"name": ""}}}, "INVALID_ARGUMENT", 400, "tasks[].name: must not be empty"},
+		{"tasks_list_queues", obj{"instance": ""}, "INVALID_ARGUMENT", 400, "instance: must not be empty"},
+		{"tasks_get", obj{"instance": "jobs", "id": ""}, "INVALID_ARGUMENT", 400, "id: must not be empty"},
 		{"create_instance", obj{"name": "other"}, "PERMISSION_DENIED", 403, "full"},
 	}
 	for _, c := range cases {

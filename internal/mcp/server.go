@@ -63,6 +63,7 @@ func NewServer(opts Options) *mcp.Server {
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "errand", Title: "errand task queue", Version: opts.Version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: opts.Logger, HasTools: true, HasResources: true, SetCacheable: private})
+	s.AddReceivingMiddleware(ungranted(opts.Self))
 	for _, t := range allTools() {
 		if !allows(opts.Self, t.need) {
 			continue
@@ -90,6 +91,25 @@ func NewServer(opts Options) *mcp.Server {
 			})
 	}
 	return s
+}
+
+// ungranted answers a call of a tool the session does not list for want
+// of a grant as a refused call (a tool error, PERMISSION_DENIED naming
+// the grant), as mcp.md promises, not as the protocol's unknown tool,
+// which tells an agent nothing it can act on.
+func ungranted(self *errandapi.KeySelf) mcp.Middleware {
+	needs := ToolNames()
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
+				if need, known := needs[r.Params.Name]; known && !allows(self, need) {
+					return errorResult(refuse(errandapi.CodePermissionDenied, "%s needs the %s grant on an instance; this key's strongest grant is %s",
+						r.Params.Name, need, self.Strongest())), nil
+				}
+			}
+			return next(ctx, method, req)
+		}
+	}
 }
 
 // allows reports whether a session of self lists a tool that needs need.

@@ -37,6 +37,7 @@ type spec struct {
 // tool error with its API code.
 func define[In, Out any](s spec, run func(ctx context.Context, c *client.Client, in In) (Out, string, error)) tool {
 	in, out := asObject(schemaOf[In](), s.name), asObject(schemaOf[Out](), s.name)
+	requireNames(in)
 	if s.shape != nil {
 		s.shape(in)
 	}
@@ -83,7 +84,7 @@ func decodeArgs(args json.RawMessage, resolved *jsonschema.Resolved, v any) erro
 		return refuse(errandapi.CodeInvalidArgument, "arguments: %v", err)
 	}
 	if err := resolved.Validate(generic); err != nil {
-		return refuse(errandapi.CodeInvalidArgument, "arguments: %v", err)
+		return argumentError(err)
 	}
 	if err := json.Unmarshal(args, v); err != nil {
 		return refuse(errandapi.CodeInvalidArgument, "arguments: %v", err)
