@@ -183,7 +183,8 @@ func (m fieldFlags) flagged(c *cobra.Command, err error) error {
 		return err
 	}
 	cp := *ae
-	cp.Message = "--" + name + ae.Message[sm[3]:]
+	// A setting the API clears with null, a flag clears with "none".
+	cp.Message = "--" + name + strings.ReplaceAll(ae.Message[sm[3]:], "or null", `or "none"`)
 	return &cp
 }
 

@@ -467,6 +467,8 @@ func TestCLIAddFile(t *testing.T) {
 	// An empty --name (an unset variable) is refused, not sent as none,
 	// which would add the task again on every run.
 	c.usage("--name is empty", "add", "-q", "bulk", "--payload", "1", "--name", "")
+	c.usage("--name is empty", "list", "-q", "bulk", "--name", "")
+	c.usage("--limit 0: a page holds 1–200 tasks", "list", "-q", "bulk", "--limit", "0")
 	// A key pasted with its newline is the key's fault, not --url's.
 	c.usage("--api-key (or ERRAND_API_KEY): ", "list", "-q", "bulk", "--api-key", "errk_abc\n")
 }

@@ -104,6 +104,8 @@ func testFlagNames(t *testing.T, c *cli) {
 		{"--webhook: ", "target.webhook", []string{"queues", "update", "pulled", "--webhook", "not a url"}},
 		{"--webhook: ", "target.webhook", []string{"queues", "create", "hooks", "--webhook", "not a url"}},
 		{"--function: ", "target.function", []string{"add", "-q", "default", "--function", "nogroup"}},
+		// What clears a setting is the flag's word, not the API's null.
+		{`--max-concurrent: must be 1–100000, or "none" for unlimited`, "maxConcurrent", []string{"queues", "update", "pulled", "--max-concurrent", "0"}},
 	} {
 		r := c.run("", w.args...)
 		if r.code != exitRefused || !strings.Contains(r.errout, "INVALID_ARGUMENT: "+w.says) || strings.Contains(r.errout, w.field) {

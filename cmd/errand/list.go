@@ -33,6 +33,14 @@ and says so on stderr. With --json: {"tasks": [...],
 	c.Flags().BoolVar(&all, "all", false, "read every page")
 	f.fields = fieldFlags{"state": {"state"}, "name": {"name"}, "limit": {"limit"}, "cursor": {"cursor"}}
 	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, _ []string) error {
+		// Sent as given, an empty --name or a --limit of 0 would read as
+		// not given: every task, 50 a page.
+		if c.Flags().Changed("name") && o.Name == "" {
+			return usageErrorf("--name is empty: leave it out to list every task")
+		}
+		if c.Flags().Changed("limit") && o.Limit < 1 {
+			return usageErrorf("--limit %d: a page holds 1–200 tasks", o.Limit)
+		}
 		o.State = errandapi.State(state)
 		var page errandapi.TaskPage
 		if all {
