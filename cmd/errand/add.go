@@ -41,7 +41,7 @@ With --json: for one task, the API's answer {"tasks": [{"ok", "id", "name", "sta
 	fs := c.Flags()
 	fs.StringVar(&file, "file", "", "add every task of this JSON Lines file (- for stdin)")
 	fs.StringVar(&payload, "payload", "", "the task's payload, any JSON (default null)")
-	fs.StringVar(&params, "params", "", "the task's params, a JSON object")
+	fs.StringVar(&params, "params", "", "the task's params, any JSON (as a webhook's body carries them)")
 	fs.StringVar(&name, "name", "", "the task's name: a second add of the name answers TASK_EXISTS")
 	fs.Float64Var(&delay, "delay", 0, "seconds before the task is due (fractions allowed)")
 	fs.StringVar(&runAt, "run-at", "", "when the task is due: RFC 3339 (2026-01-02T15:04:05Z) or epoch milliseconds")
