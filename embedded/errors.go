@@ -26,7 +26,11 @@ func publicError(err error) error {
 	if err == nil || !errors.As(err, &te) {
 		return err
 	}
-	return &Error{Code: te.Code, Message: te.Message, Status: errandapi.StatusOf(te.Code), ID: te.ID}
+	msg := te.Message
+	if te.Cause != nil { // in process: the embedder owns the store, and its cause
+		msg += ": " + te.Cause.Error()
+	}
+	return &Error{Code: te.Code, Message: msg, Status: errandapi.StatusOf(te.Code), ID: te.ID}
 }
 
 // storeError says a refusal of Options.Store in the embedded API's words:

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -14,7 +13,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/errandhq/errand/internal/httpapi"
-	"github.com/errandhq/errand/internal/task"
 )
 
 // logFlags are --log-level and --log-format of dev and serve.
@@ -33,7 +31,7 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	if err := level.UnmarshalText([]byte(l.level)); err != nil {
 		return nil, usageErrorf("--log-level %q: want debug, info, warn or error", l.level)
 	}
-	o := &slog.HandlerOptions{Level: level, ReplaceAttr: withCause}
+	o := &slog.HandlerOptions{Level: level}
 	switch strings.ToLower(l.format) {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, o)), nil
@@ -41,20 +39,6 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, o)), nil
 	}
 	return nil, usageErrorf("--log-format %q: want text or json", l.format)
-}
-
-// withCause logs an error with what lies under it: an unavailable store's
-// driver error (task.Error's Cause: a host, a port, a user), which no
-// answer and no recorded error carries.
-func withCause(_ []string, a slog.Attr) slog.Attr {
-	if a.Value.Kind() != slog.KindAny {
-		return a
-	}
-	var te *task.Error
-	if err, ok := a.Value.Any().(error); ok && errors.As(err, &te) && te.Cause != nil {
-		return slog.String(a.Key, err.Error()+" ("+te.Cause.Error()+")")
-	}
-	return a
 }
 
 // listen makes a node's logger and opens its port, before anything else

@@ -2,14 +2,10 @@ package main
 
 import (
 	"bytes"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"strings"
 	"testing"
-
-	"github.com/errandhq/errand/internal/task"
 )
 
 // TestWarnIfReachable: dev warns when it listens beyond loopback, where
@@ -26,25 +22,6 @@ func TestWarnIfReachable(t *testing.T) {
 		ln.Close()
 		if got := strings.Contains(out.String(), "needs no API key"); got != warns {
 			t.Errorf("%s: warned %v, want %v (%q)", addr, got, warns, out.String())
-		}
-	}
-}
-
-// TestLogShowsTheCause: the node's log shows what lies under an
-// unavailable store's error (the driver's words no answer carries), as
-// text and as JSON, wrapped or not.
-func TestLogShowsTheCause(t *testing.T) {
-	for _, format := range []string{"text", "json"} {
-		var out bytes.Buffer
-		log, err := (&logFlags{level: "info", format: format}).logger(&out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		down := task.Unavailable("the store is unreachable; try again", errors.New("dial tcp 10.0.0.7:5432: connection refused"))
-		log.Warn("pass failed", "err", fmt.Errorf("claim: %w", down))
-		log.Warn("plain", "err", errors.New("no cause"))
-		if s := out.String(); !strings.Contains(s, "try again (dial tcp 10.0.0.7:5432: connection refused)") || !strings.Contains(s, "no cause") {
-			t.Fatalf("%s log: %s", format, s)
 		}
 	}
 }

@@ -94,7 +94,7 @@ func (c *Chainer) end(ctx context.Context, ev *store.TriggerEvent) (bool, error)
 			if te := (*task.Error)(nil); !errors.As(err, &te) || te.Code == task.CodeUnavailable || te.Code == task.CodeInternal {
 				return false, err // the store, not the event: try again later
 			}
-			p.Err = err.Error()
+			p.Err = task.Recorded(err)
 		}
 		p.Task = t
 	}

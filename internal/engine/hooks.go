@@ -134,7 +134,7 @@ func (e *Engine) hookRefused(ctx context.Context, h *Hook, err error) error {
 	now := e.now()
 	ref := store.TriggerRef{InstanceID: h.Rule.InstanceID, ID: h.Rule.ID}
 	if _, rerr := e.store.TriggerUpdate(ctx, ref, func(tr *task.Trigger) error {
-		tr.RecordError(err.Error(), now)
+		tr.RecordError(task.Recorded(err), now)
 		return nil
 	}); rerr != nil && !task.IsCode(rerr, task.CodeNotFound) {
 		e.log.Warn("hook refusal not recorded on its rule", "instance", h.Instance.Name, "rule", h.Rule.ID, "reason", rerr)

@@ -92,7 +92,7 @@ func (s *Scheduler) fire(ctx context.Context, tr *task.Trigger, now int64) (bool
 		// Not a schedule that parses (a rule stored by hand): stop it.
 		p.Tick, p.Next, p.Err = tr.LastTickAt, 0, "schedule.cron: does not parse; the rule is stopped"
 	} else if t, err := s.tickTask(ctx, tr, tick, now); err != nil {
-		p.Err = err.Error()
+		p.Err = task.Recorded(err)
 	} else {
 		p.Task = t
 	}

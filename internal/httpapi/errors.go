@@ -48,14 +48,6 @@ func (s *Server) taskError(w http.ResponseWriter, r *http.Request, err error) *t
 		s.log.Error("request failed", "request_id", rid, "method", r.Method, "path", LoggedPath(r.URL.Path), "err", err)
 		w.Header().Set("X-Request-Id", rid)
 		te = task.Errorf(task.CodeInternal, "internal error; request id %s", rid)
-	case te.Cause != nil:
-		// An unreachable store: its driver's words (a host, a port, a
-		// user) are logged under the request id, not answered.
-		rid := id.Secret(8)
-		s.log.Warn("request failed: the store is unavailable", "request_id", rid, "method", r.Method, "path", LoggedPath(r.URL.Path),
-			"err", te.Error(), "cause", te.Cause.Error())
-		w.Header().Set("X-Request-Id", rid)
-		te = task.Errorf(te.Code, "%s (request id %s)", te.Message, rid)
 	}
 	return te
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
@@ -51,21 +52,17 @@ func TestLoggedPath(t *testing.T) {
 	}
 }
 
-// An UNAVAILABLE store's driver error (host, port, user) is logged under a
-// request id and never answered; the answer says to try again.
+// An UNAVAILABLE store's driver error (host, port, user) is never
+// answered: the answer says to try again (the services that met the
+// outage log it with its cause, once, not once per call).
 func TestUnavailableAnswerHidesTheDriverMessage(t *testing.T) {
 	t.Parallel()
-	var logs bytes.Buffer
-	s := &Server{log: slog.New(slog.NewTextHandler(&logs, nil))}
+	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	rec := httptest.NewRecorder()
 	driver := errors.New("failed to connect to `user=postgres database=prod`: 10.0.0.7:5432: connect: connection refused")
 	s.writeError(rec, httptest.NewRequest("GET", "/v1/tasks/jobs/queues", nil), task.Unavailable("the store is unreachable; try again", driver))
-	body, rid := rec.Body.String(), rec.Header().Get("X-Request-Id")
-	if rec.Code != 503 || rid == "" || !strings.Contains(body, `"UNAVAILABLE"`) || !strings.Contains(body, "try again") ||
-		!strings.Contains(body, rid) || strings.Contains(body, "10.0.0.7") || strings.Contains(body, "user=") {
-		t.Fatalf("%d %q %s", rec.Code, rid, body)
-	}
-	if !strings.Contains(logs.String(), "10.0.0.7:5432") || !strings.Contains(logs.String(), "request_id="+rid) {
-		t.Fatalf("log: %s", logs.String())
+	if body := rec.Body.String(); rec.Code != 503 || !strings.Contains(body, `"UNAVAILABLE"`) || !strings.Contains(body, "try again") ||
+		strings.Contains(body, "10.0.0.7") || strings.Contains(body, "user=") {
+		t.Fatalf("%d %s", rec.Code, body)
 	}
 }

@@ -57,13 +57,32 @@ type Error struct {
 	// ID is the existing task's id for TASK_EXISTS.
 	ID string
 	// Cause is what lies under an UNAVAILABLE store (a driver's error, a
-	// host and port): for the log, never answered and not in Error, which
-	// rule errors and job results record.
+	// host and port): in Error, for the operator's log and a command's
+	// exit, but never answered (the API answers Message) nor recorded
+	// (Recorded).
 	Cause error
 }
 
-// Error implements error.
-func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+// Error implements error: the code, the message and the cause.
+func (e *Error) Error() string {
+	if e.Cause != nil {
+		return string(e.Code) + ": " + e.Message + ": " + e.Cause.Error()
+	}
+	return string(e.Code) + ": " + e.Message
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Cause }
+
+// Recorded is err as a rule's or a job's recorded error, which keys that
+// may read it see: a coded error's code and message, without its cause.
+func Recorded(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return string(e.Code) + ": " + e.Message
+	}
+	return err.Error()
+}
 
 // Unavailable is an UNAVAILABLE error whose message says what to do and
 // whose cause, err, goes to the log only.
