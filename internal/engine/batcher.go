@@ -94,7 +94,7 @@ func (b *finishBatcher) drain(ctx context.Context) {
 		}
 		// The batch is written even if the leading caller gives up: other
 		// callers wait for it.
-		errs, err := storeOutcomes(context.WithoutCancel(ctx), b.store, ps, b.log, clock.Real{}, callerPatience)
+		errs, err := storeOutcomes(context.WithoutCancel(ctx), b.store, ps, b.log, clock.Real{}, callerDeadline)
 		if err == nil && b.stored != nil {
 			b.stored(ps)
 		}
@@ -121,6 +121,10 @@ const (
 	outcomeMaxPause = time.Second
 )
 
+// callerDeadline is when a waiting caller's outcome stops being tried: it
+// is told UNAVAILABLE.
+func callerDeadline(start time.Time) time.Time { return start.Add(callerPatience) }
+
 // errOutcomeUnknown answers an outcome whose first write may have
 // committed before the store's answer was lost.
 var errOutcomeUnknown = task.Errorf(task.CodeUnavailable, "the store's answer was lost while this outcome was written, and it may have been recorded: read the task before trying again")
@@ -128,8 +132,8 @@ var errOutcomeUnknown = task.Errorf(task.CodeUnavailable, "the store's answer wa
 // storeOutcomes writes ps with TaskFinish, and tries again, pausing 10 ms
 // and doubling up to outcomeMaxPause, while the store answers UNAVAILABLE
 // (a deadlock with a concurrent heartbeat on PostgreSQL, a dropped
-// connection, a database restarting) and the next try comes within
-// patience of the first, on clk. Giving up on a batch lets its leases run
+// connection, a database restarting) and the next try comes before
+// deadline(the first try's time), on clk. A write under way is never cut. Giving up on a batch lets its leases run
 // out, and the rescuer then delivers those tasks again, although they were
 // done. Writing a batch again is safe: each row is still fenced on its
 // lease.
@@ -140,7 +144,7 @@ var errOutcomeUnknown = task.Errorf(task.CodeUnavailable, "the store's answer wa
 // the task. So after a failed try, an item refused LEASE_LOST is answered
 // UNAVAILABLE ("may have been recorded") rather than LEASE_LOST, which
 // would tell a worker that its stored ack was refused.
-func storeOutcomes(ctx context.Context, st store.Store, ps []*store.FinishParams, log *slog.Logger, clk clock.Clock, patience time.Duration) ([]error, error) {
+func storeOutcomes(ctx context.Context, st store.Store, ps []*store.FinishParams, log *slog.Logger, clk clock.Clock, deadline func(start time.Time) time.Time) ([]error, error) {
 	pause := 10 * time.Millisecond
 	start := clk.Now()
 	for try := 1; ; try++ {
@@ -152,7 +156,7 @@ func storeOutcomes(ctx context.Context, st store.Store, ps []*store.FinishParams
 				}
 			}
 		}
-		if err == nil || !task.IsCode(err, task.CodeUnavailable) || clk.Now().Add(pause).Sub(start) > patience {
+		if err == nil || !task.IsCode(err, task.CodeUnavailable) || clk.Now().Add(pause).After(deadline(start)) {
 			return errs, err
 		}
 		log.Warn("storing outcomes failed; trying again", "n", len(ps), "try", try, "err", err)

@@ -66,7 +66,10 @@ type Dispatcher struct {
 	wg       sync.WaitGroup
 
 	results chan finished
-	fails   failLog // serve: rate limit of failed attempts' info lines
+	// stoppingAt is when the run began to stop (Unix ms, real time; 0
+	// while running): outcomeDeadline shortens from then.
+	stoppingAt atomic.Int64
+	fails      failLog // serve: rate limit of failed attempts' info lines
 	// writing counts the outcome batches being written; wrote is told
 	// when one ends (see finisher).
 	writing   atomic.Int32
@@ -121,13 +124,8 @@ func (d *Dispatcher) Start(ctx context.Context) error { return d.start(ctx, d.ru
 func (d *Dispatcher) run(ctx context.Context) {
 	d.results = make(chan finished, 1024)
 	var fin sync.WaitGroup
-	// The finishers write on until their results end; once the node is
-	// stopping, a store still down gets callerPatience more (an outcome
-	// left unwritten is retried when its lease runs out).
-	fctx, giveUp := context.WithCancel(context.Background())
-	defer giveUp()
 	for range max(d.writers, 1) {
-		fin.Go(func() { d.finisher(fctx) })
+		fin.Go(d.finisher)
 	}
 	hb := make(chan struct{})
 	go func() { defer close(hb); d.heartbeat(ctx) }()
@@ -135,19 +133,13 @@ func (d *Dispatcher) run(ctx context.Context) {
 	d.runCtx = ctx
 	d.mu.Unlock()
 	defer func() {
+		d.stoppingAt.Store(clock.Real{}.Now().UnixMilli()) // the finishers' deadline shortens
 		d.mu.Lock()
 		d.runCtx = nil // no launch from outside the loop from now on
 		d.mu.Unlock()
 		d.wg.Wait() // deliveries end with ctx
 		close(d.results)
-		written := make(chan struct{})
-		go func() { fin.Wait(); close(written) }()
-		select {
-		case <-written:
-		case <-d.clock.After(callerPatience):
-			giveUp()
-			<-written
-		}
+		fin.Wait()
 		<-hb
 	}()
 	for {
@@ -453,6 +445,20 @@ func (d *Dispatcher) heartbeat(ctx context.Context) {
 	}
 }
 
+// outcomeDeadline is when a push outcome first tried at start stops being
+// tried while the store is unavailable: pushPatience later, as long as
+// its lease may hold, and no later than callerPatience after the node
+// began stopping, so that a stop during an outage ends in seconds.
+func (d *Dispatcher) outcomeDeadline(start time.Time) time.Time {
+	dl := start.Add(pushPatience)
+	if ms := d.stoppingAt.Load(); ms != 0 {
+		if stop := time.UnixMilli(ms).Add(callerPatience); stop.Before(dl) {
+			dl = stop
+		}
+	}
+	return dl
+}
+
 // finisher stores outcomes in batches: every result waiting is written in
 // one transaction (group commit). Config.Writers finishers run at once, but
 // one gathers at a time, and a batch that is not full waits while another
@@ -462,7 +468,8 @@ func (d *Dispatcher) heartbeat(ctx context.Context) {
 // outcome than one batch of them all (each statement's fixed cost, and
 // their index entries contending for the same pages), and on a database
 // with few cores they finish no sooner.
-func (d *Dispatcher) finisher(ctx context.Context) {
+func (d *Dispatcher) finisher() {
+	ctx := context.Background()
 	batch := make([]finished, 0, 2*claimBatch)
 	for {
 		// One finisher gathers at a time: the others, waiting their turn,
@@ -481,7 +488,9 @@ func (d *Dispatcher) finisher(ctx context.Context) {
 		for i, f := range batch {
 			ps[i] = f.fp
 		}
-		errs, err := storeOutcomes(ctx, d.store, ps, d.log, d.clock, pushPatience)
+		// Real time, not d.clock: a busy store in a test on a fake clock
+		// must not wait for the test to move it.
+		errs, err := storeOutcomes(ctx, d.store, ps, d.log, clock.Real{}, d.outcomeDeadline)
 		d.writing.Add(-1)
 		select {
 		case d.wrote <- struct{}{}: // a finisher holding a small batch may go

@@ -68,17 +68,38 @@ func TestStoreOutcomesTriesAgain(t *testing.T) {
 	}
 }
 
+// TestOutcomeDeadlineWhileStopping: a push outcome is tried for
+// pushPatience while the node runs, and no longer than callerPatience
+// after it began to stop, so that a stop during an outage ends in
+// seconds; a write under way is never cut (storeOutcomes takes no
+// deadline into the store).
+func TestOutcomeDeadlineWhileStopping(t *testing.T) {
+	d := &Dispatcher{}
+	start := time.UnixMilli(1_000_000)
+	if got := d.outcomeDeadline(start); !got.Equal(start.Add(pushPatience)) {
+		t.Fatalf("running: %v", got.Sub(start))
+	}
+	d.stoppingAt.Store(start.Add(10 * time.Second).UnixMilli())
+	if got := d.outcomeDeadline(start); !got.Equal(start.Add(10*time.Second + callerPatience)) {
+		t.Fatalf("stopping 10 s in: %v", got.Sub(start))
+	}
+	if got := d.outcomeDeadline(start.Add(-time.Minute)); !got.Equal(start.Add(-time.Minute + pushPatience)) {
+		t.Fatalf("a batch whose patience ran out before the stop: %v", got.Sub(start))
+	}
+}
+
 // outcomesOnFakeClock runs storeOutcomes with patience on a fake clock,
 // moving it to each pause's end as soon as the pause begins, and returns
 // its answer and how long it took on that clock.
 func outcomesOnFakeClock(st store.Store, ps []*store.FinishParams, patience time.Duration) ([]error, error, time.Duration) {
+	deadline := func(start time.Time) time.Time { return start.Add(patience) }
 	clk := clock.NewFake(time.UnixMilli(0))
 	ctx, done := context.WithCancel(context.Background())
 	var errs []error
 	var err error
 	go func() {
 		defer done()
-		errs, err = storeOutcomes(context.Background(), st, ps, slog.New(slog.NewTextHandler(io.Discard, nil)), clk, patience)
+		errs, err = storeOutcomes(context.Background(), st, ps, slog.New(slog.NewTextHandler(io.Discard, nil)), clk, deadline)
 	}()
 	for clk.WaitForSleepers(ctx, 1) == nil {
 		if at := clk.Sleepers(); len(at) > 0 {
@@ -115,7 +136,7 @@ func TestStoreOutcomesLostAnswer(t *testing.T) {
 	st, c := succeededClaim(t)
 	ctx := context.Background()
 	lost := &lostAnswer{Store: st}
-	errs, err := storeOutcomes(ctx, lost, []*store.FinishParams{{Task: c, LeaseID: "l1"}}, slog.New(slog.NewTextHandler(io.Discard, nil)), clock.Real{}, callerPatience)
+	errs, err := storeOutcomes(ctx, lost, []*store.FinishParams{{Task: c, LeaseID: "l1"}}, slog.New(slog.NewTextHandler(io.Discard, nil)), clock.Real{}, callerDeadline)
 	if err != nil || lost.calls != 2 {
 		t.Fatalf("storeOutcomes: %v after %d calls; want an answer on the second", err, lost.calls)
 	}
