@@ -67,6 +67,9 @@ type WorkerFrame struct {
 	// welcome
 	Worker           string `json:"worker,omitempty"`
 	HeartbeatSeconds int    `json:"heartbeatSeconds,omitempty"`
+	// Drains says the node takes a draining frame (a node before it
+	// closed the connection on one, failing the attempts it held).
+	Drains bool `json:"drains,omitempty"`
 
 	// attempt, done, failed, defer, recorded, refused
 	LeaseID string `json:"leaseId,omitempty"`
@@ -97,6 +100,7 @@ type wireFrame struct {
 	SDK              string          `json:"sdk,omitempty"`
 	Worker           string          `json:"worker,omitempty"`
 	HeartbeatSeconds int             `json:"heartbeatSeconds,omitempty"`
+	Drains           bool            `json:"drains,omitempty"`
 	LeaseID          string          `json:"leaseId,omitempty"`
 	Function         string          `json:"function,omitempty"`
 	DeadlineAt       int64           `json:"deadlineAt,omitempty"`
@@ -114,7 +118,7 @@ type wireFrame struct {
 // bound counts (MaxPayloadBytes, MaxWorkerFrame).
 func (f WorkerFrame) MarshalJSON() ([]byte, error) {
 	w := wireFrame{Type: f.Type, Group: f.Group, Functions: f.Functions, Slots: f.Slots, SDK: f.SDK,
-		Worker: f.Worker, HeartbeatSeconds: f.HeartbeatSeconds, LeaseID: f.LeaseID, Function: f.Function,
+		Worker: f.Worker, HeartbeatSeconds: f.HeartbeatSeconds, Drains: f.Drains, LeaseID: f.LeaseID, Function: f.Function,
 		DeadlineAt: f.DeadlineAt, Token: f.Token, Body: f.Body, Result: f.Result, Seconds: f.Seconds}
 	var err error
 	switch {
@@ -147,7 +151,7 @@ func (f *WorkerFrame) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*f = WorkerFrame{Type: w.Type, Group: w.Group, Functions: w.Functions, Slots: w.Slots, SDK: w.SDK,
-		Worker: w.Worker, HeartbeatSeconds: w.HeartbeatSeconds, LeaseID: w.LeaseID, Function: w.Function,
+		Worker: w.Worker, HeartbeatSeconds: w.HeartbeatSeconds, Drains: w.Drains, LeaseID: w.LeaseID, Function: w.Function,
 		DeadlineAt: w.DeadlineAt, Token: w.Token, Body: w.Body, Result: w.Result, Seconds: w.Seconds}
 	if len(w.Error) > 0 && string(w.Error) != "null" {
 		if w.Error[0] == '{' {

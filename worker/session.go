@@ -61,6 +61,7 @@ func (w *Worker) session(ctx context.Context) (connected bool, err error) {
 		return false, fmt.Errorf("worker: the node answered hello with %q", welcome.Type)
 	}
 	hb := time.Duration(max(welcome.HeartbeatSeconds, 1)) * time.Second
+	s.drains = welcome.Drains
 	w.log.Info("worker connected", "worker", welcome.Worker, "functions", strings.Join(names, ","), "slots", w.o.Slots)
 
 	// Handlers run under lost: it ends when the connection does, so that
@@ -89,7 +90,7 @@ func (w *Worker) session(ctx context.Context) (connected bool, err error) {
 		if err != nil {
 			lose()
 			s.wg.Wait()
-			if s.stopping.Load() {
+			if s.stopped() {
 				return true, nil
 			}
 			return true, err
@@ -115,9 +116,14 @@ type session struct {
 	sendMu sync.Mutex
 	wg     sync.WaitGroup
 
-	// stopping: ctx ended, the worker said draining, and the node closes
-	// the connection once every attempt it sent is answered.
-	stopping atomic.Bool
+	// stopping: ctx ended. With a node that drains (welcome's drains),
+	// the worker said draining and the node closes the connection once
+	// every attempt it sent is answered; with one that does not, new
+	// attempts are deferred and the worker closes when none runs.
+	drains   bool // set before the first attempt
+	mu       sync.Mutex
+	stopping bool
+	running  int // handlers running
 
 	// Reads and writes after welcome take no context of their own (a
 	// timer and a context callback each, once a frame): watch cuts a
@@ -250,10 +256,25 @@ func (s *session) heartbeat(ctx context.Context, every time.Duration) {
 // so that none counts as a failure), and closes the connection once every
 // attempt it sent is answered; a failed send closes it here.
 func (s *session) drain() {
-	s.stopping.Store(true)
-	if s.send(&errandapi.WorkerFrame{Type: errandapi.FrameDraining}) != nil {
-		s.conn.CloseNow()
+	s.mu.Lock()
+	s.stopping = true
+	idle := s.running == 0
+	s.mu.Unlock()
+	switch {
+	case s.drains:
+		if s.send(&errandapi.WorkerFrame{Type: errandapi.FrameDraining}) != nil {
+			s.conn.CloseNow()
+		}
+	case idle:
+		s.conn.Close(websocket.StatusNormalClosure, "the worker is shutting down")
 	}
+}
+
+// stopped reports whether drain began.
+func (s *session) stopped() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopping
 }
 
 // start runs one attempt in a handler goroutine and sends its answer. A
@@ -261,6 +282,14 @@ func (s *session) drain() {
 // connection ends, so that at most slots of them run, and each grows its
 // stack once, not once an attempt.
 func (s *session) start(ctx context.Context, a attempt) {
+	s.mu.Lock()
+	if s.stopping && !s.drains { // a node that goes on sending until the worker leaves
+		s.mu.Unlock()
+		_ = s.send(&errandapi.WorkerFrame{Type: errandapi.FrameDefer, LeaseID: a.f.LeaseID, Seconds: 1})
+		return
+	}
+	s.running++
+	s.mu.Unlock()
 	select {
 	case s.idle <- a:
 		return
@@ -272,6 +301,13 @@ func (s *session) start(ctx context.Context, a attempt) {
 		for {
 			answer := s.run(ctx, a)
 			_ = s.send(answer)
+			s.mu.Lock()
+			s.running--
+			last := s.stopping && s.running == 0 && !s.drains
+			s.mu.Unlock()
+			if last {
+				s.conn.Close(websocket.StatusNormalClosure, "the worker is shutting down")
+			}
 			select {
 			case a = <-s.idle:
 			case <-ctx.Done():

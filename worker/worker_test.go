@@ -371,8 +371,13 @@ func TestDrainingWorkerFailsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(release)
-	if err := <-ran; err != nil {
-		t.Fatal(err)
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return once the draining worker had answered")
 	}
 	w2, err := worker.New(url, "jobs", "app", quiet)
 	if err != nil {

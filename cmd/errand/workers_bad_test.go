@@ -212,4 +212,31 @@ func TestWorkerBadInput(t *testing.T) {
 	if string(tk.Result) != `{"ok":true}` {
 		t.Fatalf("result %s", tk.Result)
 	}
+
+	// Draining: the welcome says the node takes it; a worker holding an
+	// attempt is closed (1000) once it has answered it, one holding none
+	// at once.
+	res, err = c.AddTask(ctx, "jobs", "work", errandapi.NewTask{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w = dialWorker(t, url)
+	w.send(hello("work"))
+	if f := w.want(errandapi.FrameWelcome); !f.Drains {
+		t.Fatalf("welcome %+v does not say the node drains", f)
+	}
+	a5 := w.want(errandapi.FrameAttempt)
+	w.send(errandapi.WorkerFrame{Type: errandapi.FrameDraining})
+	w.send(errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: a5.LeaseID})
+	w.want(errandapi.FrameRecorded)
+	if _, err := w.read(); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+		t.Fatalf("a drained worker: %v, want a normal close", err)
+	}
+	w = dialWorker(t, url)
+	w.send(hello("work"))
+	w.want(errandapi.FrameWelcome)
+	w.send(errandapi.WorkerFrame{Type: errandapi.FrameDraining})
+	if _, err := w.read(); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+		t.Fatalf("an idle worker draining: %v, want a normal close at once", err)
+	}
 }

@@ -78,7 +78,8 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 		wc.Close(reason)
 		log.Info("worker disconnected", "reason", reason)
 	}()
-	if err := wc.Send(&errandapi.WorkerFrame{Type: errandapi.FrameWelcome, Worker: wc.ID(), HeartbeatSeconds: int(workerHeartbeat / time.Second)}); err != nil {
+	if err := wc.Send(&errandapi.WorkerFrame{Type: errandapi.FrameWelcome, Worker: wc.ID(),
+		HeartbeatSeconds: int(workerHeartbeat / time.Second), Drains: true}); err != nil {
 		reason = "sending welcome failed"
 		conn.CloseNow()
 		return
@@ -206,7 +207,8 @@ func (t *wsTransport) read() (*errandapi.WorkerFrame, error) {
 // the wrong type.
 func jsonKind(t reflect.Type) string {
 	switch t.Kind() {
-	case reflect.Int, reflect.Int64:
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		return "whole number"
 	case reflect.Float64:
 		return "number"

@@ -1,0 +1,104 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/worker"
+)
+
+// TestStopWithANodeThatDoesNotDrain: against a node whose welcome does not
+// say it drains (one from before the draining frame, which it would refuse
+// by closing the connection and failing what it held), a stopping worker
+// sends no draining frame: it defers the attempts that still arrive, lets
+// its running handler finish and answer, then closes the connection
+// itself, and Run returns nil. The node here is that older node's
+// protocol, frame by frame: no such node runs in this repository.
+func TestStopWithANodeThatDoesNotDrain(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conns, done := make(chan *websocket.Conn, 1), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		conns <- c
+		<-done // the test drives the connection
+	}))
+	defer srv.Close()
+	defer close(done)
+	w, err := worker.New(srv.URL, "jobs", "app", worker.Options{Slots: 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	w.Handle("slow", func(context.Context, *worker.Task) (json.RawMessage, error) {
+		close(started)
+		<-release
+		return json.RawMessage(`"slow"`), nil
+	})
+	rctx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(rctx) }()
+	conn := <-conns
+	defer conn.CloseNow()
+	read := func() *errandapi.WorkerFrame {
+		t.Helper()
+		for {
+			_, b, err := conn.Read(ctx)
+			if err != nil {
+				t.Fatalf("read: %v", err)
+			}
+			var f errandapi.WorkerFrame
+			if err := f.UnmarshalJSON(b); err != nil {
+				t.Fatal(err)
+			}
+			if f.Type != errandapi.FramePing {
+				return &f
+			}
+		}
+	}
+	send := func(f *errandapi.WorkerFrame) {
+		t.Helper()
+		b, _ := f.MarshalJSON()
+		if err := conn.Write(ctx, websocket.MessageText, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	attempt := func(lease string) *errandapi.WorkerFrame {
+		return &errandapi.WorkerFrame{Type: errandapi.FrameAttempt, LeaseID: lease, Function: "slow",
+			DeadlineAt: time.Now().Add(time.Minute).UnixMilli(), Token: "v1.t",
+			Body: json.RawMessage(`{"task":{"id":"t-` + lease + `","queue":"q","name":null,"attempt":1,"maxAttempts":3,"runAt":0,"createdAt":0,"deadlineAt":0,"source":"api","depth":0,"params":null,"deadLetterOf":null},"payload":null}`)}
+	}
+	if f := read(); f.Type != errandapi.FrameHello {
+		t.Fatalf("first frame %+v", f)
+	}
+	send(&errandapi.WorkerFrame{Type: errandapi.FrameWelcome, Worker: "w1", HeartbeatSeconds: 10}) // no drains
+	send(attempt("l1"))
+	<-started
+	stop()
+	send(attempt("l2")) // sent before the node learns the worker is leaving
+	if f := read(); f.Type != errandapi.FrameDefer || f.LeaseID != "l2" {
+		t.Fatalf("the attempt after the stop: %+v, want defer l2 (and no draining frame)", f)
+	}
+	close(release)
+	if f := read(); f.Type != errandapi.FrameDone || f.LeaseID != "l1" {
+		t.Fatalf("the running attempt: %+v, want done l1", f)
+	}
+	if _, _, err := conn.Read(ctx); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+		t.Fatalf("after its last answer the worker should close normally: %v", err)
+	}
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+}
