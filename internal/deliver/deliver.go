@@ -59,15 +59,13 @@ type Result struct {
 
 // LateAnswer describes r as the answer that came after an attempt's
 // deadline: its HTTP status, a success, a deferral or a failure with its
-// error. cut reports that no answer came at all (the request was cut).
-func LateAnswer(r Result, cut bool) string {
+// error.
+func LateAnswer(r Result) string {
 	switch {
 	case r.Late != "":
 		return r.Late
 	case r.Outcome.HTTPStatus != 0:
 		return fmt.Sprintf("HTTP %d", r.Outcome.HTTPStatus)
-	case cut:
-		return "no answer"
 	case r.Defer:
 		return "a deferral of " + r.DeferDelay.String()
 	case r.Outcome.Status == task.AttemptSucceeded:

@@ -372,7 +372,7 @@ func (c *WorkerConn) Answer(f *errandapi.WorkerFrame) *errandapi.WorkerFrame {
 		// whichever of this answer and the dispatcher's deadline timer
 		// comes first, the attempt is recorded as timed out.
 		h.answer <- Result{Outcome: task.Outcome{Status: task.AttemptTimedOut,
-			Error: "deadline exceeded; the worker then answered: " + LateAnswer(res, false)}, Late: LateAnswer(res, false)}
+			Error: "deadline exceeded; the worker then answered: " + LateAnswer(res)}, Late: LateAnswer(res)}
 		return refuse(task.Errorf(task.CodeLeaseLost, "the answer came after the attempt's deadline: it is recorded as timed out and retried"))
 	}
 	// On time: the worker is told "recorded", and the dispatcher keeps

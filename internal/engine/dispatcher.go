@@ -415,12 +415,11 @@ func (d *Dispatcher) deliver(ctx context.Context, t *task.Task, q *task.Queue, i
 		return res
 	}
 	// The late answer, or the cut at lateCap.
-	return deliver.Result{Outcome: task.Outcome{
-		Status:     task.AttemptTimedOut,
-		HTTPStatus: res.Outcome.HTTPStatus,
-		Error: fmt.Sprintf("deadline %ds exceeded; the target then answered: %s", t.EffectiveDeadline(q),
-			deliver.LateAnswer(res, rctx.Err() != nil)),
-	}}
+	msg := fmt.Sprintf("deadline %ds exceeded; the target then answered: %s", t.EffectiveDeadline(q), deliver.LateAnswer(res))
+	if rctx.Err() != nil && res.Outcome.HTTPStatus == 0 && res.Late == "" {
+		msg = fmt.Sprintf("deadline %ds exceeded, and no answer came in the %d minutes after it: the request was cut", t.EffectiveDeadline(q), int(lateCap.Minutes()))
+	}
+	return deliver.Result{Outcome: task.Outcome{Status: task.AttemptTimedOut, HTTPStatus: res.Outcome.HTTPStatus, Error: msg}}
 }
 
 // heartbeat renews the leases of this node's attempts in flight.
