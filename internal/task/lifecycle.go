@@ -210,6 +210,9 @@ func (t *Task) Finish(q *Queue, now int64, o Outcome) (failed bool, err error) {
 			next += Backoff(t.Attempt, q.Backoff()).Milliseconds()
 		}
 		if t.Attempt >= q.budget(t) || t.pastMaxAge(q, next) {
+			if t.Attempt < q.budget(t) { // the age, not the budget, ended it: say so
+				t.LastError += "; maxAgeSeconds passed before the next attempt"
+			}
 			t.FinishedAt = now
 			return true, t.moveTo(Failed)
 		}

@@ -155,8 +155,9 @@ func TestMaxAgeEndsRetriesAndDefers(t *testing.T) {
 	q.MaxAgeSeconds = 30
 	tk, _ := NewTask(q, AddInput{}, 0, URLRules{})
 	_ = tk.Claim(q, 0, "L", 1000)
-	if failed, _ := tk.Finish(q, 25_000, Outcome{Status: AttemptFailed}); !failed || tk.State != Failed {
-		t.Fatalf("maxAge passed by backoff: %s", tk.State)
+	if failed, _ := tk.Finish(q, 25_000, Outcome{Status: AttemptFailed, Error: "HTTP 500"}); !failed || tk.State != Failed ||
+		tk.LastError != "HTTP 500; maxAgeSeconds passed before the next attempt" || tk.Attempts[0].Error != "HTTP 500" {
+		t.Fatalf("maxAge passed by backoff: %s, lastError %q", tk.State, tk.LastError)
 	}
 	tk, _ = NewTask(q, AddInput{}, 0, URLRules{})
 	_ = tk.Claim(q, 0, "L", 1000)
