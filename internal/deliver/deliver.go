@@ -80,13 +80,18 @@ func LateAnswer(r Result) string {
 // setting: a requested deferral becomes AttemptDeferred with Delay when
 // targetControl is on, and stays the failed Outcome when it is off.
 func (r Result) OutcomeFor(targetControl bool) task.Outcome {
-	if !r.Defer || !targetControl {
+	switch {
+	case !r.Defer:
 		return r.Outcome
+	case !targetControl:
+		o := r.Outcome
+		o.Error += " (x-task-retry: defer ignored: the queue's targetControl is off)"
+		return o
 	}
 	o := r.Outcome
 	o.Status = task.AttemptDeferred
 	o.Delay = r.DeferDelay
-	o.Error = "deferred by the target for " + r.DeferDelay.String()
+	o.Error = "deferred by the target for " + r.DeferDelay.Round(time.Millisecond).String()
 	return o
 }
 

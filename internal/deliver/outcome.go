@@ -65,6 +65,8 @@ func answer(resp *http.Response, now time.Time) Result {
 	if code == http.StatusServiceUnavailable && strings.EqualFold(strings.TrimSpace(resp.Header.Get("X-Task-Retry")), "defer") {
 		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), now); ok {
 			res.Defer, res.DeferDelay = true, d
+		} else {
+			res.Outcome.Error += " (x-task-retry: defer ignored: retry-after is missing, or neither whole seconds nor an HTTP date)"
 		}
 	}
 	return res

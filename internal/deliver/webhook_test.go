@@ -164,9 +164,9 @@ func TestWebhookOutcomes(t *testing.T) {
 		{name: "503 defer past date", status: 503, header: map[string]string{"X-Task-Retry": "defer", "Retry-After": pastDate},
 			want: task.AttemptFailed, err: "HTTP 503", defer_: true, delay: 0},
 		{name: "503 defer no retry-after", status: 503, header: map[string]string{"X-Task-Retry": "defer"},
-			want: task.AttemptFailed, err: "HTTP 503"},
-		{name: "503 defer bad retry-after", status: 503, header: map[string]string{"X-Task-Retry": "defer", "Retry-After": "soon"},
-			want: task.AttemptFailed, err: "HTTP 503"},
+			want: task.AttemptFailed, err: "HTTP 503 (x-task-retry: defer ignored: retry-after is missing, or neither whole seconds nor an HTTP date)"},
+		{name: "503 defer bad retry-after", status: 503, header: map[string]string{"X-Task-Retry": "defer", "Retry-After": "1.5"},
+			want: task.AttemptFailed, err: "HTTP 503 (x-task-retry: defer ignored: retry-after is missing, or neither whole seconds nor an HTTP date)"},
 		{name: "429 defer", status: 429, header: map[string]string{"X-Task-Retry": "defer", "Retry-After": "5"},
 			want: task.AttemptFailed, err: "HTTP 429"},
 	}
@@ -188,11 +188,13 @@ func TestWebhookOutcomes(t *testing.T) {
 		if res.Defer != c.defer_ || res.DeferDelay != c.delay {
 			t.Errorf("%s: defer %v %v, want %v %v", c.name, res.Defer, res.DeferDelay, c.defer_, c.delay)
 		}
-		if off := res.OutcomeFor(false); off.Status != o.Status || off.Delay != 0 {
+		if off := res.OutcomeFor(false); off.Status != o.Status || off.Delay != 0 ||
+			c.defer_ && off.Error != o.Error+" (x-task-retry: defer ignored: the queue's targetControl is off)" {
 			t.Errorf("%s: targetControl off gives %+v", c.name, off)
 		}
 		on := res.OutcomeFor(true)
-		if c.defer_ && (on.Status != task.AttemptDeferred || on.Delay != c.delay || on.HTTPStatus != 503) {
+		if c.defer_ && (on.Status != task.AttemptDeferred || on.Delay != c.delay || on.HTTPStatus != 503 ||
+			on.Error != "deferred by the target for "+c.delay.Round(time.Millisecond).String()) {
 			t.Errorf("%s: targetControl on gives %+v", c.name, on)
 		}
 		if !c.defer_ && on.Status != o.Status {
