@@ -68,31 +68,7 @@ func TestPostgresCrashAfterClaimDeliversOnce(t *testing.T) {
 		}
 	}()
 
-	code, key, stderr := runMain("keys", "create", "--store", pg.URL(), "--org", "acme", "--grant", "full:*")
-	if code != 0 {
-		t.Fatalf("keys create: %s", stderr)
-	}
-	key = strings.TrimSpace(key)
-	_, url, logs := startServe(t, bin, "--store", pg.URL(), "--webhook-allow", "127.0.0.0/8")
-	if st, body := call(t, key, "POST", url+"/v1/instances", `{"name":"jobs"}`); st != 201 {
-		t.Fatalf("instance: %d %s", st, body)
-	}
-	q := fmt.Sprintf(`{"name":"q","target":{"webhook":%q},"maxConcurrent":1,"maxAttempts":1}`, rcv.URL)
-	if st, body := call(t, key, "POST", url+"/v1/tasks/jobs/queues", q); st != 201 {
-		t.Fatalf("queue: %d %s", st, body)
-	}
-	o := watchOutcomes(t, apiClient(t, url, key), "q")
-	st, body := call(t, key, "POST", url+"/v1/tasks/jobs/queues/q/tasks", `{"payload":{"n":1}}`)
-	if st != 201 {
-		t.Fatalf("add: %d %s", st, body)
-	}
-	var added struct {
-		Tasks []struct {
-			ID string `json:"id"`
-		} `json:"tasks"`
-	}
-	_ = json.Unmarshal([]byte(body), &added)
-	taskID := added.Tasks[0].ID
+	key, url, logs, o, taskID := onePushTask(t, pg, bin, rcv.URL, `"maxConcurrent":1,"maxAttempts":1`)
 
 	select {
 	case <-arrived:
@@ -136,4 +112,37 @@ func TestPostgresCrashAfterClaimDeliversOnce(t *testing.T) {
 	if state != "succeeded" {
 		t.Fatalf("task %s is %s after its one delivery answered 200", taskID, state)
 	}
+}
+
+// onePushTask starts a serve node on pg with a full key, makes instance
+// jobs and its push queue q to receiver with the queue's extra settings
+// (JSON members), watches q's outcomes and adds one task: it returns the
+// key, the node's URL and log, the watch and the task's id.
+func onePushTask(t *testing.T, pg *testkit.PGCluster, bin, receiver, settings string) (string, string, *lockedBuffer, *outcomes, string) {
+	t.Helper()
+	code, key, stderr := runMain("keys", "create", "--store", pg.URL(), "--org", "acme", "--grant", "full:*")
+	if code != 0 {
+		t.Fatalf("keys create: %s", stderr)
+	}
+	key = strings.TrimSpace(key)
+	_, url, logs := startServe(t, bin, "--store", pg.URL(), "--webhook-allow", "127.0.0.0/8")
+	if st, body := call(t, key, "POST", url+"/v1/instances", `{"name":"jobs"}`); st != 201 {
+		t.Fatalf("instance: %d %s", st, body)
+	}
+	q := fmt.Sprintf(`{"name":"q","target":{"webhook":%q},%s}`, receiver, settings)
+	if st, body := call(t, key, "POST", url+"/v1/tasks/jobs/queues", q); st != 201 {
+		t.Fatalf("queue: %d %s", st, body)
+	}
+	o := watchOutcomes(t, apiClient(t, url, key), "q")
+	st, body := call(t, key, "POST", url+"/v1/tasks/jobs/queues/q/tasks", `{"payload":{"n":1}}`)
+	if st != 201 {
+		t.Fatalf("add: %d %s", st, body)
+	}
+	var added struct {
+		Tasks []struct {
+			ID string `json:"id"`
+		} `json:"tasks"`
+	}
+	_ = json.Unmarshal([]byte(body), &added)
+	return key, url, logs, o, added.Tasks[0].ID
 }
