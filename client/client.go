@@ -132,6 +132,9 @@ func (c *Client) do(ctx context.Context, cl call) error {
 			return fmt.Errorf("client: encoding the request: %w", err)
 		}
 	}
+	if err := checkPath(cl.path); err != nil {
+		return err
+	}
 	u := c.base.String() + "/" + escape(cl.path)
 	if len(cl.query) > 0 {
 		u += "?" + cl.query.Encode()
@@ -247,6 +250,31 @@ func answerError(resp *http.Response, raw []byte) *errandapi.Error {
 		e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
 	}
 	return e
+}
+
+// checkPath refuses a path with an empty segment (an instance, a queue or
+// an id passed as ""), which would make a path with a hole in it that
+// the server redirects or answers "no route": INVALID_ARGUMENT naming the
+// part, before anything is sent.
+func checkPath(segs []string) error {
+	for i, s := range segs {
+		if s != "" {
+			continue
+		}
+		what := "a name or an id"
+		switch {
+		case i == 2 && segs[0] == "v1": // /v1/{tasks,channels,instances,…}/{instance}
+			what = "the instance"
+		case i > 0 && segs[i-1] == "queues":
+			what = "the queue"
+		case i > 0 && segs[i-1] == "tasks":
+			what = "the task's id"
+		case i > 0 && segs[i-1] == "triggers":
+			what = "the rule's id"
+		}
+		return errandapi.NewError(errandapi.CodeInvalidArgument, fmt.Sprintf("%s is empty: /%s has an empty part", what, strings.Join(segs, "/")))
+	}
+	return nil
 }
 
 // escape joins the path's segments, each path-escaped (and "." and ".."

@@ -314,3 +314,29 @@ func TestNewRefusesAKeyWithANewline(t *testing.T) {
 		t.Fatalf("New with a key ending in a newline: %v", err)
 	}
 }
+
+// TestEmptyPathPartsAreRefused: an instance, a queue or an id passed as ""
+// is refused with INVALID_ARGUMENT naming it, and nothing is sent (the
+// path with a hole in it was redirected, then answered "no route").
+func TestEmptyPathPartsAreRefused(t *testing.T) {
+	var sent atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { sent.Add(1) }))
+	defer srv.Close()
+	c, err := client.New(srv.URL, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for want, call := range map[string]func() error{
+		"the instance is empty: /v1/tasks//queues has an empty part": func() error { _, err := c.ListQueues(ctx, ""); return err },
+		"the queue is empty":     func() error { _, err := c.GetQueue(ctx, "jobs", ""); return err },
+		"the task's id is empty": func() error { _, err := c.GetTask(ctx, "jobs", ""); return err },
+	} {
+		if err := call(); !errors.Is(err, client.ErrInvalidArgument) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v; want INVALID_ARGUMENT with %q", err, want)
+		}
+	}
+	if n := sent.Load(); n != 0 {
+		t.Fatalf("%d requests sent", n)
+	}
+}
