@@ -33,6 +33,9 @@ func (e *Engine) QueueCreate(ctx context.Context, ref QueueRef, p *task.QueuePat
 	if err := p.Apply(q, true, e.rules); err != nil {
 		return nil, err
 	}
+	if err := e.checkDeadLetterTarget(ctx, inst.ID, p); err != nil {
+		return nil, err
+	}
 	q.CreatedAt = e.now()
 	if err := e.store.QueueCreate(ctx, q); err != nil {
 		return nil, err
@@ -81,6 +84,9 @@ func (e *Engine) QueuePatch(ctx context.Context, ref QueueRef, p *task.QueuePatc
 	if err != nil {
 		return nil, err
 	}
+	if err := e.checkDeadLetterTarget(ctx, sq.InstanceID, p); err != nil {
+		return nil, err
+	}
 	q, err := e.store.QueueUpdate(ctx, sq, func(q *task.Queue) error { return p.Apply(q, false, e.rules) })
 	if err != nil {
 		return nil, ref.notFound(err)
@@ -115,4 +121,26 @@ func (e *Engine) QueuePurge(ctx context.Context, ref QueueRef) (int, error) {
 	}
 	n, err := e.store.QueuePurge(ctx, store.QueueRef{InstanceID: q.InstanceID, Name: q.Name})
 	return n, ref.notFound(err)
+}
+
+// checkDeadLetterTarget refuses a deadLetterQueue that is a push queue
+// without a target: a dead-letter copy carries no target of its own, so
+// none of its copies could be delivered (each would spend its attempts on
+// "no target"). A queue that does not exist is the store's to name.
+func (e *Engine) checkDeadLetterTarget(ctx context.Context, instanceID string, p *task.QueuePatch) error {
+	if p.DeadLetterQueue == nil || *p.DeadLetterQueue == nil || **p.DeadLetterQueue == "" {
+		return nil
+	}
+	name := **p.DeadLetterQueue
+	dlq, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: instanceID, Name: name})
+	switch {
+	case task.IsCode(err, task.CodeNotFound):
+		return nil
+	case err != nil:
+		return err
+	case dlq.Mode == task.ModePush && dlq.Target == nil:
+		return task.FieldErrorf(task.CodeNoTarget, "deadLetterQueue",
+			"queue %q is a push queue without a target, and a dead-letter copy carries none: give it a target, or use a pull queue", name)
+	}
+	return nil
 }

@@ -79,7 +79,14 @@ func TestQueueValidationNamesTheField(t *testing.T) {
 	if !strings.HasPrefix(r.message(), "mode") {
 		t.Fatal(r.message())
 	}
+	// A push dead-letter queue without a target could deliver none of its
+	// copies (they carry no target): refused, naming the field.
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"dead"}`).want(t, 201, "")
+	if m := b.do("PATCH", "/v1/tasks/jobs/queues/pq", `{"deadLetterQueue":"dead"}`).want(t, 400, "NO_TARGET").message(); !strings.HasPrefix(m, "deadLetterQueue: ") {
+		t.Fatal(m)
+	}
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"q2","deadLetterQueue":"dead"}`).want(t, 400, "NO_TARGET")
+	b.do("PATCH", "/v1/tasks/jobs/queues/dead", `{"target":{"webhook":"https://example.com/dead"}}`).want(t, 200, "")
 	b.do("PATCH", "/v1/tasks/jobs/queues/pq", `{"deadLetterQueue":"dead"}`).want(t, 200, "")
 	b.do("PATCH", "/v1/tasks/jobs/queues/pq", `{"deadLetterQueue":"gone"}`).want(t, 400, "INVALID_ARGUMENT")
 }
