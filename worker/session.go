@@ -76,9 +76,11 @@ func (w *Worker) session(ctx context.Context) (connected bool, err error) {
 		defer tk.Stop()
 		s.watch(lost, tk.C, 30)
 	}()
-	defer func() { lose(); <-watched }()
+	stopped := make(chan struct{})
+	defer func() { lose(); <-watched; <-stopped }()
 	go s.heartbeat(lost, hb)
-	go func() {
+	go func() { // Run waits for it: a drain's close may take a moment
+		defer close(stopped)
 		select {
 		case <-ctx.Done():
 			s.drain()

@@ -72,15 +72,17 @@ func (f *apiFlags) client(c *cobra.Command) (*client.Client, error) {
 	}
 	cl, err := client.New(f.url, client.Options{APIKey: key, UserAgent: "errand-cli/" + versionString()})
 	if err != nil {
-		return nil, usageErrorf("%s: %v", clientFlag(key), err)
+		return nil, usageErrorf("%s: %v", clientFlag(err), err)
 	}
 	return cl, nil
 }
 
 // clientFlag names the flag a refusal of client.New is about: the key's
-// when the key is refused (a newline pasted with it), else --url's.
-func clientFlag(key string) string {
-	if errandapi.CheckAPIKey(key) != nil {
+// when the key is refused (a newline pasted with it: a coded error), else
+// --url's (the URL is checked first).
+func clientFlag(err error) string {
+	var e *errandapi.Error
+	if errors.As(err, &e) {
 		return "--api-key (or ERRAND_API_KEY)"
 	}
 	return "--url"

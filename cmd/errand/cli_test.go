@@ -471,4 +471,5 @@ func TestCLIAddFile(t *testing.T) {
 	c.usage("--limit 0: a page holds 1–200 tasks", "list", "-q", "bulk", "--limit", "0")
 	// A key pasted with its newline is the key's fault, not --url's.
 	c.usage("--api-key (or ERRAND_API_KEY): ", "list", "-q", "bulk", "--api-key", "errk_abc\n")
+	c.usage("--url: ", "list", "-q", "bulk", "--url", "ftp://host", "--api-key", "errk_abc\n")
 }

@@ -40,7 +40,7 @@ the protocol. Every node also serves MCP over streamable HTTP at /mcp.`,
 		}
 		cl, err := client.New(f.url, mcp.ClientOptions(key, nil))
 		if err != nil {
-			return usageErrorf("%s: %w", clientFlag(key), err)
+			return usageErrorf("%s: %w", clientFlag(err), err)
 		}
 		log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 		t := &sdk.IOTransport{Reader: io.NopCloser(c.InOrStdin()), Writer: nopWriteCloser{c.OutOrStdout()}}

@@ -27,7 +27,7 @@ func addRemoteFlags(fs *flag.FlagSet) *remoteFlags {
 func (f *remoteFlags) client() (*client.Client, error) {
 	c, err := client.New(*f.url, client.Options{APIKey: *f.key, UserAgent: "errand-cli"})
 	if err != nil {
-		return nil, usagef("%s: %v", clientFlag(*f.key), err)
+		return nil, usagef("%s: %v", clientFlag(err), err)
 	}
 	return c, nil
 }

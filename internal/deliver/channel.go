@@ -33,7 +33,7 @@ func (c *Channel) Deliver(ctx context.Context, r *Request) Result {
 	ref := store.ChannelRef{InstanceID: r.Task.InstanceID, Channel: r.Target.Channel}
 	m, err := c.Store.ChannelAppend(ctx, &store.ChannelAppendParams{Ref: ref, TaskID: r.Task.ID, Body: Body(r.Task), Now: now.UnixMilli()})
 	if err != nil {
-		res := failed(0, "appending to channel "+strconv.Quote(r.Target.Channel)+": "+err.Error())
+		res := failed(0, "appending to channel "+strconv.Quote(r.Target.Channel)+": "+task.Recorded(err))
 		if ctx.Err() != nil {
 			res = failed(0, "deadline exceeded")
 		}

@@ -85,7 +85,7 @@ func (r Result) OutcomeFor(targetControl bool) task.Outcome {
 		return r.Outcome
 	case !targetControl:
 		o := r.Outcome
-		o.Error += " (x-task-retry: defer ignored: the queue's targetControl is off)"
+		o.Error += " (the deferral was ignored: the queue's targetControl is off)"
 		return o
 	}
 	o := r.Outcome

@@ -93,7 +93,7 @@ func (f *Functions) Deliver(ctx context.Context, r *Request) (res Result) {
 	case errors.As(err, &de):
 		return Result{Outcome: task.Outcome{Status: task.AttemptFailed, Error: de.Error()}, Defer: true, DeferDelay: de.Delay}
 	case err != nil:
-		return failed(0, err.Error())
+		return failed(0, task.Recorded(err))
 	}
 	// A nil error is a success even when ctx ended first (the engine
 	// closing, or the deadline): the handler did its work. The dispatcher

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,11 @@ func TestFunctionsOutcomes(t *testing.T) {
 	must(f.Handle("app/badjson", func(context.Context, *task.Task) (json.RawMessage, error) { return json.RawMessage(`{`), nil }))
 	must(f.Handle("app/null", func(context.Context, *task.Task) (json.RawMessage, error) { return json.RawMessage(`null`), nil }))
 	must(f.Handle("app/err", func(context.Context, *task.Task) (json.RawMessage, error) { return nil, errors.New("nope") }))
+	// A store's error met inside (an operations job's): recorded without
+	// the driver's words, which keys that read the attempt would see.
+	must(f.Handle("app/store", func(context.Context, *task.Task) (json.RawMessage, error) {
+		return nil, fmt.Errorf("export: %w", task.Unavailable("the store is unreachable; try again", errors.New("dial tcp 10.0.0.7:5432: refused")))
+	}))
 	must(f.Handle("app/defer", func(context.Context, *task.Task) (json.RawMessage, error) {
 		return nil, &DeferError{Delay: time.Minute}
 	}))
@@ -54,6 +60,9 @@ func TestFunctionsOutcomes(t *testing.T) {
 	}
 	if r := run("app/err", bg); r.Outcome.Status != task.AttemptFailed || r.Outcome.Error != "nope" {
 		t.Fatalf("error: %+v", r)
+	}
+	if r := run("app/store", bg); r.Outcome.Error != "export: UNAVAILABLE: the store is unreachable; try again" {
+		t.Fatalf("a store's error: %q", r.Outcome.Error)
 	}
 	if r := run("app/defer", bg); !r.Defer || r.DeferDelay != time.Minute || r.OutcomeFor(true).Status != task.AttemptDeferred || r.OutcomeFor(false).Status != task.AttemptFailed {
 		t.Fatalf("defer: %+v", r)

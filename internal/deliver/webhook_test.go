@@ -189,7 +189,7 @@ func TestWebhookOutcomes(t *testing.T) {
 			t.Errorf("%s: defer %v %v, want %v %v", c.name, res.Defer, res.DeferDelay, c.defer_, c.delay)
 		}
 		if off := res.OutcomeFor(false); off.Status != o.Status || off.Delay != 0 ||
-			c.defer_ && off.Error != o.Error+" (x-task-retry: defer ignored: the queue's targetControl is off)" {
+			c.defer_ && off.Error != o.Error+" (the deferral was ignored: the queue's targetControl is off)" {
 			t.Errorf("%s: targetControl off gives %+v", c.name, off)
 		}
 		on := res.OutcomeFor(true)

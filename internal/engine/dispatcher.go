@@ -26,6 +26,9 @@ const claimBatch = 500
 const (
 	pushLease      = 30 * time.Second
 	heartbeatEvery = 10 * time.Second
+	// stopBackstop bounds a stop's wait for outcome writes that never
+	// return (a store that stopped answering without failing).
+	stopBackstop = 30 * time.Second
 	// lateCap is how long a target that missed its deadline may still
 	// answer; its slot stays taken meanwhile. Past it the request is cut.
 	lateCap = 10 * time.Minute
@@ -123,9 +126,16 @@ func (d *Dispatcher) Start(ctx context.Context) error { return d.start(ctx, d.ru
 
 func (d *Dispatcher) run(ctx context.Context) {
 	d.results = make(chan finished, 1024)
+	d.stoppingAt.Store(0)
 	var fin sync.WaitGroup
+	// The finishers' writes are never cut while the store answers, nor
+	// for a stop alone; a store that stopped answering altogether (its
+	// network dropping packets, where only TCP would end a write) is cut
+	// stopBackstop after the deliveries ended, so that a stop ends.
+	fctx, cut := context.WithCancel(context.Background())
+	defer cut()
 	for range max(d.writers, 1) {
-		fin.Go(d.finisher)
+		fin.Go(func() { d.finisher(fctx) })
 	}
 	hb := make(chan struct{})
 	go func() { defer close(hb); d.heartbeat(ctx) }()
@@ -139,7 +149,16 @@ func (d *Dispatcher) run(ctx context.Context) {
 		d.mu.Unlock()
 		d.wg.Wait() // deliveries end with ctx
 		close(d.results)
-		fin.Wait()
+		written := make(chan struct{})
+		go func() { fin.Wait(); close(written) }()
+		backstop := time.NewTimer(stopBackstop) // real time: no test's fake clock may hold a stop
+		select {
+		case <-written:
+		case <-backstop.C:
+			cut()
+			<-written
+		}
+		backstop.Stop()
 		<-hb
 	}()
 	for {
@@ -467,8 +486,7 @@ func (d *Dispatcher) outcomeDeadline(start time.Time) time.Time {
 // outcome than one batch of them all (each statement's fixed cost, and
 // their index entries contending for the same pages), and on a database
 // with few cores they finish no sooner.
-func (d *Dispatcher) finisher() {
-	ctx := context.Background()
+func (d *Dispatcher) finisher(ctx context.Context) {
 	batch := make([]finished, 0, 2*claimBatch)
 	for {
 		// One finisher gathers at a time: the others, waiting their turn,

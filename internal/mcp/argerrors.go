@@ -1,7 +1,8 @@
 package mcp
 
 import (
-	"encoding/json"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,7 +24,7 @@ func requireNames(s *jsonschema.Schema) {
 		return
 	}
 	for name, p := range s.Properties {
-		if nonEmpty[name] && (p.Type == "string" || p.Type == "" && len(p.Types) > 0 && p.Types[0] == "string") {
+		if nonEmpty[name] && (p.Type == "string" || slices.Contains(p.Types, "string")) {
 			one := 1
 			p.MinLength = &one
 		}
@@ -36,26 +37,29 @@ func requireNames(s *jsonschema.Schema) {
 // words a field's: the argument first ("tasks[].name: must not be
 // empty"), then what it must be.
 func argumentError(err error) error {
-	msg := err.Error()
-	field, reason := "", msg
-	if i := strings.LastIndex(msg, "validating "); i >= 0 {
-		if path, rest, ok := strings.Cut(msg[i+len("validating "):], ": "); ok {
-			field, reason = fieldOf(path), rest
+	// "validating root: validating /properties/x: <keyword>: <detail>":
+	// the prefixes name the schema's place, the rest (which may quote the
+	// caller's values) says what is wrong.
+	field, reason := "", err.Error()
+	for strings.HasPrefix(reason, "validating ") {
+		path, rest, ok := strings.Cut(reason[len("validating "):], ": ")
+		if !ok {
+			break
 		}
+		field, reason = fieldOf(path), rest
 	}
 	kw, detail, _ := strings.Cut(reason, ": ")
 	switch kw {
 	case "required":
-		var names []string
-		if json.Unmarshal([]byte(strings.TrimPrefix(detail, "missing properties: ")), &names) == nil && len(names) > 0 {
+		if names := quotedNames(strings.TrimPrefix(detail, "missing properties: ")); len(names) > 0 {
 			field, reason = join(field, names[0]), "is required"
 		}
 	case "minimum", "maximum":
 		_, bound, _ := strings.Cut(detail, " than ")
 		if f, err := strconv.ParseFloat(bound, 64); err == nil {
-			reason = "must be at least " + strconv.FormatFloat(f, 'g', -1, 64)
+			reason = "must be at least " + strconv.FormatFloat(f, 'f', -1, 64)
 			if kw == "maximum" {
-				reason = "must be at most " + strconv.FormatFloat(f, 'g', -1, 64)
+				reason = "must be at most " + strconv.FormatFloat(f, 'f', -1, 64)
 			}
 		}
 	case "minLength":
@@ -66,13 +70,23 @@ func argumentError(err error) error {
 		}
 	case "type":
 		if _, want, ok := strings.Cut(detail, ", want "); ok {
-			reason = "must be of type " + want
+			// "one of \"null, string\"": null is "not given", not a type to ask for.
+			want = strings.Trim(strings.TrimPrefix(want, "one of "), `"`)
+			var types []string
+			for _, ty := range strings.Split(want, ", ") {
+				if ty != "null" {
+					types = append(types, ty)
+				}
+			}
+			reason = "must be of type " + strings.Join(types, " or ")
 		}
 	default:
 		if names, ok := strings.CutPrefix(reason, "unexpected additional properties "); ok {
-			var ns []string
-			if json.Unmarshal([]byte(names), &ns) == nil && len(ns) > 0 {
+			if ns := quotedNames(names); len(ns) > 0 {
 				field, reason = join(field, ns[0]), "is not an argument of this tool"
+				if len(ns) > 1 {
+					reason = fmt.Sprintf("is not an argument of this tool (nor are %s)", strings.Join(ns[1:], ", "))
+				}
 			}
 		}
 	}
@@ -80,6 +94,18 @@ func argumentError(err error) error {
 		field = "arguments"
 	}
 	return refuse(errandapi.CodeInvalidArgument, "%s: %s", field, reason)
+}
+
+// quotedNames reads Go's %q of a list of names, ["b" "c"], sorted.
+func quotedNames(s string) []string {
+	var ns []string
+	for _, q := range strings.Fields(strings.Trim(s, "[]")) {
+		if n, err := strconv.Unquote(q); err == nil {
+			ns = append(ns, n)
+		}
+	}
+	slices.Sort(ns)
+	return ns
 }
 
 // fieldOf is the argument a schema location names:

@@ -42,7 +42,12 @@ func TestErrorsCarryCodes(t *testing.T) {
 		{"tasks_list", obj{"instance": "jobs", "queue": "work", "state": "done"}, "INVALID_ARGUMENT", 400, "state: must be one of"},
 		{"tasks_get", obj{"instance": "jobs", "id": id, "owner": "other"}, "INVALID_ARGUMENT", 400, "owner: is not an argument of this tool"},
 		{"tasks_get", obj{"instance": "jobs"}, "INVALID_ARGUMENT", 400, "id: is required"},
-		{"tasks_get", obj{"instance": "jobs", "id": 7}, "INVALID_ARGUMENT", 400, "id: must be of type"},
+		{"tasks_get", obj{"instance": "jobs", "id": 7}, "INVALID_ARGUMENT", 400, "id: must be of type string"},
+		{"tasks_get", obj{"instance": "jobs", "id": id, "b": 1, "a": 2}, "INVALID_ARGUMENT", 400, "a: is not an argument of this tool (nor are b)"},
+		{"tasks_set_queue", obj{"instance": "jobs", "queue": "work", "maxAttempts": "x"}, "INVALID_ARGUMENT", 400, "maxAttempts: must be of type integer"},
+		// A value that reads like the validator's own words is not taken
+		// for them.
+		{"tasks_list", obj{"instance": "jobs", "queue": "work", "state": "validating x: y"}, "INVALID_ARGUMENT", 400, "state: must be one of"},
 		// An empty name is refused, not sent as none (which would add the
 		// task again on a second call), nor made a path with a hole in it.
 		{"tasks_add", obj{"instance": "jobs", "queue": "work", "tasks": []any{obj{"name": ""}}}, "INVALID_ARGUMENT", 400, "tasks[].name: must not be empty"},

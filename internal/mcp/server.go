@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -104,7 +105,7 @@ func ungranted(self *errandapi.KeySelf) mcp.Middleware {
 			if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
 				if need, known := needs[r.Params.Name]; known && !allows(self, need) {
 					return errorResult(refuse(errandapi.CodePermissionDenied, "%s needs the %s grant on an instance; this key's strongest grant is %s",
-						r.Params.Name, need, self.Strongest())), nil
+						r.Params.Name, need, cmp.Or(string(self.Strongest()), "none"))), nil
 				}
 			}
 			return next(ctx, method, req)

@@ -74,12 +74,13 @@ func (e *Error) Error() string {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Cause }
 
-// Recorded is err as a rule's or a job's recorded error, which keys that
-// may read it see: a coded error's code and message, without its cause.
+// Recorded is err as a recorded error (an attempt's, a rule's, a job's),
+// which keys that may read it see: its text without the cause of a coded
+// error in it, wrapped or not.
 func Recorded(err error) string {
 	var e *Error
-	if errors.As(err, &e) {
-		return string(e.Code) + ": " + e.Message
+	if errors.As(err, &e) && e.Cause != nil {
+		return strings.Replace(err.Error(), ": "+e.Cause.Error(), "", 1)
 	}
 	return err.Error()
 }

@@ -21,7 +21,7 @@ func TestUnavailableCause(t *testing.T) {
 	if !errors.Is(err, syscall.ECONNREFUSED) || !IsCode(err, CodeUnavailable) {
 		t.Fatalf("the cause or the code is lost: %v", err)
 	}
-	if got := Recorded(err); got != "UNAVAILABLE: the store is unreachable; try again" {
+	if got := Recorded(err); got != "claim: UNAVAILABLE: the store is unreachable; try again" {
 		t.Fatalf("Recorded = %q", got)
 	}
 	if got := Recorded(errors.New("plain")); got != "plain" {

@@ -211,7 +211,8 @@ func (t *Task) Finish(q *Queue, now int64, o Outcome) (failed bool, err error) {
 		}
 		if t.Attempt >= q.budget(t) || t.pastMaxAge(q, next) {
 			if t.Attempt < q.budget(t) { // the age, not the budget, ended it: say so
-				t.LastError += "; maxAgeSeconds passed before the next attempt"
+				const aged = "; maxAgeSeconds passed before the next attempt"
+				t.LastError = truncate(t.LastError, 500-len(aged)) + aged
 			}
 			t.FinishedAt = now
 			return true, t.moveTo(Failed)
