@@ -48,14 +48,25 @@ func (e *Engine) InstanceDelete(ctx context.Context, org, name string) error {
 	return nil
 }
 
-// Instance finds org's instance; in dev mode a missing one is created.
-// The operations instance is not found this way.
+// noCreateKey marks a context whose request may not create an instance.
+type noCreateKey struct{}
+
+// WithoutCreate marks ctx as a request that creates no instance on first
+// use: a browser's cross-site GET in dev, by which any page the user
+// visits could otherwise make instances (an <img> pointing at errand).
+func WithoutCreate(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noCreateKey{}, true)
+}
+
+// Instance finds org's instance; in dev mode a missing one is created
+// (unless ctx is WithoutCreate). The operations instance is not found this
+// way.
 func (e *Engine) Instance(ctx context.Context, org, name string) (*task.Instance, error) {
 	if task.IsReservedInstance(name) {
 		return nil, task.ErrNotFound
 	}
 	inst, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: name})
-	if err == nil || !e.dev || !task.IsCode(err, task.CodeNotFound) {
+	if err == nil || !e.dev || !task.IsCode(err, task.CodeNotFound) || ctx.Value(noCreateKey{}) != nil {
 		return inst, task.NamedInstance(err, name)
 	}
 	if err := task.ValidateQueueName(name, "instance"); err != nil {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -67,6 +68,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if !s.hosts.allowed(r) {
 			s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "host %q is not served here: this server answers to %s", r.Host, "its loopback names and its --addr"))
 			return
+		}
+		// A cross-site GET passes (a page's subscription with a token), but
+		// makes no instance in dev: only calls of its own site or of clients
+		// that are not browsers create one on first use.
+		if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+			r = r.WithContext(engine.WithoutCreate(r.Context()))
 		}
 		protected.ServeHTTP(w, r)
 	})

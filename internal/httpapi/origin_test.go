@@ -77,6 +77,10 @@ func TestCrossSiteAndRebindingRefused(t *testing.T) {
 		{"curl adds", "POST", "/v1/tasks/jobs/queues/work/tasks", `{"payload":4}`, nil, 201},
 		{"localhost by name", "GET", "/v1/tasks/jobs/queues", "", map[string]string{"Host": "localhost:9191"}, 200},
 		{"cross-site read", "GET", "/v1/tasks/jobs/queues", "", map[string]string{"Sec-Fetch-Site": "cross-site"}, 200},
+		// An <img> on another site makes no instance in dev; a client
+		// that is not a browser still creates one on first use.
+		{"cross-site GET of a new instance", "GET", "/v1/tasks/fresh/queues", "", map[string]string{"Sec-Fetch-Site": "cross-site"}, 404},
+		{"curl's GET of a new instance", "GET", "/v1/tasks/fresh/queues", "", nil, 200},
 	} {
 		if got := b.raw(c.method, c.path, c.body, c.headers); got != c.want {
 			t.Errorf("%s: %d, want %d", c.name, got, c.want)
