@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/id"
@@ -48,6 +50,39 @@ func (s *Server) taskError(w http.ResponseWriter, r *http.Request, err error) *t
 		s.log.Error("request failed", "request_id", rid, "method", r.Method, "path", LoggedPath(r.URL.Path), "err", err)
 		w.Header().Set("X-Request-Id", rid)
 		te = task.Errorf(task.CodeInternal, "internal error; request id %s", rid)
+	case te.Cause != nil:
+		// The store's outage, with its cause (never answered), once in
+		// unavailableLogEvery however many calls meet it.
+		if ok, skipped := s.unavailable.allow(time.Now()); ok {
+			s.log.Warn("answering 503: the store is unavailable", "method", r.Method, "path", LoggedPath(r.URL.Path),
+				"err", err, "alsoAnswered", skipped)
+		}
 	}
 	return te
+}
+
+// unavailableLogEvery is how often the API logs that it answers 503 for
+// an unavailable store.
+const unavailableLogEvery = 10 * time.Second
+
+// everyLog lets one log line through every unavailableLogEvery and counts
+// the ones it held back.
+type everyLog struct {
+	mu      sync.Mutex
+	last    time.Time
+	skipped int
+}
+
+// allow reports whether a line at now is logged, and how many were held
+// back since the last one.
+func (l *everyLog) allow(now time.Time) (bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.last.IsZero() && now.Sub(l.last) < unavailableLogEvery {
+		l.skipped++
+		return false, 0
+	}
+	skipped := l.skipped
+	l.last, l.skipped = now, 0
+	return true, skipped
 }

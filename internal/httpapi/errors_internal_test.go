@@ -3,11 +3,11 @@ package httpapi
 import (
 	"bytes"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/errandhq/errand/internal/task"
 )
@@ -53,16 +53,25 @@ func TestLoggedPath(t *testing.T) {
 }
 
 // An UNAVAILABLE store's driver error (host, port, user) is never
-// answered: the answer says to try again (the services that met the
-// outage log it with its cause, once, not once per call).
+// answered: the answer says to try again; the log has it with its cause,
+// one line for many answers.
 func TestUnavailableAnswerHidesTheDriverMessage(t *testing.T) {
 	t.Parallel()
-	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	rec := httptest.NewRecorder()
+	var logs bytes.Buffer
+	s := &Server{log: slog.New(slog.NewTextHandler(&logs, nil))}
 	driver := errors.New("failed to connect to `user=postgres database=prod`: 10.0.0.7:5432: connect: connection refused")
-	s.writeError(rec, httptest.NewRequest("GET", "/v1/tasks/jobs/queues", nil), task.Unavailable("the store is unreachable; try again", driver))
-	if body := rec.Body.String(); rec.Code != 503 || !strings.Contains(body, `"UNAVAILABLE"`) || !strings.Contains(body, "try again") ||
-		strings.Contains(body, "10.0.0.7") || strings.Contains(body, "user=") {
-		t.Fatalf("%d %s", rec.Code, body)
+	for range 3 {
+		rec := httptest.NewRecorder()
+		s.writeError(rec, httptest.NewRequest("GET", "/v1/tasks/jobs/queues", nil), task.Unavailable("the store is unreachable; try again", driver))
+		if body := rec.Body.String(); rec.Code != 503 || !strings.Contains(body, `"UNAVAILABLE"`) || !strings.Contains(body, "try again") ||
+			strings.Contains(body, "10.0.0.7") || strings.Contains(body, "user=") {
+			t.Fatalf("%d %s", rec.Code, body)
+		}
+	}
+	if n := strings.Count(logs.String(), "answering 503"); n != 1 || !strings.Contains(logs.String(), "10.0.0.7:5432") {
+		t.Fatalf("%d lines logged, want one with the cause:\n%s", n, logs.String())
+	}
+	if ok, held := s.unavailable.allow(time.Now().Add(unavailableLogEvery)); !ok || held != 2 {
+		t.Fatalf("the next line after %v: %v, %d held back; want true, 2", unavailableLogEvery, ok, held)
 	}
 }

@@ -51,6 +51,9 @@ type Server struct {
 	patterns []string
 	// channelAuth admits subscribers by API key or subscribe token.
 	channelAuth auth.Authenticator
+	// unavailable rate-limits the log line of answers the store's outage
+	// made 503.
+	unavailable everyLog
 }
 
 // Route is one v1 route: the method and pattern as registered on the mux,
