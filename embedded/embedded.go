@@ -167,8 +167,9 @@ func (e *Engine) Handle(function string, h Handler) error {
 	return nil
 }
 
-// Defer is the error a Handler returns to be tried again after d without
-// using an attempt (when the queue's targetControl is on, the default).
+// Defer is the error a Handler returns to be tried again after d (at least
+// a second) without using an attempt (when the queue's targetControl is
+// on, the default).
 func Defer(d time.Duration) error { return &deliver.DeferError{Delay: d} }
 
 // HTTPHandler serves errand's v1 API (and /healthz) on this engine, for

@@ -89,9 +89,9 @@ type DeferError struct{ Delay time.Duration }
 // Error implements error.
 func (e *DeferError) Error() string { return "deferred for " + e.Delay.String() }
 
-// Defer is the error a Handler returns to be tried again after d without
-// using an attempt (when the queue's targetControl is on, the default;
-// otherwise it counts as a failure).
+// Defer is the error a Handler returns to be tried again after d (at least
+// a second) without using an attempt (when the queue's targetControl is
+// on, the default; otherwise it counts as a failure).
 func Defer(d time.Duration) error { return &DeferError{Delay: d} }
 
 // Worker serves a group's functions for one instance.

@@ -188,7 +188,13 @@ func (t *Task) Finish(q *Queue, now int64, o Outcome) (failed bool, err error) {
 		return false, t.moveTo(Succeeded)
 	case AttemptDeferred, AttemptReleased:
 		t.Attempt-- // not counted against maxAttempts
-		next := now + o.Delay.Milliseconds()
+		delay := o.Delay
+		if o.Status == AttemptDeferred {
+			// A target that defers for 0 again and again would otherwise
+			// be called in a loop, as fast as the node can claim.
+			delay = max(delay, MinDeferDelay)
+		}
+		next := now + delay.Milliseconds()
 		if t.pastMaxAge(q, next) {
 			t.LastError = "maxAgeSeconds passed"
 			t.FinishedAt = now
@@ -222,6 +228,11 @@ func (t *Task) Finish(q *Queue, now int64, o Outcome) (failed bool, err error) {
 	}
 	return false, Errorf(CodeInternal, "unknown attempt status %q", o.Status)
 }
+
+// MinDeferDelay is the shortest wait of a deferral (a target's 503 with
+// x-task-retry: defer, a function's or worker's defer): a shorter one,
+// 0 or a past date, waits this long.
+const MinDeferDelay = time.Second
 
 // pastMaxAge reports whether next is past t's maxAge. The sum saturates, so
 // no stored maxAgeSeconds can overflow into "already past".

@@ -150,6 +150,23 @@ func TestFailureWithDelay(t *testing.T) {
 	}
 }
 
+// TestDeferralWaitsAtLeastASecond: a deferral of 0 (a retry-after of 0 or
+// of a past date, a worker's Defer(0)) waits MinDeferDelay, so a target
+// that defers again and again is not called in a loop; a release (no
+// worker free, a node stopping) is due at once.
+func TestDeferralWaitsAtLeastASecond(t *testing.T) {
+	q := pushQueue()
+	tk, _ := NewTask(q, AddInput{}, 0, URLRules{})
+	_ = tk.Claim(q, 0, "L", 1000)
+	if _, err := tk.Finish(q, 500, Outcome{Status: AttemptDeferred, HTTPStatus: 503}); err != nil || tk.RunAt != 500+MinDeferDelay.Milliseconds() {
+		t.Fatalf("deferred for 0: runAt %d, %v", tk.RunAt, err)
+	}
+	_ = tk.Claim(q, tk.RunAt, "L2", 1000)
+	if _, err := tk.Finish(q, 2000, Outcome{Status: AttemptReleased}); err != nil || tk.RunAt != 2000 {
+		t.Fatalf("released: runAt %d, %v", tk.RunAt, err)
+	}
+}
+
 func TestMaxAgeEndsRetriesAndDefers(t *testing.T) {
 	q := pushQueue()
 	q.MaxAgeSeconds = 30
