@@ -118,12 +118,13 @@ type session struct {
 	sendMu sync.Mutex
 	wg     sync.WaitGroup
 
-	// stopping: ctx ended. With a node that drains (welcome's drains),
-	// the worker said draining and the node closes the connection once
-	// every attempt it sent is answered; with one that does not, new
-	// attempts are deferred and the worker closes when none runs.
-	drains   bool // set before the first attempt
-	mu       sync.Mutex
+	drains bool // the node takes draining (welcome's drains); set before the first attempt
+
+	mu sync.Mutex
+	// stopping: ctx ended. With a node that drains, the worker said
+	// draining and the node closes the connection once every attempt it
+	// sent is answered; with one that does not, new attempts are deferred
+	// and the worker closes when none runs.
 	stopping bool
 	running  int // handlers running
 

@@ -80,15 +80,14 @@ func LateAnswer(r Result) string {
 // setting: a requested deferral becomes AttemptDeferred with Delay when
 // targetControl is on, and stays the failed Outcome when it is off.
 func (r Result) OutcomeFor(targetControl bool) task.Outcome {
+	o := r.Outcome
 	switch {
 	case !r.Defer:
-		return r.Outcome
+		return o
 	case !targetControl:
-		o := r.Outcome
 		o.Error += " (the deferral was ignored: the queue's targetControl is off)"
 		return o
 	}
-	o := r.Outcome
 	o.Status = task.AttemptDeferred
 	o.Delay = r.DeferDelay
 	o.Error = "deferred by the target for " + r.DeferDelay.Round(time.Millisecond).String()

@@ -133,7 +133,8 @@ func (c *WorkerConn) Ready() {
 // Drain takes the worker's draining frame: no attempt is sent to it any
 // more (an attempt reserved for it before is still sent, and run), and
 // its functions leave what this node serves. It reports whether the
-// worker holds no attempt, so that the connection may close now.
+// worker holds no attempt (Drained, from then on), so that the connection
+// may close now.
 func (c *WorkerConn) Drain() (idle bool) {
 	c.w.mu.Lock()
 	c.draining.Store(true)

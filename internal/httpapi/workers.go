@@ -115,11 +115,7 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 		switch f.Type {
 		case errandapi.FramePing:
 		case errandapi.FrameDraining:
-			if wc.Drain() {
-				reason = "the worker drained"
-				_ = conn.Close(websocket.StatusNormalClosure, "drained")
-				return
-			}
+			wc.Drain() // closed below once it holds nothing
 		case errandapi.FrameDone, errandapi.FrameFailed, errandapi.FrameDefer:
 			if f.LeaseID == "" {
 				reason = "malformed frame: no leaseId"
@@ -131,14 +127,14 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 				conn.CloseNow()
 				return
 			}
-			if wc.Drained() {
-				reason = "the worker drained"
-				_ = conn.Close(websocket.StatusNormalClosure, "drained")
-				return
-			}
 		default:
 			reason = "malformed frame: unexpected type " + f.Type
 			tr.closeWith(websocket.StatusPolicyViolation, task.FieldErrorf(task.CodeInvalidArgument, "type", "a worker sends done, failed, defer, draining or ping here, not %q", f.Type))
+			return
+		}
+		if wc.Drained() { // one atomic load while the worker is not draining
+			reason = "the worker drained"
+			_ = conn.Close(websocket.StatusNormalClosure, "drained")
 			return
 		}
 	}
