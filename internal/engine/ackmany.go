@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
@@ -69,7 +70,7 @@ func (e *Engine) AckMany(ctx context.Context, ref QueueRef, acks []AckInput) ([]
 		switch {
 		case err == nil:
 			countAttempt(e.metrics, task.AttemptSucceeded, true)
-		case cached[acks[i].ID] && task.IsCode(err, task.CodeLeaseLost):
+		case cached[acks[i].ID] && task.IsCode(err, task.CodeLeaseLost) && !errors.Is(err, task.ErrPurged):
 			refused = append(refused, i)
 		}
 	}
@@ -141,8 +142,11 @@ func (e *Engine) refusedAcks(ctx context.Context, q *task.Queue, acks []AckInput
 // ackOne checks one ack against its task (nil when the instance has no
 // such task) and returns the fenced write that finishes it, which applies
 // only while the lease is live at now.
+//
+// The ack of a task purged during the attempt is written too, under the
+// purged lease: the store removes the task and answers task.ErrPurged.
 func ackOne(t *task.Task, a AckInput, q *task.Queue, now int64) (*store.FinishParams, error) {
-	if err := ackable(t, a, q, now); err != nil {
+	if err := ackable(t, a, q, now); err != nil && !errors.Is(err, task.ErrPurged) {
 		return nil, err
 	}
 	lease := t.LeaseID

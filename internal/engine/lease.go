@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/errandhq/errand/internal/id"
@@ -187,7 +188,9 @@ func (e *Engine) finishLeased(ctx context.Context, ref TaskRef, leaseID string, 
 			return nil, ref.notFound(err)
 		}
 		now = e.now()
-		if err := checkLeased(t, leaseID, now); err != nil {
+		// A task purged during the attempt is written under its purged
+		// lease: the store removes it and answers task.ErrPurged.
+		if err := checkLeased(t, leaseID, now); err != nil && !errors.Is(err, task.ErrPurged) {
 			return nil, err
 		}
 	}
@@ -215,6 +218,9 @@ func checkLeased(t *task.Task, leaseID string, now int64) error {
 // not held is its LEASE_LOST; a lease that still holds in what was read
 // lost a race, and err stands, as it does when the read fails.
 func (e *Engine) refusedLeased(ctx context.Context, ref TaskRef, st store.TaskRef, leaseID string, now int64, err error) error {
+	if errors.Is(err, task.ErrPurged) {
+		return err // the store removed the task
+	}
 	t, gerr := e.store.TaskGet(ctx, st)
 	if task.IsCode(gerr, task.CodeNotFound) {
 		return ref.notFound(gerr)

@@ -79,7 +79,11 @@ type Store interface {
 	// QueueDelete removes a queue and all its tasks; it returns how many
 	// tasks went with it.
 	QueueDelete(ctx context.Context, ref QueueRef) (int, error)
-	// QueuePurge removes every task of a queue and returns how many.
+	// QueuePurge removes every task of a queue and returns how many: those
+	// whose attempt is in flight stay RUNNING, their slots held, under
+	// task.PurgedLease of their lease, and go when the attempt ends
+	// (TaskFinish) or is rescued; they are counted once, by the purge that
+	// marks them.
 	QueuePurge(ctx context.Context, ref QueueRef) (int, error)
 	// QueueCounts counts a queue's tasks by state, each count stopping at
 	// limit (so a count equal to limit means "at least limit").
@@ -119,11 +123,16 @@ type Store interface {
 	// same LeaseID as p.LeaseID and, when p.LiveAt is not 0, while the
 	// row's lease expires after p.LiveAt; else its result is LEASE_LOST. A
 	// p.DeadLetter, when set, is added in the same transaction (its ID set
-	// by the caller). Results are in the order of ps.
+	// by the caller). Results are in the order of ps. A write that misses
+	// because its task was purged during the attempt (or that carries a
+	// purged lease, as the rescuer's do) removes the task instead and
+	// answers task.ErrPurged (FinishPurged).
 	TaskFinish(ctx context.Context, ps []*FinishParams) ([]error, error)
 	// TaskHeartbeat moves the lease expiry of attempts still in flight to
 	// until, in one transaction: each ref applies only while its task is
-	// RUNNING under the same lease (a miss is skipped, not an error). It
+	// RUNNING under the same lease, or its purged lease (a purged task's
+	// attempt keeps its slot while the target works; a miss is skipped, not
+	// an error). It
 	// returns how many leases were extended. A node's dispatcher calls it
 	// for its deliveries, so a short lease outlives a slow target but not
 	// the node.

@@ -144,8 +144,12 @@ func (t *Task) EffectiveDeadline(q *Queue) int {
 }
 
 // CheckLease is the fence: it accepts only the current lease of a leased
-// task, strictly before it expires.
+// task, strictly before it expires. The lease of a task purged during the
+// attempt is refused as ErrPurged.
 func (t *Task) CheckLease(leaseID string, now int64) error {
+	if t.PurgedDuring(leaseID) {
+		return ErrPurged
+	}
 	if t.State != Running || leaseID == "" || t.LeaseID != leaseID || now >= t.LeaseExpiresAt {
 		return Errorf(CodeLeaseLost, "the lease is no longer held: it expired, was released, or the task was finished or leased again")
 	}

@@ -103,7 +103,7 @@ type batcher interface {
 // TaskFinish stores attempts' outcomes in one transaction, each fenced by
 // its lease: a row that is no longer RUNNING under p.LeaseID, or whose
 // lease expires at or before a p.LiveAt set, is left as it is and answers
-// LEASE_LOST. The writes go out as one set-based UPDATE per
+// LEASE_LOST (or, its task purged, is removed: store.FinishPurged). The writes go out as one set-based UPDATE per
 // round (a task that appears twice in ps is written in order, in a later
 // round), every round in one pipelined batch: one round trip, one
 // transaction. With dead-letter copies to add, the rounds and the copies
@@ -121,6 +121,11 @@ type batcher interface {
 // empty scanned the whole table for every entry from then on (finishes of
 // 300–500 ms in a steady window, p99 0.4–0.9 s).
 func (s *Store) TaskFinish(ctx context.Context, ps []*store.FinishParams) ([]error, error) {
+	return store.FinishPurged(ctx, ps, s.taskFinish, s.removePurged)
+}
+
+// taskFinish is TaskFinish's fenced writes.
+func (s *Store) taskFinish(ctx context.Context, ps []*store.FinishParams) ([]error, error) {
 	res := make([]error, len(ps))
 	if len(ps) == 0 {
 		return res, nil
@@ -243,4 +248,32 @@ func (s *Store) addDeadLetters(ctx context.Context, tx pgx.Tx, ps []*store.Finis
 		}
 	}
 	return nil
+}
+
+// sqlRemovePurged removes the tasks purged during their attempt that refs
+// name, each still RUNNING under its purged lease (store.FinishPurged).
+var sqlRemovePurged = `DELETE FROM tasks AS t USING ` + unnestSQL(1, "c", []string{"instance_id text", "id text", "lease_id text"}) + `
+	WHERE t.instance_id = c.instance_id AND t.id = c.id AND t.state = (SELECT 'RUNNING') AND t.lease_id = c.lease_id
+	RETURNING c.ord`
+
+// removePurged removes the purged tasks refs name, in one statement, and
+// reports which it removed.
+func (s *Store) removePurged(ctx context.Context, refs []store.LeaseRef) ([]bool, error) {
+	instanceIDs, ids, leases := leaseArrays(refs)
+	rows, err := s.pool.Query(ctx, sqlRemovePurged, instanceIDs, ids, leases)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	gone := make([]bool, len(refs))
+	for rows.Next() {
+		var ord int64
+		if err := rows.Scan(&ord); err != nil {
+			rows.Close()
+			return nil, interpretError(err)
+		}
+		if ord >= 1 && int(ord) <= len(refs) {
+			gone[ord-1] = true
+		}
+	}
+	return gone, rowsErr(rows)
 }

@@ -64,13 +64,15 @@ var (
 	// holds is skipped, not waited for: it is being finished (its outcome
 	// written, or the rescuer's), and waiting could deadlock with that
 	// multi-row write, which locks the same rows in another order. The next
-	// heartbeat (every 10 s of a 30 s lease) renews whatever it skipped.
+	// heartbeat (every 10 s of a 30 s lease) renews whatever it skipped. A
+	// task purged during the attempt is renewed under its purged lease: its
+	// slot stays held while the target works.
 	sqlHeartbeat = `UPDATE tasks AS t SET lease_expires_at = $4
 		WHERE t.ctid = ANY (ARRAY(
 			SELECT h.ctid FROM tasks AS h
 			JOIN ` + unnestSQL(1, "c", []string{"instance_id text", "id text", "lease_id text"}) + `
 				ON h.instance_id = c.instance_id AND h.id = c.id
-			WHERE h.state = (SELECT 'RUNNING') AND h.lease_id = c.lease_id
+			WHERE h.state = (SELECT 'RUNNING') AND h.lease_id IN (c.lease_id, c.lease_id || '` + task.PurgedLeaseSuffix + `')
 			FOR UPDATE OF h SKIP LOCKED))`
 	// sqlDeleteFinished removes finished tasks past their instance's
 	// retention, walking tasks_done by (state, finishedAt) per queue. Rows
@@ -111,10 +113,7 @@ func (s *Store) TaskHeartbeat(ctx context.Context, refs []store.LeaseRef, until 
 	if len(refs) == 0 {
 		return 0, nil
 	}
-	instanceIDs, ids, leases := make([]string, len(refs)), make([]string, len(refs)), make([]string, len(refs))
-	for i, r := range refs {
-		instanceIDs[i], ids[i], leases[i] = r.InstanceID, r.ID, r.LeaseID
-	}
+	instanceIDs, ids, leases := leaseArrays(refs)
 	tag, err := s.pool.Exec(ctx, sqlHeartbeat, instanceIDs, ids, leases, until)
 	if err != nil {
 		return 0, interpretError(err)
@@ -179,4 +178,13 @@ func (s *Store) TaskDeleteFinished(ctx context.Context, now int64, limit int) (i
 		return 0, interpretError(err)
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+// leaseArrays are refs' columns, as arrays for unnest.
+func leaseArrays(refs []store.LeaseRef) (instanceIDs, ids, leases []string) {
+	instanceIDs, ids, leases = make([]string, len(refs)), make([]string, len(refs)), make([]string, len(refs))
+	for i, r := range refs {
+		instanceIDs[i], ids[i], leases[i] = r.InstanceID, r.ID, r.LeaseID
+	}
+	return instanceIDs, ids, leases
 }

@@ -41,6 +41,14 @@ var (
 	// the two arms of the OR let the planner prove each partial index's
 	// predicate.
 	qQueuePurge = `DELETE FROM tasks WHERE instance_id = $1 AND queue = $2 AND (state <> 'RUNNING' OR state = 'RUNNING')`
+	// qQueuePurgeWaiting is a purge's delete of a queue's tasks but the
+	// RUNNING ones, through tasks_created.
+	qQueuePurgeWaiting = `DELETE FROM tasks WHERE instance_id = $1 AND queue = $2 AND state <> 'RUNNING'`
+	// qQueuePurgeRunning marks a queue's RUNNING tasks purged
+	// (task.PurgedLease), through tasks_running; lease_id is in no index,
+	// so the update may stay HOT.
+	qQueuePurgeRunning = `UPDATE tasks SET lease_id = lease_id || '` + task.PurgedLeaseSuffix + `'
+		WHERE instance_id = $1 AND queue = $2 AND state = 'RUNNING' AND lease_id NOT LIKE '%` + task.PurgedLeaseSuffix + `'`
 	// A deleted queue is no longer anyone's dead-letter queue.
 	qQueueUnlinkDLQ = `UPDATE queues SET dead_letter_queue = NULL WHERE instance_id = $1 AND dead_letter_queue = $2`
 	// qQueueCounts counts each state through the partial index that holds
@@ -226,8 +234,10 @@ func (s *Store) QueueDelete(ctx context.Context, ref store.QueueRef) (int, error
 	return n, err
 }
 
-// QueuePurge removes every task of a queue and returns how many, in one
-// statement that may run for up to bulkStatementTimeout. The queue is held
+// QueuePurge removes every task of a queue and returns how many; a task
+// whose attempt is in flight is marked purged, and removed when the
+// attempt ends (store.Store.QueuePurge). Its statements may run for up to
+// bulkStatementTimeout. The queue is held
 // (key share) so that it cannot be deleted meanwhile; adds go on.
 func (s *Store) QueuePurge(ctx context.Context, ref store.QueueRef) (int, error) {
 	instanceID, name := ref.InstanceID, ref.Name
@@ -243,11 +253,18 @@ func (s *Store) QueuePurge(ctx context.Context, ref store.QueueRef) (int, error)
 		if err := bulk(ctx, tx); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, qQueuePurge, instanceID, name)
-		if err != nil {
-			return interpretError(err)
+		// Waiting tasks go, running ones are marked, and the waiting go
+		// again: each statement reads its own snapshot, so a task finished
+		// after the first one read it (and not marked, no longer RUNNING)
+		// is deleted by the third, and one claimed after it is marked by
+		// the second.
+		for _, q := range []string{qQueuePurgeWaiting, qQueuePurgeRunning, qQueuePurgeWaiting} {
+			tag, err := tx.Exec(ctx, q, instanceID, name)
+			if err != nil {
+				return interpretError(err)
+			}
+			n += int(tag.RowsAffected())
 		}
-		n = int(tag.RowsAffected())
 		return nil
 	})
 	return n, err

@@ -143,9 +143,10 @@ func (s *Store) TaskDeleteFinished(ctx context.Context, now int64, limit int) (i
 	return n, err
 }
 
-// qHeartbeat extends one lease, fenced on it.
-var qHeartbeat = define(onWriter, `UPDATE tasks SET lease_expires_at = ?
-	WHERE instance_id = ? AND id = ? AND state = 'RUNNING' AND lease_id = ?`)
+// qHeartbeat extends one lease, fenced on it or on its purged form (the
+// task purged during the attempt keeps its slot while the target works).
+var qHeartbeat = define(onWriter, `UPDATE tasks SET lease_expires_at = ?1
+	WHERE instance_id = ?2 AND id = ?3 AND state = 'RUNNING' AND lease_id IN (?4, ?4 || '`+task.PurgedLeaseSuffix+`')`)
 
 // TaskHeartbeat extends the leases of attempts in flight to until, in one
 // write transaction, each fenced on its lease id.

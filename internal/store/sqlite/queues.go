@@ -26,6 +26,13 @@ var (
 		WHERE instance_id = ? AND name = ?`)
 	qQueueDelete = define(onWriter, `DELETE FROM queues WHERE instance_id = ? AND name = ?`)
 	qQueuePurge  = define(onWriter, `DELETE FROM tasks INDEXED BY tasks_created WHERE instance_id = ? AND queue = ?`)
+	// qQueuePurgeWaiting is a purge's delete of a queue's tasks but the
+	// RUNNING ones; qQueuePurgeRunning marks those purged
+	// (task.PurgedLease).
+	qQueuePurgeWaiting = define(onWriter, `DELETE FROM tasks INDEXED BY tasks_created
+		WHERE instance_id = ? AND queue = ? AND state <> 'RUNNING'`)
+	qQueuePurgeRunning = define(onWriter, `UPDATE tasks INDEXED BY tasks_running SET lease_id = lease_id || '`+task.PurgedLeaseSuffix+`'
+		WHERE instance_id = ? AND queue = ? AND state = 'RUNNING' AND lease_id NOT LIKE '%`+task.PurgedLeaseSuffix+`'`)
 	// A deleted queue is no longer anyone's dead-letter queue.
 	qQueueUnlinkDLQ = define(onWriter, `UPDATE queues SET dead_letter_queue = NULL
 		WHERE instance_id = ? AND dead_letter_queue = ?`)
@@ -177,7 +184,9 @@ func (s *Store) QueueDelete(ctx context.Context, ref store.QueueRef) (int, error
 	return n, err
 }
 
-// QueuePurge removes every task of a queue and returns how many.
+// QueuePurge removes every task of a queue and returns how many; a task
+// whose attempt is in flight is marked purged, and removed when the
+// attempt ends (store.Store.QueuePurge).
 func (s *Store) QueuePurge(ctx context.Context, ref store.QueueRef) (int, error) {
 	instanceID, name := ref.InstanceID, ref.Name
 	var n int
@@ -189,10 +198,27 @@ func (s *Store) QueuePurge(ctx context.Context, ref store.QueueRef) (int, error)
 		if !ok {
 			return task.ErrNotFound
 		}
-		n, err = w.purge(instanceID, name)
+		if n, err = w.purgeWaiting(instanceID, name); err != nil {
+			return err
+		}
+		r, err := w.exec(qQueuePurgeRunning, instanceID, name)
+		if err != nil {
+			return err
+		}
+		marked, err := affected(r)
+		n += marked
 		return err
 	})
 	return n, err
+}
+
+// purgeWaiting deletes a queue's tasks but the RUNNING ones.
+func (w *wtx) purgeWaiting(instanceID, name string) (int, error) {
+	r, err := w.exec(qQueuePurgeWaiting, instanceID, name)
+	if err != nil {
+		return 0, err
+	}
+	return affected(r)
 }
 
 func (w *wtx) purge(instanceID, name string) (int, error) {

@@ -356,11 +356,41 @@ func (s *Store) TaskUpdate(ctx context.Context, ref store.TaskRef, fn func(*task
 // TaskFinish stores attempts' outcomes in one transaction, each fenced by
 // its lease: a row that is no longer RUNNING under p.LeaseID, or whose
 // lease expires at or before a p.LiveAt set, is left as it is and answers
-// LEASE_LOST. The writes go out in multi-row statements; a
-// task that appears twice in ps is written in order, in a later round. A
-// dead-letter copy is added only with a write that applied, and only while
-// its queue exists.
+// LEASE_LOST (or, its task purged, is removed: store.FinishPurged). The
+// writes go out in multi-row statements; a task that appears twice in ps
+// is written in order, in a later round. A dead-letter copy is added only
+// with a write that applied, and only while its queue exists.
 func (s *Store) TaskFinish(ctx context.Context, ps []*store.FinishParams) ([]error, error) {
+	return store.FinishPurged(ctx, ps, s.taskFinish, s.removePurged)
+}
+
+// qRemovePurged removes a task purged during its attempt, still RUNNING
+// under its purged lease (store.FinishPurged).
+var qRemovePurged = define(onWriter, `DELETE FROM tasks WHERE instance_id = ? AND id = ? AND state = 'RUNNING' AND lease_id = ?`)
+
+// removePurged removes the purged tasks refs name, in one write
+// transaction, and reports which it removed.
+func (s *Store) removePurged(ctx context.Context, refs []store.LeaseRef) ([]bool, error) {
+	gone := make([]bool, len(refs))
+	err := s.write(ctx, func(w *wtx) error {
+		for i, r := range refs {
+			res, err := w.exec(qRemovePurged, r.InstanceID, r.ID, r.LeaseID)
+			if err != nil {
+				return err
+			}
+			n, err := affected(res)
+			if err != nil {
+				return err
+			}
+			gone[i] = n == 1
+		}
+		return nil
+	})
+	return gone, err
+}
+
+// taskFinish is TaskFinish's fenced writes.
+func (s *Store) taskFinish(ctx context.Context, ps []*store.FinishParams) ([]error, error) {
 	res := make([]error, len(ps))
 	if len(ps) == 0 {
 		return res, nil

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/errandhq/errand/internal/store"
@@ -19,6 +20,7 @@ var queueCases = []testCase{
 	{"DeleteUnlinksDeadLetter", testQueueDeleteUnlinksDeadLetter},
 	{"CreateNeedsInstance", testQueueCreateNeedsInstance},
 	{"Purge", testQueuePurge},
+	{"PurgeInFlight", testQueuePurgeInFlight},
 	{"Counts", testQueueCounts},
 	{"CountsLimit", testQueueCountsLimit},
 	{"Activity", testQueueActivity},
@@ -251,7 +253,6 @@ func testQueuePurge(t *testing.T, e *env) {
 	named := e.newTask(q, T0, func(in *task.AddInput) { in.Name = "once" })
 	e.add(named)
 	e.addN(q, 2, T0, nil)
-	e.claim(q, T0, 1, 1000)
 	kept := e.addN(keep, 2, T0, nil)
 	n, err := e.s.QueuePurge(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "emails"})
 	if err != nil || n != 3 {
@@ -260,15 +261,7 @@ func testQueuePurge(t *testing.T, e *env) {
 	if _, err := e.s.QueueGet(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "emails"}); err != nil {
 		t.Fatalf("queue after purge: %v", err)
 	}
-	counts, err := e.s.QueueCounts(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "emails"}, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for s, c := range counts {
-		if c != 0 {
-			t.Fatalf("count %s = %d after purge", s, c)
-		}
-	}
+	wantCounts(t, e, q, map[task.State]int{})
 	for _, tk := range kept {
 		e.get(inst.ID, tk.ID)
 	}
@@ -276,6 +269,105 @@ func testQueuePurge(t *testing.T, e *env) {
 	e.add(e.newTask(q, T0, func(in *task.AddInput) { in.Name = "once" }))
 	_, err = e.s.QueuePurge(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "nope"})
 	wantCode(t, err, task.CodeNotFound, "QueuePurge(missing)")
+}
+
+// testQueuePurgeInFlight: a task whose attempt is in flight is counted by
+// the purge but stays RUNNING, its slot under the queue's cap and its name
+// held, its lease renewed by heartbeats, until the attempt's answer
+// removes it (answered ErrPurged); one never answered is removed when the
+// rescuer ends it.
+func testQueuePurgeInFlight(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "emails", task.ModePull, func(q *task.Queue) { q.MaxConcurrent = 1 })
+	ref := store.QueueRef{InstanceID: inst.ID, Name: q.Name}
+	e.add(e.newTask(q, T0, func(in *task.AddInput) { in.Name = "once" }))
+	e.addN(q, 2, T0, nil)
+	capped := func(now int64) []*task.Task {
+		return e.claimWith(q, now, 5, func(p *store.ClaimParams) { p.MaxRunning = 1 })
+	}
+	running := capped(T0)
+	if len(running) != 1 || running[0].Name != "once" {
+		t.Fatalf("claimed %v, want the named task", ids(running))
+	}
+	tk := running[0]
+	lease := tk.LeaseID
+	if n, err := e.s.QueuePurge(e.ctx, ref); err != nil || n != 3 {
+		t.Fatalf("QueuePurge = %d, %v; want 3", n, err)
+	}
+	wantCounts(t, e, q, map[task.State]int{task.Running: 1})
+	if n, err := e.s.QueuePurge(e.ctx, ref); err != nil || n != 0 {
+		t.Fatalf("QueuePurge again = %d, %v; want 0 (the attempt in flight is counted once)", n, err)
+	}
+	// Its slot and its name are held.
+	e.addN(q, 1, T0, nil)
+	if got := capped(T0 + 1); len(got) != 0 {
+		t.Fatalf("claimed %v beside the purged attempt under maxConcurrent 1", ids(got))
+	}
+	res, err := e.s.TaskAdd(e.ctx, []*task.Task{e.newTask(q, T0, func(in *task.AddInput) { in.Name = "once" })})
+	if err != nil || len(res) != 1 {
+		t.Fatalf("TaskAdd(once) = %v, %v", res, err)
+	}
+	wantCode(t, res[0].Err, task.CodeTaskExists, "adding the name of a purged attempt in flight")
+	// A heartbeat under the attempt's lease renews it.
+	if n, err := e.s.TaskHeartbeat(e.ctx, []store.LeaseRef{{InstanceID: inst.ID, ID: tk.ID, LeaseID: lease}}, T0+5_000); err != nil || n != 1 {
+		t.Fatalf("TaskHeartbeat = %d, %v; want 1", n, err)
+	}
+	if got := e.get(inst.ID, tk.ID); got.State != task.Running || got.LeaseExpiresAt != T0+5_000 {
+		t.Fatalf("purged attempt in flight: %s until %d", got.State, got.LeaseExpiresAt)
+	}
+	// The attempt's answer removes it and frees the slot and the name.
+	if _, err := tk.Finish(q, T0+2, succeed(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	errs, err := e.s.TaskFinish(e.ctx, []*store.FinishParams{{Task: tk, LeaseID: lease}})
+	if err != nil || len(errs) != 1 {
+		t.Fatalf("TaskFinish = %v, %v", errs, err)
+	}
+	wantCode(t, errs[0], task.CodeLeaseLost, "the answer of a purged attempt")
+	if !strings.Contains(errs[0].Error(), "purged") {
+		t.Fatalf("the answer of a purged attempt: %v, want it to say the task was purged", errs[0])
+	}
+	_, err = e.s.TaskGet(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: tk.ID})
+	wantCode(t, err, task.CodeNotFound, "a purged task after its answer")
+	if got := capped(T0 + 3); len(got) != 1 {
+		t.Fatalf("claimed %d after the purged attempt ended, want 1", len(got))
+	}
+	e.add(e.newTask(q, T0, func(in *task.AddInput) { in.Name = "once" }))
+
+	// An attempt that never answers: the rescuer's write, fenced on the
+	// purged lease it read, removes the task rather than retry it.
+	if n, err := e.s.QueuePurge(e.ctx, ref); err != nil || n != 2 {
+		t.Fatalf("QueuePurge = %d, %v; want 2", n, err)
+	}
+	expired, err := e.s.TaskExpired(e.ctx, T0+1_000_000, 10)
+	if err != nil || len(expired) != 1 || !task.IsPurgedLease(expired[0].LeaseID) {
+		t.Fatalf("TaskExpired = %v, %v; want the purged attempt", expired, err)
+	}
+	gone := expired[0]
+	fence := gone.LeaseID
+	if _, err := gone.Finish(q, T0+1_000_000, task.Outcome{Status: task.AttemptExpired, Error: "lease expired"}); err != nil {
+		t.Fatal(err)
+	}
+	errs, err = e.s.TaskFinish(e.ctx, []*store.FinishParams{{Task: gone, LeaseID: fence}})
+	if err != nil || len(errs) != 1 {
+		t.Fatalf("TaskFinish(rescue) = %v, %v", errs, err)
+	}
+	wantCode(t, errs[0], task.CodeLeaseLost, "the rescue of a purged attempt")
+	wantCounts(t, e, q, map[task.State]int{})
+}
+
+// wantCounts checks q's counts: want's states, 0 for the others.
+func wantCounts(t *testing.T, e *env, q *task.Queue, want map[task.State]int) {
+	t.Helper()
+	counts, err := e.s.QueueCounts(e.ctx, store.QueueRef{InstanceID: q.InstanceID, Name: q.Name}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s, c := range counts {
+		if c != want[s] {
+			t.Fatalf("count %s = %d, want %d", s, c, want[s])
+		}
+	}
 }
 
 func testQueueCounts(t *testing.T, e *env) {
