@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"strconv"
+	"strings"
 
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
@@ -87,6 +89,9 @@ func (e *Engine) QueuePatch(ctx context.Context, ref QueueRef, p *task.QueuePatc
 	if err := e.checkDeadLetterTarget(ctx, sq.InstanceID, p); err != nil {
 		return nil, err
 	}
+	if err := e.checkKeepsDeadLetterTarget(ctx, sq, p); err != nil {
+		return nil, err
+	}
 	q, err := e.store.QueueUpdate(ctx, sq, func(q *task.Queue) error { return p.Apply(q, false, e.rules) })
 	if err != nil {
 		return nil, ref.notFound(err)
@@ -138,9 +143,36 @@ func (e *Engine) checkDeadLetterTarget(ctx context.Context, instanceID string, p
 		return nil
 	case err != nil:
 		return err
-	case dlq.Mode == task.ModePush && dlq.Target == nil:
-		return task.FieldErrorf(task.CodeNoTarget, "deadLetterQueue",
-			"queue %q is a push queue without a target, and a dead-letter copy carries none: give it a target, or use a pull queue", name)
+	case !task.TakesDeadLetters(dlq.Mode, dlq.Target):
+		return task.DeadLetterRefusal("deadLetterQueue", name)
 	}
 	return nil
+}
+
+// checkKeepsDeadLetterTarget refuses clearing the target of a push queue
+// that other queues name as their deadLetterQueue (checkDeadLetterTarget
+// from the other side).
+func (e *Engine) checkKeepsDeadLetterTarget(ctx context.Context, ref store.QueueRef, p *task.QueuePatch) error {
+	if p.Target == nil || *p.Target != nil {
+		return nil
+	}
+	qs, err := e.store.QueueList(ctx, ref.InstanceID)
+	if err != nil {
+		return err
+	}
+	var of []string
+	deliverable := true
+	for _, q := range qs {
+		if q.Name == ref.Name {
+			deliverable = task.TakesDeadLetters(q.Mode, nil)
+		} else if q.DeadLetterQueue == ref.Name {
+			of = append(of, strconv.Quote(q.Name))
+		}
+	}
+	if deliverable || len(of) == 0 {
+		return nil
+	}
+	return task.FieldErrorf(task.CodeNoTarget, "target",
+		"queue %q is the dead-letter queue of %s, and a dead-letter copy carries no target: keep a target, or first give those queues another deadLetterQueue",
+		ref.Name, strings.Join(of, ", "))
 }

@@ -89,6 +89,12 @@ func TestQueueValidationNamesTheField(t *testing.T) {
 	b.do("PATCH", "/v1/tasks/jobs/queues/dead", `{"target":{"webhook":"https://example.com/dead"}}`).want(t, 200, "")
 	b.do("PATCH", "/v1/tasks/jobs/queues/pq", `{"deadLetterQueue":"dead"}`).want(t, 200, "")
 	b.do("PATCH", "/v1/tasks/jobs/queues/pq", `{"deadLetterQueue":"gone"}`).want(t, 400, "INVALID_ARGUMENT")
+	// Nor may the dead-letter queue lose its target later.
+	if m := b.do("PATCH", "/v1/tasks/jobs/queues/dead", `{"target":null}`).want(t, 400, "NO_TARGET").message(); !strings.HasPrefix(m, "target: ") || !strings.Contains(m, `"pq"`) {
+		t.Fatal(m)
+	}
+	b.do("PATCH", "/v1/tasks/jobs/queues/pq", `{"deadLetterQueue":null}`).want(t, 200, "")
+	b.do("PATCH", "/v1/tasks/jobs/queues/dead", `{"target":null}`).want(t, 200, "")
 }
 
 func TestInstances(t *testing.T) {
