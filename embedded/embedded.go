@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -104,6 +105,9 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	}
 	if err := auth.ValidateOrg(o.Org); err != nil {
 		return nil, publicError(err)
+	}
+	if s := strings.ToUpper(o.Sync); s != "" && s != "NORMAL" && s != "FULL" {
+		return nil, publicError(task.FieldErrorf(task.CodeInvalidArgument, "Sync", "must be NORMAL or FULL (or empty for NORMAL), not %q", o.Sync))
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -27,6 +27,7 @@ func TestOpenRefusalsAreErrors(t *testing.T) {
 		{"unknown scheme", Options{Store: "mysql://x"}, `Store: "mysql://x": unknown scheme "mysql" (want sqlite://PATH or postgres://…)`},
 		{"no scheme", Options{Store: filepath.Join(dir, "b.db")}, `Store: "` + filepath.Join(dir, "b.db") + `": want sqlite://PATH or postgres://…`},
 		{"empty path", Options{Store: "sqlite://"}, `Store: "sqlite://": not a file path`},
+		{"bad Sync", Options{Store: "sqlite://" + filepath.Join(dir, "c.db"), Sync: "fast"}, `Sync: must be NORMAL or FULL (or empty for NORMAL), not "fast"`},
 		{"options in the URL", Options{Store: "sqlite://x.db?sync=FULL"}, `Store: "sqlite://x.db?sync=FULL": not a file path (options are Options fields, such as Sync)`},
 	} {
 		c.o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
