@@ -121,10 +121,19 @@ func newDispatcher(d dispatcherDeps) *Dispatcher {
 
 // Start runs the dispatcher, its heartbeat and its outcome writers until
 // Stop; Stop waits for the deliveries in flight to end and their outcomes
-// to be stored.
-func (d *Dispatcher) Start(ctx context.Context) error { return d.start(ctx, d.run) }
+// to be stored. It returns once the loop takes deliveries, so that an add
+// answered after Start may claim its own tasks (addClaim).
+func (d *Dispatcher) Start(ctx context.Context) error {
+	ready := make(chan struct{})
+	if err := d.start(ctx, func(ctx context.Context) { d.run(ctx, ready) }); err != nil {
+		return err
+	}
+	<-ready
+	return nil
+}
 
-func (d *Dispatcher) run(ctx context.Context) {
+// run is the dispatcher's loop; it closes ready once it takes deliveries.
+func (d *Dispatcher) run(ctx context.Context, ready chan<- struct{}) {
 	d.results = make(chan finished, 1024)
 	d.stoppingAt.Store(0)
 	var fin sync.WaitGroup
@@ -142,6 +151,7 @@ func (d *Dispatcher) run(ctx context.Context) {
 	d.mu.Lock()
 	d.runCtx = ctx
 	d.mu.Unlock()
+	close(ready)
 	defer func() {
 		d.stoppingAt.Store(clock.Real{}.Now().UnixMilli()) // the finishers' deadline shortens
 		d.mu.Lock()
