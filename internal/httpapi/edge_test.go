@@ -184,6 +184,10 @@ func TestWrongMethodIs405(t *testing.T) {
 		}
 	}
 	b.do("GET", "/v1/nothing/here", nil).want(t, 404, "NOT_FOUND")
+	// Under /api/ the operations API's lowercase codes.
+	b.do("GET", "/api/tasks/x/cancel", nil).want(t, 405, "method_not_allowed")
+	b.do("GET", "/api/dlq", nil).want(t, 405, "method_not_allowed")
+	b.do("POST", "/api/nope", nil).want(t, 404, "not_found")
 }
 
 // Defects 2 and 9: every numeric setting has an upper bound, rateLimit a

@@ -264,6 +264,11 @@ func (s *Server) opsBackupExport(w http.ResponseWriter, r *http.Request, p *auth
 }
 
 func (s *Server) opsInstanceBackup(w http.ResponseWriter, r *http.Request, p *auth.Principal) {
+	if name := r.PathValue("id"); task.ValidateQueueName(name, "instance") != nil {
+		// A name no instance can have: NOT_FOUND, as the v1 routes answer it.
+		s.writeOpsError(w, r, task.InstanceNotFound(name))
+		return
+	}
 	s.shortcut(w, r, p, task.KindInstanceBackup, func(json.RawMessage) json.RawMessage {
 		raw, _ := json.Marshal(map[string]string{"instance": r.PathValue("id")})
 		return raw

@@ -143,6 +143,12 @@ func TestOpsBackupRestore(t *testing.T) {
 func TestOpsBackupNeverPartial(t *testing.T) {
 	b, dir, _ := backupBundle(t, "sqlite")
 	b.failed("src", "work", "", 50)
+	// A name no instance can have is not found, as on the v1 routes.
+	for _, bad := range []string{"a.b", "_x", "-bad", "a%00b", strings.Repeat("x", 101)} {
+		if m := b.do("POST", "/api/instances/"+bad+"/backup", nil).want(t, 404, "not_found").message(); !strings.Contains(m, "not found") {
+			t.Fatalf("%s: %s", bad, m)
+		}
+	}
 	r := b.do("POST", "/api/instances/src/backup", map[string]any{"max_attempts": 1}).want(t, 201, "")
 	jid := r.body["id"].(string)
 	final := filepath.Join(dir, "src-"+jid+".errand-backup")

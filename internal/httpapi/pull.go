@@ -119,10 +119,6 @@ func (s *Server) ackMany(w http.ResponseWriter, r *http.Request, c *call) {
 	in := make([]engine.AckInput, len(body.Acks))
 	for i, a := range body.Acks {
 		at := "acks[" + strconv.Itoa(i) + "]"
-		if a.ID == "" || a.LeaseID == "" {
-			s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, at, "needs id and leaseId"))
-			return
-		}
 		if err := cmp.Or(checkIDField(a.ID, at+".id"), checkIDField(a.LeaseID, at+".leaseId"), checkResult(a.Result, at+".result")); err != nil {
 			s.writeError(w, r, err)
 			return

@@ -43,7 +43,6 @@ func TestRefusalsNameTheFullPath(t *testing.T) {
 		{"POST", "/api/tasks", `{"kind":"dlq.purge","idempotency_key":"k","payload":{"instance":"jobs","queue":"q1","x":1}}`, "invalid_argument", "payload.x: unknown field"},
 		{"DELETE", "/api/dlq", `{"payload":{"instance":"jobs","queue":"q1","x":1}}`, "invalid_argument", "payload.x: unknown field"},
 		{"POST", "/api/backup/export", `{"payload":{"surprise":true}}`, "invalid_argument", "payload.surprise: unknown field"},
-		{"POST", "/api/instances/-bad/backup", `{}`, "invalid_argument", "payload.instance: "},
 	} {
 		r := b.do(c.method, c.path, c.body).want(t, 400, c.code)
 		if msg := r.message(); !strings.HasPrefix(msg, c.want) || strings.Contains(msg, "json:") || strings.Contains(msg, "Go ") {

@@ -201,7 +201,12 @@ var probeMethods = []string{"DELETE", "GET", "PATCH", "POST", "PUT"}
 
 // noRoute answers a request no route took: 405 with Allow when the path is
 // known under other methods, NOT_FOUND otherwise.
+// Under /api/ it answers in the operations API's shape (lowercase codes).
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	write := s.writeError
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		write = s.writeOpsError
+	}
 	var allow []string
 	for _, m := range probeMethods {
 		probe := r.Clone(r.Context())
@@ -214,12 +219,12 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(allow) == 0 {
-		s.writeError(w, r, task.Errorf(task.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
+		write(w, r, task.Errorf(task.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 		return
 	}
 	slices.Sort(allow)
 	w.Header().Set("Allow", strings.Join(allow, ", "))
-	s.writeError(w, r, task.Errorf(task.CodeMethodNotAllowed, "%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+	write(w, r, task.Errorf(task.CodeMethodNotAllowed, "%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
 }
 
 // ServeHTTP serves the API.

@@ -341,7 +341,11 @@ func TestBatchAck(t *testing.T) {
 	b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", `{"acks":[]}`).want(t, 400, "INVALID_ARGUMENT")
 	tooMany := `{"acks":[` + strings.TrimSuffix(strings.Repeat(`{"id":"x","leaseId":"y"},`, 1001), ",") + `]}`
 	b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", tooMany).want(t, 400, "INVALID_ARGUMENT")
-	b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", `{"acks":[{"id":"x"}]}`).want(t, 400, "INVALID_ARGUMENT")
+	for body, field := range map[string]string{`{"acks":[{"id":"x"}]}`: "acks[0].leaseId", `{"acks":[{"id":"x","leaseId":"y"},{"leaseId":"x"}]}`: "acks[1].id", `{"acks":[null]}`: "acks[0].id"} {
+		if m := b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", body).want(t, 400, "INVALID_ARGUMENT").message(); !strings.HasPrefix(m, field+": is required") {
+			t.Fatalf("%s: %s, want it to name %s", body, m, field)
+		}
+	}
 }
 
 // TestAddAnswersTheCommittedState: an add's result carries the state its
