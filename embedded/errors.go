@@ -34,12 +34,13 @@ func publicError(err error) error {
 }
 
 // storeError says a refusal of Options.Store in the embedded API's words:
-// an INVALID_ARGUMENT *Error naming the field Store. Other errors (a
-// database that does not answer) pass unchanged.
+// an INVALID_ARGUMENT *Error naming the field Store. A database that does
+// not answer is an UNAVAILABLE *Error with the driver's cause; other
+// errors (a file that cannot be opened) pass unchanged.
 func storeError(err error) error {
 	var ue *storeurl.URLError
 	if !errors.As(err, &ue) {
-		return err
+		return publicError(err)
 	}
 	why := ue.Why
 	if ue.InURL {

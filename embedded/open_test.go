@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +16,23 @@ import (
 // TestOpenRefusalsAreErrors: Open refuses a bad Org or Store with an
 // *Error (INVALID_ARGUMENT) in the embedded API's words: the field
 // Store, not the command line's --store flag.
+// TestOpenUnreachablePostgres: a PostgreSQL that does not answer is an
+// UNAVAILABLE *Error, the driver's cause in its message.
+func TestOpenUnreachablePostgres(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	_, err = Open(context.Background(), Options{Store: "postgres://postgres@" + addr + "/x?sslmode=disable&connect_timeout=2",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	var pe *Error
+	if !errors.As(err, &pe) || !errors.Is(err, client.ErrUnavailable) || !strings.Contains(pe.Message, addr) || strings.Contains(pe.Message, "store.Migration") {
+		t.Fatalf("%v (%T); want an UNAVAILABLE *Error naming %s", err, err, addr)
+	}
+}
+
 func TestOpenRefusalsAreErrors(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -36,7 +36,7 @@ func migrationLockKey(schema string) int64 {
 	return int64(h.Sum64())
 }
 
-// migrate brings the database to the newest schema, one store.Migration per
+// migrate brings the database to the newest schema, one migration per
 // transaction, each recording its version in schema_migrations. A database
 // newer than this binary is refused.
 func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, log *slog.Logger) error {
@@ -55,13 +55,13 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, log *slog.L
 	}
 }
 
-// migrateNext applies the first store.Migration the database lacks, in its own
+// migrateNext applies the first migration the database lacks, in its own
 // transaction under a transaction-level advisory lock, so that nodes
-// starting together apply each store.Migration once and a node never sees a
+// starting together apply each migration once and a node never sees a
 // half-migrated schema. It reports whether it applied one.
 func migrateNext(ctx context.Context, pool *pgxpool.Pool, ms []store.Migration, schema string, log *slog.Logger) (bool, error) {
 	fail := func(what string, err error) error {
-		return fmt.Errorf("store store.Migration: %s: %w", what, interpretError(err))
+		return fmt.Errorf("store migration: %s: %w", what, interpretError(err))
 	}
 	tx, err := pool.Begin(ctx)
 	if err != nil {
@@ -69,8 +69,8 @@ func migrateNext(ctx context.Context, pool *pgxpool.Pool, ms []store.Migration, 
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
 
-	// A store.Migration may rebuild an index over many rows, and waits for
-	// another node's store.Migration: neither is bounded by statement_timeout.
+	// A migration may rebuild an index over many rows, and waits for
+	// another node's migration: neither is bounded by statement_timeout.
 	if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0`); err != nil {
 		return false, fail("settings", err)
 	}

@@ -45,14 +45,14 @@ func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
 	}
 }
 
-// migrateNext applies the first store.Migration the database lacks, in its own
+// migrateNext applies the first migration the database lacks, in its own
 // write transaction (BEGIN IMMEDIATE, so two processes opening the same
-// file at once apply each store.Migration once). It reports whether it applied
+// file at once apply each migration once). It reports whether it applied
 // one.
 func migrateNext(ctx context.Context, db *sql.DB, ms []store.Migration, log *slog.Logger) (bool, error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return false, fmt.Errorf("store store.Migration: %w", err)
+		return false, fmt.Errorf("store migration: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -60,11 +60,11 @@ func migrateNext(ctx context.Context, db *sql.DB, ms []store.Migration, log *slo
 		name       TEXT    NOT NULL,
 		applied_at INTEGER NOT NULL
 	) STRICT`); err != nil {
-		return false, fmt.Errorf("store store.Migration: %w", err)
+		return false, fmt.Errorf("store migration: %w", err)
 	}
 	applied, err := appliedVersions(ctx, tx)
 	if err != nil {
-		return false, fmt.Errorf("store store.Migration: %w", err)
+		return false, fmt.Errorf("store migration: %w", err)
 	}
 	m, err := store.Pending(ms, applied)
 	if err != nil {
@@ -74,15 +74,15 @@ func migrateNext(ctx context.Context, db *sql.DB, ms []store.Migration, log *slo
 		return false, tx.Commit()
 	}
 	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-		return false, fmt.Errorf("store store.Migration %s: %w", m.Name, err)
+		return false, fmt.Errorf("store migration %s: %w", m.Name, err)
 	}
 	// applied_at is for the operator's eyes only; it is not a task time.
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
 		m.Version, m.Name, time.Now().UnixMilli()); err != nil {
-		return false, fmt.Errorf("store store.Migration %s: %w", m.Name, err)
+		return false, fmt.Errorf("store migration %s: %w", m.Name, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("store store.Migration %s: %w", m.Name, err)
+		return false, fmt.Errorf("store migration %s: %w", m.Name, err)
 	}
 	log.Info("store migrated", "version", m.Version, "migration", m.Name)
 	return true, nil
