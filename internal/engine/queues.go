@@ -2,7 +2,7 @@ package engine
 
 import (
 	"context"
-	"strconv"
+	"fmt"
 	"strings"
 
 	"github.com/errandhq/errand/internal/store"
@@ -89,7 +89,7 @@ func (e *Engine) QueuePatch(ctx context.Context, ref QueueRef, p *task.QueuePatc
 	if err := e.checkDeadLetterTarget(ctx, sq.InstanceID, p); err != nil {
 		return nil, err
 	}
-	if err := e.checkKeepsDeadLetterTarget(ctx, sq, p); err != nil {
+	if err := e.checkKeepsTarget(ctx, sq, p); err != nil {
 		return nil, err
 	}
 	q, err := e.store.QueueUpdate(ctx, sq, func(q *task.Queue) error { return p.Apply(q, false, e.rules) })
@@ -149,10 +149,11 @@ func (e *Engine) checkDeadLetterTarget(ctx context.Context, instanceID string, p
 	return nil
 }
 
-// checkKeepsDeadLetterTarget refuses clearing the target of a push queue
-// that other queues name as their deadLetterQueue (checkDeadLetterTarget
-// from the other side).
-func (e *Engine) checkKeepsDeadLetterTarget(ctx context.Context, ref store.QueueRef, p *task.QueuePatch) error {
+// checkKeepsTarget refuses clearing the target of a push queue that
+// others add to without a target of their own: queues that name it as
+// their deadLetterQueue (checkDeadLetterTarget from the other side) and
+// enabled rules that add to it (checkRuleQueues from the other side).
+func (e *Engine) checkKeepsTarget(ctx context.Context, ref store.QueueRef, p *task.QueuePatch) error {
 	if p.Target == nil || *p.Target != nil {
 		return nil
 	}
@@ -160,19 +161,28 @@ func (e *Engine) checkKeepsDeadLetterTarget(ctx context.Context, ref store.Queue
 	if err != nil {
 		return err
 	}
-	var of []string
-	deliverable := true
+	var users []string
 	for _, q := range qs {
-		if q.Name == ref.Name {
-			deliverable = task.TakesDeadLetters(q.Mode, nil)
-		} else if q.DeadLetterQueue == ref.Name {
-			of = append(of, strconv.Quote(q.Name))
+		if q.Name == ref.Name && task.TakesDeadLetters(q.Mode, nil) {
+			return nil // a pull queue needs no target
+		}
+		if q.Name != ref.Name && q.DeadLetterQueue == ref.Name {
+			users = append(users, fmt.Sprintf("queue %q (its deadLetterQueue)", q.Name))
 		}
 	}
-	if deliverable || len(of) == 0 {
+	trs, err := e.store.TriggerList(ctx, &store.TriggerListParams{InstanceID: ref.InstanceID})
+	if err != nil {
+		return err
+	}
+	for _, tr := range trs {
+		if tr.Enabled && tr.Queue == ref.Name {
+			users = append(users, fmt.Sprintf("rule %q", tr.ID))
+		}
+	}
+	if len(users) == 0 {
 		return nil
 	}
 	return task.FieldErrorf(task.CodeNoTarget, "target",
-		"queue %q is the dead-letter queue of %s, and a dead-letter copy carries no target: keep a target, or first give those queues another deadLetterQueue",
-		ref.Name, strings.Join(of, ", "))
+		"queue %q gets tasks without a target of their own from %s: keep a target, or first change or disable those",
+		ref.Name, strings.Join(users, ", "))
 }

@@ -218,8 +218,9 @@ func TestScheduleOneTaskPerTickAndCatchUp(t *testing.T) {
 }
 
 // TestScheduleQueueLostItsTarget: a tick whose push queue has lost its
-// target is recorded on the rule in its owner's words (the rule's tasks
-// carry none: the queue needs one), not an add's.
+// target (a PATCH is refused while the rule is enabled; an imported
+// bundle can leave it so) is recorded on the rule in its owner's words
+// (the rule's tasks carry none: the queue needs one), not an add's.
 func TestScheduleQueueLostItsTarget(t *testing.T) {
 	t.Parallel()
 	n := sqliteNode(t, T0)
@@ -229,7 +230,17 @@ func TestScheduleQueueLostItsTarget(t *testing.T) {
 	}
 	tr := n.rule(&task.TriggerPatch{Queue: ptr("jobs/out"), Schedule: &task.SchedulePatch{Cron: ptr("@every 1m")}})
 	var none *task.Target
-	if _, err := n.eng.QueuePatch(n.ctx, ref, &task.QueuePatch{Target: &none}); err != nil {
+	if _, err := n.eng.QueuePatch(n.ctx, ref, &task.QueuePatch{Target: &none}); !task.IsCode(err, task.CodeNoTarget) {
+		t.Fatalf("clearing the target of a rule's queue: %v, want NO_TARGET", err)
+	}
+	inst, err := n.eng.Instance(n.ctx, "dev", "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.eng.Store().QueueUpdate(n.ctx, store.QueueRef{InstanceID: inst.ID, Name: "out"}, func(q *task.Queue) error {
+		q.Target = nil
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	n.clock.Advance(time.Minute)

@@ -94,6 +94,12 @@ func TestQueueValidationNamesTheField(t *testing.T) {
 		t.Fatal(m)
 	}
 	b.do("PATCH", "/v1/tasks/jobs/queues/pq", `{"deadLetterQueue":null}`).want(t, 200, "")
+	// Nor while an enabled rule adds to it (its tasks carry no target).
+	b.do("POST", "/v1/tasks/jobs/triggers", `{"id":"h1","queue":"jobs/dead","hook":{}}`).want(t, 201, "")
+	if m := b.do("PATCH", "/v1/tasks/jobs/queues/dead", `{"target":null}`).want(t, 400, "NO_TARGET").message(); !strings.HasPrefix(m, "target: ") || !strings.Contains(m, `rule "h1"`) {
+		t.Fatal(m)
+	}
+	b.do("PATCH", "/v1/tasks/jobs/triggers/h1", `{"enabled":false}`).want(t, 200, "")
 	b.do("PATCH", "/v1/tasks/jobs/queues/dead", `{"target":null}`).want(t, 200, "")
 }
 

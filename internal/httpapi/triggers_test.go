@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/id"
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
 )
 
 // hookCall posts body to a hook path with headers and no API key.
@@ -167,17 +170,20 @@ func TestHookPathNeedsWrite(t *testing.T) {
 	}
 }
 
-// TestHookQueueWithoutTarget: a hook whose push queue lost its target
-// answers the sender NO_TARGET in words a sender can act on (the rule's
-// owner must fix the queue), adds nothing, and records the refusal on the
-// rule, where its owner looks.
+// TestHookQueueWithoutTarget: a hook whose push queue lost its target (a
+// PATCH is refused while the rule is enabled; an imported bundle, or a
+// PATCH racing the rule's save, can leave it so) answers the sender
+// NO_TARGET in words a sender can act on (the rule's owner must fix the
+// queue), adds nothing, and records the refusal on the rule, where its
+// owner looks.
 func TestHookQueueWithoutTarget(t *testing.T) {
 	s := setupServe(t)
 	a := s.as(s.key("acme", "full:*"))
 	a.do("POST", "/v1/instances", `{"name":"jobs"}`).want(t, 201, "")
 	a.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","target":{"webhook":"http://127.0.0.1:1/x"}}`).want(t, 201, "")
 	tr := a.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{}}`).want(t, 201, "").obj("trigger")
-	a.do("PATCH", "/v1/tasks/jobs/queues/out", `{"target":null}`).want(t, 200, "")
+	a.do("PATCH", "/v1/tasks/jobs/queues/out", `{"target":null}`).want(t, 400, "NO_TARGET")
+	s.clearTarget("acme", "jobs", "out")
 	r := s.hookCall(tr["hook"].(map[string]any)["path"].(string), []byte(`{}`), nil).want(t, 400, "NO_TARGET")
 	if m := r.message(); !strings.Contains(m, `the hook's queue "out" has no target`) || !strings.Contains(m, "the rule's owner") {
 		t.Fatalf("message %q", m)
@@ -204,7 +210,8 @@ func TestHookQueueWithoutTarget(t *testing.T) {
 	a.do("POST", "/v1/tasks/jobs/queues", `{"name":"src","mode":"pull"}`).want(t, 201, "")
 	a.do("PATCH", "/v1/tasks/jobs/queues/out", `{"target":{"webhook":"http://127.0.0.1:1/x"}}`).want(t, 200, "")
 	chain := a.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","task":{"queue":"jobs/src"}}`).want(t, 201, "").obj("trigger")
-	a.do("PATCH", "/v1/tasks/jobs/queues/out", `{"target":null}`).want(t, 200, "")
+	a.do("PATCH", "/v1/tasks/jobs/queues/out", `{"target":null}`).want(t, 400, "NO_TARGET")
+	s.clearTarget("acme", "jobs", "out")
 	chainPath := "/v1/tasks/jobs/triggers/" + chain["id"].(string)
 	a.do("PATCH", chainPath, `{"params":{"a":1}}`).want(t, 200, "")
 	a.do("PATCH", chainPath, `{"task":{"queue":"jobs/src"}}`).want(t, 400, "NO_TARGET")
@@ -259,3 +266,20 @@ func TestHookWithSecret(t *testing.T) {
 }
 
 func mustJSON(v any) []byte { b, _ := json.Marshal(v); return b }
+
+// clearTarget removes queue's target in the store, past the engine's
+// checks: the state an imported bundle can leave.
+func (s *served) clearTarget(org, instance, queue string) {
+	s.t.Helper()
+	ctx := context.Background()
+	inst, err := s.st.InstanceGet(ctx, store.InstanceRef{Org: org, Name: instance})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if _, err := s.st.QueueUpdate(ctx, store.QueueRef{InstanceID: inst.ID, Name: queue}, func(q *task.Queue) error {
+		q.Target = nil
+		return nil
+	}); err != nil {
+		s.t.Fatal(err)
+	}
+}
