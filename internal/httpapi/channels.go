@@ -78,7 +78,7 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 		out = ws
 	} else {
-		out = newSSEWriter(w, rc, c.p.Channel != "")
+		out = newSSEWriter(w, rc, c.p.Channel != "", strconv.FormatInt(sub.Last(), 10))
 	}
 	ctx := out.context(r.Context())
 	s.stream(ctx, ref.Channel, sub, out)

@@ -14,15 +14,22 @@ import (
 // its id and the body as data (no event name, so EventSource's onmessage
 // gets it); the other events named, with the ChannelEvent as data.
 type sseWriter struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	buf bytes.Buffer
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	buf   bytes.Buffer
+	start string // the event id the stream starts after (ready's id line)
 }
 
 // newSSEWriter answers 200 with the event-stream headers. A subscriber
 // admitted by a subscribe token may read from any origin (the token is
 // not a cookie a browser sends by itself).
-func newSSEWriter(w http.ResponseWriter, rc *http.ResponseController, anyOrigin bool) *sseWriter {
+//
+// Every event carries an id line: a message's or gap's own; ready the id
+// the stream starts after (start: a live subscriber's head), lagged and
+// closing the id to resume from. A browser's EventSource reconnects with
+// the last id it saw, so it resumes there even before its first message
+// rather than as a new live subscriber that skips what it missed.
+func newSSEWriter(w http.ResponseWriter, rc *http.ResponseController, anyOrigin bool, start string) *sseWriter {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -31,15 +38,22 @@ func newSSEWriter(w http.ResponseWriter, rc *http.ResponseController, anyOrigin 
 		h.Set("Access-Control-Allow-Origin", "*")
 	}
 	w.WriteHeader(http.StatusOK)
-	return &sseWriter{w: w, rc: rc}
+	return &sseWriter{w: w, rc: rc, start: start}
 }
 
 func (s *sseWriter) context(ctx context.Context) context.Context { return ctx }
 
 func (s *sseWriter) send(_ context.Context, e *errandapi.ChannelEvent) error {
 	s.buf.Reset()
-	if e.ID != "" {
-		s.buf.WriteString("id: " + e.ID + "\n")
+	id := e.ID
+	switch e.Type {
+	case errandapi.ChannelReady:
+		id = s.start
+	case errandapi.ChannelLagged, errandapi.ChannelClosing:
+		id = e.LastEventID
+	}
+	if id != "" {
+		s.buf.WriteString("id: " + id + "\n")
 	}
 	data := []byte(e.Data)
 	if e.Type != errandapi.ChannelMessage {

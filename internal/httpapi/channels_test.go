@@ -312,3 +312,42 @@ func TestChannelShutdown(t *testing.T) {
 	}
 	b.do("GET", "/v1/channels/jobs/room-1?since=0", nil).want(t, 503, "UNAVAILABLE")
 }
+
+// TestChannelSSEIDsBeforeTheFirstMessage: every SSE event carries an id
+// line, so that a browser's EventSource, which reconnects with the last
+// id it saw, resumes where it was even before its first message: ready
+// the id its stream starts after (a live subscriber's head, a resuming
+// one's since), closing the id to resume from.
+func TestChannelSSEIDsBeforeTheFirstMessage(t *testing.T) {
+	b := setupChannels(t, "sqlite", nil)
+	b.start()
+	url := b.srv.URL + "/v1/channels/jobs/room-1"
+	watch := subscribeSSE(t, b.client, url, nil)
+	watch.ready()
+	for i := 1; i <= 2; i++ {
+		b.toChannel("room-1", fmt.Sprintf(`{"n":%d}`, i))
+		watch.messages(1)
+	}
+	live := subscribeSSE(t, b.client, url, nil)
+	if ev := live.next(); ev.event != "ready" || ev.id != "2" {
+		t.Fatalf("a live subscriber's ready %+v, want id 2 (the head)", ev)
+	}
+	from1 := subscribeSSE(t, b.client, url+"?since=1", nil)
+	if ev := from1.next(); ev.event != "ready" || ev.id != "1" {
+		t.Fatalf("ready from since=1: %+v, want id 1 (where it resumes)", ev)
+	}
+	// What a browser does after the live subscriber's connection broke
+	// before its first message: reconnect with ready's id.
+	live.resp.Body.Close()
+	b.toChannel("room-1", `{"n":3}`)
+	watch.messages(1)
+	again := subscribeSSE(t, b.client, url, map[string]string{"Last-Event-ID": "2"})
+	again.ready()
+	if got := again.messages(1); got[0] != `3:{"n":3}` {
+		t.Fatalf("reconnected with ready's id: %v, want message 3", got)
+	}
+	b.eng.EndSubscriptions()
+	if ev := watch.next(); ev.event != "closing" || ev.id != "3" {
+		t.Fatalf("closing %+v, want id 3 (the last message sent)", ev)
+	}
+}
