@@ -50,7 +50,8 @@ func ParseRole(s string) (Role, bool) {
 type Principal struct {
 	Org    string
 	Grants map[string]Role
-	// KeyID names the API key, for logs; "" in dev.
+	// KeyID names the API key (for a subscribe token, the key that minted
+	// it), for logs and for an open subscription's checks; "" in dev.
 	KeyID string
 	// KeyDigest is the key's stored digest, which signs the subscribe
 	// tokens it mints; nil in dev.

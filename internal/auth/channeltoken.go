@@ -143,7 +143,7 @@ func (t ChannelTokens) Authenticate(r *http.Request) (*Principal, error) {
 	if t.Clock.Now().UnixMilli() > c.Expires {
 		return nil, ErrChannelTokenExpired
 	}
-	return &Principal{Org: c.Org, Grants: map[string]Role{c.Instance: RoleRead}, Channel: c.Channel}, nil
+	return &Principal{Org: c.Org, Grants: map[string]Role{c.Instance: RoleRead}, Channel: c.Channel, KeyID: c.KeyID}, nil
 }
 
 // KeyOrChannelToken authenticates the subscribe route: a request with

@@ -106,6 +106,14 @@ func (e *Engine) ChannelToken(ctx context.Context, ref ChannelRef, keyID string,
 	return tok, exp, nil
 }
 
+// KeyRevoked reports whether org's API key id was revoked or deleted: an
+// open subscription it admitted (by the key or a token it minted) then
+// ends. A store that cannot answer reports false: the check comes again.
+func (e *Engine) KeyRevoked(ctx context.Context, org, id string) bool {
+	key, err := e.store.KeyGet(ctx, store.KeyRef{Org: org, ID: id})
+	return task.IsCode(err, task.CodeNotFound) || (err == nil && key.RevokedAt != 0)
+}
+
 // ChannelAppended is told of each append this node's deliveries made: it
 // counts it and wakes the channel's subscribers here (other nodes hear it
 // from the store).

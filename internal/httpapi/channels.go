@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/channels"
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/task"
@@ -81,7 +82,30 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, c *call) {
 		out = newSSEWriter(w, rc, c.p.Channel != "", strconv.FormatInt(sub.Last(), 10))
 	}
 	ctx := out.context(r.Context())
-	s.stream(ctx, ref.Channel, sub, out)
+	s.stream(ctx, ref.Channel, sub, out, func() error { return s.stillAdmitted(r.Context(), c.p) })
+}
+
+// keyCheckEvery is how often an open subscription's key (or the key that
+// minted its subscribe token) is checked again while events flow: a
+// revoked key's stream ends within it.
+const keyCheckEvery = time.Second
+
+// errRevoked ends a subscription whose key was revoked while it was open.
+var errRevoked = errors.New("revoked")
+
+// stillAdmitted checks an open subscription's caller again: errRevoked
+// when its API key, or the key that minted its subscribe token, was
+// revoked or deleted. A token's expiry or the instance's key rotation ends
+// nothing (they refuse new connections only), nor does a store that
+// cannot answer; dev has no key.
+func (s *Server) stillAdmitted(ctx context.Context, p *auth.Principal) error {
+	if p.KeyID == "" {
+		return nil
+	}
+	if s.eng.KeyRevoked(ctx, p.Org, p.KeyID) {
+		return errRevoked
+	}
+	return nil
 }
 
 // parseSince reads where a subscriber resumes: the Last-Event-ID header
@@ -104,8 +128,24 @@ func parseSince(r *http.Request) (int64, string, error) {
 }
 
 // stream writes the subscription's events to out until the subscriber
-// goes, is dropped for lag, or the node stops.
-func (s *Server) stream(ctx context.Context, channel string, sub *channels.Subscription, out eventWriter) {
+// goes, is dropped for lag, its credentials are revoked (admitted, checked
+// at most every keyCheckEvery before an event or a ping), or the node
+// stops.
+func (s *Server) stream(ctx context.Context, channel string, sub *channels.Subscription, out eventWriter, admitted func() error) {
+	sent := strconv.FormatInt(sub.Last(), 10) // the last event id the subscriber has
+	clk := s.eng.Clock()
+	checked := clk.Now()
+	revoked := func() bool {
+		if now := clk.Now(); now.Sub(checked) >= keyCheckEvery {
+			checked = now
+			if admitted() != nil {
+				out.close(&errandapi.ChannelEvent{Type: errandapi.ChannelClosing, LastEventID: sent,
+					Message: "the API key that opened this subscription (or minted its token) was revoked"})
+				return true
+			}
+		}
+		return false
+	}
 	if out.send(ctx, &errandapi.ChannelEvent{Type: errandapi.ChannelReady, Channel: channel, Head: strconv.FormatInt(sub.Head, 10)}) != nil {
 		out.close(nil)
 		return
@@ -117,6 +157,9 @@ func (s *Server) stream(ctx context.Context, channel string, sub *channels.Subsc
 		switch {
 		case err == nil:
 		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+			if revoked() {
+				return
+			}
 			if out.ping(ctx) != nil {
 				out.close(nil)
 				return
@@ -147,10 +190,14 @@ func (s *Server) stream(ctx context.Context, channel string, sub *channels.Subsc
 			e.Type, e.From = errandapi.ChannelGap, strconv.FormatInt(ev.From, 10)
 			e.Message = "events " + e.From + " to " + e.ID + " are no longer retained"
 		}
+		if revoked() {
+			return
+		}
 		if out.send(ctx, e) != nil {
 			out.close(nil)
 			return
 		}
+		sent = e.ID
 	}
 }
 

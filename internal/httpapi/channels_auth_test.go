@@ -25,7 +25,8 @@ import (
 // the instance's key rotation or its minting key's revocation (401), and
 // malformed, signed with the webhook key alone, as a webhook receiver
 // could, or minted in dev, naming no key (401); a foreign organization's instance answers as a missing
-// one. A connection a token opened outlives the token.
+// one. A connection a token opened outlives the token's expiry and the
+// rotation, but not the revocation of its key.
 func TestChannelAuth(t *testing.T) {
 	s := newFixture(t, "acme")
 	reader := s.key("acme", "read:jobs")
@@ -126,7 +127,23 @@ func TestChannelAuth(t *testing.T) {
 	}
 	get(base+"?token="+url.QueryEscape(devTok), "").want(t, 401, "UNAUTHENTICATED")
 
-	// Revoking the key that minted a token ends it.
+	// The connection the first token opened is still live past the
+	// token's expiry and the rotation (checked again a second on).
+	inst, err := s.eng.Instance(t.Context(), "acme", "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.clock.Advance(time.Second)
+	s.appendDirect(inst.ID, "room-1", `{"n":1}`, true)
+	for _, st := range []*sseStream{byToken, byKey} {
+		if got := st.messages(1); got[0] != `1:{"n":1}` {
+			t.Fatalf("after the expiry: %v", got)
+		}
+	}
+
+	// Revoking the key that minted a token ends it, and the open
+	// streams of the key and of its tokens: the next event (a second on)
+	// is closing, at the last message they had.
 	r = s.as(reader).do("POST", "/v1/channels/jobs/room-1/token", nil).want(t, 201, "")
 	minted := "?token=" + url.QueryEscape(r.body["token"].(string))
 	subscribeSSE(t, s.client, base+minted, nil).ready()
@@ -134,16 +151,14 @@ func TestChannelAuth(t *testing.T) {
 	if m := get(base+minted, "").want(t, 401, "UNAUTHENTICATED").message(); !strings.Contains(m, "revoked") {
 		t.Fatalf("a revoked key's token: %q", m)
 	}
-
-	// The connection the first token opened is still live.
-	inst, err := s.eng.Instance(t.Context(), "acme", "jobs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.appendDirect(inst.ID, "room-1", `{"n":1}`, true)
+	s.clock.Advance(time.Second)
+	s.appendDirect(inst.ID, "room-1", `{"n":2}`, true)
 	for _, st := range []*sseStream{byToken, byKey} {
-		if got := st.messages(1); got[0] != `1:{"n":1}` {
-			t.Fatalf("after the expiry: %v", got)
+		if ev := st.next(); ev.event != "closing" || ev.id != "1" || !strings.Contains(ev.data, "revoked") {
+			t.Fatalf("a revoked key's open stream: %+v, want closing at 1", ev)
+		}
+		if !st.ended() {
+			t.Fatal("a revoked key's stream did not end")
 		}
 	}
 }
