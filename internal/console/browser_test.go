@@ -132,6 +132,41 @@ func shot(t *testing.T, ctx context.Context, name string) {
 	}
 }
 
+// TestBrowserLiveRefused: when the instance's rateLimit refuses the live
+// counts' read, the queues page says its counts are not live (rather
+// than freezing silently), and follows them again once a read passes,
+// after the refusal's Retry-After on the fake clock.
+func TestBrowserLiveRefused(t *testing.T) {
+	b := startBrowser(t)
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	base := e.srv.URL + "/console/"
+	admin := tab(t, b)
+	run(t, admin, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS("#key")),
+		chromedp.SendKeys(chromedp.CSS("#key"), e.full), chromedp.Click(chromedp.CSS("#login")), chromedp.WaitVisible(chromedp.CSS("#instances")))
+	ctx := context.Background()
+	if _, err := e.api.CreateInstance(ctx, "rl"); err != nil {
+		t.Fatal(err)
+	}
+	pull := errandapi.ModePull
+	if _, err := e.api.CreateQueue(ctx, "rl", "q1", errandapi.QueueRequest{Mode: &pull}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.api.UpdateSettings(ctx, "rl", errandapi.SettingsRequest{RateLimit: errandapi.Value(1.0)}); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(5 * time.Second) // a full bucket: one call, the page's own
+	note := `document.querySelector("#live-note")`
+	run(t, admin, chromedp.Navigate(base+"i/rl/"), chromedp.WaitVisible(chromedp.CSS(`tr[data-queue="q1"]`)))
+	waitJS(t, admin, `!`+note+`.hidden && `+note+`.textContent.startsWith("Counts not live: ")`)
+	if eval[bool](t, admin, `document.querySelector("#queues").hasAttribute("data-updated")`) {
+		t.Fatal("counts arrived though the stream's read was refused")
+	}
+	shot(t, admin, "queues-not-live")
+	e.clock.Advance(time.Second) // the Retry-After: the read is tried again, and passes
+	waitJS(t, admin, `document.querySelector("#queues").hasAttribute("data-updated") && `+note+`.hidden`)
+}
+
 // TestBrowser drives Debian's Chromium, headless, against a real errand
 // serve node on loopback: log in with a key, create a queue, watch its
 // counts change live, add a task whose payload is a <script>, see a

@@ -30,12 +30,16 @@ type liveQueue struct {
 // event "counts" at once, then after each change the engine sees (at most
 // every liveMinGap) and every LiveEvery. Each send is a call of the API
 // with the session's key: a key revoked meanwhile ends the stream with an
-// event "logout", and the page goes to the login.
+// event "logout", and the page goes to the login. A read the API refuses
+// otherwise (the instance's rateLimit, a store that does not answer) is an
+// event "stale" with its words, and the read is tried again after the
+// answer's Retry-After (else LiveEvery): the page says its counts are not
+// live meanwhile, rather than freezing silently.
 func (c *Console) live(w http.ResponseWriter, r *http.Request, s *session) {
 	inst := r.PathValue("instance")
 	ctx := r.Context()
 	qs, err := s.cl.ListQueues(ctx, inst)
-	if err != nil {
+	if loggedOut(err) {
 		c.fail(w, r, s, err)
 		return
 	}
@@ -44,18 +48,31 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request, s *session) {
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	clk := c.cfg.Clock
+	stale := false // the last read was refused (logged once a spell)
 	for {
 		var changed <-chan struct{}
 		if c.cfg.Changes != nil {
 			changed = c.cfg.Changes()
 		}
-		if err := sendCounts(w, qs); err != nil {
+		wait := c.cfg.LiveEvery
+		if err != nil {
+			if !stale {
+				c.cfg.Logger.Warn("console: live counts refused; trying again", "instance", inst, "err", err)
+			}
+			if d := retryAfter(err); d > 0 {
+				wait, changed = d, nil
+			}
+			if sendStale(w, err) != nil {
+				return
+			}
+		} else if sendCounts(w, qs) != nil {
 			return
 		}
+		stale = err != nil
 		if err := rc.Flush(); err != nil {
 			return
 		}
-		tick := clk.After(c.cfg.LiveEvery)
+		tick := clk.After(wait)
 		select {
 		case <-ctx.Done():
 			return
@@ -72,16 +89,39 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request, s *session) {
 		case <-tick:
 		}
 		qs, err = s.cl.ListQueues(ctx, inst)
-		if errors.Is(err, client.ErrUnauthenticated) || errors.Is(err, client.ErrNotFound) || errors.Is(err, client.ErrPermissionDenied) {
+		if loggedOut(err) {
 			fmt.Fprint(w, "event: logout\ndata: {}\n\n")
 			_ = rc.Flush()
 			return
 		}
-		if err != nil {
-			c.cfg.Logger.Warn("console: live counts failed", "instance", inst, "err", err)
-			return
-		}
 	}
+}
+
+// loggedOut reports whether err says the session's key no longer reaches
+// the instance.
+func loggedOut(err error) bool {
+	return errors.Is(err, client.ErrUnauthenticated) || errors.Is(err, client.ErrNotFound) || errors.Is(err, client.ErrPermissionDenied)
+}
+
+// retryAfter is the wait a refusal asks for (RATE_LIMITED's Retry-After),
+// or 0.
+func retryAfter(err error) time.Duration {
+	var e *client.Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
+}
+
+// sendStale tells the page its counts are not live: the API refused the
+// read with err.
+func sendStale(w http.ResponseWriter, err error) error {
+	raw, jerr := json.Marshal(map[string]string{"message": apiError(err).Message})
+	if jerr != nil {
+		return jerr
+	}
+	_, werr := fmt.Fprintf(w, "event: stale\ndata: %s\n\n", raw)
+	return werr
 }
 
 func sendCounts(w http.ResponseWriter, qs []errandapi.Queue) error {

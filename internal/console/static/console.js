@@ -53,8 +53,26 @@ function update(row, q) {
 
 function live(table) {
   var body = table.tBodies[0];
+  var note = document.getElementById("live-note");
+  var say = function (text) {
+    if (note) {
+      note.textContent = text;
+      note.hidden = text === "";
+    }
+  };
   var src = new EventSource(table.getAttribute("data-live"));
+  // A read the API refused (the instance's rate limit, say): the counts
+  // shown are not live until the next "counts".
+  src.addEventListener("stale", function (ev) {
+    say("Counts not live: " + JSON.parse(ev.data).message.replace(/\.?$/, ".") + " Trying again.");
+  });
+  src.addEventListener("error", function () {
+    if (src.readyState === EventSource.CLOSED) {
+      say("Counts not live: the stream ended. Reload the page to follow them again.");
+    }
+  });
   src.addEventListener("counts", function (ev) {
+    say("");
     var data = JSON.parse(ev.data);
     var rows = {};
     body.querySelectorAll("tr[data-queue]").forEach(function (row) {
