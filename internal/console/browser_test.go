@@ -365,6 +365,19 @@ func TestBrowser(t *testing.T) {
 			t.Fatal("the queue page is wider than a phone's screen")
 		}
 		shot(t, phone, "phone")
+		// The longest names allowed wrap rather than widen the page.
+		long := "q" + strings.Repeat("x", 99)
+		pull := errandapi.ModePull
+		if _, err := e.api.CreateQueue(context.Background(), "jobs", long, errandapi.QueueRequest{Mode: &pull}); err != nil {
+			t.Fatal(err)
+		}
+		id := e.add(long, errandapi.NewTask{Name: strings.Repeat("n", 500), Payload: json.RawMessage(`{}`)})
+		for _, page := range []string{"i/jobs/q/" + long + "/", "i/jobs/t/" + id} {
+			run(t, phone, chromedp.Navigate(base+page), chromedp.WaitVisible(chromedp.CSS("h1")))
+			if w := eval[int](t, phone, `document.documentElement.scrollWidth`); w > 391 {
+				t.Fatalf("%s with the longest names is %d px wide on a 390 px phone", page, w)
+			}
+		}
 	})
 
 	t.Run("log out", func(t *testing.T) {
