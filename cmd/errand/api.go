@@ -28,6 +28,9 @@ type apiFlags struct {
 	json     bool
 	instance string
 	queue    string
+	// withQueue: the command takes --queue as the queue it acts on (a
+	// command may have a --queue of its own meaning: triggers').
+	withQueue bool
 	// fields names the flags that set the API's fields (see fieldFlags).
 	fields fieldFlags
 }
@@ -35,7 +38,7 @@ type apiFlags struct {
 // apiCmd adds the node's address, key and --json to c; withInstance adds
 // --instance, withQueue --queue.
 func apiCmd(c *cobra.Command, withInstance, withQueue bool) *apiFlags {
-	f := &apiFlags{}
+	f := &apiFlags{withQueue: withQueue}
 	fs := c.Flags()
 	fs.StringVar(&f.url, "url", envOr("ERRAND_URL", defaultURL), "the node's base URL (env ERRAND_URL)")
 	fs.StringVar(&f.key, "api-key", "", "the API key; errand serve needs one, errand dev none (env ERRAND_API_KEY)")
@@ -63,7 +66,7 @@ func (f *apiFlags) client(c *cobra.Command) (*client.Client, error) {
 	if fl := c.Flags().Lookup("instance"); fl != nil && f.instance == "" {
 		return nil, usageErrorf("--instance (or ERRAND_INSTANCE) is required: the instance to act in")
 	}
-	if fl := c.Flags().Lookup("queue"); fl != nil && f.queue == "" {
+	if f.withQueue && f.queue == "" {
 		return nil, usageErrorf("--queue is required: the queue to act on")
 	}
 	key := f.key

@@ -106,7 +106,7 @@ Exit codes: 0 done, 1 refused by the API (its code on stderr) or failed, 2 usage
 		root.AddCommand(c)
 	}
 	for _, c := range []*cobra.Command{
-		newInstancesCmd(), newQueuesCmd(), newAddCmd(), newListCmd(), newGetCmd(),
+		newInstancesCmd(), newQueuesCmd(), newTriggersCmd(), newAddCmd(), newListCmd(), newGetCmd(),
 		newTaskOpCmd(taskRun), newTaskOpCmd(taskCancel), newTaskOpCmd(taskRetry),
 		newLeaseCmd(), newAckCmd(), newUsageCmd(),
 		legacy("export", "Write the organization's configuration bundle as JSON (errand export --help)", runExport),

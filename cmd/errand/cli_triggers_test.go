@@ -1,0 +1,102 @@
+package main
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/errandhq/errand/errandapi"
+)
+
+// TestCLITriggers: errand triggers creates each kind of rule, lists, shows,
+// changes and deletes them against a real node; a hook rule's URL, as the
+// CLI prints it, adds a task; refusals name the flag, and a missing kind,
+// two kinds or a delete without --yes are usage errors.
+func TestCLITriggers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildErrand(t)
+	_, url, _ := startMode(t, bin, "dev", "--data", t.TempDir())
+	c := newCLI(t, url)
+	c.env = []string{"ERRAND_INSTANCE=jobs"}
+	c.ok("queues", "create", "reports", "--mode", "pull")
+
+	var sched, hook, chain errandapi.TriggerResponse
+	c.json(&sched, "triggers", "create", "--queue", "reports", "--cron", "@every 1m", "--time-zone", "Europe/Paris", "--payload", `{"r":1}`)
+	if tr := sched.Trigger; tr == nil || tr.Kind != errandapi.KindSchedule || tr.Queue != "jobs/reports" || string(tr.Payload) != `{"r":1}` ||
+		tr.Schedule.TimeZone != "Europe/Paris" || !tr.Enabled {
+		t.Fatalf("schedule rule %+v", sched.Trigger)
+	}
+	c.json(&hook, "triggers", "create", "--queue", "jobs/reports", "--hook", "--header", "X-Event")
+	if tr := hook.Trigger; tr == nil || tr.Hook == nil || tr.Hook.Path == "" || strings.Join(tr.Hook.Headers, ",") != "X-Event" {
+		t.Fatalf("hook rule %+v", hook.Trigger)
+	}
+	c.json(&chain, "triggers", "create", "--queue", "reports", "--on-queue", "default", "--on", "succeeded,failed", "--id", "after-default")
+	if tr := chain.Trigger; tr == nil || tr.ID != "after-default" || tr.Task == nil || tr.Task.Queue != "jobs/default" || strings.Join(tr.Task.On, ",") != "succeeded,failed" {
+		t.Fatalf("chain rule %+v", chain.Trigger)
+	}
+
+	var list errandapi.TriggerList
+	c.json(&list, "triggers", "list")
+	if len(list.Triggers) != 3 {
+		t.Fatalf("%d rules listed", len(list.Triggers))
+	}
+	hookURL := url + hook.Trigger.Hook.Path
+	if out := c.ok("triggers", "list"); !strings.Contains(out, "POST "+hookURL) || !strings.Contains(out, "@every 1m Europe/Paris") {
+		t.Fatalf("triggers list:\n%s", out)
+	}
+	// The URL the CLI prints adds a task.
+	resp, err := http.Post(hookURL, "application/json", strings.NewReader(`{"from":"hook"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST to the printed hook URL: %d", resp.StatusCode)
+	}
+	if out := c.ok("list", "-q", "reports"); !strings.Contains(out, "scheduled") {
+		t.Fatalf("no task from the hook:\n%s", out)
+	}
+
+	id := sched.Trigger.ID
+	if out := c.ok("triggers", "get", id); !strings.Contains(out, `payload template  {"r":1}`) || !strings.Contains(out, "schedule") {
+		t.Fatalf("triggers get:\n%s", out)
+	}
+	var upd errandapi.TriggerResponse
+	c.json(&upd, "triggers", "update", id, "--enabled=false", "--cron", "@every 10m")
+	if tr := upd.Trigger; tr.Enabled || tr.Schedule.Cron != "@every 10m" || tr.Schedule.NextTickAt != nil {
+		t.Fatalf("updated %+v", tr)
+	}
+	upd = errandapi.TriggerResponse{}
+	c.json(&upd, "triggers", "update", id, "--payload", "none")
+	if p := string(upd.Trigger.Payload); p != "" && p != "null" {
+		t.Fatalf("payload after --payload none: %s", p)
+	}
+
+	// Refusals.
+	c.usage("give the rule's kind", "triggers", "create", "--queue", "reports")
+	c.usage("a rule has one kind", "triggers", "create", "--queue", "reports", "--cron", "@hourly", "--hook")
+	c.usage("--payload is not JSON", "triggers", "create", "--queue", "reports", "--hook", "--payload", "{")
+	c.usage("nothing to change", "triggers", "update", id)
+	c.usage("--yes", "triggers", "delete", id)
+	for _, cs := range []struct {
+		flag string
+		args []string
+	}{
+		{"--cron", []string{"triggers", "create", "--queue", "reports", "--cron", "bad cron"}},
+		{"--time-zone", []string{"triggers", "create", "--queue", "reports", "--cron", "@hourly", "--time-zone", "Mars/Olympus"}},
+		{"--secret", []string{"triggers", "update", id, "--secret", "whsec_x"}},
+		{"--on", []string{"triggers", "create", "--queue", "reports", "--on-queue", "default", "--on", "done"}},
+	} {
+		r := c.run("", cs.args...)
+		if r.code != exitRefused || !strings.Contains(r.errout, "INVALID_ARGUMENT: "+cs.flag+":") {
+			t.Fatalf("errand %s: exit %d, stderr %q; want INVALID_ARGUMENT naming %s", strings.Join(cs.args, " "), r.code, r.errout, cs.flag)
+		}
+	}
+	c.refused(errandapi.CodeNotFound, "triggers", "create", "--queue", "nope", "--cron", "@hourly")
+	if out := c.ok("triggers", "delete", id, "--yes"); !strings.Contains(out, "deleted rule "+id) {
+		t.Fatalf("delete: %q", out)
+	}
+	c.refused(errandapi.CodeNotFound, "triggers", "get", id)
+}

@@ -1,0 +1,365 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/errandhq/errand/client"
+	"github.com/errandhq/errand/errandapi"
+)
+
+func newTriggersCmd() *cobra.Command {
+	return group(&cobra.Command{
+		Use:     "triggers",
+		Aliases: []string{"trigger", "rules"},
+		Short:   "List, create, change and delete trigger rules (schedules, hooks, chains)",
+		Long: `A trigger rule adds tasks to a queue by itself: on a cron schedule (--cron), when
+an HTTP request reaches its hook URL (--hook), or when a task of another queue ends
+(--on-queue). Its tasks carry no target of their own: the queue needs one, or is a pull
+queue. Every subcommand acts in one instance, given with --instance or ERRAND_INSTANCE.`,
+		Example: `  errand triggers create -i jobs --queue reports --cron '0 6 * * 1-5' --time-zone Europe/Paris
+  errand triggers create -i jobs --queue inbound --hook --secret whsec_…
+  errand triggers create -i jobs --queue receipts --on-queue orders --on succeeded
+  errand triggers list -i jobs
+  errand triggers update RULE -i jobs --enabled=false
+  errand triggers delete RULE -i jobs --yes`,
+	}, newTriggersListCmd(), newTriggersGetCmd(), newTriggersCreateCmd(), newTriggersUpdateCmd(), newTriggersDeleteCmd())
+}
+
+func newTriggersListCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List an instance's trigger rules",
+		Long: `List an instance's rules, oldest first: kind, the queue they add to, whether they
+are enabled, when they fire, how often they fired and failed. With --json:
+{"triggers": [...]}, as the API answers.`,
+		Example: `  errand triggers list -i jobs`,
+		Args:    noArgs,
+	}
+	f := apiCmd(c, true, false)
+	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, _ []string) error {
+		trs, err := cl.ListTriggers(c.Context(), f.instance)
+		if err != nil {
+			return err
+		}
+		if f.json {
+			return printJSON(c.OutOrStdout(), errandapi.TriggerList{Triggers: trs})
+		}
+		t := newTable(c.OutOrStdout(), "ID", "KIND", "QUEUE", "ENABLED", "FIRES", "FIRED", "ERRORS")
+		for i := range trs {
+			tr := &trs[i]
+			t.row(tr.ID, tr.Kind, tr.Queue, tr.Enabled, fires(tr, f.url), tr.Fired, tr.ErrorCount)
+		}
+		return t.flush()
+	})
+	return c
+}
+
+// fires says when a rule adds a task: its schedule (and next tick), its
+// hook's URL (on the node at base), or the queue and outcomes it watches.
+func fires(tr *errandapi.Trigger, base string) string {
+	switch {
+	case tr.Schedule != nil:
+		s := tr.Schedule.Cron + " " + tr.Schedule.TimeZone
+		if tr.Schedule.NextTickAt != nil {
+			s += ", next " + whenPtr(tr.Schedule.NextTickAt)
+		}
+		return s
+	case tr.Hook != nil:
+		if tr.Hook.Path == "" {
+			return "POST to its hook (the path needs the write grant)"
+		}
+		return "POST " + strings.TrimSuffix(base, "/") + tr.Hook.Path
+	case tr.Task != nil:
+		return "a task of " + tr.Task.Queue + " " + strings.Join(tr.Task.On, " or ")
+	}
+	return "-"
+}
+
+func newTriggersGetCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "get ID",
+		Short: "Show one trigger rule",
+		Long: `Show one rule: its kind and queue, when it fires, its payload template and params,
+how often it fired and its last error. With --json: {"trigger": {...}} as the API answers.`,
+		Example: `  errand triggers get RULE -i jobs`,
+		Args:    exactArgs("ID"),
+	}
+	f := apiCmd(c, true, false)
+	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, args []string) error {
+		tr, err := cl.GetTrigger(c.Context(), f.instance, args[0])
+		return showTrigger(c, f, tr, err)
+	})
+	return c
+}
+
+// showTrigger prints the rule a call answered, or returns its error.
+func showTrigger(c *cobra.Command, f *apiFlags, tr *errandapi.Trigger, err error) error {
+	if err != nil {
+		return err
+	}
+	if f.json {
+		return printJSON(c.OutOrStdout(), errandapi.TriggerResponse{Trigger: tr})
+	}
+	t := newTable(c.OutOrStdout(), "id", tr.ID)
+	t.row("kind", tr.Kind)
+	t.row("queue", tr.Queue)
+	t.row("enabled", tr.Enabled)
+	t.row("fires", fires(tr, f.url))
+	if tr.Schedule != nil {
+		t.row("lastTick", whenPtr(tr.Schedule.LastTickAt))
+	}
+	if tr.Hook != nil {
+		t.row("hook secret", map[bool]string{true: "set (Standard Webhooks signatures required)", false: "none"}[tr.Hook.HasSecret])
+		t.row("hook headers", strings.Join(tr.Hook.Headers, ", "))
+	}
+	t.row("payload template", rawOr(tr.Payload, "-"))
+	t.row("params", rawOr(tr.Params, "-"))
+	t.row("fired", tr.Fired)
+	t.row("errors", tr.ErrorCount)
+	t.row("lastError", strPtr(tr.LastError))
+	t.row("lastErrorAt", whenPtr(tr.LastErrorAt))
+	t.row("created", when(tr.CreatedAt))
+	return t.flush()
+}
+
+// rawOr is raw JSON as text, or none when it is absent or null.
+func rawOr(raw json.RawMessage, none string) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return none
+	}
+	return string(raw)
+}
+
+func newTriggersCreateCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "create --queue QUEUE (--cron EXPR | --hook | --on-queue QUEUE)",
+		Short: "Create a trigger rule",
+		Long: `Create a rule that adds tasks to --queue (a queue of --instance): on a schedule
+(--cron, 5 fields or @every 30s / @hourly …, in --time-zone, default UTC), on each POST to
+its hook URL (--hook; with --secret the calls must carry Standard Webhooks signatures), or
+when a task of --on-queue ends (--on succeeded, failed or both). Its tasks take --payload
+as their payload (default: the request body, or the ended task's result) and --params. The
+node checks every value and names the one it refuses. With --json: {"trigger": {...}}.`,
+		Example: `  errand triggers create -i jobs --queue reports --cron '0 6 * * 1-5' --time-zone Europe/Paris --payload '{"report":"daily"}'
+  errand triggers create -i jobs --queue inbound --hook --header X-GitHub-Event
+  errand triggers create -i jobs --queue receipts --on-queue orders --on succeeded`,
+		Args: noArgs,
+	}
+	tf := addTriggerFlags(c, false)
+	f := apiCmd(c, true, false)
+	f.fields = triggerFields
+	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, _ []string) error {
+		req, err := tf.request(c, f.instance)
+		if err != nil {
+			return err
+		}
+		if req.Queue == nil {
+			return usageErrorf("--queue is required: the queue the rule adds tasks to")
+		}
+		if req.Schedule == nil && req.Hook == nil && req.Task == nil {
+			return usageErrorf("give the rule's kind: --cron EXPR, --hook or --on-queue QUEUE")
+		}
+		tr, err := cl.CreateTrigger(c.Context(), f.instance, req)
+		if err != nil {
+			return err
+		}
+		if f.json {
+			return printJSON(c.OutOrStdout(), errandapi.TriggerResponse{Trigger: tr})
+		}
+		return printf(c, "created %s rule %s adding to %s; it fires on: %s\n", tr.Kind, tr.ID, tr.Queue, fires(tr, f.url))
+	})
+	return c
+}
+
+func newTriggersUpdateCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "update ID",
+		Short: "Change a trigger rule",
+		Long: `Change only what is given; the kind never changes (a schedule's flags on a
+schedule, a hook's on a hook, a chain's on a chain). --payload, --params and --secret are
+cleared with "none", --header with "none". --enabled=false stops the rule, --enabled
+starts it again. With --json: {"trigger": {...}} as the API answers.`,
+		Example: `  errand triggers update RULE -i jobs --cron '@every 10m'
+  errand triggers update RULE -i jobs --enabled=false
+  errand triggers update RULE -i jobs --payload none`,
+		Args: exactArgs("ID"),
+	}
+	tf := addTriggerFlags(c, true)
+	f := apiCmd(c, true, false)
+	f.fields = triggerFields
+	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, args []string) error {
+		req, err := tf.request(c, f.instance)
+		if err != nil {
+			return err
+		}
+		if isEmptyTriggerRequest(req) {
+			return usageErrorf("nothing to change: give at least one flag (see --help)")
+		}
+		tr, err := cl.UpdateTrigger(c.Context(), f.instance, args[0], req)
+		return showTrigger(c, f, tr, err)
+	})
+	return c
+}
+
+func newTriggersDeleteCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "delete ID --yes",
+		Short: "Delete a trigger rule",
+		Long: `Delete a rule: it adds no task from then on (the tasks it added stay). It cannot
+be undone, so --yes is required.`,
+		Example: `  errand triggers delete RULE -i jobs --yes`,
+		Args:    exactArgs("ID"),
+	}
+	yes := confirmFlag(c)
+	f := apiCmd(c, true, false)
+	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, args []string) error {
+		if !*yes {
+			return needYes("delete of rule " + args[0])
+		}
+		if err := cl.DeleteTrigger(c.Context(), f.instance, args[0]); err != nil {
+			return err
+		}
+		if f.json {
+			return printJSON(c.OutOrStdout(), map[string]bool{"deleted": true})
+		}
+		return printf(c, "deleted rule %s\n", args[0])
+	})
+	return c
+}
+
+// triggerFlags are the fields of triggers create and update; every value
+// is checked by the node, which names the field it refuses.
+type triggerFlags struct {
+	id, queue, cron, timeZone, secret, onQueue, payload, params string
+	headers, on                                                 []string
+	hook, enabled                                               bool
+}
+
+func addTriggerFlags(c *cobra.Command, update bool) *triggerFlags {
+	t := &triggerFlags{}
+	fs := c.Flags()
+	clear := ""
+	if update {
+		clear = `; "none" clears it`
+	} else {
+		fs.StringVar(&t.id, "id", "", "the rule's id (default: a new one)")
+		fs.BoolVar(&t.hook, "hook", false, "a hook rule: each POST to its URL adds a task")
+	}
+	fs.StringVar(&t.queue, "queue", "", "the queue the rule adds tasks to (a queue of --instance)")
+	fs.StringVar(&t.cron, "cron", "", "a schedule rule's cron: 5 fields, or @every 30s, @hourly …")
+	fs.StringVar(&t.timeZone, "time-zone", "", "the schedule's IANA time zone (default UTC)")
+	fs.StringVar(&t.secret, "secret", "", "a hook's Standard Webhooks secret (whsec_…): its calls must be signed"+clear)
+	fs.StringSliceVar(&t.headers, "header", nil, "a request header a hook copies into the task's params (repeat for more)"+clear)
+	fs.StringVar(&t.onQueue, "on-queue", "", "a chain rule: the queue whose tasks' ends fire it")
+	fs.StringSliceVar(&t.on, "on", nil, "a chain rule's outcomes: succeeded, failed or both (default succeeded)")
+	fs.StringVar(&t.payload, "payload", "", "the payload template of the tasks it adds, any JSON"+clear)
+	fs.StringVar(&t.params, "params", "", "the params of the tasks it adds, a JSON object"+clear)
+	fs.BoolVar(&t.enabled, "enabled", true, "whether the rule fires (--enabled=false stops it)")
+	return t
+}
+
+// request is the body of the create or PATCH: only the flags given.
+func (t *triggerFlags) request(c *cobra.Command, instance string) (errandapi.TriggerRequest, error) {
+	var r errandapi.TriggerRequest
+	set := c.Flags().Changed
+	r.ID = t.id
+	queueRef := func(q string) *string {
+		if !strings.Contains(q, "/") {
+			q = instance + "/" + q
+		}
+		return &q
+	}
+	if set("queue") {
+		r.Queue = queueRef(t.queue)
+	}
+	if set("cron") || set("time-zone") {
+		r.Schedule = &errandapi.TriggerScheduleSpec{}
+		if set("cron") {
+			r.Schedule.Cron = &t.cron
+		}
+		if set("time-zone") {
+			r.Schedule.TimeZone = &t.timeZone
+		}
+	}
+	if t.hook || set("secret") || set("header") {
+		r.Hook = &errandapi.TriggerHookSpec{}
+		if set("secret") {
+			r.Hook.Secret = nullableString(t.secret)
+		}
+		if set("header") {
+			h := t.headers
+			if len(h) == 1 && h[0] == "none" {
+				h = []string{}
+			}
+			r.Hook.Headers = &h
+		}
+	}
+	if set("on-queue") || set("on") {
+		r.Task = &errandapi.TriggerTaskSpec{}
+		if set("on-queue") {
+			r.Task.Queue = queueRef(t.onQueue)
+		}
+		if set("on") {
+			r.Task.On = &t.on
+		}
+	}
+	if kinds := countTrue(r.Schedule != nil, r.Hook != nil, r.Task != nil); kinds > 1 {
+		return r, usageErrorf("a rule has one kind: give the flags of a schedule (--cron, --time-zone), a hook (--hook, --secret, --header) or a chain (--on-queue, --on), not of several")
+	}
+	for _, js := range []struct {
+		flag, val string
+		dst       *json.RawMessage
+	}{{"payload", t.payload, &r.Payload}, {"params", t.params, &r.Params}} {
+		if !set(js.flag) {
+			continue
+		}
+		switch {
+		case js.val == "none":
+			*js.dst = json.RawMessage("null")
+		case !json.Valid([]byte(js.val)):
+			return r, usageErrorf("--%s is not JSON: %s", js.flag, short(js.val, 40))
+		default:
+			*js.dst = json.RawMessage(js.val)
+		}
+	}
+	if set("enabled") {
+		r.Enabled = &t.enabled
+	}
+	return r, nil
+}
+
+// nullableString is a flag's value, "none" being null.
+func nullableString(s string) errandapi.Nullable[string] {
+	if s == "none" {
+		return errandapi.Null[string]()
+	}
+	return errandapi.Value(s)
+}
+
+func countTrue(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// isEmptyTriggerRequest reports whether r changes nothing.
+func isEmptyTriggerRequest(r errandapi.TriggerRequest) bool {
+	return r.Queue == nil && r.Schedule == nil && r.Hook == nil && r.Task == nil &&
+		r.Payload == nil && r.Params == nil && r.Enabled == nil
+}
+
+// triggerFields names the flags of triggers create and update that set the
+// API's fields (see fieldFlags).
+var triggerFields = fieldFlags{
+	"id": {"id"}, "queue": {"queue"}, "schedule": {"cron", "time-zone"}, "schedule.cron": {"cron"},
+	"schedule.timeZone": {"time-zone"}, "hook": {"hook", "secret", "header"}, "hook.secret": {"secret"},
+	"hook.headers": {"header"}, "task": {"on-queue", "on"}, "task.queue": {"on-queue"}, "task.on": {"on"},
+	"payload": {"payload"}, "params": {"params"}, "enabled": {"enabled"},
+}
