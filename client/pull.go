@@ -19,8 +19,8 @@ func (c *Client) Lease(ctx context.Context, instance, queue string, req errandap
 }
 
 // Ack finishes a leased task with its result. The lease fences it, so it
-// is retried; a retry after a try that landed answers LEASE_LOST (the
-// lease ended with that ack).
+// is retried; a retry after a try that landed answers as that try did
+// (the server knows its own ack by the lease: the task, succeeded).
 func (c *Client) Ack(ctx context.Context, instance, id string, req errandapi.AckRequest) (*errandapi.Task, error) {
 	return c.leaseCall(ctx, instance, id, "ack", req)
 }
@@ -46,7 +46,8 @@ func (c *Client) leaseCall(ctx context.Context, instance, id, op string, body an
 // returns one result per ack, in order (BatchAckResult.Err() is its
 // refusal, LEASE_LOST or NOT_FOUND). When none was stored the results come
 // with an error too: the first refusal, as the server's 409. Each ack is
-// fenced by its lease, so the call is retried.
+// fenced by its lease, so the call is retried (an ack a lost try stored
+// answers OK again).
 func (c *Client) AckMany(ctx context.Context, instance, queue string, acks []errandapi.BatchAck) ([]errandapi.BatchAckResult, error) {
 	var out errandapi.BatchAckResponse
 	err := c.do(ctx, call{method: "POST", path: []string{"v1", "tasks", instance, "queues", queue, "ack"},

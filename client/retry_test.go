@@ -125,6 +125,33 @@ func TestNamedAddWhoseAnswerWasLost(t *testing.T) {
 	}
 }
 
+// TestAckWhoseAnswerWasLost: the first try of an ack (single and batch)
+// is stored but its answer lost; the retry answers success with the task
+// as the first try stored it, not LEASE_LOST.
+func TestAckWhoseAnswerWasLost(t *testing.T) {
+	f := &failing{n: 0, suffix: "/ack", how: "lose"}
+	e := start(t, options{wrap: f.wrap})
+	e.pullQueue(t)
+	ctx := context.Background()
+	for range 2 {
+		must(e.c.AddTask(ctx, "jobs", "q", errandapi.NewTask{Payload: json.RawMessage(`1`)})).of(t)
+	}
+	leased := must(e.c.Lease(ctx, "jobs", "q", errandapi.LeaseRequest{Count: new(2), LeaseSeconds: new(60)})).of(t)
+	if len(leased) != 2 {
+		t.Fatalf("leased %d", len(leased))
+	}
+	f.n = 1
+	got, err := e.c.Ack(ctx, "jobs", leased[0].ID, errandapi.AckRequest{LeaseID: leased[0].LeaseID, Result: json.RawMessage(`{"w":1}`)})
+	if err != nil || got.State != errandapi.StateSucceeded || string(got.Result) != `{"w":1}` || f.seen.Load() != 2 {
+		t.Fatalf("ack after a lost answer: %+v %v in %d tries, want the task succeeded in 2", got, err, f.seen.Load())
+	}
+	f.n = 3 // the batch's first try is lost too
+	res, err := e.c.AckMany(ctx, "jobs", "q", []errandapi.BatchAck{{ID: leased[1].ID, LeaseID: leased[1].LeaseID}})
+	if err != nil || len(res) != 1 || res[0].Err() != nil || f.seen.Load() != 4 {
+		t.Fatalf("batch ack after a lost answer: %+v %v in %d tries, want OK in 2", res, err, f.seen.Load()-2)
+	}
+}
+
 // TestNonRepeatableCallsAreNotSentTwice: an add without a name, a lease
 // and a task retry that may have reached the server (503, a cut or a
 // lost answer) answer their error after one try and add nothing more.

@@ -54,7 +54,9 @@ func (e *Engine) AckMany(ctx context.Context, ref QueueRef, acks []AckInput) ([]
 		seen[a.ID] = true
 		fp, err := ackOne(t, a, q, at[a.ID])
 		if err != nil {
-			errs[i] = err
+			if t == nil || !t.AckedBy(a.LeaseID) { // else this ack, repeated: done
+				errs[i] = err
+			}
 			continue
 		}
 		fps = append(fps, fp)
@@ -133,7 +135,12 @@ func (e *Engine) refusedAcks(ctx context.Context, q *task.Queue, acks []AckInput
 	}
 	for _, i := range refused {
 		a := acks[i]
-		if err := ackable(stored[a.ID], a, q, at[a.ID]); err != nil {
+		t := stored[a.ID]
+		if t != nil && t.AckedBy(a.LeaseID) {
+			errs[i] = nil // the same ack, sent twice at once: done
+			continue
+		}
+		if err := ackable(t, a, q, at[a.ID]); err != nil {
 			errs[i] = err
 		}
 	}

@@ -181,6 +181,7 @@ func (e *Engine) finishLeased(ctx context.Context, ref TaskRef, leaseID string, 
 		return nil, err
 	}
 	now := e.now()
+	ack := o.Status == task.AttemptSucceeded
 	t := e.leased.take(st.InstanceID, st.ID)
 	cached := t != nil && checkLeased(t, leaseID, now) == nil
 	if !cached {
@@ -189,14 +190,20 @@ func (e *Engine) finishLeased(ctx context.Context, ref TaskRef, leaseID string, 
 		}
 		now = e.now()
 		// A task purged during the attempt is written under its purged
-		// lease: the store removes it and answers task.ErrPurged.
-		if err := checkLeased(t, leaseID, now); err != nil && !errors.Is(err, task.ErrPurged) {
-			return nil, err
+		// lease: the store removes it and answers task.ErrPurged. An ack
+		// that finds its own ack done (repeated, its answer lost) is done.
+		if err := checkLeased(t, leaseID, now); err != nil {
+			switch {
+			case ack && t.AckedBy(leaseID):
+				return t, nil
+			case !errors.Is(err, task.ErrPurged):
+				return nil, err
+			}
 		}
 	}
 	if err := e.fin.finish(ctx, t, now, o, now); err != nil {
-		if cached && (task.IsCode(err, task.CodeLeaseLost) || task.IsCode(err, task.CodeNotFound)) {
-			return nil, e.refusedLeased(ctx, ref, st, leaseID, now, err)
+		if (cached || ack) && (task.IsCode(err, task.CodeLeaseLost) || task.IsCode(err, task.CodeNotFound)) {
+			return e.refusedLeased(ctx, ref, st, leaseID, now, ack, err)
 		}
 		return nil, err
 	}
@@ -212,24 +219,28 @@ func checkLeased(t *task.Task, leaseID string, now int64) error {
 	return t.CheckLease(leaseID, now)
 }
 
-// refusedLeased answers a finish from this node's copy that the store
-// refused (err: the fence missed, or the queue is gone) as the read would
-// have answered it: the task is read, and a task gone is NOT_FOUND, a lease
+// refusedLeased answers a finish that the store refused (err: the fence
+// missed, or the queue is gone) as the read would have answered it: the
+// task is read, and a task gone is NOT_FOUND, an ack (ack) that finds its
+// own lease's ack done (the same ack, sent twice at once) is done, a lease
 // not held is its LEASE_LOST; a lease that still holds in what was read
 // lost a race, and err stands, as it does when the read fails.
-func (e *Engine) refusedLeased(ctx context.Context, ref TaskRef, st store.TaskRef, leaseID string, now int64, err error) error {
+func (e *Engine) refusedLeased(ctx context.Context, ref TaskRef, st store.TaskRef, leaseID string, now int64, ack bool, err error) (*task.Task, error) {
 	if errors.Is(err, task.ErrPurged) {
-		return err // the store removed the task
+		return nil, err // the store removed the task
 	}
 	t, gerr := e.store.TaskGet(ctx, st)
 	if task.IsCode(gerr, task.CodeNotFound) {
-		return ref.notFound(gerr)
+		return nil, ref.notFound(gerr)
 	}
 	if gerr != nil {
-		return err
+		return nil, err
+	}
+	if ack && t.AckedBy(leaseID) {
+		return t, nil
 	}
 	if cerr := checkLeased(t, leaseID, now); cerr != nil {
-		return cerr
+		return nil, cerr
 	}
-	return err
+	return nil, err
 }

@@ -35,6 +35,16 @@ func (p *partitioned) NodeBeat(ctx context.Context, bp *store.NodeBeatParams) ([
 	return p.Store.NodeBeat(ctx, bp)
 }
 
+// TaskClaim is cut with the heartbeats: a node that cannot beat takes no
+// new work either (else, still running, it could claim the retry of the
+// attempt its death ended before the live node does).
+func (p *partitioned) TaskClaim(ctx context.Context, cp *store.ClaimParams) ([]*task.Task, error) {
+	if p.cut.Load() {
+		return nil, task.Errorf(task.CodeUnavailable, "test: claims cut")
+	}
+	return p.Store.TaskClaim(ctx, cp)
+}
+
 // holdingTarget is a webhook target that holds every request until the
 // test lets it answer 200; each arrival is reported with its release.
 type holdingTarget struct {

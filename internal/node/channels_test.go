@@ -77,8 +77,11 @@ func TestChannelAcrossNodes(t *testing.T) {
 		t.Fatalf("the stream ended: %v", lines.Err())
 		return ""
 	}
-	if l := next(); l != "event: ready" {
+	if l := next(); l != "id: 0" { // where the stream starts: the empty channel's head
 		t.Fatalf("first line %q", l)
+	}
+	if l := next(); l != "event: ready" {
+		t.Fatalf("second line %q", l)
 	}
 	next() // ready's data
 	for i, want := range []string{"1", "2"} {

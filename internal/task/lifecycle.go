@@ -156,6 +156,17 @@ func (t *Task) CheckLease(leaseID string, now int64) error {
 	return nil
 }
 
+// AckedBy reports whether t's last attempt succeeded under leaseID: a
+// pull worker acknowledged it with that lease, and the same ack repeated
+// (its answer lost, say) is done, not LEASE_LOST.
+func (t *Task) AckedBy(leaseID string) bool {
+	if leaseID == "" || t.State != Succeeded || len(t.Attempts) == 0 {
+		return false
+	}
+	a := t.Attempts[len(t.Attempts)-1]
+	return a.Status == AttemptSucceeded && a.Lease == leaseID
+}
+
 // Outcome says how an attempt ended, for Finish.
 type Outcome struct {
 	Status     string // one of the Attempt* statuses
@@ -182,6 +193,9 @@ func (t *Task) Finish(q *Queue, now int64, o Outcome) (failed bool, err error) {
 		return false, Errorf(CodeInternal, "finish of task %s in state %s", t.ID, t.State)
 	}
 	a := Attempt{Attempt: t.Attempt, Status: o.Status, StartedAt: t.StartedAt, EndedAt: now, HTTPStatus: o.HTTPStatus, Error: SanitizeText(truncate(o.Error, 500))}
+	if t.Pull && o.Status == AttemptSucceeded {
+		a.Lease = t.LeaseID
+	}
 	t.Attempts = append(t.Attempts, a)
 	t.LeaseID, t.LeaseExpiresAt, t.DeadlineAt, t.StartedAt = "", 0, 0, 0
 	switch o.Status {

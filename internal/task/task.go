@@ -76,6 +76,10 @@ type Attempt struct {
 	EndedAt    int64  `json:"endedAt,omitempty"`
 	HTTPStatus int    `json:"httpStatus,omitempty"`
 	Error      string `json:"error,omitempty"`
+	// Lease is the lease of a pull attempt its worker acknowledged, so
+	// that the same ack repeated is recognized (AckedBy); stored, never
+	// shown by the API.
+	Lease string `json:"lease,omitempty"`
 }
 
 // Target is where a push task goes: exactly one field is set.
