@@ -275,6 +275,7 @@ func TestQueryPlans(t *testing.T) {
 		{"finish", sqlFinish, finish, []string{"tasks_pkey"}, true},
 		{"heartbeat", sqlHeartbeat, []any{insts100, ids100, strs100, planNow}, []string{"tasks_pkey"}, true},
 		{"get", sqlTaskGet, []any{"inst-0", "b-7"}, []string{"tasks_pkey"}, true},
+		{"key get", qKeyGet, []any{"k1", "acme"}, []string{"api_keys_pkey"}, true},
 		{"add", qTaskInsert, tr.args(), []string{"tasks_name"}, false},
 		{"add plain", qTaskInsertPlain, tr.args(), []string{"tasks_name"}, false},
 		{"counts", qQueueCounts, []any{"inst-0", "q0", 10_000}, []string{"tasks_due", "tasks_running", "tasks_retry", "tasks_done"}, true},

@@ -7,7 +7,8 @@ import (
 )
 
 // TestKeyQueryPlans: the lookup every authenticated call makes is an index
-// seek on the digest, and an organization's key list needs no sort.
+// seek on the digest, a key's read by id (a subscription's check) a seek on
+// its key, and an organization's key list needs no sort.
 func TestKeyQueryPlans(t *testing.T) {
 	ctx := t.Context()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "plan.db"), Options{Logger: quietLog})
@@ -24,6 +25,8 @@ func TestKeyQueryPlans(t *testing.T) {
 		{"by digest", qKeyByDigest, []any{make([]byte, 32)}, "SEARCH api_keys USING INDEX sqlite_autoindex_api_keys_2 (digest=?)"},
 		{"list org", qKeyListOrg, []any{"acme"}, "SEARCH api_keys USING INDEX api_keys_org (org=?)"},
 		{"revoke", qKeyRevoke, []any{1, "acme", "k1"}, "SEARCH api_keys USING PRIMARY KEY (id=?)"},
+		// An open channel subscription reads its key once a second.
+		{"get", qKeyGet, []any{"k1", "acme"}, "SEARCH api_keys USING PRIMARY KEY (id=?)"},
 	} {
 		rows, err := s.w.QueryContext(ctx, "EXPLAIN QUERY PLAN "+c.q.text, c.args...)
 		if err != nil {
