@@ -105,6 +105,10 @@ type Engine struct {
 	vacuum     *keeper          // nil unless the store vacuums its tasks table (Vacuumer)
 	usage      *Usage
 	hub        *channels.Hub // this node's channel subscribers
+	// pollsEnd is closed by EndLongPolls: a lease waiting for tasks
+	// answers what it has, and none waits from then on.
+	pollsEnd  chan struct{}
+	pollsOnce sync.Once
 	pruner     *ChannelPruner
 	ops        *opsState
 	// services run from Start to Stop, started in this order and stopped
@@ -162,7 +166,8 @@ func New(cfg Config) *Engine {
 		}
 	}
 	e := &Engine{store: cfg.Store, addClaimer: addClaimer, clock: cfg.Clock, log: cfg.Logger, dev: cfg.Dev, node: cfg.Node, rules: cfg.URLRules,
-		waker: newWaker(), leases: newWaker(), ruleWake: newWaker(), chains: newWaker(), metrics: cfg.Metrics}
+		waker: newWaker(), leases: newWaker(), ruleWake: newWaker(), chains: newWaker(), metrics: cfg.Metrics,
+		pollsEnd: make(chan struct{})}
 	if sc, ok := cfg.Store.(store.ServerClock); ok && cfg.DatabaseClock {
 		// First, so that every other service starts on the database's time.
 		off := &clock.Offset{Base: cfg.Clock}

@@ -44,7 +44,7 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 		return nil, err
 	}
 	var deadline <-chan time.Time
-	if p.WaitSeconds > 0 {
+	if p.WaitSeconds > 0 && !e.longPollsEnded() {
 		timer := e.clock.NewTimer(time.Duration(p.WaitSeconds) * time.Second)
 		defer timer.Stop()
 		deadline = timer.C()
@@ -95,12 +95,31 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 		case <-ctx.Done():
 			stop()
 			return nil, ctx.Err()
+		case <-e.pollsEnd:
+			stop()
+			return []*task.Task{}, nil // the node is stopping: the worker polls again, elsewhere
 		case <-deadline:
 			last = true
 		case <-woken:
 		case <-due:
 		}
 		stop()
+	}
+}
+
+// EndLongPolls answers every lease waiting for tasks at once, with none
+// (a node that is stopping: its workers lease again, from another node or
+// after the restart, rather than hold the shutdown), and lets no lease
+// wait from then on.
+func (e *Engine) EndLongPolls() { e.pollsOnce.Do(func() { close(e.pollsEnd) }) }
+
+// longPollsEnded reports whether EndLongPolls was called.
+func (e *Engine) longPollsEnded() bool {
+	select {
+	case <-e.pollsEnd:
+		return true
+	default:
+		return false
 	}
 }
 

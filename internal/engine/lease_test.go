@@ -308,3 +308,35 @@ func TestLongPollTakesATaskDueSinceItsClaim(t *testing.T) {
 		t.Fatal("the task that came due after the claim was left waiting")
 	}
 }
+
+// TestEndLongPollsAnswersWaitingLeases: a node that stops answers the
+// leases waiting for tasks at once, with none (the fake clock never
+// moves: only EndLongPolls can end the wait), and a later lease does not
+// wait.
+func TestEndLongPollsAnswersWaitingLeases(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.queue("work", &task.QueuePatch{Mode: ptr(task.ModePull)})
+	ref := engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "work"}
+	got := make(chan []*task.Task, 1)
+	go func() {
+		ts, err := b.eng.Lease(b.ctx, ref, engine.LeaseParams{Count: 5, LeaseSeconds: 30, WaitSeconds: 30})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- ts
+	}()
+	b.sig.Parked(t, 1)
+	b.eng.EndLongPolls()
+	select {
+	case ts := <-got:
+		if ts == nil || len(ts) != 0 {
+			t.Fatalf("a waiting lease on stop: %+v, want none", ts)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting lease was not answered on stop")
+	}
+	if ts, err := b.eng.Lease(b.ctx, ref, engine.LeaseParams{Count: 1, LeaseSeconds: 30, WaitSeconds: 30}); err != nil || len(ts) != 0 {
+		t.Fatalf("a lease after the end: %+v %v, want none at once", ts, err)
+	}
+}

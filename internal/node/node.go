@@ -166,12 +166,13 @@ func (n *Node) Handler(c HandlerConfig) *httpapi.Server {
 }
 
 // CloseStreams ends the node's long-lived streams: the console's live
-// counts and the channel subscriptions (each subscriber told to resume
-// elsewhere). An HTTP server's Shutdown waits for requests in flight, so
+// counts, the channel subscriptions (each subscriber told to resume
+// elsewhere) and the leases waiting for tasks (answered with none). An HTTP server's Shutdown waits for requests in flight, so
 // serve registers it with RegisterOnShutdown. Close does it too.
 func (n *Node) CloseStreams() {
 	n.console.Close()
 	n.Engine.EndSubscriptions()
+	n.Engine.EndLongPolls()
 }
 
 // Close stops the node: the engine (attempts in flight finish or are
