@@ -109,8 +109,8 @@ type Engine struct {
 	// answers what it has, and none waits from then on.
 	pollsEnd  chan struct{}
 	pollsOnce sync.Once
-	pruner     *ChannelPruner
-	ops        *opsState
+	pruner    *ChannelPruner
+	ops       *opsState
 	// services run from Start to Stop, started in this order and stopped
 	// in reverse.
 	services []service
