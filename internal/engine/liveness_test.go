@@ -175,6 +175,60 @@ func TestDeadNodeAttemptsRetried(t *testing.T) {
 	close(releaseA)
 }
 
+// TestRescueFreesTheSlot: a dead node's attempt that the rescue ends for
+// good (its task failed, maxAttempts 1; or purged meanwhile, removed)
+// frees its slot under maxConcurrent 1, and the live node starts the
+// waiting task at once: the fake clock never reaches its backstop.
+func TestRescueFreesTheSlot(t *testing.T) {
+	t.Parallel()
+	for _, purge := range []bool{false, true} {
+		ctx := context.Background()
+		st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "errand.db"), sqlite.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		fc := clock.NewFake(T0)
+		target := newHoldingTarget(t)
+		bStore := &partitioned{Store: st}
+		engB, sigB := startNode(t, bStore, fc, "bbbb")
+		sigB.BeatAt(t, T0)
+		ref := engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "capped"}
+		if _, err := engB.QueueCreate(ctx, ref, &task.QueuePatch{Target: targetPtr(target.URL), MaxConcurrent: ptr(ptr(1)), MaxAttempts: ptr(1)}); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := engB.TaskAdd(ctx, ref, []task.AddInput{{}}); err != nil || res[0].Err != nil {
+			t.Fatalf("add: %v %+v", err, res)
+		}
+		releaseB := target.next(t) // B's attempt holds the slot
+		engA, sigA := startNode(t, st, fc, "aaaa")
+		sigA.BeatAt(t, T0)
+		if purge {
+			if n, err := engA.QueuePurge(ctx, ref); err != nil || n != 1 {
+				t.Fatalf("purge: %d %v", n, err)
+			}
+		}
+		res, err := engA.TaskAdd(ctx, ref, []task.AddInput{{}})
+		if err != nil || res[0].Err != nil {
+			t.Fatalf("add at A: %v %+v", err, res)
+		}
+		next := res[0].Task.ID
+		sigA.Settle(t) // A's dispatcher found the slot full and sleeps till its backstop
+		bStore.cut.Store(true)
+		for at := engine.NodeBeatEvery; at <= engine.NodeDeadAfter; at += engine.NodeBeatEvery {
+			fc.Advance(engine.NodeBeatEvery)
+			sigA.BeatAt(t, T0.Add(at))
+		}
+		releaseA := target.next(t) // the waiting task, in the freed slot
+		if tk, _ := engA.TaskGet(ctx, engine.TaskRef{Org: "dev", Instance: "jobs", ID: next}); tk.State != task.Running {
+			t.Fatalf("purge %v: the waiting task is %s after the rescue", purge, tk.State)
+		}
+		close(releaseB)
+		close(releaseA)
+		engB.Stop()
+	}
+}
+
 // TestNodeLeavesOnStop: a node that stops gives back its attempts and
 // removes its heartbeat row, so that no one waits for it.
 func TestNodeLeavesOnStop(t *testing.T) {

@@ -104,6 +104,7 @@ func (r *Rescuer) RunOnce(ctx context.Context) (int, error) {
 		if err != nil {
 			return total, err
 		}
+		defer r.freed(ts)
 		for _, t := range ts {
 			o := task.Outcome{Status: task.AttemptExpired, Error: "lease expired without an ack"}
 			if !t.Pull {
@@ -140,6 +141,7 @@ func (r *Rescuer) RescueNodes(ctx context.Context, nodes []string) (int, error) 
 		if err != nil {
 			return total, err
 		}
+		defer r.freed(ts)
 		now := r.clock.Now().UnixMilli()
 		for _, t := range ts {
 			o := task.Outcome{Status: task.AttemptTimedOut, NoBackoff: true,
@@ -154,6 +156,19 @@ func (r *Rescuer) RescueNodes(ctx context.Context, nodes []string) (int, error) 
 		}
 		if len(ts) < rescueBatch {
 			return total, nil
+		}
+	}
+}
+
+// freed wakes the dispatchers when ts, ended by the rescuer, hold a push
+// attempt: its slot under maxConcurrent is free, whether the task was
+// retried, failed for good or (purged) removed, and the dispatcher, which
+// learns of its own deliveries' ends only, would sleep until its backstop.
+func (r *Rescuer) freed(ts []*task.Task) {
+	for _, t := range ts {
+		if !t.Pull {
+			r.finisher.changed()
+			return
 		}
 	}
 }
