@@ -28,7 +28,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +38,7 @@ import (
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/node"
 	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/store/sqlite"
 	"github.com/errandhq/errand/internal/store/storeurl"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -106,7 +106,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	if err := auth.ValidateOrg(o.Org); err != nil {
 		return nil, publicError(err)
 	}
-	if s := strings.ToUpper(o.Sync); s != "" && s != "NORMAL" && s != "FULL" {
+	if _, ok := sqlite.SynchronousMode(o.Sync); !ok {
 		return nil, publicError(task.FieldErrorf(task.CodeInvalidArgument, "Sync", "must be NORMAL or FULL (or empty for NORMAL), not %q", o.Sync))
 	}
 	if o.Logger == nil {

@@ -13,9 +13,6 @@ import (
 	"github.com/errandhq/errand/client"
 )
 
-// TestOpenRefusalsAreErrors: Open refuses a bad Org or Store with an
-// *Error (INVALID_ARGUMENT) in the embedded API's words: the field
-// Store, not the command line's --store flag.
 // TestOpenUnreachablePostgres: a PostgreSQL that does not answer is an
 // UNAVAILABLE *Error, the driver's cause in its message.
 func TestOpenUnreachablePostgres(t *testing.T) {
@@ -33,6 +30,9 @@ func TestOpenUnreachablePostgres(t *testing.T) {
 	}
 }
 
+// TestOpenRefusalsAreErrors: Open refuses a bad Org, Sync or Store with an
+// *Error (INVALID_ARGUMENT) in the embedded API's words: the field
+// Store, not the command line's --store flag.
 func TestOpenRefusalsAreErrors(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -26,6 +26,9 @@ func (e *Engine) Lease(ctx context.Context, instance, queue string, count int, l
 	if err != nil {
 		return nil, e.fail(err)
 	}
+	if len(got) == 0 && e.closed() { // a wait the closing node ended
+		return nil, ErrClosed
+	}
 	out := make([]*Task, len(got))
 	for i, t := range got {
 		out[i] = publicTask(t)

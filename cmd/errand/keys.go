@@ -193,7 +193,7 @@ func keysList(c *cobra.Command, kf *keysFlags, asJSON bool) (err error) {
 			for _, g := range k.Grants {
 				l.Grants = append(l.Grants, errandapi.Grant{Instance: g.Instance, Role: errandapi.Role(g.Role)})
 			}
-			if k.RevokedAt != 0 {
+			if k.Revoked() {
 				l.RevokedAt = &k.RevokedAt
 			}
 			out = append(out, l)
@@ -203,7 +203,7 @@ func keysList(c *cobra.Command, kf *keysFlags, asJSON bool) (err error) {
 	t := newTable(c.OutOrStdout(), "ID", "ORG", "KEY", "GRANTS", "CREATED", "REVOKED")
 	for _, k := range ks {
 		revoked := "-"
-		if k.RevokedAt != 0 {
+		if k.Revoked() {
 			revoked = fmtMs(k.RevokedAt)
 		}
 		t.row(k.ID, k.Org, k.Prefix+"…", auth.FormatGrants(k.Grants), fmtMs(k.CreatedAt), revoked)

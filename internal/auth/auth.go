@@ -53,8 +53,9 @@ type Principal struct {
 	// KeyID names the API key (for a subscribe token, the key that minted
 	// it), for logs and for an open subscription's checks; "" in dev.
 	KeyID string
-	// KeyDigest is the key's stored digest, which signs the subscribe
-	// tokens it mints; nil in dev.
+	// KeyDigest is the key's stored digest (for a subscribe token, the
+	// minting key's), which signs the subscribe tokens it mints and finds
+	// the key again for an open subscription's checks; nil in dev.
 	KeyDigest []byte
 	// Dev marks the emulator's implicit caller.
 	Dev bool

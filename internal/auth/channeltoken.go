@@ -137,13 +137,13 @@ func (t ChannelTokens) Authenticate(r *http.Request) (*Principal, error) {
 	}
 	// A key's grants never change, and it held read on the instance when
 	// it minted the token; a revoked key's tokens end with it.
-	if key.RevokedAt != 0 {
+	if key.Revoked() {
 		return nil, ErrChannelTokenRevoked
 	}
 	if t.Clock.Now().UnixMilli() > c.Expires {
 		return nil, ErrChannelTokenExpired
 	}
-	return &Principal{Org: c.Org, Grants: map[string]Role{c.Instance: RoleRead}, Channel: c.Channel, KeyID: c.KeyID}, nil
+	return &Principal{Org: c.Org, Grants: map[string]Role{c.Instance: RoleRead}, Channel: c.Channel, KeyID: c.KeyID, KeyDigest: key.Digest}, nil
 }
 
 // KeyOrChannelToken authenticates the subscribe route: a request with

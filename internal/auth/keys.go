@@ -158,7 +158,7 @@ func (k Keys) Authenticate(r *http.Request) (*Principal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("auth: looking the key up: %w", err)
 	}
-	if key.RevokedAt != 0 {
+	if key.Revoked() {
 		return nil, ErrUnauthenticated
 	}
 	return PrincipalOf(key), nil

@@ -163,7 +163,14 @@ func TestBrowserLiveRefused(t *testing.T) {
 		t.Fatal("counts arrived though the stream's read was refused")
 	}
 	shot(t, admin, "queues-not-live")
-	e.clock.Advance(time.Second) // the Retry-After: the read is tried again, and passes
+	// The Retry-After: once the stream waits for it, the read is tried
+	// again, and passes.
+	wctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := e.clock.WaitForSleeperAt(wctx, e.clock.Now().Add(time.Second)); err != nil {
+		t.Fatal("the stream never waited out the Retry-After")
+	}
+	e.clock.Advance(time.Second)
 	waitJS(t, admin, `document.querySelector("#queues").hasAttribute("data-updated") && `+note+`.hidden`)
 }
 

@@ -56,7 +56,14 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 		wait := c.cfg.LiveEvery
 		if err != nil {
-			if !stale {
+			switch {
+			case ctx.Err() != nil:
+				return // the page left while the read was under way
+			case stale:
+			case errors.Is(err, client.ErrRateLimited):
+				// The tenant's own rateLimit: the page says so; no operator's matter.
+				c.cfg.Logger.Debug("console: live counts refused; trying again", "instance", inst, "err", err)
+			default:
 				c.cfg.Logger.Warn("console: live counts refused; trying again", "instance", inst, "err", err)
 			}
 			if d := retryAfter(err); d > 0 {

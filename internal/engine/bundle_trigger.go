@@ -150,7 +150,7 @@ func (bt BundleTrigger) check(bi *BundleInstance, field string, seen map[string]
 	switch {
 	case q == nil:
 		return task.FieldErrorf(task.CodeInvalidArgument, field+".queue", "names %q, which the bundle does not hold", bt.Queue)
-	case q.Mode == task.ModePush && q.Target == nil:
+	case !(&task.Queue{Mode: q.Mode, Target: q.Target}).DeliversUntargeted():
 		return task.FieldErrorf(task.CodeNoTarget, field+".queue", "%s", ruleNoTargetWords(tr.Queue))
 	}
 	if tr.Kind == task.TriggerTask {

@@ -143,7 +143,7 @@ func (e *Engine) checkDeadLetterTarget(ctx context.Context, instanceID string, p
 		return nil
 	case err != nil:
 		return err
-	case !task.TakesDeadLetters(dlq.Mode, dlq.Target):
+	case !dlq.DeliversUntargeted():
 		return task.DeadLetterRefusal("deadLetterQueue", name)
 	}
 	return nil
@@ -163,7 +163,7 @@ func (e *Engine) checkKeepsTarget(ctx context.Context, ref store.QueueRef, p *ta
 	}
 	var users []string
 	for _, q := range qs {
-		if q.Name == ref.Name && task.TakesDeadLetters(q.Mode, nil) {
+		if q.Name == ref.Name && q.Mode != task.ModePush {
 			return nil // a pull queue needs no target
 		}
 		if q.Name != ref.Name && q.DeadLetterQueue == ref.Name {

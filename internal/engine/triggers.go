@@ -135,7 +135,7 @@ func (e *Engine) checkRuleQueues(ctx context.Context, tr *task.Trigger, instance
 	if err != nil {
 		return err
 	}
-	if q.Mode == task.ModePush && q.Target == nil {
+	if !q.DeliversUntargeted() {
 		return ruleNoTarget(tr.Queue)
 	}
 	if tr.Kind == task.TriggerTask {

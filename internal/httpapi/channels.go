@@ -99,10 +99,10 @@ var errRevoked = errors.New("revoked")
 // nothing (they refuse new connections only), nor does a store that
 // cannot answer; dev has no key.
 func (s *Server) stillAdmitted(ctx context.Context, p *auth.Principal) error {
-	if p.KeyID == "" {
+	if p.KeyDigest == nil {
 		return nil
 	}
-	if s.eng.KeyRevoked(ctx, p.Org, p.KeyID) {
+	if s.eng.KeyRevoked(ctx, p.KeyDigest) {
 		return errRevoked
 	}
 	return nil

@@ -332,6 +332,15 @@ type APIKey struct {
 	RevokedAt int64 // 0 while valid
 }
 
+// Revoked reports whether the key admits nothing any more.
+func (k *APIKey) Revoked() bool { return k.RevokedAt != 0 }
+
+// KeyGone reports whether a read of a key (key, err) says it admits
+// nothing: it was deleted or revoked. Another error says nothing.
+func KeyGone(key *APIKey, err error) bool {
+	return task.IsCode(err, task.CodeNotFound) || (err == nil && key.Revoked())
+}
+
 // Grant is one role on one instance name ("*" for every instance).
 type Grant struct {
 	Instance string

@@ -80,7 +80,7 @@ func NewTask(q *Queue, in AddInput, now int64, rules URLRules) (*Task, error) {
 	}
 	// Every field is checked before the queue's target is looked at: a
 	// refused field answers INVALID_ARGUMENT whatever the queue.
-	if in.Target == nil && q.Mode == ModePush && q.Target == nil {
+	if in.Target == nil && !q.DeliversUntargeted() {
 		return nil, Errorf(CodeNoTarget, "queue %q has no target and the task names none: give the task one "+
 			`("target": {"webhook": "https://…"}), or the queue one (PATCH the queue with a target), or use a pull queue`, q.Name)
 	}

@@ -71,13 +71,13 @@ func NewQueue(instanceID, name string, mode Mode) *Queue {
 	}
 }
 
-// TakesDeadLetters reports whether a mode-queue with target could deliver
-// dead-letter copies: a copy carries no target of its own, so a push
-// queue needs one of its own (any pull queue takes them).
-func TakesDeadLetters(mode Mode, target *Target) bool { return mode != ModePush || target != nil }
+// DeliversUntargeted reports whether q can deliver a task that carries no
+// target of its own (a rule's task, a dead-letter copy, an add without
+// one): a pull queue, or a push queue with a target.
+func (q *Queue) DeliversUntargeted() bool { return q.Mode != ModePush || q.Target != nil }
 
 // DeadLetterRefusal refuses queue name, which cannot take dead letters
-// (TakesDeadLetters), as the deadLetterQueue that field sets.
+// (DeliversUntargeted), as the deadLetterQueue that field sets.
 func DeadLetterRefusal(field, name string) error {
 	return FieldErrorf(CodeNoTarget, field,
 		"queue %q is a push queue without a target, and a dead-letter copy carries none: give it a target, or use a pull queue", name)

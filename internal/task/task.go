@@ -77,8 +77,9 @@ type Attempt struct {
 	HTTPStatus int    `json:"httpStatus,omitempty"`
 	Error      string `json:"error,omitempty"`
 	// Lease is the lease of a pull attempt its worker acknowledged, so
-	// that the same ack repeated is recognized (AckedBy); stored, never
-	// shown by the API.
+	// that the same ack repeated is recognized (AckedBy). It is stored
+	// (and kept in instance backups) but never answered by the API: the
+	// lease has ended.
 	Lease string `json:"lease,omitempty"`
 }
 

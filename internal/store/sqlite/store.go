@@ -75,16 +75,24 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
+// SynchronousMode is s as SQLite's synchronous setting: NORMAL for "",
+// NORMAL or FULL in any case; ok is false for anything else.
+func SynchronousMode(s string) (mode string, ok bool) {
+	switch mode = strings.ToUpper(s); mode {
+	case "":
+		return "NORMAL", true
+	case "NORMAL", "FULL":
+		return mode, true
+	}
+	return "", false
+}
+
 // Open opens (creating if needed) the database file at path, applies the
 // migrations it lacks and prepares every statement. A database written by a
 // newer errand is refused.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
-	syncMode := strings.ToUpper(opts.Synchronous)
-	switch syncMode {
-	case "":
-		syncMode = "NORMAL"
-	case "NORMAL", "FULL":
-	default:
+	syncMode, ok := SynchronousMode(opts.Synchronous)
+	if !ok {
 		return nil, fmt.Errorf("sqlite: synchronous must be NORMAL or FULL, not %q", opts.Synchronous)
 	}
 	if path == "" {

@@ -348,12 +348,31 @@ func testQueuePurgeInFlight(t *testing.T, e *env) {
 	if _, err := gone.Finish(q, T0+1_000_000, task.Outcome{Status: task.AttemptExpired, Error: "lease expired"}); err != nil {
 		t.Fatal(err)
 	}
-	errs, err = e.s.TaskFinish(e.ctx, []*store.FinishParams{{Task: gone, LeaseID: fence}})
-	if err != nil || len(errs) != 1 {
+	// In one call with another queue's finish, and with a dead-letter copy
+	// to add: the purged task goes, without its copy; the other is stored.
+	dead := e.queue(inst, "dead", task.ModePull)
+	copyOf := gone.DeadLetter(dead, T0+1_000_000)
+	copyOf.ID = e.id("copy")
+	other := e.queue(inst, "other", task.ModePull)
+	e.addN(other, 1, T0, nil)
+	mine := e.claim(other, T0, 1, 1000)[0]
+	mineLease := mine.LeaseID
+	if _, err := mine.Finish(other, T0+2, succeed(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	errs, err = e.s.TaskFinish(e.ctx, []*store.FinishParams{{Task: gone, LeaseID: fence, DeadLetter: copyOf}, {Task: mine, LeaseID: mineLease}})
+	if err != nil || len(errs) != 2 {
 		t.Fatalf("TaskFinish(rescue) = %v, %v", errs, err)
 	}
 	wantCode(t, errs[0], task.CodeLeaseLost, "the rescue of a purged attempt")
+	if errs[1] != nil {
+		t.Fatalf("the other finish beside a purged one: %v", errs[1])
+	}
 	wantCounts(t, e, q, map[task.State]int{})
+	wantCounts(t, e, dead, map[task.State]int{})
+	if got := e.get(inst.ID, mine.ID); got.State != task.Succeeded {
+		t.Fatalf("the other task is %s", got.State)
+	}
 }
 
 // wantCounts checks q's counts: want's states, 0 for the others.
