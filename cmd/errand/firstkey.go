@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -53,7 +55,11 @@ func (f firstKey) make(ctx context.Context, st store.KeyStore) error {
 	if !isTerminal(f.stderr) {
 		// Written before the key is stored: a file that cannot be written
 		// leaves no key nobody has.
-		if err := writeOwnerOnly(f.file, secret+"\n"); err != nil {
+		if err := writeOwnerOnly(f.file, secret+"\n"); errors.Is(err, fs.ErrExist) {
+			// Another store's first key, perhaps (a second SQLite file in
+			// the same directory): never overwritten.
+			return fmt.Errorf("writing the first admin key: %s exists, maybe another store's first key: move it, or give --first-key-file another path", f.file)
+		} else if err != nil {
 			return fmt.Errorf("writing the first admin key: %w (give --first-key-file a writable path)", err)
 		}
 	}
@@ -72,10 +78,10 @@ func (f firstKey) make(ctx context.Context, st store.KeyStore) error {
 	return nil
 }
 
-// writeOwnerOnly writes s to path, readable by its owner only (mode 0600,
-// also when the file existed).
+// writeOwnerOnly writes s to a new file at path, readable by its owner
+// only (mode 0600); a file already there is left alone (fs.ErrExist).
 func writeOwnerOnly(path, s string) error {
-	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}

@@ -314,6 +314,17 @@ func TestServeFirstAdminKey(t *testing.T) {
 		t.Fatalf("exit after SIGTERM: %v\n%s", err, logs)
 	}
 
+	// A second store in the same directory would make its own first key
+	// there: it refuses to start rather than overwrite the first's file.
+	second := exec.Command(bin, "serve", "--store", "sqlite://"+filepath.Join(dir, "other.db"), "--addr", "127.0.0.1:0")
+	out, err := second.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), keyFile+" exists") {
+		t.Fatalf("a second store beside the first key's file: %v\n%s", err, out)
+	}
+	if b2, _ := os.ReadFile(keyFile); string(b2) != string(b) {
+		t.Fatal("the first store's key file was overwritten")
+	}
+
 	os.Remove(keyFile)
 	_, url, logs = startServe(t, bin, "--store", store, "--webhook-allow", "127.0.0.1/32", "--webhook-allow", "::1")
 	if _, err := os.Stat(keyFile); err == nil || strings.Contains(logs.String(), "first admin key") {
@@ -326,7 +337,7 @@ func TestServeFirstAdminKey(t *testing.T) {
 		t.Fatalf("a range not allowed: %d", st)
 	}
 	// Key list of the org shows the first key.
-	out, err := exec.Command(bin, "keys", "list", "--store", store, "--org", "ops").Output()
+	out, err = exec.Command(bin, "keys", "list", "--store", store, "--org", "ops").Output()
 	if err != nil || !strings.Contains(string(out), "full:*") || !strings.Contains(string(out), key[:13]) {
 		t.Fatalf("keys list: %v\n%s", err, out)
 	}
