@@ -119,7 +119,8 @@ func TestServeLogs(t *testing.T) {
 	}
 	// The line follows the outcome's write, which the watch saw.
 	logs.waitFor(t, `msg="attempt failed"`, 10*time.Second)
-	if n := strings.Count(logs.String(), `msg="attempt failed"`); n != 1 || !strings.Contains(logs.String(), "level=INFO") || !strings.Contains(logs.String(), "http=503") {
+	if n := strings.Count(logs.String(), `msg="attempt failed"`); n != 1 || !strings.Contains(logs.String(), "level=INFO") || !strings.Contains(logs.String(), "http=503") ||
+		!strings.Contains(logs.String(), "org=default instance=jobs queue=hooks") {
 		t.Fatalf("want one info line of the failing queue, got %d:\n%s", n, logs)
 	}
 	if strings.Contains(logs.String(), "msg=request") {

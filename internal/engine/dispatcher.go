@@ -606,6 +606,8 @@ func (d *Dispatcher) logAttempt(f finished, err error) {
 			if skipped > 0 {
 				attrs = append(attrs, "notLogged", skipped)
 			}
+			// Whose queue: many organizations may have a jobs/hooks.
+			attrs = append(instanceAttrs(context.Background(), d.store, t.InstanceID), attrs...)
 			d.log.Info("attempt failed", attrs...)
 			return
 		}

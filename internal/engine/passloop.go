@@ -100,6 +100,15 @@ func (p *passService) run(ctx context.Context) {
 
 // instanceName is the name of the instance with id, for a log line: the id
 // itself when it cannot be read (deleted since, or the store is down).
+// instanceAttrs are the log attributes that say whose an instance is: its
+// organization and name (its id when it cannot be read).
+func instanceAttrs(ctx context.Context, st store.Store, id string) []any {
+	if inst, err := st.InstanceGetByID(ctx, id); err == nil {
+		return []any{"org", inst.Org, "instance", inst.Name}
+	}
+	return []any{"instance", id}
+}
+
 func (d *TriggerDeps) instanceName(ctx context.Context, id string) string {
 	if inst, err := d.Store.InstanceGetByID(ctx, id); err == nil {
 		return inst.Name

@@ -118,8 +118,8 @@ func (r *Rescuer) RunOnce(ctx context.Context) (int, error) {
 			if ended && !t.Pull {
 				// A push lease runs out only when the node that holds it
 				// stops renewing it: worth an operator's attention.
-				r.log.Warn("push attempt abandoned by its node; retrying", "task", t.ID, "queue", t.Queue,
-					"attempt", attempt, "leaseExpiredAt", expired)
+				r.log.Warn("push attempt abandoned by its node; retrying", append(instanceAttrs(ctx, r.store, t.InstanceID),
+					"queue", t.Queue, "task", t.ID, "attempt", attempt, "leaseExpiredAt", expired)...)
 			}
 			total++
 		}
