@@ -34,9 +34,9 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	o := &slog.HandlerOptions{Level: level}
 	switch strings.ToLower(l.format) {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, o)), nil
+		return slog.New(newQuietRepeats(slog.NewTextHandler(w, o))), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, o)), nil
+		return slog.New(newQuietRepeats(slog.NewJSONHandler(w, o))), nil
 	}
 	return nil, usageErrorf("--log-format %q: want text or json", l.format)
 }
