@@ -23,21 +23,37 @@ type opsFlags struct {
 	retentionDays *int
 }
 
-func addOpsFlags(fs *pflag.FlagSet) *opsFlags {
+func addOpsFlags(fs *pflag.FlagSet, dev bool) *opsFlags {
+	dirHelp := "directory instance backups (POST /api/instances/{id}/backup) are written to, with --backup-key-file; without both they are off"
+	keyHelp := "`FILE` holding the 32-byte AES-256 key of instance backups: 64 hex digits, base64, or 32 raw bytes"
+	if dev {
+		dirHelp = "directory instance backups (POST /api/instances/{id}/backup) are written to (default DATA/backups)"
+		keyHelp += " (default DATA/backup.key, made on first use)"
+	}
 	return &opsFlags{
-		backupDir:     fs.String("backup-dir", "", "directory instance backups (POST /api/instances/{id}/backup) are written to; empty turns them off"),
-		backupKeyFile: fs.String("backup-key-file", "", "`FILE` holding the 32-byte AES-256 key of instance backups: 64 hex digits, base64, or 32 raw bytes"),
+		backupDir:     fs.String("backup-dir", "", dirHelp),
+		backupKeyFile: fs.String("backup-key-file", "", keyHelp),
 		retentionDays: fs.Int("ops-retention-days", 30, "days finished operations jobs are kept"),
 	}
+}
+
+// check refuses, as usage errors, a retention under a day and (serve) one
+// half of the backup settings without the other: backups would be off,
+// and the first backup refused.
+func (f *opsFlags) check(dev bool) error {
+	if *f.retentionDays < 1 {
+		return usageErrorf("--ops-retention-days %d: must be at least 1", *f.retentionDays)
+	}
+	if !dev && (*f.backupDir == "") != (*f.backupKeyFile == "") {
+		return usageErrorf("--backup-dir and --backup-key-file go together: give both to turn instance backups on, or neither")
+	}
+	return nil
 }
 
 // config reads the key file. In dev, missing values default to
 // DATA/backups and DATA/backup.key, the key made on first use.
 func (f *opsFlags) config(devData string) (engine.OpsConfig, error) {
 	c := engine.OpsConfig{BackupDir: *f.backupDir, RetentionDays: *f.retentionDays}
-	if c.RetentionDays < 1 {
-		return c, fmt.Errorf("--ops-retention-days: must be at least 1")
-	}
 	keyFile := *f.backupKeyFile
 	if devData != "" {
 		if c.BackupDir == "" {

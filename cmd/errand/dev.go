@@ -35,10 +35,13 @@ Ctrl-C: calls in flight finish first.`,
 	addTimeoutFlags(fs, &timeouts)
 	var channels engine.ChannelsConfig
 	addChannelFlags(fs, &channels)
-	opsf := addOpsFlags(fs)
+	opsf := addOpsFlags(fs, true)
 	lf := addLogFlags(fs)
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		ctx := c.Context()
+		if err := checkNodeFlags(*sync, timeouts, channels, opsf, true); err != nil {
+			return err
+		}
 		log, ln, err := lf.listen(c, *addr)
 		if err != nil {
 			return err

@@ -25,9 +25,11 @@ func newServeCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run production mode: API keys required, SQLite or PostgreSQL, outbound webhook guard",
-		Long: `Run errand in production. Every call but GET /healthz needs an API key (make them
-with errand keys create); instances are created explicitly; webhooks must be https and may
-not reach private, loopback or link-local addresses unless --webhook-allow opens a range.
+		Long: `Run errand in production. Every call needs an API key (make them with errand keys
+create), but the probes GET /livez (liveness) and GET /healthz (readiness: the store
+answers), GET /metrics, the OpenAPI document and hook URLs; instances are created
+explicitly; webhooks must be https and may not reach private, loopback or link-local
+addresses unless --webhook-allow opens a range.
 --store picks the backend: sqlite://PATH for one node, postgres://… for any number of nodes
 sharing the work. On a store without any key, serve makes a first admin key (grant full:*)
 and shows it once.`,
@@ -53,7 +55,7 @@ and shows it once.`,
 	addTimeoutFlags(fs, &timeouts)
 	var channels engine.ChannelsConfig
 	addChannelFlags(fs, &channels)
-	opsf := addOpsFlags(fs)
+	opsf := addOpsFlags(fs, false)
 	keyFile := fs.String("first-key-file", "", "where the first admin key is written when stderr is not a terminal (default: errand-admin-key beside the SQLite file, or in the working directory)")
 	lf := addLogFlags(fs)
 	hide(fs, "cpuprofile")
@@ -61,6 +63,9 @@ and shows it once.`,
 		ctx := c.Context()
 		if err := auth.ValidateOrg(*org); err != nil {
 			return usageErrorf("--org: %w", err)
+		}
+		if err := checkNodeFlags(*syncMode, timeouts, channels, opsf, false); err != nil {
+			return err
 		}
 		log, ln, err := lf.listen(c, *addr)
 		if err != nil {

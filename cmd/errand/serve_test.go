@@ -357,3 +357,38 @@ func TestServeFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeFlagRefusals: values of dev's and serve's flags that would be
+// replaced silently, or refused only after the store was opened, are
+// usage errors (exit 2) naming the flag, before any store file is made.
+func TestNodeFlagRefusals(t *testing.T) {
+	dir := t.TempDir()
+	store := "sqlite://" + filepath.Join(dir, "x.db")
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"serve", "--read-timeout", "-1s"}, "--read-timeout"},
+		{[]string{"serve", "--idle-timeout", "0"}, "--idle-timeout"},
+		{[]string{"serve", "--channel-keep", "-5"}, "--channel-keep"},
+		{[]string{"serve", "--channel-max-age", "-1s"}, "--channel-max-age"},
+		{[]string{"serve", "--sync", "bogus"}, "--sync"},
+		{[]string{"serve", "--ops-retention-days", "0"}, "--ops-retention-days"},
+		{[]string{"serve", "--backup-dir", dir}, "--backup-key-file"},
+		{[]string{"dev", "--data", dir, "--sync", "bogus"}, "--sync"},
+		{[]string{"dev", "--data", dir, "--read-timeout", "0"}, "--read-timeout"},
+	} {
+		args := c.args
+		if args[0] == "serve" {
+			args = append(args, "--store", store, "--addr", "127.0.0.1:0")
+		} else {
+			args = append(args, "--addr", "127.0.0.1:0")
+		}
+		if code, _, errs := runMain(args...); code != exitUsage || !strings.Contains(errs, c.flag) {
+			t.Errorf("%v: exit %d, %q; want a usage error naming %s", c.args, code, errs, c.flag)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("refused starts left files: %v", entries)
+	}
+}

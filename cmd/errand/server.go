@@ -19,6 +19,7 @@ import (
 	"github.com/errandhq/errand/internal/mcp"
 	"github.com/errandhq/errand/internal/node"
 	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/store/sqlite"
 )
 
 type serveConfig struct {
@@ -58,6 +59,27 @@ func addTimeoutFlags(fs *pflag.FlagSet, t *httpTimeouts) {
 	*t = defaultTimeouts
 	fs.DurationVar(&t.Read, "read-timeout", defaultTimeouts.Read, "longest time a client may take to send a whole request, body included")
 	fs.DurationVar(&t.Idle, "idle-timeout", defaultTimeouts.Idle, "longest time a kept-alive connection may wait for its next request")
+}
+
+// checkNodeFlags refuses, as usage errors and before anything is opened,
+// the values of dev's and serve's flags that would otherwise be replaced
+// silently (a timeout of 0 or less means none to net/http; a retention
+// of 0 or less the default) or refused only after the store was opened.
+func checkNodeFlags(sync string, t httpTimeouts, ch engine.ChannelsConfig, ops *opsFlags, dev bool) error {
+	switch {
+	case t.Read <= 0:
+		return usageErrorf("--read-timeout %v: must be more than 0 (it bounds a client sending its request)", t.Read)
+	case t.Idle <= 0:
+		return usageErrorf("--idle-timeout %v: must be more than 0", t.Idle)
+	case ch.Keep < 1:
+		return usageErrorf("--channel-keep %d: must be at least 1", ch.Keep)
+	case ch.MaxAge <= 0:
+		return usageErrorf("--channel-max-age %v: must be more than 0", ch.MaxAge)
+	}
+	if _, ok := sqlite.SynchronousMode(sync); !ok {
+		return usageErrorf("--sync %q: want NORMAL or FULL", sync)
+	}
+	return ops.check(dev)
 }
 
 // addChannelFlags registers the channel retention flags on fs.

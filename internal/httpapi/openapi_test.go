@@ -89,6 +89,9 @@ func TestOpenAPIServed(t *testing.T) {
 	if !bytes.Equal(r.raw, httpapi.OpenAPI) || r.body["openapi"] != "3.1.0" {
 		t.Fatalf("served %.100s", r.raw)
 	}
+	if ok := b.do("GET", "/livez", nil).want(t, 200, "").body["ok"]; ok != true {
+		t.Fatalf("livez ok %v", ok)
+	}
 	if ok := b.do("GET", "/healthz", nil).want(t, 200, "").body["ok"]; ok != true {
 		t.Fatalf("healthz ok %v", ok)
 	}

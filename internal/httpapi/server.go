@@ -147,6 +147,12 @@ func New(cfg Config) *Server {
 	}
 	s.handle("POST /v1/hooks/{instance}/{hook}", http.HandlerFunc(s.hook)) // no key: see hooks.go
 	s.handle("GET "+OpenAPIPath, http.HandlerFunc(serveOpenAPI))           // no key: see openapi.go
+	// GET /livez asks nothing of the store: a liveness probe that restarts
+	// the node on a failure must not restart every node in a database
+	// outage, which they ride out. GET /healthz is readiness.
+	s.handle("GET /livez", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+	}))
 	s.handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
