@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -35,11 +36,13 @@ Ctrl-C: calls in flight finish first.`,
 	addTimeoutFlags(fs, &timeouts)
 	var channels engine.ChannelsConfig
 	addChannelFlags(fs, &channels)
+	var grace time.Duration
+	addGraceFlag(fs, &grace)
 	opsf := addOpsFlags(fs, true)
 	lf := addLogFlags(fs)
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		ctx := c.Context()
-		if err := checkNodeFlags(*sync, timeouts, channels, opsf, true); err != nil {
+		if err := checkNodeFlags(*sync, timeouts, channels, grace, opsf, true); err != nil {
 			return err
 		}
 		log, ln, err := lf.listen(c, *addr)
@@ -61,7 +64,7 @@ Ctrl-C: calls in flight finish first.`,
 		}
 		return serve(ctx, serveConfig{
 			ln: ln, addr: *addr, store: st, log: log, dev: true, auth: func(store.KeyStore) auth.Authenticator { return auth.Dev{} },
-			stdout: c.OutOrStdout(), timeouts: timeouts, ops: ops, channels: channels,
+			stdout: c.OutOrStdout(), timeouts: timeouts, ops: ops, channels: channels, grace: grace,
 		})
 	}
 	return c

@@ -251,12 +251,12 @@ func adminKey(t *testing.T, storeURL string) string {
 // startNodes makes an admin key, starts n serve nodes on storeURL that may
 // deliver to loopback webhooks, and creates the instance jobs through the
 // first; it returns the key and the nodes.
-func startNodes(t *testing.T, bin, storeURL string, n int) (string, []*nodeProc) {
+func startNodes(t *testing.T, bin, storeURL string, n int, extra ...string) (string, []*nodeProc) {
 	t.Helper()
 	key := adminKey(t, storeURL)
 	var nodes []*nodeProc
 	for range n {
-		cmd, url, logs := startServe(t, bin, "--store", storeURL, "--webhook-allow", "127.0.0.0/8")
+		cmd, url, logs := startServe(t, bin, append([]string{"--store", storeURL, "--webhook-allow", "127.0.0.0/8"}, extra...)...)
 		nodes = append(nodes, &nodeProc{cmd: cmd, url: url, logs: logs})
 	}
 	if st, body := call(t, key, "POST", nodes[0].url+"/v1/instances", `{"name":"jobs"}`); st != 201 {

@@ -125,7 +125,9 @@ func onePushTask(t *testing.T, pg *testkit.PGCluster, bin, receiver, settings st
 		t.Fatalf("keys create: %s", stderr)
 	}
 	key = strings.TrimSpace(key)
-	_, url, logs := startServe(t, bin, "--store", pg.URL(), "--webhook-allow", "127.0.0.0/8")
+	// At debug: the outcome writer's later tries are debug lines, which
+	// the outage tests wait on.
+	_, url, logs := startServe(t, bin, "--store", pg.URL(), "--webhook-allow", "127.0.0.0/8", "--log-level", "debug")
 	if st, body := call(t, key, "POST", url+"/v1/instances", `{"name":"jobs"}`); st != 201 {
 		t.Fatalf("instance: %d %s", st, body)
 	}

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime/pprof"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -55,6 +56,8 @@ and shows it once.`,
 	addTimeoutFlags(fs, &timeouts)
 	var channels engine.ChannelsConfig
 	addChannelFlags(fs, &channels)
+	var grace time.Duration
+	addGraceFlag(fs, &grace)
 	opsf := addOpsFlags(fs, false)
 	keyFile := fs.String("first-key-file", "", "where the first admin key is written when stderr is not a terminal (default: errand-admin-key beside the SQLite file, or in the working directory)")
 	lf := addLogFlags(fs)
@@ -64,7 +67,7 @@ and shows it once.`,
 		if err := auth.ValidateOrg(*org); err != nil {
 			return usageErrorf("--org: %w", err)
 		}
-		if err := checkNodeFlags(*syncMode, timeouts, channels, opsf, false); err != nil {
+		if err := checkNodeFlags(*syncMode, timeouts, channels, grace, opsf, false); err != nil {
 			return err
 		}
 		log, ln, err := lf.listen(c, *addr)
@@ -103,7 +106,7 @@ and shows it once.`,
 		}
 		return serve(ctx, serveConfig{
 			ln: ln, addr: *addr, store: st, log: log, auth: keysAuth, shared: storeurl.Shared(*storeURL),
-			guard: g, stdout: c.OutOrStdout(), timeouts: timeouts, ops: ops, channels: channels,
+			guard: g, stdout: c.OutOrStdout(), timeouts: timeouts, ops: ops, channels: channels, grace: grace,
 		})
 	}
 	return c

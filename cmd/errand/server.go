@@ -40,6 +40,8 @@ type serveConfig struct {
 	timeouts httpTimeouts
 	ops      engine.OpsConfig
 	channels engine.ChannelsConfig
+	// grace is how long a stop lets deliveries in flight finish.
+	grace time.Duration
 }
 
 // httpTimeouts bound how long a client may hold a connection.
@@ -65,8 +67,10 @@ func addTimeoutFlags(fs *pflag.FlagSet, t *httpTimeouts) {
 // the values of dev's and serve's flags that would otherwise be replaced
 // silently (a timeout of 0 or less means none to net/http; a retention
 // of 0 or less the default) or refused only after the store was opened.
-func checkNodeFlags(sync string, t httpTimeouts, ch engine.ChannelsConfig, ops *opsFlags, dev bool) error {
+func checkNodeFlags(sync string, t httpTimeouts, ch engine.ChannelsConfig, grace time.Duration, ops *opsFlags, dev bool) error {
 	switch {
+	case grace < 0:
+		return usageErrorf("--shutdown-grace %v: must be 0 or more", grace)
 	case t.Read <= 0:
 		return usageErrorf("--read-timeout %v: must be more than 0 (it bounds a client sending its request)", t.Read)
 	case t.Idle <= 0:
@@ -80,6 +84,15 @@ func checkNodeFlags(sync string, t httpTimeouts, ch engine.ChannelsConfig, ops *
 		return usageErrorf("--sync %q: want NORMAL or FULL", sync)
 	}
 	return ops.check(dev)
+}
+
+// defaultStopGrace is --shutdown-grace's default: long enough for most
+// webhooks to answer, well inside a Kubernetes pod's 30 s to stop.
+const defaultStopGrace = 10 * time.Second
+
+// addGraceFlag registers --shutdown-grace on fs.
+func addGraceFlag(fs *pflag.FlagSet, d *time.Duration) {
+	fs.DurationVar(d, "shutdown-grace", defaultStopGrace, "on SIGTERM, how long push attempts in flight may finish before the rest are cut and handed back (0: at once)")
 }
 
 // addChannelFlags registers the channel retention flags on fs.
@@ -110,7 +123,7 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 			err = cerr
 		}
 	}()
-	n := node.New(node.Config{Store: c.store, Logger: c.log, Dev: c.dev, Guard: c.guard, Shared: c.shared, Ops: c.ops, Channels: c.channels})
+	n := node.New(node.Config{Store: c.store, Logger: c.log, Dev: c.dev, Guard: c.guard, Shared: c.shared, Ops: c.ops, Channels: c.channels, StopGrace: c.grace})
 	if err := n.Start(ctx); err != nil {
 		return err
 	}

@@ -159,7 +159,13 @@ func storeOutcomes(ctx context.Context, st store.Store, ps []*store.FinishParams
 		if err == nil || !task.IsCode(err, task.CodeUnavailable) || clk.Now().Add(pause).After(deadline(start)) {
 			return errs, err
 		}
-		log.Warn("storing outcomes failed; trying again", "n", len(ps), "try", try, "err", err)
+		// The first failure warns; each later try is a debug line (an
+		// outage's warnings are its services' first failures).
+		level := slog.LevelDebug
+		if try == 1 {
+			level = slog.LevelWarn
+		}
+		log.Log(ctx, level, "storing outcomes failed; trying again", "n", len(ps), "try", try, "err", err)
 		t := clk.NewTimer(pause)
 		select {
 		case <-ctx.Done():

@@ -50,6 +50,15 @@ type dispatcherDeps struct {
 	// stored, if set, is told of each outcome batch written (the
 	// chainer's wake, as the finish batcher tells it of pull outcomes).
 	stored func(ps []*store.FinishParams)
+	// stopGrace is how long a stop lets deliveries in flight end by
+	// themselves (Config.StopGrace).
+	stopGrace time.Duration
+}
+
+// drainReport is a stop's grace as it begins (tests only).
+type drainReport struct {
+	Began    bool
+	InFlight int // attempts in flight
 }
 
 // Dispatcher delivers due tasks of push queues to their targets. It wakes
@@ -86,9 +95,12 @@ type Dispatcher struct {
 	hintMu sync.Mutex
 	hints  map[qkey]bool
 
-	// runCtx is the run loop's context while it runs (nil before and
-	// after): launches from outside the loop (addClaim) use it, under mu.
+	// runCtx is the deliveries' context while the loop runs (nil before
+	// and after): launches from outside the loop (addClaim) use it, under
+	// mu. It outlives the loop's by the stop's grace (stopGrace).
 	runCtx context.Context
+	// dctx is runCtx for the loop's own launches (its goroutine only).
+	dctx context.Context
 	// slotMu is held by each claim of the pass, and by an add that claims
 	// a function queue's tasks (addClaim): each reads the function slots
 	// free and takes those it claims (slotView) while no other does, so no
@@ -100,6 +112,9 @@ type Dispatcher struct {
 
 	// Tests only (nil in production): the pass before each sleep.
 	asleep *progress[sleepReport]
+	// draining reports the attempts in flight when a stop begins its
+	// grace (tests only).
+	draining *progress[drainReport]
 }
 
 type qkey struct{ instance, queue string }
@@ -146,18 +161,37 @@ func (d *Dispatcher) run(ctx context.Context, ready chan<- struct{}) {
 	for range max(d.writers, 1) {
 		fin.Go(func() { d.finisher(fctx) })
 	}
+	// The deliveries (and the heartbeat that renews their leases) end
+	// stopGrace after the loop's ctx, or when the last one does.
+	dctx, endDeliveries := context.WithCancel(context.WithoutCancel(ctx))
+	defer endDeliveries()
 	hb := make(chan struct{})
-	go func() { defer close(hb); d.heartbeat(ctx) }()
+	go func() { defer close(hb); d.heartbeat(dctx) }()
 	d.mu.Lock()
-	d.runCtx = ctx
+	d.runCtx, d.dctx = dctx, dctx
 	d.mu.Unlock()
 	close(ready)
 	defer func() {
-		d.stoppingAt.Store(clock.Real{}.Now().UnixMilli()) // the finishers' deadline shortens
 		d.mu.Lock()
 		d.runCtx = nil // no launch from outside the loop from now on
+		n := len(d.inflight)
 		d.mu.Unlock()
-		d.wg.Wait() // deliveries end with ctx
+		drained := make(chan struct{})
+		go func() { d.wg.Wait(); close(drained) }()
+		if n > 0 && d.stopGrace > 0 {
+			d.log.Info("stopping: letting the attempts in flight finish", "attempts", n, "grace", d.stopGrace.String())
+		}
+		d.draining.report(drainReport{Began: true, InFlight: n})
+		grace := time.NewTimer(d.stopGrace) // real time: no test's fake clock may hold a stop
+		select {
+		case <-drained:
+		case <-grace.C:
+			endDeliveries() // the rest are cut and given back
+			<-drained
+		}
+		grace.Stop()
+		endDeliveries()
+		d.stoppingAt.Store(clock.Real{}.Now().UnixMilli()) // the finishers' deadline shortens
 		close(d.results)
 		written := make(chan struct{})
 		go func() { fin.Wait(); close(written) }()
@@ -347,7 +381,7 @@ func (d *Dispatcher) claimFrom(ctx context.Context, cp *claimPass, q *task.Queue
 		return 0, err
 	}
 	for _, t := range ts {
-		d.launch(ctx, t, q, inst, cp.byKey)
+		d.launch(d.dctx, t, q, inst, cp.byKey)
 	}
 	return len(ts), nil
 }

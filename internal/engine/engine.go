@@ -70,6 +70,11 @@ type Config struct {
 	UsageEvery time.Duration
 	// Channels configures channel targets: retention and subscribers.
 	Channels ChannelsConfig
+	// StopGrace is how long Stop lets push attempts in flight finish (no
+	// new one starts) before it cuts the rest and gives them back,
+	// uncounted: a target's request cut mid-way is sent again by the next
+	// node, so a restart within it delivers nothing twice. 0 cuts at once.
+	StopGrace time.Duration
 }
 
 // Engine holds the store and the services. It is safe for concurrent use.
@@ -187,7 +192,8 @@ func New(cfg Config) *Engine {
 	// cfg.Deliverer.
 	e.ops = newOpsState(e, cfg.Ops)
 	e.dispatcher = newDispatcher(dispatcherDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "dispatcher"),
-		node: cfg.Node, targets: e.ops.router(cfg.Deliverer), metrics: cfg.Metrics, usage: e.usage, wake: e.waker, dev: cfg.Dev, writers: cfg.Writers, backstop: cfg.Backstop, stored: e.outcomesStored})
+		node: cfg.Node, targets: e.ops.router(cfg.Deliverer), metrics: cfg.Metrics, usage: e.usage, wake: e.waker, dev: cfg.Dev, writers: cfg.Writers, backstop: cfg.Backstop, stored: e.outcomesStored,
+		stopGrace: cfg.StopGrace})
 	td := TriggerDeps{Store: cfg.Store, Clock: e.clock, Logger: cfg.Logger, Rules: cfg.URLRules, Added: e.changed, NewID: e.newID,
 		Counted: func(instanceID string) {
 			e.usage.count(instanceID, usageAdded, 1)

@@ -16,6 +16,7 @@ const signalWait = 10 * time.Second
 func WithSignals(e *Engine) *Signals {
 	e.dispatcher.asleep = newProgress[sleepReport]()
 	e.dispatcher.slotWaits = newProgress[int]()
+	e.dispatcher.draining = newProgress[drainReport]()
 	e.rescuer.asleep = newProgress[sleepReport]()
 	e.scheduler.asleep = newProgress[sleepReport]()
 	e.chainer.asleep = newProgress[sleepReport]()
@@ -34,6 +35,13 @@ func WithSignals(e *Engine) *Signals {
 		e.vacuum.ran = newProgress[int]()
 	}
 	return &Signals{e: e}
+}
+
+// Draining waits until a stop of the dispatcher has begun its grace, and
+// returns how many attempts were in flight.
+func (s *Signals) Draining(tb testing.TB) int {
+	tb.Helper()
+	return wait(tb, "the dispatcher to stop", s.e.dispatcher.draining, func(r drainReport) bool { return r.Began }).InFlight
 }
 
 // AddsAtTheSlotLock waits until n adds in all have come to take the

@@ -45,6 +45,9 @@ type Config struct {
 	Ops engine.OpsConfig
 	// Channels configures channel targets (retention, subscriber buffers).
 	Channels engine.ChannelsConfig
+	// StopGrace is engine.Config.StopGrace: how long Close lets push
+	// attempts in flight finish.
+	StopGrace time.Duration
 }
 
 // Node is one assembled node. Start runs it; Close stops it.
@@ -98,7 +101,7 @@ func New(cfg Config) *Node {
 	}
 	n.Engine = engine.New(engine.Config{
 		Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, Dev: cfg.Dev, URLRules: n.rules,
-		Backstop: backstop, DatabaseClock: cfg.Shared, Ops: cfg.Ops, Node: n.id, Channels: cfg.Channels,
+		Backstop: backstop, DatabaseClock: cfg.Shared, Ops: cfg.Ops, Node: n.id, Channels: cfg.Channels, StopGrace: cfg.StopGrace,
 		Deliverer: &deliver.Mux{Webhook: n.webhook, Function: &deliver.FunctionRoutes{InProcess: cfg.Functions, Workers: n.Workers}, Channel: channel},
 	})
 	n.console = console.New(console.Config{
