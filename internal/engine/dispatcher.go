@@ -614,7 +614,7 @@ func (d *Dispatcher) logAttempt(f finished, err error) {
 	t := f.fp.Task
 	a := t.Attempts[len(t.Attempts)-1]
 	if err == nil {
-		countAttempt(d.metrics, a.Status, false)
+		countFinish(d.metrics, t, a.Status)
 		d.metrics.DeliverySeconds.WithLabelValues(a.Status).Observe(f.dur.Seconds())
 	}
 	if !d.dev && a.Status != task.AttemptFailed && a.Status != task.AttemptTimedOut &&

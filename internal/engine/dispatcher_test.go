@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/store"
@@ -143,6 +146,20 @@ func TestPushDeferDoesNotUseAnAttempt(t *testing.T) {
 	if tk.Attempts[1].Status != task.AttemptFailed || tk.Attempts[1].HTTPStatus != 503 {
 		t.Fatalf("%+v", tk.Attempts)
 	}
+	// The metrics count the task failed for good, once, as push.
+	if n := counterValue(t, b.eng.Metrics().TasksFailed.WithLabelValues("push")); n != 1 {
+		t.Fatalf("errand_tasks_failed_total{kind=push} = %v, want 1", n)
+	}
+}
+
+// counterValue reads a counter's value.
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }
 
 func TestPushKeepsMaxConcurrent(t *testing.T) {

@@ -187,7 +187,7 @@ func New(cfg Config) *Engine {
 	e.rescuer = newRescuer(rescuerDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "rescuer"),
 		leases: e.leases, finisher: e.fin, backstop: cfg.Backstop})
 	e.liveness = newLiveness(livenessDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "liveness"),
-		node: cfg.Node, rescue: e.rescuer.RescueNodes, every: NodeBeatEvery, deadAfter: NodeDeadAfter})
+		node: cfg.Node, rescue: e.rescuer.RescueNodes, every: NodeBeatEvery, deadAfter: NodeDeadAfter, metrics: cfg.Metrics})
 	// Attempts of operations jobs run in this process; the rest go to
 	// cfg.Deliverer.
 	e.ops = newOpsState(e, cfg.Ops)

@@ -47,7 +47,7 @@ func (f *finisher) finish(ctx context.Context, t *task.Task, now int64, o task.O
 	if err := f.batch.finish(ctx, fp); err != nil {
 		return err
 	}
-	countAttempt(f.metrics, o.Status, t.Pull)
+	countFinish(f.metrics, t, o.Status)
 	if t.State == task.RetryWait || fp.DeadLetter != nil {
 		f.changed()
 	}
@@ -56,11 +56,24 @@ func (f *finisher) finish(ctx context.Context, t *task.Task, now int64, o task.O
 
 // countAttempt counts a stored attempt outcome.
 func countAttempt(m *metrics.Metrics, status string, pull bool) {
-	kind := "push"
-	if pull {
-		kind = "pull"
+	m.Attempts.WithLabelValues(status, kindOf(pull)).Inc()
+}
+
+// countFinish counts the stored outcome status of t's attempt, and t
+// itself when the outcome failed it for good.
+func countFinish(m *metrics.Metrics, t *task.Task, status string) {
+	countAttempt(m, status, t.Pull)
+	if t.State == task.Failed {
+		m.TasksFailed.WithLabelValues(kindOf(t.Pull)).Inc()
 	}
-	m.Attempts.WithLabelValues(status, kind).Inc()
+}
+
+// kindOf is the metrics' kind label of a task: push or pull.
+func kindOf(pull bool) string {
+	if pull {
+		return "pull"
+	}
+	return "push"
 }
 
 // newID returns a fresh task or instance id, ordered by c's time.

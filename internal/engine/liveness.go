@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/errandhq/errand/internal/clock"
+	"github.com/errandhq/errand/internal/metrics"
 	"github.com/errandhq/errand/internal/store"
 )
 
@@ -36,6 +37,7 @@ type livenessDeps struct {
 	rescue    func(ctx context.Context, nodes []string) (int, error)
 	every     time.Duration
 	deadAfter time.Duration
+	metrics   *metrics.Metrics
 }
 
 // Liveness keeps this node's row of the store's nodes table beating and
@@ -110,6 +112,7 @@ func (l *Liveness) beat(ctx context.Context, now time.Time) ([]string, int, erro
 	if err != nil {
 		return dead, ended, err // their rows stay: the next beat tries again
 	}
+	l.metrics.NodesDeclaredDead.Add(float64(len(dead)))
 	l.log.Warn("nodes stopped beating: declared dead, their attempts retried", "nodes", dead,
 		"silentFor", l.deadAfter.String(), "attempts", ended)
 	// Only the rows still silent go: a node that was only paused and beat

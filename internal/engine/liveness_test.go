@@ -148,6 +148,9 @@ func TestDeadNodeAttemptsRetried(t *testing.T) {
 	if len(dead) != 1 || dead[0] != "bbbb" || ended != 1 {
 		t.Fatalf("at the threshold: dead %v, ended %d; want [bbbb], 1", dead, ended)
 	}
+	if n := counterValue(t, engA.Metrics().NodesDeclaredDead); n != 1 {
+		t.Fatalf("errand_nodes_declared_dead_total = %v, want 1", n)
+	}
 	// Retried at once, in the slot B held: A delivers it at the same time.
 	releaseA := target.next(t)
 	tk, _ := engA.TaskGet(ctx, engine.TaskRef{Org: "dev", Instance: "jobs", ID: id})

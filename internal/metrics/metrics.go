@@ -37,6 +37,11 @@ type Metrics struct {
 	ChannelSent prometheus.Counter
 	// ChannelDropped counts subscribers disconnected for lag.
 	ChannelDropped prometheus.Counter
+	// TasksFailed counts tasks that failed for good (their attempts or
+	// maxAgeSeconds spent), by kind (push or pull).
+	TasksFailed *prometheus.CounterVec
+	// NodesDeclaredDead counts the nodes this node declared dead.
+	NodesDeclaredDead prometheus.Counter
 }
 
 // New makes the collectors on a fresh registry, with the Go runtime's and
@@ -73,9 +78,15 @@ func New() *Metrics {
 		ChannelDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "errand_channel_subscribers_dropped_total", Help: "Channel subscribers disconnected because they fell too far behind.",
 		}),
+		TasksFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "errand_tasks_failed_total", Help: "Tasks that failed for good (attempts or maxAgeSeconds spent), by kind (push or pull).",
+		}, []string{"kind"}),
+		NodesDeclaredDead: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "errand_nodes_declared_dead_total", Help: "Nodes this node declared dead (silent past the threshold); their attempts were retried.",
+		}),
 	}
 	reg.MustRegister(m.TasksAdded, m.Attempts, m.DeliverySeconds, m.Leased, m.InFlight,
-		m.ChannelSubscribers, m.ChannelAppended, m.ChannelSent, m.ChannelDropped,
+		m.ChannelSubscribers, m.ChannelAppended, m.ChannelSent, m.ChannelDropped, m.TasksFailed, m.NodesDeclaredDead,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
