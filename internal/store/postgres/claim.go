@@ -56,8 +56,12 @@ var (
 		LIMIT coalesce(nullif(current_setting('` + claimRoomSetting + `', true), ''), '0')::bigint
 		FOR UPDATE SKIP LOCKED`
 	// sqlClaimLimit is how many tasks a claim may take ($1–$8 as in
-	// sqlClaimDue).
+	// sqlClaimDue): none while the queue's row says it is paused (or is
+	// gone), whatever the caller's copy of the queue says: a pause answered
+	// on one node holds on every node from then on, not from when each
+	// one's cached queue learns of it.
 	sqlClaimLimit = `greatest(0, least($4::bigint,
+			CASE WHEN coalesce((SELECT q.paused FROM queues AS q WHERE q.instance_id = $1 AND q.name = $2), true) THEN 0 END,
 			CASE WHEN $5::bigint > 0 THEN $5 - (SELECT count(*) FROM (
 				SELECT FROM tasks WHERE instance_id = $1 AND queue = $2 AND state = 'RUNNING' LIMIT $5) AS r)
 			END,

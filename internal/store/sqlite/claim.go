@@ -30,8 +30,9 @@ var (
 	qRunningInstance = define(onWriter, `SELECT count(*) FROM queues AS q
 		CROSS JOIN tasks AS t ON t.instance_id = q.instance_id AND t.queue = q.name AND t.state = 'RUNNING'
 		WHERE q.instance_id = ? AND q.mode = 'push'`)
-	// qBucketGet and qBucketSet read and write a queue's rate bucket.
-	qBucketGet = define(onWriter, `SELECT rate_tokens, rate_at FROM queues WHERE instance_id = ? AND name = ?`)
+	// qBucketGet reads whether a queue is paused and its rate bucket;
+	// qBucketSet writes the bucket.
+	qBucketGet = define(onWriter, `SELECT paused, rate_tokens, rate_at FROM queues WHERE instance_id = ? AND name = ?`)
 	qBucketSet = define(onWriter, `UPDATE queues SET rate_tokens = ?, rate_at = ? WHERE instance_id = ? AND name = ?`)
 	// qClaimDue walks the tasks_due index of one queue in runAt order. Each
 	// row comes with its rowid, by which qClaimSetN writes it back in the
@@ -250,8 +251,21 @@ func claimUniform(tasks []*task.Task) bool {
 
 // claimLimit is how many tasks p may claim now under the queue's and the
 // instance's caps and the queue's rate bucket, and the bucket's tokens now.
+// A queue whose row says it is paused (or that is gone) claims none,
+// whatever p.Queue, the caller's copy, says.
 func (w *wtx) claimLimit(p *store.ClaimParams) (int, float64, error) {
 	q, limit := p.Queue, p.Limit
+	var paused bool
+	var tokens float64
+	var at int64
+	switch err := w.queryRow(qBucketGet, q.InstanceID, q.Name).Scan(&paused, &tokens, &at); {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, 0, nil
+	case err != nil:
+		return 0, 0, err
+	case paused:
+		return 0, 0, nil
+	}
 	count := func(qq query, args ...any) (int, error) {
 		var n int
 		err := w.queryRow(qq, args...).Scan(&n)
@@ -271,12 +285,7 @@ func (w *wtx) claimLimit(p *store.ClaimParams) (int, float64, error) {
 		}
 		limit = min(limit, p.InstanceMaxRunning-n)
 	}
-	var tokens float64
 	if p.Rate > 0 && limit > 0 {
-		var at int64
-		if err := w.queryRow(qBucketGet, q.InstanceID, q.Name).Scan(&tokens, &at); err != nil {
-			return 0, 0, err
-		}
 		tokens = store.Refill(tokens, at, p.Now, p.Rate, p.Burst)
 		limit = min(limit, int(tokens))
 	}

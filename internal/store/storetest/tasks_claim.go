@@ -21,6 +21,39 @@ var claimCases = []testCase{
 	{"RateBucket", testClaimRateBucket},
 	{"Routed", testClaimRouted},
 	{"RoutedQueueTarget", testClaimRoutedQueueTarget},
+	{"PausedRow", testClaimPausedRow},
+}
+
+// testClaimPausedRow: a queue whose row says paused claims nothing, by
+// TaskClaim or by an add's claim, though the caller's copy of the queue
+// (a node's cache, stale) says it is not; once resumed it claims again.
+func testClaimPausedRow(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePush)
+	stale := *q
+	e.add(e.newTask(q, T0))
+	pause := func(p bool) {
+		t.Helper()
+		if _, err := e.s.QueueUpdate(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: q.Name}, func(q *task.Queue) error {
+			q.Paused = p
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pause(true)
+	if got := e.claim(&stale, T0+1, 10, 60_000); len(got) != 0 {
+		t.Fatalf("claimed %d from a queue paused in the store", len(got))
+	}
+	if _, ok := e.s.(store.AddClaimer); ok {
+		if res, claimed := e.addClaim(&stale, T0+1, 10, nil, e.newTask(q, T0+1)); len(claimed) != 0 || res[0].Task.State != task.Pending {
+			t.Fatalf("an add's claim on a paused queue took %d, answered %s", len(claimed), res[0].Task.State)
+		}
+	}
+	pause(false)
+	if got := e.claim(&stale, T0+2, 10, 60_000); len(got) != 2 {
+		t.Fatalf("claimed %d after the resume, want 2", len(got))
+	}
 }
 
 // claimWith claims with the limits set by mod.
