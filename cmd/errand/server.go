@@ -162,6 +162,7 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 	case <-ctx.Done():
 	}
 	c.log.Info("shutting down")
+	stopAt := time.Now()
 	// The node stops first: its services ended with ctx, and Close waits
 	// for the attempts they handed back (released, uncounted) to be stored
 	// and tells the other nodes, which take them now, rather than after the
@@ -179,5 +180,6 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	c.log.Info("stopped", "ms", time.Since(stopAt).Milliseconds())
 	return nil
 }
