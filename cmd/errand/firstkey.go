@@ -58,12 +58,15 @@ func (f firstKey) make(ctx context.Context, st store.KeyStore) error {
 		if err := writeOwnerOnly(f.file, secret+"\n"); errors.Is(err, fs.ErrExist) {
 			// Another store's first key, perhaps (a second SQLite file in
 			// the same directory): never overwritten.
-			return fmt.Errorf("writing the first admin key: %s exists, maybe another store's first key: move it, or give --first-key-file another path", f.file)
+			return fmt.Errorf("writing the first admin key: %s exists, maybe another store's first key (or one a crash left between writing and storing it): move it, or give --first-key-file another path", f.file)
 		} else if err != nil {
 			return fmt.Errorf("writing the first admin key: %w (give --first-key-file a writable path)", err)
 		}
 	}
 	if err := st.KeyCreate(ctx, k); err != nil {
+		if !isTerminal(f.stderr) {
+			_ = os.Remove(f.file) // a key never stored: the next start writes its own
+		}
 		return fmt.Errorf("storing the first admin key: %w", err)
 	}
 	if !isTerminal(f.stderr) {

@@ -12,11 +12,12 @@ const repeatWindow = 30 * time.Second
 
 // quietRepeats is a log handler that writes a warning carrying an error
 // (an "err" attribute) once every repeatWindow while the same message with
-// the same error repeats: in a store outage every background service
+// the same error and attributes repeats: in a store outage every background service
 // fails each second with the same words, and an operator needs the first
 // line and a count, not thousands. The next line written says how many
-// were held back (repeated=N). Lines without an error (a node declared
-// dead, say) and other levels pass as they are.
+// were held back (repeated=N); a count whose failure stops within the
+// window is not written. Lines without an error (a node declared dead,
+// say) and other levels pass as they are.
 type quietRepeats struct {
 	slog.Handler
 	state *repeatState
@@ -43,18 +44,19 @@ func (q *quietRepeats) Handle(ctx context.Context, r slog.Record) error {
 	if r.Level != slog.LevelWarn {
 		return q.Handler.Handle(ctx, r)
 	}
-	errText, found := "", false
+	// The key is the message with every attribute, the logger's and the
+	// record's: the same failure of another channel, instance or node is
+	// another line.
+	found := false
+	key := r.Message
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "err" {
-			errText, found = a.Value.String(), true
-			return false
-		}
+		found = found || a.Key == "err"
+		key += "\x00" + a.String()
 		return true
 	})
 	if !found {
 		return q.Handler.Handle(ctx, r)
 	}
-	key := r.Message + "\x00" + errText
 	for _, a := range q.attrs {
 		key += "\x00" + a.String()
 	}

@@ -24,6 +24,8 @@ func TestQuietRepeats(t *testing.T) {
 		log.Warn("dispatch pass failed", "err", down)
 		log.Warn("rescue pass failed", "err", down)
 		log.Warn("nodes stopped beating", "nodes", "b")
+		log.Warn("LISTEN lost", "channel", "errand_wake", "err", down)
+		log.Warn("LISTEN lost", "channel", "errand_channel", "err", down)
 		log.Info("attempt failed", "err", down)
 		now = now.Add(time.Second)
 	}
@@ -41,6 +43,8 @@ func TestQuietRepeats(t *testing.T) {
 		{`err="disk full"`, 1},
 		{`msg="nodes stopped beating"`, 5},
 		{`msg="attempt failed"`, 5},
+		{`msg="LISTEN lost" node=a channel=errand_wake`, 1}, // another attribute: another line
+		{`msg="LISTEN lost" node=a channel=errand_channel`, 1},
 	} {
 		if n := strings.Count(out, c.what); n != c.n {
 			t.Errorf("%q written %d times, want %d:\n%s", c.what, n, c.n, out)

@@ -374,6 +374,7 @@ func TestNodeFlagRefusals(t *testing.T) {
 		{[]string{"serve", "--channel-max-age", "-1s"}, "--channel-max-age"},
 		{[]string{"serve", "--sync", "bogus"}, "--sync"},
 		{[]string{"serve", "--ops-retention-days", "0"}, "--ops-retention-days"},
+		{[]string{"serve", "--shutdown-grace", "-1s"}, "--shutdown-grace"},
 		{[]string{"serve", "--backup-dir", dir}, "--backup-key-file"},
 		{[]string{"dev", "--data", dir, "--sync", "bogus"}, "--sync"},
 		{[]string{"dev", "--data", dir, "--read-timeout", "0"}, "--read-timeout"},

@@ -124,7 +124,9 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 		}
 	}()
 	n := node.New(node.Config{Store: c.store, Logger: c.log, Dev: c.dev, Guard: c.guard, Shared: c.shared, Ops: c.ops, Channels: c.channels, StopGrace: c.grace})
-	if err := n.Start(ctx); err != nil {
+	// The services run until Close, not until the signal: during the
+	// stop's grace the node still beats, notifies and rescues.
+	if err := n.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
 	// Worker connections are hijacked, so the HTTP server's shutdown does
@@ -163,12 +165,13 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 	}
 	c.log.Info("shutting down")
 	stopAt := time.Now()
-	// The node stops first: its services ended with ctx, and Close waits
-	// for the attempts they handed back (released, uncounted) to be stored
-	// and tells the other nodes, which take them now, rather than after the
-	// HTTP server has drained its requests (a long poll may hold it for
-	// seconds). Requests still being answered use the store directly.
-	n.Close()
+	// The node and the HTTP server stop together: the server takes no
+	// new request (callers go to another node) and waits for those under
+	// way, its long polls and streams ended at once (CloseStreams), while
+	// the node lets its deliveries finish for the grace, stores their
+	// outcomes and hands back the rest, telling the other nodes.
+	closed := make(chan struct{})
+	go func() { n.Close(); close(closed) }()
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
@@ -177,6 +180,7 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 		c.log.Warn("requests still open after 15 s were cut", "err", err)
 		_ = srv.Close()
 	}
+	<-closed
 	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

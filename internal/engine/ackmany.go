@@ -35,23 +35,29 @@ func (e *Engine) AckMany(ctx context.Context, ref QueueRef, acks []AckInput) ([]
 	if err != nil {
 		return nil, err
 	}
-	tasks, cached, at, err := e.ackTasks(ctx, q, acks)
+	tasks, at, err := e.ackTasks(ctx, q, acks)
 	if err != nil {
 		return nil, err
 	}
 	errs := make([]error, len(acks))
 	var fps []*store.FinishParams
-	var of []int // of[j] is the ack whose write fps[j] is
-	seen := make(map[string]bool, len(acks))
+	var of []int                             // of[j] is the ack whose write fps[j] is
+	first := make(map[string]int, len(acks)) // the first ack of each task
+	dupOf := map[int]int{}                   // an ack repeated in this call: the one it repeats
 	for i, a := range acks {
 		t := tasks[a.ID]
-		if seen[a.ID] {
-			// The same task twice: one write per task, so the second is
-			// answered as the first's lease would be after it finished.
-			errs[i] = task.Errorf(task.CodeLeaseLost, "the task is acknowledged twice in this call")
+		if f, ok := first[a.ID]; ok {
+			// The same task twice: one write per task. The same ack again
+			// is answered as the first; another lease as the first's
+			// lease would be after it finished.
+			if a.LeaseID == acks[f].LeaseID {
+				dupOf[i] = f
+			} else {
+				errs[i] = task.Errorf(task.CodeLeaseLost, "the task is acknowledged twice in this call")
+			}
 			continue
 		}
-		seen[a.ID] = true
+		first[a.ID] = i
 		fp, err := ackOne(t, a, q, at[a.ID])
 		if err != nil {
 			if t == nil || !t.AckedBy(a.LeaseID) { // else this ack, repeated: done
@@ -63,33 +69,43 @@ func (e *Engine) AckMany(ctx context.Context, ref QueueRef, acks []AckInput) ([]
 		of = append(of, i)
 	}
 	if len(fps) == 0 {
-		return errs, nil
+		return sameAnswers(errs, dupOf), nil
 	}
-	var refused []int // acks from this node's copies that the store refused
+	var refused []int // acks the store refused, read again
 	for j, err := range e.batcher.finishMany(ctx, fps) {
 		i := of[j]
 		errs[i] = err
 		switch {
 		case err == nil:
 			countAttempt(e.metrics, task.AttemptSucceeded, true)
-		case cached[acks[i].ID] && task.IsCode(err, task.CodeLeaseLost) && !errors.Is(err, task.ErrPurged):
+		case task.IsCode(err, task.CodeLeaseLost) && !errors.Is(err, task.ErrPurged):
+			// From this node's copy: answered as a read would have; read
+			// from the store: the same ack may have landed meanwhile.
 			refused = append(refused, i)
 		}
 	}
 	if len(refused) > 0 {
 		e.refusedAcks(ctx, q, acks, refused, at, errs)
 	}
-	return errs, nil
+	return sameAnswers(errs, dupOf), nil
+}
+
+// sameAnswers gives each ack repeated in a call the answer of the ack it
+// repeats.
+func sameAnswers(errs []error, dupOf map[int]int) []error {
+	for i, f := range dupOf {
+		errs[i] = errs[f]
+	}
+	return errs
 }
 
 // ackTasks finds the tasks of acks, each once: this node's copy from the
 // lease when it has one that holds the ack's lease (leasedTasks), else
 // read from the store in one read of them all. It returns the tasks by id
-// (absent: no such task), which came from a copy, and the time each was
-// checked at, which is the time its write must find its lease live at.
-func (e *Engine) ackTasks(ctx context.Context, q *task.Queue, acks []AckInput) (tasks map[string]*task.Task, cached map[string]bool, at map[string]int64, err error) {
+// (absent: no such task) and the time each was checked at, which is the
+// time its write must find its lease live at.
+func (e *Engine) ackTasks(ctx context.Context, q *task.Queue, acks []AckInput) (tasks map[string]*task.Task, at map[string]int64, err error) {
 	tasks = make(map[string]*task.Task, len(acks))
-	cached = make(map[string]bool, len(acks))
 	at = make(map[string]int64, len(acks))
 	now := e.now()
 	var misses []string
@@ -99,28 +115,29 @@ func (e *Engine) ackTasks(ctx context.Context, q *task.Queue, acks []AckInput) (
 		}
 		at[a.ID] = now
 		if t := e.leased.take(q.InstanceID, a.ID); t != nil && ackable(t, a, q, now) == nil {
-			tasks[a.ID], cached[a.ID] = t, true
+			tasks[a.ID] = t
 			continue
 		}
 		misses = append(misses, a.ID)
 	}
 	if len(misses) == 0 {
-		return tasks, cached, at, nil
+		return tasks, at, nil
 	}
 	read, err := e.store.TaskGetMany(ctx, q.InstanceID, misses)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	now = e.now()
 	for _, id := range misses {
 		tasks[id], at[id] = read[id], now
 	}
-	return tasks, cached, at, nil
+	return tasks, at, nil
 }
 
-// refusedAcks answers the acks at refused, written from this node's copies
-// and refused LEASE_LOST by the store, as the read would have answered
-// them: their tasks are read, and a task gone is NOT_FOUND, a lease not
+// refusedAcks answers the acks at refused, refused LEASE_LOST by the store,
+// as a read now answers them (an ack written from this node's copy as the
+// read would have; one whose own ack landed meanwhile, sent twice at once,
+// as done): their tasks are read, and a task gone is NOT_FOUND, a lease not
 // held is its LEASE_LOST; a lease that still holds in what was read lost a
 // race, and LEASE_LOST stands. If the read fails, every LEASE_LOST stands:
 // the call's other writes are stored, so it does not fail as a whole.

@@ -186,12 +186,17 @@ func (d *Dispatcher) run(ctx context.Context, ready chan<- struct{}) {
 		select {
 		case <-drained:
 		case <-grace.C:
-			endDeliveries() // the rest are cut and given back
+			// The rest are cut and given back; their outcome writes get
+			// the stop's short patience from now on.
+			d.stoppingAt.Store(clock.Real{}.Now().UnixMilli())
+			endDeliveries()
 			<-drained
 		}
 		grace.Stop()
 		endDeliveries()
-		d.stoppingAt.Store(clock.Real{}.Now().UnixMilli()) // the finishers' deadline shortens
+		if d.stoppingAt.Load() == 0 {
+			d.stoppingAt.Store(clock.Real{}.Now().UnixMilli()) // the finishers' deadline shortens
+		}
 		close(d.results)
 		written := make(chan struct{})
 		go func() { fin.Wait(); close(written) }()

@@ -345,6 +345,13 @@ func TestBatchAck(t *testing.T) {
 		t.Fatalf("a repeated ack in a batch: %s", r.raw)
 	}
 	b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", fmt.Sprintf(`{"acks":[{"id":%q,"leaseId":"stale"}]}`, id(1))).want(t, 409, "LEASE_LOST")
+	// The same ack twice in one call: both answered alike; another lease
+	// of the task in the same call is refused.
+	r = b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", fmt.Sprintf(`{"acks":[{"id":%q,"leaseId":%q},{"id":%q,"leaseId":%q},{"id":%q,"leaseId":"other"}]}`,
+		id(1), lease(1), id(1), lease(1), id(1))).want(t, 200, "")
+	if res := r.list("results"); res[0].(map[string]any)["ok"] != true || res[1].(map[string]any)["ok"] != true || res[2].(map[string]any)["code"] != "LEASE_LOST" {
+		t.Fatalf("one ack twice in a call: %s", r.raw)
+	}
 	// Whatever the refusals' codes: a batch of unknown ids is 409 too, each
 	// result NOT_FOUND (the one status not from statusOf).
 	r = b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", `{"acks":[{"id":"missing","leaseId":"x"}]}`).want(t, 409, "NOT_FOUND")
