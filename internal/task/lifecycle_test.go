@@ -312,3 +312,45 @@ func TestWebhookURLRules(t *testing.T) {
 		}
 	}
 }
+
+// TestAckedBy: only the lease whose ack succeeded the task's last attempt
+// is known again; another worker's lease, a lease of an earlier attempt
+// (the task retried and acked under a new lease), a push attempt's and a
+// task not succeeded are not.
+func TestAckedBy(t *testing.T) {
+	q := NewQueue("inst", "thumbs", ModePull)
+	tk, err := NewTask(q, AddInput{}, 0, URLRules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tk.Claim(q, 1, "lease-1", 60_000); err != nil {
+		t.Fatal(err)
+	}
+	if tk.AckedBy("lease-1") {
+		t.Fatal("a running task is acked")
+	}
+	if _, err := tk.Finish(q, 2, Outcome{Status: AttemptFailed, Error: "boom"}); err != nil {
+		t.Fatal(err)
+	}
+	if tk.AckedBy("lease-1") {
+		t.Fatal("a failed attempt's lease is known as an ack")
+	}
+	if err := tk.Claim(q, 3, "lease-2", 60_000); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tk.Finish(q, 4, Outcome{Status: AttemptSucceeded}); err != nil {
+		t.Fatal(err)
+	}
+	for lease, want := range map[string]bool{"lease-2": true, "lease-1": false, "lease-3": false, "": false} {
+		if got := tk.AckedBy(lease); got != want {
+			t.Errorf("AckedBy(%q) = %v, want %v", lease, got, want)
+		}
+	}
+	push := pushQueue()
+	pt, _ := NewTask(push, AddInput{}, 0, URLRules{})
+	_ = pt.Claim(push, 1, "node.lease", 60_000)
+	_, _ = pt.Finish(push, 2, Outcome{Status: AttemptSucceeded})
+	if pt.AckedBy("node.lease") || pt.Attempts[0].Lease != "" {
+		t.Fatal("a push attempt keeps its lease")
+	}
+}
