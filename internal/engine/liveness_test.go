@@ -94,6 +94,48 @@ func startNode(t *testing.T, st store.Store, fc *clock.Fake, node string) (*engi
 	return eng, sig
 }
 
+// nodeB is node B of a dead-node test: it runs on a SQLite store whose
+// heartbeats can be cut (bStore), on a fake clock, and delivers one task
+// of queue capped to a target that holds it (releaseB lets it answer).
+type nodeB struct {
+	st       store.Store
+	fc       *clock.Fake
+	target   *holdingTarget
+	bStore   *partitioned
+	engB     *engine.Engine
+	ref      engine.QueueRef
+	added    *task.Task
+	releaseB chan struct{}
+}
+
+// startNodeB starts node B with queue capped (patch, its target the
+// holding target) and one task of it in flight.
+func startNodeB(t *testing.T, patch *task.QueuePatch) *nodeB {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "errand.db"), sqlite.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	r := &nodeB{st: st, fc: clock.NewFake(T0), target: newHoldingTarget(t), ref: engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "capped"}}
+	r.bStore = &partitioned{Store: st}
+	var sigB *engine.Signals
+	r.engB, sigB = startNode(t, r.bStore, r.fc, "bbbb")
+	sigB.BeatAt(t, T0)
+	patch.Target = targetPtr(r.target.URL)
+	if _, err := r.engB.QueueCreate(ctx, r.ref, patch); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.engB.TaskAdd(ctx, r.ref, []task.AddInput{{}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("add: %v %+v", err, res)
+	}
+	r.added = res[0].Task
+	r.releaseB = r.target.next(t) // B's attempt is in flight
+	return r
+}
+
 // TestDeadNodeAttemptsRetried: node B delivers a task of a queue with
 // maxConcurrent 1 and then stops beating (its heartbeats are cut; it keeps
 // delivering, as a paused or partitioned node would). Node A declares it
@@ -103,27 +145,10 @@ func startNode(t *testing.T, st store.Store, fc *clock.Fake, node string) (*engi
 func TestDeadNodeAttemptsRetried(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "errand.db"), sqlite.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	fc := clock.NewFake(T0)
-	target := newHoldingTarget(t)
-	bStore := &partitioned{Store: st}
-	engB, sigB := startNode(t, bStore, fc, "bbbb")
-	sigB.BeatAt(t, T0)
-	ref := engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "capped"}
-	if _, err := engB.QueueCreate(ctx, ref, &task.QueuePatch{Target: targetPtr(target.URL), MaxConcurrent: ptr(ptr(1))}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := engB.TaskAdd(ctx, ref, []task.AddInput{{}})
-	if err != nil || res[0].Err != nil {
-		t.Fatalf("add: %v %+v", err, res)
-	}
-	id := res[0].Task.ID
-	releaseB := target.next(t) // B's attempt is in flight
-	held, err := st.TaskGet(ctx, store.TaskRef{InstanceID: res[0].Task.InstanceID, ID: id})
+	r := startNodeB(t, &task.QueuePatch{MaxConcurrent: ptr(ptr(1))})
+	st, fc, target, bStore, engB := r.st, r.fc, r.target, r.bStore, r.engB
+	id, releaseB := r.added.ID, r.releaseB
+	held, err := st.TaskGet(ctx, store.TaskRef{InstanceID: r.added.InstanceID, ID: id})
 	if err != nil || held.State != task.Running || store.LeaseNode(held.LeaseID) != "bbbb" {
 		t.Fatalf("B's attempt: %+v %v", held, err)
 	}
@@ -186,24 +211,8 @@ func TestRescueFreesTheSlot(t *testing.T) {
 	t.Parallel()
 	for _, purge := range []bool{false, true} {
 		ctx := context.Background()
-		st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "errand.db"), sqlite.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = st.Close() })
-		fc := clock.NewFake(T0)
-		target := newHoldingTarget(t)
-		bStore := &partitioned{Store: st}
-		engB, sigB := startNode(t, bStore, fc, "bbbb")
-		sigB.BeatAt(t, T0)
-		ref := engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "capped"}
-		if _, err := engB.QueueCreate(ctx, ref, &task.QueuePatch{Target: targetPtr(target.URL), MaxConcurrent: ptr(ptr(1)), MaxAttempts: ptr(1)}); err != nil {
-			t.Fatal(err)
-		}
-		if res, err := engB.TaskAdd(ctx, ref, []task.AddInput{{}}); err != nil || res[0].Err != nil {
-			t.Fatalf("add: %v %+v", err, res)
-		}
-		releaseB := target.next(t) // B's attempt holds the slot
+		r := startNodeB(t, &task.QueuePatch{MaxConcurrent: ptr(ptr(1)), MaxAttempts: ptr(1)})
+		st, fc, target, bStore, engB, ref, releaseB := r.st, r.fc, r.target, r.bStore, r.engB, r.ref, r.releaseB
 		engA, sigA := startNode(t, st, fc, "aaaa")
 		sigA.BeatAt(t, T0)
 		if purge {

@@ -98,19 +98,21 @@ func (r *Rescuer) run(ctx context.Context) {
 // RunOnce expires every lease that has run out by now and returns how many.
 func (r *Rescuer) RunOnce(ctx context.Context) (int, error) {
 	total := 0
+	push := false // a push attempt was ended: its slot is free
+	defer r.freed(&push)
 	for {
 		now := r.clock.Now().UnixMilli()
 		ts, err := r.store.TaskExpired(ctx, now, rescueBatch)
 		if err != nil {
 			return total, err
 		}
-		defer r.freed(ts)
 		for _, t := range ts {
 			o := task.Outcome{Status: task.AttemptExpired, Error: "lease expired without an ack"}
 			if !t.Pull {
 				o = task.Outcome{Status: task.AttemptTimedOut, Error: "attempt abandoned: its node stopped answering"}
 			}
 			attempt, expired := t.Attempt, t.LeaseExpiresAt
+			push = push || !t.Pull
 			ended, err := r.end(ctx, t, now, o)
 			if err != nil {
 				return total, err
@@ -136,16 +138,18 @@ func (r *Rescuer) RunOnce(ctx context.Context) (int, error) {
 // ended.
 func (r *Rescuer) RescueNodes(ctx context.Context, nodes []string) (int, error) {
 	total := 0
+	push := false
+	defer r.freed(&push)
 	for {
 		ts, err := r.store.TaskHeldBy(ctx, &store.HeldByParams{Nodes: nodes, Limit: rescueBatch})
 		if err != nil {
 			return total, err
 		}
-		defer r.freed(ts)
 		now := r.clock.Now().UnixMilli()
 		for _, t := range ts {
 			o := task.Outcome{Status: task.AttemptTimedOut, NoBackoff: true,
 				Error: "attempt abandoned: its node " + store.LeaseNode(t.LeaseID) + " stopped beating"}
+			push = true // a dead node's attempts are push attempts
 			ended, err := r.end(ctx, t, now, o)
 			if err != nil {
 				return total, err
@@ -160,16 +164,13 @@ func (r *Rescuer) RescueNodes(ctx context.Context, nodes []string) (int, error) 
 	}
 }
 
-// freed wakes the dispatchers when ts, ended by the rescuer, hold a push
-// attempt: its slot under maxConcurrent is free, whether the task was
-// retried, failed for good or (purged) removed, and the dispatcher, which
-// learns of its own deliveries' ends only, would sleep until its backstop.
-func (r *Rescuer) freed(ts []*task.Task) {
-	for _, t := range ts {
-		if !t.Pull {
-			r.finisher.changed()
-			return
-		}
+// freed wakes the dispatchers when the pass ended a push attempt (*push):
+// its slot under maxConcurrent is free, whether the task was retried,
+// failed for good or (purged) removed, and the dispatcher, which learns of
+// its own deliveries' ends only, would sleep until its backstop.
+func (r *Rescuer) freed(push *bool) {
+	if *push {
+		r.finisher.changed()
 	}
 }
 
