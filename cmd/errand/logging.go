@@ -1,18 +1,13 @@
 package main
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-
-	"github.com/errandhq/errand/internal/httpapi"
 )
 
 // logFlags are --log-level and --log-format of dev and serve.
@@ -55,33 +50,3 @@ func (l *logFlags) listen(c *cobra.Command, addr string) (*slog.Logger, net.List
 	}
 	return log, ln, nil
 }
-
-// logRequests logs every request at debug: method, path, status and
-// duration (never a header or a body: they carry keys and payloads). At
-// any other level it is h itself.
-func logRequests(h http.Handler, log *slog.Logger) http.Handler {
-	if !log.Enabled(context.Background(), slog.LevelDebug) {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		h.ServeHTTP(rec, r)
-		log.Debug("request", "method", r.Method, "path", httpapi.LoggedPath(r.URL.Path), "status", rec.status,
-			"ms", time.Since(start).Milliseconds(), "remote", r.RemoteAddr)
-	})
-}
-
-// statusRecorder keeps the status a handler wrote.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusRecorder) WriteHeader(code int) {
-	s.status = code
-	s.ResponseWriter.WriteHeader(code)
-}
-
-// Unwrap lets http.ResponseController reach the real writer.
-func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

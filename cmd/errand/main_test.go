@@ -137,7 +137,9 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(body), "errand_tasks_added_total 2") || strings.Contains(string(body), "secretinstance") {
+	// It says which build runs, and the two tasks due in the pull queue.
+	if !strings.Contains(string(body), "errand_tasks_added_total 2") || strings.Contains(string(body), "secretinstance") ||
+		!strings.Contains(string(body), `errand_build_info{commit="`) || !strings.Contains(string(body), `errand_tasks_due{mode="pull"} 2`) {
 		t.Fatalf("/metrics:\n%s", body)
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)

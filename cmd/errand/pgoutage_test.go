@@ -66,4 +66,6 @@ func TestPostgresOutageKeepsAnsweredOutcomes(t *testing.T) {
 	if state != "succeeded" || deliveries != 1 {
 		t.Fatalf("task %s is %s after %d deliveries; want succeeded after one\n%s", taskID, state, deliveries, logs)
 	}
+	// The log says when the outage ended.
+	logs.waitFor(t, "msg=\"the store answers again\"", 10*time.Second)
 }

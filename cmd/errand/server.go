@@ -134,6 +134,8 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 	// given back uncounted), then tells the workers to go.
 	defer n.Close()
 	ln := c.ln
+	b := readBuild()
+	n.Engine.Metrics().SetBuild(b.version, b.commit, b.goVersion)
 	// /mcp calls the API it is mounted on, in process, with each caller's key.
 	var api *httpapi.Server
 	mcpHTTP := mcp.NewHTTPHandler(mcp.HTTPConfig{Dev: c.dev, Logger: c.log, Version: mcpVersion(),
@@ -144,7 +146,7 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 	if to == (httpTimeouts{}) {
 		to = defaultTimeouts
 	}
-	srv := &http.Server{Handler: logRequests(api, c.log), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: to.Read, IdleTimeout: to.Idle,
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: to.Read, IdleTimeout: to.Idle,
 		ErrorLog: slog.NewLogLogger(c.log.Handler(), slog.LevelWarn)}
 	srv.RegisterOnShutdown(mcpHTTP.Close)  // MCP sessions hold streams open
 	srv.RegisterOnShutdown(n.CloseStreams) // so do the console's live counts and channel subscribers

@@ -12,41 +12,55 @@ import (
 // the build information is used ("(devel)" for a build of a checkout).
 var version = ""
 
-// versionString is "errand VERSION (commit COMMIT[, modified], built TIME,
-// GOVERSION)" from the build information the Go toolchain records.
-func versionString() string {
-	v, commit, when, dirty, gover := version, "unknown", "", false, ""
+// build is what the Go toolchain recorded of this binary.
+type build struct {
+	version, commit, when, goVersion string
+	dirty                            bool
+}
+
+// readBuild reads the build information (runtime/debug): the version is
+// main.version when set, else the module's ("(devel)" for a checkout), and
+// the commit "unknown" without version control information.
+func readBuild() build {
+	b := build{version: version, commit: "unknown"}
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		gover = bi.GoVersion
-		if v == "" {
-			v = bi.Main.Version
+		b.goVersion = bi.GoVersion
+		if b.version == "" {
+			b.version = bi.Main.Version
 		}
 		for _, s := range bi.Settings {
 			switch s.Key {
 			case "vcs.revision":
-				commit = s.Value
+				b.commit = s.Value
 			case "vcs.time":
-				when = s.Value
+				b.when = s.Value
 			case "vcs.modified":
-				dirty = s.Value == "true"
+				b.dirty = s.Value == "true"
 			}
 		}
 	}
-	if v == "" {
-		v = "(devel)"
+	if b.version == "" {
+		b.version = "(devel)"
 	}
-	if len(commit) > 12 {
-		commit = commit[:12]
+	if len(b.commit) > 12 {
+		b.commit = b.commit[:12]
 	}
-	s := "errand " + v + " (commit " + commit
-	if dirty {
+	return b
+}
+
+// versionString is "errand VERSION (commit COMMIT[, modified], built TIME,
+// GOVERSION)" from the build information the Go toolchain records.
+func versionString() string {
+	b := readBuild()
+	s := "errand " + b.version + " (commit " + b.commit
+	if b.dirty {
 		s += ", modified"
 	}
-	if when != "" {
-		s += ", " + when
+	if b.when != "" {
+		s += ", " + b.when
 	}
-	if gover != "" {
-		s += ", " + gover
+	if b.goVersion != "" {
+		s += ", " + b.goVersion
 	}
 	return s + ")"
 }

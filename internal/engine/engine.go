@@ -219,6 +219,7 @@ func New(cfg Config) *Engine {
 		e.vacuum = newVacuumKeeper(vacuumer, e.clock, cfg.Logger.With("service", "vacuum"))
 		e.services = append(e.services, e.vacuum)
 	}
+	cfg.Metrics.SetBacklog(e.readBacklog, e.clock.Now)
 	if n, ok := cfg.Store.(store.Notifier); ok {
 		// Other nodes' changes wake the dispatcher and long polls, the
 		// rescuer and the scheduler here.

@@ -50,6 +50,7 @@ type Liveness struct {
 	runner
 	livenessDeps
 	lastOK time.Time             // this node's last beat stored (the run loop's alone)
+	lostAt time.Time             // the first failed beat since the last stored one; zero while they land
 	beats  *progress[beatReport] // tests only
 }
 
@@ -95,7 +96,17 @@ func (l *Liveness) beat(ctx context.Context, now time.Time) ([]string, int, erro
 	deadBefore := now.Add(-l.deadAfter).UnixMilli()
 	dead, err := l.store.NodeBeat(ctx, &store.NodeBeatParams{Node: l.node, Now: now.UnixMilli(), DeadBefore: deadBefore})
 	if err != nil {
+		if l.lostAt.IsZero() {
+			l.lostAt = now
+		}
 		return nil, 0, err
+	}
+	// The beat is the node's one write every second: the first to land
+	// after failures says the store is back (the failures' warnings are
+	// written once in 30 s, so without it an outage's end went unseen).
+	if !l.lostAt.IsZero() {
+		l.log.Info("the store answers again", "node", l.node, "failingFor", now.Sub(l.lostAt).Round(time.Millisecond).String())
+		l.lostAt = time.Time{}
 	}
 	// Another node's silence is evidence only if this node was not silent
 	// too: after its own pause, or a database outage that stopped every

@@ -136,7 +136,7 @@ func New(cfg Config) *Server {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{eng: cfg.Engine, auth: cfg.Auth, log: cfg.Logger, mux: http.NewServeMux(), hosts: newHostGuard(cfg.Hosts), workers: cfg.Workers}
-	s.handler = s.guard(s.mux)
+	s.handler = observe(s.guard(s.mux), cfg.Engine.Metrics().HTTPRequests, s.log)
 	s.channelAuth = auth.KeyOrChannelToken{Keys: cfg.Auth, Tokens: auth.ChannelTokens{Store: cfg.Engine.Store(), Clock: cfg.Engine.Clock()}}
 	s.limits = newLimiter(cfg.Engine.Clock(), cfg.Engine.RateLimit)
 	for _, rt := range Routes {

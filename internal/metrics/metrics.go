@@ -1,6 +1,7 @@
 // Package metrics is errand's Prometheus instrumentation: what the engine
 // counts, on a registry of its own that /metrics serves. The metrics carry no
-// organization or instance names, so /metrics reveals nothing of a tenant.
+// organization, instance or queue names, so /metrics reveals nothing of a
+// tenant: the backlog is summed over the store's queues by mode.
 package metrics
 
 import (
@@ -42,6 +43,12 @@ type Metrics struct {
 	TasksFailed *prometheus.CounterVec
 	// NodesDeclaredDead counts the nodes this node declared dead.
 	NodesDeclaredDead prometheus.Counter
+	// HTTPRequests counts the requests this node answered, by api (v1,
+	// hooks, ops, mcp, console, probes, other) and status code.
+	HTTPRequests *prometheus.CounterVec
+
+	backlog *backlogCollector
+	build   *prometheus.GaugeVec
 }
 
 // New makes the collectors on a fresh registry, with the Go runtime's and
@@ -84,11 +91,25 @@ func New() *Metrics {
 		NodesDeclaredDead: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "errand_nodes_declared_dead_total", Help: "Nodes this node declared dead (silent past the threshold); their attempts were retried.",
 		}),
+		HTTPRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "errand_http_requests_total", Help: "Requests this node answered, by api (v1, hooks, ops, mcp, console, probes, other) and status code.",
+		}, []string{"api", "code"}),
+		backlog: newBacklogCollector(),
+		build: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "errand_build_info", Help: "1, labelled with the version, commit and Go version of the running binary.",
+		}, []string{"version", "commit", "goversion"}),
 	}
-	reg.MustRegister(m.TasksAdded, m.Attempts, m.DeliverySeconds, m.Leased, m.InFlight,
+	reg.MustRegister(m.HTTPRequests, m.backlog, m.build, m.TasksAdded, m.Attempts, m.DeliverySeconds, m.Leased, m.InFlight,
 		m.ChannelSubscribers, m.ChannelAppended, m.ChannelSent, m.ChannelDropped, m.TasksFailed, m.NodesDeclaredDead,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// SetBuild sets errand_build_info's labels (the binary's version, commit
+// and Go version), replacing any set before.
+func (m *Metrics) SetBuild(version, commit, goVersion string) {
+	m.build.Reset()
+	m.build.WithLabelValues(version, commit, goVersion).Set(1)
 }
 
 // Handler serves the metrics in the Prometheus text format.

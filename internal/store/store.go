@@ -160,6 +160,12 @@ type Store interface {
 	// of a pull queue that claimed nothing at after waits for it as well
 	// as for a change.
 	TaskQueueNextRunAt(ctx context.Context, ref QueueRef, after int64) (int64, error)
+	// TaskBacklog returns, per mode of the unpaused queues of every
+	// instance, how many PENDING or RETRY_WAIT tasks have a runAt at or
+	// before now (counting at most limit a queue) and the earliest runAt
+	// among them: the work due and not started, for /metrics. A mode
+	// without such a task is left out.
+	TaskBacklog(ctx context.Context, now int64, limit int) ([]Backlog, error)
 	// WorkersPut replaces p.Node's rows of the workers table (the
 	// functions its connected workers serve) in one transaction, and
 	// removes every node's rows not seen since p.Forget.
@@ -173,6 +179,17 @@ type Store interface {
 	// FAILED, CANCELLED) whose FinishedAt is older than their instance's
 	// retentionDays at now, and never an unfinished one. It returns how many.
 	TaskDeleteFinished(ctx context.Context, now int64, limit int) (int, error)
+}
+
+// Backlog is the work due and not started in the unpaused queues of one
+// mode, across the store.
+type Backlog struct {
+	Mode task.Mode
+	// Due is how many tasks are due (each queue counted up to the read's
+	// limit).
+	Due int
+	// OldestRunAt is the earliest runAt of a due task (Unix ms).
+	OldestRunAt int64
 }
 
 // InstanceRef names an instance: an organization's instance by name.

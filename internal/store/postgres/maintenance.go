@@ -46,6 +46,14 @@ var (
 			WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state IN ('PENDING', 'RETRY_WAIT')
 			ORDER BY t.run_at LIMIT 1) AS d
 		WHERE q.mode = 'push' AND NOT q.paused AND d.run_at <= $1`
+	// sqlBacklog counts, per unpaused queue, its entries of tasks_due due
+	// at $1 (up to $2) and takes the first, then sums them by mode.
+	sqlBacklog = `SELECT q.mode, sum(d.n), min(d.first) FROM queues AS q CROSS JOIN LATERAL (
+			SELECT count(*) AS n, min(x.run_at) AS first FROM (SELECT t.run_at FROM tasks AS t
+				WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state IN ('PENDING', 'RETRY_WAIT')
+				AND t.run_at <= $1
+				ORDER BY t.run_at LIMIT $2) AS x) AS d
+		WHERE NOT q.paused AND d.n > 0 GROUP BY q.mode ORDER BY q.mode`
 	// sqlQueueNextRunAt is the first entry of one queue's tasks_due after
 	// $3.
 	sqlQueueNextRunAt = `SELECT coalesce((SELECT run_at FROM tasks
@@ -144,6 +152,21 @@ func (s *Store) TaskDueQueues(ctx context.Context, now int64) ([]store.QueueRef,
 		return r, err
 	})
 	return refs, interpretError(err)
+}
+
+// TaskBacklog returns the work due and not started, per mode, in one
+// statement.
+func (s *Store) TaskBacklog(ctx context.Context, now int64, limit int) ([]store.Backlog, error) {
+	rows, err := s.pool.Query(ctx, sqlBacklog, now, max(limit, 0))
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Backlog, error) {
+		var b store.Backlog
+		err := row.Scan(&b.Mode, &b.Due, &b.OldestRunAt)
+		return b, err
+	})
+	return out, interpretError(err)
 }
 
 // TaskNextDueAfter returns the earliest runAt after after of a waiting task

@@ -289,6 +289,7 @@ func TestQueryPlans(t *testing.T) {
 		{"activity", qQueueActivity, []any{"inst-0", "q0", planNow - 3_600_000, planNow + 60_000, 100_000}, []string{"tasks_created", "tasks_running", "tasks_done"}, false},
 		{"claim any", sqlClaimAny, []any{"inst-0", "q0", planNow}, []string{"tasks_due"}, true},
 		{"due queues", sqlDueQueues, []any{planNow}, []string{"tasks_due"}, false},
+		{"backlog", sqlBacklog, []any{planNow, 100_000}, []string{"tasks_due"}, false},
 		{"next due after", sqlNextDueAfter, []any{planNow}, []string{"tasks_due"}, false},
 		{"queue next run at", sqlQueueNextRunAt, []any{"inst-0", "q0", planNow}, []string{"tasks_due"}, false},
 		{"get many", sqlTaskGetMany, []any{"inst-0", ids100}, []string{"tasks_pkey"}, false},

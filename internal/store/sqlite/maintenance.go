@@ -35,6 +35,17 @@ var (
 		WHERE q.mode = 'push' AND q.paused = 0 AND (SELECT t.run_at FROM tasks AS t
 			WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state IN ('PENDING', 'RETRY_WAIT')
 			ORDER BY t.run_at LIMIT 1) <= ?`)
+	// qBacklog counts, per unpaused queue, its entries of tasks_due due at
+	// ?1 (up to ?2) and takes the first, then sums them by mode.
+	qBacklog = define(onReader, `SELECT mode, sum(n), min(CASE WHEN n > 0 THEN first END) FROM (SELECT q.mode AS mode,
+			(SELECT count(*) FROM (SELECT 1 FROM tasks AS t
+				WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state IN ('PENDING', 'RETRY_WAIT')
+				AND t.run_at <= ?1 LIMIT ?2)) AS n,
+			(SELECT t.run_at FROM tasks AS t
+				WHERE t.instance_id = q.instance_id AND t.queue = q.name AND t.state IN ('PENDING', 'RETRY_WAIT')
+				ORDER BY t.run_at LIMIT 1) AS first
+		FROM queues AS q WHERE q.paused = 0)
+		GROUP BY mode HAVING sum(n) > 0 ORDER BY mode`)
 	// qNextDueAfter is qNextDue's first column, for tasks due after ?.
 	// qQueueNextRunAt is the head of one queue's tasks_due.
 	qQueueNextRunAt = define(onReader, `SELECT coalesce((SELECT run_at FROM tasks
@@ -100,6 +111,24 @@ func (s *Store) TaskDueQueues(ctx context.Context, now int64) ([]store.QueueRef,
 			return nil, interpretError(err)
 		}
 		out = append(out, r)
+	}
+	return out, interpretError(rows.Err())
+}
+
+// TaskBacklog returns the work due and not started, per mode.
+func (s *Store) TaskBacklog(ctx context.Context, now int64, limit int) ([]store.Backlog, error) {
+	rows, err := s.reader(qBacklog).QueryContext(ctx, now, max(limit, 0))
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	out := []store.Backlog{}
+	for rows.Next() {
+		var b store.Backlog
+		if err := rows.Scan(&b.Mode, &b.Due, &b.OldestRunAt); err != nil {
+			return nil, interpretError(err)
+		}
+		out = append(out, b)
 	}
 	return out, interpretError(rows.Err())
 }

@@ -56,6 +56,7 @@ func TestQueryPlans(t *testing.T) {
 		{"running in a queue", qRunningQueue, []any{"i1", "q1"}, true, "COVERING INDEX tasks_running (instance_id=? AND queue=?)"},
 		{"expired", qExpired, []any{1000, 100}, true, "tasks_running"},
 		{"next due", qNextDue, nil, true, "tasks_due"},
+		{"backlog", qBacklog, []any{1000, 100000}, false, "tasks_due (instance_id=? AND queue=? AND run_at<?)"},
 		{"queue next run at", qQueueNextRunAt, []any{"i1", "q1", 1000}, true, "tasks_due (instance_id=? AND queue=? AND run_at>?)"},
 		// The chart's read: adds through tasks_created, ends through
 		// tasks_done, each a range of one queue (GROUP BY sorts the

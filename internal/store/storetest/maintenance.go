@@ -15,6 +15,7 @@ var maintenanceCases = []testCase{
 	{"NextDueAfter", testNextDueAfter},
 	{"QueueNextRunAt", testQueueNextRunAt},
 	{"DueQueues", testDueQueues},
+	{"Backlog", testBacklog},
 	{"Workers", testWorkers},
 	{"Heartbeat", testHeartbeat},
 	{"DeleteFinished", testDeleteFinished},
@@ -321,4 +322,56 @@ func testDueQueues(t *testing.T, e *env) {
 	if got := due(T0 + 1_200); len(got) != 1 || got[0].Name != "soon" {
 		t.Fatalf("TaskDueQueues after the backoff = %v", got)
 	}
+}
+
+// testBacklog checks that TaskBacklog counts, per mode, the due PENDING and
+// RETRY_WAIT tasks of every instance's unpaused queues (each queue up to
+// the limit) with the earliest runAt among them, and leaves out paused
+// queues, later tasks, running and finished ones.
+func testBacklog(t *testing.T, e *env) {
+	backlog := func(now int64, limit int) []store.Backlog {
+		t.Helper()
+		got, err := e.s.TaskBacklog(e.ctx, now, limit)
+		if err != nil {
+			t.Fatalf("TaskBacklog: %v", err)
+		}
+		slices.SortFunc(got, func(x, y store.Backlog) int { return cmp.Compare(x.Mode, y.Mode) })
+		return got
+	}
+	check := func(now int64, limit int, want ...store.Backlog) {
+		t.Helper()
+		if got := backlog(now, limit); !slices.Equal(got, want) {
+			t.Fatalf("TaskBacklog(T0%+d, %d) = %+v, want %+v", now-T0, limit, got, want)
+		}
+	}
+	check(T0, 10)
+	a := e.instance("acme", "jobs")
+	b := e.instance("globex", "jobs")
+	pull := e.queue(a, "pull", task.ModePull)
+	paused := e.queue(a, "paused", task.ModePush, func(q *task.Queue) { q.Paused = true })
+	soon := e.queue(a, "soon", task.ModePush, func(q *task.Queue) { q.MinBackoffSeconds = 1 })
+	later := e.queue(b, "later", task.ModePush)
+	e.withID(pull, "p1", T0, T0)
+	e.withID(pull, "p2", T0, T0+50)
+	e.withID(paused, "x1", T0, T0)
+	e.withID(soon, "s1", T0, T0+100)
+	e.withID(soon, "s2", T0, T0+200)
+	e.withID(later, "l1", T0, T0+5_000)
+	check(T0-1, 10)
+	check(T0+150, 10, store.Backlog{Mode: task.ModePull, Due: 2, OldestRunAt: T0},
+		store.Backlog{Mode: task.ModePush, Due: 1, OldestRunAt: T0 + 100})
+	// Each queue counted up to the limit; the earliest is still its head.
+	check(T0+5_000, 1, store.Backlog{Mode: task.ModePull, Due: 1, OldestRunAt: T0},
+		store.Backlog{Mode: task.ModePush, Due: 2, OldestRunAt: T0 + 100})
+	check(T0+5_000, 10, store.Backlog{Mode: task.ModePull, Due: 2, OldestRunAt: T0},
+		store.Backlog{Mode: task.ModePush, Due: 3, OldestRunAt: T0 + 100})
+	// Running tasks are not waiting; a failed one waits out its backoff,
+	// then is due again from its new runAt; a finished one is gone.
+	c := e.claim(soon, T0+5_000, 2, 60_000)
+	e.claim(pull, T0+5_000, 2, 60_000)
+	check(T0+5_000, 10, store.Backlog{Mode: task.ModePush, Due: 1, OldestRunAt: T0 + 5_000})
+	e.finish(soon, c[0], T0+5_000, fail("x")) // runAt T0+6000
+	e.finish(soon, c[1], T0+5_000, task.Outcome{Status: task.AttemptSucceeded, HTTPStatus: 200})
+	check(T0+5_999, 10, store.Backlog{Mode: task.ModePush, Due: 1, OldestRunAt: T0 + 5_000})
+	check(T0+6_000, 10, store.Backlog{Mode: task.ModePush, Due: 2, OldestRunAt: T0 + 5_000})
 }

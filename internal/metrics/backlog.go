@@ -1,0 +1,105 @@
+package metrics
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Backlog is the work due and not started in the unpaused queues of one
+// mode (push or pull), across the store.
+type Backlog struct {
+	Mode string
+	// Due is how many tasks are due (each queue counted up to BacklogLimit).
+	Due int
+	// OldestDue is how long the task due longest has been due.
+	OldestDue time.Duration
+}
+
+// BacklogLimit is how many due tasks a scrape counts in one queue at most:
+// the read stays bounded whatever the backlog.
+const BacklogLimit = 100_000
+
+// BacklogEvery is how long one read of the backlog serves scrapes: however
+// many scrapers ask, the store is read at most once in it.
+const BacklogEvery = 5 * time.Second
+
+// BacklogReader reads the backlog of every mode from the store; it is given
+// a context that ends when the scrape should.
+type BacklogReader func(ctx context.Context) ([]Backlog, error)
+
+// backlogCollector reports errand_tasks_due, errand_oldest_due_task_seconds
+// and errand_store_up from one read of the store, kept for BacklogEvery.
+type backlogCollector struct {
+	due, oldest, up *prometheus.Desc
+
+	mu   sync.Mutex
+	read BacklogReader
+	now  func() time.Time
+	at   time.Time // when last was read; zero before the first read
+	last []Backlog
+	ok   bool
+}
+
+func newBacklogCollector() *backlogCollector {
+	return &backlogCollector{
+		due: prometheus.NewDesc("errand_tasks_due",
+			"Tasks due and not started in the unpaused queues of the store, by queue mode (each queue counted up to 100,000); the same on every node of a store.",
+			[]string{"mode"}, nil),
+		oldest: prometheus.NewDesc("errand_oldest_due_task_seconds",
+			"How long the task due longest in an unpaused queue of the store has waited since it came due, by queue mode; 0 when none is due.",
+			[]string{"mode"}, nil),
+		up: prometheus.NewDesc("errand_store_up",
+			"1 when this scrape's read of the store (the backlog) answered, 0 when it failed.", nil, nil),
+	}
+}
+
+// Describe sends the descriptors.
+func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.due
+	ch <- c.oldest
+	ch <- c.up
+}
+
+// Collect reads the backlog (or uses the read of the last BacklogEvery) and
+// sends the samples: both modes always, 0 when a mode has nothing due.
+// Before a reader is set it sends nothing.
+func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.read == nil {
+		return
+	}
+	if now := c.now(); c.at.IsZero() || now.Sub(c.at) >= BacklogEvery || now.Before(c.at) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		got, err := c.read(ctx)
+		cancel()
+		c.at, c.last, c.ok = now, got, err == nil
+	}
+	if !c.ok {
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	for _, mode := range []string{"push", "pull"} {
+		var b Backlog
+		for _, x := range c.last {
+			if x.Mode == mode {
+				b = x
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(c.due, prometheus.GaugeValue, float64(b.Due), mode)
+		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, max(b.OldestDue, 0).Seconds(), mode)
+	}
+}
+
+// SetBacklog makes scrapes report the store's backlog through read, with
+// now the clock it is read at (the engine's). A later call replaces an
+// earlier one.
+func (m *Metrics) SetBacklog(read BacklogReader, now func() time.Time) {
+	m.backlog.mu.Lock()
+	defer m.backlog.mu.Unlock()
+	m.backlog.read, m.backlog.now, m.backlog.at = read, now, time.Time{}
+}
