@@ -72,9 +72,9 @@ type Dispatcher struct {
 	dispatcherDeps
 
 	mu       sync.Mutex
-	inflight map[string]store.LeaseRef // attempts of this node, by task id
-	freed    chan struct{}             // outcomes were stored: slots may be free
-	turn     int                       // where the next pass starts
+	inflight map[string]*attemptInFlight // attempts of this node, by task id
+	freed    chan struct{}               // outcomes were stored: slots may be free
+	turn     int                         // where the next pass starts
 	wg       sync.WaitGroup
 
 	results chan finished
@@ -128,7 +128,7 @@ type finished struct {
 func newDispatcher(d dispatcherDeps) *Dispatcher {
 	return &Dispatcher{
 		dispatcherDeps: d,
-		inflight:       map[string]store.LeaseRef{},
+		inflight:       map[string]*attemptInFlight{},
 		freed:          make(chan struct{}, 1),
 		wrote:          make(chan struct{}, max(d.writers, 1)),
 	}
@@ -414,15 +414,28 @@ func (d *Dispatcher) newLeaseID() string { return store.NodeLeaseID(d.node, id.L
 // release forgets a finished attempt of this node.
 func (d *Dispatcher) release(taskID string) {
 	d.mu.Lock()
+	if a := d.inflight[taskID]; a != nil && a.late {
+		d.metrics.PastDeadline.Dec()
+	}
 	delete(d.inflight, taskID)
 	d.mu.Unlock()
+}
+
+// attemptInFlight is one attempt of this node in flight: its lease, for
+// the heartbeat, and its deadline, to say when its target is late.
+type attemptInFlight struct {
+	store.LeaseRef
+	queue      string
+	deadlineAt int64
+	late       bool // counted in errand_deliveries_past_deadline
 }
 
 // launch delivers one claimed task in its own goroutine.
 func (d *Dispatcher) launch(ctx context.Context, t *task.Task, q *task.Queue, inst *task.Instance, queues map[qkey]*task.Queue) {
 	d.wg.Add(1)
 	d.mu.Lock()
-	d.inflight[t.ID] = store.LeaseRef{InstanceID: t.InstanceID, ID: t.ID, LeaseID: t.LeaseID}
+	d.inflight[t.ID] = &attemptInFlight{LeaseRef: store.LeaseRef{InstanceID: t.InstanceID, ID: t.ID, LeaseID: t.LeaseID},
+		queue: t.Queue, deadlineAt: t.DeadlineAt}
 	d.mu.Unlock()
 	d.metrics.InFlight.Inc()
 	go func() {
@@ -496,16 +509,31 @@ func (d *Dispatcher) heartbeat(ctx context.Context) {
 		if !sleep(ctx, d.clock, d.clock.Now().Add(heartbeatEvery), nil, nil) {
 			return
 		}
+		now := d.clock.Now()
 		d.mu.Lock()
 		refs := make([]store.LeaseRef, 0, len(d.inflight))
-		for _, r := range d.inflight {
-			refs = append(refs, r)
+		var late *attemptInFlight
+		newlyLate := 0
+		for _, a := range d.inflight {
+			refs = append(refs, a.LeaseRef)
+			if !a.late && a.deadlineAt <= now.UnixMilli() {
+				a.late, late = true, a
+				newlyLate++
+			}
 		}
+		d.metrics.PastDeadline.Add(float64(newlyLate))
 		d.mu.Unlock()
+		if late != nil {
+			// The attempts have failed (timed_out) but their requests stay
+			// open: until the target answers the tasks read running and
+			// keep their slots. Said once an attempt, at most once a pass.
+			d.log.Warn("push attempts passed their deadline with no answer: their requests stay open until the target answers, or 10 minutes pass",
+				append(instanceAttrs(ctx, d.store, late.InstanceID), "queue", late.queue, "task", late.ID, "attempts", newlyLate)...)
+		}
 		if len(refs) == 0 {
 			continue
 		}
-		until := d.clock.Now().Add(pushLease).UnixMilli()
+		until := now.Add(pushLease).UnixMilli()
 		if _, err := d.store.TaskHeartbeat(ctx, refs, until); err != nil && ctx.Err() == nil {
 			d.log.Warn("lease heartbeat failed", "n", len(refs), "err", err)
 		}

@@ -28,6 +28,9 @@ type Metrics struct {
 	Leased prometheus.Counter
 	// InFlight is this node's push deliveries in flight.
 	InFlight prometheus.Gauge
+	// PastDeadline is this node's push deliveries in flight past their
+	// attempt's deadline (found by the heartbeat, within 10 s of it).
+	PastDeadline prometheus.Gauge
 	// ChannelSubscribers is the channel subscribers connected to this node.
 	ChannelSubscribers prometheus.Gauge
 	// ChannelAppended counts messages appended to channel logs by this
@@ -73,6 +76,9 @@ func New() *Metrics {
 		InFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "errand_deliveries_in_flight", Help: "Push deliveries in flight on this node.",
 		}),
+		PastDeadline: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "errand_deliveries_past_deadline", Help: "Push deliveries in flight on this node past their deadline: failed as timed_out, their requests still open until the target answers or 10 minutes pass.",
+		}),
 		ChannelSubscribers: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "errand_channel_subscribers", Help: "Channel subscribers connected to this node.",
 		}),
@@ -99,7 +105,7 @@ func New() *Metrics {
 			Name: "errand_build_info", Help: "1, labelled with the version, commit and Go version of the running binary.",
 		}, []string{"version", "commit", "goversion"}),
 	}
-	reg.MustRegister(m.HTTPRequests, m.backlog, m.build, m.TasksAdded, m.Attempts, m.DeliverySeconds, m.Leased, m.InFlight,
+	reg.MustRegister(m.HTTPRequests, m.backlog, m.build, m.TasksAdded, m.Attempts, m.DeliverySeconds, m.Leased, m.InFlight, m.PastDeadline,
 		m.ChannelSubscribers, m.ChannelAppended, m.ChannelSent, m.ChannelDropped, m.TasksFailed, m.NodesDeclaredDead,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
