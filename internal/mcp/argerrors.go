@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,9 +35,11 @@ func requireNames(s *jsonschema.Schema) {
 }
 
 // argumentError words a schema's refusal of a call's arguments as the API
-// words a field's: the argument first ("tasks[].name: must not be
-// empty"), then what it must be.
-func argumentError(err error) error {
+// words a field's: the argument first ("tasks[2].name: must not be
+// empty"), then what it must be. The schema's error names a place in the
+// schema, not in the arguments: badItem tells which item of a list
+// argument is refused (-1 when it cannot tell).
+func argumentError(err error, badItem func(list string) int) error {
 	// "validating root: validating /properties/x: <keyword>: <detail>":
 	// the prefixes name the schema's place, the rest (which may quote the
 	// caller's values) says what is wrong.
@@ -93,6 +96,11 @@ func argumentError(err error) error {
 	if field == "" {
 		field = "arguments"
 	}
+	if list, rest, ok := strings.Cut(field, "[]"); ok && !strings.ContainsAny(list, ".[") {
+		if i := badItem(list); i >= 0 {
+			field = list + "[" + strconv.Itoa(i) + "]" + rest
+		}
+	}
 	return refuse(errandapi.CodeInvalidArgument, "%s: %s", field, reason)
 }
 
@@ -136,4 +144,19 @@ func join(field, name string) string {
 		return name
 	}
 	return field + "." + name
+}
+
+// firstBadItem is the index of the first item of the list argument that
+// resolved refuses, found by validating args with that item alone in the
+// list; -1 when none is refused so (the refusal is of the list itself).
+func firstBadItem(resolved *jsonschema.Resolved, args map[string]any, list string) int {
+	items, _ := args[list].([]any)
+	one := maps.Clone(args)
+	for i, item := range items {
+		one[list] = []any{item}
+		if resolved.Validate(one) != nil {
+			return i
+		}
+	}
+	return -1
 }

@@ -50,7 +50,10 @@ func TestErrorsCarryCodes(t *testing.T) {
 		{"tasks_list", obj{"instance": "jobs", "queue": "work", "state": "validating x: y"}, "INVALID_ARGUMENT", 400, "state: must be one of"},
 		// An empty name is refused, not sent as none (which would add the
 		// task again on a second call), nor made a path with a hole in it.
-		{"tasks_add", obj{"instance": "jobs", "queue": "work", "tasks": []any{obj{"name": ""}}}, "INVALID_ARGUMENT", 400, "tasks[].name: must not be empty"},
+		{"tasks_add", obj{"instance": "jobs", "queue": "work", "tasks": []any{obj{"name": ""}}}, "INVALID_ARGUMENT", 400, "tasks[0].name: must not be empty"},
+		// The item refused is named by its index, as the API names it.
+		{"tasks_add", obj{"instance": "jobs", "queue": "work", "tasks": []any{obj{"name": "a"}, obj{}, obj{"name": "c", "delay": "soon"}}}, "INVALID_ARGUMENT", 400, "tasks[2].delay: must be of type"},
+		{"tasks_add", obj{"instance": "jobs", "queue": "work", "tasks": []any{obj{}, obj{"nmae": "b"}}}, "INVALID_ARGUMENT", 400, "tasks[1].nmae: is not an argument of this tool"},
 		{"tasks_list_queues", obj{"instance": ""}, "INVALID_ARGUMENT", 400, "instance: must not be empty"},
 		{"tasks_get", obj{"instance": "jobs", "id": ""}, "INVALID_ARGUMENT", 400, "id: must not be empty"},
 		{"create_instance", obj{"name": "other"}, "PERMISSION_DENIED", 403, "full"},

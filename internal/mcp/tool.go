@@ -84,7 +84,10 @@ func decodeArgs(args json.RawMessage, resolved *jsonschema.Resolved, v any) erro
 		return refuse(errandapi.CodeInvalidArgument, "arguments: %v", err)
 	}
 	if err := resolved.Validate(generic); err != nil {
-		return argumentError(err)
+		return argumentError(err, func(list string) int {
+			args, _ := generic.(map[string]any)
+			return firstBadItem(resolved, args, list)
+		})
 	}
 	if err := json.Unmarshal(args, v); err != nil {
 		return refuse(errandapi.CodeInvalidArgument, "arguments: %v", err)
