@@ -128,7 +128,7 @@ func (c *Client) do(ctx context.Context, cl call) error {
 	body := cl.raw
 	if cl.body != nil {
 		var err error
-		if body, err = json.Marshal(cl.body); err != nil {
+		if body, err = errandapi.Marshal(cl.body); err != nil {
 			return fmt.Errorf("client: encoding the request: %w", err)
 		}
 	}

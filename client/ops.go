@@ -86,7 +86,7 @@ func (c *Client) RetryOpsTask(ctx context.Context, id string) (*errandapi.OpsTas
 // PurgeDeadLetters submits a dlq.purge of the dead letters sel names
 // (DELETE /api/dlq).
 func (c *Client) PurgeDeadLetters(ctx context.Context, sel errandapi.DLQSelector, o OpsOptions) (*errandapi.OpsTaskResponse, error) {
-	payload, err := json.Marshal(sel)
+	payload, err := errandapi.Marshal(sel)
 	if err != nil {
 		return nil, fmt.Errorf("client: encoding the selector: %w", err)
 	}

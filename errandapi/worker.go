@@ -123,18 +123,20 @@ func (f WorkerFrame) MarshalJSON() ([]byte, error) {
 	var err error
 	switch {
 	case f.Refusal != nil:
-		w.Error, err = marshalUnescaped(f.Refusal)
+		w.Error, err = Marshal(f.Refusal)
 	case f.Error != "":
-		w.Error, err = marshalUnescaped(f.Error)
+		w.Error, err = Marshal(f.Error)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return marshalUnescaped(w)
+	return Marshal(w)
 }
 
-// marshalUnescaped is json.Marshal without the escaping of <, > and &.
-func marshalUnescaped(v any) ([]byte, error) {
+// Marshal is json.Marshal as errand's wire wants it: without the escaping
+// of <, > and &, so that a payload or a result (a json.RawMessage) keeps
+// its bytes, and its size, when it is sent on.
+func Marshal(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"time"
 
@@ -58,7 +57,7 @@ func (s *sseWriter) send(_ context.Context, e *errandapi.ChannelEvent) error {
 	data := []byte(e.Data)
 	if e.Type != errandapi.ChannelMessage {
 		s.buf.WriteString("event: " + e.Type + "\n")
-		data, _ = json.Marshal(e)
+		data, _ = errandapi.Marshal(e)
 	}
 	// A stored payload keeps the line breaks it came with: each line is a
 	// data field, which the client joins again with "\n" (JSON

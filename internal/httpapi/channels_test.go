@@ -141,9 +141,10 @@ func TestChannelWebSocket(t *testing.T) {
 	if e := back.must(); e.ID != "1" {
 		t.Fatalf("replayed %+v", e)
 	}
-	b.toChannel("room-1", `{"n":2}`)
+	// A payload reaches subscribers byte for byte (<, > and & not escaped).
+	b.toChannel("room-1", `{"s":"a<b>&c"}`)
 	for _, w := range []*wsStream{live, back} {
-		if e := w.must(); e.ID != "2" || payloadOf(t, e.Data) != `{"n":2}` {
+		if e := w.must(); e.ID != "2" || payloadOf(t, e.Data) != `{"s":"a<b>&c"}` {
 			t.Fatalf("second message %+v", e)
 		}
 	}

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/coder/websocket"
@@ -32,7 +31,7 @@ func acceptWS(w http.ResponseWriter, r *http.Request, anyOrigin bool) (*wsWriter
 func (s *wsWriter) context(ctx context.Context) context.Context { return s.conn.CloseRead(ctx) }
 
 func (s *wsWriter) send(ctx context.Context, e *errandapi.ChannelEvent) error {
-	b, err := json.Marshal(e)
+	b, err := errandapi.Marshal(e)
 	if err != nil {
 		return err
 	}

@@ -60,7 +60,9 @@ func readJSONBody(r *http.Request) ([]byte, error) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // payloads and results keep their bytes
+	_ = enc.Encode(v)
 }
 
 // queryInt parses an optional integer query parameter.

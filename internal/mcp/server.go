@@ -3,7 +3,6 @@ package mcp
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"log/slog"
 	"slices"
 
@@ -136,7 +135,7 @@ func readQueue(ctx context.Context, clientFor ClientFunc, req *mcp.ReadResourceR
 		}
 		return nil, err
 	}
-	raw, err := json.Marshal(errandapi.QueueResponse{Queue: q})
+	raw, err := errandapi.Marshal(errandapi.QueueResponse{Queue: q})
 	if err != nil {
 		return nil, err
 	}

@@ -60,7 +60,7 @@ func define[In, Out any](s spec, run func(ctx context.Context, c *client.Client,
 		if err != nil {
 			return errorResult(err)
 		}
-		raw, err := json.Marshal(o)
+		raw, err := errandapi.Marshal(o)
 		if err != nil {
 			return errorResult(err)
 		}
