@@ -8,13 +8,20 @@
 // same tasks.
 //
 //	e, err := embedded.Open(ctx, embedded.Options{Store: "sqlite://errand.db"})
-//	...
+//	if err != nil {
+//		return err
+//	}
 //	defer e.Close()
 //	e.Handle("app/send-receipt", func(ctx context.Context, t *embedded.Task) (json.RawMessage, error) {
 //		return nil, send(ctx, t.Payload)
 //	})
-//	e.CreateQueue(ctx, "jobs", "receipts", embedded.QueueOptions{Function: "app/send-receipt"})
-//	e.Add(ctx, "jobs", "receipts", embedded.NewTask{Payload: json.RawMessage(`{"order":42}`)})
+//	// Once: an instance, and its queue whose target is the function
+//	// (INSTANCE_EXISTS and QUEUE_EXISTS on a later start).
+//	_ = e.CreateInstance(ctx, "jobs")
+//	_ = e.CreateQueue(ctx, "jobs", "receipts", embedded.QueueOptions{Function: "app/send-receipt"})
+//	if _, err := e.Add(ctx, "jobs", "receipts", embedded.NewTask{Payload: json.RawMessage(`{"order":42}`)}); err != nil {
+//		return err
+//	}
 //
 // Several programs may embed the engine on one PostgreSQL store, beside
 // `errand serve` nodes: they share the work as nodes do. A function's

@@ -35,10 +35,14 @@ func publicError(err error) error {
 
 // storeError says a refusal of Options.Store in the embedded API's words:
 // an INVALID_ARGUMENT *Error naming the field Store. A database that does
-// not answer is an UNAVAILABLE *Error with the driver's cause; other
-// errors (a file that cannot be opened) pass unchanged.
+// not answer, and a SQLite store another engine or node holds, are
+// UNAVAILABLE *Errors (the second naming the holder); other errors (a file
+// that cannot be opened) pass unchanged.
 func storeError(err error) error {
 	var ue *storeurl.URLError
+	if iu := (*storeurl.InUseError)(nil); errors.As(err, &iu) {
+		return publicError(task.Errorf(task.CodeUnavailable, "%s", iu.Error()))
+	}
 	if !errors.As(err, &ue) {
 		return publicError(err)
 	}

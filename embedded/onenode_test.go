@@ -4,6 +4,7 @@ package embedded_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/errandhq/errand/embedded"
+	"github.com/errandhq/errand/errandapi"
 )
 
 // TestSQLiteServesOneEngine: while an embedded engine has a SQLite store
@@ -30,7 +32,8 @@ func TestSQLiteServesOneEngine(t *testing.T) {
 	if second, err := embedded.Open(ctx, o); err == nil {
 		second.Close()
 		t.Fatal("a second engine opened the SQLite store the first holds")
-	} else if !strings.Contains(err.Error(), "is in use by an embedded errand engine (process "+strconv.Itoa(os.Getpid())+")") {
+	} else if e := (*embedded.Error)(nil); !errors.As(err, &e) || e.Code != errandapi.CodeUnavailable ||
+		!strings.Contains(err.Error(), "is in use by an embedded errand engine (process "+strconv.Itoa(os.Getpid())+")") {
 		t.Fatalf("second engine: %v", err)
 	}
 	if err := first.Close(); err != nil {

@@ -34,3 +34,15 @@ func TestCheckNameIsTheNodesRule(t *testing.T) {
 		}
 	}
 }
+
+// TestSlotsRefusedTyped: Slots out of range is an INVALID_ARGUMENT
+// *errandapi.Error naming Slots, as a bad name is.
+func TestSlotsRefusedTyped(t *testing.T) {
+	for _, n := range []int{-1, errandapi.MaxWorkerSlots + 1} {
+		_, err := New("http://127.0.0.1:1", "jobs", "app", Options{Slots: n})
+		var e *errandapi.Error
+		if !errors.As(err, &e) || e.Code != errandapi.CodeInvalidArgument || !strings.HasPrefix(e.Message, "Slots "+strconv.Itoa(n)+": must be 1–") {
+			t.Errorf("Slots %d: %v", n, err)
+		}
+	}
+}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -26,18 +24,8 @@ import (
 func TestStopWithANodeThatDoesNotDrain(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conns, done := make(chan *websocket.Conn, 1), make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		conns <- c
-		<-done // the test drives the connection
-	}))
-	defer srv.Close()
-	defer close(done)
-	w, err := worker.New(srv.URL, "jobs", "app", worker.Options{Slots: 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	url, conns := fakeNode(t)
+	w, err := worker.New(url, "jobs", "app", worker.Options{Slots: 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,18 +58,8 @@ func TestStopWithANodeThatDoesNotDrain(t *testing.T) {
 			}
 		}
 	}
-	send := func(f *errandapi.WorkerFrame) {
-		t.Helper()
-		b, _ := f.MarshalJSON()
-		if err := conn.Write(ctx, websocket.MessageText, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	attempt := func(lease string) *errandapi.WorkerFrame {
-		return &errandapi.WorkerFrame{Type: errandapi.FrameAttempt, LeaseID: lease, Function: "slow",
-			DeadlineAt: time.Now().Add(time.Minute).UnixMilli(), Token: "v1.t",
-			Body: json.RawMessage(`{"task":{"id":"t-` + lease + `","queue":"q","name":null,"attempt":1,"maxAttempts":3,"runAt":0,"createdAt":0,"deadlineAt":0,"source":"api","depth":0,"params":null,"deadLetterOf":null},"payload":null}`)}
-	}
+	send := func(f *errandapi.WorkerFrame) { sendFrame(ctx, t, conn, f) }
+	attempt := func(lease string) *errandapi.WorkerFrame { return attemptFrame(lease, "slow") }
 	if f := read(); f.Type != errandapi.FrameHello {
 		t.Fatalf("first frame %+v", f)
 	}

@@ -68,7 +68,8 @@ func (w *Worker) session(ctx context.Context) (connected bool, err error) {
 	// a handler whose attempt the node has already failed (and will retry
 	// elsewhere) learns it. They do not end with ctx: on shutdown they
 	// finish and their answers are sent.
-	lost, lose := context.WithCancel(context.WithoutCancel(ctx))
+	lost, loseCause := context.WithCancelCause(context.WithoutCancel(ctx))
+	lose := func() { loseCause(ErrConnectionLost) }
 	watched := make(chan struct{})
 	go func() { // three heartbeats, in tenths of one
 		defer close(watched)

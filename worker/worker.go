@@ -48,6 +48,9 @@ type Options struct {
 	// a key with the write grant on the instance, errand dev none.
 	APIKey string
 	// Slots is how many attempts run at once (default 8, at most 1,000).
+	// The node gives a worker no more than its queue's maxConcurrent and
+	// its instance's maxInFlight allow (default 50, across all the
+	// instance's push deliveries): raise maxInFlight for more.
 	Slots int
 	// Logger receives connection events and refused answers (default
 	// slog.Default()).
@@ -79,7 +82,9 @@ type Task struct {
 }
 
 // Handler serves one function (see the package doc for what its answer
-// means).
+// means). Its context ends at the attempt's deadline, or when the
+// connection to the node is lost (context.Cause is then
+// ErrConnectionLost).
 type Handler func(ctx context.Context, t *Task) (result json.RawMessage, err error)
 
 // DeferError asks for the attempt to be tried again after Delay without
@@ -132,7 +137,8 @@ func New(baseURL, instance, group string, o Options) (*Worker, error) {
 		o.Slots = 8
 	}
 	if o.Slots < 1 || o.Slots > errandapi.MaxWorkerSlots {
-		return nil, fmt.Errorf("worker: Slots must be 1–%d", errandapi.MaxWorkerSlots)
+		return nil, fmt.Errorf("worker: %w", errandapi.NewError(errandapi.CodeInvalidArgument,
+			fmt.Sprintf("Slots %d: must be 1–%d", o.Slots, errandapi.MaxWorkerSlots)))
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -148,8 +154,9 @@ func New(baseURL, instance, group string, o Options) (*Worker, error) {
 }
 
 // Handle serves the function name (within the worker's group: "send-receipt"
-// serves the target "app/send-receipt" for group app). Handle before Run;
-// Run refuses a name that breaks the naming rule of New.
+// serves the target "app/send-receipt" for group app). Handle before Run
+// (after it, Handle panics: the set of functions a connection serves is
+// fixed); Run refuses a name that breaks the naming rule of New.
 func (w *Worker) Handle(name string, h Handler) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -196,8 +203,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		if connected {
 			wait = w.o.MinBackoff
+			w.log.Warn("worker connection lost; reconnecting", "err", err, "in", wait)
+		} else {
+			w.log.Warn("worker could not connect; trying again", "url", w.url, "err", err, "in", wait)
 		}
-		w.log.Warn("worker connection lost; reconnecting", "err", err, "in", wait)
 		t := time.NewTimer(wait/2 + rand.N(wait/2+1))
 		select {
 		case <-ctx.Done():
@@ -231,6 +240,13 @@ func (w *Worker) checkHandlers() error {
 	}
 	return nil
 }
+
+// ErrConnectionLost is the cause (context.Cause) of a handler's context
+// that ended because the worker's connection to the node did: the node
+// fails the attempt and tries the task again, so the handler's answer
+// would not be taken. A context ended at the attempt's deadline has the
+// cause context.DeadlineExceeded.
+var ErrConnectionLost = errors.New("worker: the connection to the node was lost; the node tries the task again")
 
 // CloseError is the node's refusal of the connection: the v1 error it gave
 // as the close reason.

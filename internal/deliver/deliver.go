@@ -91,6 +91,9 @@ func (r Result) OutcomeFor(targetControl bool) task.Outcome {
 	o.Status = task.AttemptDeferred
 	o.Delay = r.DeferDelay
 	o.Error = "deferred by the target for " + r.DeferDelay.Round(time.Millisecond).String()
+	if r.DeferDelay < task.MinDeferDelay {
+		o.Error += "; tried again after " + task.MinDeferDelay.String() + ", the shortest deferral"
+	}
 	return o
 }
 
