@@ -341,7 +341,7 @@ type body struct {
 }
 
 // run runs the attempt's handler and returns the answer to send.
-func (s *session) run(ctx context.Context, a attempt) (answer *errandapi.WorkerFrame) {
+func (s *session) run(ctx context.Context, a attempt) *errandapi.WorkerFrame {
 	f := a.f
 	fail := func(msg string) *errandapi.WorkerFrame {
 		// A frame past MaxWorkerFrame would end the connection and every
@@ -378,28 +378,48 @@ func (s *session) run(ctx context.Context, a attempt) (answer *errandapi.WorkerF
 	}
 	hctx, cancel := context.WithDeadline(client.WithDelivery(ctx, f.Token), t.DeadlineAt)
 	defer cancel()
+	switch o := invoke(hctx, h, t, f.Function); {
+	case o.deferBy != nil:
+		return &errandapi.WorkerFrame{Type: errandapi.FrameDefer, LeaseID: f.LeaseID, Seconds: max(o.deferBy.Delay.Seconds(), 0.001)}
+	case o.failed != "":
+		return fail(o.failed)
+	default:
+		return &errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: f.LeaseID, Result: o.result}
+	}
+}
+
+// outcome is what a handler's return means for its attempt: a result, a
+// deferral or a failure with its error.
+type outcome struct {
+	result  json.RawMessage
+	deferBy *DeferError
+	failed  string
+}
+
+// invoke runs h for t (of function, as a panic's error names it): a panic
+// fails the attempt with its value and stack; a result that is not JSON,
+// or over 64 KiB, fails it here rather than being sent (past the frame's
+// bound it would end the connection and every attempt on it; the API
+// would refuse the ack).
+func invoke(ctx context.Context, h Handler, t *Task, function string) (o outcome) {
 	defer func() {
 		if p := recover(); p != nil {
-			answer = fail(errandapi.PanicError(f.Function, p, debug.Stack()))
+			o = outcome{failed: errandapi.PanicError(function, p, debug.Stack())}
 		}
 	}()
-	out, err := h(hctx, t)
+	out, err := h(ctx, t)
 	var de *DeferError
 	switch {
 	case errors.As(err, &de):
-		return &errandapi.WorkerFrame{Type: errandapi.FrameDefer, LeaseID: f.LeaseID, Seconds: max(de.Delay.Seconds(), 0.001)}
+		return outcome{deferBy: de}
 	case err != nil:
-		return fail(err.Error())
+		return outcome{failed: err.Error()}
+	case len(out) > 0 && !json.Valid(out):
+		return outcome{failed: "the function's result is not valid JSON"}
+	case len(out) > errandapi.MaxPayloadBytes:
+		return outcome{failed: fmt.Sprintf("the function's result is %d bytes: a result is at most %d bytes of JSON", len(out), errandapi.MaxPayloadBytes)}
 	}
-	if len(out) > 0 && !json.Valid(out) {
-		return fail("the function's result is not valid JSON")
-	}
-	// Failed here, not sent: a result past the frame's bound would end the
-	// connection and every attempt on it.
-	if len(out) > errandapi.MaxPayloadBytes {
-		return fail(fmt.Sprintf("the function's result is %d bytes: a result is at most %d bytes of JSON", len(out), errandapi.MaxPayloadBytes))
-	}
-	return &errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: f.LeaseID, Result: out}
+	return outcome{result: out}
 }
 
 // closeError turns a close frame with a v1 error object as its reason

@@ -19,6 +19,10 @@
 // attempt's delivery token: adds made with a client.Client and that ctx
 // get depth = this task's + 1 and source "function".
 //
+// Pull serves a pull queue with the same handlers: it leases the queue's
+// tasks through a client.Client, extends their leases while the handlers
+// run and acks or releases each as its handler answered.
+//
 // The package imports nothing internal to errand; the protocol it speaks
 // is docs/workers.md.
 package worker
@@ -133,21 +137,8 @@ func New(baseURL, instance, group string, o Options) (*Worker, error) {
 	}
 	u.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
 	u = u.JoinPath(errandapi.WorkerPath, instance) // escapes what the URL needs, once
-	if o.Slots == 0 {
-		o.Slots = 8
-	}
-	if o.Slots < 1 || o.Slots > errandapi.MaxWorkerSlots {
-		return nil, fmt.Errorf("worker: %w", errandapi.NewError(errandapi.CodeInvalidArgument,
-			fmt.Sprintf("Slots %d: must be 1–%d", o.Slots, errandapi.MaxWorkerSlots)))
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.MinBackoff <= 0 {
-		o.MinBackoff = 200 * time.Millisecond
-	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = 10 * time.Second
+	if err := loopDefaults(&o.Slots, &o.Logger, &o.MinBackoff, &o.MaxBackoff); err != nil {
+		return nil, err
 	}
 	return &Worker{url: u.String(), instance: instance, group: group, o: o, handlers: map[string]Handler{},
 		log: o.Logger.With("instance", instance, "group", group)}, nil
@@ -207,14 +198,46 @@ func (w *Worker) Run(ctx context.Context) error {
 		} else {
 			w.log.Warn("worker could not connect; trying again", "url", w.url, "err", err, "in", wait)
 		}
-		t := time.NewTimer(wait/2 + rand.N(wait/2+1))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !pause(ctx, wait) {
 			return nil
-		case <-t.C:
 		}
 		wait = min(2*wait, w.o.MaxBackoff)
+	}
+}
+
+// loopDefaults sets the defaults of a worker's or a Pull's slots (8),
+// logger and backoff bounds (200 ms to 10 s), and refuses slots out of
+// range.
+func loopDefaults(slots *int, log **slog.Logger, minB, maxB *time.Duration) error {
+	if *slots == 0 {
+		*slots = 8
+	}
+	if *slots < 1 || *slots > errandapi.MaxWorkerSlots {
+		return fmt.Errorf("worker: %w", errandapi.NewError(errandapi.CodeInvalidArgument,
+			fmt.Sprintf("Slots %d: must be 1–%d", *slots, errandapi.MaxWorkerSlots)))
+	}
+	if *log == nil {
+		*log = slog.Default()
+	}
+	if *minB <= 0 {
+		*minB = 200 * time.Millisecond
+	}
+	if *maxB <= 0 {
+		*maxB = 10 * time.Second
+	}
+	return nil
+}
+
+// pause waits about wait (half of it plus a random share of the other
+// half) and reports false if ctx ended first.
+func pause(ctx context.Context, wait time.Duration) bool {
+	t := time.NewTimer(wait/2 + rand.N(wait/2+1))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
