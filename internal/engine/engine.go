@@ -66,7 +66,7 @@ type Config struct {
 	// Default: a fresh random id.
 	Node string
 	// UsageEvery is how often a node adds its usage counts to the store
-	// (default 10 s; they are also added at Stop).
+	// (default UsageFlushEvery, 2 s; they are also added at Stop).
 	UsageEvery time.Duration
 	// Channels configures channel targets: retention and subscribers.
 	Channels ChannelsConfig

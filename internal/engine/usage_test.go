@@ -115,9 +115,9 @@ func TestUsageFlushedEveryIntervalAndAtStop(t *testing.T) {
 	if got := stored(); got != 0 {
 		t.Fatalf("stored before any flush: %d", got)
 	}
-	// The usage service sleeps until T0+10s (the flush interval).
-	sig.UsageAsleepUntil(t, T0.Add(10*time.Second))
-	n.clock.Advance(10 * time.Second)
+	// The usage service sleeps until T0+2s (the flush interval).
+	sig.UsageAsleepUntil(t, T0.Add(engine.UsageFlushEvery))
+	n.clock.Advance(engine.UsageFlushEvery)
 	sig.UsageFlushes(t, 1)
 	if got := stored(); got != 3 {
 		t.Fatalf("stored after the interval: %d; want 3", got)
