@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,10 +17,11 @@ type PullOptions struct {
 	// Slots is how many tasks run at once (default 8, at most 1,000).
 	Slots int
 	// LeaseSeconds is each lease's length (default 60, 1–86,400); a task
-	// still running at half of it has its lease extended by as much.
+	// still running has it extended by as much every third of it (an
+	// extend that fails is tried again at the next third).
 	LeaseSeconds int
 	// WaitSeconds is how long a lease waits for a task to come due
-	// (default 20, at most 30).
+	// (0 for the default, 20; at most 30).
 	WaitSeconds int
 	// Logger receives the loop's warnings (default slog.Default()).
 	Logger *slog.Logger
@@ -38,7 +38,8 @@ var ErrLeaseLost = errors.New("worker: the task's lease was lost; the node tries
 
 // Pull serves a pull queue: it leases the queue's tasks through c, up to
 // o.Slots at once, runs h for each, extends a lease while its handler
-// runs, and answers as a connected worker's handler is answered: (result,
+// runs (with no limit: a handler that never returns holds its task), and
+// answers as a connected worker's handler is answered: (result,
 // nil) acks the task with result; an error releases it as a failed attempt
 // (retried with the queue's backoff); Defer(d) releases it unharmed, to
 // come due after d; a panic fails it with the panic and its stack; a
@@ -65,6 +66,16 @@ func Pull(ctx context.Context, c *client.Client, instance, queue string, o PullO
 	wait := o.MinBackoff
 	for {
 		tasks, err := p.lease(ctx)
+		// Tasks in hand are run even when ctx ended meanwhile: dropped,
+		// each would wait out its lease and count it as a failed attempt.
+		for _, lt := range tasks {
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				defer func() { <-p.sem }()
+				p.run(ctx, lt)
+			}()
+		}
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -79,14 +90,6 @@ func Pull(ctx context.Context, c *client.Client, instance, queue string, o PullO
 			continue
 		}
 		wait = o.MinBackoff
-		for _, lt := range tasks {
-			p.wg.Add(1)
-			go func() {
-				defer p.wg.Done()
-				defer func() { <-p.sem }()
-				p.run(ctx, lt)
-			}()
-		}
 	}
 }
 
@@ -107,6 +110,9 @@ func (o *PullOptions) defaults() error {
 	}
 	return loopDefaults(&o.Slots, &o.Logger, &o.MinBackoff, &o.MaxBackoff)
 }
+
+// maxReleaseDelay is the longest delay of a release (delaySeconds).
+const maxReleaseDelay = 86_400
 
 // puller is one Pull loop.
 type puller struct {
@@ -178,13 +184,12 @@ func (p *puller) run(ctx context.Context, lt errandapi.LeasedTask) {
 	var err error
 	switch {
 	case o.deferBy != nil:
-		_, err = p.c.Release(actx, p.instance, lt.ID, errandapi.ReleaseRequest{LeaseID: lt.LeaseID, DelaySeconds: max(o.deferBy.Delay.Seconds(), 0.001)})
+		// A release waits at most a day (a longer one would be refused,
+		// and the task would wait out its lease as a failed attempt).
+		delay := min(max(o.deferBy.Delay.Seconds(), 0.001), maxReleaseDelay)
+		_, err = p.c.Release(actx, p.instance, lt.ID, errandapi.ReleaseRequest{LeaseID: lt.LeaseID, DelaySeconds: delay})
 	case o.failed != "":
-		msg := o.failed
-		if len(msg) > errandapi.MaxWorkerError {
-			msg = strings.ToValidUTF8(msg[:errandapi.MaxWorkerError], "") + "…"
-		}
-		_, err = p.c.Release(actx, p.instance, lt.ID, errandapi.ReleaseRequest{LeaseID: lt.LeaseID, Error: msg})
+		_, err = p.c.Release(actx, p.instance, lt.ID, errandapi.ReleaseRequest{LeaseID: lt.LeaseID, Error: o.failed})
 	default:
 		_, err = p.c.Ack(actx, p.instance, lt.ID, errandapi.AckRequest{LeaseID: lt.LeaseID, Result: o.result})
 	}
@@ -196,7 +201,7 @@ func (p *puller) run(ctx context.Context, lt errandapi.LeasedTask) {
 // extend renews lt's lease every half lease until done; a lease found
 // lost ends the handler's context with ErrLeaseLost.
 func (p *puller) extend(ctx context.Context, lt errandapi.LeasedTask, done <-chan struct{}, lose context.CancelCauseFunc) {
-	every := time.Duration(p.o.LeaseSeconds) * time.Second / 2
+	every := time.Duration(p.o.LeaseSeconds) * time.Second / 3
 	tk := time.NewTicker(every)
 	defer tk.Stop()
 	for {

@@ -127,7 +127,7 @@ func TestPullExtendsTheLease(t *testing.T) {
 	ran := make(chan error, 1)
 	go func() {
 		ran <- worker.Pull(ctx, pc, "jobs", "long", worker.PullOptions{LeaseSeconds: 1, Logger: quietPull}, func(context.Context, *worker.Task) (json.RawMessage, error) {
-			for range 3 { // 1.5 s: past the lease, had it not been extended
+			for range 5 { // 1.67 s: past the lease, had it not been extended
 				<-x.extends
 			}
 			return json.RawMessage(`true`), nil

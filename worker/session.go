@@ -344,11 +344,6 @@ type body struct {
 func (s *session) run(ctx context.Context, a attempt) *errandapi.WorkerFrame {
 	f := a.f
 	fail := func(msg string) *errandapi.WorkerFrame {
-		// A frame past MaxWorkerFrame would end the connection and every
-		// attempt on it: an error is cut well below it.
-		if len(msg) > errandapi.MaxWorkerError {
-			msg = strings.ToValidUTF8(msg[:errandapi.MaxWorkerError], "") + "…"
-		}
 		return &errandapi.WorkerFrame{Type: errandapi.FrameFailed, LeaseID: f.LeaseID, Error: msg}
 	}
 	s.w.mu.Lock()
@@ -400,11 +395,15 @@ type outcome struct {
 // fails the attempt with its value and stack; a result that is not JSON,
 // or over 64 KiB, fails it here rather than being sent (past the frame's
 // bound it would end the connection and every attempt on it; the API
-// would refuse the ack).
+// would refuse the ack). A failure's error is cut to MaxWorkerError, well
+// below the frame's bound.
 func invoke(ctx context.Context, h Handler, t *Task, function string) (o outcome) {
 	defer func() {
 		if p := recover(); p != nil {
 			o = outcome{failed: errandapi.PanicError(function, p, debug.Stack())}
+		}
+		if len(o.failed) > errandapi.MaxWorkerError {
+			o.failed = strings.ToValidUTF8(o.failed[:errandapi.MaxWorkerError], "") + "…"
 		}
 	}()
 	out, err := h(ctx, t)

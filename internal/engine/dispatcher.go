@@ -412,12 +412,23 @@ func (d *Dispatcher) claimParams(q *task.Queue, inst *task.Instance, now time.Ti
 func (d *Dispatcher) newLeaseID() string { return store.NodeLeaseID(d.node, id.Lease()) }
 
 // release forgets a finished attempt of this node.
-func (d *Dispatcher) release(taskID string) {
+func (d *Dispatcher) release(taskID string, a *attemptInFlight) {
 	d.mu.Lock()
-	if a := d.inflight[taskID]; a != nil && a.late {
+	if d.inflight[taskID] == a { // not a later attempt of the task's
+		delete(d.inflight, taskID)
+	}
+	d.mu.Unlock()
+}
+
+// answered marks a's target as having answered (or been cut): it is no
+// longer late, though its entry stays, its lease renewed, until its
+// outcome is handed to the finishers.
+func (d *Dispatcher) answered(a *attemptInFlight) {
+	d.mu.Lock()
+	if a.late {
 		d.metrics.PastDeadline.Dec()
 	}
-	delete(d.inflight, taskID)
+	a.late, a.answered = false, true
 	d.mu.Unlock()
 }
 
@@ -428,22 +439,25 @@ type attemptInFlight struct {
 	queue      string
 	deadlineAt int64
 	late       bool // counted in errand_deliveries_past_deadline
+	answered   bool // the target answered: never late again
 }
 
 // launch delivers one claimed task in its own goroutine.
 func (d *Dispatcher) launch(ctx context.Context, t *task.Task, q *task.Queue, inst *task.Instance, queues map[qkey]*task.Queue) {
 	d.wg.Add(1)
 	d.mu.Lock()
-	d.inflight[t.ID] = &attemptInFlight{LeaseRef: store.LeaseRef{InstanceID: t.InstanceID, ID: t.ID, LeaseID: t.LeaseID},
+	a := &attemptInFlight{LeaseRef: store.LeaseRef{InstanceID: t.InstanceID, ID: t.ID, LeaseID: t.LeaseID},
 		queue: t.Queue, deadlineAt: t.DeadlineAt}
+	d.inflight[t.ID] = a
 	d.mu.Unlock()
 	d.metrics.InFlight.Inc()
 	go func() {
 		defer d.wg.Done()
 		defer d.metrics.InFlight.Dec()
-		defer d.release(t.ID)
+		defer d.release(t.ID, a)
 		began := d.clock.Now()
 		res := d.deliver(ctx, t, q, inst)
+		d.answered(a)
 		now := d.clock.Now()
 		o := res.OutcomeFor(q.TargetControl)
 		if ctx.Err() != nil && o.Status != task.AttemptSucceeded {
@@ -516,26 +530,27 @@ func (d *Dispatcher) heartbeat(ctx context.Context) {
 		newlyLate := 0
 		for _, a := range d.inflight {
 			refs = append(refs, a.LeaseRef)
-			if !a.late && a.deadlineAt <= now.UnixMilli() {
+			if !a.late && !a.answered && a.deadlineAt <= now.UnixMilli() {
 				a.late, late = true, a
 				newlyLate++
 			}
 		}
 		d.metrics.PastDeadline.Add(float64(newlyLate))
 		d.mu.Unlock()
-		if late != nil {
-			// The attempts have failed (timed_out) but their requests stay
-			// open: until the target answers the tasks read running and
-			// keep their slots. Said once an attempt, at most once a pass.
-			d.log.Warn("push attempts passed their deadline with no answer: their requests stay open until the target answers, or 10 minutes pass",
-				append(instanceAttrs(ctx, d.store, late.InstanceID), "queue", late.queue, "task", late.ID, "attempts", newlyLate)...)
-		}
 		if len(refs) == 0 {
 			continue
 		}
 		until := now.Add(pushLease).UnixMilli()
 		if _, err := d.store.TaskHeartbeat(ctx, refs, until); err != nil && ctx.Err() == nil {
 			d.log.Warn("lease heartbeat failed", "n", len(refs), "err", err)
+		}
+		if late != nil {
+			// The attempts have failed (timed_out) but their requests stay
+			// open: until the target answers the tasks read running and
+			// keep their slots. Said once an attempt, at most once a pass,
+			// after the leases are renewed (its names are a read).
+			d.log.Warn("push attempts passed their deadline with no answer: their requests stay open until the target answers, or 10 minutes pass",
+				append(instanceAttrs(ctx, d.store, late.InstanceID), "queue", late.queue, "task", late.ID, "attempts", newlyLate)...)
 		}
 	}
 }

@@ -59,6 +59,8 @@ func readJSONBody(r *http.Request) ([]byte, error) {
 // writeJSON answers v as JSON with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	// Payloads go out unescaped: never read as anything but JSON.
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false) // payloads and results keep their bytes

@@ -20,6 +20,14 @@ func observe(next http.Handler, requests *prometheus.CounterVec, log *slog.Logge
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			// A handler that panicked answered nothing (net/http closes the
+			// connection): counted as the 500 it is, then let go on.
+			if p := recover(); p != nil {
+				requests.WithLabelValues(apiOf(r.URL.Path), "500").Inc()
+				panic(p)
+			}
+		}()
 		next.ServeHTTP(rec, r)
 		if rec.status == 0 {
 			rec.status = http.StatusOK
@@ -52,15 +60,15 @@ func apiOf(p string) string {
 	return "other"
 }
 
-// statusRecorder keeps the first status a handler wrote (0 until then).
+// statusRecorder keeps the final status a handler wrote (0 until then).
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
+	if s.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
+		s.status = code // a 1xx hint (103) is not the answer; 101 is
 	}
 	s.ResponseWriter.WriteHeader(code)
 }

@@ -147,14 +147,16 @@ func join(field, name string) string {
 }
 
 // firstBadItem is the index of the first item of the list argument that
-// resolved refuses, found by validating args with that item alone in the
-// list; -1 when none is refused so (the refusal is of the list itself).
-func firstBadItem(resolved *jsonschema.Resolved, args map[string]any, list string) int {
+// resolved refuses as it refused the whole call (refused, the same error
+// text), found by validating args with that item alone in the list; -1
+// when none is (the refusal is of the list itself, or another argument
+// is refused too and hides the item's).
+func firstBadItem(resolved *jsonschema.Resolved, args map[string]any, list string, refused error) int {
 	items, _ := args[list].([]any)
 	one := maps.Clone(args)
 	for i, item := range items {
 		one[list] = []any{item}
-		if resolved.Validate(one) != nil {
+		if err := resolved.Validate(one); err != nil && err.Error() == refused.Error() {
 			return i
 		}
 	}

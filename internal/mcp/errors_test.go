@@ -54,6 +54,10 @@ func TestErrorsCarryCodes(t *testing.T) {
 		// The item refused is named by its index, as the API names it.
 		{"tasks_add", obj{"instance": "jobs", "queue": "work", "tasks": []any{obj{"name": "a"}, obj{}, obj{"name": "c", "delay": "soon"}}}, "INVALID_ARGUMENT", 400, "tasks[2].delay: must be of type"},
 		{"tasks_add", obj{"instance": "jobs", "queue": "work", "tasks": []any{obj{}, obj{"nmae": "b"}}}, "INVALID_ARGUMENT", 400, "tasks[1].nmae: is not an argument of this tool"},
+		// With another argument refused as well, the item is still the
+		// one refused (item 0 alone is refused for the other argument).
+		{"tasks_add", obj{"instance": "jobs", "queue": "work", "zz": 1, "tasks": []any{obj{}, obj{"delay": "soon"}}}, "INVALID_ARGUMENT", 400, "tasks[1].delay: must be of type"},
+		{"tasks_add", obj{"instance": "jobs", "queue": 5, "tasks": []any{obj{}, obj{"delay": "soon"}}}, "INVALID_ARGUMENT", 400, ": must be of type"},
 		{"tasks_list_queues", obj{"instance": ""}, "INVALID_ARGUMENT", 400, "instance: must not be empty"},
 		{"tasks_get", obj{"instance": "jobs", "id": ""}, "INVALID_ARGUMENT", 400, "id: must not be empty"},
 		{"create_instance", obj{"name": "other"}, "PERMISSION_DENIED", 403, "full"},

@@ -86,7 +86,7 @@ func decodeArgs(args json.RawMessage, resolved *jsonschema.Resolved, v any) erro
 	if err := resolved.Validate(generic); err != nil {
 		return argumentError(err, func(list string) int {
 			args, _ := generic.(map[string]any)
-			return firstBadItem(resolved, args, list)
+			return firstBadItem(resolved, args, list, err)
 		})
 	}
 	if err := json.Unmarshal(args, v); err != nil {

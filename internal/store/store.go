@@ -162,7 +162,8 @@ type Store interface {
 	TaskQueueNextRunAt(ctx context.Context, ref QueueRef, after int64) (int64, error)
 	// TaskBacklog returns, per mode of the unpaused queues of every
 	// instance, how many PENDING or RETRY_WAIT tasks have a runAt at or
-	// before now (counting at most limit a queue) and the earliest runAt
+	// before now (counting at most limit a queue: a walk of that many
+	// entries of its due index) and the earliest runAt
 	// among them: the work due and not started, for /metrics. A mode
 	// without such a task is left out.
 	TaskBacklog(ctx context.Context, now int64, limit int) ([]Backlog, error)
