@@ -43,7 +43,9 @@ func answer(resp *http.Response, now time.Time) Result {
 			return Result{Outcome: o}
 		}
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, task.MaxPayloadBytes+1))
-		if len(body) <= task.MaxPayloadBytes && !task.IsJSONNull(body) && json.Valid(body) {
+		// A result is JSON in UTF-8, as an ack's must be (json.Valid
+		// passes invalid UTF-8 in strings).
+		if len(body) <= task.MaxPayloadBytes && !task.IsJSONNull(body) && json.Valid(body) && utf8.Valid(body) {
 			o.Result = body
 		} else if len(body) > task.MaxPayloadBytes {
 			drain(resp.Body)

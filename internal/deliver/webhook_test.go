@@ -149,6 +149,7 @@ func TestWebhookOutcomes(t *testing.T) {
 	}{
 		{name: "200 json", status: 200, body: `{"ok":1}`, want: task.AttemptSucceeded, result: `{"ok":1}`},
 		{name: "200 text", status: 200, body: "sent", want: task.AttemptSucceeded},
+		{name: "200 json, not UTF-8", status: 200, body: "{\"a\":\"\xff\"}", want: task.AttemptSucceeded},
 		{name: "204", status: 204, want: task.AttemptSucceeded},
 		{name: "202 null", status: 202, body: "null", want: task.AttemptSucceeded},
 		{name: "400", status: 400, body: "bad order\nid", want: task.AttemptFailed, err: "HTTP 400: bad order id"},

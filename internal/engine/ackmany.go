@@ -57,14 +57,18 @@ func (e *Engine) AckMany(ctx context.Context, ref QueueRef, acks []AckInput) ([]
 			}
 			continue
 		}
-		first[a.ID] = i
 		fp, err := ackOne(t, a, q, at[a.ID])
 		if err != nil {
 			if t == nil || !t.AckedBy(a.LeaseID) { // else this ack, repeated: done
+				// Refused, it is not the task's ack in this call: a later
+				// one with the task's lease still lands.
 				errs[i] = err
+				continue
 			}
+			first[a.ID] = i
 			continue
 		}
+		first[a.ID] = i
 		fps = append(fps, fp)
 		of = append(of, i)
 	}

@@ -352,6 +352,17 @@ func TestBatchAck(t *testing.T) {
 	if res := r.list("results"); res[0].(map[string]any)["ok"] != true || res[1].(map[string]any)["ok"] != true || res[2].(map[string]any)["code"] != "LEASE_LOST" {
 		t.Fatalf("one ack twice in a call: %s", r.raw)
 	}
+	// A refused ack of a task does not refuse a later one with its lease.
+	b.do("POST", "/v1/tasks/jobs/queues/thumbs/tasks", `[{}]`).want(t, 201, "")
+	l = b.do("POST", "/v1/tasks/jobs/queues/thumbs/lease", `{"count":1,"leaseSeconds":60}`).want(t, 200, "").list("tasks")
+	r = b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", fmt.Sprintf(`{"acks":[{"id":%q,"leaseId":"wrong"},{"id":%q,"leaseId":%q}]}`,
+		id(0), id(0), lease(0))).want(t, 200, "")
+	if res := r.list("results"); res[0].(map[string]any)["code"] != "LEASE_LOST" || res[1].(map[string]any)["ok"] != true {
+		t.Fatalf("a wrong lease, then the right one: %s", r.raw)
+	}
+	if g := b.do("GET", "/v1/tasks/jobs/tasks/"+id(0), nil).obj("task"); g["state"] != "succeeded" {
+		t.Fatalf("after the right lease's ack: %v", g)
+	}
 	// Whatever the refusals' codes: a batch of unknown ids is 409 too, each
 	// result NOT_FOUND (the one status not from statusOf).
 	r = b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", `{"acks":[{"id":"missing","leaseId":"x"}]}`).want(t, 409, "NOT_FOUND")

@@ -58,6 +58,9 @@ func TestErrorsCarryCodes(t *testing.T) {
 		// one refused (item 0 alone is refused for the other argument).
 		{"tasks_add", obj{"instance": "jobs", "queue": "work", "zz": 1, "tasks": []any{obj{}, obj{"delay": "soon"}}}, "INVALID_ARGUMENT", 400, "tasks[1].delay: must be of type"},
 		{"tasks_add", obj{"instance": "jobs", "queue": 5, "tasks": []any{obj{}, obj{"delay": "soon"}}}, "INVALID_ARGUMENT", 400, ": must be of type"},
+		// Numbers the schema passes but the field cannot hold.
+		{"tasks_set_queue", obj{"instance": "jobs", "queue": "work", "maxAgeSeconds": 1e30}, "INVALID_ARGUMENT", 400, "maxAgeSeconds: number 1e+30 is out of range"},
+		{"tasks_add", obj{"instance": "jobs", "queue": "work", "tasks": []any{obj{"payload": 1}, obj{"runAt": 1e20}}}, "INVALID_ARGUMENT", 400, "tasks[1].runAt: number 100000000000000000000 is out of range"},
 		{"tasks_list_queues", obj{"instance": ""}, "INVALID_ARGUMENT", 400, "instance: must not be empty"},
 		{"tasks_get", obj{"instance": "jobs", "id": ""}, "INVALID_ARGUMENT", 400, "id: must not be empty"},
 		{"create_instance", obj{"name": "other"}, "PERMISSION_DENIED", 403, "full"},

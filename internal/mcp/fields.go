@@ -20,5 +20,5 @@ type instanceArg struct {
 // leaseArg names a leased task and its lease; the pull tools embed it.
 type leaseArg struct {
 	taskArg
-	LeaseID string `json:"leaseId" jsonschema:"The leaseId tasks_lease returned with this task. Once the lease is over (expired, acked, released) calls with it answer LEASE_LOST."`
+	LeaseID string `json:"leaseId" jsonschema:"The leaseId tasks_lease returned with this task. Once the lease is over (expired, released, or acked) calls with it answer LEASE_LOST, but an ack repeated with the lease that acked the task answers success again (safe to retry)."`
 }

@@ -3,7 +3,12 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"reflect"
+	"strconv"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -90,7 +95,28 @@ func decodeArgs(args json.RawMessage, resolved *jsonschema.Resolved, v any) erro
 		})
 	}
 	if err := json.Unmarshal(args, v); err != nil {
-		return refuse(errandapi.CodeInvalidArgument, "arguments: %v", err)
+		// The schema passed it, so a value too big (or too precise) for
+		// its Go field: 1e30 for an int64.
+		var te *json.UnmarshalTypeError
+		if !errors.As(err, &te) || te.Field == "" {
+			return refuse(errandapi.CodeInvalidArgument, "arguments: %v", err)
+		}
+		field := te.Field
+		if list, rest, ok := strings.Cut(field, "."); ok {
+			if items, isList := generic.(map[string]any)[list].([]any); isList {
+				field = list + "[]." + rest
+				one := maps.Clone(generic.(map[string]any))
+				for i, item := range items {
+					one[list] = []any{item}
+					raw, _ := json.Marshal(one)
+					if json.Unmarshal(raw, reflect.New(reflect.TypeOf(v).Elem()).Interface()) != nil {
+						field = list + "[" + strconv.Itoa(i) + "]." + rest
+						break
+					}
+				}
+			}
+		}
+		return refuse(errandapi.CodeInvalidArgument, "%s: %s is out of range (or not a whole number where one is needed)", field, te.Value)
 	}
 	return nil
 }
