@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/textproto"
 	"strings"
 )
@@ -253,16 +254,27 @@ func (p *HookPatch) apply(tr *Trigger) error {
 			return FieldErrorf(CodeInvalidArgument, "hook.headers", "at most %d headers", MaxHookHeaders)
 		}
 		out := make([]string, 0, len(hs))
-		for _, h := range hs {
+		for i, h := range hs {
+			field := fmt.Sprintf("hook.headers[%d]", i)
 			if h == "" || len(h) > 100 || strings.ContainsAny(h, " \t:\r\n") {
-				return FieldErrorf(CodeInvalidArgument, "hook.headers", "%q is not a header name", h)
+				return FieldErrorf(CodeInvalidArgument, field, "%q is not a header name", h)
 			}
-			out = append(out, textproto.CanonicalMIMEHeaderKey(h))
+			h = textproto.CanonicalMIMEHeaderKey(h)
+			if credentialHeaders[h] {
+				// Kept in params, which every read key sees: a caller's
+				// credentials copied there by mistake would leak.
+				return FieldErrorf(CodeInvalidArgument, field, "%s carries credentials; it is never copied into a task", h)
+			}
+			out = append(out, h)
 		}
 		tr.HookHeaders = out
 	}
 	return nil
 }
+
+// credentialHeaders are the request headers a hook never copies into its
+// tasks' params.
+var credentialHeaders = map[string]bool{"Authorization": true, "Cookie": true, "Proxy-Authorization": true}
 
 func (p *TaskOnPatch) apply(tr *Trigger, instance string) error {
 	if p.Queue != nil {

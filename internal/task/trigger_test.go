@@ -36,7 +36,7 @@ func TestTriggerPatchValidation(t *testing.T) {
 		{"bare queue", TriggerPatch{Queue: sp("q"), Hook: &HookPatch{}}, CodeInvalidArgument, "queue"},
 		{"params not object", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{}, Params: raw(`[1]`)}, CodeInvalidArgument, "params"},
 		{"payload bad", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{}, Payload: raw(`{`)}, CodeInvalidArgument, "payload"},
-		{"bad header", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{Headers: &[]string{"X Bad"}}}, CodeInvalidArgument, "hook.headers"},
+		{"bad header", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{Headers: &[]string{"X Bad"}}}, CodeInvalidArgument, "hook.headers[0]"},
 		{"bad secret", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{Secret: func() **string { s := sp("nope"); return &s }()}}, CodeInvalidArgument, "hook.secret"},
 		{"task ok", TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{Queue: sp("jobs/a"), On: &[]string{"failed"}}}, "", ""},
 		{"task no queue", TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{}}, CodeInvalidArgument, "task.queue"},
