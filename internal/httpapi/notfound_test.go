@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -50,6 +51,27 @@ func TestNotFoundNamesWhat(t *testing.T) {
 		r := b.do(c.method, c.path, body).want(t, 404, "NOT_FOUND")
 		if msg := r.body["error"].(map[string]any)["message"]; msg != c.want {
 			t.Errorf("%s %s: message %q, want %q", c.method, c.path, msg, c.want)
+		}
+	}
+}
+
+// TestDotSegmentsAreNotFound: a path with an empty, "." or ".." segment is
+// a 404 in errand's shape, not the mux's HTML redirect to the cleaned path
+// (which a client following it would POST to again).
+func TestDotSegmentsAreNotFound(t *testing.T) {
+	b := setup(t)
+	for _, c := range []struct{ method, path, code string }{
+		{"POST", "/v1/tasks/jobs/queues/../queues/q/tasks", "NOT_FOUND"},
+		{"GET", "/v1/tasks/jobs//queues/q", "NOT_FOUND"},
+		{"GET", "/v1/tasks/jobs/./queues", "NOT_FOUND"},
+		{"GET", "/api/tasks/../tasks", "not_found"},
+	} {
+		req, _ := http.NewRequest(c.method, b.srv.URL+c.path, nil)
+		req.URL.Opaque = c.path // sent as written, not cleaned by the client
+		r := b.send(req)
+		r.want(t, 404, c.code)
+		if !strings.Contains(r.message(), "no empty, '.' or '..' segments") {
+			t.Errorf("%s %s: %s", c.method, c.path, r.raw)
 		}
 	}
 }

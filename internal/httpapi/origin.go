@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net"
 	"net/http"
+	"path"
 	"strings"
 
 	"github.com/errandhq/errand/internal/engine"
@@ -65,6 +66,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	}))
 	protected := cop.Handler(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !canonicalPath(r.URL.Path) {
+			// The mux would answer a redirect to the cleaned path (an HTML
+			// 307, which a client following it would POST again).
+			s.writerFor(r)(w, r, task.Errorf(task.CodeNotFound, "no route %s %s: a path has no empty, '.' or '..' segments", r.Method, r.URL.Path))
+			return
+		}
 		if !s.hosts.allowed(r) {
 			s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "host %q is not served here: this server answers to %s", r.Host, "its loopback names and its --addr"))
 			return
@@ -77,4 +84,17 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		protected.ServeHTTP(w, r)
 	})
+}
+
+// canonicalPath reports whether p is as path.Clean leaves it (a trailing
+// slash kept): no empty, "." or ".." segment.
+func canonicalPath(p string) bool {
+	if p == "" {
+		return true
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
 }

@@ -209,10 +209,7 @@ var probeMethods = []string{"DELETE", "GET", "PATCH", "POST", "PUT"}
 // known under other methods, NOT_FOUND otherwise.
 // Under /api/ it answers in the operations API's shape (lowercase codes).
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
-	write := s.writeError
-	if strings.HasPrefix(r.URL.Path, "/api/") {
-		write = s.writeOpsError
-	}
+	write := s.writerFor(r)
 	var allow []string
 	for _, m := range probeMethods {
 		probe := r.Clone(r.Context())
@@ -231,6 +228,15 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	slices.Sort(allow)
 	w.Header().Set("Allow", strings.Join(allow, ", "))
 	write(w, r, task.Errorf(task.CodeMethodNotAllowed, "%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+}
+
+// writerFor is how r's errors are written: the operations API's shape
+// under /api/, the v1 API's elsewhere.
+func (s *Server) writerFor(r *http.Request) func(http.ResponseWriter, *http.Request, error) {
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		return s.writeOpsError
+	}
+	return s.writeError
 }
 
 // ServeHTTP serves the API.
