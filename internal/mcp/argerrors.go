@@ -152,11 +152,20 @@ func join(field, name string) string {
 // when none is (the refusal is of the list itself, or another argument
 // is refused too and hides the item's).
 func firstBadItem(resolved *jsonschema.Resolved, args map[string]any, list string, refused error) int {
+	return firstItemWhere(args, list, func(one map[string]any) bool {
+		err := resolved.Validate(one)
+		return err != nil && err.Error() == refused.Error()
+	})
+}
+
+// firstItemWhere is the index of the first item of args' list argument
+// for which bad holds of args with that item alone in the list; -1 for
+// none (or when the argument is not a list).
+func firstItemWhere(args map[string]any, list string, bad func(one map[string]any) bool) int {
 	items, _ := args[list].([]any)
 	one := maps.Clone(args)
 	for i, item := range items {
-		one[list] = []any{item}
-		if err := resolved.Validate(one); err != nil && err.Error() == refused.Error() {
+		if one[list] = []any{item}; bad(one) {
 			return i
 		}
 	}

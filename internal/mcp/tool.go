@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
 	"strconv"
 	"strings"
@@ -103,15 +102,15 @@ func decodeArgs(args json.RawMessage, resolved *jsonschema.Resolved, v any) erro
 		}
 		field := te.Field
 		if list, rest, ok := strings.Cut(field, "."); ok {
-			if items, isList := generic.(map[string]any)[list].([]any); isList {
-				field = list + "[]." + rest
-				one := maps.Clone(generic.(map[string]any))
-				for i, item := range items {
-					one[list] = []any{item}
-					raw, _ := json.Marshal(one)
-					if json.Unmarshal(raw, reflect.New(reflect.TypeOf(v).Elem()).Interface()) != nil {
+			if args, _ := generic.(map[string]any); args != nil {
+				if _, isList := args[list].([]any); isList {
+					field = list + "[]." + rest
+					i := firstItemWhere(args, list, func(one map[string]any) bool {
+						raw, _ := json.Marshal(one)
+						return json.Unmarshal(raw, reflect.New(reflect.TypeOf(v).Elem()).Interface()) != nil
+					})
+					if i >= 0 {
 						field = list + "[" + strconv.Itoa(i) + "]." + rest
-						break
 					}
 				}
 			}
