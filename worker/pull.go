@@ -155,15 +155,7 @@ func (p *puller) lease(ctx context.Context) ([]errandapi.LeasedTask, error) {
 func (p *puller) run(ctx context.Context, lt errandapi.LeasedTask) {
 	t := &Task{ID: lt.ID, Queue: lt.Queue, Attempt: lt.Attempts, RunAt: time.UnixMilli(lt.RunAt), CreatedAt: time.UnixMilli(lt.CreatedAt),
 		Source: lt.Source, Depth: lt.Depth, Payload: lt.Payload}
-	if lt.Name != nil {
-		t.Name = *lt.Name
-	}
-	if lt.DeadLetterOf != nil {
-		t.DeadLetterOf = *lt.DeadLetterOf
-	}
-	if len(lt.Params) > 0 && string(lt.Params) != "null" {
-		t.Params = lt.Params
-	}
+	t.setOptional(lt.Name, lt.DeadLetterOf, lt.Params)
 	// The answers and extends outlive ctx: a stop lets the task finish.
 	bg := context.WithoutCancel(ctx)
 	hctx, lose := context.WithCancelCause(bg)

@@ -362,15 +362,7 @@ func (s *session) run(ctx context.Context, a attempt) *errandapi.WorkerFrame {
 	t := &Task{ID: b.Task.ID, Queue: b.Task.Queue, Attempt: b.Task.Attempt, MaxAttempts: b.Task.MaxAttempts,
 		RunAt: time.UnixMilli(b.Task.RunAt), CreatedAt: time.UnixMilli(b.Task.CreatedAt), DeadlineAt: time.UnixMilli(f.DeadlineAt),
 		Source: b.Task.Source, Depth: b.Task.Depth, Payload: b.Payload, Function: f.Function}
-	if b.Task.Name != nil {
-		t.Name = *b.Task.Name
-	}
-	if b.Task.DeadLetterOf != nil {
-		t.DeadLetterOf = *b.Task.DeadLetterOf
-	}
-	if len(b.Task.Params) > 0 && string(b.Task.Params) != "null" {
-		t.Params = b.Task.Params
-	}
+	t.setOptional(b.Task.Name, b.Task.DeadLetterOf, b.Task.Params)
 	hctx, cancel := context.WithDeadline(client.WithDelivery(ctx, f.Token), t.DeadlineAt)
 	defer cancel()
 	switch o := invoke(hctx, h, t, f.Function); {

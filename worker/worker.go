@@ -85,6 +85,20 @@ type Task struct {
 	Function string
 }
 
+// setOptional sets the fields the wire may leave out: "" for no name or
+// dead-letter origin, nil for null params.
+func (t *Task) setOptional(name, deadLetterOf *string, params json.RawMessage) {
+	if name != nil {
+		t.Name = *name
+	}
+	if deadLetterOf != nil {
+		t.DeadLetterOf = *deadLetterOf
+	}
+	if len(params) > 0 && string(params) != "null" {
+		t.Params = params
+	}
+}
+
 // Handler serves one function (see the package doc for what its answer
 // means). Its context ends at the attempt's deadline, or when the
 // connection to the node is lost (context.Cause is then
