@@ -151,61 +151,36 @@ type archiveHead struct {
 }
 
 // archiveInstance writes one instance's plaintext to w: its head, then
-// every task, a page at a time.
+// every task, as of one moment (the store's snapshot), so that a chain's
+// follow-up is never in an archive without the task it followed, nor a
+// dead-letter copy without its original.
 func (e *Engine) archiveInstance(ctx context.Context, org, name string, w io.Writer) (*BackupResult, error) {
-	inst, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: name})
-	if err != nil {
+	enc := json.NewEncoder(w)
+	res := &BackupResult{}
+	err := e.store.InstanceSnapshot(ctx, &store.SnapshotParams{
+		Ref: store.InstanceRef{Org: org, Name: name},
+		Head: func(inst *task.Instance, qs []*task.Queue, trs []*task.Trigger) error {
+			head := archiveHead{Version: archiveStreamVersion, Instance: name, Settings: BundleSettings(inst.Settings),
+				WebhookKey: inst.WebhookKey, Made: e.now(), Triggers: []task.Trigger{}}
+			for _, q := range qs {
+				head.Queues = append(head.Queues, bundleQueue(q))
+			}
+			for _, tr := range trs {
+				head.Triggers = append(head.Triggers, *tr)
+			}
+			res.Queues, res.Triggers = len(qs), len(trs)
+			return enc.Encode(head)
+		},
+		Task: func(t *task.Task) error {
+			res.Tasks++
+			return enc.Encode(archived(t))
+		},
+	})
+	if errors.Is(err, task.ErrNotFound) {
 		return nil, fmt.Errorf("instance %q: %w", name, err)
 	}
-	qs, err := e.store.QueueList(ctx, inst.ID)
 	if err != nil {
 		return nil, err
-	}
-	trs, err := e.store.TriggerList(ctx, &store.TriggerListParams{InstanceID: inst.ID})
-	if err != nil {
-		return nil, err
-	}
-	head := archiveHead{Version: archiveStreamVersion, Instance: name, Settings: BundleSettings(inst.Settings), WebhookKey: inst.WebhookKey,
-		Made: e.now(), Triggers: []task.Trigger{}}
-	for _, q := range qs {
-		head.Queues = append(head.Queues, bundleQueue(q))
-	}
-	for _, tr := range trs {
-		head.Triggers = append(head.Triggers, *tr)
-	}
-	enc := json.NewEncoder(w)
-	if err := enc.Encode(head); err != nil {
-		return nil, err
-	}
-	res := &BackupResult{Queues: len(qs), Triggers: len(trs)}
-	for _, q := range qs {
-		p := store.ListParams{InstanceID: inst.ID, Queue: q.Name, Limit: 200}
-		for {
-			page, err := e.store.TaskList(ctx, &p)
-			if err != nil {
-				return nil, err
-			}
-			ids := make([]string, len(page.Tasks))
-			for i, t := range page.Tasks {
-				ids[i] = t.ID
-			}
-			full, err := e.store.TaskGetMany(ctx, inst.ID, ids)
-			if err != nil {
-				return nil, err
-			}
-			for _, id := range ids {
-				if t := full[id]; t != nil {
-					if err := enc.Encode(archived(t)); err != nil {
-						return nil, err
-					}
-					res.Tasks++
-				}
-			}
-			if page.Cursor == "" {
-				break
-			}
-			p.Cursor = page.Cursor
-		}
 	}
 	return res, nil
 }

@@ -25,6 +25,48 @@ type OpsStore interface {
 	// error per id, in order: nil, task.ErrNotFound for an id of no task of
 	// the instance, or Fn's error unchanged (that row is not written).
 	TaskUpdateMany(ctx context.Context, p *TaskUpdateManyParams) ([]error, error)
+	// InstanceSnapshot reads one instance whole as of one moment, in one
+	// read transaction: p.Head gets the instance, its queues by name and
+	// its rules oldest first, then p.Task each of its tasks in id order,
+	// with payload, result and attempts. Writes committed meanwhile are
+	// not seen. An error from p.Head or p.Task ends the read and is
+	// returned as it is; NOT_FOUND if the instance does not exist.
+	InstanceSnapshot(ctx context.Context, p *SnapshotParams) error
+}
+
+// SnapshotParams names the instance InstanceSnapshot reads and what it
+// hands what it reads to.
+type SnapshotParams struct {
+	Ref  InstanceRef
+	Head func(inst *task.Instance, queues []*task.Queue, rules []*task.Trigger) error
+	Task func(*task.Task) error
+}
+
+// SnapshotPage is how many tasks InstanceSnapshot reads at a time: pages
+// keyed by id, so that neither store holds more than a page of payloads
+// and results, and a refusal from p.Task ends the read at once.
+const SnapshotPage = 200
+
+// SnapshotTasks hands each task of the pages read returns to each, asking
+// read for the next SnapshotPage tasks after the last id it returned ("" at
+// first) until a page comes back short.
+func SnapshotTasks(read func(after string) ([]*task.Task, error), each func(*task.Task) error) error {
+	after := ""
+	for {
+		page, err := read(after)
+		if err != nil {
+			return err
+		}
+		for _, t := range page {
+			if err := each(t); err != nil {
+				return err
+			}
+		}
+		if len(page) < SnapshotPage {
+			return nil
+		}
+		after = page[len(page)-1].ID
+	}
 }
 
 // TaskUpdateManyParams names the tasks to update and how.

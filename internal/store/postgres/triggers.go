@@ -96,7 +96,13 @@ func (s *Store) TriggerDue(ctx context.Context, p *store.TriggerDueParams) ([]*t
 }
 
 func (s *Store) triggers(ctx context.Context, q string, args ...any) ([]*task.Trigger, error) {
-	rows, err := s.pool.Query(ctx, q, args...)
+	return queryTriggers(ctx, s.pool, q, args...)
+}
+
+// queryTriggers runs q on db (the pool or a transaction) and scans the
+// rules it reads.
+func queryTriggers(ctx context.Context, db querier, q string, args ...any) ([]*task.Trigger, error) {
+	rows, err := db.Query(ctx, q, args...)
 	if err != nil {
 		return nil, interpretError(err)
 	}

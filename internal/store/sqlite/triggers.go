@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 
 	"github.com/errandhq/errand/internal/store"
@@ -83,7 +84,13 @@ func (s *Store) TriggerDue(ctx context.Context, p *store.TriggerDueParams) ([]*t
 }
 
 func (s *Store) triggers(ctx context.Context, q query, args ...any) ([]*task.Trigger, error) {
-	rows, err := s.reader(q).QueryContext(ctx, args...)
+	return queryTriggers(ctx, s.reader(q), args...)
+}
+
+// queryTriggers runs st (on the read pool, or bound to a read transaction)
+// and scans the rules it reads.
+func queryTriggers(ctx context.Context, st *sql.Stmt, args ...any) ([]*task.Trigger, error) {
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, interpretError(err)
 	}

@@ -15,6 +15,7 @@ var opsCases = []testCase{
 	{"DeleteByIDAndState", testOpsDelete},
 	{"UpdateManyPerIDResults", testOpsUpdateMany},
 	{"UpdateManyResult", testOpsUpdateManyResult},
+	{"SnapshotOneMoment", testOpsSnapshot},
 }
 
 // page reads one page through TaskPage.
