@@ -46,6 +46,9 @@ func (s *Server) createInstance(w http.ResponseWriter, r *http.Request, c *call)
 }
 
 func (s *Server) deleteInstance(w http.ResponseWriter, r *http.Request, c *call) {
+	if !s.bodyless(w, r) {
+		return
+	}
 	if r.URL.Query().Get("confirm") != "true" {
 		s.writeError(w, r, task.Errorf(task.CodeConfirmRequired, "deleting an instance removes every queue and task in it: add ?confirm=true"))
 		return
@@ -94,6 +97,9 @@ func (s *Server) revealWebhookKey(w http.ResponseWriter, r *http.Request, c *cal
 }
 
 func (s *Server) rotateWebhookKey(w http.ResponseWriter, r *http.Request, c *call) {
+	if !s.bodyless(w, r) {
+		return
+	}
 	inst, err := s.eng.WebhookKeyRotate(r.Context(), c.p.Org, c.instance)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -89,6 +89,12 @@ type res struct {
 
 func (b *bundle) do(method, path string, body any) res {
 	b.t.Helper()
+	return b.send(b.request(method, path, body))
+}
+
+// request builds do's request, for a test that adds headers before it
+// sends it.
+func (b *bundle) request(method, path string, body any) *http.Request {
 	var rd io.Reader
 	switch v := body.(type) {
 	case nil:
@@ -100,7 +106,7 @@ func (b *bundle) do(method, path string, body any) res {
 	}
 	req, _ := http.NewRequest(method, b.srv.URL+path, rd)
 	req.Header.Set("Content-Type", "application/json")
-	return b.send(req)
+	return req
 }
 
 // send sends req and decodes the answer.

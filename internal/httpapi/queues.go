@@ -67,6 +67,9 @@ func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request, c *call) {
+	if !s.bodyless(w, r) {
+		return
+	}
 	if r.URL.Query().Get("confirm") != "true" {
 		s.writeError(w, r, task.Errorf(task.CodeConfirmRequired, "deleting a queue removes all its tasks: add ?confirm=true"))
 		return
@@ -80,6 +83,9 @@ func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) purgeQueue(w http.ResponseWriter, r *http.Request, c *call) {
+	if !s.bodyless(w, r) {
+		return
+	}
 	if r.URL.Query().Get("confirm") != "true" {
 		s.writeError(w, r, task.Errorf(task.CodeConfirmRequired, "purging removes every task of the queue: add ?confirm=true"))
 		return

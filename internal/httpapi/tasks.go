@@ -100,8 +100,7 @@ func (s *Server) retryTask(w http.ResponseWriter, r *http.Request, c *call) {
 type taskOpFunc = func(ctx contextT, ref engine.TaskRef) (*task.Task, error)
 
 func (s *Server) taskOp(w http.ResponseWriter, r *http.Request, c *call, op taskOpFunc) {
-	if err := decodeBody(r, &struct{}{}); err != nil {
-		s.writeError(w, r, err)
+	if !s.bodyless(w, r) {
 		return
 	}
 	t, err := op(r.Context(), c.task(r))

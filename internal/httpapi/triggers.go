@@ -118,6 +118,9 @@ func (s *Server) patchTrigger(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) deleteTrigger(w http.ResponseWriter, r *http.Request, c *call) {
+	if !s.bodyless(w, r) {
+		return
+	}
 	if err := s.eng.TriggerDelete(r.Context(), c.trigger(r)); err != nil {
 		s.writeError(w, r, err)
 		return
