@@ -38,8 +38,9 @@ func requireNames(s *jsonschema.Schema) {
 // words a field's: the argument first ("tasks[2].name: must not be
 // empty"), then what it must be. The schema's error names a place in the
 // schema, not in the arguments: badItem tells which item of a list
-// argument is refused (-1 when it cannot tell).
-func argumentError(err error, badItem func(list string) int) error {
+// argument is refused (-1 when it cannot tell). In a tool that changes
+// settings (patch), a refused null says how to keep the setting.
+func argumentError(err error, patch bool, badItem func(list string) int) error {
 	// "validating root: validating /properties/x: <keyword>: <detail>":
 	// the prefixes name the schema's place, the rest (which may quote the
 	// caller's values) says what is wrong.
@@ -72,7 +73,12 @@ func argumentError(err error, badItem func(list string) int) error {
 			reason = "must be one of " + values
 		}
 	case "type":
-		if _, want, ok := strings.Cut(detail, ", want "); ok {
+		if strings.Contains(detail, `has type "null"`) {
+			reason = "cannot be null"
+			if patch {
+				reason += ": leave it out to keep the current value"
+			}
+		} else if _, want, ok := strings.Cut(detail, ", want "); ok {
 			// "one of \"null, string\"": null is "not given", not a type to ask for.
 			want = strings.Trim(strings.TrimPrefix(want, "one of "), `"`)
 			var types []string

@@ -45,6 +45,13 @@ func TestErrorsCarryCodes(t *testing.T) {
 		{"tasks_get", obj{"instance": "jobs", "id": 7}, "INVALID_ARGUMENT", 400, "id: must be of type string"},
 		{"tasks_get", obj{"instance": "jobs", "id": id, "b": 1, "a": 2}, "INVALID_ARGUMENT", 400, "a: is not an argument of this tool (nor are b)"},
 		{"tasks_set_queue", obj{"instance": "jobs", "queue": "work", "maxAttempts": "x"}, "INVALID_ARGUMENT", 400, "maxAttempts: must be of type integer"},
+		// A tool that changes settings refuses a null that cannot clear
+		// one, as the API's PATCH does (a null that can clear, taken).
+		{"tasks_set_queue", obj{"instance": "jobs", "queue": "work", "maxAttempts": nil}, "INVALID_ARGUMENT", 400, "maxAttempts: cannot be null: leave it out to keep the current value"},
+		{"tasks_set_queue", obj{"instance": "jobs", "queue": "work", "paused": nil}, "INVALID_ARGUMENT", 400, "paused: cannot be null: leave it out to keep the current value"},
+		{"patch_instance_config", obj{"instance": "jobs", "retentionDays": nil}, "INVALID_ARGUMENT", 400, "retentionDays: cannot be null: leave it out to keep the current value"},
+		{"tasks_update_trigger", obj{"instance": "jobs", "id": "r", "enabled": nil}, "INVALID_ARGUMENT", 400, "enabled: cannot be null: leave it out to keep the current value"},
+		{"tasks_update_trigger", obj{"instance": "jobs", "id": "r", "schedule": obj{"cron": nil}}, "INVALID_ARGUMENT", 400, "schedule.cron: cannot be null: leave it out to keep the current value"},
 		// A value that reads like the validator's own words is not taken
 		// for them.
 		{"tasks_list", obj{"instance": "jobs", "queue": "work", "state": "validating x: y"}, "INVALID_ARGUMENT", 400, "state: must be one of"},

@@ -41,7 +41,7 @@ var instanceTools = []tool{
 		return &errandapi.InstanceResponse{Instance: *inst}, fmt.Sprintf("created instance %s with its queue default", inst.Name), nil
 	}),
 	define(spec{
-		name: "patch_instance_config", title: "Change instance settings", need: errandapi.RoleFull, idempotent: true,
+		name: "patch_instance_config", title: "Change instance settings", need: errandapi.RoleFull, idempotent: true, patch: true,
 		desc: "Change an instance's settings: only those given change. With none given, it returns the current settings. Needs the full grant.",
 		shape: func(s *jsonschema.Schema) {
 			bounds(s, "retentionDays", 1, 3650)

@@ -50,7 +50,7 @@ var queueTools = []tool{
 		return &errandapi.QueueList{Queues: qs}, fmt.Sprintf("%d queues in %s: %s", len(qs), in.Instance, strings.Join(parts, ", ")), nil
 	}),
 	define(spec{
-		name: "tasks_set_queue", title: "Create or change a queue", need: errandapi.RoleFull, idempotent: true,
+		name: "tasks_set_queue", title: "Create or change a queue", need: errandapi.RoleFull, idempotent: true, patch: true,
 		desc: "Create a queue, or change an existing one: only the settings given change, the others keep their values (or their defaults on a new queue). A push queue delivers each task to its target with retries and backoff; a pull queue holds tasks for workers to lease. Needs the full grant.",
 		shape: func(s *jsonschema.Schema) {
 			enum(s, "mode", "push", "pull")

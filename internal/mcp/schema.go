@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -69,4 +70,31 @@ func enum(s *jsonschema.Schema, prop string, values ...string) {
 func bounds(s *jsonschema.Schema, prop string, lo, hi float64) {
 	p := s.Properties[prop]
 	p.Minimum, p.Maximum = &lo, &hi
+}
+
+// refuseNulls drops null from the types of s's properties whose field of
+// t is a plain pointer, for a tool that changes settings: there only a
+// Nullable setting (or a raw JSON value) is cleared by null, as in the
+// API's PATCH, which refuses any other null rather than answer a change as
+// made while making none. Objects that are patches themselves (a pointer
+// to a struct, such as a rule's schedule) are walked alike.
+func refuseNulls(s *jsonschema.Schema, t reflect.Type) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous {
+			refuseNulls(s, f.Type)
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		p := s.Properties[name]
+		if p == nil || f.Type.Kind() != reflect.Pointer {
+			continue
+		}
+		if rest := slices.DeleteFunc(slices.Clone(p.Types), func(ty string) bool { return ty == "null" }); len(rest) == 1 {
+			p.Type, p.Types = rest[0], nil
+		}
+		if f.Type.Elem().Kind() == reflect.Struct {
+			refuseNulls(p, f.Type.Elem())
+		}
+	}
 }

@@ -33,6 +33,9 @@ type spec struct {
 	readOnly, destructive, idempotent bool
 	// shape adjusts the inferred input schema (enums, bounds).
 	shape func(*jsonschema.Schema)
+	// patch marks a tool that changes settings: a null is refused where
+	// it cannot clear one (refuseNulls).
+	patch bool
 }
 
 // define makes a tool whose input is In (its schema inferred from In's
@@ -42,6 +45,9 @@ type spec struct {
 func define[In, Out any](s spec, run func(ctx context.Context, c *client.Client, in In) (Out, string, error)) tool {
 	in, out := asObject(schemaOf[In](), s.name), asObject(schemaOf[Out](), s.name)
 	requireNames(in)
+	if s.patch {
+		refuseNulls(in, reflect.TypeFor[In]())
+	}
 	if s.shape != nil {
 		s.shape(in)
 	}
@@ -57,7 +63,7 @@ func define[In, Out any](s spec, run func(ctx context.Context, c *client.Client,
 	}
 	return tool{def: def, need: s.need, call: func(ctx context.Context, c *client.Client, args json.RawMessage) *mcp.CallToolResult {
 		var v In
-		if err := decodeArgs(args, resolved, &v); err != nil {
+		if err := decodeArgs(args, resolved, s.patch, &v); err != nil {
 			return errorResult(err)
 		}
 		o, summary, err := run(ctx, c, v)
@@ -78,8 +84,9 @@ func define[In, Out any](s spec, run func(ctx context.Context, c *client.Client,
 }
 
 // decodeArgs validates a call's arguments against the tool's input schema
-// and decodes them into v; a refusal is INVALID_ARGUMENT.
-func decodeArgs(args json.RawMessage, resolved *jsonschema.Resolved, v any) error {
+// and decodes them into v; a refusal is INVALID_ARGUMENT. patch is the
+// tool's spec.patch.
+func decodeArgs(args json.RawMessage, resolved *jsonschema.Resolved, patch bool, v any) error {
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
@@ -88,7 +95,7 @@ func decodeArgs(args json.RawMessage, resolved *jsonschema.Resolved, v any) erro
 		return refuse(errandapi.CodeInvalidArgument, "arguments: %v", err)
 	}
 	if err := resolved.Validate(generic); err != nil {
-		return argumentError(err, func(list string) int {
+		return argumentError(err, patch, func(list string) int {
 			args, _ := generic.(map[string]any)
 			return firstBadItem(resolved, args, list, err)
 		})

@@ -146,3 +146,63 @@ func TestToolSchemasAreObjects(t *testing.T) {
 		}
 	}
 }
+
+// TestChangeToolsAdvertiseOnlyClearingNulls: a tool that changes settings
+// lists null as allowed only for a setting null clears (a rate, a limit, a
+// target, params, payload), as a client lists it: an agent reading the
+// schema is not told that null keeps maxAttempts or pauses nothing.
+func TestChangeToolsAdvertiseOnlyClearingNulls(t *testing.T) {
+	res, err := startNode(t, true).session("").cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clears := map[string][]string{
+		"tasks_set_queue":       {"target", "ratePerSecond", "maxConcurrent", "maxAgeSeconds", "deadLetterQueue"},
+		"patch_instance_config": {"rateLimit"},
+		"tasks_update_trigger":  {"params", "payload", "hook.secret"},
+	}
+	for _, tl := range res.Tools {
+		want, ok := clears[tl.Name]
+		if !ok {
+			continue
+		}
+		b, _ := json.Marshal(tl.InputSchema)
+		var s schemaNode
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		s.nullable("", &got)
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: null allowed for %v, want only %v", tl.Name, got, want)
+		}
+	}
+}
+
+// schemaNode is the part of a listed JSON schema that says what takes null.
+type schemaNode struct {
+	Type       any                    `json:"type"`
+	Properties map[string]*schemaNode `json:"properties"`
+}
+
+// nullable appends the properties under prefix whose type allows null (or
+// that have no type: any JSON).
+func (s *schemaNode) nullable(prefix string, out *[]string) {
+	for name, p := range s.Properties {
+		path := name
+		if prefix != "" {
+			path = prefix + "." + name
+		}
+		switch ty := p.Type.(type) {
+		case nil:
+			*out = append(*out, path)
+		case []any:
+			if slices.Contains(ty, any("null")) {
+				*out = append(*out, path)
+			}
+		}
+		p.nullable(path, out)
+	}
+}

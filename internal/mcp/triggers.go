@@ -106,7 +106,7 @@ var triggerTools = []tool{
 		return c.CreateTrigger(ctx, in.Instance, req)
 	}, "created ")),
 	define(spec{
-		name: "tasks_update_trigger", title: "Change a trigger rule", need: errandapi.RoleFull, idempotent: true,
+		name: "tasks_update_trigger", title: "Change a trigger rule", need: errandapi.RoleFull, idempotent: true, patch: true,
 		desc:  "Change a trigger rule: only the fields given change; the kind never does. Disable a rule with enabled: false. Needs the full grant.",
 		shape: shapeRule,
 	}, oneTrigger(func(ctx context.Context, c *client.Client, in updateTriggerIn) (*errandapi.Trigger, error) {
