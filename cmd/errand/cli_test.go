@@ -149,6 +149,16 @@ func TestCLIHelp(t *testing.T) {
 	c.usage("add --yes", "queues", "delete", "q", "-i", "jobs")
 	c.usage("--payload is not JSON", "add", "-i", "jobs", "-q", "q", "--payload", "{nope")
 	c.usage("--rate", "queues", "update", "q", "-i", "jobs", "--rate", "fast")
+	// help of a topic that is not one is a usage error, not the root's help.
+	c.usage(`no help topic "nosuch"`, "help", "nosuch")
+	c.usage(`no help topic "queues nosuch"`, "help", "queues", "nosuch")
+	// export, import and restore parse their own flags, and word a bad one
+	// as the others do; a bundle that is not there is the command line's.
+	c.usage("unknown flag: --bogus", "export", "--bogus")
+	c.usage("flag needs an argument: --out", "export", "--out")
+	c.usage(`invalid argument "maybe" for "--dry-run" flag`, "import", "--dry-run=maybe", "x")
+	c.usage("unknown flag: --bogus", "restore", "--bogus")
+	c.usage("no such file or directory", "import", filepath.Join(t.TempDir(), "missing.json"))
 }
 
 // TestCLIVersion: errand version and errand --version print the version

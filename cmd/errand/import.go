@@ -132,7 +132,9 @@ type bundleFile struct {
 func openBundle(path string) (*bundleFile, error) {
 	if path != "-" {
 		if _, err := os.Stat(path); err != nil {
-			return nil, err
+			// A file that is not there is the command line's fault, as
+			// add --file's is.
+			return nil, usageError{err}
 		}
 		return &bundleFile{path: path}, nil
 	}

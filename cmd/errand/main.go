@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -116,7 +117,27 @@ Exit codes: 0 done, 1 refused by the API (its code on stderr) or failed, 2 usage
 		root.AddCommand(c)
 	}
 	root.AddCommand(newVersionCmd())
+	root.SetHelpCommand(newHelpCmd())
 	return root
+}
+
+// newHelpCmd is cobra's help command but for a topic it does not know:
+// that is a usage error (exit 2, naming it), not the root's help and 0.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, args []string) error {
+			root := c.Root()
+			cmd, rest, err := root.Find(args)
+			if err != nil || cmd == nil || len(rest) > 0 || (cmd == root && len(args) > 0) {
+				return usageErrorf("no help topic %q: \"errand help\" lists the commands", strings.Join(args, " "))
+			}
+			cmd.InitDefaultHelpFlag()
+			cmd.InitDefaultVersionFlag()
+			return cmd.Help()
+		},
+	}
 }
 
 // quietError is a failure the command has already reported: exit code 1

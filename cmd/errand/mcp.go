@@ -42,7 +42,9 @@ the protocol. Every node also serves MCP over streamable HTTP at /mcp.`,
 		if err != nil {
 			return usageErrorf("%s: %w", clientFlag(err), err)
 		}
-		log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+		// Warnings and errors only: the SDK's INFO lines (a session
+		// connected, ended) are noise in the agent's server log.
+		log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 		t := &sdk.IOTransport{Reader: io.NopCloser(c.InOrStdin()), Writer: nopWriteCloser{c.OutOrStdout()}}
 		if err := mcp.Serve(c.Context(), cl, t, mcpVersion(), log); err != nil && c.Context().Err() == nil {
 			return err

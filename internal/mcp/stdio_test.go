@@ -33,6 +33,11 @@ func (n *node) stdioSession(key string) (*session, *bytes.Buffer) {
 		if err := cs.Close(); err != nil {
 			n.t.Errorf("errand mcp did not end cleanly: %v (stderr %s)", err, stderr.String())
 		}
+		// The agent's server log holds warnings and errors, not the
+		// SDK's session lines.
+		if strings.Contains(stderr.String(), "level=INFO") {
+			n.t.Errorf("errand mcp logged at INFO:\n%s", stderr.String())
+		}
 	})
 	return &session{t: n.t, cs: cs}, &stderr
 }
