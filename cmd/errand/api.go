@@ -169,8 +169,9 @@ func (m fieldFlags) with(more fieldFlags) fieldFlags {
 }
 
 // fieldPrefix reads the field in front of an INVALID_ARGUMENT message: an
-// add's one task is tasks[0].
-var fieldPrefix = regexp.MustCompile(`^(?:tasks\[\d+\]\.)?([A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z][A-Za-z0-9]*)*): `)
+// add's one task is tasks[0]; an item of a list field (hook.headers[1])
+// is the list's flag, whose value the message quotes.
+var fieldPrefix = regexp.MustCompile(`^(?:tasks\[\d+\]\.)?([A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z][A-Za-z0-9]*)*)(?:\[\d+\])?: `)
 
 // flagged rewrites an INVALID_ARGUMENT whose field a flag of c sets so that
 // it names the flag; any other error is returned as it is.
@@ -189,7 +190,7 @@ func (m fieldFlags) flagged(c *cobra.Command, err error) error {
 	}
 	cp := *ae
 	// A setting the API clears with null, a flag clears with "none".
-	cp.Message = "--" + name + strings.ReplaceAll(ae.Message[sm[3]:], "or null", `or "none"`)
+	cp.Message = "--" + name + strings.ReplaceAll(ae.Message[sm[1]-len(": "):], "or null", `or "none"`)
 	return &cp
 }
 

@@ -88,6 +88,7 @@ func TestCLITriggers(t *testing.T) {
 		{"--time-zone", []string{"triggers", "create", "--queue", "reports", "--cron", "@hourly", "--time-zone", "Mars/Olympus"}},
 		{"--secret", []string{"triggers", "update", id, "--secret", "whsec_x"}},
 		{"--on", []string{"triggers", "create", "--queue", "reports", "--on-queue", "default", "--on", "done"}},
+		{"--header", []string{"triggers", "create", "--queue", "reports", "--hook", "--header", "X-Event", "--header", "Authorization"}},
 	} {
 		r := c.run("", cs.args...)
 		if r.code != exitRefused || !strings.Contains(r.errout, "INVALID_ARGUMENT: "+cs.flag+":") {

@@ -131,7 +131,7 @@ func orNull(raw json.RawMessage) json.RawMessage {
 // adds to with a target or pull.
 func (bt BundleTrigger) check(bi *BundleInstance, field string, seen map[string]bool) error {
 	if !task.ValidID(bt.ID) {
-		return task.FieldErrorf(task.CodeInvalidArgument, field+".id", "must be 1–%d letters, digits, '-', '_' or '.'", task.MaxIDLen)
+		return task.IDError(field + ".id")
 	}
 	if seen[bt.ID] {
 		return task.FieldErrorf(task.CodeInvalidArgument, field+".id", "%q is the id of another rule of the instance", bt.ID)

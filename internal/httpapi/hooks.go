@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/engine"
@@ -37,10 +38,16 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "body", "reading it failed: %v", err))
 		return
 	}
-	res, err := s.eng.HookFire(r.Context(), h, engine.HookCall{Body: body, Header: r.Header.Get})
+	res, err := s.eng.HookFire(r.Context(), h, engine.HookCall{Body: body, Header: headerValues(r.Header)})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, errandapi.HookResponse{ID: res.TaskID, Duplicate: res.Duplicate})
+}
+
+// headerValues reads a header a hook copies: a header sent more than once
+// gives all its values, joined with ", " as HTTP combines them.
+func headerValues(h http.Header) func(string) string {
+	return func(k string) string { return strings.Join(h.Values(k), ", ") }
 }

@@ -286,3 +286,21 @@ func (s *served) clearTarget(org, instance, queue string) {
 		s.t.Fatal(err)
 	}
 }
+
+// TestHookCopiesEveryValueOfARepeatedHeader: a header sent twice reaches
+// the task's params.headers with both values, joined as HTTP joins them.
+func TestHookCopiesEveryValueOfARepeatedHeader(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	path := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"headers":["X-Event"]}}`).
+		want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	req := b.request("POST", path, `{}`)
+	req.Header.Add("X-Event", "push")
+	req.Header.Add("X-Event", "second")
+	id := b.send(req).want(t, 202, "").body["id"].(string)
+	params, _ := json.Marshal(b.do("GET", "/v1/tasks/jobs/tasks/"+id, nil).want(t, 200, "").obj("task")["params"])
+	if string(params) != `{"headers":{"X-Event":"push, second"}}` {
+		t.Fatalf("params %s", params)
+	}
+}

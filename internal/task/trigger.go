@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/textproto"
+	"slices"
 	"strings"
 )
 
@@ -143,7 +144,7 @@ func (p *TriggerPatch) Apply(tr *Trigger, instance string, create bool) error {
 			return FieldErrorf(CodeInvalidArgument, "id", "a rule's id cannot change")
 		}
 		if !ValidID(p.ID) {
-			return FieldErrorf(CodeInvalidArgument, "id", "must be 1–%d letters, digits, '-', '_' or '.'", MaxIDLen)
+			return IDError("id")
 		}
 		tr.ID = p.ID
 	}
@@ -213,13 +214,31 @@ func (p *TriggerPatch) Apply(tr *Trigger, instance string, create bool) error {
 	if p.Enabled != nil {
 		tr.Enabled = *p.Enabled
 	}
+	var err error
 	switch {
 	case p.Schedule != nil:
-		return p.Schedule.apply(tr)
+		err = p.Schedule.apply(tr)
 	case p.Hook != nil:
-		return p.Hook.apply(tr)
+		err = p.Hook.apply(tr)
 	case p.Task != nil:
-		return p.Task.apply(tr, instance)
+		err = p.Task.apply(tr, instance)
+	}
+	if err != nil {
+		return err
+	}
+	return tr.checkCopiedHeaders()
+}
+
+// checkCopiedHeaders refuses a hook rule that copies headers into
+// params.headers while its own params hold a headers member, which the
+// copy would replace on every call.
+func (tr *Trigger) checkCopiedHeaders() error {
+	if tr.Kind != TriggerHook || len(tr.HookHeaders) == 0 || len(tr.Params) == 0 {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(tr.Params, &m) == nil && m["headers"] != nil {
+		return FieldErrorf(CodeInvalidArgument, "params.headers", "is where the hook puts the headers it copies (hook.headers): give this member another name")
 	}
 	return nil
 }
@@ -256,20 +275,37 @@ func (p *HookPatch) apply(tr *Trigger) error {
 		out := make([]string, 0, len(hs))
 		for i, h := range hs {
 			field := fmt.Sprintf("hook.headers[%d]", i)
-			if h == "" || len(h) > 100 || strings.ContainsAny(h, " \t:\r\n") {
+			if h == "" || len(h) > 100 || !headerToken(h) {
 				return FieldErrorf(CodeInvalidArgument, field, "%q is not a header name", h)
 			}
 			h = textproto.CanonicalMIMEHeaderKey(h)
-			if credentialHeaders[h] {
+			switch {
+			case credentialHeaders[h]:
 				// Kept in params, which every read key sees: a caller's
 				// credentials copied there by mistake would leak.
 				return FieldErrorf(CodeInvalidArgument, field, "%s carries credentials; it is never copied into a task", h)
+			case h == "Host":
+				return FieldErrorf(CodeInvalidArgument, field, "Host is the request's authority, not a header a hook can copy")
+			case slices.Contains(out, h):
+				return FieldErrorf(CodeInvalidArgument, field, "%s is named twice", h)
 			}
 			out = append(out, h)
 		}
 		tr.HookHeaders = out
 	}
 	return nil
+}
+
+// headerToken reports whether h is a header field name: an HTTP token
+// (RFC 9110: letters, digits and !#$%&'*+-.^_`|~).
+func headerToken(h string) bool {
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // credentialHeaders are the request headers a hook never copies into its

@@ -1,6 +1,7 @@
 package task
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -34,6 +35,10 @@ func (tr *Trigger) ScheduleInput(tick int64) AddInput {
 // in it, say) is named by its SHA-256. header reads one request header.
 func (tr *Trigger) HookInput(body []byte, header func(name string) string, key, msgID string) (AddInput, error) {
 	payload := json.RawMessage(body)
+	// A body of only white space (a sender's trailing newline) is empty.
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = nil
+	}
 	if len(body) == 0 || IsJSONNull(body) && tr.Payload != nil {
 		payload = tr.Payload
 	}

@@ -33,13 +33,19 @@ func ParseSchedule(expr, zone string) (*Schedule, error) {
 	if zone == "" {
 		zone = DefaultTimeZone
 	}
+	if len(zone) > maxZoneLen {
+		return nil, FieldErrorf(CodeInvalidArgument, "schedule.timeZone", "is %d characters: no IANA time zone is longer than %d", len(zone), maxZoneLen)
+	}
 	loc, err := time.LoadLocation(zone)
 	if err != nil || zone == "Local" {
 		return nil, FieldErrorf(CodeInvalidArgument, "schedule.timeZone", "%q is not an IANA time zone (e.g. Europe/Paris, UTC)", zone)
 	}
 	expr = strings.TrimSpace(expr)
-	if expr == "" || len(expr) > MaxCronLen {
+	switch {
+	case expr == "":
 		return nil, FieldErrorf(CodeInvalidArgument, "schedule.cron", "is required: 5 fields (\"*/5 * * * *\") or a descriptor (@hourly, @every 30s), at most %d characters", MaxCronLen)
+	case len(expr) > MaxCronLen:
+		return nil, FieldErrorf(CodeInvalidArgument, "schedule.cron", "is %d characters; the most is %d", len(expr), MaxCronLen)
 	}
 	if strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=") {
 		return nil, FieldErrorf(CodeInvalidArgument, "schedule.cron", "set the zone with schedule.timeZone, not in the expression")
@@ -51,6 +57,20 @@ func ParseSchedule(expr, zone string) (*Schedule, error) {
 			// The cron package would round it down without a word.
 			return nil, FieldErrorf(CodeInvalidArgument, "schedule.cron", "@every takes whole seconds: %v is not (e.g. @every 90s)", dur)
 		}
+	}
+	// Five fields are read as Vixie cron reads them: a field that starts
+	// with * (*/2 as well as *) leaves its day unrestricted, so day-of-month
+	// and day-of-week combine with AND unless both are restricted (then OR),
+	// and an hour field starting with * runs by elapsed time (below);
+	// day-of-week 7 is Sunday. robfig/cron marks only a bare * (or ?).
+	fields := strings.Fields(expr)
+	var star [5]bool
+	if len(fields) == 5 {
+		fields[4] = sundayAsZero(fields[4])
+		for i, f := range fields {
+			star[i] = strings.HasPrefix(f, "*")
+		}
+		expr = strings.Join(fields, " ")
 	}
 	parsed, err := cron.ParseStandard(expr)
 	if err != nil {
@@ -64,7 +84,12 @@ func ParseSchedule(expr, zone string) (*Schedule, error) {
 		}
 		s.elapsed = sch
 	case *cron.SpecSchedule:
-		if sch.Hour&(1<<63) != 0 { // robfig's starBit: the hour field is *
+		for i, bits := range map[int]*uint64{1: &sch.Hour, 2: &sch.Dom, 4: &sch.Dow} {
+			if star[i] {
+				*bits |= starBit
+			}
+		}
+		if sch.Hour&starBit != 0 { // the hour field starts with *
 			sch.Location = loc
 			s.elapsed = sch
 		} else {
@@ -78,6 +103,33 @@ func ParseSchedule(expr, zone string) (*Schedule, error) {
 		return nil, FieldErrorf(CodeInvalidArgument, "schedule.cron", "%q never fires", expr)
 	}
 	return s, nil
+}
+
+// maxZoneLen bounds a time zone's name (the longest IANA name,
+// America/Argentina/ComodRivadavia, is 32 characters) so that a refusal
+// does not echo a long one.
+const maxZoneLen = 64
+
+// starBit is robfig/cron's mark of a field that restricts nothing.
+const starBit = 1 << 63
+
+// sundayAsZero writes a day-of-week field's 7 (Sunday, as Vixie cron
+// takes it) as robfig/cron's 0: "7" and a range ending at 7 ("5-7" is
+// "5-6,0"). A step over a range ending at 7 is left as written (and
+// refused).
+func sundayAsZero(dow string) string {
+	parts := strings.Split(dow, ",")
+	for i, p := range parts {
+		switch lo, hi, isRange := strings.Cut(p, "-"); {
+		case p == "7":
+			parts[i] = "0"
+		case isRange && hi == "7" && lo == "0":
+			parts[i] = "0-6"
+		case isRange && hi == "7" && len(lo) == 1 && lo >= "1" && lo <= "6":
+			parts[i] = lo + "-6,0"
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // Next returns the first tick strictly after t (zero if none within five

@@ -28,6 +28,8 @@ func TestTriggerPatchValidation(t *testing.T) {
 		{"every a fraction", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{Cron: sp("@every 1500ms")}}, CodeInvalidArgument, "schedule.cron"},
 		{"every whole seconds", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{Cron: sp("@every 1m30s")}}, "", ""},
 		{"bad zone", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{Cron: sp("@hourly"), TimeZone: sp("Mars/Olympus")}}, CodeInvalidArgument, "schedule.timeZone"},
+		{"long zone", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{Cron: sp("@hourly"), TimeZone: sp(strings.Repeat("Europe/", 1000))}}, CodeInvalidArgument, "schedule.timeZone"},
+		{"long cron", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{Cron: sp("0 0 * * " + strings.Repeat("1,", 300) + "2")}}, CodeInvalidArgument, "schedule.cron"},
 		{"local zone", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{Cron: sp("@hourly"), TimeZone: sp("Local")}}, CodeInvalidArgument, "schedule.timeZone"},
 		{"no kind", TriggerPatch{Queue: sp("jobs/q")}, CodeInvalidArgument, "schedule"},
 		{"two kinds", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{}, Task: &TaskOnPatch{Queue: sp("jobs/a")}}, CodeInvalidArgument, "schedule"},
@@ -37,6 +39,16 @@ func TestTriggerPatchValidation(t *testing.T) {
 		{"params not object", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{}, Params: raw(`[1]`)}, CodeInvalidArgument, "params"},
 		{"payload bad", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{}, Payload: raw(`{`)}, CodeInvalidArgument, "payload"},
 		{"bad header", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{Headers: &[]string{"X Bad"}}}, CodeInvalidArgument, "hook.headers[0]"},
+		{"header not a token", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{Headers: &[]string{"X-Event", "X(bad)"}}}, CodeInvalidArgument, "hook.headers[1]"},
+		{"header not ASCII", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{Headers: &[]string{"X-Ä"}}}, CodeInvalidArgument, "hook.headers[0]"},
+		{"header named twice", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{Headers: &[]string{"X-Event", "x-event"}}}, CodeInvalidArgument, "hook.headers[1]"},
+		{"host header", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{Headers: &[]string{"host"}}}, CodeInvalidArgument, "hook.headers[0]"},
+		{"token header ok", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{Headers: &[]string{"X-Hub-Signature-256", "x.custom~1"}}}, "", ""},
+		{"params.headers beside copied headers", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{Headers: &[]string{"X-Event"}}, Params: raw(`{"headers":{"X-Static":"1"}}`)}, CodeInvalidArgument, "params.headers"},
+		{"params.headers without copied headers", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{}, Params: raw(`{"headers":{"X-Static":"1"}}`)}, "", ""},
+		{"id dot", TriggerPatch{ID: ".", Queue: sp("jobs/q"), Hook: &HookPatch{}}, CodeInvalidArgument, "id"},
+		{"id dot dot", TriggerPatch{ID: "..", Queue: sp("jobs/q"), Hook: &HookPatch{}}, CodeInvalidArgument, "id"},
+		{"id with dots", TriggerPatch{ID: "a.b..c", Queue: sp("jobs/q"), Hook: &HookPatch{}}, "", ""},
 		{"bad secret", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{Secret: func() **string { s := sp("nope"); return &s }()}}, CodeInvalidArgument, "hook.secret"},
 		{"task ok", TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{Queue: sp("jobs/a"), On: &[]string{"failed"}}}, "", ""},
 		{"task no queue", TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{}}, CodeInvalidArgument, "task.queue"},
@@ -220,6 +232,14 @@ func TestHookInput(t *testing.T) {
 	if err != nil || in.Name != "r1-key-1" || string(in.Payload) != `{"b":2}` || string(in.Params) != `{"a":1,"headers":{"X-Github-Event":"push"}}` {
 		t.Fatalf("%+v %v", in, err)
 	}
+	// A body of white space only is an empty body: null, or the template.
+	if in, err := tr.HookInput([]byte("\n"), func(string) string { return "" }, "", ""); err != nil || in.Payload != nil {
+		t.Fatalf("a newline body: %s %v", in.Payload, err)
+	}
+	tmpl := &Trigger{Kind: TriggerHook, Payload: json.RawMessage(`{"t":1}`)}
+	if in, err := tmpl.HookInput([]byte(" \r\n"), func(string) string { return "" }, "", ""); err != nil || string(in.Payload) != `{"t":1}` {
+		t.Fatalf("a blank body with a template: %s %v", in.Payload, err)
+	}
 	if _, err := tr.HookInput([]byte(`{`), func(string) string { return "" }, "", ""); !IsCode(err, CodeInvalidArgument) {
 		t.Fatalf("bad json: %v", err)
 	}
@@ -242,5 +262,55 @@ func TestHookInput(t *testing.T) {
 	c, errC := tr.HookInput(nil, noHeader, "", "msg:7")
 	if errA != nil || errB != nil || errC != nil || a.Name != b.Name || a.Name == c.Name || ValidateName(a.Name, "name") != nil || !strings.HasPrefix(a.Name, "r1-") {
 		t.Fatalf("webhook-ids that are no names: %q %q %q (%v %v %v)", a.Name, b.Name, c.Name, errA, errB, errC)
+	}
+}
+
+// TestScheduleReadsLikeVixie: five fields read as Vixie cron (and cronie)
+// read them: a day field starting with * restricts nothing, so */2 days
+// AND a weekday; two restricted day fields OR; 7 is Sunday; an hour field
+// starting with * runs by elapsed time.
+func TestScheduleReadsLikeVixie(t *testing.T) {
+	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	check := func(expr string, n int, ok func(time.Time) bool, what string) {
+		t.Helper()
+		s, err := ParseSchedule(expr, "UTC")
+		if err != nil {
+			t.Fatalf("%q: %v", expr, err)
+		}
+		at := start
+		for range n {
+			at = s.Next(at)
+			if !ok(at) {
+				t.Fatalf("%q: a tick on %s, want only %s", expr, at.Format("Mon 2006-01-02"), what)
+			}
+		}
+	}
+	check("0 0 */2 * 1", 6, func(at time.Time) bool { return at.Weekday() == time.Monday && at.Day()%2 == 1 }, "Mondays on odd days")
+	check("0 0 1 * */2", 4, func(at time.Time) bool { return at.Day() == 1 && at.Weekday()%2 == 0 }, "the 1st when it is a Sunday, Tuesday, Thursday or Saturday")
+	mondays, firsts := 0, 0
+	check("0 0 1,15 * 1", 12, func(at time.Time) bool {
+		if at.Weekday() == time.Monday {
+			mondays++
+		}
+		if at.Day() == 1 || at.Day() == 15 {
+			firsts++
+		}
+		return at.Weekday() == time.Monday || at.Day() == 1 || at.Day() == 15
+	}, "the 1st, the 15th and Mondays")
+	if mondays == 0 || firsts == 0 {
+		t.Fatalf("two restricted day fields: %d Mondays and %d 1sts/15ths in 12 ticks, want both (OR)", mondays, firsts)
+	}
+	check("0 0 * * 7", 3, func(at time.Time) bool { return at.Weekday() == time.Sunday }, "Sundays")
+	weekend := func(at time.Time) bool { return at.Weekday() >= time.Friday || at.Weekday() == time.Sunday }
+	check("0 0 * * 5-7", 6, weekend, "Friday to Sunday")
+	check("0 0 * * 0-7", 7, func(time.Time) bool { return true }, "every day")
+	if _, err := ParseSchedule("0 0 * * 8", "UTC"); !IsCode(err, CodeInvalidArgument) {
+		t.Fatalf("day-of-week 8: %v", err)
+	}
+	for expr, elapsed := range map[string]bool{"0 */2 * * *": true, "0 * * * *": true, "0 1-23/2 * * *": false, "0 9 * * *": false} {
+		s, err := ParseSchedule(expr, "America/New_York")
+		if err != nil || (s.elapsed != nil) != elapsed {
+			t.Errorf("%q: runs by elapsed time %v, want %v (%v)", expr, s != nil && s.elapsed != nil, elapsed, err)
+		}
 	}
 }

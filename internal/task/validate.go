@@ -52,12 +52,13 @@ func ValidateQueueName(name, field string) error {
 // 21 characters; anything longer or outside the name alphabet cannot exist.
 const MaxIDLen = 64
 
-// ValidID reports whether s can be a task id or lease id errand made:
-// 1–64 letters, digits, '-', '_' or '.'. Callers answer NOT_FOUND (in a
-// path) or INVALID_ARGUMENT (in a body) for anything else, before a store
-// sees it.
+// ValidID reports whether s can be a task id or lease id errand made, or
+// a rule's id: 1–64 letters, digits, '-', '_' or '.', but not "." or ".."
+// (a path segment that names no resource: a rule with such an id could be
+// neither read nor deleted). Callers answer NOT_FOUND (in a path) or
+// INVALID_ARGUMENT (in a body) for anything else, before a store sees it.
 func ValidID(s string) bool {
-	if s == "" || len(s) > MaxIDLen {
+	if s == "" || len(s) > MaxIDLen || s == "." || s == ".." {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -66,6 +67,11 @@ func ValidID(s string) bool {
 		}
 	}
 	return true
+}
+
+// IDError is the refusal of an id ValidID refuses, naming field.
+func IDError(field string) *Error {
+	return FieldErrorf(CodeInvalidArgument, field, "must be 1–%d letters, digits, '-', '_' or '.', and not \".\" or \"..\"", MaxIDLen)
 }
 
 // SanitizeText makes free text (an attempt's error) safe for every store:
