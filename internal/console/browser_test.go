@@ -385,6 +385,23 @@ func TestBrowser(t *testing.T) {
 				t.Fatalf("%s with the longest names is %d px wide on a 390 px phone", page, w)
 			}
 		}
+		// An attempt's error keeps a readable width: its table scrolls in
+		// its box instead of wrapping the error a letter or two a line.
+		leased, err := e.api.Lease(context.Background(), "jobs", long, errandapi.LeaseRequest{})
+		if err != nil || len(leased) != 1 {
+			t.Fatalf("lease: %v %v", leased, err)
+		}
+		if _, err := e.api.Release(context.Background(), "jobs", leased[0].ID, errandapi.ReleaseRequest{LeaseID: leased[0].LeaseID,
+			Error: "the receiver answered 500 Internal Server Error: upstream connect error or disconnect/reset before headers"}); err != nil {
+			t.Fatal(err)
+		}
+		run(t, phone, chromedp.Navigate(base+"i/jobs/t/"+leased[0].ID), chromedp.WaitVisible(chromedp.CSS("#attempts td.err")))
+		if w := eval[float64](t, phone, `document.querySelector("#attempts td.err").getBoundingClientRect().width`); w < 200 {
+			t.Fatalf("an attempt's error is %.0f px wide on a 390 px phone", w)
+		}
+		if w := eval[int](t, phone, `document.documentElement.scrollWidth`); w > 391 {
+			t.Fatalf("the task page with an attempt's error is %d px wide on a 390 px phone", w)
+		}
 	})
 
 	t.Run("log out", func(t *testing.T) {

@@ -21,6 +21,34 @@ func formValues(f url.Values, fields ...string) map[string]string {
 	return out
 }
 
+// wasField is the hidden field of a settings form that holds the values
+// the page showed, so that a save sends only the fields the user changed:
+// a setting changed meanwhile elsewhere (another tab, the API) is kept
+// rather than put back to what this page showed.
+const wasField = "was"
+
+// withWas adds to f, a settings form's values as stored, wasField: f
+// itself, URL-encoded.
+func withWas(f map[string]string) map[string]string {
+	v := url.Values{}
+	for k, x := range f {
+		v.Set(k, x)
+	}
+	f[wasField] = v.Encode()
+	return f
+}
+
+// changedFrom returns whether a field of a posted settings form differs
+// from what the page showed (was, wasField's value). A form without was
+// (or with one that does not parse) counts every field as changed.
+func changedFrom(was string) func(field, value string) bool {
+	shown, err := url.ParseQuery(was)
+	if was == "" || err != nil {
+		return func(string, string) bool { return true }
+	}
+	return func(field, value string) bool { return strings.TrimSpace(value) != strings.TrimSpace(shown.Get(field)) }
+}
+
 // badField is the refusal of a form field's text, worded as the API names
 // a field it refuses.
 func badField(field, msg string) *errandapi.Error {

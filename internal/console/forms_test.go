@@ -1,9 +1,15 @@
 package console_test
 
 import (
+	"context"
+	"html"
 	"net/http"
 	"net/url"
+	"regexp"
+	"strings"
 	"testing"
+
+	"github.com/errandhq/errand/errandapi"
 )
 
 // TestRefusedFormsRefilled: a form the API refuses is shown again with
@@ -90,4 +96,105 @@ func TestNumberFields(t *testing.T) {
 		t.Fatalf("maxConcurrent 1e1: %d %s", p.status, p.body)
 	}
 	u.get("/console/i/jobs/q/flaky/").want(t, http.StatusOK, `name="maxConcurrent" inputmode="numeric" value="10"`)
+}
+
+var wasRE = regexp.MustCompile(`name="was" value="([^"]*)"`)
+
+// shownForm is the settings form of the page at path as a browser would
+// post it untouched: the values the page showed, and was.
+func (u *user) shownForm(path string) url.Values {
+	u.e.t.Helper()
+	m := wasRE.FindStringSubmatch(u.get(path).body)
+	if m == nil {
+		u.e.t.Fatalf("no was field on %s", path)
+	}
+	was := html.UnescapeString(m[1])
+	form, err := url.ParseQuery(was)
+	if err != nil {
+		u.e.t.Fatal(err)
+	}
+	form.Set("was", was)
+	form.Set("csrf", u.csrf(path))
+	return form
+}
+
+// TestSettingsSaveOnlyWhatChanged: a settings form saves the fields the
+// user changed, so that a change made meanwhile elsewhere (the API, another
+// tab) to another field is kept, not put back to what the page showed.
+func TestSettingsSaveOnlyWhatChanged(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	u.login(e.full)
+	ctx := context.Background()
+
+	form := u.shownForm("/console/i/jobs/q/flaky/")
+	if _, err := e.api.UpdateQueue(ctx, "jobs", "flaky", errandapi.QueueRequest{RatePerSecond: errandapi.Value(5.0), MaxConcurrent: errandapi.Value(3)}); err != nil {
+		t.Fatal(err)
+	}
+	form.Set("maxAttempts", "4")
+	if p := u.post("/console/i/jobs/q/flaky/settings", form); p.status != http.StatusSeeOther {
+		t.Fatalf("save: %d %s", p.status, p.body)
+	}
+	q, err := e.api.GetQueue(ctx, "jobs", "flaky")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.MaxAttempts != 4 || q.RatePerSecond == nil || *q.RatePerSecond != 5 || q.MaxConcurrent == nil || *q.MaxConcurrent != 3 || q.Target == nil {
+		t.Fatalf("after the save: maxAttempts %d, ratePerSecond %v, maxConcurrent %v, target %v; want 4 and the API's 5 and 3 kept, the target too",
+			q.MaxAttempts, q.RatePerSecond, q.MaxConcurrent, q.Target)
+	}
+	// A field emptied on purpose is still cleared.
+	form = u.shownForm("/console/i/jobs/q/flaky/")
+	form.Set("ratePerSecond", "")
+	u.post("/console/i/jobs/q/flaky/settings", form)
+	if q, _ := e.api.GetQueue(ctx, "jobs", "flaky"); q.RatePerSecond != nil || q.MaxConcurrent == nil {
+		t.Fatalf("emptied ratePerSecond: %v, maxConcurrent %v", q.RatePerSecond, q.MaxConcurrent)
+	}
+
+	// The instance's settings alike.
+	form = u.shownForm("/console/i/jobs/settings")
+	if _, err := e.api.UpdateSettings(ctx, "jobs", errandapi.SettingsRequest{RateLimit: errandapi.Value(50.0)}); err != nil {
+		t.Fatal(err)
+	}
+	form.Set("retentionDays", "9")
+	if p := u.post("/console/i/jobs/settings", form); p.status != http.StatusSeeOther {
+		t.Fatalf("save: %d %s", p.status, p.body)
+	}
+	st, err := e.api.Settings(ctx, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.RetentionDays != 9 || st.RateLimit == nil || *st.RateLimit != 50 {
+		t.Fatalf("after the save: retentionDays %d, rateLimit %v; want 9 and the API's 50 kept", st.RetentionDays, st.RateLimit)
+	}
+	// A pull queue's form has no target to send.
+	if body := u.get("/console/i/jobs/q/pull/").body; strings.Contains(body, `id="qs-target"`) {
+		t.Fatal("a pull queue's settings offer a target")
+	}
+}
+
+// TestSettingsPageUnderItsOwnLimit: a rate limit set too low leaves the
+// settings page and its form, so that it can be undone where it was set.
+func TestSettingsPageUnderItsOwnLimit(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	u.login(e.full)
+	form := u.shownForm("/console/i/jobs/settings")
+	form.Set("rateLimit", "0.01")
+	if p := u.post("/console/i/jobs/settings", form); p.status != http.StatusSeeOther {
+		t.Fatalf("save: %d %s", p.status, p.body)
+	}
+	u.get("/console/i/jobs/q/pull/")
+	u.get("/console/i/jobs/q/pull/").want(t, http.StatusTooManyRequests, "RATE_LIMITED")
+	for range 3 {
+		u.get("/console/i/jobs/settings").want(t, http.StatusOK, `id="settings-form"`, `value="0.01"`)
+	}
+	form = u.shownForm("/console/i/jobs/settings")
+	form.Set("rateLimit", "")
+	if p := u.post("/console/i/jobs/settings", form); p.status != http.StatusSeeOther {
+		t.Fatalf("undo: %d %s", p.status, p.body)
+	}
+	u.get("/console/i/jobs/q/pull/").want(t, http.StatusOK)
 }

@@ -243,6 +243,31 @@ func TestAddTask(t *testing.T) {
 	u.post("/console/i/jobs/q/pull/tasks", url.Values{"csrf": {tok}, "name": {"bad name!"}}).want(t, http.StatusBadRequest, "INVALID_ARGUMENT", "name")
 }
 
+// TestAddTaskFormSizes: a task the API takes is taken from the form too,
+// however the browser encodes it (CJK text is three bytes of UTF-8 and
+// nine URL-encoded); a payload past the API's cap is refused naming
+// payload with the form shown again; a form past the console's own bound
+// says what is too large.
+func TestAddTaskFormSizes(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	u.login(e.full)
+	tok := u.csrf("/console/i/jobs/q/pull/")
+	payload := `{"text":"` + strings.Repeat("漢", 19_000) + `"}` // ~57 KB
+	params := `{"p":"` + strings.Repeat("ü", 27_000) + `"}`     // ~54 KB
+	p := u.post("/console/i/jobs/q/pull/tasks", url.Values{"csrf": {tok}, "payload": {payload}, "params": {params}})
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("a task under the caps, ~%d KiB URL-encoded: %d %s", len(url.Values{"payload": {payload}, "params": {params}}.Encode())>>10, p.status, p.body)
+	}
+	big := `{"text":"` + strings.Repeat("x", 1<<20) + `"}`
+	u.post("/console/i/jobs/q/pull/tasks", url.Values{"csrf": {tok}, "name": {"kept"}, "payload": {big}}).
+		want(t, http.StatusBadRequest, "PAYLOAD_TOO_LARGE", "payload", `value="kept"`)
+	huge := strings.Repeat("漢", 2<<20)
+	u.post("/console/i/jobs/q/pull/tasks", url.Values{"csrf": {tok}, "payload": {huge}}).
+		want(t, http.StatusBadRequest, "PAYLOAD_TOO_LARGE", "the form is over 4 MiB")
+}
+
 // TestQueuePages: an instance's queues with counts; a queue's tasks by
 // state and by name, a page at a time; pause and resume; purge and delete
 // only after the confirmation page.

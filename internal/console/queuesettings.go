@@ -11,11 +11,12 @@ import (
 // queueSettingsFields are the queue settings form's fields, shown again
 // with a refusal.
 var queueSettingsFields = []string{"targetKind", "target", "ratePerSecond", "maxConcurrent", "maxAttempts", "minBackoffSeconds",
-	"maxBackoffSeconds", "maxDoublings", "maxAgeSeconds", "deadlineSeconds", "deadLetterQueue", "targetControl"}
+	"maxBackoffSeconds", "maxDoublings", "maxAgeSeconds", "deadlineSeconds", "deadLetterQueue", "targetControl", wasField}
 
 // updateQueue changes a queue's settings from the queue page's settings
-// form (full grant): every field is sent, an empty optional one as null
-// (no limit, no target, no dead-letter queue). The API validates them and
+// form (full grant): the fields the user changed are sent (see wasField),
+// an empty optional one as null (no limit, no target, no dead-letter
+// queue). The API validates them and
 // names the field it refuses; a refusal shows the form as sent.
 func (c *Console) updateQueue(w http.ResponseWriter, r *http.Request, s *session) {
 	inst, name := r.PathValue("instance"), r.PathValue("queue")
@@ -32,7 +33,8 @@ func (c *Console) updateQueue(w http.ResponseWriter, r *http.Request, s *session
 	http.Redirect(w, r, doneURL(queueURL(inst, name), "saved", -1), http.StatusSeeOther)
 }
 
-// queueSettingsForm is a queue's settings as the settings form's fields.
+// queueSettingsForm is a queue's settings as the settings form's fields,
+// wasField included.
 func queueSettingsForm(q *errandapi.Queue) map[string]string {
 	kind, target := targetForm(q.Target)
 	f := map[string]string{"targetKind": kind, "target": target,
@@ -54,16 +56,18 @@ func queueSettingsForm(q *errandapi.Queue) map[string]string {
 	if q.TargetControl {
 		f["targetControl"] = "true"
 	}
-	return f
+	return withWas(f)
 }
 
-// queuePatchOf reads the settings form. Only a number that does not parse
-// is refused here, naming its field as the API would.
+// queuePatchOf reads the settings form's changed fields. Only a number
+// that does not parse is refused here, naming its field as the API would.
 func queuePatchOf(r *http.Request) (errandapi.QueueRequest, *errandapi.Error) {
 	f := r.PostForm
 	var req errandapi.QueueRequest
 	var bad *errandapi.Error
 	field := func(name string) string { return strings.TrimSpace(f.Get(name)) }
+	changedFromShown := changedFrom(f.Get(wasField))
+	changed := func(name string) bool { return changedFromShown(name, f.Get(name)) }
 	num := func(name string) *float64 {
 		v, err := parseNumber(name, field(name))
 		if err != nil {
@@ -80,38 +84,68 @@ func queuePatchOf(r *http.Request) (errandapi.QueueRequest, *errandapi.Error) {
 		}
 		return &n
 	}
-	if t := formTarget(f.Get("targetKind"), f.Get("target")); t != nil {
+	switch t := formTarget(f.Get("targetKind"), f.Get("target")); {
+	case !changed("targetKind") && !changed("target"):
+	case t != nil:
 		req.Target = errandapi.Value(*t)
-	} else {
+	default:
 		req.Target = errandapi.Null[errandapi.Target]()
 	}
-	if field("ratePerSecond") == "" {
+	switch {
+	case !changed("ratePerSecond"):
+	case field("ratePerSecond") == "":
 		req.RatePerSecond = errandapi.Null[float64]()
-	} else if v := num("ratePerSecond"); v != nil {
-		req.RatePerSecond = errandapi.Value(*v)
+	default:
+		if v := num("ratePerSecond"); v != nil {
+			req.RatePerSecond = errandapi.Value(*v)
+		}
 	}
-	if field("maxConcurrent") == "" {
+	switch {
+	case !changed("maxConcurrent"):
+	case field("maxConcurrent") == "":
 		req.MaxConcurrent = errandapi.Null[int]()
-	} else if n := integer("maxConcurrent"); n != nil {
-		req.MaxConcurrent = errandapi.Value(*n)
+	default:
+		if n := integer("maxConcurrent"); n != nil {
+			req.MaxConcurrent = errandapi.Value(*n)
+		}
 	}
-	if field("maxAgeSeconds") == "" {
+	switch {
+	case !changed("maxAgeSeconds"):
+	case field("maxAgeSeconds") == "":
 		req.MaxAgeSeconds = errandapi.Null[int64]()
-	} else if n := integer("maxAgeSeconds"); n != nil {
-		req.MaxAgeSeconds = errandapi.Value(int64(*n))
+	default:
+		if n := integer("maxAgeSeconds"); n != nil {
+			req.MaxAgeSeconds = errandapi.Value(int64(*n))
+		}
 	}
-	if v := field("deadLetterQueue"); v == "" {
+	switch v := field("deadLetterQueue"); {
+	case !changed("deadLetterQueue"):
+	case v == "":
 		req.DeadLetterQueue = errandapi.Null[string]()
-	} else {
+	default:
 		req.DeadLetterQueue = errandapi.Value(v)
 	}
-	req.MaxAttempts = integer("maxAttempts")
-	req.MaxDoublings = integer("maxDoublings")
-	req.DeadlineSeconds = integer("deadlineSeconds")
-	req.MinBackoffSeconds = num("minBackoffSeconds")
-	req.MaxBackoffSeconds = num("maxBackoffSeconds")
-	tc := f.Get("targetControl") == "true"
-	req.TargetControl = &tc
+	// In the form's order, so that the first refused field is named.
+	for _, w := range []struct {
+		name string
+		dst  **int
+	}{{"maxAttempts", &req.MaxAttempts}, {"maxDoublings", &req.MaxDoublings}, {"deadlineSeconds", &req.DeadlineSeconds}} {
+		if changed(w.name) {
+			*w.dst = integer(w.name)
+		}
+	}
+	for _, w := range []struct {
+		name string
+		dst  **float64
+	}{{"minBackoffSeconds", &req.MinBackoffSeconds}, {"maxBackoffSeconds", &req.MaxBackoffSeconds}} {
+		if changed(w.name) {
+			*w.dst = num(w.name)
+		}
+	}
+	if changed("targetControl") {
+		tc := f.Get("targetControl") == "true"
+		req.TargetControl = &tc
+	}
 	return req, bad
 }
 

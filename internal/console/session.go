@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -146,6 +147,11 @@ func (c *Console) action(pattern string, h func(w http.ResponseWriter, r *http.R
 			return
 		}
 		if err := r.ParseForm(); err != nil {
+			if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+				c.fail(w, r, s, &errandapi.Error{Code: errandapi.CodePayloadTooLarge, Status: errandapi.StatusOf(errandapi.CodePayloadTooLarge),
+					Message: fmt.Sprintf("the form is over %d MiB as the browser sent it: a task's payload and params are at most 64 KiB each", maxForm>>20)})
+				return
+			}
 			c.fail(w, r, s, &errandapi.Error{Code: errandapi.CodeInvalidArgument, Status: http.StatusBadRequest, Message: "the form could not be read: " + err.Error()})
 			return
 		}
@@ -158,9 +164,12 @@ func (c *Console) action(pattern string, h func(w http.ResponseWriter, r *http.R
 	})
 }
 
-// maxForm bounds a form: a task's payload and params (64 KiB each) and
-// some fields.
-const maxForm = 256 << 10
+// maxForm bounds a form. A browser sends a form URL-encoded, a byte of
+// non-ASCII text or JSON punctuation as three, so a task's payload and
+// params (64 KiB each) may take ~400 KiB; past them there is room for a
+// paste the API then refuses by name (PAYLOAD_TOO_LARGE naming payload,
+// the form shown again as typed) rather than a form that cannot be read.
+const maxForm = 4 << 20
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 	if c.cfg.Dev {

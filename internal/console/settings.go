@@ -20,7 +20,7 @@ type settingsData struct {
 
 // settingsFields are the settings form's fields, shown again with a
 // refusal.
-var settingsFields = []string{"retentionDays", "rateLimit", "maxInFlight"}
+var settingsFields = []string{"retentionDays", "rateLimit", "maxInFlight", wasField}
 
 // settingsURL is an instance's settings page.
 func settingsURL(inst string) string { return Prefix + "i/" + url.PathEscape(inst) + "/settings" }
@@ -52,17 +52,18 @@ func (c *Console) showSettings(w http.ResponseWriter, r *http.Request, s *sessio
 	c.render(w, r, status, "settings", v)
 }
 
-// settingsForm is an instance's settings as the form's fields.
+// settingsForm is an instance's settings as the form's fields, wasField
+// included.
 func settingsForm(st *errandapi.Settings) map[string]string {
 	f := map[string]string{"retentionDays": strconv.Itoa(st.RetentionDays), "maxInFlight": strconv.Itoa(st.MaxInFlight)}
 	if st.RateLimit != nil {
 		f["rateLimit"] = fmtNumber(*st.RateLimit)
 	}
-	return f
+	return withWas(f)
 }
 
-// updateSettings changes the settings the form sends; an empty rate limit
-// removes it. It redirects to the settings page; a refusal shows the form
+// updateSettings changes the settings the user changed in the form (see
+// wasField); an empty rate limit removes it. It redirects to the settings page; a refusal shows the form
 // as sent.
 func (c *Console) updateSettings(w http.ResponseWriter, r *http.Request, s *session) {
 	inst, sent := r.PathValue("instance"), formValues(r.PostForm, settingsFields...)
@@ -79,14 +80,17 @@ func (c *Console) updateSettings(w http.ResponseWriter, r *http.Request, s *sess
 	http.Redirect(w, r, doneURL(settingsURL(inst), "saved", -1), http.StatusSeeOther)
 }
 
-// settingsPatchOf reads the settings form; only text that is no number (or
-// no whole number) is refused here, naming its field. An empty field is
-// left as it is, but the rate limit, which an empty field removes.
+// settingsPatchOf reads the settings form's changed fields; only text
+// that is no number (or no whole number) is refused here, naming its
+// field. An empty field is left as it is, but the rate limit, which an
+// empty field removes.
 func settingsPatchOf(f map[string]string) (errandapi.SettingsRequest, *errandapi.Error) {
 	var req errandapi.SettingsRequest
 	var bad *errandapi.Error
+	changedFromShown := changedFrom(f[wasField])
+	changed := func(field string) bool { return changedFromShown(field, f[field]) }
 	whole := func(field string) *int {
-		if bad != nil || strings.TrimSpace(f[field]) == "" {
+		if bad != nil || strings.TrimSpace(f[field]) == "" || !changed(field) {
 			return nil
 		}
 		n, err := parseWhole(field, f[field])
@@ -95,6 +99,9 @@ func settingsPatchOf(f map[string]string) (errandapi.SettingsRequest, *errandapi
 	}
 	req.RetentionDays = whole("retentionDays")
 	req.MaxInFlight = whole("maxInFlight")
+	if !changed("rateLimit") {
+		return req, bad
+	}
 	req.RateLimit = errandapi.Null[float64]()
 	if strings.TrimSpace(f["rateLimit"]) != "" && bad == nil {
 		v, err := parseNumber("rateLimit", f["rateLimit"])

@@ -18,8 +18,10 @@ import (
 const settingTTL = time.Second
 
 // unlimitedRoutes are exempt from the instance's rate limit, so that a
-// caller with the full grant can always change a limit set too low.
+// caller with the full grant can always read and change a limit set too
+// low (the console's settings page reads it before it shows its form).
 var unlimitedRoutes = map[string]bool{
+	"GET /v1/tasks/{instance}/settings":   true,
 	"PATCH /v1/tasks/{instance}/settings": true,
 }
 
