@@ -173,8 +173,8 @@ var refusals = map[errandapi.Code]refusal{
 		e := start(t, options{kind: kind})
 		c := e.client("", client.RetryPolicy{MaxAttempts: 1})
 		must(c.UpdateSettings(context.Background(), "jobs", errandapi.SettingsRequest{RateLimit: errandapi.Value(1.0)})).of(t)
-		must(c.Settings(context.Background(), "jobs")).of(t)
-		_, err := c.Settings(context.Background(), "jobs")
+		must(c.ListQueues(context.Background(), "jobs")).of(t)
+		_, err := c.ListQueues(context.Background(), "jobs")
 		if ce, ok := err.(*client.Error); ok && ce.RetryAfter != time.Second {
 			t.Errorf("RetryAfter %v, want the server's 1 s", ce.RetryAfter)
 		}

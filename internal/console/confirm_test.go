@@ -28,6 +28,11 @@ func TestConfirmPagesReadFirst(t *testing.T) {
 	ro.login(e.key(e.org, "read:jobs"))
 	ro.get("/console/i/other/q/default/confirm/purge").want(t, http.StatusNotFound, "NOT_FOUND").lacks(t, `id="confirm"`)
 	ro.get("/console/i/other/confirm/reveal").want(t, http.StatusNotFound, "NOT_FOUND").lacks(t, `id="confirm"`)
+	// On its own instance a read key is told the action needs full, not
+	// offered a button the API would refuse.
+	for _, path := range []string{"/console/i/jobs/q/pull/confirm/purge", "/console/i/jobs/q/pull/confirm/delete", "/console/i/jobs/confirm/rotate", "/console/i/jobs/confirm/reveal"} {
+		ro.get(path).want(t, http.StatusForbidden, "PERMISSION_DENIED", "needs the full grant on instance jobs; the key&#39;s is read").lacks(t, `id="confirm"`)
+	}
 
 	stranger := e.user()
 	stranger.login(e.key("globex", "full:*"))

@@ -40,3 +40,32 @@ func TestFavicon(t *testing.T) {
 		t.Fatalf("icon %s: %s", m[1], ct)
 	}
 }
+
+var (
+	controlRE = regexp.MustCompile(`<(?:input|select|textarea)\b[^>]*>`)
+	idRE      = regexp.MustCompile(`\bid="([^"]+)"`)
+)
+
+// TestControlsAreLabelled: every form control a full key sees on the
+// queues, queue and settings pages has a label (a <label for> or an
+// aria-label); the state tab shown is marked aria-current; a skip link
+// leads past the navigation to the page's main part.
+func TestControlsAreLabelled(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	u.login(e.full)
+	for _, path := range []string{"/console/i/jobs/", "/console/i/jobs/q/flaky/", "/console/i/jobs/q/pull/?state=scheduled", "/console/i/jobs/settings"} {
+		body := u.get(path).want(t, http.StatusOK, `<a class="skip" href="#main">`, `<main id="main">`).body
+		for _, c := range controlRE.FindAllString(body, -1) {
+			if regexp.MustCompile(`type="hidden"`).MatchString(c) || regexp.MustCompile(`aria-label="[^"]+"`).MatchString(c) {
+				continue
+			}
+			m := idRE.FindStringSubmatch(c)
+			if m == nil || !regexp.MustCompile(`<label for="` + regexp.QuoteMeta(m[1]) + `"`).MatchString(body) {
+				t.Errorf("%s: a control without a label: %s", path, c)
+			}
+		}
+	}
+	u.get("/console/i/jobs/q/pull/?state=scheduled").want(t, http.StatusOK, `class="on" aria-current="page">scheduled</a>`)
+}

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 
@@ -227,8 +228,23 @@ func (c *Console) confirmPage(w http.ResponseWriter, r *http.Request, s *session
 		return
 	}
 	v := s.view("Confirm", inst)
+	if !v.Can(string(errandapi.RoleFull)) {
+		// The action needs full: a key without it is told so here, not
+		// offered a button the API then refuses.
+		c.fail(w, r, s, &errandapi.Error{Code: errandapi.CodePermissionDenied, Status: http.StatusForbidden,
+			Message: fmt.Sprintf("this needs the full grant on instance %s; the key's is %s", inst, roleWord(v.Role))})
+		return
+	}
 	v.Queue, v.Data = name, cf
 	c.render(w, r, http.StatusOK, "confirm", v)
+}
+
+// roleWord names a key's role on an instance for a refusal.
+func roleWord(r errandapi.Role) string {
+	if r == "" {
+		return "none"
+	}
+	return string(r)
 }
 
 func queueURL(inst, queue string) string {
