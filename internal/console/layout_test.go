@@ -62,7 +62,7 @@ func TestControlsAreLabelled(t *testing.T) {
 				continue
 			}
 			m := idRE.FindStringSubmatch(c)
-			if m == nil || !regexp.MustCompile(`<label for="` + regexp.QuoteMeta(m[1]) + `"`).MatchString(body) {
+			if m == nil || !regexp.MustCompile(`<label for="`+regexp.QuoteMeta(m[1])+`"`).MatchString(body) {
 				t.Errorf("%s: a control without a label: %s", path, c)
 			}
 		}
