@@ -1,9 +1,12 @@
 package console_test
 
 import (
+	"context"
 	"net/http"
 	"regexp"
 	"testing"
+
+	"github.com/errandhq/errand/errandapi"
 )
 
 // TestNotFoundKeepsSession: a path under an instance that is no console
@@ -68,4 +71,39 @@ func TestControlsAreLabelled(t *testing.T) {
 		}
 	}
 	u.get("/console/i/jobs/q/pull/?state=scheduled").want(t, http.StatusOK, `class="on" aria-current="page">scheduled</a>`)
+}
+
+// TestModeStates: a queue's page shows the states its mode has — a pull
+// queue's leased, a push queue's running, never the other — and the
+// queues table marks the other as no state of the queue's.
+func TestModeStates(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	u.login(e.full)
+	u.get("/console/i/jobs/q/pull/").want(t, http.StatusOK, `?state=leased`, `data-state="leased"`).lacks(t, `?state=running`, `data-state="running"`)
+	u.get("/console/i/jobs/q/flaky/").want(t, http.StatusOK, `?state=running`, `data-state="running"`).lacks(t, `?state=leased`, `data-state="leased"`)
+	u.get("/console/i/jobs/").want(t, http.StatusOK, `title="not a state of a pull queue">–</td>`, `title="not a state of a push queue">–</td>`)
+}
+
+// TestNoticesFollowTheState: a task page's notice is said only while the
+// task's state bears it out: a crafted or stale ?done= link claims
+// nothing.
+func TestNoticesFollowTheState(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	u.login(e.full)
+	hour := 3600.0
+	id := e.add("pull", errandapi.NewTask{Delay: &hour})
+	base := "/console/i/jobs/t/" + id
+	u.get(base+"?done=cancel").want(t, http.StatusOK, "scheduled").lacks(t, "The task is cancelled.")
+	u.get(base+"?done=run-leased").want(t, http.StatusOK).lacks(t, "leased to a worker")
+	u.get(base+"?done=run").want(t, http.StatusOK, "The task runs now.")
+	if _, err := e.api.CancelTask(context.Background(), "jobs", id); err != nil {
+		t.Fatal(err)
+	}
+	u.get(base+"?done=cancel").want(t, http.StatusOK, "The task is cancelled.")
+	u.get(base+"?done=retry").want(t, http.StatusOK).lacks(t, "queued again")
+	u.get(base+"?done=run").want(t, http.StatusOK).lacks(t, "runs now")
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,14 +52,18 @@ func (s *session) view(title, instance string) *view {
 type pages map[string]*template.Template
 
 var funcs = template.FuncMap{
-	"ms":      fmtMillis,
-	"msp":     func(p *int64) string { return fmtMillisPtr(p) },
-	"pretty":  prettyJSON,
-	"num":     fmtNumber,
-	"str":     func(p *string) string { return deref(p) },
-	"q":       url.QueryEscape,
-	"p":       url.PathEscape,
-	"states":  func() []errandapi.State { return allStates },
+	"ms":     fmtMillis,
+	"msp":    func(p *int64) string { return fmtMillisPtr(p) },
+	"pretty": prettyJSON,
+	"num":    fmtNumber,
+	"str":    func(p *string) string { return deref(p) },
+	"q":      url.QueryEscape,
+	"p":      url.PathEscape,
+	"states": func() []errandapi.State { return allStates },
+	"modeStates": func(m errandapi.Mode) []errandapi.State {
+		return slices.DeleteFunc(slices.Clone(allStates), func(st errandapi.State) bool { return !inMode(m, st) })
+	},
+	"inMode":  inMode,
 	"count":   func(m map[errandapi.State]int, s errandapi.State) int { return m[s] },
 	"capped":  capped,
 	"target":  fmtTarget,
@@ -69,6 +74,13 @@ var funcs = template.FuncMap{
 		}
 		return strings.ToUpper(s[:1]) + s[1:]
 	},
+}
+
+// inMode reports whether a queue of mode m has tasks in state st: a push
+// queue's attempts are running, a pull queue's leased, and the API counts
+// only its mode's.
+func inMode(m errandapi.Mode, st errandapi.State) bool {
+	return !(m == errandapi.ModePush && st == errandapi.StateLeased || m == errandapi.ModePull && st == errandapi.StateRunning)
 }
 
 // allStates are the v1 states in the order the console shows them.

@@ -15,27 +15,35 @@ func taskURL(inst, id string) string {
 }
 
 func (c *Console) taskPage(w http.ResponseWriter, r *http.Request, s *session) {
-	var notice string
-	switch r.URL.Query().Get("done") {
-	case "run":
-		notice = "The task runs now."
-	case "run-running":
-		notice = "The task is running; Run changed nothing."
-	case "run-leased":
-		notice = "The task is leased to a worker; Run changed nothing."
-	case "cancel":
-		notice = "The task is cancelled."
-	case "retry":
-		notice = "The task is queued again with a fresh budget of attempts."
-	case "add":
-		notice = "The task is added."
+	c.showTask(w, r, s, nil, r.URL.Query().Get("done"))
+}
+
+// taskNotice is the task page's word on the action that sent the browser
+// back to it (?done=…), said only while the task's state bears it out: a
+// link or a reload later cannot make the page claim what is not so.
+func taskNotice(done string, t *errandapi.Task) string {
+	finished := t.State == errandapi.StateSucceeded || t.State == errandapi.StateFailed || t.State == errandapi.StateCancelled
+	switch {
+	case done == "run" && !finished:
+		return "The task runs now."
+	case done == "run-running" && t.State == errandapi.StateRunning:
+		return "The task is running; Run changed nothing."
+	case done == "run-leased" && t.State == errandapi.StateLeased:
+		return "The task is leased to a worker; Run changed nothing."
+	case done == "cancel" && t.State == errandapi.StateCancelled:
+		return "The task is cancelled."
+	case done == "retry" && t.State != errandapi.StateFailed && t.State != errandapi.StateCancelled:
+		return "The task is queued again with a fresh budget of attempts."
+	case done == "add":
+		return "The task is added."
 	}
-	c.showTask(w, r, s, nil, notice)
+	return ""
 }
 
 // showTask renders one task with its payload, params, result and every
-// attempt; refusal is a run, cancel or retry the API refused.
-func (c *Console) showTask(w http.ResponseWriter, r *http.Request, s *session, refusal *errandapi.Error, notice string) {
+// attempt; refusal is a run, cancel or retry the API refused, done the
+// action that sent the browser here (taskNotice).
+func (c *Console) showTask(w http.ResponseWriter, r *http.Request, s *session, refusal *errandapi.Error, done string) {
 	inst := r.PathValue("instance")
 	t, err := s.cl.GetTask(r.Context(), inst, r.PathValue("id"))
 	if err != nil {
@@ -43,7 +51,7 @@ func (c *Console) showTask(w http.ResponseWriter, r *http.Request, s *session, r
 		return
 	}
 	v := s.view("Task "+t.ID, inst)
-	v.Queue, v.Data, v.Err, v.Notice = t.Queue, t, refusal, notice
+	v.Queue, v.Data, v.Err, v.Notice = t.Queue, t, refusal, taskNotice(done, t)
 	status := http.StatusOK
 	if refusal != nil {
 		status = refusal.Status

@@ -23,8 +23,15 @@ function queueRow(table, q) {
   tr.append(first, mode);
   table.querySelectorAll("thead th[data-state]").forEach(function (th) {
     var td = document.createElement("td");
+    var st = th.getAttribute("data-state");
     td.className = "num";
-    td.setAttribute("data-state", th.getAttribute("data-state"));
+    // A push queue has no leased tasks, a pull queue no running ones.
+    if ((q.mode === "push" && st === "leased") || (q.mode === "pull" && st === "running")) {
+      td.className = "num empty";
+      td.textContent = "–";
+    } else {
+      td.setAttribute("data-state", st);
+    }
     tr.appendChild(td);
   });
   return tr;
