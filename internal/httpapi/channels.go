@@ -59,6 +59,11 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
+	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") && c.p.Channel == "" && foreignOrigin(r) {
+		// What websocket.Accept would refuse, refused in errand's words.
+		s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "a WebSocket opened with an API key from origin %q is refused: a page of another site subscribes with a subscribe token (POST /v1/channels/{instance}/{channel}/token)", r.Header.Get("Origin")))
+		return
+	}
 	sub, err := s.eng.ChannelSubscribe(r.Context(), ref, since, field)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -93,6 +93,16 @@ func TestChannelAuth(t *testing.T) {
 	if err == nil || resp == nil || resp.StatusCode != 403 {
 		t.Fatalf("a key's WebSocket from another origin: %v", err)
 	}
+	// The refusal is errand's, in JSON.
+	upgrade, _ := http.NewRequest("GET", base, nil)
+	for k, v := range map[string]string{"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+		"Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Origin": "https://app.example", "Authorization": "Bearer " + reader} {
+		upgrade.Header.Set(k, v)
+	}
+	refused := s.send(upgrade).want(t, 403, "PERMISSION_DENIED")
+	if !strings.Contains(refused.message(), "subscribe token") {
+		t.Fatalf("refusal: %s", refused.message())
+	}
 
 	// Expiry, on the fake clock.
 	s.clock.Advance(auth.ChannelTokenTTL)

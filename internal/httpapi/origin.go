@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 
@@ -97,4 +98,17 @@ func canonicalPath(p string) bool {
 		c += "/"
 	}
 	return c == p
+}
+
+// foreignOrigin reports whether r carries an Origin naming another host
+// than the one it was sent to: the rule websocket.Accept applies, checked
+// first so that the refusal is errand's (PERMISSION_DENIED, JSON) rather
+// than the WebSocket library's plain text.
+func foreignOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return false
+	}
+	u, err := url.Parse(o)
+	return err != nil || !strings.EqualFold(u.Host, r.Host)
 }

@@ -103,3 +103,18 @@ func TestRefusalSituations(t *testing.T) {
 		named(b.send(req).want(t, 400, "INVALID_ARGUMENT"), "X-Errand-Delivery")
 	}
 }
+
+// TestWorkerFromAnotherOriginRefused: a worker's WebSocket with another
+// site's Origin is refused in errand's shape, before any upgrade.
+func TestWorkerFromAnotherOriginRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	req := b.request("GET", "/v1/workers/jobs", nil)
+	for k, v := range map[string]string{"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+		"Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Origin": "https://evil.example"} {
+		req.Header.Set(k, v)
+	}
+	if msg := b.send(req).want(t, 403, "PERMISSION_DENIED").message(); !strings.Contains(msg, `origin "https://evil.example" is refused`) {
+		t.Fatalf("refusal: %s", msg)
+	}
+}

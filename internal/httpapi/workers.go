@@ -40,6 +40,10 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "Upgrade", "GET %s{instance} is a WebSocket: send Upgrade: websocket", errandapi.WorkerPath))
 		return
 	}
+	if foreignOrigin(r) {
+		s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "a worker's WebSocket from origin %q is refused: a worker connects without an Origin, or from errand's own", r.Header.Get("Origin")))
+		return
+	}
 	// The server's read and write timeouts are for requests; a worker's
 	// connection lives as long as the worker, with its own heartbeat.
 	rc := http.NewResponseController(w)

@@ -71,7 +71,7 @@ func NewTask(q *Queue, in AddInput, now int64, rules URLRules) (*Task, error) {
 	}
 	if in.RunAt != nil {
 		if *in.RunAt < 0 || *in.RunAt > now+365*86400*1000 {
-			return nil, FieldErrorf(CodeInvalidArgument, "runAt", "must be epoch milliseconds within a year from now")
+			return nil, FieldErrorf(CodeInvalidArgument, "runAt", "must be epoch milliseconds from 0 to a year from now (a time in the past means now)")
 		}
 		runAt = max(*in.RunAt, now)
 	}
