@@ -68,6 +68,14 @@ func argumentError(err error, patch bool, badItem func(list string) int) error {
 		}
 	case "minLength":
 		reason = "must not be empty"
+	case "minItems", "maxItems":
+		_, bound, _ := strings.Cut(detail, " than ")
+		if n, err := strconv.Atoi(bound); err == nil {
+			reason = fmt.Sprintf("must hold at least %d item%s", n, plural(n))
+			if kw == "maxItems" {
+				reason = fmt.Sprintf("must hold at most %d item%s", n, plural(n))
+			}
+		}
 	case "enum":
 		if _, values, ok := strings.Cut(detail, "any of: "); ok {
 			reason = "must be one of " + values
@@ -102,7 +110,7 @@ func argumentError(err error, patch bool, badItem func(list string) int) error {
 	if field == "" {
 		field = "arguments"
 	}
-	if list, rest, ok := strings.Cut(field, "[]"); ok && !strings.ContainsAny(list, ".[") {
+	if list, rest, ok := strings.Cut(field, "[]"); ok && !strings.Contains(list, "[") {
 		if i := badItem(list); i >= 0 {
 			field = list + "[" + strconv.Itoa(i) + "]" + rest
 		}
@@ -166,14 +174,41 @@ func firstBadItem(resolved *jsonschema.Resolved, args map[string]any, list strin
 
 // firstItemWhere is the index of the first item of args' list argument
 // for which bad holds of args with that item alone in the list; -1 for
-// none (or when the argument is not a list).
+// none (or when the argument is not a list). list is the argument's path
+// through objects: "tasks", or "task.on" for a list inside an object.
 func firstItemWhere(args map[string]any, list string, bad func(one map[string]any) bool) int {
-	items, _ := args[list].([]any)
-	one := maps.Clone(args)
+	path := strings.Split(list, ".")
+	var at any = args
+	for _, p := range path {
+		m, _ := at.(map[string]any)
+		at = m[p]
+	}
+	items, _ := at.([]any)
 	for i, item := range items {
-		if one[list] = []any{item}; bad(one) {
+		if bad(withItem(args, path, item)) {
 			return i
 		}
 	}
 	return -1
+}
+
+// withItem is m with the list at path holding item alone; the objects
+// along the path are copies.
+func withItem(m map[string]any, path []string, item any) map[string]any {
+	out := maps.Clone(m)
+	if len(path) == 1 {
+		out[path[0]] = []any{item}
+		return out
+	}
+	inner, _ := m[path[0]].(map[string]any)
+	out[path[0]] = withItem(inner, path[1:], item)
+	return out
+}
+
+// plural is "s" but for one.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

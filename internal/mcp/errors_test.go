@@ -45,6 +45,10 @@ func TestErrorsCarryCodes(t *testing.T) {
 		{"tasks_get", obj{"instance": "jobs", "id": 7}, "INVALID_ARGUMENT", 400, "id: must be of type string"},
 		{"tasks_get", obj{"instance": "jobs", "id": id, "b": 1, "a": 2}, "INVALID_ARGUMENT", 400, "a: is not an argument of this tool (nor are b)"},
 		{"tasks_set_queue", obj{"instance": "jobs", "queue": "work", "maxAttempts": "x"}, "INVALID_ARGUMENT", 400, "maxAttempts: must be of type integer"},
+		{"tasks_add", obj{"instance": "jobs", "queue": "work", "tasks": []any{}}, "INVALID_ARGUMENT", 400, "tasks: must hold at least 1 item"},
+		{"tasks_set_queue", obj{"instance": "jobs", "queue": "bad name!"}, "INVALID_ARGUMENT", 400, "queue: "},
+		{"tasks_add", obj{"instance": "jobs", "queue": "work", "tasks": hundredAndOne()}, "INVALID_ARGUMENT", 400, "tasks: must hold at most 100 items"},
+		{"tasks_update_trigger", obj{"instance": "jobs", "id": "r", "task": obj{"on": []any{"succeeded", "done"}}}, "INVALID_ARGUMENT", 400, "task.on[1]: must be one of"},
 		// A tool that changes settings refuses a null that cannot clear
 		// one, as the API's PATCH does (a null that can clear, taken).
 		{"tasks_set_queue", obj{"instance": "jobs", "queue": "work", "maxAttempts": nil}, "INVALID_ARGUMENT", 400, "maxAttempts: cannot be null: leave it out to keep the current value"},
@@ -151,4 +155,13 @@ func TestSessionBoundToKey(t *testing.T) {
 	if got := s.tools(); len(got) != 24 {
 		t.Fatalf("the session's own key: %v", got)
 	}
+}
+
+// hundredAndOne is 101 empty tasks, one more than an add takes.
+func hundredAndOne() []any {
+	out := make([]any, 101)
+	for i := range out {
+		out[i] = obj{}
+	}
+	return out
 }

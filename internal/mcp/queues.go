@@ -105,6 +105,9 @@ func setQueue(ctx context.Context, c *client.Client, in setQueueIn) (*setQueueOu
 		} else if errors.Is(err, client.ErrQueueExists) {
 			q, err = c.UpdateQueue(ctx, in.Instance, in.Queue, req)
 		}
+		// The API's create names the queue's name "name"; this tool's
+		// argument is "queue".
+		err = renamed(err, "name", "queue")
 	}
 	if err != nil {
 		return nil, "", err
@@ -115,4 +118,16 @@ func setQueue(ctx context.Context, c *client.Client, in setQueueIn) (*setQueueOu
 	}
 	return &setQueueOut{Queue: q, Created: created}, fmt.Sprintf("%s queue %s/%s (%s%s, target %s, maxAttempts %d)",
 		verb, in.Instance, in.Queue, q.Mode, pausedNote(q.Paused), targetText(q.Target), q.MaxAttempts), nil
+}
+
+// renamed is err, an INVALID_ARGUMENT naming the API's field from, naming
+// the tool's argument to instead; any other error as it is.
+func renamed(err error, from, to string) error {
+	var e *errandapi.Error
+	if !errors.As(err, &e) || e.Code != errandapi.CodeInvalidArgument || !strings.HasPrefix(e.Message, from+": ") {
+		return err
+	}
+	cp := *e
+	cp.Message = to + e.Message[len(from):]
+	return &cp
 }

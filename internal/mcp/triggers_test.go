@@ -29,7 +29,7 @@ func TestTriggerTools(t *testing.T) {
 		{obj{"instance": "jobs", "queue": "other/work", "hook": obj{}}, "INVALID_ARGUMENT", "queue"},
 		{obj{"instance": "jobs", "queue": "work"}, "INVALID_ARGUMENT", ""},
 		{obj{"instance": "jobs", "queue": "work", "hook": obj{}, "task": obj{"queue": "work"}}, "INVALID_ARGUMENT", ""},
-		{obj{"instance": "jobs", "queue": "work", "task": obj{"queue": "work", "on": []any{"done"}}}, "INVALID_ARGUMENT", "task.on[]: must be one of [succeeded failed]"},
+		{obj{"instance": "jobs", "queue": "work", "task": obj{"queue": "work", "on": []any{"done"}}}, "INVALID_ARGUMENT", "task.on[0]: must be one of [succeeded failed]"},
 		{obj{"instance": "jobs", "queue": "work", "schedule": obj{"cron": ""}}, "INVALID_ARGUMENT", "schedule.cron: must not be empty"},
 		{obj{"instance": "jobs", "queue": "work", "task": obj{"queue": ""}}, "INVALID_ARGUMENT", "task.queue: must not be empty"},
 		{obj{"instance": "jobs", "queue": "work", "hook": obj{"secret": "not-a-secret"}}, "INVALID_ARGUMENT", "hook.secret"},
