@@ -27,6 +27,12 @@ func TestDecodeNamesTheField(t *testing.T) {
 		{`{"queue":"jobs/pq","schedule":{"cron":"@daily","Bogus":1}}`, "", "schedule.Bogus: unknown field", trigger},
 		{`{"queue":"jobs/pq","task":{"queue":"jobs/q","x":1}}`, "", "task.x: unknown field", trigger},
 		{`{"x":1}`, "", "x: unknown field", newTask},
+		// A field given twice, at every depth; the same field in two
+		// objects of a list is two fields.
+		{`{"name":"a","payload":1,"name":"b"}`, "", "name: is given twice", newTask},
+		{`{"target":{"webhook":"http://x","webhook":"http://y"}}`, "", "target.webhook: is given twice", newTask},
+		{`{"acks":[{"id":"x","leaseId":"y"},{"id":"x","leaseId":"y","id":"z"}]}`, "", "acks[1].id: is given twice", batchAck},
+		{`{"queue":"jobs/pq","queue":"jobs/default","hook":{}}`, "", "queue: is given twice", trigger},
 		// Trailing data does not hide where the unknown key is.
 		{`{"target":{"function":"a/b","x":1}} }`, "", "target.x: unknown field", newTask},
 		// An operations payload, under "payload".

@@ -52,6 +52,7 @@ func walkKeys(b []byte, i int, t reflect.Type, prefix string) (int, error) {
 		return i + 1, nil
 	case sh.fields != nil && b[i] == '{':
 		i = skipSpace(b, i+1)
+		var seen uint64 // the fields met, by bit
 		for b[i] != '}' {
 			key, end := readKey(b, i)
 			ft, ok := sh.fields[string(key)]
@@ -61,6 +62,14 @@ func walkKeys(b []byte, i int, t reflect.Type, prefix string) (int, error) {
 					name = `""`
 				}
 				return 0, task.FieldErrorf(task.CodeInvalidArgument, Join(prefix, name), "unknown field")
+			}
+			// A field given twice would be decoded as the last, while
+			// another reader of the same body (a proxy, a log) may take
+			// the first: it is refused.
+			if bit := sh.bits[string(key)]; seen&bit != 0 {
+				return 0, task.FieldErrorf(task.CodeInvalidArgument, Join(prefix, string(key)), "is given twice")
+			} else {
+				seen |= bit
 			}
 			i = skipSpace(b, skipSpace(b, end)+1) // past the colon
 			var err error
@@ -88,6 +97,9 @@ func walkKeys(b []byte, i int, t reflect.Type, prefix string) (int, error) {
 type keyShape struct {
 	elem   reflect.Type
 	fields map[string]reflect.Type
+	// bits gives each field a bit of a set, to find one given twice (past
+	// 64 fields, none: no errand type has so many).
+	bits map[string]uint64
 }
 
 func (s *keyShape) walks() bool { return s.elem != nil || s.fields != nil }
@@ -107,6 +119,14 @@ func shapeOf(t reflect.Type) *keyShape {
 		s.elem = u.Elem()
 	case u.Kind() == reflect.Struct:
 		s.fields = jsonFields(u)
+		s.bits = make(map[string]uint64, len(s.fields))
+		n := 0
+		for name := range s.fields {
+			if n < 64 {
+				s.bits[name] = 1 << n
+			}
+			n++
+		}
 	}
 	keyShapes.Store(t, s)
 	return s

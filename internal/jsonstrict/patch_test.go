@@ -19,7 +19,7 @@ func TestDecodePatchRefusesNull(t *testing.T) {
 	}{
 		{`{"maxAttempts":null}`, "maxAttempts" + tail, queue},
 		{`{"paused":true,"mode":null}`, "mode" + tail, queue},
-		{`{"maxAttempts":3,"maxAttempts":null}`, "maxAttempts" + tail, queue},
+		{`{"maxAttempts":3,"maxAttempts":null}`, "maxAttempts: is given twice", queue},
 		{`{"max\u0041ttempts":null}`, "maxAttempts" + tail, queue},
 		{`{"name":null}`, "name" + tail, queue},
 		{`{"retentionDays":null}`, "retentionDays" + tail, settingsReq},
