@@ -106,7 +106,7 @@ func TestRevokedKeyLogsOut(t *testing.T) {
 	u.get("/console/i/jobs/").want(t, http.StatusOK)
 	e.revoke(k)
 	p := u.get("/console/i/jobs/")
-	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/login?why=expired" {
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/login?next=%2Fconsole%2Fi%2Fjobs%2F&why=expired" {
 		t.Fatalf("revoked: %d %s", p.status, p.header.Get("Location"))
 	}
 	if !strings.Contains(p.header.Get("Set-Cookie"), "Max-Age=0") {

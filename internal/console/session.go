@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -121,11 +122,37 @@ func (c *Console) toLogin(w http.ResponseWriter, r *http.Request, why string) {
 		_, _ = w.Write([]byte("event: logout\ndata: {}\n\n"))
 		return
 	}
-	u := Prefix + "login"
+	q := url.Values{}
 	if why != "" {
-		u += "?why=" + why
+		q.Set("why", why)
+	}
+	// A page asked for comes back after the login (a deep link, a
+	// bookmark); a form posted does not.
+	if r.Method == http.MethodGet && r.URL.RequestURI() != Prefix && localPage(r.URL.RequestURI()) {
+		q.Set("next", r.URL.RequestURI())
+	}
+	u := Prefix + "login"
+	if len(q) > 0 {
+		u += "?" + q.Encode()
 	}
 	http.Redirect(w, r, u, http.StatusSeeOther)
+}
+
+// localPage reports whether next is a page of this console to return to
+// after the login: a path under Prefix, with no scheme or host and no
+// segment that would climb out of it (never a redirect elsewhere).
+func localPage(next string) bool {
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || strings.ContainsAny(next, "\\\x00") ||
+		!strings.HasPrefix(u.Path, Prefix) || strings.HasPrefix(u.Path, Prefix+"login") {
+		return false
+	}
+	for _, seg := range strings.Split(u.Path, "/") {
+		if seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // page registers a GET page: it runs with the caller's session.
@@ -177,12 +204,18 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := &view{Title: "Log in"}
-	if r.URL.Query().Get("why") == "expired" {
+	if next := r.URL.Query().Get("next"); localPage(next) {
+		v.Data = next
+	}
+	switch r.URL.Query().Get("why") {
+	case "expired":
 		if c.sessionHolds(w, r) {
 			http.Redirect(w, r, Prefix, http.StatusSeeOther)
 			return
 		}
 		v.Notice = "Your session ended: the key is no longer accepted. Log in again."
+	case "out":
+		v.Notice = "You are logged out."
 	}
 	c.render(w, r, http.StatusOK, "login", v)
 }
@@ -225,8 +258,12 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	if err == nil && self.Strongest() == "" {
 		err = &errandapi.Error{Code: errandapi.CodeUnauthenticated, Status: http.StatusUnauthorized, Message: "the key has no grant"}
 	}
+	next := r.PostFormValue("next")
+	if !localPage(next) {
+		next = Prefix
+	}
 	if err != nil {
-		v := &view{Title: "Log in"}
+		v := &view{Title: "Log in", Data: next}
 		v.Err = apiError(err)
 		if errors.Is(err, client.ErrUnauthenticated) {
 			v.Err.Message = "That is not a valid API key (or it was revoked)."
@@ -236,7 +273,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: key, Path: Prefix, HttpOnly: true, Secure: r.TLS != nil,
 		SameSite: http.SameSiteStrictMode, MaxAge: int(c.cfg.SessionTTL.Seconds())})
-	http.Redirect(w, r, Prefix, http.StatusSeeOther)
+	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 // logout clears the cookie. It needs the CSRF token, so a page elsewhere
@@ -248,7 +285,7 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.clearCookie(w, r)
-	http.Redirect(w, r, Prefix+"login", http.StatusSeeOther)
+	http.Redirect(w, r, Prefix+"login?why=out", http.StatusSeeOther)
 }
 
 func (c *Console) clearCookie(w http.ResponseWriter, r *http.Request) {

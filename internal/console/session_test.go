@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -30,4 +31,37 @@ func TestExpiredLoginClearsCookie(t *testing.T) {
 	if p = u.get("/console/login?why=expired").want(t, http.StatusOK, "no longer accepted"); p.header.Get("Set-Cookie") != "" {
 		t.Fatalf("no cookie sent, yet one is set: %q", p.header.Get("Set-Cookie"))
 	}
+}
+
+// TestLoginReturnsToThePageAsked: a page asked for without a session comes
+// back after the login; a next that is not a page of the console goes to
+// the instances instead (never elsewhere); a logout says so.
+func TestLoginReturnsToThePageAsked(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	page := "/console/i/jobs/q/pull/?state=scheduled"
+	p := u.get(page)
+	want := "/console/login?next=" + url.QueryEscape(page)
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != want {
+		t.Fatalf("a page without a session: %d to %q, want %q", p.status, p.header.Get("Location"), want)
+	}
+	u.get(want).want(t, http.StatusOK, `name="next" value="/console/i/jobs/q/pull/?state=scheduled"`)
+	p = u.post("/console/login", url.Values{"key": {e.full}, "next": {page}})
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != page {
+		t.Fatalf("login with next: %d to %q", p.status, p.header.Get("Location"))
+	}
+	for _, next := range []string{"//evil.example/", "https://evil.example/console/", "/console/../x", "/elsewhere", "/console/login", `/console/\evil`} {
+		other := e.user()
+		p := other.post("/console/login", url.Values{"key": {e.full}, "next": {next}})
+		if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/" {
+			t.Errorf("login with next %q: %d to %q, want /console/", next, p.status, p.header.Get("Location"))
+		}
+		e.user().get("/console/login?next="+url.QueryEscape(next)).want(t, http.StatusOK).lacks(t, `name="next"`)
+	}
+	p = u.post("/console/logout", url.Values{"csrf": {u.csrf("/console/")}})
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/login?why=out" {
+		t.Fatalf("logout: %d to %q", p.status, p.header.Get("Location"))
+	}
+	u.get("/console/login?why=out").want(t, http.StatusOK, "You are logged out.")
 }
