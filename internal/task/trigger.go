@@ -226,6 +226,10 @@ func (p *TriggerPatch) Apply(tr *Trigger, instance string, create bool) error {
 	if err != nil {
 		return err
 	}
+	if tr.Kind == TriggerTask && len(tr.Payload) > maxChainTemplate {
+		return FieldErrorf(CodePayloadTooLarge, "payload", "is %d bytes; a task rule's template is at most %d: its tasks' payload holds it beside the finished task's fields, within %d",
+			len(tr.Payload), maxChainTemplate, MaxPayloadBytes)
+	}
 	return tr.checkCopiedHeaders()
 }
 

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"math"
+	"strings"
 )
 
 // MaxHookKeyLen bounds a hook call's Idempotency-Key: with the rule's id
@@ -118,6 +120,30 @@ type chainPayload struct {
 	Template  json.RawMessage `json:"template,omitempty"`
 }
 
+// leftOut stands, in a chained task's payload, for the finished task's
+// payload and result when the whole would pass MaxPayloadBytes.
+var leftOut = json.RawMessage(`"(left out: over 64 KiB with the rest)"`)
+
+// maxChainTemplate bounds a task rule's payload (its template): a chained
+// task's payload holds it beside the finished task's fields, its
+// lastError (500 bytes, each escaped to six at worst) and leftOut for its
+// payload and result, and must fit in MaxPayloadBytes, or the rule could
+// never add a task.
+var maxChainTemplate = func() int {
+	long := func(n int) string { return strings.Repeat("x", n) }
+	name, lastError := long(MaxNameLen), strings.Repeat("\x01", 500)
+	worst := chainPayload{
+		Task: chainTask{ID: long(MaxIDLen), Queue: long(100), Name: &name, State: long(20), Attempt: math.MaxInt, MaxAttempts: math.MaxInt,
+			Source: long(20), Depth: math.MaxInt, CreatedAt: math.MaxInt64, FinishedAt: math.MaxInt64},
+		Result: leftOut, LastError: &lastError, Payload: leftOut,
+	}
+	b, err := json.Marshal(worst)
+	if err != nil {
+		panic(err)
+	}
+	return MaxPayloadBytes - len(b) - len(`,"template":`)
+}()
+
 // ChainInput is the task a task rule adds for parent, which finished in
 // state s: its payload is {task: {id, queue, name, state, attempt, …},
 // result (succeeded) or lastError (failed), payload (the parent's), and the
@@ -155,9 +181,9 @@ func (tr *Trigger) ChainInput(parent *Task, s State) (AddInput, error) {
 	if len(b) > MaxPayloadBytes {
 		// The parent's payload and result may each be 64 KiB: the chained
 		// task keeps what fits and says what it left out.
-		p.Payload, p.Result = json.RawMessage(`"(left out: over 64 KiB with the rest)"`), nil
+		p.Payload, p.Result = leftOut, nil
 		if s == Succeeded {
-			p.Result = json.RawMessage(`"(left out: over 64 KiB with the rest)"`)
+			p.Result = leftOut
 		}
 		if b, err = json.Marshal(p); err != nil {
 			return AddInput{}, Errorf(CodeInternal, "chain payload: %v", err)

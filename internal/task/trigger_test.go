@@ -314,3 +314,36 @@ func TestScheduleReadsLikeVixie(t *testing.T) {
 		}
 	}
 }
+
+// TestChainTemplateBound: a task rule's template is refused past the room
+// its tasks' payload leaves for it; one at the bound still adds a task for
+// a finished task whose every field is at its longest.
+func TestChainTemplateBound(t *testing.T) {
+	template := func(n int) *json.RawMessage {
+		r := json.RawMessage(`"` + strings.Repeat("t", n-2) + `"`)
+		return &r
+	}
+	var tr Trigger
+	err := (&TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{Queue: sp("jobs/a")}, Payload: template(maxChainTemplate + 1)}).Apply(&tr, "jobs", true)
+	if !IsCode(err, CodePayloadTooLarge) || err.(*Error).Field != "payload" {
+		t.Fatalf("a template past the bound: %v", err)
+	}
+	if err := (&TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{Queue: sp("jobs/a")}, Payload: template(maxChainTemplate)}).Apply(&tr, "jobs", true); err != nil {
+		t.Fatalf("a template at the bound: %v", err)
+	}
+	// A hook's or a schedule's payload is the task's payload whole: 64 KiB.
+	var hook Trigger
+	if err := (&TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{}, Payload: template(maxChainTemplate + 1)}).Apply(&hook, "jobs", true); err != nil {
+		t.Fatalf("a hook's payload past the chain bound: %v", err)
+	}
+	parent := &Task{ID: strings.Repeat("i", MaxIDLen), Queue: strings.Repeat("q", 100), Name: strings.Repeat("n", MaxNameLen),
+		Attempt: 1000, MaxAttempts: 1000, Depth: 7, Source: SourceSchedule, CreatedAt: 1 << 50, FinishedAt: 1 << 50,
+		Payload: json.RawMessage(`"` + strings.Repeat("p", MaxPayloadBytes-2) + `"`), LastError: strings.Repeat("\x01", 500)}
+	for _, s := range []State{Succeeded, Failed} {
+		parent.Result = json.RawMessage(`"` + strings.Repeat("r", MaxPayloadBytes-2) + `"`)
+		in, err := tr.ChainInput(parent, s)
+		if err != nil || len(in.Payload) > MaxPayloadBytes {
+			t.Fatalf("%s: a chained payload of %d bytes, %v", s, len(in.Payload), err)
+		}
+	}
+}
