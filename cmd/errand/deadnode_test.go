@@ -141,9 +141,9 @@ func TestKilledNodeStall(t *testing.T) {
 	if stall > 20*time.Second {
 		t.Fatalf("stall %v: the dead node's slot was not freed by its missing heartbeats", stall)
 	}
-	if !strings.Contains(survivor.logs.String(), "declared dead") {
-		t.Fatalf("the survivor did not declare the killed node dead:\n%s", tail(survivor.logs.String(), 3000))
-	}
+	// The line is written as the dead node's attempts are failed, which
+	// may come a moment after their slots served the queue again.
+	survivor.logs.waitFor(t, "declared dead", 20*time.Second)
 }
 
 // TestTerminatedNodeHandsBack: a node sent SIGTERM while it delivers to a

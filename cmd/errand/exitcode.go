@@ -33,7 +33,7 @@ func exitCode(err error) int {
 
 // parseVerb parses a verb's flags and positional arguments in any order.
 // -h or --help prints usage on stdout (help is true, err nil); a bad flag
-// is a usageError followed by the usage.
+// is a usageError worded as cobra words one (flagWords).
 func parseVerb(fs *flag.FlagSet, args []string, usage string, stdout io.Writer) (pos []string, help bool, err error) {
 	pos, err = parseInterleaved(fs, args)
 	switch {

@@ -144,6 +144,29 @@ func TestSettingsSaveOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("after the save: maxAttempts %d, ratePerSecond %v, maxConcurrent %v, target %v; want 4 and the API's 5 and 3 kept, the target too",
 			q.MaxAttempts, q.RatePerSecond, q.MaxConcurrent, q.Target)
 	}
+	// A refused save shows the form again with what the page first showed
+	// still in was: the next save still sends only what the user changed.
+	form = u.shownForm("/console/i/jobs/q/flaky/")
+	was := form.Get("was")
+	form.Set("maxDoublings", "many")
+	u.post("/console/i/jobs/q/flaky/settings", form).want(t, http.StatusBadRequest, "maxDoublings", `name="was" value="`+html.EscapeString(was)+`"`)
+	if _, err := e.api.UpdateQueue(ctx, "jobs", "flaky", errandapi.QueueRequest{MaxConcurrent: errandapi.Value(4)}); err != nil {
+		t.Fatal(err)
+	}
+	form.Set("maxDoublings", "3")
+	u.post("/console/i/jobs/q/flaky/settings", form)
+	if q, _ := e.api.GetQueue(ctx, "jobs", "flaky"); q.MaxDoublings != 3 || q.MaxConcurrent == nil || *q.MaxConcurrent != 4 {
+		t.Fatalf("after a refusal and a fix: maxDoublings %d, maxConcurrent %v; want 3 and the API's 4 kept", q.MaxDoublings, q.MaxConcurrent)
+	}
+	// A pull queue's save sends no target: its page shows none.
+	pf := u.shownForm("/console/i/jobs/q/pull/")
+	if pf.Has("targetKind") || pf.Has("target") {
+		t.Fatalf("a pull queue's was holds a target: %v", pf)
+	}
+	pf.Set("maxAttempts", "7")
+	if p := u.post("/console/i/jobs/q/pull/settings", pf); p.status != http.StatusSeeOther {
+		t.Fatalf("saving a pull queue: %d %s", p.status, p.body)
+	}
 	// A field emptied on purpose is still cleared.
 	form = u.shownForm("/console/i/jobs/q/flaky/")
 	form.Set("ratePerSecond", "")

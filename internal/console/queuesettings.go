@@ -36,11 +36,12 @@ func (c *Console) updateQueue(w http.ResponseWriter, r *http.Request, s *session
 // queueSettingsForm is a queue's settings as the settings form's fields,
 // wasField included.
 func queueSettingsForm(q *errandapi.Queue) map[string]string {
-	kind, target := targetForm(q.Target)
-	f := map[string]string{"targetKind": kind, "target": target,
-		"maxAttempts": strconv.Itoa(q.MaxAttempts), "minBackoffSeconds": fmtNumber(q.MinBackoffSeconds),
+	f := map[string]string{"maxAttempts": strconv.Itoa(q.MaxAttempts), "minBackoffSeconds": fmtNumber(q.MinBackoffSeconds),
 		"maxBackoffSeconds": fmtNumber(q.MaxBackoffSeconds), "maxDoublings": strconv.Itoa(q.MaxDoublings),
 		"deadlineSeconds": strconv.Itoa(q.DeadlineSeconds)}
+	if q.Mode == errandapi.ModePush { // a pull queue's form has no target
+		f["targetKind"], f["target"] = targetForm(q.Target)
+	}
 	if q.RatePerSecond != nil {
 		f["ratePerSecond"] = fmtNumber(*q.RatePerSecond)
 	}
@@ -125,7 +126,7 @@ func queuePatchOf(r *http.Request) (errandapi.QueueRequest, *errandapi.Error) {
 	default:
 		req.DeadLetterQueue = errandapi.Value(v)
 	}
-	// In the form's order, so that the first refused field is named.
+	// In a fixed order, so that a refusal names the same field each time.
 	for _, w := range []struct {
 		name string
 		dst  **int

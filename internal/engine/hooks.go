@@ -48,8 +48,13 @@ func (e *Engine) HookFind(ctx context.Context, instance, token string) (*Hook, e
 // HookCall is one inbound call of a hook.
 type HookCall struct {
 	Body []byte
-	// Header reads one request header.
+	// Header reads one request header (its first value): the protocol's
+	// headers (Idempotency-Key, webhook-id, -timestamp, -signature).
 	Header func(name string) string
+	// Copied reads a header the rule copies into params.headers: every
+	// value of a header sent more than once, joined with ", ". Header
+	// when nil.
+	Copied func(name string) string
 }
 
 // HookAdded is the outcome of a hook call: the task added, or the one an
@@ -76,7 +81,11 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 			return nil, err
 		}
 	}
-	in, err := tr.HookInput(c.Body, c.Header, c.Header("Idempotency-Key"), msgID)
+	copied := c.Copied
+	if copied == nil {
+		copied = c.Header
+	}
+	in, err := tr.HookInput(c.Body, copied, c.Header("Idempotency-Key"), msgID)
 	if err != nil {
 		return nil, err
 	}

@@ -37,6 +37,9 @@ func (c *call) channel(r *http.Request) engine.ChannelRef {
 
 // channelToken serves POST /v1/channels/{instance}/{channel}/token.
 func (s *Server) channelToken(w http.ResponseWriter, r *http.Request, c *call) {
+	if !s.bodyless(w, r) {
+		return
+	}
 	tok, exp, err := s.eng.ChannelToken(r.Context(), c.channel(r), c.p.KeyID, c.p.KeyDigest)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -37,12 +37,13 @@ func decodeBody(r *http.Request, v any) error {
 	return jsonstrict.Decode(raw, v, "")
 }
 
-// bodyless refuses, and answers, a body on a route that takes none, as
-// decodeBody refuses one with a field a route does not know: an empty body
-// or {} passes. It reports whether the route may go on.
+// bodyless refuses, and answers (in the v1 or the operations API's
+// shape), a body on a route that takes none, as decodeBody refuses one
+// with a field a route does not know: an empty body, {} or null passes. It
+// reports whether the route may go on.
 func (s *Server) bodyless(w http.ResponseWriter, r *http.Request) bool {
 	if err := decodeBody(r, &struct{}{}); err != nil {
-		s.writeError(w, r, err)
+		s.writerFor(r)(w, r, err)
 		return false
 	}
 	return true

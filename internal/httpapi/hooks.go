@@ -38,7 +38,7 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "body", "reading it failed: %v", err))
 		return
 	}
-	res, err := s.eng.HookFire(r.Context(), h, engine.HookCall{Body: body, Header: headerValues(r.Header)})
+	res, err := s.eng.HookFire(r.Context(), h, engine.HookCall{Body: body, Header: r.Header.Get, Copied: headerValues(r.Header)})
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -186,8 +186,7 @@ func (s *Server) opsRetry(w http.ResponseWriter, r *http.Request, p *auth.Princi
 // that is malformed or has a field is refused, as the v1 cancel and retry
 // refuse it.
 func (s *Server) opsSteer(w http.ResponseWriter, r *http.Request, p *auth.Principal, fn func(ctx context.Context, org, id string) (*engine.OpsJob, error)) {
-	if err := decodeBody(r, &struct{}{}); err != nil {
-		s.writeOpsError(w, r, err)
+	if !s.bodyless(w, r) {
 		return
 	}
 	if s.opsJob(w, r, p) == nil {

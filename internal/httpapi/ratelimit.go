@@ -17,9 +17,10 @@ import (
 // node within this time.
 const settingTTL = time.Second
 
-// unlimitedRoutes are exempt from the instance's rate limit, so that a
-// caller with the full grant can always read and change a limit set too
-// low (the console's settings page reads it before it shows its form).
+// unlimitedRoutes are exempt from the instance's rate limit for a caller
+// with the full grant, so that it can always read and change a limit set
+// too low (the console's settings page reads it before it shows its
+// form); for a read or write key they count as any other route.
 var unlimitedRoutes = map[string]bool{
 	"GET /v1/tasks/{instance}/settings":   true,
 	"PATCH /v1/tasks/{instance}/settings": true,

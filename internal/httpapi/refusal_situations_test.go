@@ -26,6 +26,7 @@ func TestBodylessRoutesRefuseAField(t *testing.T) {
 		{"DELETE", "/v1/tasks/jobs/queues/q?confirm=true"},
 		{"POST", "/v1/tasks/jobs/settings/webhook-key/rotate"},
 		{"DELETE", "/v1/tasks/jobs/triggers/" + rule},
+		{"POST", "/v1/channels/jobs/room/token"},
 		{"DELETE", "/v1/instances/jobs?confirm=true"},
 	}
 	for _, rt := range routes {
@@ -45,8 +46,9 @@ func TestBodylessRoutesRefuseAField(t *testing.T) {
 		t.Fatal("a refused rotate changed the webhook key")
 	}
 	b.do("GET", "/v1/tasks/jobs/triggers/"+rule, nil).want(t, 200, "")
-	// {} and no body are what they take.
+	// {}, null and no body are what they take.
 	b.do("POST", "/v1/tasks/jobs/tasks/"+id+"/run", `{}`).want(t, 200, "")
+	b.do("POST", "/v1/channels/jobs/room/token", `null`).want(t, 201, "")
 	b.do("POST", "/v1/tasks/jobs/queues/q/purge?confirm=true", ` {} `).want(t, 200, "")
 	b.do("DELETE", "/v1/tasks/jobs/queues/q?confirm=true", nil).want(t, 200, "")
 }

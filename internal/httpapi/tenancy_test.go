@@ -595,10 +595,12 @@ func TestRateLimit(t *testing.T) {
 	if !strings.Contains(r.message(), "0.4") {
 		t.Errorf("message does not say the limit: %s", r.message())
 	}
-	// Reading the settings is never limited either: the limit can be seen.
+	// Reading the settings is never limited either for a full key (the
+	// limit can be seen), but is for a reader.
 	for range 3 {
 		a.do("GET", "/v1/tasks/jobs/settings", nil).want(t, 200, "")
 	}
+	f.as(f.key("acme", "read:jobs")).do("GET", "/v1/tasks/jobs/settings", nil).want(t, 429, "RATE_LIMITED")
 	a.do("PATCH", "/v1/tasks/jobs/settings", `{"rateLimit":null}`).want(t, 200, "")
 	for range 20 {
 		if r, _ := get(); r.status != 200 {

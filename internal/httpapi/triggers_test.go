@@ -41,6 +41,12 @@ func TestTriggerRoutesRefuseBadInput(t *testing.T) {
 		{`{"queue":"jobs/out","hook":{"headers":["X-Event","bad header"]}}`, "INVALID_ARGUMENT", "hook.headers[1]: \"bad header\" is not a header name"},
 		{`{"queue":"jobs/out","hook":{"headers":["X-Event","authorization"]}}`, "INVALID_ARGUMENT", "hook.headers[1]: Authorization carries credentials"},
 		{`{"queue":"jobs/out","hook":{"headers":["Cookie"]}}`, "INVALID_ARGUMENT", "hook.headers[0]: Cookie carries credentials"},
+		{`{"queue":"jobs/out","hook":{"headers":["host"]}}`, "INVALID_ARGUMENT", "hook.headers[0]: Host is the request's authority"},
+		{`{"queue":"jobs/out","hook":{"headers":["X-Event","X(bad)"]}}`, "INVALID_ARGUMENT", "hook.headers[1]: \"X(bad)\" is not a header name"},
+		{`{"queue":"jobs/out","hook":{"headers":["X-Event","x-event"]}}`, "INVALID_ARGUMENT", "hook.headers[1]: X-Event is named twice"},
+		{`{"queue":"jobs/out","hook":{"headers":["X-Event"]},"params":{"headers":{}}}`, "INVALID_ARGUMENT", "params.headers: "},
+		{`{"id":"..","queue":"jobs/out","hook":{}}`, "INVALID_ARGUMENT", "id: "},
+		{`{"id":".","queue":"jobs/out","hook":{}}`, "INVALID_ARGUMENT", "id: "},
 		{`{"queue":"jobs/out","hook":{},"colour":1}`, "INVALID_ARGUMENT", "colour"},
 		{`{"queue":"jobs/out","hook":{},"params":[1]}`, "INVALID_ARGUMENT", "params"},
 		{`{"queue":"jobs/out","task":{"queue":"jobs/out","on":["done"]}}`, "INVALID_ARGUMENT", "task.on"},
@@ -263,6 +269,14 @@ func TestHookWithSecret(t *testing.T) {
 	if n := len(a.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 3 {
 		t.Fatalf("%d tasks, want 3", n)
 	}
+	// Protocol headers sent twice are read by their first value: a second
+	// signature line or a repeated timestamp does not spoil a valid one.
+	req, _ := http.NewRequest("POST", s.srv.URL+path, bytes.NewReader(body))
+	for k, v := range signed("msg_7", s.clock.Now(), secret, body) {
+		req.Header.Add(k, v)
+		req.Header.Add(k, map[string]string{"webhook-signature": "v1,bm90IGl0", "webhook-timestamp": v, "webhook-id": v}[k])
+	}
+	s.send(req).want(t, 202, "")
 	// The secret can be removed: then no signature is needed.
 	a.do("PATCH", "/v1/tasks/jobs/triggers/"+tr["id"].(string), `{"hook":{"secret":null}}`).want(t, 200, "")
 	s.hookCall(path, body, nil).want(t, 202, "")
@@ -298,6 +312,9 @@ func TestHookCopiesEveryValueOfARepeatedHeader(t *testing.T) {
 	req := b.request("POST", path, `{}`)
 	req.Header.Add("X-Event", "push")
 	req.Header.Add("X-Event", "second")
+	// A repeated Idempotency-Key is read by its first value, as before.
+	req.Header.Add("Idempotency-Key", "k1")
+	req.Header.Add("Idempotency-Key", "k1")
 	id := b.send(req).want(t, 202, "").body["id"].(string)
 	params, _ := json.Marshal(b.do("GET", "/v1/tasks/jobs/tasks/"+id, nil).want(t, 200, "").obj("task")["params"])
 	if string(params) != `{"headers":{"X-Event":"push, second"}}` {

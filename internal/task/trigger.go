@@ -230,19 +230,27 @@ func (p *TriggerPatch) Apply(tr *Trigger, instance string, create bool) error {
 		return FieldErrorf(CodePayloadTooLarge, "payload", "is %d bytes; a task rule's template is at most %d: its tasks' payload holds it beside the finished task's fields, within %d",
 			len(tr.Payload), maxChainTemplate, MaxPayloadBytes)
 	}
-	return tr.checkCopiedHeaders()
+	// Checked when the call sets either side, so that a rule stored
+	// before the check can still be changed (or disabled) otherwise.
+	switch {
+	case p.Params != nil:
+		return tr.checkCopiedHeaders("params.headers")
+	case p.Hook != nil && p.Hook.Headers != nil:
+		return tr.checkCopiedHeaders("hook.headers")
+	}
+	return nil
 }
 
 // checkCopiedHeaders refuses a hook rule that copies headers into
 // params.headers while its own params hold a headers member, which the
-// copy would replace on every call.
-func (tr *Trigger) checkCopiedHeaders() error {
+// copy would replace on every call; field is the side the call set.
+func (tr *Trigger) checkCopiedHeaders(field string) error {
 	if tr.Kind != TriggerHook || len(tr.HookHeaders) == 0 || len(tr.Params) == 0 {
 		return nil
 	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(tr.Params, &m) == nil && m["headers"] != nil {
-		return FieldErrorf(CodeInvalidArgument, "params.headers", "is where the hook puts the headers it copies (hook.headers): give this member another name")
+		return FieldErrorf(CodeInvalidArgument, field, "the hook copies headers into params.headers, which the rule's own params hold too (the copy would replace them): rename that member of params")
 	}
 	return nil
 }

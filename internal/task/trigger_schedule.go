@@ -61,8 +61,11 @@ func ParseSchedule(expr, zone string) (*Schedule, error) {
 	// Five fields are read as Vixie cron reads them: a field that starts
 	// with * (*/2 as well as *) leaves its day unrestricted, so day-of-month
 	// and day-of-week combine with AND unless both are restricted (then OR),
-	// and an hour field starting with * runs by elapsed time (below);
-	// day-of-week 7 is Sunday. robfig/cron marks only a bare * (or ?).
+	// and a minute or hour field starting with * makes a "wildcard" job,
+	// which runs by elapsed time (below); day-of-week 7 is Sunday.
+	// robfig/cron marks only a bare * (or ?). Refusals quote the
+	// expression as written.
+	written := expr
 	fields := strings.Fields(expr)
 	var star [5]bool
 	if len(fields) == 5 {
@@ -74,7 +77,7 @@ func ParseSchedule(expr, zone string) (*Schedule, error) {
 	}
 	parsed, err := cron.ParseStandard(expr)
 	if err != nil {
-		return nil, FieldErrorf(CodeInvalidArgument, "schedule.cron", "%q does not parse: %v", expr, err)
+		return nil, FieldErrorf(CodeInvalidArgument, "schedule.cron", "%q does not parse: %v", written, err)
 	}
 	s := &Schedule{loc: loc}
 	switch sch := parsed.(type) {
@@ -84,12 +87,12 @@ func ParseSchedule(expr, zone string) (*Schedule, error) {
 		}
 		s.elapsed = sch
 	case *cron.SpecSchedule:
-		for i, bits := range map[int]*uint64{1: &sch.Hour, 2: &sch.Dom, 4: &sch.Dow} {
-			if star[i] {
+		for i, bits := range [5]*uint64{1: &sch.Hour, 2: &sch.Dom, 4: &sch.Dow} {
+			if bits != nil && star[i] {
 				*bits |= starBit
 			}
 		}
-		if sch.Hour&starBit != 0 { // the hour field starts with *
+		if star[0] || sch.Hour&starBit != 0 { // a wildcard job (or @hourly)
 			sch.Location = loc
 			s.elapsed = sch
 		} else {
@@ -97,10 +100,10 @@ func ParseSchedule(expr, zone string) (*Schedule, error) {
 			s.wall = sch
 		}
 	default:
-		return nil, FieldErrorf(CodeInvalidArgument, "schedule.cron", "%q is not a supported schedule", expr)
+		return nil, FieldErrorf(CodeInvalidArgument, "schedule.cron", "%q is not a supported schedule", written)
 	}
 	if s.Next(time.Unix(0, 0)).IsZero() {
-		return nil, FieldErrorf(CodeInvalidArgument, "schedule.cron", "%q never fires", expr)
+		return nil, FieldErrorf(CodeInvalidArgument, "schedule.cron", "%q never fires", written)
 	}
 	return s, nil
 }

@@ -68,13 +68,23 @@ func TestTriggerPatchValidation(t *testing.T) {
 			}
 		})
 	}
+	// A rule stored with both (before the check) is refused only by a
+	// call that sets either side, naming that side: it can still be
+	// disabled.
+	old := Trigger{ID: "h1", Kind: TriggerHook, Enabled: true, HookHeaders: []string{"X-Event"}, Params: json.RawMessage(`{"headers":{"a":"1"}}`)}
+	off := false
+	if err := (&TriggerPatch{Enabled: &off}).Apply(&old, "jobs", false); err != nil || old.Enabled {
+		t.Fatalf("disabling a rule stored with both: %v", err)
+	}
+	if err := (&TriggerPatch{Hook: &HookPatch{Headers: &[]string{"X-Other"}}}).Apply(&old, "jobs", false); !IsCode(err, CodeInvalidArgument) || err.(*Error).Field != "hook.headers" {
+		t.Fatalf("setting hook.headers on a rule with params.headers: %v", err)
+	}
 	// A PATCH cannot change the kind: the field of the other kind is named.
 	tr := Trigger{ID: "r1", Kind: TriggerHook, Enabled: true}
 	if err := (&TriggerPatch{Schedule: &SchedulePatch{Cron: sp("@hourly")}}).Apply(&tr, "jobs", false); !IsCode(err, CodeInvalidArgument) || err.(*Error).Field != "schedule" {
 		t.Fatalf("kind change: %v", err)
 	}
 	// A PATCH may send the rule's own id, not another.
-	off := false
 	if err := (&TriggerPatch{ID: "r1", Enabled: &off}).Apply(&tr, "jobs", false); err != nil || tr.Enabled {
 		t.Fatalf("a PATCH with the rule's own id: %v", err)
 	}
@@ -303,11 +313,19 @@ func TestScheduleReadsLikeVixie(t *testing.T) {
 	check("0 0 * * 7", 3, func(at time.Time) bool { return at.Weekday() == time.Sunday }, "Sundays")
 	weekend := func(at time.Time) bool { return at.Weekday() >= time.Friday || at.Weekday() == time.Sunday }
 	check("0 0 * * 5-7", 6, weekend, "Friday to Sunday")
-	check("0 0 * * 0-7", 7, func(time.Time) bool { return true }, "every day")
+	days := map[time.Weekday]bool{}
+	check("0 0 * * 0-7", 7, func(at time.Time) bool { days[at.Weekday()] = true; return true }, "every day")
+	if len(days) != 7 {
+		t.Fatalf("0-7: 7 ticks on %d weekdays, want every day", len(days))
+	}
+	if _, err := ParseSchedule("0 0 32 * 5-7", "UTC"); err == nil || !strings.Contains(err.Error(), `"0 0 32 * 5-7"`) {
+		t.Fatalf("a refusal quotes the expression as written: %v", err)
+	}
 	if _, err := ParseSchedule("0 0 * * 8", "UTC"); !IsCode(err, CodeInvalidArgument) {
 		t.Fatalf("day-of-week 8: %v", err)
 	}
-	for expr, elapsed := range map[string]bool{"0 */2 * * *": true, "0 * * * *": true, "0 1-23/2 * * *": false, "0 9 * * *": false} {
+	for expr, elapsed := range map[string]bool{"0 */2 * * *": true, "0 * * * *": true, "*/30 2 * * *": true, "* 9 * * *": true,
+		"0 1-23/2 * * *": false, "0 9 * * *": false, "@hourly": true, "@daily": false} {
 		s, err := ParseSchedule(expr, "America/New_York")
 		if err != nil || (s.elapsed != nil) != elapsed {
 			t.Errorf("%q: runs by elapsed time %v, want %v (%v)", expr, s != nil && s.elapsed != nil, elapsed, err)

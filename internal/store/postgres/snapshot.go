@@ -17,7 +17,7 @@ var sqlSnapshotTasks = `SELECT ` + cols("", taskCols) + ` FROM tasks
 // InstanceSnapshot implements store.OpsStore: its reads share one
 // REPEATABLE READ, READ ONLY transaction, and so one snapshot. A long
 // snapshot holds back the removal of the row versions it could still see,
-// as pg_dump's does.
+// in every table of the database, as pg_dump's does.
 func (s *Store) InstanceSnapshot(ctx context.Context, p *store.SnapshotParams) error {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
@@ -28,6 +28,11 @@ func (s *Store) InstanceSnapshot(ctx context.Context, p *store.SnapshotParams) e
 		_ = tx.Rollback(rctx)
 		cancel()
 	}()
+	// Between pages the transaction waits while the caller writes what it
+	// read (the archive to disk): a slow disk must not end it half-way.
+	if _, err := tx.Exec(ctx, `SET LOCAL idle_in_transaction_session_timeout = '`+bulkStatementTimeout+`'`); err != nil {
+		return interpretError(err)
+	}
 	inst, err := scanInstance(tx.QueryRow(ctx, qInstanceByName, p.Ref.Org, p.Ref.Name))
 	if err != nil {
 		return err
