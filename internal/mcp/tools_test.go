@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -204,5 +205,71 @@ func (s *schemaNode) nullable(prefix string, out *[]string) {
 			}
 		}
 		p.nullable(path, out)
+	}
+}
+
+// TestChangeToolsNullsAsTheAPI: for every setting of a tool that changes
+// settings, null is allowed by the tool's schema exactly when the API's
+// PATCH of the same setting takes null: the two are one rule, checked
+// against the API itself rather than a list.
+func TestChangeToolsNullsAsTheAPI(t *testing.T) {
+	n := startNode(t, false)
+	key := n.key("full:*")
+	s := n.session(key)
+	s.ok("create_instance", obj{"name": "jobs"}, nil)
+	s.ok("tasks_set_queue", obj{"instance": "jobs", "queue": "work", "mode": "pull"}, nil)
+	var rule errandapi.TriggerResponse
+	s.ok("tasks_create_trigger", obj{"instance": "jobs", "queue": "work", "hook": obj{"headers": []any{"X-Event"}}}, &rule)
+	res, err := s.cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patches := map[string]string{
+		"tasks_set_queue":       "/v1/tasks/jobs/queues/work",
+		"patch_instance_config": "/v1/tasks/jobs/settings",
+		"tasks_update_trigger":  "/v1/tasks/jobs/triggers/" + rule.Trigger.ID,
+	}
+	args := map[string]bool{"instance": true, "queue": true, "id": true}
+	for _, tl := range res.Tools {
+		path, ok := patches[tl.Name]
+		if !ok {
+			continue
+		}
+		b, _ := json.Marshal(tl.InputSchema)
+		var sch schemaNode
+		if err := json.Unmarshal(b, &sch); err != nil {
+			t.Fatal(err)
+		}
+		var nullable []string
+		sch.nullable("", &nullable)
+		for name, p := range sch.Properties {
+			if args[name] || name == "mode" || (tl.Name == "tasks_update_trigger" && (name == "schedule" || name == "task")) {
+				continue // not a setting of this PATCH (or of this rule's kind)
+			}
+			fields := []string{name}
+			if len(p.Properties) > 0 {
+				fields = nil
+				for sub := range p.Properties {
+					fields = append(fields, name+"."+sub)
+				}
+			}
+			for _, f := range fields {
+				body := `{"` + f + `":null}`
+				if top, sub, nested := strings.Cut(f, "."); nested {
+					body = `{"` + top + `":{"` + sub + `":null}}`
+				}
+				req, _ := http.NewRequest("PATCH", n.srv.URL+path, strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+key)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				apiTakes := resp.StatusCode == http.StatusOK
+				if schemaTakes := slices.Contains(nullable, f); schemaTakes != apiTakes {
+					t.Errorf("%s %s: the schema allows null %v, the API's PATCH takes it %v (%d)", tl.Name, f, schemaTakes, apiTakes, resp.StatusCode)
+				}
+			}
+		}
 	}
 }
