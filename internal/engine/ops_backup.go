@@ -100,7 +100,12 @@ func (e *Engine) runInstanceBackup(ctx context.Context, j *opsRun) (any, error) 
 	if err := decodePayload(j.t.Payload, &p); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(e.ops.cfg.BackupDir, p.Instance+"-"+j.t.ID+".errand-backup")
+	return e.writeArchive(ctx, j.owner, p.Instance, filepath.Join(e.ops.cfg.BackupDir, p.Instance+"-"+j.t.ID+".errand-backup"))
+}
+
+// writeArchive writes the encrypted archive of org's instance to path,
+// streamed; the file appears only once it is whole.
+func (e *Engine) writeArchive(ctx context.Context, org, instance, path string) (*BackupResult, error) {
 	var n *BackupResult
 	h := sha256.New()
 	cw := &countingWriter{}
@@ -110,7 +115,7 @@ func (e *Engine) runInstanceBackup(ctx context.Context, j *opsRun) (any, error) 
 			return err
 		}
 		bw := bufio.NewWriterSize(sw, 64<<10)
-		if n, err = e.archiveInstance(ctx, j.owner, p.Instance, bw); err != nil {
+		if n, err = e.archiveInstance(ctx, org, instance, bw); err != nil {
 			return err
 		}
 		if err := bw.Flush(); err != nil {
@@ -121,7 +126,7 @@ func (e *Engine) runInstanceBackup(ctx context.Context, j *opsRun) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	n.Instance, n.Path, n.Bytes, n.SHA256 = p.Instance, path, int(cw.n), hex.EncodeToString(h.Sum(nil))
+	n.Instance, n.Path, n.Bytes, n.SHA256 = instance, path, int(cw.n), hex.EncodeToString(h.Sum(nil))
 	return n, nil
 }
 
@@ -147,7 +152,20 @@ type archiveHead struct {
 	WebhookKey string         `json:"webhookKey,omitempty"`
 	Queues     []BundleQueue  `json:"queues"`
 	Triggers   []task.Trigger `json:"triggers"`
-	Made       int64          `json:"made"`
+	// ChainEvents are the task rules' pending events at the snapshot: a
+	// finished task whose follow-up was not added yet. The restore stores
+	// them again, so the follow-up is added there (an archive made before
+	// they were kept has none).
+	ChainEvents []archivedEvent `json:"chainEvents,omitempty"`
+	Made        int64           `json:"made"`
+}
+
+// archivedEvent is a pending chain event as an archive holds it.
+type archivedEvent struct {
+	Rule       string `json:"rule"`
+	Task       string `json:"task"`
+	State      string `json:"state"`
+	FinishedAt int64  `json:"finishedAt"`
 }
 
 // archiveInstance writes one instance's plaintext to w: its head, then
@@ -159,16 +177,19 @@ func (e *Engine) archiveInstance(ctx context.Context, org, name string, w io.Wri
 	res := &BackupResult{}
 	err := e.store.InstanceSnapshot(ctx, &store.SnapshotParams{
 		Ref: store.InstanceRef{Org: org, Name: name},
-		Head: func(inst *task.Instance, qs []*task.Queue, trs []*task.Trigger) error {
-			head := archiveHead{Version: archiveStreamVersion, Instance: name, Settings: BundleSettings(inst.Settings),
-				WebhookKey: inst.WebhookKey, Made: e.now(), Triggers: []task.Trigger{}}
-			for _, q := range qs {
+		Head: func(h *store.SnapshotHead) error {
+			head := archiveHead{Version: archiveStreamVersion, Instance: name, Settings: BundleSettings(h.Instance.Settings),
+				WebhookKey: h.Instance.WebhookKey, Made: e.now(), Triggers: []task.Trigger{}}
+			for _, q := range h.Queues {
 				head.Queues = append(head.Queues, bundleQueue(q))
 			}
-			for _, tr := range trs {
+			for _, tr := range h.Rules {
 				head.Triggers = append(head.Triggers, *tr)
 			}
-			res.Queues, res.Triggers = len(qs), len(trs)
+			for _, ev := range h.Events {
+				head.ChainEvents = append(head.ChainEvents, archivedEvent{Rule: ev.RuleID, Task: ev.TaskID, State: string(ev.State), FinishedAt: ev.FinishedAt})
+			}
+			res.Queues, res.Triggers = len(h.Queues), len(h.Rules)
 			return enc.Encode(head)
 		},
 		Task: func(t *task.Task) error {
@@ -364,7 +385,16 @@ func (e *Engine) fillInstance(ctx context.Context, org string, inst *task.Instan
 	if err != nil {
 		return err
 	}
-	return flush()
+	if err := flush(); err != nil {
+		return err
+	}
+	// The follow-ups the original had not added yet, added by the chainer
+	// here, now that their tasks and rules are in.
+	evs := make([]*store.TriggerEvent, len(head.ChainEvents))
+	for i, ev := range head.ChainEvents {
+		evs[i] = &store.TriggerEvent{RuleID: ev.Rule, TaskID: ev.Task, State: task.State(ev.State), FinishedAt: ev.FinishedAt}
+	}
+	return e.store.TriggerEventAdd(ctx, &store.TriggerEventAddParams{InstanceID: inst.ID, Events: evs})
 }
 
 // restoreTrigger stores an archived rule in inst as it was, hook token and

@@ -26,11 +26,13 @@ type OpsStore interface {
 	// the instance, or Fn's error unchanged (that row is not written).
 	TaskUpdateMany(ctx context.Context, p *TaskUpdateManyParams) ([]error, error)
 	// InstanceSnapshot reads one instance whole as of one moment, in one
-	// read transaction: p.Head gets the instance, its queues by name and
-	// its rules oldest first, then p.Task each of its tasks in id order,
-	// with payload, result and attempts. Writes committed meanwhile are
-	// not seen. An error from p.Head or p.Task ends the read and is
-	// returned as it is; NOT_FOUND if the instance does not exist.
+	// read transaction: p.Head gets the instance, its queues by name, its
+	// rules oldest first and its pending chain events (the outbox of task
+	// rules: a finished task's follow-up not added yet) oldest first, then
+	// p.Task each of its tasks in id order, with payload, result and
+	// attempts. Writes committed meanwhile are not seen. An error from
+	// p.Head or p.Task ends the read and is returned as it is; NOT_FOUND
+	// if the instance does not exist.
 	InstanceSnapshot(ctx context.Context, p *SnapshotParams) error
 }
 
@@ -38,8 +40,16 @@ type OpsStore interface {
 // hands what it reads to.
 type SnapshotParams struct {
 	Ref  InstanceRef
-	Head func(inst *task.Instance, queues []*task.Queue, rules []*task.Trigger) error
+	Head func(*SnapshotHead) error
 	Task func(*task.Task) error
+}
+
+// SnapshotHead is what InstanceSnapshot reads before the tasks.
+type SnapshotHead struct {
+	Instance *task.Instance
+	Queues   []*task.Queue
+	Rules    []*task.Trigger
+	Events   []*TriggerEvent
 }
 
 // SnapshotPage is how many tasks InstanceSnapshot reads at a time: pages

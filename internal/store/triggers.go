@@ -66,6 +66,17 @@ type TriggerStore interface {
 	// p.Task (nil for none) and records the outcome on the rule (Fired, or
 	// p.Err as its last error). It reports whether this call removed it.
 	TriggerEventDone(ctx context.Context, p *TriggerEventDoneParams) (*TriggerFireResult, error)
+	// TriggerEventAdd stores chain events of one instance (a restored
+	// archive's pending ones) as its finishes would have: an event whose
+	// task, rule and finish time are stored already is left as it is.
+	// Seq is the store's own.
+	TriggerEventAdd(ctx context.Context, p *TriggerEventAddParams) error
+}
+
+// TriggerEventAddParams holds chain events to store for one instance.
+type TriggerEventAddParams struct {
+	InstanceID string
+	Events     []*TriggerEvent
 }
 
 // TriggerRef names one rule of an instance.

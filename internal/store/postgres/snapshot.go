@@ -45,7 +45,11 @@ func (s *Store) InstanceSnapshot(ctx context.Context, p *store.SnapshotParams) e
 	if err != nil {
 		return err
 	}
-	if err := p.Head(inst, qs, rules); err != nil {
+	events, err := queryEvents(ctx, tx, qEventsOf, inst.ID)
+	if err != nil {
+		return err
+	}
+	if err := p.Head(&store.SnapshotHead{Instance: inst, Queues: qs, Rules: rules, Events: events}); err != nil {
 		return err
 	}
 	return store.SnapshotTasks(func(after string) ([]*task.Task, error) {

@@ -50,7 +50,12 @@ var (
 			AND CASE u.state WHEN 'SUCCEEDED' THEN r.on_succeeded ELSE r.on_failed END
 		WHERE u.chain AND u.lease_id = ''
 		ON CONFLICT ON CONSTRAINT trigger_events_once DO NOTHING`
-	qEventList   = `SELECT ` + store.TriggerEventColumns + ` FROM trigger_events ORDER BY seq LIMIT $1`
+	qEventList = `SELECT ` + store.TriggerEventColumns + ` FROM trigger_events ORDER BY seq LIMIT $1`
+	// qEventsOf reads one instance's pending chain events, along the key.
+	qEventsOf = `SELECT ` + store.TriggerEventColumns + ` FROM trigger_events WHERE instance_id = $1 ORDER BY seq`
+	// qEventAdd stores one chain event as a finish writes it.
+	qEventAdd = `INSERT INTO trigger_events (instance_id, rule_id, task_id, state, finished_at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT ON CONSTRAINT trigger_events_once DO NOTHING`
 	qEventDelete = `DELETE FROM trigger_events WHERE instance_id = $1 AND seq = $2`
 )
 
@@ -229,7 +234,13 @@ func (s *Store) addForRule(ctx context.Context, tx pgx.Tx, ref store.TriggerRef,
 
 // TriggerEventList returns the oldest pending chain events.
 func (s *Store) TriggerEventList(ctx context.Context, p *store.TriggerEventListParams) ([]*store.TriggerEvent, error) {
-	rows, err := s.pool.Query(ctx, qEventList, p.Limit)
+	return queryEvents(ctx, s.pool, qEventList, p.Limit)
+}
+
+// queryEvents runs q on db (the pool or a transaction) and scans the chain
+// events it reads.
+func queryEvents(ctx context.Context, db querier, q string, args ...any) ([]*store.TriggerEvent, error) {
+	rows, err := db.Query(ctx, q, args...)
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -243,6 +254,21 @@ func (s *Store) TriggerEventList(ctx context.Context, p *store.TriggerEventListP
 		out = append(out, ev)
 	}
 	return out, rowsErr(rows)
+}
+
+// TriggerEventAdd stores chain events of one instance in one transaction.
+func (s *Store) TriggerEventAdd(ctx context.Context, p *store.TriggerEventAddParams) error {
+	if len(p.Events) == 0 {
+		return nil
+	}
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		for _, ev := range p.Events {
+			if _, err := tx.Exec(ctx, qEventAdd, p.InstanceID, ev.RuleID, ev.TaskID, string(ev.State), ev.FinishedAt); err != nil {
+				return interpretError(err)
+			}
+		}
+		return nil
+	})
 }
 
 // TriggerEventDone removes a chain event and, if this call removed it, adds

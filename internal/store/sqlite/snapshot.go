@@ -38,7 +38,11 @@ func (s *Store) InstanceSnapshot(ctx context.Context, p *store.SnapshotParams) e
 	if err != nil {
 		return err
 	}
-	if err := p.Head(inst, qs, rules); err != nil {
+	events, err := queryEvents(ctx, tx.StmtContext(ctx, s.reader(qEventsOf)), inst.ID)
+	if err != nil {
+		return err
+	}
+	if err := p.Head(&store.SnapshotHead{Instance: inst, Queues: qs, Rules: rules, Events: events}); err != nil {
 		return err
 	}
 	page := tx.StmtContext(ctx, s.reader(qSnapshotTasks))

@@ -44,7 +44,11 @@ var (
 	// finish of a queue without one writes no per-task statement.
 	qChainRules = define(onWriter, `SELECT EXISTS (SELECT 1 FROM triggers INDEXED BY triggers_on
 		WHERE instance_id = ? AND on_queue = ? AND kind = 'task' AND enabled = 1)`)
-	qEventList   = define(onReader, `SELECT `+store.TriggerEventColumns+` FROM trigger_events ORDER BY seq LIMIT ?`)
+	qEventList = define(onReader, `SELECT `+store.TriggerEventColumns+` FROM trigger_events ORDER BY seq LIMIT ?`)
+	// qEventsOf reads one instance's pending chain events.
+	qEventsOf = define(onReader, `SELECT `+store.TriggerEventColumns+` FROM trigger_events WHERE instance_id = ? ORDER BY seq`)
+	// qEventAdd stores one chain event as a finish writes it.
+	qEventAdd    = define(onWriter, `INSERT OR IGNORE INTO trigger_events (instance_id, rule_id, task_id, state, finished_at) VALUES (?, ?, ?, ?, ?)`)
 	qEventDelete = define(onWriter, `DELETE FROM trigger_events WHERE seq = ? AND instance_id = ?`)
 )
 
@@ -222,7 +226,29 @@ func (w *wtx) addForRule(ref store.TriggerRef, t *task.Task, errMsg string, now 
 
 // TriggerEventList returns the oldest pending chain events.
 func (s *Store) TriggerEventList(ctx context.Context, p *store.TriggerEventListParams) ([]*store.TriggerEvent, error) {
-	rows, err := s.reader(qEventList).QueryContext(ctx, p.Limit)
+	return queryEvents(ctx, s.reader(qEventList), p.Limit)
+}
+
+// TriggerEventAdd stores chain events of one instance in one write
+// transaction.
+func (s *Store) TriggerEventAdd(ctx context.Context, p *store.TriggerEventAddParams) error {
+	if len(p.Events) == 0 {
+		return nil
+	}
+	return s.write(ctx, func(w *wtx) error {
+		for _, ev := range p.Events {
+			if _, err := w.exec(qEventAdd, p.InstanceID, ev.RuleID, ev.TaskID, string(ev.State), ev.FinishedAt); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// queryEvents runs st (on the read pool, or bound to a read transaction)
+// and scans the chain events it reads.
+func queryEvents(ctx context.Context, st *sql.Stmt, args ...any) ([]*store.TriggerEvent, error) {
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, interpretError(err)
 	}

@@ -16,6 +16,7 @@ var opsCases = []testCase{
 	{"UpdateManyPerIDResults", testOpsUpdateMany},
 	{"UpdateManyResult", testOpsUpdateManyResult},
 	{"SnapshotOneMoment", testOpsSnapshot},
+	{"ChainEventsAdded", testTriggerEventAdd},
 }
 
 // page reads one page through TaskPage.
