@@ -54,5 +54,5 @@ func (c *Console) createInstance(w http.ResponseWriter, r *http.Request, s *sess
 		c.showInstances(w, r, s, apiError(err), formValues(r.PostForm, "name"))
 		return
 	}
-	http.Redirect(w, r, Prefix+"i/"+url.PathEscape(name)+"/", http.StatusSeeOther)
+	http.Redirect(w, r, doneURL(Prefix+"i/"+url.PathEscape(name)+"/", "created", -1), http.StatusSeeOther)
 }

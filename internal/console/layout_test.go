@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"regexp"
 	"testing"
 
@@ -106,4 +107,24 @@ func TestNoticesFollowTheState(t *testing.T) {
 	u.get(base+"?done=cancel").want(t, http.StatusOK, "The task is cancelled.")
 	u.get(base+"?done=retry").want(t, http.StatusOK).lacks(t, "queued again")
 	u.get(base+"?done=run").want(t, http.StatusOK).lacks(t, "runs now")
+}
+
+// TestCreatedSaysSo: creating a queue or an instance lands on its page
+// saying so.
+func TestCreatedSaysSo(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	u.login(e.full)
+	tok := u.csrf("/console/")
+	p := u.post("/console/instances", url.Values{"csrf": {tok}, "name": {"fresh"}})
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("create instance: %d %s", p.status, p.body)
+	}
+	u.get(p.header.Get("Location")).want(t, http.StatusOK, "The instance is created, with its queue default.")
+	p = u.post("/console/i/jobs/queues", url.Values{"csrf": {tok}, "name": {"new1"}, "mode": {"pull"}})
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("create queue: %d %s", p.status, p.body)
+	}
+	u.get(p.header.Get("Location")).want(t, http.StatusOK, "The queue is created.")
 }

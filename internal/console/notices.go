@@ -11,6 +11,8 @@ import (
 // its own on the page: only a number is read from the URL.
 func queueNotice(q url.Values) string {
 	switch q.Get("done") {
+	case "created":
+		return "The queue is created."
 	case "saved":
 		return "Settings saved."
 	case "paused":
@@ -36,10 +38,13 @@ func settingsNotice(q url.Values) string {
 }
 
 // queuesNotice is the queues page's word on a queue deleted (?done=deleted,
-// ?n= its tasks).
+// ?n= its tasks) or on the instance just created (?done=created).
 func queuesNotice(q url.Values) string {
-	if q.Get("done") == "deleted" {
+	switch q.Get("done") {
+	case "deleted":
 		return "The queue is deleted, with " + removed(q) + "."
+	case "created":
+		return "The instance is created, with its queue default."
 	}
 	return ""
 }

@@ -62,7 +62,7 @@ func (c *Console) createQueue(w http.ResponseWriter, r *http.Request, s *session
 		c.showQueues(w, r, s, apiError(err), formValues(f, createQueueFields...))
 		return
 	}
-	http.Redirect(w, r, queueURL(inst, name), http.StatusSeeOther)
+	http.Redirect(w, r, doneURL(queueURL(inst, name), "created", -1), http.StatusSeeOther)
 }
 
 // queueData is the queue page: the queue with its counts, one page of its
