@@ -95,10 +95,8 @@ func TestChannelAuth(t *testing.T) {
 	}
 	// The refusal is errand's, in JSON.
 	upgrade, _ := http.NewRequest("GET", base, nil)
-	for k, v := range map[string]string{"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
-		"Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Origin": "https://app.example", "Authorization": "Bearer " + reader} {
-		upgrade.Header.Set(k, v)
-	}
+	asUpgrade(upgrade, "https://app.example")
+	upgrade.Header.Set("Authorization", "Bearer "+reader)
 	refused := s.send(upgrade).want(t, 403, "PERMISSION_DENIED")
 	if !strings.Contains(refused.message(), "subscribe token") {
 		t.Fatalf("refusal: %s", refused.message())

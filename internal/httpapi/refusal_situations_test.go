@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -112,11 +113,16 @@ func TestWorkerFromAnotherOriginRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	req := b.request("GET", "/v1/workers/jobs", nil)
-	for k, v := range map[string]string{"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
-		"Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Origin": "https://evil.example"} {
-		req.Header.Set(k, v)
-	}
+	asUpgrade(req, "https://evil.example")
 	if msg := b.send(req).want(t, 403, "PERMISSION_DENIED").message(); !strings.Contains(msg, `origin "https://evil.example" is refused`) {
 		t.Fatalf("refusal: %s", msg)
+	}
+}
+
+// asUpgrade makes req a WebSocket upgrade from origin, as a browser's.
+func asUpgrade(req *http.Request, origin string) {
+	for k, v := range map[string]string{"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+		"Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Origin": origin} {
+		req.Header.Set(k, v)
 	}
 }

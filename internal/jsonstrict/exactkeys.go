@@ -66,11 +66,11 @@ func walkKeys(b []byte, i int, t reflect.Type, prefix string) (int, error) {
 			// A field given twice would be decoded as the last, while
 			// another reader of the same body (a proxy, a log) may take
 			// the first: it is refused.
-			if bit := sh.bits[string(key)]; seen&bit != 0 {
+			bit := sh.bits[string(key)]
+			if seen&bit != 0 {
 				return 0, task.FieldErrorf(task.CodeInvalidArgument, Join(prefix, string(key)), "is given twice")
-			} else {
-				seen |= bit
 			}
+			seen |= bit
 			i = skipSpace(b, skipSpace(b, end)+1) // past the colon
 			var err error
 			if shapeOf(ft).walks() {
