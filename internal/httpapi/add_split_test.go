@@ -28,6 +28,14 @@ func parseAddDecodingTwice(raw []byte, source string) ([]task.AddInput, error) {
 			return nil, err
 		}
 		if t, ok := env["tasks"]; ok && len(env) == 1 {
+			// The map keeps the last of a key given twice: the exact-keys
+			// check of an envelope struct tells.
+			var once struct {
+				Tasks json.RawMessage `json:"tasks"`
+			}
+			if err := jsonstrict.Decode(raw, &once, ""); err != nil {
+				return nil, err
+			}
 			if err := jsonstrict.Decode(t, &items, "tasks"); err != nil {
 				return nil, err
 			}

@@ -29,7 +29,10 @@ func parseAdd(raw []byte, source string) ([]task.AddInput, error) {
 			var env map[string]json.RawMessage
 			return nil, jsonstrict.Decode(raw, &env, "")
 		}
-		if t, ok := envelopeTasks(raw); ok {
+		if t, ok, twice := envelopeTasks(raw); ok {
+			if twice {
+				return nil, task.FieldErrorf(task.CodeInvalidArgument, "tasks", "is given twice")
+			}
 			if t[0] != '[' {
 				if err := jsonstrict.Decode(t, &items, "tasks"); err != nil {
 					return nil, err
@@ -97,7 +100,7 @@ func oneOfBatch(err error, raw []byte, n int) error {
 	switch b := jsonstrict.TrimSpace(raw); {
 	case len(b) > 0 && b[0] == '[':
 	case len(b) > 0 && b[0] == '{':
-		if _, env := envelopeTasks(b); !env {
+		if _, env, _ := envelopeTasks(b); !env {
 			return err
 		}
 	default:
@@ -107,16 +110,17 @@ func oneOfBatch(err error, raw []byte, n int) error {
 }
 
 // envelopeTasks returns the value of "tasks" when the valid JSON object b
-// has that key alone (more than once, the last counts, as a decoder keeps
-// it), and ok false for any other object.
-func envelopeTasks(b []byte) (tasks []byte, ok bool) {
+// has that key alone, and ok false for any other object; twice says the
+// key came more than once (the add refuses it, as any field given twice).
+func envelopeTasks(b []byte) (tasks []byte, ok, twice bool) {
 	for key, v := range jsonstrict.Members(b) {
 		if key != "tasks" {
-			return nil, false
+			return nil, false, false
 		}
+		twice = ok
 		tasks, ok = v, true
 	}
-	return tasks, ok
+	return tasks, ok, twice
 }
 
 // emptyName reports whether the task object item (valid JSON) names the

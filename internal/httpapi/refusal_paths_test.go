@@ -28,6 +28,7 @@ func TestRefusalsNameTheFullPath(t *testing.T) {
 		{"POST", "/v1/tasks/jobs/queues/q1/tasks", `{"payload":1,"name":""}`, "INVALID_ARGUMENT", "name: must be 1–500 characters"},
 		{"POST", "/v1/tasks/jobs/queues/q1/tasks", `{"tasks":[{"name":"a"},{"name":""}]}`, "INVALID_ARGUMENT", "tasks[1].name: must be 1–500 characters"},
 		{"POST", "/v1/tasks/jobs/queues/q1/tasks", `{"tasks":[{"name":"a"},{"name":"b","name":"c"}]}`, "INVALID_ARGUMENT", "tasks[1].name: is given twice"},
+		{"POST", "/v1/tasks/jobs/queues/q1/tasks", `{"tasks":[{"name":"a"}],"tasks":[{"name":"b"}]}`, "INVALID_ARGUMENT", "tasks: is given twice"},
 		// A field error comes before the queue's lack of a target.
 		// The one task of a batch body is tasks[0], as in a larger batch;
 		// a body of one task object is the task itself.
