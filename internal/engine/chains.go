@@ -27,7 +27,10 @@ type ChainerDeps struct {
 // outbox: see store.TriggerStore); the chainer turns each event into the
 // rule's task and removes the event in one transaction, so an event is
 // added once, by one node, even if the node that finished the task died
-// right after. A chained task's depth is its parent's + 1: past
+// right after. It ends events in batches (store.TriggerEventsEnd): the
+// rules, queues and finished tasks of a batch are read once, and its tasks
+// added in one transaction; on PostgreSQL nodes draining at once take
+// different events. A chained task's depth is its parent's + 1: past
 // task.MaxDepth the add is refused with DEPTH_EXCEEDED, recorded on the
 // rule (lastError, errorCount) and logged.
 type Chainer struct {
@@ -58,79 +61,124 @@ func (c *Chainer) RunOnce(ctx context.Context) (int, error) {
 		}
 	}()
 	for {
-		evs, err := c.d.Store.TriggerEventList(ctx, &store.TriggerEventListParams{Limit: chainBatch})
+		now := c.d.Clock.Now().UnixMilli()
+		var evs []*store.TriggerEvent
+		var outs []store.TriggerEventOutcome
+		res, err := c.d.Store.TriggerEventsEnd(ctx, &store.TriggerEventsEndParams{Limit: chainBatch, Now: now,
+			Plan: func(ctx context.Context, got []*store.TriggerEvent) ([]store.TriggerEventOutcome, error) {
+				var err error
+				evs = got
+				outs, err = c.plan(ctx, got, now)
+				return outs, err
+			}})
 		if err != nil {
 			return added, err
 		}
-		for _, ev := range evs {
-			ok, err := c.end(ctx, ev)
-			if err != nil {
-				return added, err
+		for i, r := range res {
+			if r.Applied && r.Err != "" {
+				ev := evs[i]
+				c.log.Warn("task rule could not add its task", "instance", c.d.instanceName(ctx, ev.InstanceID), "rule", ev.RuleID,
+					"task", ev.TaskID, "state", ev.State, "reason", r.Err)
 			}
-			if ok {
+			if t := outs[i].Task; r.Applied && t != nil && r.TaskID == t.ID {
 				added++
+				c.d.Counted(t.InstanceID)
 			}
 		}
-		if len(evs) < chainBatch {
+		if len(res) < chainBatch {
 			return added, nil
 		}
 	}
 }
 
-// end adds the task of one event, or records why it cannot; it reports
-// whether this call added a task.
-func (c *Chainer) end(ctx context.Context, ev *store.TriggerEvent) (bool, error) {
-	now := c.d.Clock.Now().UnixMilli()
-	p := &store.TriggerEventDoneParams{Event: ev, Now: now}
-	tr, err := c.d.Store.TriggerGet(ctx, store.TriggerRef{InstanceID: ev.InstanceID, ID: ev.RuleID})
-	switch {
-	case task.IsCode(err, task.CodeNotFound):
-		// The rule was deleted: its events go with it.
-	case err != nil:
-		return false, err
-	default:
-		t, err := c.chainTask(ctx, tr, ev, now)
-		if err != nil {
-			if te := (*task.Error)(nil); !errors.As(err, &te) || te.Code == task.CodeUnavailable || te.Code == task.CodeInternal {
-				return false, err // the store, not the event: try again later
-			}
-			p.Err = task.Recorded(err)
-		}
-		p.Task = t
-	}
-	res, err := c.d.Store.TriggerEventDone(ctx, p)
-	if err != nil {
-		return false, err
-	}
-	if res.Applied && res.Err != "" {
-		c.log.Warn("task rule could not add its task", "instance", c.d.instanceName(ctx, ev.InstanceID), "rule", ev.RuleID,
-			"task", ev.TaskID, "state", ev.State, "reason", res.Err)
-	}
-	added := res.Applied && p.Task != nil && res.TaskID == p.Task.ID
-	if added {
-		c.d.Counted(p.Task.InstanceID)
-	}
-	return added, nil
+// chainRule is a rule as a batch of events reads it: nil when it was
+// deleted (its events go with nothing added), with its queue or the
+// refusal to record in its stead.
+type chainRule struct {
+	tr  *task.Trigger
+	q   *task.Queue
+	err error
 }
 
-// chainTask builds the task that tr adds for ev through the domain.
-func (c *Chainer) chainTask(ctx context.Context, tr *task.Trigger, ev *store.TriggerEvent, now int64) (*task.Task, error) {
-	parent, err := c.d.Store.TaskGet(ctx, store.TaskRef{InstanceID: ev.InstanceID, ID: ev.TaskID})
+// plan builds the outcome of each event: the rules, their queues and the
+// finished tasks are read once a batch (the tasks in one read per
+// instance). A store's failure returns an error (the events are tried
+// again later); a refusal is the event's outcome.
+func (c *Chainer) plan(ctx context.Context, evs []*store.TriggerEvent, now int64) ([]store.TriggerEventOutcome, error) {
+	ids := map[string][]string{}
+	for _, ev := range evs {
+		ids[ev.InstanceID] = append(ids[ev.InstanceID], ev.TaskID)
+	}
+	parents := map[string]map[string]*task.Task{}
+	for inst, list := range ids {
+		got, err := c.d.Store.TaskGetMany(ctx, inst, list)
+		if err != nil {
+			return nil, err
+		}
+		parents[inst] = got
+	}
+	rules := map[store.TriggerRef]*chainRule{}
+	outs := make([]store.TriggerEventOutcome, len(evs))
+	for i, ev := range evs {
+		ref := store.TriggerRef{InstanceID: ev.InstanceID, ID: ev.RuleID}
+		r := rules[ref]
+		if r == nil {
+			var err error
+			if r, err = c.readRule(ctx, ref); err != nil {
+				return nil, err
+			}
+			rules[ref] = r
+		}
+		if r.tr == nil {
+			continue // the rule was deleted
+		}
+		t, err := c.chainTask(r, parents[ev.InstanceID][ev.TaskID], ev, now)
+		if err != nil {
+			outs[i].Err = task.Recorded(err)
+			continue
+		}
+		outs[i].Task = t
+	}
+	return outs, nil
+}
+
+// readRule reads a rule and its queue for plan.
+func (c *Chainer) readRule(ctx context.Context, ref store.TriggerRef) (*chainRule, error) {
+	tr, err := c.d.Store.TriggerGet(ctx, ref)
 	if task.IsCode(err, task.CodeNotFound) {
-		return nil, task.Errorf(task.CodeNotFound, "finished task %s is gone", ev.TaskID)
+		return &chainRule{}, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	in, err := tr.ChainInput(parent, ev.State)
 	if err != nil {
 		return nil, err
 	}
 	q, err := ruleQueue(ctx, c.d.Store, tr)
+	if err != nil && storeFault(err) {
+		return nil, err
+	}
+	return &chainRule{tr: tr, q: q, err: err}, nil
+}
+
+// storeFault reports whether err is the store's, not a refusal to record:
+// the event is tried again later.
+func storeFault(err error) bool {
+	te := (*task.Error)(nil)
+	return !errors.As(err, &te) || te.Code == task.CodeUnavailable || te.Code == task.CodeInternal
+}
+
+// chainTask builds the task that r adds for ev, whose finished task is
+// parent (nil when it is gone), through the domain.
+func (c *Chainer) chainTask(r *chainRule, parent *task.Task, ev *store.TriggerEvent, now int64) (*task.Task, error) {
+	if parent == nil {
+		return nil, task.Errorf(task.CodeNotFound, "finished task %s is gone", ev.TaskID)
+	}
+	in, err := r.tr.ChainInput(parent, ev.State)
 	if err != nil {
 		return nil, err
 	}
-	t, err := ruleTask(q, in, now, c.d.Rules)
+	if r.err != nil {
+		return nil, r.err
+	}
+	t, err := ruleTask(r.q, in, now, c.d.Rules)
 	if err != nil {
 		return nil, err
 	}

@@ -27,14 +27,14 @@ var discardLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 // node is an engine whose services are not started: tests drive the
 // scheduler and chainer with RunOnce on a fake clock.
 type node struct {
-	t     *testing.T
+	t     testing.TB
 	eng   *engine.Engine
 	clock *clock.Fake
 	ctx   context.Context
 	logs  *logSink
 }
 
-func newNode(t *testing.T, st store.Store, fc *clock.Fake) *node {
+func newNode(t testing.TB, st store.Store, fc *clock.Fake) *node {
 	t.Helper()
 	logs := &logSink{}
 	eng := engine.New(engine.Config{Store: st, Clock: fc, Dev: true, Logger: slog.New(slog.NewTextHandler(logs, nil))})
@@ -527,7 +527,7 @@ func TestChainTwoNodesPostgres(t *testing.T) {
 }
 
 // concurrently runs pass on every node at once and sums what they report.
-func concurrently(t *testing.T, nodes []*node, pass func(n *node) (int, error)) int {
+func concurrently(t testing.TB, nodes []*node, pass func(n *node) (int, error)) int {
 	t.Helper()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -556,4 +556,78 @@ func postgresPair(t *testing.T) (a, b *node, fc *clock.Fake) {
 	t.Cleanup(func() { st1.Close(); st2.Close() })
 	fc = clock.NewFake(T0)
 	return newNode(t, st1, fc), newNode(t, st2, fc), fc
+}
+
+// TestChainBatches: events past one batch are all ended in one pass, and
+// a batch that holds an event whose finished task is gone adds the others
+// and records that one's refusal on its rule, on both stores.
+func TestChainBatches(t *testing.T) {
+	t.Parallel()
+	for _, kind := range stores.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			st := stores.Open(t, kind)
+			t.Cleanup(func() { _ = st.Close() })
+			n := newNode(t, st, clock.NewFake(T0))
+			for _, q := range []string{"a", "c", "b"} {
+				n.pullQueue(q)
+			}
+			n.rule(&task.TriggerPatch{Queue: ptr("jobs/b"), Task: &task.TaskOnPatch{Queue: ptr("jobs/a")}})
+			fromC := n.rule(&task.TriggerPatch{Queue: ptr("jobs/b"), Task: &task.TaskOnPatch{Queue: ptr("jobs/c")}})
+			const many = 230 // three batches
+			n.ackAll("c", 1)
+			n.ackAll("a", many)
+			if _, err := n.eng.QueuePurge(n.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "c"}); err != nil {
+				t.Fatal(err)
+			}
+			n.chain(many)
+			n.chain(0)
+			chained := 0
+			for cursor := "start"; cursor != ""; {
+				f := engine.ListFilter{Limit: 200}
+				if cursor != "start" {
+					f.Cursor = cursor
+				}
+				page, err := n.eng.TaskList(n.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "b"}, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				chained += len(page.Tasks)
+				cursor = page.Cursor
+			}
+			if chained != many {
+				t.Fatalf("%d chained tasks, want %d", chained, many)
+			}
+			if got := n.getRule(fromC.ID); got.Fired != 0 || got.ErrorCount != 1 || !strings.Contains(got.LastError, "is gone") {
+				t.Fatalf("rule c→b: fired %d, errors %d, last error %q", got.Fired, got.ErrorCount, got.LastError)
+			}
+			if ln := n.logs.line("task rule could not add its task"); !strings.Contains(ln, "rule="+fromC.ID) {
+				t.Fatalf("logged: %q", ln)
+			}
+		})
+	}
+}
+
+// ackAll adds count tasks to a pull queue and acks them all.
+func (n *node) ackAll(queue string, count int) {
+	n.t.Helper()
+	ref := engine.QueueRef{Org: "dev", Instance: "jobs", Queue: queue}
+	for left := count; left > 0; {
+		k := min(left, 100)
+		left -= k
+		if _, err := n.eng.TaskAdd(n.ctx, ref, make([]task.AddInput, k)); err != nil {
+			n.t.Fatal(err)
+		}
+		ts, err := n.eng.Lease(n.ctx, ref, engine.LeaseParams{Count: k, LeaseSeconds: 60})
+		if err != nil || len(ts) != k {
+			n.t.Fatalf("lease %s: %d tasks, %v", queue, len(ts), err)
+		}
+		acks := make([]engine.AckInput, k)
+		for i, tk := range ts {
+			acks[i] = engine.AckInput{ID: tk.ID, LeaseID: tk.LeaseID}
+		}
+		if _, err := n.eng.AckMany(n.ctx, ref, acks); err != nil {
+			n.t.Fatal(err)
+		}
+	}
 }

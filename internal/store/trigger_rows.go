@@ -3,6 +3,7 @@ package store
 import (
 	"database/sql"
 	"encoding/json"
+	"unicode/utf8"
 
 	"github.com/errandhq/errand/internal/task"
 )
@@ -98,4 +99,21 @@ func ScanTriggerEvent(scan func(dest ...any) error) (*TriggerEvent, error) {
 	}
 	ev.State = task.State(st)
 	return ev, nil
+}
+
+// MaxRecordedError is how many bytes of a refusal a rule keeps as its
+// last error.
+const MaxRecordedError = 500
+
+// TruncateMsg cuts a refusal to MaxRecordedError bytes at a character's
+// boundary, as a rule keeps it.
+func TruncateMsg(s string) string {
+	if len(s) <= MaxRecordedError {
+		return s
+	}
+	cut := MaxRecordedError
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }

@@ -12,7 +12,7 @@ import (
 // task's SUCCEEDED or FAILED also writes one TriggerEvent for every enabled
 // task rule watching its queue for that outcome, so a finish and its chain
 // event are stored together or not at all. The engine drains the events
-// (TriggerEventList, TriggerEventDone): a node that dies between the finish
+// (TriggerEventsEnd): a node that dies between the finish
 // and the chained add leaves the event for any node to add.
 //
 // Deleting a queue deletes the rules that add to it or watch it, in the
@@ -61,11 +61,19 @@ type TriggerStore interface {
 	// TriggerEventList returns up to p.Limit pending chain events of every
 	// instance, oldest first.
 	TriggerEventList(ctx context.Context, p *TriggerEventListParams) ([]*TriggerEvent, error)
-	// TriggerEventDone ends one chain event in one transaction: it removes
-	// the event and, only if this call removed it (not another node), adds
-	// p.Task (nil for none) and records the outcome on the rule (Fired, or
-	// p.Err as its last error). It reports whether this call removed it.
-	TriggerEventDone(ctx context.Context, p *TriggerEventDoneParams) (*TriggerFireResult, error)
+	// TriggerEventsEnd ends up to p.Limit of the oldest pending chain
+	// events that no other call is ending, and returns one result per event
+	// it read, in order (none when nothing is pending). It calls p.Plan with
+	// the events (Plan reads what it needs through the store and returns,
+	// per event, the task to add or the refusal to record), then in one
+	// transaction removes each event still pending and, for each it
+	// removed, adds the task and records the outcome on the rule (Fired, or
+	// the refusal as its last error). An event another call removed first
+	// is not Applied and adds nothing. On PostgreSQL the events are read
+	// and locked in that transaction (SKIP LOCKED), so nodes draining at
+	// once take different events. Plan's error is returned unchanged and
+	// nothing is written.
+	TriggerEventsEnd(ctx context.Context, p *TriggerEventsEndParams) ([]TriggerFireResult, error)
 	// TriggerEventAdd stores chain events of one instance (a restored
 	// archive's pending ones) as its finishes would have: an event whose
 	// task, rule and finish time are stored already is left as it is.
@@ -153,10 +161,31 @@ type TriggerEventListParams struct {
 	Limit int
 }
 
-// TriggerEventDoneParams ends one chain event.
-type TriggerEventDoneParams struct {
-	Event *TriggerEvent
-	Task  *task.Task // the chained task, or nil (Err says why, or the rule is gone)
-	Err   string
-	Now   int64
+// TriggerEventsEndParams ends a batch of chain events.
+type TriggerEventsEndParams struct {
+	Limit int
+	Now   int64 // when the refusals are recorded
+	// Plan returns one outcome per event, in the order given.
+	Plan func(ctx context.Context, evs []*TriggerEvent) ([]TriggerEventOutcome, error)
+}
+
+// TriggerEventOutcome is what ending one chain event adds: its chained
+// task, or nil with Err saying why (neither: the rule is gone, and the
+// event goes with nothing added or recorded).
+type TriggerEventOutcome struct {
+	Task *task.Task
+	Err  string
+}
+
+// PlanEvents calls p.Plan with evs and checks that it returned one
+// outcome per event; the stores call it.
+func PlanEvents(ctx context.Context, p *TriggerEventsEndParams, evs []*TriggerEvent) ([]TriggerEventOutcome, error) {
+	outs, err := p.Plan(ctx, evs)
+	if err != nil {
+		return nil, err
+	}
+	if len(outs) != len(evs) {
+		return nil, task.Errorf(task.CodeInternal, "store: %d outcomes planned for %d chain events", len(outs), len(evs))
+	}
+	return outs, nil
 }

@@ -1,9 +1,12 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -35,8 +38,11 @@ var (
 	// tick waits for this row lock, then matches nothing.
 	qTriggerTick = `UPDATE triggers SET last_tick_at = $3, next_tick_at = $4
 		WHERE instance_id = $1 AND id = $2 AND next_tick_at = $5 AND enabled AND kind = 'schedule'`
-	qTriggerFired = `UPDATE triggers SET fired = fired + 1 WHERE instance_id = $1 AND id = $2`
-	qTriggerError = `UPDATE triggers SET error_count = error_count + 1, last_error = $3, last_error_at = $4
+	// qTriggerTally counts $3 tasks added and $4 refusals on a rule, the
+	// last of which ($5, at $6) becomes its last error.
+	qTriggerTally = `UPDATE triggers SET fired = fired + $3::bigint, error_count = error_count + $4::bigint,
+		last_error = CASE WHEN $4::bigint > 0 THEN $5::text ELSE last_error END,
+		last_error_at = CASE WHEN $4::bigint > 0 THEN $6::bigint ELSE last_error_at END
 		WHERE instance_id = $1 AND id = $2`
 	qTaskIDByName = `SELECT id FROM tasks WHERE instance_id = $1 AND queue = $2 AND name = $3`
 
@@ -56,7 +62,11 @@ var (
 	// qEventAdd stores one chain event as a finish writes it.
 	qEventAdd = `INSERT INTO trigger_events (instance_id, rule_id, task_id, state, finished_at) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT ON CONSTRAINT trigger_events_once DO NOTHING`
-	qEventDelete = `DELETE FROM trigger_events WHERE instance_id = $1 AND seq = $2`
+	// qEventTake reads and locks the oldest chain events no other
+	// transaction holds.
+	qEventTake = qEventList + ` FOR UPDATE SKIP LOCKED`
+	// qEventsDelete removes the chain events whose keys $1 and $2 list.
+	qEventsDelete = `DELETE FROM trigger_events WHERE (instance_id, seq) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))`
 )
 
 func placeholders(first, n int) string {
@@ -197,36 +207,89 @@ func (s *Store) TriggerFire(ctx context.Context, p *store.TriggerFireParams) (*s
 // rule: fired once more, or errMsg (or a queue that is gone) as its last
 // error. A name already taken in the queue means the task was added before.
 func (s *Store) addForRule(ctx context.Context, tx pgx.Tx, ref store.TriggerRef, t *task.Task, errMsg string, now int64, res *store.TriggerFireResult) error {
-	if t != nil {
-		out, err := insertTasks(ctx, tx, []*task.Task{t}, false)
-		if err != nil {
-			return err
-		}
-		switch {
-		case !out[0].queueOK:
-			errMsg = fmt.Sprintf("queue %q not found", t.Queue)
-		case out[0].stored:
-			res.Added, res.TaskID = true, t.ID
-			_, err := tx.Exec(ctx, qTriggerFired, ref.InstanceID, ref.ID)
-			return interpretError(err)
-		case t.Name == "":
-			return task.Errorf(task.CodeInternal, "store: task id %s is taken", t.ID)
-		default:
-			res.Added, res.TaskID = true, out[0].holder
-			if res.TaskID == "" {
-				if err := tx.QueryRow(ctx, qTaskIDByName, t.InstanceID, t.Queue, t.Name).Scan(&res.TaskID); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-					return interpretError(err)
-				}
-			}
-			return nil // added before: fired counted then
+	return addForRules(ctx, tx, []ruleAdd{{ref: ref, task: t, err: errMsg, res: res}}, now)
+}
+
+// ruleAdd is one rule's add for addForRules: its task (or nil), the
+// refusal to record when there is none, and where its result goes.
+type ruleAdd struct {
+	ref  store.TriggerRef
+	task *task.Task
+	err  string
+	res  *store.TriggerFireResult
+}
+
+// ruleTally is what addForRules records on one rule.
+type ruleTally struct {
+	fired, errors int
+	lastErr       string
+}
+
+// addForRules does addForRule for each add in one insert of their tasks and
+// one update per rule, sent in one round trip in the rules' key order (so
+// two transactions that record on the same rules lock them in one order).
+func addForRules(ctx context.Context, tx pgx.Tx, adds []ruleAdd, now int64) error {
+	var tasks []*task.Task
+	for _, a := range adds {
+		if a.task != nil {
+			tasks = append(tasks, a.task)
 		}
 	}
-	if errMsg != "" {
-		res.Err = errMsg
-		if len(errMsg) > 500 {
-			errMsg = errMsg[:500]
+	out, err := insertTasks(ctx, tx, tasks, false)
+	if err != nil {
+		return err
+	}
+	tally := map[store.TriggerRef]*ruleTally{}
+	count := func(ref store.TriggerRef) *ruleTally {
+		if tally[ref] == nil {
+			tally[ref] = &ruleTally{}
 		}
-		_, err := tx.Exec(ctx, qTriggerError, ref.InstanceID, ref.ID, errMsg, now)
+		return tally[ref]
+	}
+	k := 0
+	for _, a := range adds {
+		errMsg := a.err
+		if t := a.task; t != nil {
+			o := out[k]
+			k++
+			switch {
+			case !o.queueOK:
+				errMsg = fmt.Sprintf("queue %q not found", t.Queue)
+			case o.stored:
+				a.res.Added, a.res.TaskID = true, t.ID
+				count(a.ref).fired++
+				continue
+			case t.Name == "":
+				return task.Errorf(task.CodeInternal, "store: task id %s is taken", t.ID)
+			default:
+				a.res.Added, a.res.TaskID = true, o.holder
+				if a.res.TaskID == "" {
+					if err := tx.QueryRow(ctx, qTaskIDByName, t.InstanceID, t.Queue, t.Name).Scan(&a.res.TaskID); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+						return interpretError(err)
+					}
+				}
+				continue // added before: fired counted then
+			}
+		}
+		if errMsg != "" {
+			a.res.Err = errMsg
+			c := count(a.ref)
+			c.errors++
+			c.lastErr = store.TruncateMsg(errMsg)
+		}
+	}
+	if len(tally) == 0 {
+		return nil
+	}
+	refs := slices.SortedFunc(maps.Keys(tally), func(a, b store.TriggerRef) int {
+		return cmp.Or(strings.Compare(a.InstanceID, b.InstanceID), strings.Compare(a.ID, b.ID))
+	})
+	b := &pgx.Batch{}
+	for _, ref := range refs {
+		c := tally[ref]
+		b.Queue(qTriggerTally, ref.InstanceID, ref.ID, c.fired, c.errors, c.lastErr, now)
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return interpretError(err)
 	}
 	return nil
@@ -271,24 +334,42 @@ func (s *Store) TriggerEventAdd(ctx context.Context, p *store.TriggerEventAddPar
 	})
 }
 
-// TriggerEventDone removes a chain event and, if this call removed it, adds
-// its task and records the outcome on the rule, in one transaction. A second
-// node ending the same event waits for the row lock, then removes nothing.
-func (s *Store) TriggerEventDone(ctx context.Context, p *store.TriggerEventDoneParams) (*store.TriggerFireResult, error) {
-	res := &store.TriggerFireResult{}
+// TriggerEventsEnd ends a batch of chain events in one transaction: it
+// reads and locks the oldest events no other node holds, plans them
+// (Plan reads through the pool meanwhile), removes them, adds their tasks
+// in one insert and records the outcomes on their rules.
+func (s *Store) TriggerEventsEnd(ctx context.Context, p *store.TriggerEventsEndParams) ([]store.TriggerFireResult, error) {
+	var res []store.TriggerFireResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		*res = store.TriggerFireResult{}
-		tag, err := tx.Exec(ctx, qEventDelete, p.Event.InstanceID, p.Event.Seq)
+		res = nil
+		evs, err := queryEvents(ctx, tx, qEventTake, p.Limit)
+		if err != nil || len(evs) == 0 {
+			return err
+		}
+		outs, err := store.PlanEvents(ctx, p, evs)
 		if err != nil {
+			return err
+		}
+		insts, seqs := make([]string, len(evs)), make([]int64, len(evs))
+		for i, ev := range evs {
+			insts[i], seqs[i] = ev.InstanceID, ev.Seq
+		}
+		// Every event is locked by this transaction: each is removed here.
+		if _, err := tx.Exec(ctx, qEventsDelete, insts, seqs); err != nil {
 			return interpretError(err)
 		}
-		if tag.RowsAffected() == 0 {
-			return nil
+		res = make([]store.TriggerFireResult, len(evs))
+		adds := make([]ruleAdd, len(evs))
+		for i, ev := range evs {
+			res[i].Applied = true
+			adds[i] = ruleAdd{ref: store.TriggerRef{InstanceID: ev.InstanceID, ID: ev.RuleID}, task: outs[i].Task, err: outs[i].Err, res: &res[i]}
 		}
-		res.Applied = true
-		return s.addForRule(ctx, tx, store.TriggerRef{InstanceID: p.Event.InstanceID, ID: p.Event.RuleID}, p.Task, p.Err, p.Now, res)
+		return addForRules(ctx, tx, adds, p.Now)
 	})
-	return res, err
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 func scanTrigger(row pgx.Row) (*task.Trigger, error) {

@@ -218,7 +218,7 @@ func (w *wtx) addForRule(ref store.TriggerRef, t *task.Task, errMsg string, now 
 	}
 	if errMsg != "" {
 		res.Err = errMsg
-		_, err := w.exec(qTriggerError, truncateMsg(errMsg), now, ref.InstanceID, ref.ID)
+		_, err := w.exec(qTriggerError, store.TruncateMsg(errMsg), now, ref.InstanceID, ref.ID)
 		return err
 	}
 	return nil
@@ -267,23 +267,45 @@ func queryEvents(ctx context.Context, st *sql.Stmt, args ...any) ([]*store.Trigg
 	return out, nil
 }
 
-// TriggerEventDone removes a chain event and, if this call removed it, adds
-// its task and records the outcome on the rule, in one transaction.
-func (s *Store) TriggerEventDone(ctx context.Context, p *store.TriggerEventDoneParams) (*store.TriggerFireResult, error) {
-	res := &store.TriggerFireResult{}
-	err := s.write(ctx, func(w *wtx) error {
-		*res = store.TriggerFireResult{}
-		r, err := w.exec(qEventDelete, p.Event.Seq, p.Event.InstanceID)
-		if err != nil {
-			return err
+// TriggerEventsEnd ends a batch of chain events: it reads the oldest on
+// the read pool and plans them, then in one write transaction removes each
+// still pending and adds its task (SQLite has one writer, which Plan's
+// reads do not hold).
+func (s *Store) TriggerEventsEnd(ctx context.Context, p *store.TriggerEventsEndParams) ([]store.TriggerFireResult, error) {
+	evs, err := queryEvents(ctx, s.reader(qEventList), p.Limit)
+	if err != nil || len(evs) == 0 {
+		return nil, err
+	}
+	outs, err := store.PlanEvents(ctx, p, evs)
+	if err != nil {
+		return nil, err
+	}
+	res := make([]store.TriggerFireResult, len(evs))
+	err = s.write(ctx, func(w *wtx) error {
+		clear(res)
+		for i, ev := range evs {
+			r, err := w.exec(qEventDelete, ev.Seq, ev.InstanceID)
+			if err != nil {
+				return err
+			}
+			n, err := affected(r)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				continue // another call ended it
+			}
+			res[i].Applied = true
+			if err := w.addForRule(store.TriggerRef{InstanceID: ev.InstanceID, ID: ev.RuleID}, outs[i].Task, outs[i].Err, p.Now, &res[i]); err != nil {
+				return err
+			}
 		}
-		if n, err := affected(r); err != nil || n == 0 {
-			return err
-		}
-		res.Applied = true
-		return w.addForRule(store.TriggerRef{InstanceID: p.Event.InstanceID, ID: p.Event.RuleID}, p.Task, p.Err, p.Now, res)
+		return nil
 	})
-	return res, err
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // chainEvents writes the chain events of a finish that applied. Whether
@@ -326,12 +348,4 @@ func cmpErr(err, missing error) error {
 		return err
 	}
 	return missing
-}
-
-// truncateMsg bounds a message stored on a rule.
-func truncateMsg(s string) string {
-	if len(s) > 500 {
-		return s[:500]
-	}
-	return s
 }

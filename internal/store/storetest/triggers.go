@@ -1,8 +1,12 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
@@ -16,6 +20,7 @@ var triggerCases = []testCase{
 	{"FireQueueGone", testTriggerFireQueueGone},
 	{"ChainEventInFinish", testTriggerChainEvent},
 	{"ChainEventDoneOnce", testTriggerChainEventDoneOnce},
+	{"ChainEventsOnce", testTriggerChainEventsOnce},
 	{"QueueDeleteRemovesRules", testTriggerQueueDelete},
 }
 
@@ -245,42 +250,153 @@ func testTriggerChainEventDoneOnce(t *testing.T, e *env) {
 	work := e.queue(inst, "work", task.ModePush)
 	next := e.queue(inst, "next", task.ModePull)
 	rule := e.rule(inst, task.TriggerTask, "next")
-	e.addN(work, 2, T0, nil)
-	c := e.claim(work, T0, 2, 60_000)
-	e.finish(work, c[0], T0+10, succeed(`1`))
-	e.finish(work, c[1], T0+11, succeed(`2`))
+	e.addN(work, 5, T0, nil)
+	c := e.claim(work, T0, 5, 60_000)
+	for i, cl := range c {
+		e.finish(work, cl, T0+10+int64(i), succeed(`1`))
+	}
 	evs := e.events()
-	if len(evs) != 2 {
+	if len(evs) != 5 {
 		t.Fatalf("events %d", len(evs))
 	}
+	named := e.add(e.newTask(next, T0, func(in *task.AddInput) { in.Name = "taken" }))[0]
 	chained := e.newTask(next, T0+20, func(in *task.AddInput) { in.Depth = 1; in.Source = task.SourceTask })
-	done := func(ev *store.TriggerEvent, tk *task.Task, msg string) *store.TriggerFireResult {
-		res, err := e.s.TriggerEventDone(e.ctx, &store.TriggerEventDoneParams{Event: ev, Task: tk, Err: msg, Now: T0 + 20})
+	again := e.newTask(next, T0+20, func(in *task.AddInput) { in.Name = "taken" })
+	gone := e.newTask(next, T0+20, func(in *task.AddInput) { in.Name = "gone" })
+	gone.Queue = "no-such-queue"
+	long := strings.Repeat("é", 400) // 800 bytes: kept to 500, whole characters
+	end := func(limit int, plan func([]*store.TriggerEvent) []store.TriggerEventOutcome) ([]*store.TriggerEvent, []store.TriggerFireResult) {
+		t.Helper()
+		var got []*store.TriggerEvent
+		res, err := e.s.TriggerEventsEnd(e.ctx, &store.TriggerEventsEndParams{Limit: limit, Now: T0 + 30,
+			Plan: func(_ context.Context, evs []*store.TriggerEvent) ([]store.TriggerEventOutcome, error) {
+				got = evs
+				return plan(evs), nil
+			}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return res
+		return got, res
 	}
-	if res := done(evs[0], chained, ""); !res.Applied || !res.Added || res.TaskID != chained.ID {
-		t.Fatalf("done: %+v", res)
+	// A plan's error, or a plan of the wrong length, writes nothing.
+	boom := errors.New("boom")
+	if _, err := e.s.TriggerEventsEnd(e.ctx, &store.TriggerEventsEndParams{Limit: 2, Now: T0 + 30,
+		Plan: func(context.Context, []*store.TriggerEvent) ([]store.TriggerEventOutcome, error) { return nil, boom }}); !errors.Is(err, boom) {
+		t.Fatalf("plan's error: %v", err)
 	}
-	again := e.newTask(next, T0+21, func(in *task.AddInput) { in.Depth = 1 })
-	if res := done(evs[0], again, ""); res.Applied || res.Added {
-		t.Fatalf("done twice: %+v", res)
+	if _, err := e.s.TriggerEventsEnd(e.ctx, &store.TriggerEventsEndParams{Limit: 2, Now: T0 + 30,
+		Plan: func(context.Context, []*store.TriggerEvent) ([]store.TriggerEventOutcome, error) {
+			return []store.TriggerEventOutcome{{Task: chained}}, nil
+		}}); !task.IsCode(err, task.CodeInternal) {
+		t.Fatalf("a short plan: %v", err)
 	}
-	if res := done(evs[1], nil, "DEPTH_EXCEEDED: too deep"); !res.Applied || res.Added || res.Err == "" {
-		t.Fatalf("refused: %+v", res)
+	if n := len(e.events()); n != 5 {
+		t.Fatalf("%d events after the failed ends, want 5", n)
+	}
+	// Oldest first, at most Limit: a task added, a name already taken
+	// (added before: counted then), a queue gone, a refusal, and a rule gone.
+	got, res := end(5, func(evs []*store.TriggerEvent) []store.TriggerEventOutcome {
+		return []store.TriggerEventOutcome{{Task: chained}, {Task: again}, {Task: gone}, {Err: "DEPTH_EXCEEDED: " + long}, {}}
+	})
+	if len(got) != 5 || len(res) != 5 {
+		t.Fatalf("ended %d events, %d results", len(got), len(res))
+	}
+	for i := range got {
+		if got[i].Seq != evs[i].Seq {
+			t.Fatalf("event %d is seq %d, want %d (oldest first)", i, got[i].Seq, evs[i].Seq)
+		}
+		if !res[i].Applied {
+			t.Fatalf("result %d not applied: %+v", i, res[i])
+		}
+	}
+	if r := res[0]; !r.Added || r.TaskID != chained.ID || r.Err != "" {
+		t.Fatalf("added: %+v", r)
+	}
+	if r := res[1]; !r.Added || r.TaskID != named.ID {
+		t.Fatalf("name taken: %+v, want the holder %s", r, named.ID)
+	}
+	if r := res[2]; r.Added || r.Err != `queue "no-such-queue" not found` {
+		t.Fatalf("queue gone: %+v", r)
+	}
+	if r := res[3]; r.Added || r.Err != "DEPTH_EXCEEDED: "+long {
+		t.Fatalf("refused: %+v", r)
+	}
+	if r := res[4]; r.Added || r.Err != "" || r.TaskID != "" {
+		t.Fatalf("rule gone: %+v", r)
 	}
 	if n := len(e.events()); n != 0 {
 		t.Fatalf("%d events left", n)
 	}
-	page, _ := e.s.TaskList(e.ctx, &store.ListParams{InstanceID: inst.ID, Queue: "next", Limit: 10})
-	if len(page.Tasks) != 1 || page.Tasks[0].ID != chained.ID || page.Tasks[0].Depth != 1 {
-		t.Fatalf("chained tasks: %s", show(page.Tasks))
+	if evs, res := end(5, nil); len(evs) != 0 || len(res) != 0 {
+		t.Fatalf("nothing pending: %d events, %d results", len(evs), len(res))
 	}
-	got, _ := e.s.TriggerGet(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: rule.ID})
-	if got.Fired != 1 || got.ErrorCount != 1 || got.LastError != "DEPTH_EXCEEDED: too deep" || got.LastErrorAt != T0+20 {
-		t.Fatalf("rule: %+v", got)
+	page, _ := e.s.TaskList(e.ctx, &store.ListParams{InstanceID: inst.ID, Queue: "next", Limit: 10})
+	byID := map[string]*task.Task{}
+	for _, tk := range page.Tasks {
+		byID[tk.ID] = tk
+	}
+	if len(page.Tasks) != 2 || byID[named.ID] == nil || byID[chained.ID] == nil || byID[chained.ID].Depth != 1 {
+		t.Fatalf("tasks of next: %d, want %s and %s (depth 1)", len(page.Tasks), named.ID, chained.ID)
+	}
+	tr, _ := e.s.TriggerGet(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: rule.ID})
+	want := store.TruncateMsg("DEPTH_EXCEEDED: " + long)
+	if tr.Fired != 1 || tr.ErrorCount != 2 || tr.LastError != want || tr.LastErrorAt != T0+30 || !utf8.ValidString(tr.LastError) || len(want) > 500 {
+		t.Fatalf("rule: fired %d, errors %d, last error %q at %d", tr.Fired, tr.ErrorCount, tr.LastError, tr.LastErrorAt)
+	}
+}
+
+// testTriggerChainEventsOnce: two calls ending events at once (the second
+// from inside the first's plan) end each event once between them.
+func testTriggerChainEventsOnce(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	work := e.queue(inst, "work", task.ModePush)
+	next := e.queue(inst, "next", task.ModePull)
+	e.rule(inst, task.TriggerTask, "next")
+	const n = 6
+	e.addN(work, n, T0, nil)
+	for i, cl := range e.claim(work, T0, n, 60_000) {
+		e.finish(work, cl, T0+10+int64(i), succeed(`1`))
+	}
+	plan := func(evs []*store.TriggerEvent) []store.TriggerEventOutcome {
+		outs := make([]store.TriggerEventOutcome, len(evs))
+		for i := range outs {
+			outs[i].Task = e.newTask(next, T0+20)
+		}
+		return outs
+	}
+	applied := 0
+	count := func(res []store.TriggerFireResult) {
+		for _, r := range res {
+			if r.Applied {
+				applied++
+			}
+		}
+	}
+	outer, err := e.s.TriggerEventsEnd(e.ctx, &store.TriggerEventsEndParams{Limit: 2, Now: T0 + 20,
+		Plan: func(ctx context.Context, evs []*store.TriggerEvent) ([]store.TriggerEventOutcome, error) {
+			inner, err := e.s.TriggerEventsEnd(ctx, &store.TriggerEventsEndParams{Limit: n, Now: T0 + 20,
+				Plan: func(_ context.Context, evs []*store.TriggerEvent) ([]store.TriggerEventOutcome, error) {
+					return plan(evs), nil
+				}})
+			if err != nil {
+				return nil, err
+			}
+			count(inner)
+			return plan(evs), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count(outer)
+	if applied != n {
+		t.Fatalf("%d events applied between the two calls, want %d", applied, n)
+	}
+	if left := len(e.events()); left != 0 {
+		t.Fatalf("%d events left", left)
+	}
+	page, _ := e.s.TaskList(e.ctx, &store.ListParams{InstanceID: inst.ID, Queue: "next", Limit: 20})
+	if len(page.Tasks) != n {
+		t.Fatalf("%d tasks added, want %d", len(page.Tasks), n)
 	}
 }
 
