@@ -261,17 +261,23 @@ const opsListChunk = 200
 // each with its payload and result (progress): offset skips and limit
 // counts jobs sees admits, so a key that reaches only some instances
 // pages through its own jobs as if they were the only ones. The store is
-// read opsListChunk jobs at a time until the page is full or the jobs end.
+// read opsListChunk jobs at a time, each read after the last job of the
+// one before (a job submitted meanwhile is not read twice), until the page
+// is full or the jobs end.
 func (e *Engine) OpsList(ctx context.Context, org string, limit, offset int, sees func(*OpsJob) bool) ([]*OpsJob, error) {
 	inst, err := e.opsInstance(ctx, org)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*OpsJob, 0, limit)
-	for from := 0; ; from += opsListChunk {
-		ts, err := e.store.TaskPage(ctx, &store.TaskPageParams{InstanceID: inst.ID, Limit: opsListChunk, Offset: from})
+	var after *store.TaskPageKey
+	for {
+		ts, err := e.store.TaskPage(ctx, &store.TaskPageParams{InstanceID: inst.ID, Limit: opsListChunk, After: after})
 		if err != nil {
 			return nil, err
+		}
+		if len(ts) > 0 {
+			after = store.PageAfter(ts[len(ts)-1])
 		}
 		ids := make([]string, len(ts))
 		for i, t := range ts {

@@ -2,17 +2,18 @@ package store
 
 import (
 	"context"
+	"math"
 
 	"github.com/errandhq/errand/internal/task"
 )
 
 // OpsStore holds the store methods the operations API adds: a page of an
-// instance's tasks by offset (the operations instance's jobs), and the
+// instance's tasks, newest first (the operations instance's jobs), and the
 // removal of chosen tasks (dead-letter purge).
 type OpsStore interface {
 	// TaskPage returns tasks of one instance, every queue, newest CreatedAt
-	// first (ties by ID), skipping p.Offset and returning at most p.Limit,
-	// without payloads; never nil.
+	// first (ties by ID), after p.After when set, at most p.Limit, without
+	// payloads; never nil.
 	TaskPage(ctx context.Context, p *TaskPageParams) ([]*task.Task, error)
 	// TaskDelete removes the tasks of one instance with the given ids that
 	// are in one of p.States, in one transaction, and returns how many.
@@ -90,7 +91,28 @@ type TaskUpdateManyParams struct {
 type TaskPageParams struct {
 	InstanceID string
 	Limit      int // 1–200; a value outside is clamped
-	Offset     int // ≥ 0; a negative value reads from the start
+	// After is the last task of the previous page (nil for the first): the
+	// page holds the tasks after it in the order, so a task added or
+	// removed meanwhile moves no other task from one page to the next.
+	After *TaskPageKey
+}
+
+// TaskPageKey is a task's place in TaskPage's order.
+type TaskPageKey struct {
+	CreatedAt int64
+	ID        string
+}
+
+// PageAfter returns where the page after one ending with t starts.
+func PageAfter(t *task.Task) *TaskPageKey { return &TaskPageKey{CreatedAt: t.CreatedAt, ID: t.ID} }
+
+// PageStart is the key TaskPage reads from when p.After is nil: before
+// every task in the order.
+func (p *TaskPageParams) PageStart() TaskPageKey {
+	if p.After != nil {
+		return *p.After
+	}
+	return TaskPageKey{CreatedAt: math.MaxInt64}
 }
 
 // TaskDeleteParams names the tasks to remove.

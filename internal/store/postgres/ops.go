@@ -10,10 +10,10 @@ import (
 	"github.com/errandhq/errand/internal/task"
 )
 
-// sqlTaskPage reads one page of an instance's tasks by offset; the
-// operations instance it serves holds few rows, so the sort is cheap.
+// sqlTaskPage reads one page of an instance's tasks after a key ($3, $4);
+// the operations instance it serves holds few rows, so the sort is cheap.
 var sqlTaskPage = `SELECT ` + cols("", taskListCols) + ` FROM tasks
-	WHERE instance_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`
+	WHERE instance_id = $1 AND (created_at, id) < ($3, $4) ORDER BY created_at DESC, id DESC LIMIT $2`
 
 // sqlTaskLockMany reads and locks the listed tasks of an instance, in id
 // order so that two such calls never wait on each other in a cycle.
@@ -24,7 +24,8 @@ const sqlTaskDelete = `DELETE FROM tasks WHERE instance_id = $1 AND id = ANY($2)
 
 // TaskPage implements store.OpsStore.
 func (s *Store) TaskPage(ctx context.Context, p *store.TaskPageParams) ([]*task.Task, error) {
-	rows, err := s.pool.Query(ctx, sqlTaskPage, p.InstanceID, min(max(p.Limit, 1), 200), max(p.Offset, 0))
+	after := p.PageStart()
+	rows, err := s.pool.Query(ctx, sqlTaskPage, p.InstanceID, min(max(p.Limit, 1), 200), after.CreatedAt, after.ID)
 	if err != nil {
 		return nil, interpretError(err)
 	}

@@ -9,10 +9,10 @@ import (
 )
 
 var (
-	// qTaskPage reads one page of an instance's tasks by offset; the
+	// qTaskPage reads one page of an instance's tasks after a key; the
 	// operations instance it serves holds few rows, so the sort is cheap.
 	qTaskPage = define(onReader, `SELECT `+cols("", taskListCols)+` FROM tasks
-		WHERE instance_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`)
+		WHERE instance_id = ? AND (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?`)
 	// qTaskDelete removes the listed ids (a JSON array) that are in one of
 	// the listed states (another JSON array).
 	qTaskDelete = define(onWriter, `DELETE FROM tasks WHERE instance_id = ?
@@ -21,7 +21,8 @@ var (
 
 // TaskPage implements store.OpsStore.
 func (s *Store) TaskPage(ctx context.Context, p *store.TaskPageParams) ([]*task.Task, error) {
-	rows, err := s.reader(qTaskPage).QueryContext(ctx, p.InstanceID, min(max(p.Limit, 1), 200), max(p.Offset, 0))
+	after := p.PageStart()
+	rows, err := s.reader(qTaskPage).QueryContext(ctx, p.InstanceID, after.CreatedAt, after.ID, min(max(p.Limit, 1), 200))
 	if err != nil {
 		return nil, interpretError(err)
 	}

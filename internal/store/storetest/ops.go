@@ -10,7 +10,7 @@ import (
 )
 
 var opsCases = []testCase{
-	{"PageOrderAndOffset", testOpsPageOrder},
+	{"PageOrderAndAfter", testOpsPageOrder},
 	{"PageClamps", testOpsPageClamps},
 	{"DeleteByIDAndState", testOpsDelete},
 	{"UpdateManyPerIDResults", testOpsUpdateMany},
@@ -20,14 +20,14 @@ var opsCases = []testCase{
 }
 
 // page reads one page through TaskPage.
-func (e *env) page(instanceID string, limit, offset int) []*task.Task {
+func (e *env) page(instanceID string, limit int, after *store.TaskPageKey) []*task.Task {
 	e.t.Helper()
-	ts, err := e.s.TaskPage(e.ctx, &store.TaskPageParams{InstanceID: instanceID, Limit: limit, Offset: offset})
+	ts, err := e.s.TaskPage(e.ctx, &store.TaskPageParams{InstanceID: instanceID, Limit: limit, After: after})
 	if err != nil {
-		e.t.Fatalf("TaskPage(limit %d, offset %d): %v", limit, offset, err)
+		e.t.Fatalf("TaskPage(limit %d, after %+v): %v", limit, after, err)
 	}
 	if ts == nil {
-		e.t.Fatalf("TaskPage(limit %d, offset %d): nil, want a slice", limit, offset)
+		e.t.Fatalf("TaskPage(limit %d, after %+v): nil, want a slice", limit, after)
 	}
 	return ts
 }
@@ -71,8 +71,8 @@ func (e *env) deadLetters(n int) deadLettersFixture {
 }
 
 // testOpsPageOrder: TaskPage reads every queue of one instance, newest
-// CreatedAt first with ties by id descending, skips Offset, returns at most
-// Limit, without payloads, and never another instance's task.
+// CreatedAt first with ties by id descending, after the key After, returns
+// at most Limit, without payloads, and never another instance's task.
 func testOpsPageOrder(t *testing.T, e *env) {
 	inst := e.instance("acme", "_ops")
 	other := e.instance("globex", "_ops")
@@ -84,7 +84,7 @@ func testOpsPageOrder(t *testing.T, e *env) {
 	e.withID(q1, "d", T0+30, T0)
 	e.withID(e.queue(other, "dlq.replay", task.ModePull), "z", T0+40, T0)
 
-	all := e.page(inst.ID, 10, 0)
+	all := e.page(inst.ID, 10, nil)
 	sameIDs(t, "page", all, "d", "b", "c", "a")
 	for _, tk := range all {
 		if tk.Payload != nil {
@@ -97,43 +97,39 @@ func testOpsPageOrder(t *testing.T, e *env) {
 	if all[1].Queue != "dlq.purge" || all[0].Queue != "dlq.replay" {
 		t.Fatalf("queues %s, %s", all[0].Queue, all[1].Queue)
 	}
-	sameIDs(t, "limit 2, offset 1", e.page(inst.ID, 2, 1), "b", "c")
-	sameIDs(t, "offset at the end", e.page(inst.ID, 10, 4))
-	sameIDs(t, "offset past the end", e.page(inst.ID, 10, 1_000_000_000))
-	sameIDs(t, "an empty instance", e.page(e.instance("acme", "empty").ID, 10, 0))
-	sameIDs(t, "another instance", e.page(other.ID, 10, 0), "z")
+	sameIDs(t, "limit 2 after d", e.page(inst.ID, 2, store.PageAfter(all[0])), "b", "c")
+	sameIDs(t, "after the last", e.page(inst.ID, 10, store.PageAfter(all[3])))
+	// A key is a place in the order, whether a task holds it or not: a
+	// task removed since its page was read moves no other task.
+	sameIDs(t, "after a removed c", e.page(inst.ID, 10, &store.TaskPageKey{CreatedAt: T0 + 30, ID: "c"}), "b", "c", "a")
+	sameIDs(t, "after the start of time", e.page(inst.ID, 10, &store.TaskPageKey{CreatedAt: 0}))
+	sameIDs(t, "an empty instance", e.page(e.instance("acme", "empty").ID, 10, nil))
+	sameIDs(t, "another instance", e.page(other.ID, 10, nil), "z")
 }
 
 // testOpsPageClamps: a Limit below 1 reads one task, above 200 reads 200,
-// and a negative Offset reads from the start.
+// and the page after the 200th holds the rest.
 func testOpsPageClamps(t *testing.T, e *env) {
 	inst := e.instance("acme", "_ops")
 	e.addN(e.queue(inst, "dlq.replay", task.ModePull), 205, T0, nil)
-	if n := len(e.page(inst.ID, 0, 0)); n != 1 {
+	if n := len(e.page(inst.ID, 0, nil)); n != 1 {
 		t.Fatalf("limit 0 read %d tasks, want 1", n)
 	}
-	if n := len(e.page(inst.ID, 1000, 0)); n != 200 {
+	first := e.page(inst.ID, 1000, nil)
+	if n := len(first); n != 200 {
 		t.Fatalf("limit 1000 read %d tasks, want 200", n)
 	}
-	if first, neg := e.page(inst.ID, 3, 0), e.page(inst.ID, 3, -5); !equalIDs(first, neg) {
-		t.Fatalf("offset -5 read %v, offset 0 %v", ids(neg), ids(first))
-	}
-	if n := len(e.page(inst.ID, 200, 200)); n != 5 {
+	second := e.page(inst.ID, 200, store.PageAfter(first[199]))
+	if n := len(second); n != 5 {
 		t.Fatalf("the second page holds %d tasks, want 5", n)
 	}
-}
-
-func equalIDs(a, b []*task.Task) bool {
-	x, y := ids(a), ids(b)
-	if len(x) != len(y) {
-		return false
-	}
-	for i := range x {
-		if x[i] != y[i] {
-			return false
+	seen := map[string]bool{}
+	for _, tk := range append(first, second...) {
+		if seen[tk.ID] {
+			t.Fatalf("task %s on both pages", tk.ID)
 		}
+		seen[tk.ID] = true
 	}
-	return true
 }
 
 // testOpsDelete: TaskDelete removes only the listed ids of the instance
@@ -172,8 +168,8 @@ func testOpsDelete(t *testing.T, e *env) {
 	if n := del([]string{f[2].ID, pending.ID, f[0].ID}, task.Pending, task.Failed); n != 2 {
 		t.Fatalf("deleted %d, want 2", n)
 	}
-	sameIDs(t, "left", e.page(inst.ID, 10, 0))
-	sameIDs(t, "other instance", e.page(other.ID, 10, 0), foreign.ID)
+	sameIDs(t, "left", e.page(inst.ID, 10, nil))
+	sameIDs(t, "other instance", e.page(other.ID, 10, nil), foreign.ID)
 }
 
 // testOpsUpdateMany: TaskUpdateMany applies Fn to each listed task of the
