@@ -85,6 +85,45 @@ func TestTriggerRoutesRefuseBadInput(t *testing.T) {
 	a.do("GET", path, nil).want(t, 404, "NOT_FOUND")
 }
 
+// TestTaskRuleOnNamesEachItem: a task rule's task.on names each outcome
+// once; a refused item is named by its place, as hook.headers[i] is, on
+// create and on PATCH, and nothing is stored (audit: ["succeeded",
+// "succeeded"] was taken).
+func TestTaskRuleOnNamesEachItem(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	for _, c := range []struct{ on, want string }{
+		{`["succeeded","succeeded"]`, `task.on[1]: succeeded is named twice`},
+		{`["failed","succeeded","failed"]`, `task.on[2]: failed is named twice`},
+		{`["failed","SUCCEEDED"]`, `task.on[1]: must be succeeded or failed, not "SUCCEEDED"`},
+		{`["done"]`, `task.on[0]: must be succeeded or failed, not "done"`},
+		{`[]`, `task.on: name succeeded, failed or both`},
+	} {
+		r := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","task":{"queue":"jobs/out","on":`+c.on+`}}`).want(t, 400, "INVALID_ARGUMENT")
+		if r.message() != c.want {
+			t.Errorf("create with on %s: %q, want %q", c.on, r.message(), c.want)
+		}
+	}
+	if l := b.do("GET", "/v1/tasks/jobs/triggers", nil).want(t, 200, "").list("triggers"); len(l) != 0 {
+		t.Fatalf("refused creates left %d rules", len(l))
+	}
+	tr := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","task":{"queue":"jobs/out","on":["failed"]}}`).want(t, 201, "").obj("trigger")
+	path := "/v1/tasks/jobs/triggers/" + tr["id"].(string)
+	r := b.do("PATCH", path, `{"task":{"on":["succeeded","failed","succeeded"]}}`).want(t, 400, "INVALID_ARGUMENT")
+	if want := "task.on[2]: succeeded is named twice"; r.message() != want {
+		t.Errorf("PATCH: %q, want %q", r.message(), want)
+	}
+	on := b.do("GET", path, nil).want(t, 200, "").obj("trigger")["task"].(map[string]any)["on"].([]any)
+	if len(on) != 1 || on[0] != "failed" {
+		t.Fatalf("a refused PATCH changed task.on: %v", on)
+	}
+	on = b.do("PATCH", path, `{"task":{"on":["failed","succeeded"]}}`).want(t, 200, "").obj("trigger")["task"].(map[string]any)["on"].([]any)
+	if len(on) != 2 {
+		t.Fatalf("both outcomes: %v", on)
+	}
+}
+
 func TestHookWithoutSecret(t *testing.T) {
 	s := setupServe(t)
 	a := s.as(s.key("acme", "full:*"))

@@ -30,6 +30,8 @@ func TestTriggerTools(t *testing.T) {
 		{obj{"instance": "jobs", "queue": "work"}, "INVALID_ARGUMENT", ""},
 		{obj{"instance": "jobs", "queue": "work", "hook": obj{}, "task": obj{"queue": "work"}}, "INVALID_ARGUMENT", ""},
 		{obj{"instance": "jobs", "queue": "work", "task": obj{"queue": "work", "on": []any{"done"}}}, "INVALID_ARGUMENT", "task.on[0]: must be one of [succeeded failed]"},
+		// The API's rule, not a second one in the tool's schema.
+		{obj{"instance": "jobs", "queue": "work", "task": obj{"queue": "work", "on": []any{"succeeded", "succeeded"}}}, "INVALID_ARGUMENT", "task.on[1]: succeeded is named twice"},
 		{obj{"instance": "jobs", "queue": "work", "schedule": obj{"cron": ""}}, "INVALID_ARGUMENT", "schedule.cron: must not be empty"},
 		{obj{"instance": "jobs", "queue": "work", "task": obj{"queue": ""}}, "INVALID_ARGUMENT", "task.queue: must not be empty"},
 		{obj{"instance": "jobs", "queue": "work", "hook": obj{"secret": "not-a-secret"}}, "INVALID_ARGUMENT", "hook.secret"},
@@ -51,6 +53,12 @@ func TestTriggerTools(t *testing.T) {
 	hook := *tr.Trigger
 	s.refused("tasks_update_trigger", obj{"instance": "jobs", "id": hook.ID, "schedule": obj{"cron": "@hourly"}}, "INVALID_ARGUMENT")
 	s.refused("tasks_update_trigger", obj{"instance": "jobs", "id": "nosuch", "enabled": false}, "NOT_FOUND")
+	s.ok("tasks_create_trigger", obj{"instance": "jobs", "queue": "work", "task": obj{"queue": "work"}}, &tr)
+	chain := *tr.Trigger
+	if data := s.refused("tasks_update_trigger", obj{"instance": "jobs", "id": chain.ID, "task": obj{"on": []any{"failed", "failed"}}}, "INVALID_ARGUMENT"); data["message"] != "task.on[1]: failed is named twice" {
+		t.Errorf("update with on [failed failed]: %v", data)
+	}
+	s.ok("tasks_delete_trigger", obj{"instance": "jobs", "id": chain.ID, "confirm": true}, nil)
 	for _, args := range []obj{{"instance": "jobs", "id": hook.ID}, {"instance": "jobs", "id": hook.ID, "confirm": false}} {
 		if data := s.refused("tasks_delete_trigger", args, "CONFIRM_REQUIRED"); !strings.Contains(data["message"].(string), "confirm must be true") {
 			t.Errorf("delete %v: %v", args, data)

@@ -337,15 +337,22 @@ func (p *TaskOnPatch) apply(tr *Trigger, instance string) error {
 	}
 	if p.On != nil {
 		tr.OnSucceeded, tr.OnFailed = false, false
-		for _, o := range *p.On {
+		for i, o := range *p.On {
+			// Each item is named by its place, as hook.headers[i] is.
+			field := fmt.Sprintf("task.on[%d]", i)
+			var on *bool
 			switch o {
 			case "succeeded":
-				tr.OnSucceeded = true
+				on = &tr.OnSucceeded
 			case "failed":
-				tr.OnFailed = true
+				on = &tr.OnFailed
 			default:
-				return FieldErrorf(CodeInvalidArgument, "task.on", "%q: must be succeeded or failed", o)
+				return FieldErrorf(CodeInvalidArgument, field, "must be succeeded or failed, not %q", o)
 			}
+			if *on {
+				return FieldErrorf(CodeInvalidArgument, field, "%s is named twice", o)
+			}
+			*on = true
 		}
 		if !tr.OnSucceeded && !tr.OnFailed {
 			return FieldErrorf(CodeInvalidArgument, "task.on", "name succeeded, failed or both")

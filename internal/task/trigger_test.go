@@ -53,7 +53,11 @@ func TestTriggerPatchValidation(t *testing.T) {
 		{"task ok", TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{Queue: sp("jobs/a"), On: &[]string{"failed"}}}, "", ""},
 		{"task no queue", TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{}}, CodeInvalidArgument, "task.queue"},
 		{"task other instance", TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{Queue: sp("x/a")}}, CodeInvalidArgument, "task.queue"},
-		{"task bad on", TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{Queue: sp("jobs/a"), On: &[]string{"done"}}}, CodeInvalidArgument, "task.on"},
+		{"task bad on", TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{Queue: sp("jobs/a"), On: &[]string{"done"}}}, CodeInvalidArgument, "task.on[0]"},
+		{"task bad second on", TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{Queue: sp("jobs/a"), On: &[]string{"failed", "SUCCEEDED"}}}, CodeInvalidArgument, "task.on[1]"},
+		{"task on twice", TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{Queue: sp("jobs/a"), On: &[]string{"succeeded", "succeeded"}}}, CodeInvalidArgument, "task.on[1]"},
+		{"task on twice after the other", TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{Queue: sp("jobs/a"), On: &[]string{"failed", "succeeded", "failed"}}}, CodeInvalidArgument, "task.on[2]"},
+		{"task on both", TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{Queue: sp("jobs/a"), On: &[]string{"failed", "succeeded"}}}, "", ""},
 		{"task empty on", TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{Queue: sp("jobs/a"), On: &[]string{}}}, CodeInvalidArgument, "task.on"},
 	}
 	for _, c := range cases {
