@@ -104,3 +104,49 @@ func TestPatchRefusesNullForAPlainSetting(t *testing.T) {
 		t.Fatalf("create with nulls: %v", q)
 	}
 }
+
+// TestPatchOfAnotherKindsBlockSaysTheKind: a PATCH sending a block of
+// another kind than the rule's is refused as not belonging to the rule,
+// naming the block, whatever the block holds: a null, an unknown field or
+// a wrong type inside it is not what the caller needs to hear first
+// (audit: {"task":{"on":null}} on a hook rule answered "task.on: cannot be
+// null", as if task.on were a setting the rule had). Within the rule's own
+// kind a null is still refused as a null.
+func TestPatchOfAnotherKindsBlockSaysTheKind(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"pq","mode":"pull"}`).want(t, 201, "")
+	rule := func(body string) string {
+		return "/v1/tasks/jobs/triggers/" + b.do("POST", "/v1/tasks/jobs/triggers", body).want(t, 201, "").obj("trigger")["id"].(string)
+	}
+	sched := rule(`{"queue":"jobs/pq","schedule":{"cron":"@daily"}}`)
+	hook := rule(`{"queue":"jobs/pq","hook":{}}`)
+	chain := rule(`{"queue":"jobs/pq","task":{"queue":"jobs/pq"}}`)
+	const kindTail = ": a rule's kind cannot change; this rule is a "
+	for _, c := range []struct{ path, body, want string }{
+		{hook, `{"task":{"on":null}}`, "task" + kindTail + "hook rule"},
+		{hook, `{"task":null}`, "task" + kindTail + "hook rule"},
+		{hook, `{"enabled":false,"schedule":{"cron":null}}`, "schedule" + kindTail + "hook rule"},
+		{hook, `{"task":{"on":"failed"}}`, "task" + kindTail + "hook rule"},
+		{sched, `{"hook":{"headers":null}}`, "hook" + kindTail + "schedule rule"},
+		{sched, `{"task":{"bogus":1}}`, "task" + kindTail + "schedule rule"},
+		{chain, `{"hook":{"secret":null,"headers":null}}`, "hook" + kindTail + "task rule"},
+		{chain, `{"schedule":{}}`, "schedule" + kindTail + "task rule"},
+		// The rule's own kind: the null, or the field, as before.
+		{hook, `{"hook":{"headers":null}}`, "hook.headers" + nullTail},
+		{chain, `{"task":{"on":null}}`, "task.on" + nullTail},
+		{chain, `{"task":{"bogus":1}}`, "task.bogus: unknown field"},
+		// A field outside the kinds' blocks is named first, as sent.
+		{hook, `{"enabled":null,"task":{"on":null}}`, "enabled" + nullTail},
+	} {
+		r := b.do("PATCH", c.path, c.body).want(t, 400, "INVALID_ARGUMENT")
+		if r.message() != c.want {
+			t.Errorf("PATCH %s %s: %q, want %q", c.path, c.body, r.message(), c.want)
+		}
+	}
+	// A refused body of an unknown rule is refused as a body, as it was.
+	b.do("PATCH", "/v1/tasks/jobs/triggers/nosuch", `{"task":{"on":null}}`).want(t, 400, "INVALID_ARGUMENT")
+	if tr := b.do("GET", hook, nil).want(t, 200, "").obj("trigger"); tr["enabled"] != true || tr["kind"] != "hook" {
+		t.Fatalf("refused patches changed the rule: %v", tr)
+	}
+}

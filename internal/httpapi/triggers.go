@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/errandhq/errand/errandapi"
@@ -106,7 +107,7 @@ func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request, c *call) {
 func (s *Server) patchTrigger(w http.ResponseWriter, r *http.Request, c *call) {
 	var body errandapi.TriggerRequest
 	if err := decodePatch(r, &body); err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, s.otherKindFirst(r, c, err))
 		return
 	}
 	tr, err := s.eng.TriggerPatch(r.Context(), c.trigger(r), triggerPatch(&body))
@@ -115,6 +116,26 @@ func (s *Server) patchTrigger(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	writeJSON(w, http.StatusOK, errandapi.TriggerResponse{Trigger: toTrigger(tr, c.instance, c)})
+}
+
+// otherKindFirst is the answer to a PATCH whose body was refused before
+// the rule was read: when the field refused lies in another kind's block
+// ({"task":{"on":null}} on a hook rule), the refusal is that the block has
+// no place in this rule, as the domain answers a body that decodes; else
+// err. Only a refused body pays for the rule's read.
+func (s *Server) otherKindFirst(r *http.Request, c *call, err error) error {
+	var te *task.Error
+	if !errors.As(err, &te) || te.Field == "" {
+		return err
+	}
+	tr, gerr := s.eng.TriggerGet(r.Context(), c.trigger(r))
+	if gerr != nil {
+		return err
+	}
+	if kerr := tr.OtherKind(te.Field); kerr != nil {
+		return kerr
+	}
+	return err
 }
 
 func (s *Server) deleteTrigger(w http.ResponseWriter, r *http.Request, c *call) {

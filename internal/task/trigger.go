@@ -170,14 +170,13 @@ func (p *TriggerPatch) Apply(tr *Trigger, instance string, create bool) error {
 		// A field of another kind is named as sent.
 		for _, k := range []struct {
 			field string
-			other bool
-		}{
-			{"schedule", p.Schedule != nil && tr.Kind != TriggerSchedule},
-			{"hook", p.Hook != nil && tr.Kind != TriggerHook},
-			{"task", p.Task != nil && tr.Kind != TriggerTask},
-		} {
-			if k.other {
-				return FieldErrorf(CodeInvalidArgument, k.field, "a rule's kind cannot change; this rule is a %s rule", tr.Kind)
+			sent  bool
+		}{{"schedule", p.Schedule != nil}, {"hook", p.Hook != nil}, {"task", p.Task != nil}} {
+			if !k.sent {
+				continue
+			}
+			if err := tr.OtherKind(k.field); err != nil {
+				return err
 			}
 		}
 	}
@@ -237,6 +236,22 @@ func (p *TriggerPatch) Apply(tr *Trigger, instance string, create bool) error {
 		return tr.checkCopiedHeaders("params.headers")
 	case p.Hook != nil && p.Hook.Headers != nil:
 		return tr.checkCopiedHeaders("hook.headers")
+	}
+	return nil
+}
+
+// OtherKind refuses field when it is, or lies inside, the block of a kind
+// other than tr's ("task", "task.on" on a hook rule): a rule's kind
+// cannot change, so such a field has no place in its PATCH, whatever its
+// value. It is nil for any other field. The refusal names the block.
+func (tr *Trigger) OtherKind(field string) error {
+	block, _, _ := strings.Cut(field, ".")
+	block, _, _ = strings.Cut(block, "[")
+	switch k := TriggerKind(block); k {
+	case TriggerSchedule, TriggerHook, TriggerTask:
+		if k != tr.Kind {
+			return FieldErrorf(CodeInvalidArgument, block, "a rule's kind cannot change; this rule is a %s rule", tr.Kind)
+		}
 	}
 	return nil
 }

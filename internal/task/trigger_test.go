@@ -369,3 +369,31 @@ func TestChainTemplateBound(t *testing.T) {
 		}
 	}
 }
+
+// TestOtherKind: a field in the block of another kind than the rule's is
+// refused naming the block; the rule's own block and fields outside the
+// blocks are not.
+func TestOtherKind(t *testing.T) {
+	hook := &Trigger{Kind: TriggerHook}
+	for field, want := range map[string]string{
+		"task":              "task",
+		"task.on":           "task",
+		"task.on[1]":        "task",
+		"schedule.timeZone": "schedule",
+		"schedule[0]":       "schedule",
+		"hook":              "",
+		"hook.headers[0]":   "",
+		"enabled":           "",
+		"tasks":             "",
+		"body":              "",
+		"":                  "",
+	} {
+		err := hook.OtherKind(field)
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%q: %v, want nil", field, err)
+		case want != "" && (!IsCode(err, CodeInvalidArgument) || err.(*Error).Field != want || !strings.HasSuffix(err.Error(), "this rule is a hook rule")):
+			t.Errorf("%q: %v, want a refusal naming %s", field, err, want)
+		}
+	}
+}
