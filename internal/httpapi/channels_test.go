@@ -172,7 +172,7 @@ func TestChannelBadInput(t *testing.T) {
 		if !strings.HasPrefix(r.message(), "channel") {
 			t.Errorf("%s: message %q does not name channel", name, r.message())
 		}
-		b.do("POST", "/v1/channels/jobs/"+name+"/token", nil).want(t, 400, "INVALID_ARGUMENT")
+		b.do("POST", "/v1/channels/jobs/"+name+"/token", nil).want(t, 400, "INVALID_ARGUMENT").names(t, "channel")
 	}
 	cases := []struct {
 		query   string

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,6 +139,16 @@ func (r res) want(t testing.TB, status int, code string) res {
 		if e == nil || e["code"] != code {
 			t.Fatalf("code %v, want %s: %s", e, code, r.raw)
 		}
+	}
+	return r
+}
+
+// names checks that the error message names field first, as every
+// refusal does ("field: …"; the field's full path).
+func (r res) names(t testing.TB, field string) res {
+	t.Helper()
+	if msg := r.message(); !strings.HasPrefix(msg, field+": ") {
+		t.Errorf("message %q does not name %s first", msg, field)
 	}
 	return r
 }

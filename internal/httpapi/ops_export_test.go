@@ -221,7 +221,7 @@ func TestOpsBundleRefusals(t *testing.T) {
 			t.Fatalf("%s: %s", body, m)
 		}
 	}
-	b.do("PATCH", "/v1/tasks/jobs/triggers/rule-1", `{"id":"rule-2"}`).want(t, 400, "INVALID_ARGUMENT")
+	b.do("PATCH", "/v1/tasks/jobs/triggers/rule-1", `{"id":"rule-2"}`).want(t, 400, "INVALID_ARGUMENT").names(t, "id")
 	if n := len(b.do("GET", "/v1/tasks/jobs/triggers", nil).list("triggers")); n != 1 {
 		t.Fatalf("%d rules after the refusals", n)
 	}

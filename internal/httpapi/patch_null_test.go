@@ -145,7 +145,7 @@ func TestPatchOfAnotherKindsBlockSaysTheKind(t *testing.T) {
 		}
 	}
 	// A refused body of an unknown rule is refused as a body, as it was.
-	b.do("PATCH", "/v1/tasks/jobs/triggers/nosuch", `{"task":{"on":null}}`).want(t, 400, "INVALID_ARGUMENT")
+	b.do("PATCH", "/v1/tasks/jobs/triggers/nosuch", `{"task":{"on":null}}`).want(t, 400, "INVALID_ARGUMENT").names(t, "task.on")
 	if tr := b.do("GET", hook, nil).want(t, 200, "").obj("trigger"); tr["enabled"] != true || tr["kind"] != "hook" {
 		t.Fatalf("refused patches changed the rule: %v", tr)
 	}

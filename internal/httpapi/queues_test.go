@@ -88,7 +88,7 @@ func TestQueueValidationNamesTheField(t *testing.T) {
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"q2","deadLetterQueue":"dead"}`).want(t, 400, "NO_TARGET")
 	b.do("PATCH", "/v1/tasks/jobs/queues/dead", `{"target":{"webhook":"https://example.com/dead"}}`).want(t, 200, "")
 	b.do("PATCH", "/v1/tasks/jobs/queues/pq", `{"deadLetterQueue":"dead"}`).want(t, 200, "")
-	b.do("PATCH", "/v1/tasks/jobs/queues/pq", `{"deadLetterQueue":"gone"}`).want(t, 400, "INVALID_ARGUMENT")
+	b.do("PATCH", "/v1/tasks/jobs/queues/pq", `{"deadLetterQueue":"gone"}`).want(t, 400, "INVALID_ARGUMENT").names(t, "deadLetterQueue")
 	// Nor may the dead-letter queue lose its target later.
 	if m := b.do("PATCH", "/v1/tasks/jobs/queues/dead", `{"target":null}`).want(t, 400, "NO_TARGET").message(); !strings.HasPrefix(m, "target: ") || !strings.Contains(m, `"pq"`) {
 		t.Fatal(m)
@@ -108,7 +108,7 @@ func TestInstances(t *testing.T) {
 	b := setup(t)
 	b.do("POST", "/v1/instances", map[string]any{"name": "shop"}).want(t, 201, "")
 	b.do("POST", "/v1/instances", map[string]any{"name": "shop"}).want(t, 409, "INSTANCE_EXISTS")
-	b.do("POST", "/v1/instances", map[string]any{"name": ""}).want(t, 400, "INVALID_ARGUMENT")
+	b.do("POST", "/v1/instances", map[string]any{"name": ""}).want(t, 400, "INVALID_ARGUMENT").names(t, "name")
 	r := b.do("GET", "/v1/instances", nil).want(t, 200, "")
 	if l := r.list("instances"); len(l) != 1 || l[0].(map[string]any)["name"] != "shop" {
 		t.Fatalf("%s", r.raw)

@@ -80,7 +80,7 @@ func TestAddRefusals(t *testing.T) {
 		}
 	}
 	many := "[" + strings.TrimSuffix(strings.Repeat(`{},`, 101), ",") + "]"
-	b.do("POST", "/v1/tasks/jobs/queues/emails/tasks", many).want(t, 400, "INVALID_ARGUMENT")
+	b.do("POST", "/v1/tasks/jobs/queues/emails/tasks", many).want(t, 400, "INVALID_ARGUMENT").names(t, "tasks")
 	b.do("POST", "/v1/tasks/jobs/queues/nope/tasks", `{}`).want(t, 404, "NOT_FOUND")
 	// Nothing of the refused calls was stored.
 	if n := b.do("GET", "/v1/tasks/jobs/queues/emails", nil).obj("queue")["counts"].(map[string]any)["scheduled"]; n != 0.0 {
@@ -129,10 +129,12 @@ func TestListPagingAndOrder(t *testing.T) {
 	if l := r.list("tasks"); len(l) != 1 || l[0].(map[string]any)["name"] != "t07" {
 		t.Fatalf("%s", r.raw)
 	}
-	b.do("GET", "/v1/tasks/jobs/queues/q/tasks?limit=0", nil).want(t, 400, "INVALID_ARGUMENT")
-	b.do("GET", "/v1/tasks/jobs/queues/q/tasks?limit=201", nil).want(t, 400, "INVALID_ARGUMENT")
-	b.do("GET", "/v1/tasks/jobs/queues/q/tasks?state=done", nil).want(t, 400, "INVALID_ARGUMENT")
-	b.do("GET", "/v1/tasks/jobs/queues/q/tasks?cursor=garbage!", nil).want(t, 400, "INVALID_ARGUMENT")
+	for query, field := range map[string]string{
+		"limit=0": "limit", "limit=201": "limit", "limit=-1": "limit", "limit=ten": "limit",
+		"state=done": "state", "cursor=garbage!": "cursor", "name=no%20spaces": "name",
+	} {
+		b.do("GET", "/v1/tasks/jobs/queues/q/tasks?"+query, nil).want(t, 400, "INVALID_ARGUMENT").names(t, field)
+	}
 }
 
 // leaseOne leases one task of a pull queue and returns its id and lease.
@@ -200,8 +202,15 @@ func TestPullLeaseAckExtendRelease(t *testing.T) {
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"thumbs","mode":"pull"}`).want(t, 201, "")
 	b.do("POST", "/v1/tasks/jobs/queues/thumbs/tasks", `[{"payload":{"key":"a"}},{"payload":{"key":"b"}}]`).want(t, 201, "")
 	b.do("POST", "/v1/tasks/jobs/queues/default/lease", `{"count":1}`).want(t, 400, "WRONG_MODE")
-	b.do("POST", "/v1/tasks/jobs/queues/thumbs/lease", `{"count":1001}`).want(t, 400, "INVALID_ARGUMENT")
-	b.do("POST", "/v1/tasks/jobs/queues/thumbs/lease", `{"leaseSeconds":86401}`).want(t, 400, "INVALID_ARGUMENT")
+	// Both ends of each bound, the field named.
+	for _, c := range []struct{ body, field string }{
+		{`{"count":0}`, "count"}, {`{"count":1001}`, "count"},
+		{`{"leaseSeconds":0}`, "leaseSeconds"}, {`{"leaseSeconds":86401}`, "leaseSeconds"},
+		{`{"waitSeconds":-1}`, "waitSeconds"}, {`{"waitSeconds":31}`, "waitSeconds"},
+		{`{"count":1,"leaseSeconds":1.5}`, "leaseSeconds"},
+	} {
+		b.do("POST", "/v1/tasks/jobs/queues/thumbs/lease", c.body).want(t, 400, "INVALID_ARGUMENT").names(t, c.field)
+	}
 	r := b.do("POST", "/v1/tasks/jobs/queues/thumbs/lease", `{"count":10,"leaseSeconds":120}`).want(t, 200, "")
 	l := r.list("tasks")
 	if len(l) != 2 {
@@ -213,7 +222,18 @@ func TestPullLeaseAckExtendRelease(t *testing.T) {
 	}
 	id, lease := a["id"].(string), a["leaseId"].(string)
 	b.do("POST", "/v1/tasks/jobs/tasks/"+id+"/ack", map[string]any{"leaseId": "wrong"}).want(t, 409, "LEASE_LOST")
-	b.do("POST", "/v1/tasks/jobs/tasks/"+id+"/ack", map[string]any{}).want(t, 400, "INVALID_ARGUMENT")
+	b.do("POST", "/v1/tasks/jobs/tasks/"+id+"/ack", map[string]any{}).want(t, 400, "INVALID_ARGUMENT").names(t, "leaseId")
+	for _, c := range []struct{ route, body, field string }{
+		{"ack", `{"leaseId":""}`, "leaseId"},
+		{"extend", `{}`, "leaseId"},
+		{"extend", `{"leaseId":"` + lease + `","leaseSeconds":0}`, "leaseSeconds"},
+		{"extend", `{"leaseId":"` + lease + `","leaseSeconds":86401}`, "leaseSeconds"},
+		{"release", `{}`, "leaseId"},
+		{"release", `{"leaseId":"` + lease + `","delaySeconds":-1}`, "delaySeconds"},
+		{"release", `{"leaseId":"` + lease + `","delaySeconds":86401}`, "delaySeconds"},
+	} {
+		b.do("POST", "/v1/tasks/jobs/tasks/"+id+"/"+c.route, c.body).want(t, 400, "INVALID_ARGUMENT").names(t, c.field)
+	}
 	big := map[string]any{"leaseId": lease, "result": strings.Repeat("r", 64<<10)}
 	r = b.do("POST", "/v1/tasks/jobs/tasks/"+id+"/ack", big).want(t, 400, "PAYLOAD_TOO_LARGE")
 	if !strings.HasPrefix(r.message(), "result") {
@@ -369,9 +389,10 @@ func TestBatchAck(t *testing.T) {
 	if m := r.list("results")[0].(map[string]any); m["code"] != "NOT_FOUND" || m["ok"] != false {
 		t.Fatalf("result of an unknown id: %v", m)
 	}
-	b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", `{"acks":[]}`).want(t, 400, "INVALID_ARGUMENT")
+	b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", `{"acks":[]}`).want(t, 400, "INVALID_ARGUMENT").names(t, "acks")
+	b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", `{}`).want(t, 400, "INVALID_ARGUMENT").names(t, "acks")
 	tooMany := `{"acks":[` + strings.TrimSuffix(strings.Repeat(`{"id":"x","leaseId":"y"},`, 1001), ",") + `]}`
-	b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", tooMany).want(t, 400, "INVALID_ARGUMENT")
+	b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", tooMany).want(t, 400, "INVALID_ARGUMENT").names(t, "acks")
 	for body, field := range map[string]string{`{"acks":[{"id":"x"}]}`: "acks[0].leaseId", `{"acks":[{"id":"x","leaseId":"y"},{"leaseId":"x"}]}`: "acks[1].id", `{"acks":[null]}`: "acks[0].id"} {
 		if m := b.do("POST", "/v1/tasks/jobs/queues/thumbs/ack", body).want(t, 400, "INVALID_ARGUMENT").message(); !strings.HasPrefix(m, field+": is required") {
 			t.Fatalf("%s: %s, want it to name %s", body, m, field)

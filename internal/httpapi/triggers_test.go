@@ -70,8 +70,18 @@ func TestTriggerRoutesRefuseBadInput(t *testing.T) {
 		t.Fatalf("created %v", tr)
 	}
 	path := "/v1/tasks/jobs/triggers/" + tr["id"].(string)
-	a.do("PATCH", path, `{"hook":{}}`).want(t, 400, "INVALID_ARGUMENT")
-	a.do("PATCH", path, `{"schedule":{"timeZone":"Mars/Base"}}`).want(t, 400, "INVALID_ARGUMENT")
+	for _, c := range []struct{ body, field string }{
+		{`{"hook":{}}`, "hook"},
+		{`{"task":{"queue":"jobs/out"}}`, "task"},
+		{`{"schedule":{"timeZone":"Mars/Base"}}`, "schedule.timeZone"},
+		{`{"schedule":{"cron":"61 * * * *"}}`, "schedule.cron"},
+		{`{"queue":"other/out"}`, "queue"},
+		{`{"id":"another"}`, "id"},
+		{`{"params":[1]}`, "params"},
+		{`{"colour":1}`, "colour"},
+	} {
+		a.do("PATCH", path, c.body).want(t, 400, "INVALID_ARGUMENT").names(t, c.field)
+	}
 	got := a.do("GET", path, nil).want(t, 200, "").obj("trigger")
 	if got["schedule"].(map[string]any)["timeZone"] != "Europe/Paris" {
 		t.Fatalf("refused patch changed the rule: %v", got)
@@ -163,11 +173,11 @@ func TestHookWithoutSecret(t *testing.T) {
 	}
 	a.do("DELETE", "/v1/tasks/jobs/triggers/"+other["id"].(string), nil).want(t, 200, "")
 	s.hookCall(path, nil, nil).want(t, 202, "") // an empty body: payload null
-	s.hookCall(path, []byte(`{"ref":`), nil).want(t, 400, "INVALID_ARGUMENT")
-	s.hookCall(path, []byte(`<xml/>`), nil).want(t, 400, "INVALID_ARGUMENT")
+	s.hookCall(path, []byte(`{"ref":`), nil).want(t, 400, "INVALID_ARGUMENT").names(t, "body")
+	s.hookCall(path, []byte(`<xml/>`), nil).want(t, 400, "INVALID_ARGUMENT").names(t, "body")
 	big := []byte(`"` + strings.Repeat("x", 64<<10) + `"`)
 	s.hookCall(path, big, nil).want(t, 400, "PAYLOAD_TOO_LARGE")
-	s.hookCall(path, []byte(`{}`), map[string]string{"Idempotency-Key": "a key with spaces"}).want(t, 400, "INVALID_ARGUMENT")
+	s.hookCall(path, []byte(`{}`), map[string]string{"Idempotency-Key": "a key with spaces"}).want(t, 400, "INVALID_ARGUMENT").names(t, "Idempotency-Key")
 	s.hookCall(strings.Replace(path, "/jobs/", "/other/", 1), []byte(`{}`), nil).want(t, 404, "NOT_FOUND")
 	s.hookCall("/v1/hooks/jobs/hk_nope", []byte(`{}`), nil).want(t, 404, "NOT_FOUND")
 	if n := len(a.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 5 {
