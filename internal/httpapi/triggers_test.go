@@ -36,7 +36,7 @@ func TestTriggerRoutesRefuseBadInput(t *testing.T) {
 		{`{"queue":"jobs/out","schedule":{"cron":"@daily","timeZone":"Europe/Atlantis"}}`, "INVALID_ARGUMENT", "schedule.timeZone"},
 		{`{"queue":"other/out","hook":{}}`, "INVALID_ARGUMENT", "queue"},
 		{`{"queue":"jobs/out"}`, "INVALID_ARGUMENT", "schedule"},
-		{`{"queue":"jobs/out","hook":{},"task":{"queue":"jobs/out"}}`, "INVALID_ARGUMENT", "schedule"},
+		{`{"queue":"jobs/out","hook":{},"task":{"queue":"jobs/out"}}`, "INVALID_ARGUMENT", "task: send exactly one of schedule, hook or task; hook is sent too"},
 		{`{"queue":"jobs/out","hook":{"secret":"plain"}}`, "INVALID_ARGUMENT", "hook.secret"},
 		{`{"queue":"jobs/out","hook":{"headers":["X-Event","bad header"]}}`, "INVALID_ARGUMENT", "hook.headers[1]: \"bad header\" is not a header name"},
 		{`{"queue":"jobs/out","hook":{"headers":["X-Event","authorization"]}}`, "INVALID_ARGUMENT", "hook.headers[1]: Authorization carries credentials"},

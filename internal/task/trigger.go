@@ -133,10 +133,13 @@ type TaskOnPatch struct {
 // check that queues exist: the engine does, against the store. It leaves
 // NextTickAt to the caller (NextTick needs now).
 func (p *TriggerPatch) Apply(tr *Trigger, instance string, create bool) error {
-	kinds := 0
-	for _, set := range []bool{p.Schedule != nil, p.Hook != nil, p.Task != nil} {
-		if set {
-			kinds++
+	var kinds []string // the kinds' blocks sent, in the order of the contract
+	for _, k := range []struct {
+		name string
+		set  bool
+	}{{"schedule", p.Schedule != nil}, {"hook", p.Hook != nil}, {"task", p.Task != nil}} {
+		if k.set {
+			kinds = append(kinds, k.name)
 		}
 	}
 	if p.ID != "" && !(p.ID == tr.ID && !create) { // a PATCH may send the rule's own id
@@ -149,8 +152,12 @@ func (p *TriggerPatch) Apply(tr *Trigger, instance string, create bool) error {
 		tr.ID = p.ID
 	}
 	if create {
-		if kinds != 1 {
-			return FieldErrorf(CodeInvalidArgument, "schedule", "send exactly one of schedule, hook or task")
+		switch len(kinds) {
+		case 0:
+			return FieldErrorf(CodeInvalidArgument, "schedule", "send exactly one of schedule, hook or task: the rule's kind")
+		case 1:
+		default: // the second block sent is the one too many
+			return FieldErrorf(CodeInvalidArgument, kinds[1], "send exactly one of schedule, hook or task; %s is sent too", kinds[0])
 		}
 		switch {
 		case p.Schedule != nil:
