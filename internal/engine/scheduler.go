@@ -54,6 +54,8 @@ func (s *Scheduler) until(ctx context.Context, now time.Time) time.Time {
 }
 
 // RunOnce fires every rule due now and returns how many tasks it added.
+// The rules due are read scheduleBatch at a time, and each batch fired in
+// one transaction (store.TriggerFire), its queues read once.
 func (s *Scheduler) RunOnce(ctx context.Context) (int, error) {
 	added := 0
 	defer func() {
@@ -67,13 +69,23 @@ func (s *Scheduler) RunOnce(ctx context.Context) (int, error) {
 		if err != nil {
 			return added, err
 		}
-		for _, tr := range due {
-			ok, err := s.fire(ctx, tr, now)
-			if err != nil {
-				return added, err
+		ps, err := s.fires(ctx, due, now)
+		if err != nil {
+			return added, err
+		}
+		res, err := s.d.Store.TriggerFire(ctx, ps)
+		if err != nil {
+			return added, err
+		}
+		for i, r := range res {
+			p, tr := ps[i], due[i]
+			if r.Applied && r.Err != "" {
+				s.log.Warn("schedule rule could not add its task", "instance", s.d.instanceName(ctx, tr.InstanceID), "rule", tr.ID,
+					"queue", tr.Queue, "tick", time.UnixMilli(p.Tick).UTC(), "reason", r.Err)
 			}
-			if ok {
+			if r.Applied && p.Task != nil && r.TaskID == p.Task.ID {
 				added++
+				s.d.Counted(p.Task.InstanceID)
 			}
 		}
 		if len(due) < scheduleBatch {
@@ -82,47 +94,48 @@ func (s *Scheduler) RunOnce(ctx context.Context) (int, error) {
 	}
 }
 
-// fire adds the task of tr's due tick, or records why it cannot. It
-// reports whether this call added it.
-func (s *Scheduler) fire(ctx context.Context, tr *task.Trigger, now int64) (bool, error) {
-	p := &store.TriggerFireParams{Ref: store.TriggerRef{InstanceID: tr.InstanceID, ID: tr.ID}, ExpectNext: tr.NextTickAt, Now: now}
-	tick, next, ok := tr.Due(now)
-	p.Tick, p.Next = tick, next
-	if !ok {
-		// Not a schedule that parses (a rule stored by hand): stop it.
-		p.Tick, p.Next, p.Err = tr.LastTickAt, 0, "schedule.cron: does not parse; the rule is stopped"
-	} else if t, err := s.tickTask(ctx, tr, tick, now); err != nil {
-		p.Err = task.Recorded(err)
-	} else {
+// fires builds the fire of each rule due: the task of its due tick, or
+// why it cannot be added. A store's failure is returned (the rules are
+// fired on a later pass); a refusal is recorded on its rule.
+func (s *Scheduler) fires(ctx context.Context, due []*task.Trigger, now int64) ([]*store.TriggerFireParams, error) {
+	type queueRead struct {
+		q   *task.Queue
+		err error
+	}
+	queues := map[[2]string]queueRead{}
+	ps := make([]*store.TriggerFireParams, len(due))
+	for i, tr := range due {
+		p := &store.TriggerFireParams{Ref: store.TriggerRef{InstanceID: tr.InstanceID, ID: tr.ID}, ExpectNext: tr.NextTickAt, Now: now}
+		ps[i] = p
+		tick, next, ok := tr.Due(now)
+		p.Tick, p.Next = tick, next
+		if !ok {
+			// Not a schedule that parses (a rule stored by hand): stop it.
+			p.Tick, p.Next, p.Err = tr.LastTickAt, 0, "schedule.cron: does not parse; the rule is stopped"
+			continue
+		}
+		key := [2]string{tr.InstanceID, tr.Queue}
+		qr, seen := queues[key]
+		if !seen {
+			qr.q, qr.err = ruleQueue(ctx, s.d.Store, tr)
+			if qr.err != nil && storeFault(qr.err) {
+				return nil, qr.err
+			}
+			queues[key] = qr
+		}
+		if qr.err != nil {
+			p.Err = task.Recorded(qr.err)
+			continue
+		}
+		t, err := ruleTask(qr.q, tr.ScheduleInput(tick), now, s.d.Rules)
+		if err != nil {
+			p.Err = task.Recorded(err)
+			continue
+		}
+		t.ID = s.d.NewID()
 		p.Task = t
 	}
-	res, err := s.d.Store.TriggerFire(ctx, p)
-	if err != nil {
-		return false, err
-	}
-	if res.Applied && res.Err != "" {
-		s.log.Warn("schedule rule could not add its task", "instance", s.d.instanceName(ctx, tr.InstanceID), "rule", tr.ID,
-			"queue", tr.Queue, "tick", time.UnixMilli(tick).UTC(), "reason", res.Err)
-	}
-	added := res.Applied && p.Task != nil && res.TaskID == p.Task.ID
-	if added {
-		s.d.Counted(p.Task.InstanceID)
-	}
-	return added, nil
-}
-
-// tickTask builds the task of one tick through the domain.
-func (s *Scheduler) tickTask(ctx context.Context, tr *task.Trigger, tick, now int64) (*task.Task, error) {
-	q, err := ruleQueue(ctx, s.d.Store, tr)
-	if err != nil {
-		return nil, err
-	}
-	t, err := ruleTask(q, tr.ScheduleInput(tick), now, s.d.Rules)
-	if err != nil {
-		return nil, err
-	}
-	t.ID = s.d.NewID()
-	return t, nil
+	return ps, nil
 }
 
 // Scheduler returns the schedule service (tests run it with RunOnce).

@@ -42,14 +42,15 @@ type TriggerStore interface {
 	// TriggerNextTick returns the earliest NextTickAt of an enabled schedule
 	// rule of any instance, 0 when there is none.
 	TriggerNextTick(ctx context.Context) (int64, error)
-	// TriggerFire records one tick of a schedule rule in one transaction:
-	// it applies only while the rule is enabled with NextTickAt equal to
-	// p.ExpectNext (so two nodes firing the same tick apply once), adds
+	// TriggerFire records ticks of schedule rules (each rule at most once)
+	// in one transaction and returns one result per fire, in order. A fire
+	// applies only while its rule is enabled with NextTickAt equal to
+	// p.ExpectNext (so two nodes firing the same tick apply once): it adds
 	// p.Task (a task already named by its tick) and moves the rule to
 	// p.Tick and p.Next; a task whose name is taken counts as added (a
 	// retry of the same tick), a queue that is gone records the refusal on
 	// the rule, as p.Err does when p.Task is nil.
-	TriggerFire(ctx context.Context, p *TriggerFireParams) (*TriggerFireResult, error)
+	TriggerFire(ctx context.Context, ps []*TriggerFireParams) ([]TriggerFireResult, error)
 
 	// TriggerHookAdd adds p.Task, a hook call's task, for hook rule p.Ref
 	// and counts it on the rule (Fired) in one transaction. A task whose

@@ -33,11 +33,17 @@ var (
 		WHERE kind = 'schedule' AND enabled AND next_tick_at > 0 AND next_tick_at <= $1 ORDER BY next_tick_at LIMIT $2`
 	qTriggerNextTick = `SELECT coalesce(min(next_tick_at), 0) FROM triggers
 		WHERE kind = 'schedule' AND enabled AND next_tick_at > 0`
-	// The fire's fence: the tick applies only while the rule still waits
-	// for the tick the scheduler read; a second node's fire of the same
-	// tick waits for this row lock, then matches nothing.
-	qTriggerTick = `UPDATE triggers SET last_tick_at = $3, next_tick_at = $4
-		WHERE instance_id = $1 AND id = $2 AND next_tick_at = $5 AND enabled AND kind = 'schedule'`
+	// qTriggersLock locks the rules whose keys $1 and $2 list, in key order.
+	qTriggersLock = `SELECT t.instance_id FROM triggers AS t
+		JOIN unnest($1::text[], $2::text[]) AS c(instance_id, id) ON t.instance_id = c.instance_id AND t.id = c.id
+		ORDER BY t.instance_id, t.id FOR UPDATE OF t`
+	// The fires' fence: a tick applies only while its rule still waits for
+	// the tick the scheduler read; a second node's fire of the same tick
+	// waits for the row lock, then matches nothing.
+	qTriggerTicks = `UPDATE triggers AS t SET last_tick_at = c.tick, next_tick_at = c.next
+		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[]) AS c(instance_id, id, tick, next, expect)
+		WHERE t.instance_id = c.instance_id AND t.id = c.id AND t.next_tick_at = c.expect AND t.enabled AND t.kind = 'schedule'
+		RETURNING t.instance_id, t.id`
 	// qTriggerTally counts $3 tasks added and $4 refusals on a rule, the
 	// last of which ($5, at $6) becomes its last error.
 	qTriggerTally = `UPDATE triggers SET fired = fired + $3::bigint, error_count = error_count + $4::bigint,
@@ -184,38 +190,76 @@ func (s *Store) TriggerDelete(ctx context.Context, ref store.TriggerRef) error {
 	return nil
 }
 
-// TriggerFire records one tick of a schedule rule and adds its task, in one
-// transaction fenced on the tick the rule waited for.
-func (s *Store) TriggerFire(ctx context.Context, p *store.TriggerFireParams) (*store.TriggerFireResult, error) {
-	res := &store.TriggerFireResult{}
+// TriggerFire records ticks of schedule rules in one transaction: their
+// rules locked in key order (two nodes firing the same ticks wait on each
+// other in one order), the ticks moved where each rule still waits for
+// the tick read, in one statement sent with the lock, then the tasks of
+// the fires that applied added and counted as addForRules does.
+func (s *Store) TriggerFire(ctx context.Context, ps []*store.TriggerFireParams) ([]store.TriggerFireResult, error) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	insts, ids := make([]string, len(ps)), make([]string, len(ps))
+	ticks, nexts, expects := make([]int64, len(ps)), make([]int64, len(ps)), make([]int64, len(ps))
+	for i, p := range ps {
+		insts[i], ids[i], ticks[i], nexts[i], expects[i] = p.Ref.InstanceID, p.Ref.ID, p.Tick, p.Next, p.ExpectNext
+	}
+	var res []store.TriggerFireResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		*res = store.TriggerFireResult{}
-		tag, err := tx.Exec(ctx, qTriggerTick, p.Ref.InstanceID, p.Ref.ID, p.Tick, p.Next, p.ExpectNext)
-		if err != nil {
+		res = make([]store.TriggerFireResult, len(ps))
+		b := &pgx.Batch{}
+		b.Queue(qTriggersLock, insts, ids)
+		b.Queue(qTriggerTicks, insts, ids, ticks, nexts, expects)
+		br := tx.SendBatch(ctx, b)
+		if _, err := br.Exec(); err != nil {
+			br.Close()
 			return interpretError(err)
 		}
-		if tag.RowsAffected() == 0 {
-			return nil // fired already
+		moved := map[store.TriggerRef]bool{}
+		rows, err := br.Query()
+		if err == nil {
+			for rows.Next() {
+				var ref store.TriggerRef
+				if err = rows.Scan(&ref.InstanceID, &ref.ID); err != nil {
+					break
+				}
+				moved[ref] = true
+			}
+			rows.Close()
+			err = cmp.Or(err, rows.Err())
 		}
-		res.Applied = true
-		return s.addForRule(ctx, tx, p.Ref, p.Task, p.Err, p.Now, res)
+		if err = cmp.Or(err, br.Close()); err != nil {
+			return interpretError(err)
+		}
+		var adds []ruleAdd
+		for i, p := range ps {
+			if moved[p.Ref] {
+				res[i].Applied = true
+				adds = append(adds, ruleAdd{ref: p.Ref, task: p.Task, err: p.Err, now: p.Now, res: &res[i]})
+			}
+		}
+		return addForRules(ctx, tx, adds)
 	})
-	return res, err
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // addForRule adds t (when set) for rule ref and records the outcome on the
 // rule: fired once more, or errMsg (or a queue that is gone) as its last
 // error. A name already taken in the queue means the task was added before.
 func (s *Store) addForRule(ctx context.Context, tx pgx.Tx, ref store.TriggerRef, t *task.Task, errMsg string, now int64, res *store.TriggerFireResult) error {
-	return addForRules(ctx, tx, []ruleAdd{{ref: ref, task: t, err: errMsg, res: res}}, now)
+	return addForRules(ctx, tx, []ruleAdd{{ref: ref, task: t, err: errMsg, now: now, res: res}})
 }
 
 // ruleAdd is one rule's add for addForRules: its task (or nil), the
-// refusal to record when there is none, and where its result goes.
+// refusal to record when there is none (at now), and where its result goes.
 type ruleAdd struct {
 	ref  store.TriggerRef
 	task *task.Task
 	err  string
+	now  int64
 	res  *store.TriggerFireResult
 }
 
@@ -223,12 +267,13 @@ type ruleAdd struct {
 type ruleTally struct {
 	fired, errors int
 	lastErr       string
+	lastErrAt     int64
 }
 
 // addForRules does addForRule for each add in one insert of their tasks and
 // one update per rule, sent in one round trip in the rules' key order (so
 // two transactions that record on the same rules lock them in one order).
-func addForRules(ctx context.Context, tx pgx.Tx, adds []ruleAdd, now int64) error {
+func addForRules(ctx context.Context, tx pgx.Tx, adds []ruleAdd) error {
 	var tasks []*task.Task
 	for _, a := range adds {
 		if a.task != nil {
@@ -275,7 +320,7 @@ func addForRules(ctx context.Context, tx pgx.Tx, adds []ruleAdd, now int64) erro
 			a.res.Err = errMsg
 			c := count(a.ref)
 			c.errors++
-			c.lastErr = store.TruncateMsg(errMsg)
+			c.lastErr, c.lastErrAt = store.TruncateMsg(errMsg), a.now
 		}
 	}
 	if len(tally) == 0 {
@@ -287,7 +332,7 @@ func addForRules(ctx context.Context, tx pgx.Tx, adds []ruleAdd, now int64) erro
 	b := &pgx.Batch{}
 	for _, ref := range refs {
 		c := tally[ref]
-		b.Queue(qTriggerTally, ref.InstanceID, ref.ID, c.fired, c.errors, c.lastErr, now)
+		b.Queue(qTriggerTally, ref.InstanceID, ref.ID, c.fired, c.errors, c.lastErr, c.lastErrAt)
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return interpretError(err)
@@ -362,9 +407,9 @@ func (s *Store) TriggerEventsEnd(ctx context.Context, p *store.TriggerEventsEndP
 		adds := make([]ruleAdd, len(evs))
 		for i, ev := range evs {
 			res[i].Applied = true
-			adds[i] = ruleAdd{ref: store.TriggerRef{InstanceID: ev.InstanceID, ID: ev.RuleID}, task: outs[i].Task, err: outs[i].Err, res: &res[i]}
+			adds[i] = ruleAdd{ref: store.TriggerRef{InstanceID: ev.InstanceID, ID: ev.RuleID}, task: outs[i].Task, err: outs[i].Err, now: p.Now, res: &res[i]}
 		}
-		return addForRules(ctx, tx, adds, p.Now)
+		return addForRules(ctx, tx, adds)
 	})
 	if err != nil {
 		return nil, err

@@ -167,23 +167,43 @@ func (s *Store) TriggerDelete(ctx context.Context, ref store.TriggerRef) error {
 	})
 }
 
-// TriggerFire records one tick of a schedule rule and adds its task, in one
-// transaction fenced on the tick the rule waited for.
-func (s *Store) TriggerFire(ctx context.Context, p *store.TriggerFireParams) (*store.TriggerFireResult, error) {
-	res := &store.TriggerFireResult{}
+// TriggerFire records ticks of schedule rules and adds their tasks, in one
+// write transaction, each fenced on the tick its rule waited for.
+func (s *Store) TriggerFire(ctx context.Context, ps []*store.TriggerFireParams) ([]store.TriggerFireResult, error) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	res := make([]store.TriggerFireResult, len(ps))
 	err := s.write(ctx, func(w *wtx) error {
-		*res = store.TriggerFireResult{}
-		r, err := w.exec(qTriggerTick, p.Tick, p.Next, p.Ref.InstanceID, p.Ref.ID, p.ExpectNext)
-		if err != nil {
-			return err
+		clear(res)
+		for i, p := range ps {
+			fence := []any{p.Tick, p.Next, p.Ref.InstanceID, p.Ref.ID, p.ExpectNext} // fired already: nothing to do
+			if err := w.addPast(qTriggerTick, fence, p.Ref, p.Task, p.Err, p.Now, &res[i]); err != nil {
+				return err
+			}
 		}
-		if n, err := affected(r); err != nil || n == 0 {
-			return err // fired already: nothing to do
-		}
-		res.Applied = true
-		return w.addForRule(p.Ref, p.Task, p.Err, p.Now, res)
+		return nil
 	})
-	return res, err
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// addPast runs fence, a write of one row that applies once (a tick's
+// move, an event's removal), with args, and when it wrote the row marks res
+// Applied and does addForRule.
+func (w *wtx) addPast(fence query, args []any, ref store.TriggerRef, t *task.Task, errMsg string, now int64, res *store.TriggerFireResult) error {
+	r, err := w.exec(fence, args...)
+	if err != nil {
+		return err
+	}
+	n, err := affected(r)
+	if err != nil || n == 0 {
+		return err
+	}
+	res.Applied = true
+	return w.addForRule(ref, t, errMsg, now, res)
 }
 
 // addForRule adds t (when set) for rule ref and records the outcome on the
@@ -284,19 +304,9 @@ func (s *Store) TriggerEventsEnd(ctx context.Context, p *store.TriggerEventsEndP
 	err = s.write(ctx, func(w *wtx) error {
 		clear(res)
 		for i, ev := range evs {
-			r, err := w.exec(qEventDelete, ev.Seq, ev.InstanceID)
-			if err != nil {
-				return err
-			}
-			n, err := affected(r)
-			if err != nil {
-				return err
-			}
-			if n == 0 {
-				continue // another call ended it
-			}
-			res[i].Applied = true
-			if err := w.addForRule(store.TriggerRef{InstanceID: ev.InstanceID, ID: ev.RuleID}, outs[i].Task, outs[i].Err, p.Now, &res[i]); err != nil {
+			fence := []any{ev.Seq, ev.InstanceID} // gone: another call ended it
+			ref := store.TriggerRef{InstanceID: ev.InstanceID, ID: ev.RuleID}
+			if err := w.addPast(qEventDelete, fence, ref, outs[i].Task, outs[i].Err, p.Now, &res[i]); err != nil {
 				return err
 			}
 		}

@@ -17,6 +17,7 @@ var triggerCases = []testCase{
 	{"Hook", testTriggerHook},
 	{"HookAdd", testTriggerHookAdd},
 	{"DueAndFire", testTriggerDueAndFire},
+	{"FireMany", testTriggerFireMany},
 	{"FireQueueGone", testTriggerFireQueueGone},
 	{"ChainEventInFinish", testTriggerChainEvent},
 	{"ChainEventDoneOnce", testTriggerChainEventDoneOnce},
@@ -137,12 +138,8 @@ func testTriggerDueAndFire(t *testing.T, e *env) {
 	}
 	fire := func(expect int64) *store.TriggerFireResult {
 		tk := e.newTask(q, T0+1000, func(in *task.AddInput) { in.Name = task.TickName(a.ID, T0+1000); in.Source = task.SourceSchedule })
-		res, err := e.s.TriggerFire(e.ctx, &store.TriggerFireParams{Ref: store.TriggerRef{InstanceID: inst.ID, ID: a.ID},
+		return e.fire(&store.TriggerFireParams{Ref: store.TriggerRef{InstanceID: inst.ID, ID: a.ID},
 			ExpectNext: expect, Tick: T0 + 1000, Next: T0 + 61_000, Task: tk, Now: T0 + 1000})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
 	}
 	res := fire(T0 + 1000)
 	if !res.Applied || !res.Added || res.TaskID == "" {
@@ -180,22 +177,87 @@ func testTriggerDueAndFire(t *testing.T, e *env) {
 	}
 }
 
+// fire records one fire through TriggerFire and returns its result.
+func (e *env) fire(p *store.TriggerFireParams) *store.TriggerFireResult {
+	e.t.Helper()
+	res, err := e.s.TriggerFire(e.ctx, []*store.TriggerFireParams{p})
+	if err != nil || len(res) != 1 {
+		e.t.Fatalf("TriggerFire: %d results, %v", len(res), err)
+	}
+	return &res[0]
+}
+
+// testTriggerFireMany: one call fires several rules, each on its own
+// fence and with its own outcome: a task added, a tick another node fired
+// already (nothing), a refusal recorded, a name already taken (added
+// before, not counted again).
+func testTriggerFireMany(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "out", task.ModePull)
+	rules := make([]*task.Trigger, 4)
+	for i := range rules {
+		rules[i] = e.rule(inst, task.TriggerSchedule, "out", func(tr *task.Trigger) { tr.NextTickAt = T0 + 1000 })
+	}
+	tick := func(tr *task.Trigger) *task.Task {
+		return e.newTask(q, T0+1000, func(in *task.AddInput) { in.Name = task.TickName(tr.ID, T0+1000); in.Source = task.SourceSchedule })
+	}
+	kept := e.add(tick(rules[3]))[0]
+	fire := func(tr *task.Trigger, expect int64, tk *task.Task, msg string) *store.TriggerFireParams {
+		return &store.TriggerFireParams{Ref: store.TriggerRef{InstanceID: inst.ID, ID: tr.ID}, ExpectNext: expect,
+			Tick: T0 + 1000, Next: T0 + 61_000, Task: tk, Err: msg, Now: T0 + 1000 + int64(len(msg))}
+	}
+	added := tick(rules[0])
+	res, err := e.s.TriggerFire(e.ctx, []*store.TriggerFireParams{
+		fire(rules[0], T0+1000, added, ""),
+		fire(rules[1], T0+999, tick(rules[1]), ""), // another node moved it on
+		fire(rules[2], T0+1000, nil, "NO_TARGET: no"),
+		fire(rules[3], T0+1000, tick(rules[3]), ""),
+	})
+	if err != nil || len(res) != 4 {
+		t.Fatalf("TriggerFire: %d results, %v", len(res), err)
+	}
+	if r := res[0]; !r.Applied || !r.Added || r.TaskID != added.ID {
+		t.Fatalf("added: %+v", r)
+	}
+	if r := res[1]; r.Applied || r.Added {
+		t.Fatalf("fenced: %+v", r)
+	}
+	if r := res[2]; !r.Applied || r.Added || r.Err != "NO_TARGET: no" {
+		t.Fatalf("refused: %+v", r)
+	}
+	if r := res[3]; !r.Applied || !r.Added || r.TaskID != kept.ID {
+		t.Fatalf("name taken: %+v, want %s", r, kept.ID)
+	}
+	for i, want := range []struct {
+		next, fired, errors int64
+		lastErrAt           int64
+	}{{T0 + 61_000, 1, 0, 0}, {T0 + 1000, 0, 0, 0}, {T0 + 61_000, 0, 1, T0 + 1013}, {T0 + 61_000, 0, 0, 0}} {
+		got, err := e.s.TriggerGet(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: rules[i].ID})
+		if err != nil || got.NextTickAt != want.next || got.Fired != want.fired || got.ErrorCount != want.errors || got.LastErrorAt != want.lastErrAt {
+			t.Fatalf("rule %d: next %d fired %d errors %d at %d (%v), want %+v", i, got.NextTickAt-T0, got.Fired, got.ErrorCount, got.LastErrorAt, err, want)
+		}
+	}
+	if res, err := e.s.TriggerFire(e.ctx, nil); err != nil || len(res) != 0 {
+		t.Fatalf("no fires: %v %v", res, err)
+	}
+}
+
 func testTriggerFireQueueGone(t *testing.T, e *env) {
 	inst := e.instance("acme", "jobs")
 	q := e.queue(inst, "out", task.ModePull)
 	a := e.rule(inst, task.TriggerSchedule, "other-queue", func(tr *task.Trigger) { tr.NextTickAt = T0 + 1000 })
 	tk := e.newTask(q, T0+1000)
 	tk.Queue = "other-queue"
-	res, err := e.s.TriggerFire(e.ctx, &store.TriggerFireParams{Ref: store.TriggerRef{InstanceID: inst.ID, ID: a.ID},
+	res := e.fire(&store.TriggerFireParams{Ref: store.TriggerRef{InstanceID: inst.ID, ID: a.ID},
 		ExpectNext: T0 + 1000, Tick: T0 + 1000, Next: T0 + 2000, Task: tk, Now: T0 + 1000})
-	if err != nil || !res.Applied || res.Added || res.Err == "" {
-		t.Fatalf("fire into a missing queue: %+v %v", res, err)
+	if !res.Applied || res.Added || res.Err == "" {
+		t.Fatalf("fire into a missing queue: %+v", res)
 	}
 	// A refusal decided by the engine is recorded alike.
-	res, err = e.s.TriggerFire(e.ctx, &store.TriggerFireParams{Ref: store.TriggerRef{InstanceID: inst.ID, ID: a.ID},
+	res = e.fire(&store.TriggerFireParams{Ref: store.TriggerRef{InstanceID: inst.ID, ID: a.ID},
 		ExpectNext: T0 + 2000, Tick: T0 + 2000, Next: T0 + 3000, Err: "NO_TARGET: no", Now: T0 + 2000})
-	if err != nil || !res.Applied || res.Err != "NO_TARGET: no" {
-		t.Fatalf("fire with an error: %+v %v", res, err)
+	if !res.Applied || res.Err != "NO_TARGET: no" {
+		t.Fatalf("fire with an error: %+v", res)
 	}
 	got, _ := e.s.TriggerGet(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: a.ID})
 	if got.ErrorCount != 2 || got.LastError != "NO_TARGET: no" || got.LastErrorAt != T0+2000 || got.Fired != 0 || got.NextTickAt != T0+3000 {

@@ -45,3 +45,29 @@ func benchChainerDrain(b *testing.B, sts []store.Store) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
+
+// BenchmarkSchedulePass measures one scheduler pass over b.N schedule
+// rules due at once (fake clock): the fires a second one node makes when
+// every rule ticks together, as `* * * * *` rules do at each minute. Run it
+// with a fixed count, e.g. -benchtime=1000x.
+func BenchmarkSchedulePass(b *testing.B) {
+	for _, kind := range stores.Kinds {
+		b.Run(kind, func(b *testing.B) {
+			st := stores.Open(b, kind)
+			b.Cleanup(func() { _ = st.Close() })
+			n := newNode(b, st, clock.NewFake(T0))
+			n.pullQueue("ticks")
+			for range b.N {
+				n.rule(&task.TriggerPatch{Queue: ptr("jobs/ticks"), Schedule: &task.SchedulePatch{Cron: ptr("* * * * *")}})
+			}
+			n.clock.Advance(time.Minute)
+			b.ResetTimer()
+			got, err := n.eng.Scheduler().RunOnce(n.ctx)
+			b.StopTimer()
+			if err != nil || got != b.N {
+				b.Fatalf("the pass added %d tasks (%v), want %d", got, err, b.N)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "fires/s")
+		})
+	}
+}
