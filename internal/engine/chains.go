@@ -61,16 +61,19 @@ func (c *Chainer) RunOnce(ctx context.Context) (int, error) {
 		}
 	}()
 	for {
-		now := c.d.Clock.Now().UnixMilli()
 		var evs []*store.TriggerEvent
 		var outs []store.TriggerEventOutcome
-		res, err := c.d.Store.TriggerEventsEnd(ctx, &store.TriggerEventsEndParams{Limit: chainBatch, Now: now,
-			Plan: func(ctx context.Context, got []*store.TriggerEvent) ([]store.TriggerEventOutcome, error) {
-				var err error
-				evs = got
-				outs, err = c.plan(ctx, got, now)
-				return outs, err
-			}})
+		p := &store.TriggerEventsEndParams{Limit: chainBatch}
+		p.Plan = func(ctx context.Context, got []*store.TriggerEvent) ([]store.TriggerEventOutcome, error) {
+			// The time is read once the events are: a chained task is never
+			// dated before its parent's finish.
+			p.Now = c.d.Clock.Now().UnixMilli()
+			var err error
+			evs = got
+			outs, err = c.plan(ctx, got, p.Now)
+			return outs, err
+		}
+		res, err := c.d.Store.TriggerEventsEnd(ctx, p)
 		if err != nil {
 			return added, err
 		}

@@ -631,3 +631,38 @@ func (n *node) ackAll(queue string, count int) {
 		}
 	}
 }
+
+// lateStore is a real store whose chain batches start a second after the
+// chainer called: as a batch waits for its events while the clock runs.
+type lateStore struct {
+	store.Store
+	clock *clock.Fake
+}
+
+func (l *lateStore) TriggerEventsEnd(ctx context.Context, p *store.TriggerEventsEndParams) ([]store.TriggerFireResult, error) {
+	l.clock.Advance(time.Second)
+	return l.Store.TriggerEventsEnd(ctx, p)
+}
+
+// TestChainedTaskNotBeforeItsParent: the chained task's createdAt is read
+// once its batch holds the events, so it is never earlier than its
+// parent's finish (the audit saw follow-ups dated 56 ms before it).
+func TestChainedTaskNotBeforeItsParent(t *testing.T) {
+	t.Parallel()
+	fc := clock.NewFake(T0)
+	raw := openSQLite(t, filepath.Join(t.TempDir(), "errand.db"))
+	t.Cleanup(func() { _ = raw.Close() })
+	n := newNode(t, &lateStore{Store: raw, clock: fc}, fc)
+	n.pullQueue("a")
+	n.pullQueue("b")
+	n.rule(&task.TriggerPatch{Queue: ptr("jobs/b"), Task: &task.TaskOnPatch{Queue: ptr("jobs/a")}})
+	n.ackAll("a", 1)
+	n.chain(1)
+	ts := n.tasks("b")
+	if len(ts) != 1 {
+		t.Fatalf("%d chained tasks, want 1", len(ts))
+	}
+	if want := T0.Add(time.Second).UnixMilli(); ts[0].CreatedAt != want {
+		t.Fatalf("chained task created at +%d ms, want +%d (the time its batch read the event)", ts[0].CreatedAt-T0.UnixMilli(), want-T0.UnixMilli())
+	}
+}

@@ -165,7 +165,7 @@ type TriggerEventListParams struct {
 // TriggerEventsEndParams ends a batch of chain events.
 type TriggerEventsEndParams struct {
 	Limit int
-	Now   int64 // when the refusals are recorded
+	Now   int64 // when the refusals are recorded; Plan may set it
 	// Plan returns one outcome per event, in the order given.
 	Plan func(ctx context.Context, evs []*TriggerEvent) ([]TriggerEventOutcome, error)
 }
