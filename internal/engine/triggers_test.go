@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -664,5 +665,38 @@ func TestChainedTaskNotBeforeItsParent(t *testing.T) {
 	}
 	if want := T0.Add(time.Second).UnixMilli(); ts[0].CreatedAt != want {
 		t.Fatalf("chained task created at +%d ms, want +%d (the time its batch read the event)", ts[0].CreatedAt-T0.UnixMilli(), want-T0.UnixMilli())
+	}
+}
+
+// TestChainOutboxMetrics: /metrics shows the chain events waiting and how
+// long ago the oldest one's task finished, and 0 once the chainer added
+// their tasks.
+func TestChainOutboxMetrics(t *testing.T) {
+	t.Parallel()
+	n := sqliteNode(t, T0)
+	n.pullQueue("a")
+	n.pullQueue("b")
+	n.rule(&task.TriggerPatch{Queue: ptr("jobs/b"), Task: &task.TaskOnPatch{Queue: ptr("jobs/a")}})
+	n.ackAll("a", 3) // the chainer is not running: three events wait
+	n.clock.Advance(7 * time.Second)
+	metric := func(name string) string {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		n.eng.Metrics().Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		for ln := range strings.Lines(rec.Body.String()) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(ln), name+" "); ok {
+				return v
+			}
+		}
+		t.Fatalf("no metric %s", name)
+		return ""
+	}
+	if p, o := metric("errand_chain_events_pending"), metric("errand_oldest_chain_event_seconds"); p != "3" || o != "7" {
+		t.Fatalf("pending %s, oldest %s s; want 3 and 7", p, o)
+	}
+	n.chain(3)
+	n.clock.Advance(5 * time.Second) // past the read's 5 s
+	if p, o := metric("errand_chain_events_pending"), metric("errand_oldest_chain_event_seconds"); p != "0" || o != "0" {
+		t.Fatalf("after the chainer: pending %s, oldest %s s; want 0 and 0", p, o)
 	}
 }

@@ -28,20 +28,32 @@ const BacklogLimit = 10_000
 // many scrapers ask, the store is read at most once in it.
 const BacklogEvery = 5 * time.Second
 
-// BacklogReader reads the backlog of every mode from the store; its
-// context ends 5 s after the read began.
-type BacklogReader func(ctx context.Context) ([]Backlog, error)
+// BacklogRead is one read of the store's backlog: the tasks due per mode
+// and the chain events waiting for the chainers.
+type BacklogRead struct {
+	Queues []Backlog
+	// ChainEvents is how many chain events wait (counted up to
+	// BacklogLimit); OldestChainEvent how long ago the oldest counted
+	// one's task finished.
+	ChainEvents      int
+	OldestChainEvent time.Duration
+}
 
-// backlogCollector reports errand_tasks_due, errand_oldest_due_task_seconds
-// and errand_store_up from one read of the store, kept for BacklogEvery.
+// BacklogReader reads the backlog from the store; its context ends 5 s
+// after the read began.
+type BacklogReader func(ctx context.Context) (*BacklogRead, error)
+
+// backlogCollector reports errand_tasks_due, errand_oldest_due_task_seconds,
+// errand_chain_events_pending, errand_oldest_chain_event_seconds and
+// errand_store_up from one read of the store, kept for BacklogEvery.
 type backlogCollector struct {
-	due, oldest, up *prometheus.Desc
+	due, oldest, chain, chainOldest, up *prometheus.Desc
 
 	mu   sync.Mutex
 	read BacklogReader
 	now  func() time.Time
 	at   time.Time // when last was read; zero before the first read
-	last []Backlog
+	last *BacklogRead
 	ok   bool
 }
 
@@ -53,6 +65,11 @@ func newBacklogCollector() *backlogCollector {
 		oldest: prometheus.NewDesc("errand_oldest_due_task_seconds",
 			"How long the task due longest in an unpaused queue of the store has waited since it came due, by queue mode; 0 when none is due.",
 			[]string{"mode"}, nil),
+		chain: prometheus.NewDesc("errand_chain_events_pending",
+			"Chain events (a watched task's finish) waiting for the chainers to add their task rules' tasks, counted up to 10,000; the same on every node of a store.",
+			nil, nil),
+		chainOldest: prometheus.NewDesc("errand_oldest_chain_event_seconds",
+			"How long ago the task of the oldest waiting chain event finished; 0 when none waits.", nil, nil),
 		up: prometheus.NewDesc("errand_store_up",
 			"1 when this scrape's read of the store (the backlog) answered, 0 when it failed.", nil, nil),
 	}
@@ -62,6 +79,8 @@ func newBacklogCollector() *backlogCollector {
 func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.due
 	ch <- c.oldest
+	ch <- c.chain
+	ch <- c.chainOldest
 	ch <- c.up
 }
 
@@ -87,7 +106,7 @@ func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
 	for _, mode := range []string{"push", "pull"} {
 		var b Backlog
-		for _, x := range c.last {
+		for _, x := range c.last.Queues {
 			if x.Mode == mode {
 				b = x
 			}
@@ -95,6 +114,8 @@ func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.due, prometheus.GaugeValue, float64(b.Due), mode)
 		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, max(b.OldestDue, 0).Seconds(), mode)
 	}
+	ch <- prometheus.MustNewConstMetric(c.chain, prometheus.GaugeValue, float64(c.last.ChainEvents))
+	ch <- prometheus.MustNewConstMetric(c.chainOldest, prometheus.GaugeValue, max(c.last.OldestChainEvent, 0).Seconds())
 }
 
 // SetBacklog makes scrapes report the store's backlog through read, with

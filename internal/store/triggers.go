@@ -75,11 +75,22 @@ type TriggerStore interface {
 	// once take different events. Plan's error is returned unchanged and
 	// nothing is written.
 	TriggerEventsEnd(ctx context.Context, p *TriggerEventsEndParams) ([]TriggerFireResult, error)
+	// TriggerEventBacklog counts the pending chain events of every
+	// instance, the oldest limit of them at most, and the earliest finish
+	// among those counted (0 when none is pending).
+	TriggerEventBacklog(ctx context.Context, limit int) (*EventBacklog, error)
 	// TriggerEventAdd stores chain events of one instance (a restored
 	// archive's pending ones) as its finishes would have: an event whose
 	// task, rule and finish time are stored already is left as it is.
 	// Seq is the store's own.
 	TriggerEventAdd(ctx context.Context, p *TriggerEventAddParams) error
+}
+
+// EventBacklog is the chain outbox's size: events waiting for the
+// chainers.
+type EventBacklog struct {
+	Pending          int
+	OldestFinishedAt int64 // Unix ms; 0 when none is pending
 }
 
 // TriggerEventAddParams holds chain events to store for one instance.

@@ -68,6 +68,9 @@ var (
 	// qEventAdd stores one chain event as a finish writes it.
 	qEventAdd = `INSERT INTO trigger_events (instance_id, rule_id, task_id, state, finished_at) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT ON CONSTRAINT trigger_events_once DO NOTHING`
+	// qEventBacklog counts the oldest $1 pending events, along seq.
+	qEventBacklog = `SELECT count(*), coalesce(min(finished_at), 0)
+		FROM (SELECT finished_at FROM trigger_events ORDER BY seq LIMIT $1) AS e`
 	// qEventTake reads and locks the oldest chain events no other
 	// transaction holds.
 	qEventTake = qEventList + ` FOR UPDATE SKIP LOCKED`
@@ -362,6 +365,15 @@ func queryEvents(ctx context.Context, db querier, q string, args ...any) ([]*sto
 		out = append(out, ev)
 	}
 	return out, rowsErr(rows)
+}
+
+// TriggerEventBacklog counts the pending chain events, limit at most.
+func (s *Store) TriggerEventBacklog(ctx context.Context, limit int) (*store.EventBacklog, error) {
+	b := &store.EventBacklog{}
+	if err := s.pool.QueryRow(ctx, qEventBacklog, max(limit, 0)).Scan(&b.Pending, &b.OldestFinishedAt); err != nil {
+		return nil, interpretError(err)
+	}
+	return b, nil
 }
 
 // TriggerEventAdd stores chain events of one instance in one transaction.

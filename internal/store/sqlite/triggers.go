@@ -48,7 +48,10 @@ var (
 	// qEventsOf reads one instance's pending chain events.
 	qEventsOf = define(onReader, `SELECT `+store.TriggerEventColumns+` FROM trigger_events WHERE instance_id = ? ORDER BY seq`)
 	// qEventAdd stores one chain event as a finish writes it.
-	qEventAdd    = define(onWriter, `INSERT OR IGNORE INTO trigger_events (instance_id, rule_id, task_id, state, finished_at) VALUES (?, ?, ?, ?, ?)`)
+	qEventAdd = define(onWriter, `INSERT OR IGNORE INTO trigger_events (instance_id, rule_id, task_id, state, finished_at) VALUES (?, ?, ?, ?, ?)`)
+	// qEventBacklog counts the oldest ? pending events, along seq.
+	qEventBacklog = define(onReader, `SELECT count(*), coalesce(min(finished_at), 0)
+		FROM (SELECT finished_at FROM trigger_events ORDER BY seq LIMIT ?)`)
 	qEventDelete = define(onWriter, `DELETE FROM trigger_events WHERE seq = ? AND instance_id = ?`)
 )
 
@@ -247,6 +250,15 @@ func (w *wtx) addForRule(ref store.TriggerRef, t *task.Task, errMsg string, now 
 // TriggerEventList returns the oldest pending chain events.
 func (s *Store) TriggerEventList(ctx context.Context, p *store.TriggerEventListParams) ([]*store.TriggerEvent, error) {
 	return queryEvents(ctx, s.reader(qEventList), p.Limit)
+}
+
+// TriggerEventBacklog counts the pending chain events, limit at most.
+func (s *Store) TriggerEventBacklog(ctx context.Context, limit int) (*store.EventBacklog, error) {
+	b := &store.EventBacklog{}
+	if err := s.reader(qEventBacklog).QueryRowContext(ctx, max(limit, 0)).Scan(&b.Pending, &b.OldestFinishedAt); err != nil {
+		return nil, interpretError(err)
+	}
+	return b, nil
 }
 
 // TriggerEventAdd stores chain events of one instance in one write

@@ -321,6 +321,16 @@ func testTriggerChainEventDoneOnce(t *testing.T, e *env) {
 	if len(evs) != 5 {
 		t.Fatalf("events %d", len(evs))
 	}
+	for _, c := range []struct{ limit, pending int }{{10, 5}, {2, 2}, {0, 0}} {
+		b, err := e.s.TriggerEventBacklog(e.ctx, c.limit)
+		want := int64(T0 + 10)
+		if c.pending == 0 {
+			want = 0
+		}
+		if err != nil || b.Pending != c.pending || b.OldestFinishedAt != want {
+			t.Fatalf("backlog of %d: %+v %v, want %d pending, oldest %d", c.limit, b, err, c.pending, want-T0)
+		}
+	}
 	named := e.add(e.newTask(next, T0, func(in *task.AddInput) { in.Name = "taken" }))[0]
 	chained := e.newTask(next, T0+20, func(in *task.AddInput) { in.Depth = 1; in.Source = task.SourceTask })
 	again := e.newTask(next, T0+20, func(in *task.AddInput) { in.Name = "taken" })
@@ -388,6 +398,9 @@ func testTriggerChainEventDoneOnce(t *testing.T, e *env) {
 	}
 	if n := len(e.events()); n != 0 {
 		t.Fatalf("%d events left", n)
+	}
+	if b, err := e.s.TriggerEventBacklog(e.ctx, 10); err != nil || b.Pending != 0 || b.OldestFinishedAt != 0 {
+		t.Fatalf("backlog of none: %+v %v", b, err)
 	}
 	if evs, res := end(5, nil); len(evs) != 0 || len(res) != 0 {
 		t.Fatalf("nothing pending: %d events, %d results", len(evs), len(res))
