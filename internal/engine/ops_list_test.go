@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/engine"
@@ -51,10 +52,10 @@ func TestOpsListJobSubmittedMeanwhile(t *testing.T) {
 			}
 			const jobs = 250
 			for i := range jobs {
-				fc.Advance(1) // one job a millisecond: newest first is submission order, reversed
+				fc.Advance(time.Millisecond) // one job a millisecond (created_at's unit): newest first is submission order, reversed
 				submit(i)
 			}
-			fc.Advance(1)
+			fc.Advance(time.Millisecond)
 			st.onPage = func() { submit(jobs) }
 			got, err := eng.OpsList(ctx, "dev", 200, 100, func(*engine.OpsJob) bool { return true })
 			if err != nil {
