@@ -484,6 +484,41 @@ func TestDevNeedsNoLogin(t *testing.T) {
 	}
 }
 
+// TestDevCrossSiteGetMakesNoInstance: in dev a console page of an instance
+// that does not exist makes it on first use, but not when a page of
+// another site asks for it (an <img> pointing at the console): that GET
+// answers 404 and the instances stay as they were.
+func TestDevCrossSiteGetMakesNoInstance(t *testing.T) {
+	e := newEnv(t, envOptions{dev: true})
+	u := e.user()
+	for _, path := range []string{"/console/i/lured/", "/console/i/lured/q/default/", "/console/i/lured/settings", "/console/i/lured/live"} {
+		req, err := http.NewRequest(http.MethodGet, e.srv.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		req.Header.Set("Sec-Fetch-Dest", "image")
+		resp, err := u.hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := read(t, resp); p.status != http.StatusNotFound {
+			t.Fatalf("cross-site GET %s: %d, want 404:\n%s", path, p.status, p.body)
+		}
+	}
+	list, err := e.api.ListInstances(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 0 {
+		t.Fatalf("a cross-site GET made instances: %+v", list)
+	}
+	u.get("/console/i/lured/").want(t, http.StatusOK, "default")
+	if list, err = e.api.ListInstances(context.Background()); err != nil || len(list) != 1 {
+		t.Fatalf("the console's own GET made %d instances (%v), want 1", len(list), err)
+	}
+}
+
 // TestLiveCounts: the live stream sends the counts at once and again
 // after a change; a key revoked meanwhile ends it with "logout".
 func TestLiveCounts(t *testing.T) {
