@@ -189,6 +189,32 @@ func TestGrants(t *testing.T) {
 	stranger.post("/console/i/jobs/t/"+id+"/cancel", url.Values{"csrf": {tok}}).want(t, http.StatusNotFound)
 }
 
+// TestCreateInstanceForm: the form to create an instance is offered as the
+// API allows a create: to full:* with any name; to full:jobs only while
+// jobs does not exist, and then with jobs alone.
+func TestCreateInstanceForm(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	// full:jobs may create only jobs: no form while jobs exists; once it
+	// is deleted the form offers jobs alone, and creates it.
+	fj := e.user()
+	fj.login(e.key(e.org, "full:jobs"))
+	fj.get("/console/").want(t, http.StatusOK, "/console/i/jobs/").lacks(t, `id="create-instance"`)
+	fa := e.user()
+	fa.login(e.key(e.org, "full:*"))
+	fa.get("/console/").want(t, http.StatusOK, `id="create-instance"`, `<input id="instance-name"`)
+	if err := e.api.DeleteInstance(context.Background(), "jobs"); err != nil {
+		t.Fatal(err)
+	}
+	p := fj.get("/console/").want(t, http.StatusOK, `id="create-instance"`, `<option>jobs</option>`).lacks(t, `<input id="instance-name"`)
+	fj.post("/console/instances", url.Values{"csrf": {csrfRE.FindStringSubmatch(p.body)[1]}, "name": {"jobs"}}).want(t, http.StatusSeeOther)
+	fj.get("/console/").want(t, http.StatusOK, "/console/i/jobs/").lacks(t, `id="create-instance"`)
+
+	ro := e.user()
+	ro.login(e.key(e.org, "read:*", "write:*"))
+	ro.get("/console/").want(t, http.StatusOK).lacks(t, `id="create-instance"`)
+}
+
 // TestTaskPage: one task with its payload pretty-printed and escaped, its
 // params, every attempt; run, cancel and retry show the API's refusal at
 // its status.

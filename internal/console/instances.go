@@ -3,6 +3,7 @@ package console
 import (
 	"net/http"
 	"net/url"
+	"slices"
 
 	"github.com/errandhq/errand/errandapi"
 )
@@ -13,11 +14,37 @@ type instanceRow struct {
 	Role errandapi.Role
 }
 
-// instancesData is the instances page: the instances and the create form
-// as sent (nil but after a refusal).
+// instancesData is the instances page: the instances, what the key may
+// create, and the create form as sent (nil but after a refusal).
 type instancesData struct {
 	Rows []instanceRow
 	Form map[string]string
+	// AnyName: the key has full on every instance ("*"), so the form takes
+	// any name. Otherwise Creatable lists the instances it has full on
+	// that do not exist (none: no form).
+	AnyName   bool
+	Creatable []string
+}
+
+// creatable is what s's key may create, as the API decides it: an
+// instance needs the full grant on its name, so full:* may create any
+// name and full:NAME only NAME, while it does not exist.
+func (s *session) creatable(existing []errandapi.Instance) (anyName bool, names []string) {
+	have := map[string]bool{}
+	for _, in := range existing {
+		have[in.Name] = true
+	}
+	for _, g := range s.self.Grants {
+		switch {
+		case !g.Role.Includes(errandapi.RoleFull):
+		case g.Instance == "*":
+			anyName = true
+		case !have[g.Instance] && !slices.Contains(names, g.Instance):
+			names = append(names, g.Instance)
+		}
+	}
+	slices.Sort(names)
+	return anyName, names
 }
 
 func (c *Console) instancesPage(w http.ResponseWriter, r *http.Request, s *session) {
@@ -37,10 +64,10 @@ func (c *Console) showInstances(w http.ResponseWriter, r *http.Request, s *sessi
 		rows[i] = instanceRow{Instance: in, Role: s.roleOn(in.Name)}
 	}
 	v := s.view("Instances", "")
-	// Creating an instance needs the full grant on its name: the form is
-	// offered to a key that has a full grant somewhere.
 	v.Role = s.self.Strongest()
-	v.Err, v.Data = refusal, &instancesData{Rows: rows, Form: form}
+	d := &instancesData{Rows: rows, Form: form}
+	d.AnyName, d.Creatable = s.creatable(insts)
+	v.Err, v.Data = refusal, d
 	status := http.StatusOK
 	if refusal != nil {
 		status = refusal.Status
