@@ -20,6 +20,7 @@ func TestConfirmPagesReadFirst(t *testing.T) {
 	u.login(e.full)
 	u.get("/console/i/jobs/q/nosuch/confirm/delete").want(t, http.StatusNotFound, "NOT_FOUND").lacks(t, `id="confirm"`)
 	u.get("/console/i/jobs/q/nosuch/confirm/purge").want(t, http.StatusNotFound, "NOT_FOUND").lacks(t, `id="confirm"`)
+	u.get("/console/i/jobs/q/nosuch/confirm/replay-all").want(t, http.StatusNotFound, "NOT_FOUND").lacks(t, `id="confirm"`)
 	u.get("/console/i/nosuch/confirm/rotate").want(t, http.StatusNotFound, "NOT_FOUND").lacks(t, `id="confirm"`)
 	u.get("/console/i/jobs/q/pull/confirm/purge").want(t, http.StatusOK, `id="confirm"`)
 	u.get("/console/i/jobs/confirm/rotate").want(t, http.StatusOK, `id="confirm"`)
@@ -30,7 +31,7 @@ func TestConfirmPagesReadFirst(t *testing.T) {
 	ro.get("/console/i/other/confirm/reveal").want(t, http.StatusNotFound, "NOT_FOUND").lacks(t, `id="confirm"`)
 	// On its own instance a read key is told the action needs full, not
 	// offered a button the API would refuse.
-	for _, path := range []string{"/console/i/jobs/q/pull/confirm/purge", "/console/i/jobs/q/pull/confirm/delete", "/console/i/jobs/confirm/rotate", "/console/i/jobs/confirm/reveal"} {
+	for _, path := range []string{"/console/i/jobs/q/pull/confirm/purge", "/console/i/jobs/q/pull/confirm/delete", "/console/i/jobs/q/pull/confirm/replay-all", "/console/i/jobs/confirm/rotate", "/console/i/jobs/confirm/reveal"} {
 		ro.get(path).want(t, http.StatusForbidden, "PERMISSION_DENIED", "needs the full grant on instance jobs; the key&#39;s is read").lacks(t, `id="confirm"`)
 	}
 

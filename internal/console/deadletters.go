@@ -69,6 +69,10 @@ func (c *Console) replay(w http.ResponseWriter, r *http.Request, s *session) {
 	inst, name := r.PathValue("instance"), r.PathValue("queue")
 	sel := errandapi.DLQSelector{Instance: inst}
 	if r.PostForm.Get("all") == "true" {
+		if err := confirmed(r, "replaying every failed task of the queue"); err != nil {
+			c.showDead(w, r, s, apiError(err))
+			return
+		}
 		sel.Queue = name
 	} else {
 		sel.IDs = r.PostForm["id"]

@@ -654,8 +654,12 @@ func TestReplayDeadLetters(t *testing.T) {
 	}
 	e.waitState(a, errandapi.StateSucceeded)
 	// A replay of ticked ids links back to the queue they came from.
+	// Its times are the operations API's epoch seconds, shown as the
+	// console shows every time (the fake clock stands at T0).
+	at := T0.Truncate(time.Second).UTC().Format("2006-01-02 15:04:05.000 UTC")
 	waitPage(t, u, loc, `data-status="SUCCEEDED"`).want(t, http.StatusOK, "dlq.replay", `&#34;replayed&#34;: 1`,
-		`href="/console/i/jobs/q/flaky/dead">← dead letters of flaky`).lacks(t, `http-equiv="refresh"`)
+		`href="/console/i/jobs/q/flaky/dead">← dead letters of flaky`,
+		`<td id="job-created">`+at+`</td>`, `<td id="job-finished">`+at+`</td>`).lacks(t, `http-equiv="refresh"`, `id="job-run-at"`)
 	u.get("/console/i/jobs/jobs/NOSUCHJOB").want(t, http.StatusNotFound, "NOT_FOUND", "job NOSUCHJOB: ")
 	if tk, _ := e.api.GetTask(context.Background(), "jobs", b); tk.State != errandapi.StateFailed {
 		t.Fatalf("an unticked dead letter was replayed: %s", tk.State)
@@ -663,7 +667,17 @@ func TestReplayDeadLetters(t *testing.T) {
 	// The job is not shown under another instance.
 	u.get(strings.Replace(loc, "/i/jobs/", "/i/other/", 1)).want(t, http.StatusNotFound)
 
-	p = u.post("/console/i/jobs/q/flaky/replay", url.Values{"csrf": {tok}, "all": {"true"}})
+	// Replay all goes through a confirmation page that says how many; the
+	// form posted without it is refused and replays nothing.
+	u.get("/console/i/jobs/q/flaky/dead").want(t, http.StatusOK, `href="/console/i/jobs/q/flaky/confirm/replay-all" id="replay-all"`)
+	u.post("/console/i/jobs/q/flaky/replay", url.Values{"csrf": {tok}, "all": {"true"}}).want(t, http.StatusBadRequest,
+		"CONFIRM_REQUIRED", "replaying every failed task of the queue: confirm it on the confirmation page")
+	if tk, _ := e.api.GetTask(context.Background(), "jobs", b); tk.State != errandapi.StateFailed {
+		t.Fatalf("a replay of all without its confirmation replayed: %s", tk.State)
+	}
+	u.get("/console/i/jobs/q/flaky/confirm/replay-all").want(t, http.StatusOK, "Replay every failed task of queue flaky (1 now",
+		`name="all" value="true"`, `name="confirm" value="true"`, `action="/console/i/jobs/q/flaky/replay"`, `href="/console/i/jobs/q/flaky/dead">Cancel`)
+	p = u.post("/console/i/jobs/q/flaky/replay", url.Values{"csrf": {tok}, "all": {"true"}, "confirm": {"true"}})
 	if p.status != http.StatusSeeOther {
 		t.Fatalf("replay all: %d %s", p.status, p.body)
 	}

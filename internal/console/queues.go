@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 
 	"github.com/errandhq/errand/client"
 	"github.com/errandhq/errand/errandapi"
@@ -152,18 +153,18 @@ func (c *Console) pauseQueue(paused bool) func(w http.ResponseWriter, r *http.Re
 }
 
 // confirmed reports whether a form is the confirmation page's; a form
-// without it is the API's CONFIRM_REQUIRED.
-func confirmed(r *http.Request) error {
+// without it is the API's CONFIRM_REQUIRED, saying what it would have done.
+func confirmed(r *http.Request, does string) error {
 	if r.PostForm.Get("confirm") == "true" {
 		return nil
 	}
 	return &errandapi.Error{Code: errandapi.CodeConfirmRequired, Status: errandapi.StatusOf(errandapi.CodeConfirmRequired),
-		Message: "this removes tasks: confirm it on the confirmation page"}
+		Message: does + ": confirm it on the confirmation page"}
 }
 
 func (c *Console) purgeQueue(w http.ResponseWriter, r *http.Request, s *session) {
 	inst, name := r.PathValue("instance"), r.PathValue("queue")
-	err := confirmed(r)
+	err := confirmed(r, "purging removes every task of the queue")
 	n := 0
 	if err == nil {
 		n, err = s.cl.PurgeQueue(r.Context(), inst, name)
@@ -177,7 +178,7 @@ func (c *Console) purgeQueue(w http.ResponseWriter, r *http.Request, s *session)
 
 func (c *Console) deleteQueue(w http.ResponseWriter, r *http.Request, s *session) {
 	inst, name := r.PathValue("instance"), r.PathValue("queue")
-	err := confirmed(r)
+	err := confirmed(r, "deleting removes the queue and all its tasks")
 	n := 0
 	if err == nil {
 		n, err = s.cl.DeleteQueue(r.Context(), inst, name)
@@ -194,6 +195,8 @@ type confirmation struct {
 	Question string
 	Action   string // the form's URL
 	Button   string
+	All      bool   // the form also sends all=true (a replay of every failed task)
+	Back     string // where Cancel goes: the queue's page, or the settings, when empty
 }
 
 // confirmPage asks before a purge, a delete, or showing or rotating the
@@ -206,20 +209,25 @@ func (c *Console) confirmPage(w http.ResponseWriter, r *http.Request, s *session
 	var cf confirmation
 	switch {
 	case name != "" && what == "purge":
-		cf = confirmation{"Remove every task of queue " + name + "? This cannot be undone.", queueURL(inst, name) + "purge", "Purge " + name}
+		cf = confirmation{Question: "Remove every task of queue " + name + "? This cannot be undone.", Action: queueURL(inst, name) + "purge", Button: "Purge " + name}
 	case name != "" && what == "delete":
-		cf = confirmation{"Delete queue " + name + " and all its tasks? This cannot be undone.", queueURL(inst, name) + "delete", "Delete " + name}
+		cf = confirmation{Question: "Delete queue " + name + " and all its tasks? This cannot be undone.", Action: queueURL(inst, name) + "delete", Button: "Delete " + name}
+	case name != "" && what == "replay-all":
+		cf = confirmation{Action: queueURL(inst, name) + "replay", Button: "Replay all failed tasks of " + name, All: true, Back: queueURL(inst, name) + "dead"}
 	case name == "" && what == "reveal":
-		cf = confirmation{"Show the webhook signing key of " + inst + "? Anyone who sees it can sign requests as errand.", base + "settings/webhook-key", "Show the key"}
+		cf = confirmation{Question: "Show the webhook signing key of " + inst + "? Anyone who sees it can sign requests as errand.", Action: base + "settings/webhook-key", Button: "Show the key"}
 	case name == "" && what == "rotate":
-		cf = confirmation{"Replace the webhook signing key of " + inst + "? The next delivery is signed with the new key; receivers must be updated.", base + "settings/webhook-key/rotate", "Rotate the key"}
+		cf = confirmation{Question: "Replace the webhook signing key of " + inst + "? The next delivery is signed with the new key; receivers must be updated.", Action: base + "settings/webhook-key/rotate", Button: "Rotate the key"}
 	default:
 		c.notFound(w, r, s)
 		return
 	}
 	var err error
 	if name != "" {
-		_, err = s.cl.GetQueue(r.Context(), inst, name)
+		var q *errandapi.Queue
+		if q, err = s.cl.GetQueue(r.Context(), inst, name); err == nil && cf.All {
+			cf.Question = replayAllQuestion(q)
+		}
 	} else {
 		_, err = s.cl.Settings(r.Context(), inst)
 	}
@@ -249,4 +257,14 @@ func roleWord(r errandapi.Role) string {
 
 func queueURL(inst, queue string) string {
 	return Prefix + "i/" + url.PathEscape(inst) + "/q/" + url.PathEscape(queue) + "/"
+}
+
+// replayAllQuestion asks before every failed task of q is replayed, with
+// how many there are now (counts stop at 10,000).
+func replayAllQuestion(q *errandapi.Queue) string {
+	n, more := q.Counts[errandapi.StateFailed], ""
+	if slices.Contains(q.Capped, errandapi.StateFailed) {
+		more = " or more"
+	}
+	return fmt.Sprintf("Replay every failed task of queue %s (%d%s now, and any that fail before the job reaches them) against its target with a fresh budget? Each is attempted again.", q.Name, n, more)
 }

@@ -54,6 +54,7 @@ type pages map[string]*template.Template
 var funcs = template.FuncMap{
 	"ms":     fmtMillis,
 	"msp":    func(p *int64) string { return fmtMillisPtr(p) },
+	"secs":   func(s int64) string { return fmtMillis(s * 1000) }, // the operations API's epoch seconds
 	"pretty": prettyJSON,
 	"num":    fmtNumber,
 	"str":    func(p *string) string { return deref(p) },

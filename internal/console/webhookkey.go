@@ -10,7 +10,7 @@ func webhookKeyURL(inst string) string { return settingsURL(inst) + "/webhook-ke
 // key's page, so a reload or Back repeats nothing.
 func (c *Console) revealKey(w http.ResponseWriter, r *http.Request, s *session) {
 	inst := r.PathValue("instance")
-	err := confirmed(r)
+	err := confirmed(r, "showing the webhook key")
 	if err == nil {
 		_, err = s.cl.WebhookKey(r.Context(), inst)
 	}
@@ -26,7 +26,7 @@ func (c *Console) revealKey(w http.ResponseWriter, r *http.Request, s *session) 
 // page rotates nothing.
 func (c *Console) rotateKey(w http.ResponseWriter, r *http.Request, s *session) {
 	inst := r.PathValue("instance")
-	err := confirmed(r)
+	err := confirmed(r, "rotating the webhook key")
 	if err == nil {
 		_, err = s.cl.RotateWebhookKey(r.Context(), inst)
 	}
