@@ -188,7 +188,7 @@ func ackOne(t *task.Task, a AckInput, q *task.Queue, now int64) (*store.FinishPa
 // such task): a pull task of q under the ack's lease, live at now.
 func ackable(t *task.Task, a AckInput, q *task.Queue, now int64) error {
 	if t == nil {
-		return task.Errorf(task.CodeNotFound, "task %q not found", a.ID)
+		return task.Errorf(task.CodeNotFound, "task %s not found", task.Quote(a.ID))
 	}
 	if t.Queue != q.Name || !t.Pull {
 		return task.Errorf(task.CodeLeaseLost, "the task is not leased from queue %q", q.Name)

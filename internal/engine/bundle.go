@@ -112,7 +112,7 @@ func (b *Bundle) Check(rules task.URLRules) error {
 			return err
 		}
 		if names[b.Instances[i].Name] {
-			return task.FieldErrorf(task.CodeInvalidArgument, fmt.Sprintf("instances[%d].name", i), "%q is named twice in the bundle", b.Instances[i].Name)
+			return task.FieldErrorf(task.CodeInvalidArgument, fmt.Sprintf("instances[%d].name", i), "%s is named twice in the bundle", task.Quote(b.Instances[i].Name))
 		}
 		names[b.Instances[i].Name] = true
 	}
@@ -151,7 +151,7 @@ func CheckBundleInstance(i int, bi *BundleInstance, rules task.URLRules) error {
 			return prefixed(err, qf)
 		}
 		if bq.DeadLetterQueue != "" && !names[bq.DeadLetterQueue] {
-			return task.FieldErrorf(task.CodeInvalidArgument, qf+".deadLetterQueue", "names %q, which the bundle does not hold", bq.DeadLetterQueue)
+			return task.FieldErrorf(task.CodeInvalidArgument, qf+".deadLetterQueue", "names %s, which the bundle does not hold", task.Quote(bq.DeadLetterQueue))
 		}
 	}
 	seen := map[string]bool{}

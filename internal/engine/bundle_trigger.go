@@ -134,7 +134,7 @@ func (bt BundleTrigger) check(bi *BundleInstance, field string, seen map[string]
 		return task.IDError(field + ".id")
 	}
 	if seen[bt.ID] {
-		return task.FieldErrorf(task.CodeInvalidArgument, field+".id", "%q is the id of another rule of the instance", bt.ID)
+		return task.FieldErrorf(task.CodeInvalidArgument, field+".id", "%s is the id of another rule of the instance", task.Quote(bt.ID))
 	}
 	seen[bt.ID] = true
 	tr := &task.Trigger{}
@@ -149,7 +149,7 @@ func (bt BundleTrigger) check(bi *BundleInstance, field string, seen map[string]
 	}
 	switch {
 	case q == nil:
-		return task.FieldErrorf(task.CodeInvalidArgument, field+".queue", "names %q, which the bundle does not hold", bt.Queue)
+		return task.FieldErrorf(task.CodeInvalidArgument, field+".queue", "names %s, which the bundle does not hold", task.Quote(bt.Queue))
 	case !(&task.Queue{Mode: q.Mode, Target: q.Target}).DeliversUntargeted():
 		return task.FieldErrorf(task.CodeNoTarget, field+".queue", "%s", ruleNoTargetWords(tr.Queue))
 	}
@@ -159,7 +159,7 @@ func (bt BundleTrigger) check(bi *BundleInstance, field string, seen map[string]
 			found = found || bq.Name == tr.OnQueue
 		}
 		if !found {
-			return task.FieldErrorf(task.CodeInvalidArgument, field+".task.queue", "names %q, which the bundle does not hold", bt.Task.Queue)
+			return task.FieldErrorf(task.CodeInvalidArgument, field+".task.queue", "names %s, which the bundle does not hold", task.Quote(bt.Task.Queue))
 		}
 	}
 	return nil

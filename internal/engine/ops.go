@@ -139,7 +139,7 @@ func (e *Engine) opsOwnInstance(ctx context.Context, org, name string) (*task.In
 // (nil: 3; above 8: 8).
 func (e *Engine) OpsSubmit(ctx context.Context, org, kind string, payload json.RawMessage, key string, maxAttempts *int64) (job *OpsJob, existed bool, err error) {
 	if !task.IsOpsKind(kind) {
-		return nil, false, task.Errorf(task.CodeUnknownTaskKind, "kind %q is not one of dlq.replay, dlq.purge, backup.export, instance.backup", kind)
+		return nil, false, task.Errorf(task.CodeUnknownTaskKind, "kind %s is not one of dlq.replay, dlq.purge, backup.export, instance.backup", task.Quote(kind))
 	}
 	if err := checkIdempotencyKey(key); err != nil {
 		return nil, false, err

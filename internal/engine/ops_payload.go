@@ -40,7 +40,7 @@ func CheckOpsPayload(kind string, payload json.RawMessage) error {
 		}
 		return task.ValidateQueueName(p.Instance, "payload.instance")
 	}
-	return task.Errorf(task.CodeUnknownTaskKind, "unknown kind %q", kind)
+	return task.Errorf(task.CodeUnknownTaskKind, "unknown kind %s", task.Quote(kind))
 }
 
 func checkSelector(sel *errandapi.DLQSelector) error {
@@ -52,7 +52,7 @@ func checkSelector(sel *errandapi.DLQSelector) error {
 		n++
 		for _, id := range sel.IDs {
 			if !task.ValidID(id) {
-				return task.FieldErrorf(task.CodeInvalidArgument, "payload.ids", "%q is not an id errand made (1–%d letters, digits, '-', '_' or '.')", id, task.MaxIDLen)
+				return task.FieldErrorf(task.CodeInvalidArgument, "payload.ids", "%s is not an id errand made (1–%d letters, digits, '-', '_' or '.')", task.Quote(id), task.MaxIDLen)
 			}
 		}
 	}

@@ -54,7 +54,7 @@ func (s *Server) channelToken(w http.ResponseWriter, r *http.Request, c *call) {
 func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, c *call) {
 	ref := c.channel(r)
 	if !c.p.AllowsChannel(ref.Channel) {
-		s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "this subscribe token is for channel %q, not %q", c.p.Channel, ref.Channel))
+		s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "this subscribe token is for channel %q, not %s", c.p.Channel, task.Quote(ref.Channel)))
 		return
 	}
 	since, field, err := parseSince(r)
@@ -64,7 +64,7 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") && c.p.Channel == "" && foreignOrigin(r) {
 		// What websocket.Accept would refuse, refused in errand's words.
-		s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "a WebSocket opened with an API key from origin %q is refused: a page of another site subscribes with a subscribe token (POST /v1/channels/{instance}/{channel}/token)", r.Header.Get("Origin")))
+		s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "a WebSocket opened with an API key from origin %s is refused: a page of another site subscribes with a subscribe token (POST /v1/channels/{instance}/{channel}/token)", task.Quote(r.Header.Get("Origin"))))
 		return
 	}
 	sub, err := s.eng.ChannelSubscribe(r.Context(), ref, since, field)

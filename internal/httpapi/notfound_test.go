@@ -24,7 +24,12 @@ func TestNotFoundNamesWhat(t *testing.T) {
 		{"POST", "/v1/tasks/jobs/tasks/01nope/ack", `task "01nope" not found in instance "jobs"`},
 		{"DELETE", "/v1/instances/nope?confirm=true", `instance "nope" not found`},
 		{"GET", "/v1/tasks/jobs/tasks/a%20b", `task "a b" not found in instance "jobs"`},
-		{"GET", "/v1/tasks/jobs/tasks/" + strings.Repeat("x", 65), `task "` + strings.Repeat("x", 65) + `" not found in instance "jobs"`},
+		{"GET", "/v1/tasks/jobs/tasks/" + strings.Repeat("x", 64), `task "` + strings.Repeat("x", 64) + `" not found in instance "jobs"`},
+		// A longer id is quoted to its first 64 bytes and its length,
+		// not echoed back whole (a 100 KB path segment).
+		{"GET", "/v1/tasks/jobs/tasks/" + strings.Repeat("x", 65), `task "` + strings.Repeat("x", 64) + `"… (65 bytes) not found in instance "jobs"`},
+		{"POST", "/v1/tasks/jobs/tasks/" + strings.Repeat("y", 100_000) + "/cancel", `task "` + strings.Repeat("y", 64) + `"… (100000 bytes) not found in instance "jobs"`},
+		{"GET", "/v1/tasks/" + strings.Repeat("i", 200) + "/queues/q", `instance "` + strings.Repeat("i", 64) + `"… (200 bytes) not found`},
 		{"GET", "/v1/tasks/jobs/queues/a%20b", `queue "a b" not found in instance "jobs"`},
 		{"GET", "/v1/tasks/jobs/triggers/nope", `trigger "nope" not found in instance "jobs"`},
 		{"PATCH", "/v1/tasks/jobs/triggers/nope", `trigger "nope" not found in instance "jobs"`},

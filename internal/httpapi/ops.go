@@ -95,7 +95,7 @@ func (s *Server) submitJob(w http.ResponseWriter, r *http.Request, p *auth.Princ
 		return
 	}
 	if !task.IsOpsKind(b.Kind) {
-		s.writeOpsError(w, r, task.Errorf(task.CodeUnknownTaskKind, "kind %q is not one of %s", b.Kind, kinds))
+		s.writeOpsError(w, r, task.Errorf(task.CodeUnknownTaskKind, "kind %s is not one of %s", task.Quote(b.Kind), kinds))
 		return
 	}
 	if task.IsJSONNull(b.Payload) {
@@ -111,7 +111,7 @@ func (s *Server) submitJob(w http.ResponseWriter, r *http.Request, p *auth.Princ
 	}
 	scope := engine.OpsScope(b.Kind, b.Payload)
 	if !opsAllowed(p, b.Kind, b.Payload) {
-		s.writeOpsError(w, r, task.Errorf(task.CodePermissionDenied, "a %s job on %q needs the full grant there", b.Kind, scope))
+		s.writeOpsError(w, r, task.Errorf(task.CodePermissionDenied, "a %s job on %s needs the full grant there", b.Kind, task.Quote(scope)))
 		return
 	}
 	// A job that names an instance is a call on that instance: it counts

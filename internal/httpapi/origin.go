@@ -74,7 +74,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		if !s.hosts.allowed(r) {
-			s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "host %q is not served here: this server answers to %s", r.Host, "its loopback names and its --addr"))
+			s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "host %s is not served here: this server answers to %s", task.Quote(r.Host), "its loopback names and its --addr"))
 			return
 		}
 		// A cross-site GET passes (a page's subscription with a token), but

@@ -21,5 +21,5 @@ func addSource(r *http.Request) (string, error) {
 	case task.SourceConsole, task.SourceMCP:
 		return v, nil
 	}
-	return "", task.FieldErrorf(task.CodeInvalidArgument, errandapi.SourceHeader, "must be api, console or mcp, not %q", v)
+	return "", task.FieldErrorf(task.CodeInvalidArgument, errandapi.SourceHeader, "must be api, console or mcp, not %s", task.Quote(v))
 }

@@ -41,7 +41,7 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 		return
 	}
 	if foreignOrigin(r) {
-		s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "a worker's WebSocket from origin %q is refused: a worker connects without an Origin, or from errand's own", r.Header.Get("Origin")))
+		s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "a worker's WebSocket from origin %s is refused: a worker connects without an Origin, or from errand's own", task.Quote(r.Header.Get("Origin"))))
 		return
 	}
 	// The server's read and write timeouts are for requests; a worker's
@@ -133,7 +133,7 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 			}
 		default:
 			reason = "malformed frame: unexpected type " + f.Type
-			tr.closeWith(websocket.StatusPolicyViolation, task.FieldErrorf(task.CodeInvalidArgument, "type", "a worker sends done, failed, defer, draining or ping here, not %q", f.Type))
+			tr.closeWith(websocket.StatusPolicyViolation, task.FieldErrorf(task.CodeInvalidArgument, "type", "a worker sends done, failed, defer, draining or ping here, not %s", task.Quote(f.Type)))
 			return
 		}
 		if wc.Drained() { // one atomic load while the worker is not draining

@@ -86,11 +86,20 @@ func TestErrorsCarryCodes(t *testing.T) {
 		}
 	}
 
+	// A huge id is quoted once, to its first 64 bytes and its length:
+	// the refusal's text stays short.
+	long := strings.Repeat("x", 100_000)
+	res := s.call("tasks_get", obj{"instance": "jobs", "id": long})
+	want := `NOT_FOUND: task "` + strings.Repeat("x", 64) + `"… (100000 bytes) not found in instance "jobs"`
+	if txt := text(res); !res.IsError || !strings.HasPrefix(txt, want) || len(txt) > 1000 {
+		t.Fatalf("tasks_get with a 100 KB id: %d bytes: %.300q", len(txt), txt)
+	}
+
 	// RATE_LIMITED comes back at once with the wait (the fake clock
 	// never refills the bucket).
 	s.ok("patch_instance_config", obj{"instance": "jobs", "rateLimit": 1}, nil)
 	s.ok("tasks_list_queues", obj{"instance": "jobs"}, nil)
-	res := s.call("tasks_list_queues", obj{"instance": "jobs"})
+	res = s.call("tasks_list_queues", obj{"instance": "jobs"})
 	if !res.IsError || !strings.HasPrefix(text(res), "RATE_LIMITED: ") || !strings.Contains(text(res), "wait 1 s") {
 		t.Fatalf("past the rate limit: %q", text(res))
 	}

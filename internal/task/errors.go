@@ -125,10 +125,11 @@ var ErrNotFound = &Error{Code: CodeNotFound, Message: "not found"}
 // same whether it does not exist, belongs to another organization or the
 // caller's key has no grant on it.
 func InstanceNotFound(name string) *Error {
-	return Errorf(CodeNotFound, instanceNotFound, name)
+	return Errorf(CodeNotFound, instanceNotFound, Quote(name))
 }
 
-const instanceNotFound = "instance %q not found"
+// instanceNotFound takes the name as Quote quotes it, as notFoundIn does.
+const instanceNotFound = "instance %s not found"
 
 // InBatch is err as the refusal of item i of a batch (tasks[i]): its field
 // and message are prefixed with tasks[i]; an error that is not an *Error
@@ -164,18 +165,20 @@ func OneOfBatch(err error) error {
 // "task", "trigger") the caller named in an instance, in the caller's own
 // words.
 func NotFoundIn(what, name, instance string) *Error {
-	return Errorf(CodeNotFound, notFoundIn, what, name, instance)
+	return Errorf(CodeNotFound, notFoundIn, what, Quote(name), Quote(instance))
 }
 
 // NamedIn is Named with NotFoundIn's message.
 func NamedIn(err error, what, name, instance string) error {
-	return Named(err, notFoundIn, what, name, instance)
+	return Named(err, notFoundIn, what, Quote(name), Quote(instance))
 }
 
-const notFoundIn = "%s %q not found in instance %q"
+// notFoundIn takes the names as Quote quotes them: a megabyte sent as an
+// id is not echoed back whole.
+const notFoundIn = "%s %s not found in instance %s"
 
 // NamedInstance is Named for the instance name.
-func NamedInstance(err error, name string) error { return Named(err, instanceNotFound, name) }
+func NamedInstance(err error, name string) error { return Named(err, instanceNotFound, Quote(name)) }
 
 // Named gives a NOT_FOUND without a subject (ErrNotFound, as stores answer)
 // the message naming what the caller asked for; any other error is

@@ -310,7 +310,7 @@ func (p *HookPatch) apply(tr *Trigger) error {
 		for i, h := range hs {
 			field := fmt.Sprintf("hook.headers[%d]", i)
 			if h == "" || len(h) > 100 || !headerToken(h) {
-				return FieldErrorf(CodeInvalidArgument, field, "%q is not a header name", h)
+				return FieldErrorf(CodeInvalidArgument, field, "%s is not a header name", Quote(h))
 			}
 			h = textproto.CanonicalMIMEHeaderKey(h)
 			switch {
@@ -369,7 +369,7 @@ func (p *TaskOnPatch) apply(tr *Trigger, instance string) error {
 			case "failed":
 				on = &tr.OnFailed
 			default:
-				return FieldErrorf(CodeInvalidArgument, field, "must be succeeded or failed, not %q", o)
+				return FieldErrorf(CodeInvalidArgument, field, "must be succeeded or failed, not %s", Quote(o))
 			}
 			if *on {
 				return FieldErrorf(CodeInvalidArgument, field, "%s is named twice", o)
@@ -392,7 +392,7 @@ func RuleQueue(ref, instance, field string) (string, error) {
 		return "", FieldErrorf(CodeInvalidArgument, field, "must be \"<instance>/<queue>\", e.g. %q", instance+"/default")
 	}
 	if inst != instance {
-		return "", FieldErrorf(CodeInvalidArgument, field, "names instance %q; a rule adds only to queues of its own instance %q", inst, instance)
+		return "", FieldErrorf(CodeInvalidArgument, field, "names instance %s; a rule adds only to queues of its own instance %q", Quote(inst), instance)
 	}
 	if err := ValidateQueueName(q, field); err != nil {
 		return "", err

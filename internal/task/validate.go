@@ -3,6 +3,7 @@ package task
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
@@ -72,6 +73,23 @@ func ValidID(s string) bool {
 // IDError is the refusal of an id ValidID refuses, naming field.
 func IDError(field string) *Error {
 	return FieldErrorf(CodeInvalidArgument, field, "must be 1–%d letters, digits, '-', '_' or '.', and not \".\" or \"..\"", MaxIDLen)
+}
+
+// quoteMax is how many bytes of a caller's value a refusal quotes.
+const quoteMax = 64
+
+// Quote quotes a caller's value for a refusal, at most its first 64 bytes
+// (cut at a character's start) and then how long it was, so that a
+// megabyte sent where a word belongs is not echoed back whole.
+func Quote(s string) string {
+	if len(s) <= quoteMax {
+		return strconv.Quote(s)
+	}
+	n := quoteMax
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return strconv.Quote(s[:n]) + fmt.Sprintf("… (%d bytes)", len(s))
 }
 
 // SanitizeText makes free text (an attempt's error) safe for every store:
