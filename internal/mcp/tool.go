@@ -36,6 +36,9 @@ type spec struct {
 	// patch marks a tool that changes settings: a null is refused where
 	// it cannot clear one (refuseNulls).
 	patch bool
+	// refused, if set, may answer an argument refusal otherwise (the API's
+	// own refusal of the same call, when it would be another).
+	refused func(ctx context.Context, c *client.Client, args json.RawMessage, err error) error
 }
 
 // define makes a tool whose input is In (its schema inferred from In's
@@ -64,6 +67,9 @@ func define[In, Out any](s spec, run func(ctx context.Context, c *client.Client,
 	return tool{def: def, need: s.need, call: func(ctx context.Context, c *client.Client, args json.RawMessage) *mcp.CallToolResult {
 		var v In
 		if err := decodeArgs(args, resolved, s.patch, &v); err != nil {
+			if s.refused != nil {
+				err = s.refused(ctx, c, args, err)
+			}
 			return errorResult(err)
 		}
 		o, summary, err := run(ctx, c, v)

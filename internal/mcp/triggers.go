@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -107,8 +108,9 @@ var triggerTools = []tool{
 	}, "created ")),
 	define(spec{
 		name: "tasks_update_trigger", title: "Change a trigger rule", need: errandapi.RoleFull, idempotent: true, patch: true,
-		desc:  "Change a trigger rule: only the fields given change; the kind never does. Disable a rule with enabled: false. Needs the full grant.",
-		shape: shapeRule,
+		desc:    "Change a trigger rule: only the fields given change; the kind never does. Disable a rule with enabled: false. Needs the full grant.",
+		shape:   shapeRule,
+		refused: otherKindFirst,
 	}, oneTrigger(func(ctx context.Context, c *client.Client, in updateTriggerIn) (*errandapi.Trigger, error) {
 		req := in.ruleFields.request(in.Instance)
 		if in.Queue != "" {
@@ -128,6 +130,48 @@ var triggerTools = []tool{
 		}
 		return &errandapi.TriggerDeleteResponse{Deleted: true}, fmt.Sprintf("deleted trigger rule %s of %s", in.ID, in.Instance), nil
 	}),
+}
+
+// otherKindFirst answers a change refused for a field inside a kind's
+// block ({"task": {"on": null}}) as the API answers it: when the rule is
+// of another kind, the refusal is that the block has no place in this
+// rule, whatever it holds. The rule is read only for such a refusal, and
+// the API's own words come from the API: the block sent empty, which a
+// rule of another kind refuses and which changes nothing.
+func otherKindFirst(ctx context.Context, c *client.Client, args json.RawMessage, err error) error {
+	var e *errandapi.Error
+	if !errors.As(err, &e) || e.Code != errandapi.CodeInvalidArgument {
+		return err
+	}
+	field, _, _ := strings.Cut(e.Message, ": ")
+	block, _, _ := strings.Cut(field, ".")
+	block, _, _ = strings.Cut(block, "[")
+	var ref struct{ Instance, ID string }
+	switch errandapi.TriggerKind(block) {
+	case errandapi.KindSchedule, errandapi.KindHook, errandapi.KindTask:
+	default:
+		return err
+	}
+	if json.Unmarshal(args, &ref) != nil || ref.Instance == "" || ref.ID == "" {
+		return err
+	}
+	tr, gerr := c.GetTrigger(ctx, ref.Instance, ref.ID)
+	if gerr != nil || tr.Kind == errandapi.TriggerKind(block) {
+		return err
+	}
+	var req errandapi.TriggerRequest
+	switch errandapi.TriggerKind(block) {
+	case errandapi.KindSchedule:
+		req.Schedule = &errandapi.TriggerScheduleSpec{}
+	case errandapi.KindHook:
+		req.Hook = &errandapi.TriggerHookSpec{}
+	default:
+		req.Task = &errandapi.TriggerTaskSpec{}
+	}
+	if _, perr := c.UpdateTrigger(ctx, ref.Instance, ref.ID, req); perr != nil {
+		return perr
+	}
+	return err
 }
 
 // request is the API body of f; queues are qualified with instance.

@@ -52,11 +52,30 @@ func TestTriggerTools(t *testing.T) {
 	s.ok("tasks_create_trigger", obj{"instance": "jobs", "queue": "work", "payload": obj{"empty": true}, "hook": obj{"headers": []any{"X-Event"}}}, &tr)
 	hook := *tr.Trigger
 	s.refused("tasks_update_trigger", obj{"instance": "jobs", "id": hook.ID, "schedule": obj{"cron": "@hourly"}}, "INVALID_ARGUMENT")
+	// Another kind's block is refused as such whatever it holds — a null
+	// or a value the tool's schema refuses — as the API's PATCH answers
+	// it; on a rule of that kind the value's own refusal stands.
+	for _, args := range []obj{
+		{"instance": "jobs", "id": hook.ID, "task": obj{"on": nil}},
+		{"instance": "jobs", "id": hook.ID, "task": obj{"on": []any{"done"}}},
+		{"instance": "jobs", "id": hook.ID, "schedule": obj{"cron": nil}},
+	} {
+		block := "task"
+		if args["schedule"] != nil {
+			block = "schedule"
+		}
+		if data := s.refused("tasks_update_trigger", args, "INVALID_ARGUMENT"); data["message"] != block+": a rule's kind cannot change; this rule is a hook rule" {
+			t.Errorf("update %v of a hook rule: %v", args, data)
+		}
+	}
 	s.refused("tasks_update_trigger", obj{"instance": "jobs", "id": "nosuch", "enabled": false}, "NOT_FOUND")
 	s.ok("tasks_create_trigger", obj{"instance": "jobs", "queue": "work", "task": obj{"queue": "work"}}, &tr)
 	chain := *tr.Trigger
 	if data := s.refused("tasks_update_trigger", obj{"instance": "jobs", "id": chain.ID, "task": obj{"on": []any{"failed", "failed"}}}, "INVALID_ARGUMENT"); data["message"] != "task.on[1]: failed is named twice" {
 		t.Errorf("update with on [failed failed]: %v", data)
+	}
+	if data := s.refused("tasks_update_trigger", obj{"instance": "jobs", "id": chain.ID, "task": obj{"on": nil}}, "INVALID_ARGUMENT"); data["message"] != "task.on: cannot be null: leave it out to keep the current value" {
+		t.Errorf("update of a task rule with on null: %v", data)
 	}
 	s.ok("tasks_delete_trigger", obj{"instance": "jobs", "id": chain.ID, "confirm": true}, nil)
 	for _, args := range []obj{{"instance": "jobs", "id": hook.ID}, {"instance": "jobs", "id": hook.ID, "confirm": false}} {
