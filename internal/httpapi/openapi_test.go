@@ -16,6 +16,7 @@ import (
 	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/httpapi"
+	"github.com/errandhq/errand/internal/task"
 	"github.com/errandhq/errand/internal/testkit/stores"
 )
 
@@ -189,4 +190,49 @@ func schemaOf(doc map[string]any, name string) map[string]any {
 
 func props(doc map[string]any, name string) map[string]any {
 	return schemaOf(doc, name)["properties"].(map[string]any)
+}
+
+// TestOpenAPIHookHeaderLimits: the document gives a hook's headers the
+// limits the domain enforces, on a rule's create and PATCH and in a
+// bundle: at most task.MaxHookHeaders names, each an HTTP token of at most
+// 100 characters, none twice.
+func TestOpenAPIHookHeaderLimits(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties struct {
+					Hook struct {
+						Properties struct {
+							Headers struct {
+								MaxItems    int  `json:"maxItems"`
+								UniqueItems bool `json:"uniqueItems"`
+								Items       struct {
+									MaxLength int    `json:"maxLength"`
+									Pattern   string `json:"pattern"`
+								} `json:"items"`
+							} `json:"headers"`
+						} `json:"properties"`
+					} `json:"hook"`
+				} `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(httpapi.OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"TriggerRequest", "BundleTrigger"} {
+		h := doc.Components.Schemas[name].Properties.Hook.Properties.Headers
+		if h.MaxItems != task.MaxHookHeaders || !h.UniqueItems || h.Items.MaxLength != 100 {
+			t.Errorf("%s hook.headers: %+v, want maxItems %d, uniqueItems, items of at most 100", name, h, task.MaxHookHeaders)
+		}
+		re := regexp.MustCompile(h.Items.Pattern)
+		for _, c := range []struct {
+			name string
+			ok   bool
+		}{{"X-Event", true}, {"x_a.b~c|d`e^f'g*h+i#j$k%l&m!", true}, {"X Event", false}, {"X:Event", false}, {"X-Ével", false}, {"", false}} {
+			if re.MatchString(c.name) != c.ok {
+				t.Errorf("%s hook.headers pattern %q on %q: %v, want %v", name, h.Items.Pattern, c.name, !c.ok, c.ok)
+			}
+		}
+	}
 }
