@@ -498,7 +498,7 @@ func TestDevNeedsNoLogin(t *testing.T) {
 	e := newEnv(t, envOptions{dev: true})
 	e.fixture()
 	u := e.user()
-	u.get("/console/").want(t, http.StatusOK, "/console/i/jobs/").lacks(t, "Log out")
+	u.get("/console/").want(t, http.StatusOK, "/console/i/jobs/", `<input id="instance-name"`).lacks(t, "Log out")
 	if p := u.get("/console/login"); p.status != http.StatusSeeOther {
 		t.Fatalf("dev login page: %d", p.status)
 	}
