@@ -201,7 +201,10 @@ func TestCLIVerbs(t *testing.T) {
 		t.Fatalf("errand dev did not say where its console and MCP are:\n%s", s)
 	}
 
-	// Instances.
+	// Instances. None yet: no table, stderr says so and how to make one.
+	if r := c.run("", "instances", "list"); r.code != 0 || r.out != "" || !strings.HasPrefix(r.errout, "no instances the key can see") {
+		t.Fatalf("instances list of none: exit %d, stdout %q, stderr %q", r.code, r.out, r.errout)
+	}
 	// --json prints the API's answer, envelope included.
 	var inst errandapi.InstanceResponse
 	c.json(&inst, "instances", "create", "jobs")

@@ -21,6 +21,11 @@ func TestCLITriggers(t *testing.T) {
 	c := newCLI(t, url)
 	c.env = []string{"ERRAND_INSTANCE=jobs"}
 	c.ok("queues", "create", "reports", "--mode", "pull")
+	// No rule yet: the table is not printed, stderr says why (as list says
+	// of an empty queue).
+	if r := c.run("", "triggers", "list"); r.code != 0 || r.out != "" || r.errout != "no trigger rules in instance jobs\n" {
+		t.Fatalf("triggers list of none: exit %d, stdout %q, stderr %q", r.code, r.out, r.errout)
+	}
 
 	var sched, hook, chain errandapi.TriggerResponse
 	c.json(&sched, "triggers", "create", "--queue", "reports", "--cron", "@every 1m", "--time-zone", "Europe/Paris", "--payload", `{"r":1}`)

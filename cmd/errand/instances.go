@@ -40,6 +40,10 @@ created. With --json: {"instances": [{"name", "createdAt"}]}.`,
 		if f.json {
 			return printJSON(c.OutOrStdout(), map[string]any{"instances": is})
 		}
+		if len(is) == 0 {
+			c.PrintErrln("no instances the key can see (errand instances create NAME makes one)")
+			return nil
+		}
 		t := newTable(c.OutOrStdout(), "NAME", "CREATED")
 		for _, i := range is {
 			t.row(i.Name, when(i.CreatedAt))

@@ -47,6 +47,10 @@ are enabled, when they fire, how often they fired and failed. With --json:
 		if f.json {
 			return printJSON(c.OutOrStdout(), errandapi.TriggerList{Triggers: trs})
 		}
+		if len(trs) == 0 {
+			c.PrintErrf("no trigger rules in instance %s\n", f.instance)
+			return nil
+		}
 		t := newTable(c.OutOrStdout(), "ID", "KIND", "QUEUE", "ENABLED", "FIRES", "FIRED", "ERRORS")
 		for i := range trs {
 			tr := &trs[i]
