@@ -27,7 +27,7 @@ type Hook struct {
 // the hook has a secret. Anything else (no such hook, a hook of another
 // instance, a disabled one) is NOT_FOUND.
 func (e *Engine) HookFind(ctx context.Context, instance, token string) (*Hook, error) {
-	missing := task.Errorf(task.CodeNotFound, "no enabled hook of instance %q has this URL", instance)
+	missing := task.Errorf(task.CodeNotFound, "no enabled hook of instance %s has this URL", task.Quote(instance))
 	tr, err := e.store.TriggerGetHook(ctx, store.HookRef{Token: token})
 	if task.IsCode(err, task.CodeNotFound) {
 		return nil, missing

@@ -37,6 +37,7 @@ func TestNotFoundNamesWhat(t *testing.T) {
 		{"GET", "/v1/tasks/jobs/triggers/a%20b", `trigger "a b" not found in instance "jobs"`},
 		{"POST", "/v1/tasks/jobs/triggers", `queue "emails" not found in instance "jobs"`},
 		{"POST", "/v1/hooks/jobs/hk_nope", `no enabled hook of instance "jobs" has this URL`},
+		{"POST", "/v1/hooks/" + strings.Repeat("h", 300) + "/hk_nope", `no enabled hook of instance "` + strings.Repeat("h", 64) + `"… (300 bytes) has this URL`},
 	} {
 		var body any
 		switch {

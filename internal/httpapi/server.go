@@ -275,7 +275,7 @@ func (s *Server) wrap(rt Route) http.Handler {
 				s.writeError(w, r, task.InstanceNotFound(c.instance))
 				return
 			case have < rt.Role:
-				s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "this call needs the %s grant on instance %q; the key has %s", rt.Role, c.instance, have))
+				s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "this call needs the %s grant on instance %s; the key has %s", rt.Role, task.Quote(c.instance), have))
 				return
 			}
 			// The settings routes are exempt for a caller who can change
