@@ -24,12 +24,12 @@ func TestNotFoundNamesWhat(t *testing.T) {
 		{"POST", "/v1/tasks/jobs/tasks/01nope/ack", `task "01nope" not found in instance "jobs"`},
 		{"DELETE", "/v1/instances/nope?confirm=true", `instance "nope" not found`},
 		{"GET", "/v1/tasks/jobs/tasks/a%20b", `task "a b" not found in instance "jobs"`},
-		{"GET", "/v1/tasks/jobs/tasks/" + strings.Repeat("x", 64), `task "` + strings.Repeat("x", 64) + `" not found in instance "jobs"`},
-		// A longer id is quoted to its first 64 bytes and its length,
+		{"GET", "/v1/tasks/jobs/tasks/" + strings.Repeat("x", 128), `task "` + strings.Repeat("x", 128) + `" not found in instance "jobs"`},
+		// A longer id is quoted to its first 128 bytes and its length,
 		// not echoed back whole (a 100 KB path segment).
-		{"GET", "/v1/tasks/jobs/tasks/" + strings.Repeat("x", 65), `task "` + strings.Repeat("x", 64) + `"… (65 bytes) not found in instance "jobs"`},
-		{"POST", "/v1/tasks/jobs/tasks/" + strings.Repeat("y", 100_000) + "/cancel", `task "` + strings.Repeat("y", 64) + `"… (100000 bytes) not found in instance "jobs"`},
-		{"GET", "/v1/tasks/" + strings.Repeat("i", 200) + "/queues/q", `instance "` + strings.Repeat("i", 64) + `"… (200 bytes) not found`},
+		{"GET", "/v1/tasks/jobs/tasks/" + strings.Repeat("x", 129), `task "` + strings.Repeat("x", 128) + `"… (129 bytes) not found in instance "jobs"`},
+		{"POST", "/v1/tasks/jobs/tasks/" + strings.Repeat("y", 100_000) + "/cancel", `task "` + strings.Repeat("y", 128) + `"… (100000 bytes) not found in instance "jobs"`},
+		{"GET", "/v1/tasks/" + strings.Repeat("i", 200) + "/queues/q", `instance "` + strings.Repeat("i", 128) + `"… (200 bytes) not found`},
 		{"GET", "/v1/tasks/jobs/queues/a%20b", `queue "a b" not found in instance "jobs"`},
 		{"GET", "/v1/tasks/jobs/triggers/nope", `trigger "nope" not found in instance "jobs"`},
 		{"PATCH", "/v1/tasks/jobs/triggers/nope", `trigger "nope" not found in instance "jobs"`},
@@ -37,7 +37,7 @@ func TestNotFoundNamesWhat(t *testing.T) {
 		{"GET", "/v1/tasks/jobs/triggers/a%20b", `trigger "a b" not found in instance "jobs"`},
 		{"POST", "/v1/tasks/jobs/triggers", `queue "emails" not found in instance "jobs"`},
 		{"POST", "/v1/hooks/jobs/hk_nope", `no enabled hook of instance "jobs" has this URL`},
-		{"POST", "/v1/hooks/" + strings.Repeat("h", 300) + "/hk_nope", `no enabled hook of instance "` + strings.Repeat("h", 64) + `"… (300 bytes) has this URL`},
+		{"POST", "/v1/hooks/" + strings.Repeat("h", 300) + "/hk_nope", `no enabled hook of instance "` + strings.Repeat("h", 128) + `"… (300 bytes) has this URL`},
 	} {
 		var body any
 		switch {

@@ -108,8 +108,8 @@ func TestTaskRuleOnNamesEachItem(t *testing.T) {
 		{`["failed","succeeded","failed"]`, `task.on[2]: failed is named twice`},
 		{`["failed","SUCCEEDED"]`, `task.on[1]: must be succeeded or failed, not "SUCCEEDED"`},
 		{`["done"]`, `task.on[0]: must be succeeded or failed, not "done"`},
-		// A long value is quoted to its first 64 bytes and its length.
-		{`["` + strings.Repeat("é", 50_000) + `"]`, `task.on[0]: must be succeeded or failed, not "` + strings.Repeat("é", 32) + `"… (100000 bytes)`},
+		// A long value is quoted to its first 128 bytes and its length.
+		{`["` + strings.Repeat("é", 50_000) + `"]`, `task.on[0]: must be succeeded or failed, not "` + strings.Repeat("é", 64) + `"… (100000 bytes)`},
 		{`[]`, `task.on: name succeeded, failed or both`},
 	} {
 		r := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","task":{"queue":"jobs/out","on":`+c.on+`}}`).want(t, 400, "INVALID_ARGUMENT")
@@ -127,7 +127,7 @@ func TestTaskRuleOnNamesEachItem(t *testing.T) {
 		t.Errorf("PATCH: %q, want %q", r.message(), want)
 	}
 	r = b.do("PATCH", path, `{"task":{"on":["`+strings.Repeat("z", 1<<20)+`"]}}`).want(t, 400, "INVALID_ARGUMENT")
-	if want := `task.on[0]: must be succeeded or failed, not "` + strings.Repeat("z", 64) + `"… (1048576 bytes)`; r.message() != want {
+	if want := `task.on[0]: must be succeeded or failed, not "` + strings.Repeat("z", 128) + `"… (1048576 bytes)`; r.message() != want {
 		t.Errorf("PATCH with a 1 MiB outcome: %.200q, want %q", r.message(), want)
 	}
 	on := b.do("GET", path, nil).want(t, 200, "").obj("trigger")["task"].(map[string]any)["on"].([]any)

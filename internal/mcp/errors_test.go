@@ -86,11 +86,11 @@ func TestErrorsCarryCodes(t *testing.T) {
 		}
 	}
 
-	// A huge id is quoted once, to its first 64 bytes and its length:
+	// A huge id is quoted once, to its first 128 bytes and its length:
 	// the refusal's text stays short.
 	long := strings.Repeat("x", 100_000)
 	res := s.call("tasks_get", obj{"instance": "jobs", "id": long})
-	want := `NOT_FOUND: task "` + strings.Repeat("x", 64) + `"… (100000 bytes) not found in instance "jobs"`
+	want := `NOT_FOUND: task "` + strings.Repeat("x", 128) + `"… (100000 bytes) not found in instance "jobs"`
 	if txt := text(res); !res.IsError || !strings.HasPrefix(txt, want) || len(txt) > 1000 {
 		t.Fatalf("tasks_get with a 100 KB id: %d bytes: %.300q", len(txt), txt)
 	}

@@ -76,11 +76,12 @@ func IDError(field string) *Error {
 }
 
 // quoteMax is how many bytes of a caller's value a refusal quotes.
-const quoteMax = 64
+const quoteMax = 128
 
-// Quote quotes a caller's value for a refusal, at most its first 64 bytes
+// Quote quotes a caller's value for a refusal, at most its first 128 bytes
 // (cut at a character's start) and then how long it was, so that a
-// megabyte sent where a word belongs is not echoed back whole.
+// megabyte sent where a word belongs is not echoed back whole. Every name
+// and id errand takes (at most 100 bytes) is quoted whole.
 func Quote(s string) string {
 	if len(s) <= quoteMax {
 		return strconv.Quote(s)
