@@ -146,27 +146,24 @@ func otherKindFirst(ctx context.Context, c *client.Client, args json.RawMessage,
 	field, _, _ := strings.Cut(e.Message, ": ")
 	block, _, _ := strings.Cut(field, ".")
 	block, _, _ = strings.Cut(block, "[")
-	var ref struct{ Instance, ID string }
-	switch errandapi.TriggerKind(block) {
-	case errandapi.KindSchedule, errandapi.KindHook, errandapi.KindTask:
-	default:
-		return err
-	}
-	if json.Unmarshal(args, &ref) != nil || ref.Instance == "" || ref.ID == "" {
-		return err
-	}
-	tr, gerr := c.GetTrigger(ctx, ref.Instance, ref.ID)
-	if gerr != nil || tr.Kind == errandapi.TriggerKind(block) {
-		return err
-	}
-	var req errandapi.TriggerRequest
-	switch errandapi.TriggerKind(block) {
+	kind := errandapi.TriggerKind(block)
+	var req errandapi.TriggerRequest // the block, empty
+	switch kind {
 	case errandapi.KindSchedule:
 		req.Schedule = &errandapi.TriggerScheduleSpec{}
 	case errandapi.KindHook:
 		req.Hook = &errandapi.TriggerHookSpec{}
-	default:
+	case errandapi.KindTask:
 		req.Task = &errandapi.TriggerTaskSpec{}
+	default:
+		return err
+	}
+	var ref struct{ Instance, ID string }
+	if json.Unmarshal(args, &ref) != nil || ref.Instance == "" || ref.ID == "" {
+		return err
+	}
+	if tr, gerr := c.GetTrigger(ctx, ref.Instance, ref.ID); gerr != nil || tr.Kind == kind {
+		return err
 	}
 	if _, perr := c.UpdateTrigger(ctx, ref.Instance, ref.ID, req); perr != nil {
 		return perr

@@ -3,7 +3,6 @@ package store
 import (
 	"database/sql"
 	"encoding/json"
-	"unicode/utf8"
 
 	"github.com/errandhq/errand/internal/task"
 )
@@ -107,13 +106,4 @@ const MaxRecordedError = 500
 
 // TruncateMsg cuts a refusal to MaxRecordedError bytes at a character's
 // boundary, as a rule keeps it.
-func TruncateMsg(s string) string {
-	if len(s) <= MaxRecordedError {
-		return s
-	}
-	cut := MaxRecordedError
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
-}
+func TruncateMsg(s string) string { return task.CutUTF8(s, MaxRecordedError) }

@@ -86,11 +86,19 @@ func Quote(s string) string {
 	if len(s) <= quoteMax {
 		return strconv.Quote(s)
 	}
-	n := quoteMax
+	return strconv.Quote(CutUTF8(s, quoteMax)) + fmt.Sprintf("… (%d bytes)", len(s))
+}
+
+// CutUTF8 is the longest prefix of s of at most n bytes that does not end
+// inside a character.
+func CutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return strconv.Quote(s[:n]) + fmt.Sprintf("… (%d bytes)", len(s))
+	return s[:n]
 }
 
 // SanitizeText makes free text (an attempt's error) safe for every store:

@@ -22,3 +22,16 @@ func TestQuote(t *testing.T) {
 		}
 	}
 }
+
+// TestCutUTF8: a cut never ends inside a character.
+func TestCutUTF8(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{{"abc", 5, "abc"}, {"abc", 2, "ab"}, {"aé", 2, "a"}, {"aé", 3, "aé"}, {"é", 0, ""}} {
+		if got := CutUTF8(c.in, c.n); got != c.want {
+			t.Errorf("CutUTF8(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}
