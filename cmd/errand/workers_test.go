@@ -183,7 +183,7 @@ func TestWorkersServeFunctions(t *testing.T) {
 			if tk.Attempt != 2 || r.By == first.Worker || r.By == "" {
 				t.Fatalf("after killing %s: attempt %d by %q; want attempt 2 by the other", first.Worker, tk.Attempt, r.By)
 			}
-			if a1 := tk.Attempts[0]; a1.Status != errandapi.AttemptFailed || !strings.Contains(derefStr(a1.Error), "disconnected") {
+			if a1 := tk.Attempts[0]; a1.Status != errandapi.AttemptFailed || !strings.HasPrefix(derefStr(a1.Error), "the worker disconnected during the attempt: the connection broke without a close frame") {
 				t.Fatalf("the killed attempt is recorded as %+v", a1)
 			}
 

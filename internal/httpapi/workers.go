@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
@@ -111,7 +112,7 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 				reason = "malformed frame: " + te.Message
 				tr.closeWith(websocket.StatusPolicyViolation, err)
 			} else {
-				reason = err.Error()
+				reason = tr.ended(err)
 				conn.CloseNow()
 			}
 			return
@@ -154,6 +155,7 @@ type wsTransport struct {
 	ticks   atomic.Int64 // ticks watch has seen
 	heard   atomic.Int64 // ticks when the last frame was read
 	writing atomic.Int64 // 1 + ticks when the write under way began; 0 for none
+	cut     atomic.Value // why watch closed the connection (a string), once it has
 }
 
 var _ deliver.WorkerTransport = (*wsTransport)(nil)
@@ -170,12 +172,36 @@ func (t *wsTransport) watch(ctx context.Context, tick <-chan time.Time, limit in
 		case <-tick:
 			n := t.ticks.Add(1)
 			w := t.writing.Load()
-			if n-t.heard.Load() > limit || (w != 0 && n-(w-1) > limit) {
+			silent, stalled := n-t.heard.Load() > limit, w != 0 && n-(w-1) > limit
+			if silent || stalled {
+				why := fmt.Sprintf("a frame to the worker was not taken for %s (it stopped reading)", 3*workerHeartbeat)
+				if silent {
+					why = fmt.Sprintf("the worker sent nothing for %s (three heartbeats)", 3*workerHeartbeat)
+				}
+				t.cut.Store(why)
 				t.conn.CloseNow()
 				return
 			}
 		}
 	}
+}
+
+// ended says, in a user's words, why a read failed on a connection that
+// was not closed for a malformed frame: what the task's attempt records
+// as the cause of its failure, not the WebSocket library's chain of
+// messages.
+func (t *wsTransport) ended(err error) string {
+	if why, ok := t.cut.Load().(string); ok {
+		return why
+	}
+	var ce websocket.CloseError
+	if errors.As(err, &ce) {
+		if ce.Reason == "" {
+			return fmt.Sprintf("the worker closed the connection (status %d)", int(ce.Code))
+		}
+		return fmt.Sprintf("the worker closed the connection (status %d: %s)", int(ce.Code), task.Quote(ce.Reason))
+	}
+	return "the connection broke without a close frame (the worker's process ended, or the network failed)"
 }
 
 // read reads one JSON text frame. A frame that is not a JSON object with

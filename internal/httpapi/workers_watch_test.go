@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -114,14 +115,40 @@ func TestWatchCutsASilentWorker(t *testing.T) {
 	}
 	talking.ping() // still open
 
-	silent := newWatchRig(t, (*watchRig).readAll)
+	silent := newWatchRig(t, readEnded)
 	silent.ping()
 	if !silent.ticks(3) {
 		t.Fatal("cut at the limit, not past it")
 	}
 	silent.ticks(1)
-	if err := silent.ended(); err == nil {
-		t.Fatal("the read of a silent worker did not fail")
+	if err := silent.ended(); err == nil || !strings.HasPrefix(err.Error(), "the worker sent nothing for 30s") {
+		t.Fatalf("the read of a silent worker ended with %v; want it to say the worker sent nothing", err)
+	}
+}
+
+// readEnded reads frames until one fails and returns why, as the attempts
+// the connection held record it.
+func readEnded(r *watchRig, tr *wsTransport) error {
+	return errors.New(tr.ended(r.readAll(tr)))
+}
+
+// TestEndedSaysWhy: the cause an attempt records when its worker's
+// connection ends is said in a user's words: the worker's close status
+// and reason, or a connection that broke without one — not the WebSocket
+// library's chain of messages.
+func TestEndedSaysWhy(t *testing.T) {
+	t.Parallel()
+	closed := newWatchRig(t, readEnded)
+	closed.ping()
+	_ = closed.client.Close(websocket.StatusGoingAway, "deploy")
+	if err := closed.ended(); err == nil || err.Error() != `the worker closed the connection (status 1001: "deploy")` {
+		t.Fatalf("a worker's close: %v", err)
+	}
+	broke := newWatchRig(t, readEnded)
+	broke.ping()
+	_ = broke.client.CloseNow()
+	if err := broke.ended(); err == nil || !strings.HasPrefix(err.Error(), "the connection broke without a close frame") {
+		t.Fatalf("a connection cut without a close frame: %v", err)
 	}
 }
 
@@ -137,7 +164,7 @@ func TestWatchCutsAStalledWrite(t *testing.T) {
 		defer func() { <-read }()
 		for {
 			if err := tr.Send(frame); err != nil {
-				return err
+				return errors.New(tr.ended(err))
 			}
 		}
 	})
@@ -145,22 +172,26 @@ func TestWatchCutsAStalledWrite(t *testing.T) {
 	// buffers and one stalls; it keeps talking, so it is never silent.
 	for give := time.Now().Add(10 * time.Second); time.Now().Before(give); {
 		if r.client.Write(context.Background(), websocket.MessageText, []byte(`{"type":"ping"}`)) != nil {
-			if err := r.ended(); err == nil { // the node cut the connection
-				t.Fatal("the stalled write did not fail")
-			}
+			stalled(t, r.ended()) // the node cut the connection
 			return
 		}
 		select {
 		case <-r.frames: // heard: one tick more
 			r.ticks(1)
 		case err := <-r.done:
-			if err == nil {
-				t.Fatal("the stalled write did not fail")
-			}
+			stalled(t, err)
 			return
 		case <-time.After(10 * time.Second):
 			t.Fatal("the node never read the worker's frame")
 		}
 	}
 	t.Fatal("the stalled write was never cut")
+}
+
+// stalled checks the error a stalled write ended with says so.
+func stalled(t *testing.T, err error) {
+	t.Helper()
+	if err == nil || !strings.HasPrefix(err.Error(), "a frame to the worker was not taken for 30s") {
+		t.Fatalf("the stalled write ended with %v; want it to say the worker stopped reading", err)
+	}
 }
