@@ -126,6 +126,13 @@ func TestConfirmRequired(t *testing.T) {
 				t.Errorf("%s: %v", tool, data)
 			}
 		}
+		// What the refusal names is quoted, bounded: a 100,000-byte
+		// queue name is not echoed back whole.
+		long := strings.Repeat("q", 100_000)
+		data := s.refused(tool, obj{"instance": "jobs", "queue": long}, "CONFIRM_REQUIRED")
+		if msg := data["message"].(string); len(msg) > 400 || !strings.Contains(msg, `of instance "jobs"`) || !strings.Contains(msg, "(100000 bytes)") {
+			t.Errorf("%s of a 100,000-byte queue name: %.400q", tool, msg)
+		}
 	}
 	var page errandapi.TaskPage
 	s.ok("tasks_list", obj{"instance": "jobs", "queue": "work"}, &page)

@@ -60,10 +60,10 @@ var queueTools = []tool{
 	}, setQueue),
 	confirmedQueueTool("tasks_purge_queue", "Purge a queue",
 		"Remove every task of a queue, whatever its state; the queue and its settings stay. Irreversible: needs confirm: true and the full grant.",
-		"purging %s/%s removes every task of the queue", "purged %s/%s: %d tasks removed", (*client.Client).PurgeQueue),
+		"purging queue %[2]s of instance %[1]s removes every task of the queue", "purged %s/%s: %d tasks removed", (*client.Client).PurgeQueue),
 	confirmedQueueTool("tasks_delete_queue", "Delete a queue",
 		"Delete a queue with all its tasks. Irreversible: needs confirm: true and the full grant. The queue named default cannot be deleted.",
-		"deleting %s/%s removes the queue and every task in it", "deleted %s/%s and its %d tasks", (*client.Client).DeleteQueue),
+		"deleting queue %[2]s of instance %[1]s removes the queue and every task in it", "deleted %s/%s and its %d tasks", (*client.Client).DeleteQueue),
 }
 
 type confirmQueueIn struct {
@@ -78,7 +78,7 @@ func confirmedQueueTool(name, title, desc, what, done string, call func(*client.
 	return define(spec{name: name, title: title, desc: desc, need: errandapi.RoleFull, destructive: true},
 		func(ctx context.Context, c *client.Client, in confirmQueueIn) (*errandapi.DeleteResponse, string, error) {
 			if !in.Confirm {
-				return nil, "", refuse(errandapi.CodeConfirmRequired, what+": confirm must be true", in.Instance, in.Queue)
+				return nil, "", refuse(errandapi.CodeConfirmRequired, what+": confirm must be true", errandapi.Quote(in.Instance), errandapi.Quote(in.Queue))
 			}
 			n, err := call(c, ctx, in.Instance, in.Queue)
 			if err != nil {

@@ -123,7 +123,7 @@ var triggerTools = []tool{
 		desc: "Delete a trigger rule for good: a schedule stops, a hook's URL answers NOT_FOUND, a task rule's pending chain events go with it. Tasks it added stay. Needs confirm: true and the full grant.",
 	}, func(ctx context.Context, c *client.Client, in deleteTriggerIn) (*errandapi.TriggerDeleteResponse, string, error) {
 		if !in.Confirm {
-			return nil, "", refuse(errandapi.CodeConfirmRequired, "deleting trigger rule %s of %s cannot be undone: confirm must be true", in.ID, in.Instance)
+			return nil, "", refuse(errandapi.CodeConfirmRequired, "deleting trigger rule %s of %s cannot be undone: confirm must be true", errandapi.Quote(in.ID), errandapi.Quote(in.Instance))
 		}
 		if err := c.DeleteTrigger(ctx, in.Instance, in.ID); err != nil {
 			return nil, "", err

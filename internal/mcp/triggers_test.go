@@ -83,6 +83,9 @@ func TestTriggerTools(t *testing.T) {
 			t.Errorf("delete %v: %v", args, data)
 		}
 	}
+	if data := s.refused("tasks_delete_trigger", obj{"instance": "jobs", "id": strings.Repeat("i", 100_000)}, "CONFIRM_REQUIRED"); len(data["message"].(string)) > 400 {
+		t.Errorf("delete of a 100,000-byte id echoed it: %.400q", data["message"])
+	}
 
 	// A read key reads the rule; the rule's URL adds a task, no key needed.
 	r := n.session(n.key("read:jobs"))

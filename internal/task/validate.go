@@ -3,11 +3,12 @@ package task
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/errandhq/errand/errandapi"
 )
 
 // URLRules say which webhook URLs are acceptable where they are saved.
@@ -75,31 +76,13 @@ func IDError(field string) *Error {
 	return FieldErrorf(CodeInvalidArgument, field, "must be 1–%d letters, digits, '-', '_' or '.', and not \".\" or \"..\"", MaxIDLen)
 }
 
-// quoteMax is how many bytes of a caller's value a refusal quotes.
-const quoteMax = 128
+// Quote quotes a caller's value for a refusal: errandapi.Quote, the one
+// rule every surface (the API, MCP) quotes by.
+func Quote(s string) string { return errandapi.Quote(s) }
 
-// Quote quotes a caller's value for a refusal, at most its first 128 bytes
-// (cut at a character's start) and then how long it was, so that a
-// megabyte sent where a word belongs is not echoed back whole. Every name
-// and id errand takes (at most 100 bytes) is quoted whole.
-func Quote(s string) string {
-	if len(s) <= quoteMax {
-		return strconv.Quote(s)
-	}
-	return strconv.Quote(CutUTF8(s, quoteMax)) + fmt.Sprintf("… (%d bytes)", len(s))
-}
-
-// CutUTF8 is the longest prefix of s of at most n bytes that does not end
-// inside a character.
-func CutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
+// CutUTF8 is errandapi.CutUTF8: the longest prefix of s of at most n
+// bytes that does not end inside a character.
+func CutUTF8(s string, n int) string { return errandapi.CutUTF8(s, n) }
 
 // SanitizeText makes free text (an attempt's error) safe for every store:
 // invalid UTF-8 and NUL bytes become U+FFFD.

@@ -1,4 +1,4 @@
-package task
+package errandapi
 
 import (
 	"strings"
