@@ -348,5 +348,5 @@ func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + fmt.Sprintf("… (%d bytes)", len(s))
+	return CutUTF8(s, n) + fmt.Sprintf("… (%d bytes)", len(s))
 }

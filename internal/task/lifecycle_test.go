@@ -114,6 +114,23 @@ func TestDeferDoesNotCount(t *testing.T) {
 	}
 }
 
+// TestLongErrorCutAtACharacter: an attempt's error over 500 bytes keeps
+// its first 500 at most, cut before a character that would not fit (not
+// into a U+FFFD), and says how long it was.
+func TestLongErrorCutAtACharacter(t *testing.T) {
+	q := pushQueue()
+	tk, _ := NewTask(q, AddInput{}, 0, URLRules{})
+	_ = tk.Claim(q, 0, "L", 1000)
+	msg := "a" + strings.Repeat("é", 300) // 601 bytes: byte 500 is inside an é
+	if _, err := tk.Finish(q, 10, Outcome{Status: AttemptFailed, Error: msg}); err != nil {
+		t.Fatal(err)
+	}
+	want := "a" + strings.Repeat("é", 249) + "… (601 bytes)"
+	if got := tk.Attempts[0].Error; got != want || tk.LastError != want {
+		t.Fatalf("error %q, lastError %q; want %q", got, tk.LastError, want)
+	}
+}
+
 // TestNoBackoffCounts checks that an attempt abandoned by its dead node is
 // retried at once but still counts, so a task that kills every node that
 // takes it still ends FAILED.
