@@ -28,6 +28,9 @@ type Hook struct {
 // instance, a disabled one) is NOT_FOUND.
 func (e *Engine) HookFind(ctx context.Context, instance, token string) (*Hook, error) {
 	missing := task.Errorf(task.CodeNotFound, "no enabled hook of instance %s has this URL", task.Quote(instance))
+	if !task.ValidID(token) { // no token errand makes: not worth a read
+		return nil, missing
+	}
 	tr, err := e.store.TriggerGetHook(ctx, store.HookRef{Token: token})
 	if task.IsCode(err, task.CodeNotFound) {
 		return nil, missing

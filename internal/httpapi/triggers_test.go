@@ -186,6 +186,9 @@ func TestHookWithoutSecret(t *testing.T) {
 	s.hookCall(path, []byte(`{}`), map[string]string{"Idempotency-Key": "a key with spaces"}).want(t, 400, "INVALID_ARGUMENT").names(t, "Idempotency-Key")
 	s.hookCall(strings.Replace(path, "/jobs/", "/other/", 1), []byte(`{}`), nil).want(t, 404, "NOT_FOUND")
 	s.hookCall("/v1/hooks/jobs/hk_nope", []byte(`{}`), nil).want(t, 404, "NOT_FOUND")
+	for _, seg := range []string{"hk_%00", "hk_%ff", "hk_" + strings.Repeat("a", 100)} {
+		s.hookCall("/v1/hooks/jobs/"+seg, []byte(`{}`), nil).want(t, 404, "NOT_FOUND")
+	}
 	if n := len(a.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 5 {
 		t.Fatalf("%d tasks, want 5 (refused calls add nothing)", n)
 	}

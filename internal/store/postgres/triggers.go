@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -103,7 +104,9 @@ func (s *Store) TriggerGet(ctx context.Context, ref store.TriggerRef) (*task.Tri
 
 // TriggerGetHook finds a hook rule by its token.
 func (s *Store) TriggerGetHook(ctx context.Context, ref store.HookRef) (*task.Trigger, error) {
-	if ref.Token == "" {
+	// A token is a URL's path segment, any bytes: one PostgreSQL cannot
+	// hold as text (invalid UTF-8, a NUL) is no rule's either.
+	if ref.Token == "" || !utf8.ValidString(ref.Token) || strings.IndexByte(ref.Token, 0) >= 0 {
 		return nil, task.ErrNotFound
 	}
 	return scanTrigger(s.pool.QueryRow(ctx, qTriggerHook, ref.Token))

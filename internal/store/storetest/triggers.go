@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -121,6 +122,11 @@ func testTriggerHook(t *testing.T, e *env) {
 	wantCode(t, err, task.CodeNotFound, "unknown token")
 	_, err = e.s.TriggerGetHook(e.ctx, store.HookRef{})
 	wantCode(t, err, task.CodeNotFound, "empty token")
+	// A token is a URL's path segment: any bytes, not only text.
+	for _, tok := range []string{"hk_\x00", "hk_\xff", "\xc3"} {
+		_, err = e.s.TriggerGetHook(e.ctx, store.HookRef{Token: tok})
+		wantCode(t, err, task.CodeNotFound, fmt.Sprintf("token %q", tok))
+	}
 }
 
 func testTriggerDueAndFire(t *testing.T, e *env) {
