@@ -473,8 +473,7 @@ func (d *Dispatcher) launch(ctx context.Context, t *task.Task, q *task.Queue, in
 		fp := &store.FinishParams{Task: t, LeaseID: lease}
 		if failed && q.DeadLetterQueue != "" {
 			if dlq := queues[qkey{q.InstanceID, q.DeadLetterQueue}]; dlq != nil {
-				fp.DeadLetter = t.DeadLetter(dlq, now.UnixMilli())
-				fp.DeadLetter.ID = newID(d.clock)
+				fp.DeadLetter = deadLetter(d.log, t, dlq, now.UnixMilli(), d.clock)
 			}
 		}
 		d.results <- finished{fp: fp, q: q, dur: now.Sub(began)}

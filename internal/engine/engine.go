@@ -181,7 +181,7 @@ func New(cfg Config) *Engine {
 	}
 	e.usage = newUsage(usageDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "usage"), every: cfg.UsageEvery})
 	e.batcher = newFinishBatcher(cfg.Store, cfg.Writers, cfg.Logger.With("service", "finisher"), e.outcomesStored)
-	e.fin = &finisher{store: cfg.Store, clock: e.clock, batch: e.batcher, metrics: cfg.Metrics, changed: e.changed}
+	e.fin = &finisher{store: cfg.Store, clock: e.clock, batch: e.batcher, metrics: cfg.Metrics, log: e.log, changed: e.changed}
 	e.leased = newLeasedTasks(leasedMaxEntries, leasedMaxBytes)
 	e.cleaner = newCleaner(cleanerDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "cleaner"), every: cfg.CleanEvery})
 	e.rescuer = newRescuer(rescuerDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "rescuer"),

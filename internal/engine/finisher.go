@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/id"
@@ -18,6 +19,7 @@ type finisher struct {
 	clock   clock.Clock
 	batch   *finishBatcher
 	metrics *metrics.Metrics
+	log     *slog.Logger
 	changed func() // a task will be due again: wakes dispatchers and long polls
 }
 
@@ -38,8 +40,7 @@ func (f *finisher) finish(ctx context.Context, t *task.Task, now int64, o task.O
 	fp := &store.FinishParams{Task: t, LeaseID: lease, LiveAt: liveAt}
 	if failed && q.DeadLetterQueue != "" {
 		if dlq, err := f.store.QueueGet(ctx, store.QueueRef{InstanceID: t.InstanceID, Name: q.DeadLetterQueue}); err == nil {
-			fp.DeadLetter = t.DeadLetter(dlq, now)
-			fp.DeadLetter.ID = newID(f.clock)
+			fp.DeadLetter = deadLetter(f.log, t, dlq, now, f.clock)
 		} else if !task.IsCode(err, task.CodeNotFound) {
 			return err
 		}
@@ -78,3 +79,16 @@ func kindOf(pull bool) string {
 
 // newID returns a fresh task or instance id, ordered by c's time.
 func newID(c clock.Clock) string { return id.New(c.Now()) }
+
+// deadLetter is t's dead-letter copy for dlq with a new id, or nil, logged,
+// when the copy would pass task.MaxDepth.
+func deadLetter(log *slog.Logger, t *task.Task, dlq *task.Queue, now int64, clk clock.Clock) *task.Task {
+	dl := t.DeadLetter(dlq, now)
+	if dl == nil {
+		log.Warn("no dead-letter copy: it would be a chain more than task.MaxDepth deep (a loop of dead-letter queues?)",
+			"task", t.ID, "queue", t.Queue, "deadLetterQueue", dlq.Name, "depth", t.Depth+1, "max", task.MaxDepth)
+		return nil
+	}
+	dl.ID = newID(clk)
+	return dl
+}

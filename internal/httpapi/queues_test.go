@@ -89,6 +89,11 @@ func TestQueueValidationNamesTheField(t *testing.T) {
 	b.do("PATCH", "/v1/tasks/jobs/queues/dead", `{"target":{"webhook":"https://example.com/dead"}}`).want(t, 200, "")
 	b.do("PATCH", "/v1/tasks/jobs/queues/pq", `{"deadLetterQueue":"dead"}`).want(t, 200, "")
 	b.do("PATCH", "/v1/tasks/jobs/queues/pq", `{"deadLetterQueue":"gone"}`).want(t, 400, "INVALID_ARGUMENT").names(t, "deadLetterQueue")
+	// Nor a dead-letter queue that leads back: a task that kept failing
+	// would go round for ever.
+	if m := b.do("PATCH", "/v1/tasks/jobs/queues/dead", `{"deadLetterQueue":"pq"}`).want(t, 400, "INVALID_ARGUMENT").names(t, "deadLetterQueue").message(); !strings.Contains(m, "dead → pq → dead") {
+		t.Fatal(m)
+	}
 	// Nor may the dead-letter queue lose its target later.
 	if m := b.do("PATCH", "/v1/tasks/jobs/queues/dead", `{"target":null}`).want(t, 400, "NO_TARGET").message(); !strings.HasPrefix(m, "target: ") || !strings.Contains(m, `"pq"`) {
 		t.Fatal(m)

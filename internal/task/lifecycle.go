@@ -326,8 +326,15 @@ func (t *Task) RunNow(now int64) error {
 }
 
 // DeadLetter returns the copy of a FAILED task for the dead-letter queue dlq:
-// same payload and params, no name, deadLetterOf set, source deadletter.
+// same payload and params, no name, deadLetterOf set, source deadletter,
+// and depth one more than t's, as every task another task causes. Past
+// MaxDepth it returns nil and no copy is made: so a loop of dead-letter
+// queues (which the store refuses to save, but concurrent changes could
+// still close) ends, as a loop of task rules does.
 func (t *Task) DeadLetter(dlq *Queue, now int64) *Task {
+	if t.Depth+1 > MaxDepth {
+		return nil
+	}
 	return &Task{
 		InstanceID:   t.InstanceID,
 		Queue:        dlq.Name,
@@ -337,7 +344,7 @@ func (t *Task) DeadLetter(dlq *Queue, now int64) *Task {
 		RunAt:        now,
 		CreatedAt:    now,
 		Source:       SourceDeadLetter,
-		Depth:        t.Depth,
+		Depth:        t.Depth + 1,
 		Params:       t.Params,
 		DeadLetterOf: t.ID,
 		Payload:      t.Payload,

@@ -264,8 +264,19 @@ func TestDeadLetterCopy(t *testing.T) {
 	tk.ID = "abc"
 	d := tk.DeadLetter(dlq, 9)
 	if d.Name != "" || d.DeadLetterOf != "abc" || d.Source != SourceDeadLetter || d.Queue != "dead" || !d.Pull ||
-		string(d.Payload) != `{"x":1}` || string(d.Params) != `{"p":2}` || d.State != Pending {
+		string(d.Payload) != `{"x":1}` || string(d.Params) != `{"p":2}` || d.State != Pending || d.Depth != 1 {
 		t.Fatalf("%+v", d)
+	}
+	// Each copy is one link deeper; a copy past MaxDepth is not made, so a
+	// loop of dead-letter queues ends.
+	for d.Depth < MaxDepth {
+		d = d.DeadLetter(dlq, 10)
+	}
+	if d.Depth != MaxDepth {
+		t.Fatalf("depth %d", d.Depth)
+	}
+	if past := d.DeadLetter(dlq, 11); past != nil {
+		t.Fatalf("a copy at depth %d was made", past.Depth)
 	}
 }
 

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -20,10 +21,13 @@ var (
 	// qQueueLock locks a queue for a settings change: NO KEY UPDATE does
 	// not wait for the key-share locks that adds take.
 	qQueueLock = qQueueGet + ` FOR NO KEY UPDATE`
-	// qQueueKeep holds a queue (a dead-letter queue being named, or the
-	// queue being purged) so that it cannot be deleted before commit.
+	// qQueueKeep holds a queue (the queue being purged) so that it cannot
+	// be deleted before commit.
 	qQueueKeep = `SELECT 1 FROM queues WHERE instance_id = $1 AND name = $2 FOR KEY SHARE`
-	// qInstanceKeep does the same for the instance a queue is created in.
+	// qQueueKeepDLQ holds a queue named as a deadLetterQueue, as qQueueKeep
+	// does, and reads its own deadLetterQueue, for the cycle check.
+	qQueueKeepDLQ = `SELECT coalesce(dead_letter_queue, '') FROM queues WHERE instance_id = $1 AND name = $2 FOR KEY SHARE`
+	// qInstanceKeep holds the instance a queue is created in likewise.
 	qInstanceKeep = `SELECT 1 FROM instances WHERE id = $1 FOR KEY SHARE`
 	qQueueList    = `SELECT ` + queueCols + ` FROM queues WHERE instance_id = $1 ORDER BY name`
 	qQueueAll     = `SELECT ` + queueCols + ` FROM queues ORDER BY instance_id, name`
@@ -124,10 +128,19 @@ func keep(ctx context.Context, tx pgx.Tx, q string, args ...any) (bool, error) {
 }
 
 // checkDeadLetter refuses a deadLetterQueue that is not a queue of the same
-// instance, and holds it until commit so that it cannot vanish meanwhile.
+// instance, or that leads back to q, and holds the queues it reads until
+// commit so that they cannot vanish meanwhile.
 func checkDeadLetter(ctx context.Context, tx pgx.Tx, q *task.Queue) error {
-	return store.CheckDeadLetter(q, func(name string) (bool, error) {
-		return keep(ctx, tx, qQueueKeep, q.InstanceID, name)
+	return store.CheckDeadLetter(q, func(name string) (string, bool, error) {
+		var dlq string
+		err := tx.QueryRow(ctx, qQueueKeepDLQ, q.InstanceID, name).Scan(&dlq)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, interpretError(err)
+		}
+		return dlq, true, nil
 	})
 }
 

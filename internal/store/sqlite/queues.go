@@ -18,6 +18,7 @@ var (
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	qQueueGet    = define(onWriter|onReader, `SELECT `+queueCols+` FROM queues WHERE instance_id = ? AND name = ?`)
 	qQueueExists = define(onWriter, `SELECT 1 FROM queues WHERE instance_id = ? AND name = ?`)
+	qQueueDLQ    = define(onWriter, `SELECT coalesce(dead_letter_queue, '') FROM queues WHERE instance_id = ? AND name = ?`)
 	qQueueList   = define(onReader, `SELECT `+queueCols+` FROM queues WHERE instance_id = ? ORDER BY name`)
 	qQueueAll    = define(onReader, `SELECT `+queueCols+` FROM queues ORDER BY instance_id, name`)
 	qQueueUpdate = define(onWriter, `UPDATE queues SET target = ?, rate_per_second = ?, max_concurrent = ?,
@@ -78,10 +79,18 @@ func (w *wtx) queueExists(instanceID, name string) (bool, error) {
 }
 
 // checkDeadLetter refuses a deadLetterQueue that is not a queue of the same
-// instance.
+// instance, or that leads back to q.
 func (w *wtx) checkDeadLetter(q *task.Queue) error {
-	return store.CheckDeadLetter(q, func(name string) (bool, error) {
-		return w.queueExists(q.InstanceID, name)
+	return store.CheckDeadLetter(q, func(name string) (string, bool, error) {
+		var dlq string
+		err := w.queryRow(qQueueDLQ, q.InstanceID, name).Scan(&dlq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, interpretError(err)
+		}
+		return dlq, true, nil
 	})
 }
 

@@ -127,6 +127,36 @@ func testQueueDeadLetterMustExist(t *testing.T, e *env) {
 	if err != nil || got.DeadLetterQueue != "" {
 		t.Fatalf("QueueUpdate clearing the DLQ = %+v, %v", got, err)
 	}
+
+	// A deadLetterQueue that leads back: refused on update and on create,
+	// with the cycle named; a chain that ends, or a loop further on that
+	// does not pass through the queue, is not.
+	e.queue(inst, "c", task.ModePull, func(q *task.Queue) { q.DeadLetterQueue = "emails" })
+	e.queue(inst, "b", task.ModePull, func(q *task.Queue) { q.DeadLetterQueue = "c" })
+	_, err = e.s.QueueUpdate(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "emails"}, func(q *task.Queue) error {
+		q.DeadLetterQueue = "b"
+		return nil
+	})
+	wantDeadLetterField(t, err, "QueueUpdate closing a cycle")
+	if !strings.Contains(err.Error(), "emails → b → c → emails") {
+		t.Fatalf("the refusal does not name the cycle: %v", err)
+	}
+	if got, _ := e.s.QueueGet(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "emails"}); got.DeadLetterQueue != "" {
+		t.Fatalf("the refused cycle was written: %+v", got)
+	}
+	_, err = e.s.QueueUpdate(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "emails"}, func(q *task.Queue) error {
+		q.DeadLetterQueue = "dead"
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("a chain that ends (emails → dead) was refused: %v", err)
+	}
+	_, err = e.s.QueueUpdate(e.ctx, store.QueueRef{InstanceID: inst.ID, Name: "dead"}, func(q *task.Queue) error {
+		q.DeadLetterQueue = "b" // dead → b → c → emails → dead
+		return nil
+	})
+	wantDeadLetterField(t, err, "QueueUpdate closing a longer cycle")
+	e.queue(inst, "x", task.ModePull, func(q *task.Queue) { q.DeadLetterQueue = "b" }) // into b → c → emails → dead: ends
 }
 
 func wantDeadLetterField(t *testing.T, err error, what string) {
