@@ -53,6 +53,11 @@ type Config struct {
 // ones (UNAVAILABLE: try another node, or again).
 var ErrClosed = task.Errorf(task.CodeUnavailable, "the node is shutting down")
 
+// ErrInstanceGone ends the subscriptions of an instance that was deleted
+// (NOT_FOUND: a channel of the same name in an instance made again later
+// is another channel, its ids starting again at 1).
+var ErrInstanceGone = task.Errorf(task.CodeNotFound, "the instance was deleted")
+
 // Hub holds this node's rooms: the channels that have subscribers here.
 // Subscriptions work from New on; Start runs the listener of other nodes'
 // appends; Stop ends every room and subscription.
@@ -138,6 +143,41 @@ func (h *Hub) Stop() {
 	}
 	h.mu.Unlock()
 	h.wg.Wait()
+}
+
+// EndInstance ends every subscription here to a channel of the instance
+// with ErrInstanceGone: it was deleted.
+func (h *Hub) EndInstance(instanceID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ref, r := range h.rooms {
+		if ref.InstanceID != instanceID {
+			continue
+		}
+		r.mu.Lock()
+		for s := range r.subs {
+			r.drop(s, ErrInstanceGone)
+		}
+		r.mu.Unlock()
+		delete(h.rooms, ref)
+		r.cancel()
+	}
+}
+
+// Instances returns the ids of the instances whose channels have
+// subscribers here.
+func (h *Hub) Instances() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	seen := map[string]bool{}
+	var out []string
+	for ref := range h.rooms {
+		if !seen[ref.InstanceID] {
+			seen[ref.InstanceID] = true
+			out = append(out, ref.InstanceID)
+		}
+	}
+	return out
 }
 
 // Appended is the hint that ref's log changed: its room here, if any,

@@ -56,6 +56,9 @@ type Workers struct {
 	conns map[string]*WorkerConn // by worker id
 	turn  int
 	seq   int
+	// closing holds CloseInstance's close handshakes, which CloseAll
+	// waits for.
+	closing sync.WaitGroup
 }
 
 // WorkerConn is one connected worker: an instance, a group, its functions
@@ -205,6 +208,28 @@ func (w *Workers) CloseAll(reason string) {
 	for _, c := range cs {
 		c.tr.Close(reason)
 		c.Close(reason)
+	}
+	w.closing.Wait()
+}
+
+// CloseInstance ends the connections serving the instance (it was
+// deleted): what they hold fails with reason at once, and each worker is
+// told reason and reconnects, which finds the instance gone (in dev,
+// makes it again). The close handshakes (up to 5 s each with a worker
+// that does not answer) go on in the background: a delete does not wait
+// for them.
+func (w *Workers) CloseInstance(instanceID, reason string) {
+	w.mu.Lock()
+	var cs []*WorkerConn
+	for _, c := range w.conns {
+		if c.instanceID == instanceID {
+			cs = append(cs, c)
+		}
+	}
+	w.mu.Unlock()
+	for _, c := range cs {
+		c.Close(reason)
+		w.closing.Go(func() { c.tr.Close(reason) })
 	}
 }
 

@@ -75,6 +75,10 @@ type Config struct {
 	// uncounted: a target's request cut mid-way is sent again by the next
 	// node, so a restart within it delivers nothing twice. 0 cuts at once.
 	StopGrace time.Duration
+	// InstanceDeleted, if set, is told the id of each instance deleted
+	// through this engine, or found deleted by the node (InstanceGone):
+	// the node closes its function workers' connections to it.
+	InstanceDeleted func(instanceID string)
 }
 
 // Engine holds the store and the services. It is safe for concurrent use.
@@ -110,6 +114,8 @@ type Engine struct {
 	vacuum     *keeper          // nil unless the store vacuums its tasks table (Vacuumer)
 	usage      *Usage
 	hub        *channels.Hub // this node's channel subscribers
+	// instanceDeleted is Config.InstanceDeleted.
+	instanceDeleted func(instanceID string)
 	// pollsEnd is closed by EndLongPolls: a lease waiting for tasks
 	// answers what it has, and none waits from then on.
 	pollsEnd  chan struct{}
@@ -170,7 +176,7 @@ func New(cfg Config) *Engine {
 			cfg.Writers = 4
 		}
 	}
-	e := &Engine{store: cfg.Store, addClaimer: addClaimer, clock: cfg.Clock, log: cfg.Logger, dev: cfg.Dev, node: cfg.Node, rules: cfg.URLRules,
+	e := &Engine{store: cfg.Store, addClaimer: addClaimer, clock: cfg.Clock, log: cfg.Logger, dev: cfg.Dev, node: cfg.Node, rules: cfg.URLRules, instanceDeleted: cfg.InstanceDeleted,
 		waker: newWaker(), leases: newWaker(), ruleWake: newWaker(), chains: newWaker(), metrics: cfg.Metrics,
 		pollsEnd: make(chan struct{})}
 	if sc, ok := cfg.Store.(store.ServerClock); ok && cfg.DatabaseClock {

@@ -41,12 +41,35 @@ func (e *Engine) InstanceDelete(ctx context.Context, org, name string) error {
 	if task.IsReservedInstance(name) {
 		return task.ErrNotFound
 	}
-	if err := e.store.InstanceDelete(ctx, store.InstanceRef{Org: org, Name: name}); err != nil {
+	ref := store.InstanceRef{Org: org, Name: name}
+	inst, err := e.store.InstanceGet(ctx, ref)
+	if err != nil {
 		return task.NamedInstance(err, name)
 	}
+	if err := e.store.InstanceDelete(ctx, ref); err != nil {
+		return task.NamedInstance(err, name)
+	}
+	e.InstanceGone(inst.ID)
 	e.changed()
 	return nil
 }
+
+// InstanceGone ends what this node holds open for an instance that was
+// deleted: its channels' subscriptions (each told the instance is gone)
+// and, through Config.InstanceDeleted, its function workers'
+// connections. Deletes through this engine call it; the node calls it for
+// an instance it finds deleted by another node (SubscribedInstances, and
+// the instances its workers serve).
+func (e *Engine) InstanceGone(instanceID string) {
+	e.hub.EndInstance(instanceID)
+	if e.instanceDeleted != nil {
+		e.instanceDeleted(instanceID)
+	}
+}
+
+// SubscribedInstances returns the ids of the instances whose channels have
+// subscribers on this node.
+func (e *Engine) SubscribedInstances() []string { return e.hub.Instances() }
 
 // noCreateKey marks a context whose request may not create an instance.
 type noCreateKey struct{}

@@ -177,6 +177,10 @@ func (s *Server) stream(ctx context.Context, channel string, sub *channels.Subsc
 			last := strconv.FormatInt(sub.Last(), 10)
 			out.close(&errandapi.ChannelEvent{Type: errandapi.ChannelLagged, LastEventID: last, Message: err.Error()})
 			return
+		case errors.Is(err, channels.ErrInstanceGone):
+			last := strconv.FormatInt(sub.Last(), 10)
+			out.close(&errandapi.ChannelEvent{Type: errandapi.ChannelClosing, LastEventID: last, Message: "the instance was deleted, and its channels with it"})
+			return
 		case errors.Is(err, channels.ErrClosed):
 			last := strconv.FormatInt(sub.Last(), 10)
 			out.close(&errandapi.ChannelEvent{Type: errandapi.ChannelClosing, LastEventID: last, Message: "the node is shutting down; resume from the last event id"})

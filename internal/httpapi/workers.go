@@ -155,7 +155,7 @@ type wsTransport struct {
 	ticks   atomic.Int64 // ticks watch has seen
 	heard   atomic.Int64 // ticks when the last frame was read
 	writing atomic.Int64 // 1 + ticks when the write under way began; 0 for none
-	cut     atomic.Value // why watch closed the connection (a string), once it has
+	cut     atomic.Value // why this node closed the connection (a string), once it has
 }
 
 var _ deliver.WorkerTransport = (*wsTransport)(nil)
@@ -259,8 +259,10 @@ func (t *wsTransport) Send(b []byte) error {
 	return t.conn.Write(context.Background(), websocket.MessageText, b)
 }
 
-// Close implements deliver.WorkerTransport.
+// Close implements deliver.WorkerTransport. The read under way then ends
+// with the worker's echo of the close; ended says it was this node's.
 func (t *wsTransport) Close(reason string) {
+	t.cut.Store("the node closed the connection: " + reason)
 	_ = t.conn.Close(websocket.StatusGoingAway, closeReason(errandapi.CodeUnavailable, reason))
 }
 

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -102,7 +103,8 @@ func New(cfg Config) *Node {
 	n.Engine = engine.New(engine.Config{
 		Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, Dev: cfg.Dev, URLRules: n.rules,
 		Backstop: backstop, DatabaseClock: cfg.Shared, Ops: cfg.Ops, Node: n.id, Channels: cfg.Channels, StopGrace: cfg.StopGrace,
-		Deliverer: &deliver.Mux{Webhook: n.webhook, Function: &deliver.FunctionRoutes{InProcess: cfg.Functions, Workers: n.Workers}, Channel: channel},
+		InstanceDeleted: func(id string) { n.Workers.CloseInstance(id, "the instance was deleted") },
+		Deliverer:       &deliver.Mux{Webhook: n.webhook, Function: &deliver.FunctionRoutes{InProcess: cfg.Functions, Workers: n.Workers}, Channel: channel},
 	})
 	n.console = console.New(console.Config{
 		API: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -225,6 +227,7 @@ func (n *Node) publish(ctx context.Context) {
 				}
 			}
 		}
+		n.sweepGone(ctx, served)
 		if len(served) > 0 || had {
 			put(ctx, served)
 			had = len(served) > 0
@@ -234,6 +237,27 @@ func (n *Node) publish(ctx context.Context) {
 			return
 		case <-n.changed:
 		case <-clk.After(publishEvery):
+		}
+	}
+}
+
+// sweepGone ends the worker connections and channel subscriptions this
+// node holds for an instance that another node deleted (a delete through
+// this node ends them at once), and drops it from served: each instance
+// in use here is read again every round of publish.
+func (n *Node) sweepGone(ctx context.Context, served map[string]map[string]int) {
+	ids := n.Engine.SubscribedInstances()
+	for id := range served {
+		if id != store.AllInstances {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range slices.Compact(ids) {
+		if _, err := n.st.InstanceGetByID(ctx, id); task.IsCode(err, task.CodeNotFound) {
+			n.log.Info("an instance in use on this node was deleted: its workers' connections and channel subscriptions end", "instance", id)
+			n.Engine.InstanceGone(id)
+			delete(served, id)
 		}
 	}
 }
