@@ -545,6 +545,53 @@ func TestDevCrossSiteGetMakesNoInstance(t *testing.T) {
 	}
 }
 
+// TestDevLiveMakesNoInstance: in dev, an instance deleted while its page
+// is open stays deleted: the live counts' reads find it gone (the stream
+// ends with logout, and the page goes back to the instances) instead of
+// making it again on first use, as they did.
+func TestDevLiveMakesNoInstance(t *testing.T) {
+	e := newEnv(t, envOptions{dev: true})
+	u := e.user()
+	u.get("/console/i/jobs/").want(t, http.StatusOK, "default")
+	resp, err := u.hc.Get(e.srv.URL + "/console/i/jobs/live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := bufio.NewReader(resp.Body)
+	next := func() string {
+		t.Helper()
+		for {
+			line, err := events.ReadString('\n')
+			if err != nil {
+				t.Fatalf("stream ended: %v", err)
+			}
+			if name, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "event: "); ok {
+				return name
+			}
+		}
+	}
+	if name := next(); name != "counts" {
+		t.Fatalf("first event %s", name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := e.api.DeleteInstance(ctx, "jobs"); err != nil {
+		t.Fatal(err)
+	}
+	// The delete is a change: the stream reads again 500 ms later.
+	if err := e.clock.WaitForSleeperAt(ctx, e.clock.Now().Add(500*time.Millisecond)); err != nil {
+		t.Fatal("the stream never waited after the delete")
+	}
+	e.clock.Advance(500 * time.Millisecond)
+	if name := next(); name != "logout" {
+		t.Fatalf("after the delete: %s, want logout", name)
+	}
+	if list, err := e.api.ListInstances(ctx); err != nil || len(list) != 0 {
+		t.Fatalf("after the delete the instances are %+v (%v); the live stream made it again", list, err)
+	}
+}
+
 // TestLiveCounts: the live stream sends the counts at once and again
 // after a change; a key revoked meanwhile ends it with "logout".
 func TestLiveCounts(t *testing.T) {

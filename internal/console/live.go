@@ -9,6 +9,7 @@ import (
 
 	"github.com/errandhq/errand/client"
 	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/inproc"
 )
 
 // liveMinGap is the least time between two sends of the live counts: a
@@ -37,7 +38,9 @@ type liveQueue struct {
 // live meanwhile, rather than freezing silently.
 func (c *Console) live(w http.ResponseWriter, r *http.Request, s *session) {
 	inst := r.PathValue("instance")
-	ctx := r.Context()
+	// The page was loaded, so the instance existed: its reads make none
+	// again in dev when it is deleted meanwhile (they find it gone).
+	ctx := inproc.NoCreate(r.Context())
 	qs, err := s.cl.ListQueues(ctx, inst)
 	if loggedOut(err) {
 		c.fail(w, r, s, err)

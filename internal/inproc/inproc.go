@@ -6,9 +6,24 @@ package inproc
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 )
+
+// noCreateKey marks a context whose in-process calls create no instance.
+type noCreateKey struct{}
+
+// NoCreate marks ctx so that the calls made with it create no instance on
+// first use in dev: a caller's background reads (the console's live
+// counts), which would otherwise make again an instance deleted meanwhile.
+// The node maps it to the engine's own mark.
+func NoCreate(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noCreateKey{}, true)
+}
+
+// CreatesNone reports whether ctx is marked by NoCreate.
+func CreatesNone(ctx context.Context) bool { return ctx.Value(noCreateKey{}) != nil }
 
 // Transport is an http.RoundTripper that serves each request with H in
 // this process. The API's answers are small JSON documents, so each is

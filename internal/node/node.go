@@ -23,6 +23,7 @@ import (
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/httpapi"
 	"github.com/errandhq/errand/internal/id"
+	"github.com/errandhq/errand/internal/inproc"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -108,6 +109,9 @@ func New(cfg Config) *Node {
 	})
 	n.console = console.New(console.Config{
 		API: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if inproc.CreatesNone(r.Context()) {
+				r = r.WithContext(engine.WithoutCreate(r.Context()))
+			}
 			if api := n.api.Load(); api != nil {
 				api.ServeHTTP(w, r)
 				return
