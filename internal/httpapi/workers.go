@@ -90,13 +90,22 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 		return
 	}
 	wc.Ready()
-	go func() { // heartbeat
+	go func() { // heartbeat, and the key checked again every keyCheckEvery
 		t := time.NewTicker(workerHeartbeat)
 		defer t.Stop()
+		check := time.NewTicker(keyCheckEvery)
+		defer check.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
+			case <-check.C:
+				// A revoked key (or one deleted) sends no more attempts:
+				// the worker's Run ends with UNAUTHENTICATED.
+				if s.stillAdmitted(ctx, c.p) != nil {
+					tr.closeWith(websocket.StatusPolicyViolation, task.Errorf(task.CodeUnauthenticated, "the API key of this connection was revoked"))
+					return
+				}
 			case <-t.C:
 				if wc.Send(&errandapi.WorkerFrame{Type: errandapi.FramePing}) != nil {
 					return
@@ -268,6 +277,7 @@ func (t *wsTransport) Close(reason string) {
 
 // closeWith closes the connection with err as a v1 error object.
 func (t *wsTransport) closeWith(code websocket.StatusCode, err error) {
+	t.cut.Store("the node closed the connection: " + err.Error())
 	var te *task.Error
 	if !errors.As(err, &te) {
 		_ = t.conn.Close(websocket.StatusProtocolError, closeReason(errandapi.CodeInvalidArgument, err.Error()))

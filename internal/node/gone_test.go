@@ -17,6 +17,7 @@ import (
 	"github.com/errandhq/errand/internal/auth"
 	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/testkit"
 	"github.com/errandhq/errand/internal/testkit/stores"
 )
 
@@ -52,17 +53,7 @@ func TestDeletedInstanceEndsItsStreams(t *testing.T) {
 			t.Fatalf("subscribed: %q", l)
 		}
 		next() // ready's data
-		ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(b, "http")+"/v1/workers/jobs", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ws.CloseNow()
-		if err := ws.Write(ctx, websocket.MessageText, []byte(`{"type":"hello","group":"app","functions":["f"],"slots":1}`)); err != nil {
-			t.Fatal(err)
-		}
-		if _, m, err := ws.Read(ctx); err != nil || !strings.Contains(string(m), `"welcome"`) {
-			t.Fatalf("welcome: %s %v", m, err)
-		}
+		ws := testkit.DialWorker(t, ctx, b, "jobs", nil)
 
 		do(t, "DELETE", a+"/v1/instances/jobs?confirm=true", "", 200)
 		poke()
