@@ -90,7 +90,11 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 		return
 	}
 	wc.Ready()
+	beat := make(chan struct{})
+	// A close the goroutine began ends within its handshake.
+	defer func() { cancel(); <-beat }()
 	go func() { // heartbeat, and the key checked again every keyCheckEvery
+		defer close(beat)
 		t := time.NewTicker(workerHeartbeat)
 		defer t.Stop()
 		check := time.NewTicker(keyCheckEvery)
