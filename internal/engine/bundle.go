@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -100,7 +101,8 @@ func (b BundleQueue) patch() *task.QueuePatch {
 
 // Check checks a whole bundle without a store: its version, every name,
 // every setting (webhook targets under rules), that each deadLetterQueue is
-// a queue of the bundle's same instance, and every trigger rule. The error
+// a queue of the bundle's same instance that does not lead back to it, and
+// every trigger rule. The error
 // names the field (instances[0].queues[2].maxAttempts).
 func (b *Bundle) Check(rules task.URLRules) error {
 	if err := CheckBundleVersion(b.Version); err != nil {
@@ -138,9 +140,9 @@ func CheckBundleInstance(i int, bi *BundleInstance, rules task.URLRules) error {
 	if err := settingsPatch(bi.Settings).Apply(&s); err != nil {
 		return prefixed(err, field+".settings")
 	}
-	names := map[string]bool{}
+	names, dlqs := map[string]bool{}, map[string]string{}
 	for _, bq := range bi.Queues {
-		names[bq.Name] = true
+		names[bq.Name], dlqs[bq.Name] = true, bq.DeadLetterQueue
 	}
 	for j, bq := range bi.Queues {
 		qf := fmt.Sprintf("%s.queues[%d]", field, j)
@@ -152,6 +154,14 @@ func CheckBundleInstance(i int, bi *BundleInstance, rules task.URLRules) error {
 		}
 		if bq.DeadLetterQueue != "" && !names[bq.DeadLetterQueue] {
 			return task.FieldErrorf(task.CodeInvalidArgument, qf+".deadLetterQueue", "names %s, which the bundle does not hold", task.Quote(bq.DeadLetterQueue))
+		}
+		// The store's rule, on the bundle's queues: a loop of dead-letter
+		// queues is refused before anything is imported.
+		if err := store.CheckDeadLetter(&task.Queue{Name: bq.Name, DeadLetterQueue: bq.DeadLetterQueue}, func(name string) (string, bool, error) {
+			d, ok := dlqs[name]
+			return d, ok, nil
+		}); err != nil {
+			return prefixed(err, qf)
 		}
 	}
 	seen := map[string]bool{}

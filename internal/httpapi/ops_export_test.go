@@ -192,6 +192,20 @@ func TestOpsExportImport(t *testing.T) {
 		if l := other.do("GET", "/v1/tasks/new/queues", nil).list("queues"); len(l) != 1 {
 			t.Fatalf("the refused import wrote queues: %v", l)
 		}
+		// Nor does one whose dead-letter queues loop: refused before any
+		// queue is written, naming the field and the loop.
+		loop := bun
+		loop.Instances = append(slices.Clone(bun.Instances), engine.BundleInstance{Name: "looped", Settings: engine.BundleSettings{RetentionDays: 7, MaxInFlight: 50}, Queues: []engine.BundleQueue{
+			{Name: "a", Mode: "pull", MaxAttempts: 1, MaxBackoffSeconds: 1, MinBackoffSeconds: 1, DeadlineSeconds: 60, DeadLetterQueue: "b"},
+			{Name: "b", Mode: "pull", MaxAttempts: 1, MaxBackoffSeconds: 1, MinBackoffSeconds: 1, DeadlineSeconds: 60, DeadLetterQueue: "a"},
+		}})
+		_, err = other.eng.ImportBundle(ctx, "dev", &loop)
+		if err == nil || !strings.Contains(err.Error(), ".queues[0].deadLetterQueue") || !strings.Contains(err.Error(), "a → b → a") {
+			t.Fatalf("a bundle with a dead-letter loop: %v", err)
+		}
+		if l := other.do("GET", "/v1/tasks/looped/queues", nil).want(t, 200, "").list("queues"); len(l) != 1 {
+			t.Fatalf("the refused import wrote queues: %v", l)
+		}
 	})
 }
 
