@@ -17,6 +17,13 @@ const (
 	MaxWaitSeconds  = 30
 )
 
+// LeaseMaxBytes bounds a lease's tasks' payloads and params together
+// (32 MiB, Cloud Tasks' bound on a LeaseTasks answer): past it a lease
+// answers fewer tasks than its count (at least one), and the rest stay
+// due for the next lease. Without it a lease of 1,000 tasks could answer
+// 128 MiB, held in the node's memory while it is written.
+const LeaseMaxBytes = 32 << 20
+
 // LeaseParams is a pull worker's lease request.
 type LeaseParams struct {
 	Count        int
@@ -64,7 +71,7 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 		if !q.Paused {
 			now = e.now()
 			got, err = e.store.TaskClaim(ctx, &store.ClaimParams{
-				Queue: q, Now: now, Limit: p.Count,
+				Queue: q, Now: now, Limit: p.Count, MaxBytes: LeaseMaxBytes,
 				LeaseMs: int64(p.LeaseSeconds) * 1000, NewLeaseID: id.Lease,
 			})
 			if err != nil {

@@ -14,7 +14,7 @@ import (
 
 type leaseIn struct {
 	queueArg
-	Count        *int `json:"count,omitempty" jsonschema:"How many due tasks to lease at most, 1–1000; default 1."`
+	Count        *int `json:"count,omitempty" jsonschema:"How many due tasks to lease at most, 1–1000; default 1. Fewer come back once their payloads and params together would pass 32 MiB."`
 	LeaseSeconds *int `json:"leaseSeconds,omitempty" jsonschema:"How long the lease lasts, in seconds, 1–86,400; default 60. Finish (tasks_ack) or extend (tasks_extend) before it ends: an expired lease is a failed attempt and the task is retried with backoff."`
 	WaitSeconds  int  `json:"waitSeconds,omitempty" jsonschema:"When no task is due, wait up to this many seconds (0–30) for one; default 0: answer at once, possibly with no task."`
 }

@@ -57,27 +57,44 @@ func FunctionOf(t *task.Task, q *task.Queue) string {
 	return ""
 }
 
-// Keep trims tasks (in claim order) to p.Functions' slots: a task of a
-// function is kept while its function has a slot left; a task past its
-// queue's maxAgeSeconds and a task of no function are always kept.
+// Keep trims tasks (in claim order) to p.Functions' slots and to
+// p.MaxBytes: a task of a function is kept while its function has a slot
+// left (a task past its queue's maxAgeSeconds and a task of no function
+// always are), and the tasks kept end before the first whose payload and
+// params would take their total past MaxBytes (the first task kept is
+// kept whatever its size).
 func (p *ClaimParams) Keep(tasks []*task.Task) []*task.Task {
-	if p.Functions == nil {
+	if p.Functions == nil && p.MaxBytes <= 0 {
 		return tasks
 	}
-	expired := p.Route().ExpiredBefore
-	left := make(map[string]int, len(p.Functions))
-	for fn, n := range p.Functions {
-		left[fn] = n
+	var expired int64
+	var left map[string]int
+	if p.Functions != nil {
+		expired = p.Route().ExpiredBefore
+		left = make(map[string]int, len(p.Functions))
+		for fn, n := range p.Functions {
+			left[fn] = n
+		}
 	}
 	out := tasks[:0:0]
+	size := 0
 	for _, t := range tasks {
-		fn := FunctionOf(t, p.Queue)
-		switch {
-		case fn == "" || t.CreatedAt <= expired:
-		case left[fn] > 0:
-			left[fn]--
-		default:
-			continue
+		if p.Functions != nil {
+			fn := FunctionOf(t, p.Queue)
+			switch {
+			case fn == "" || t.CreatedAt <= expired:
+			case left[fn] > 0:
+				left[fn]--
+			default:
+				continue
+			}
+		}
+		if p.MaxBytes > 0 {
+			n := len(t.Payload) + len(t.Params)
+			if len(out) > 0 && size+n > p.MaxBytes {
+				break
+			}
+			size += n
 		}
 		out = append(out, t)
 	}

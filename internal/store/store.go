@@ -282,6 +282,11 @@ type ClaimParams struct {
 	// maxAgeSeconds is claimed whatever its function, so that its attempt
 	// ends it. nil claims every due task.
 	Functions map[string]int
+	// MaxBytes, when above 0, bounds the claimed tasks' payloads and
+	// params together: tasks are kept in claim order while they fit, the
+	// first always (a pull lease's answer, as Cloud Tasks bounds
+	// LeaseTasks'). The rest stay due, untouched.
+	MaxBytes int
 }
 
 // LeaseRef names one attempt in flight: a task and the lease it holds.

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 
@@ -22,6 +23,7 @@ var claimCases = []testCase{
 	{"Routed", testClaimRouted},
 	{"RoutedQueueTarget", testClaimRoutedQueueTarget},
 	{"PausedRow", testClaimPausedRow},
+	{"MaxBytes", testClaimMaxBytes},
 }
 
 // testClaimPausedRow: a queue whose row says paused claims nothing, by
@@ -66,6 +68,30 @@ func (e *env) claimWith(q *task.Queue, now int64, limit int, mod func(p *store.C
 		e.t.Fatalf("TaskClaim: %v", err)
 	}
 	return got
+}
+
+// testClaimMaxBytes: a claim with MaxBytes keeps tasks in order while
+// their payloads and params fit, the first whatever its size; the rest
+// stay due and are claimed next.
+func testClaimMaxBytes(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull)
+	e.addN(q, 5, T0, func(i int, in *task.AddInput) {
+		in.Payload = json.RawMessage(`"` + strings.Repeat("p", 998) + `"`) // 1,000 bytes
+		if i == 0 {
+			in.Params = json.RawMessage(`{"k":"` + strings.Repeat("q", 492) + `"}`) // 500 bytes
+		}
+	})
+	budget := func(n int) func(p *store.ClaimParams) { return func(p *store.ClaimParams) { p.MaxBytes = n } }
+	if got := e.claimWith(q, T0, 5, budget(10)); len(got) != 1 {
+		t.Fatalf("claimed %d within 10 bytes; want the first alone", len(got))
+	}
+	if got := e.claimWith(q, T0, 5, budget(2_999)); len(got) != 2 {
+		t.Fatalf("claimed %d within 2,999 bytes of 1,000 each; want 2", len(got))
+	}
+	if got := e.claimWith(q, T0, 5, budget(0)); len(got) != 2 {
+		t.Fatalf("claimed %d of the 2 left without a budget", len(got))
+	}
 }
 
 // testClaimMaxRunning: the queue's cap counts the tasks already running,
