@@ -102,8 +102,8 @@ func (b BundleQueue) patch() *task.QueuePatch {
 // Check checks a whole bundle without a store: its version, every name,
 // every setting (webhook targets under rules), that each deadLetterQueue is
 // a queue of the bundle's same instance that does not lead back to it, and
-// every trigger rule. The error
-// names the field (instances[0].queues[2].maxAttempts).
+// every trigger rule. The error names the field
+// (instances[0].queues[2].maxAttempts).
 func (b *Bundle) Check(rules task.URLRules) error {
 	if err := CheckBundleVersion(b.Version); err != nil {
 		return err

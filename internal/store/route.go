@@ -101,6 +101,23 @@ func (p *ClaimParams) Keep(tasks []*task.Task) []*task.Task {
 	return out
 }
 
+// ClaimSize counts the payloads and params of the rows a claim has read,
+// so that a claim with MaxBytes stops reading them (decoding, holding)
+// once Keep could take no more: a lease of 1,000 tasks at the size limits
+// would otherwise hold 128 MiB while it is made.
+type ClaimSize struct{ n, bytes int }
+
+// Add counts t, a row read.
+func (c *ClaimSize) Add(t *task.Task) { c.n, c.bytes = c.n+1, c.bytes+len(t.Payload)+len(t.Params) }
+
+// Past reports whether the rows read already pass p.MaxBytes, so that no
+// further row can be kept (the first is always read). It counts every row
+// read, so with p.Functions as well (which a lease does not set) it could
+// stop before a row Keep would have taken.
+func (c *ClaimSize) Past(p *ClaimParams) bool {
+	return p.MaxBytes > 0 && c.n > 0 && c.bytes > p.MaxBytes
+}
+
 // KeepWith is Keep for tasks that come with a row reference each (refs[i]
 // is tasks[i]'s: a ctid, a rowid): it returns the tasks kept and their
 // references, in order.

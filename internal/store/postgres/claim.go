@@ -384,14 +384,23 @@ func claimRows(br pgx.BatchResults, p *store.ClaimParams) ([]*task.Task, []pgtyp
 		}
 	}
 	var ctids []pgtype.TID
-	tasks, err := store.ScanAll(rows, func(sc store.Scanner) (*task.Task, error) {
+	tasks := []*task.Task{}
+	var size store.ClaimSize
+	for rows.Next() {
+		if size.Past(p) {
+			continue // Keep would not take it: its row is not decoded
+		}
 		var ctid pgtype.TID
-		t, err := store.ScanTask(store.ScanWith{Scanner: sc, Extra: &ctid}, true)
-		ctids = append(ctids, ctid)
-		return t, err
-	})
+		t, err := store.ScanTask(store.ScanWith{Scanner: rows, Extra: &ctid}, true)
+		if err != nil {
+			rows.Close()
+			return nil, nil, 0, interpretError(err)
+		}
+		tasks, ctids = append(tasks, t), append(ctids, ctid)
+		size.Add(t)
+	}
 	rows.Close()
-	if err != nil {
+	if err := rows.Err(); err != nil {
 		return nil, nil, 0, interpretError(err)
 	}
 	if err := br.Close(); err != nil {

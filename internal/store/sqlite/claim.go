@@ -147,13 +147,18 @@ func (w *wtx) claimIn(p *store.ClaimParams, added []*task.Task) ([]*task.Task, m
 		due  []*task.Task
 		rids []int64
 	)
+	var size store.ClaimSize
 	err = w.queryFast(qClaimDue, append(append([]any{q.InstanceID, q.Name, p.Now}, routeArgs(p)...), limit), func(row driverRow) error {
+		if size.Past(p) {
+			return nil // Keep would not take it: it is not kept in memory
+		}
 		var rid int64
 		t, err := store.ScanTask(store.ScanWith{Scanner: row, Extra: &rid}, true)
 		if err != nil {
 			return err
 		}
 		due, rids = append(due, t), append(rids, rid)
+		size.Add(t)
 		return nil
 	})
 	if err != nil {
