@@ -95,7 +95,7 @@ func NewHTTPHandler(cfg HTTPConfig) *HTTPHandler {
 		}
 		return h.servers[ki.self.Strongest()]
 	}, &mcp.StreamableHTTPOptions{
-		SessionTimeout: cfg.SessionTimeout, Logger: cfg.Logger,
+		SessionTimeout: cfg.SessionTimeout, Logger: sdkLogger(cfg.Logger),
 		// In dev (no key) a web page on another site must not reach the
 		// emulator through DNS rebinding; in serve mode the key is the
 		// guard, and nodes behind a reverse proxy see other Host names.

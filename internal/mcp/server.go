@@ -62,7 +62,7 @@ func NewServer(opts Options) *mcp.Server {
 		opts.Version = "dev"
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "errand", Title: "errand task queue", Version: opts.Version},
-		&mcp.ServerOptions{Instructions: instructions, Logger: opts.Logger, HasTools: true, HasResources: true, SetCacheable: private})
+		&mcp.ServerOptions{Instructions: instructions, Logger: sdkLogger(opts.Logger), HasTools: true, HasResources: true, SetCacheable: private})
 	s.AddReceivingMiddleware(ungranted(opts.Self))
 	for _, t := range allTools() {
 		if !allows(opts.Self, t.need) {
