@@ -29,6 +29,10 @@ type LeaseParams struct {
 	Count        int
 	LeaseSeconds int
 	WaitSeconds  int
+	// Admitted, if set, is asked again before each claim after a wait: an
+	// error (the caller's key was revoked meanwhile) ends the lease with
+	// it, and nothing is leased to a caller no longer admitted.
+	Admitted func() error
 }
 
 // Lease claims up to p.Count due tasks of a pull queue for p.LeaseSeconds.
@@ -56,8 +60,15 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 		defer timer.Stop()
 		deadline = timer.C()
 	}
-	last := false // the wait ran out: this claim is the last
+	last := false   // the wait ran out: this claim is the last
+	waited := false // a claim after a wait asks p.Admitted again
 	for {
+		if waited && p.Admitted != nil {
+			if err := p.Admitted(); err != nil {
+				return nil, err
+			}
+		}
+		waited = true
 		var now int64              // the claim's
 		woken, _ := e.waker.wait() // before the claim: no add slips between
 		q, err := e.store.QueueGet(ctx, sq)

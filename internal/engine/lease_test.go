@@ -144,6 +144,52 @@ func TestLongPollWakesOnAdd(t *testing.T) {
 	}
 }
 
+// TestLongPollAsksAgainAfterItsWait: a lease that waited asks Admitted
+// again before it claims: once the caller is no longer admitted (its key
+// revoked meanwhile) it ends with that refusal and leases nothing, though
+// a task came.
+func TestLongPollAsksAgainAfterItsWait(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.queue("work", &task.QueuePatch{Mode: ptr(task.ModePull)})
+	var revoked atomic.Bool
+	asked := atomic.Int32{}
+	admitted := func() error {
+		asked.Add(1)
+		if revoked.Load() {
+			return task.Errorf(task.CodeUnauthenticated, "revoked")
+		}
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() {
+		ts, err := b.eng.Lease(b.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "work"},
+			engine.LeaseParams{Count: 5, LeaseSeconds: 30, WaitSeconds: 30, Admitted: admitted})
+		if err == nil && len(ts) > 0 {
+			err = fmt.Errorf("leased %d tasks", len(ts))
+		}
+		done <- err
+	}()
+	b.sig.Parked(t, 1)
+	if n := asked.Load(); n != 0 {
+		t.Fatalf("asked %d times before any wait; the call's own check stands for the first claim", n)
+	}
+	revoked.Store(true)
+	id := b.add("work", task.AddInput{})
+	select {
+	case err := <-done:
+		if !task.IsCode(err, task.CodeUnauthenticated) {
+			t.Fatalf("the lease ended with %v; want UNAUTHENTICATED", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the long poll did not wake on the add")
+	}
+	tk, err := b.eng.TaskGet(b.ctx, engine.TaskRef{Org: "dev", Instance: "jobs", ID: id})
+	if err != nil || tk.State != task.Pending || tk.Attempt != 0 {
+		t.Fatalf("the task after the refused lease: %+v %v; want it still due, unattempted", tk, err)
+	}
+}
+
 // TestLongPollWakesWhenATaskComesDue: a waiting lease takes a task that
 // comes due by the clock alone (a delay, a backoff), with no add or other
 // change to wake it; and a task due as the wait runs out is still taken.

@@ -49,6 +49,14 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request, c *call) {
 	if body.LeaseSeconds != nil {
 		p.LeaseSeconds = *body.LeaseSeconds
 	}
+	// A long poll asks again whether the key still stands before each
+	// claim after its wait, as an open subscription or worker does.
+	p.Admitted = func() error {
+		if s.stillAdmitted(r.Context(), c.p) != nil {
+			return task.Errorf(task.CodeUnauthenticated, "the API key of this call was revoked while it waited")
+		}
+		return nil
+	}
 	ts, err := s.eng.Lease(r.Context(), c.queue(r), p)
 	if err != nil {
 		s.writeError(w, r, err)
