@@ -168,7 +168,7 @@ type wsTransport struct {
 	ticks   atomic.Int64 // ticks watch has seen
 	heard   atomic.Int64 // ticks when the last frame was read
 	writing atomic.Int64 // 1 + ticks when the write under way began; 0 for none
-	cut     atomic.Value // why this node closed the connection (a string), once it has
+	closed  atomic.Value // why this node closed the connection (a string), once it has
 }
 
 var _ deliver.WorkerTransport = (*wsTransport)(nil)
@@ -191,7 +191,7 @@ func (t *wsTransport) watch(ctx context.Context, tick <-chan time.Time, limit in
 				if silent {
 					why = fmt.Sprintf("the worker sent nothing for %s (three heartbeats)", 3*workerHeartbeat)
 				}
-				t.cut.Store(why)
+				t.closed.Store(why)
 				t.conn.CloseNow()
 				return
 			}
@@ -204,7 +204,7 @@ func (t *wsTransport) watch(ctx context.Context, tick <-chan time.Time, limit in
 // as the cause of its failure, not the WebSocket library's chain of
 // messages.
 func (t *wsTransport) ended(err error) string {
-	if why, ok := t.cut.Load().(string); ok {
+	if why, ok := t.closed.Load().(string); ok {
 		return why
 	}
 	var ce websocket.CloseError
@@ -275,13 +275,18 @@ func (t *wsTransport) Send(b []byte) error {
 // Close implements deliver.WorkerTransport. The read under way then ends
 // with the worker's echo of the close; ended says it was this node's.
 func (t *wsTransport) Close(reason string) {
-	t.cut.Store("the node closed the connection: " + reason)
+	t.closing(reason)
 	_ = t.conn.Close(websocket.StatusGoingAway, closeReason(errandapi.CodeUnavailable, reason))
+}
+
+// closing records why this node is closing the connection, for ended.
+func (t *wsTransport) closing(reason string) {
+	t.closed.Store("the node closed the connection: " + reason)
 }
 
 // closeWith closes the connection with err as a v1 error object.
 func (t *wsTransport) closeWith(code websocket.StatusCode, err error) {
-	t.cut.Store("the node closed the connection: " + err.Error())
+	t.closing(err.Error())
 	var te *task.Error
 	if !errors.As(err, &te) {
 		_ = t.conn.Close(websocket.StatusProtocolError, closeReason(errandapi.CodeInvalidArgument, err.Error()))

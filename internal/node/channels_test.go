@@ -3,16 +3,12 @@ package node
 import (
 	"bufio"
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/errandhq/errand/internal/auth"
-	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/testkit/stores"
 )
@@ -26,36 +22,16 @@ import (
 // notification only.
 func TestChannelAcrossNodes(t *testing.T) {
 	open := stores.OpenPostgresShared(t)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var urls []string
 	var sts []store.Store
 	for range 2 {
 		st := open()
 		sts = append(sts, st)
-		n := New(Config{Store: st, Clock: clock.NewFake(time.UnixMilli(1_790_000_000_000)), Logger: quiet, Dev: true, Shared: true})
-		if err := n.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewServer(n.Handler(HandlerConfig{Auth: auth.Dev{}}))
-		t.Cleanup(func() {
-			srv.Close()
-			n.Close()
-			st.Close()
-		})
-		urls = append(urls, srv.URL)
+		_, url := serveNode(t, st, true)
+		urls = append(urls, url)
 	}
 	a, b := urls[0], urls[1]
-	post := func(url, body string) {
-		t.Helper()
-		resp, err := http.Post(url, "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 201 {
-			t.Fatalf("POST %s: %d", url, resp.StatusCode)
-		}
-	}
+	post := func(url, body string) { t.Helper(); do(t, "POST", url, body, 201) }
 	post(a+"/v1/instances", `{"name":"jobs"}`)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

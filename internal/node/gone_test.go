@@ -4,19 +4,13 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
-	"github.com/errandhq/errand/internal/auth"
-	"github.com/errandhq/errand/internal/clock"
-	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/testkit"
 	"github.com/errandhq/errand/internal/testkit/stores"
 )
@@ -30,20 +24,6 @@ import (
 // tasks of one made again under its name waited for a worker, and a
 // subscriber never heard of the new instance's messages.
 func TestDeletedInstanceEndsItsStreams(t *testing.T) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	start := func(t *testing.T, st store.Store, shared bool) (*Node, string) {
-		n := New(Config{Store: st, Clock: clock.NewFake(time.UnixMilli(1_790_000_000_000)), Logger: quiet, Dev: true, Shared: shared})
-		if err := n.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewServer(n.Handler(HandlerConfig{Auth: auth.Dev{}}))
-		t.Cleanup(func() {
-			srv.Close()
-			n.Close()
-			st.Close()
-		})
-		return n, srv.URL
-	}
 	check := func(t *testing.T, a, b string, poke func()) {
 		do(t, "POST", a+"/v1/instances", `{"name":"jobs"}`, 201)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -76,29 +56,15 @@ func TestDeletedInstanceEndsItsStreams(t *testing.T) {
 		}
 	}
 	t.Run("one node", func(t *testing.T) {
-		_, url := start(t, stores.Open(t, "sqlite"), false)
+		_, url := serveNode(t, stores.Open(t, "sqlite"), false)
 		check(t, url, url, func() {})
 	})
 	t.Run("two nodes", func(t *testing.T) {
 		open := stores.OpenPostgresShared(t)
-		_, a := start(t, open(), true)
-		nb, b := start(t, open(), true)
+		_, a := serveNode(t, open(), true)
+		nb, b := serveNode(t, open(), true)
 		check(t, a, b, nb.Changed)
 	})
-}
-
-// do makes one call and checks its status.
-func do(t *testing.T, method, url, body string, want int) {
-	t.Helper()
-	req, _ := http.NewRequest(method, url, strings.NewReader(body))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != want {
-		t.Fatalf("%s %s: %d, want %d", method, url, resp.StatusCode, want)
-	}
 }
 
 // subscribe opens an SSE stream; next returns its next line that is
