@@ -117,6 +117,34 @@ func TestWorkersLateAnswer(t *testing.T) {
 	}
 }
 
+// TestWorkersAbandoned: a delivery whose context ends first (the
+// dispatcher's cut, minutes past the deadline, or the node stopping) fails
+// the attempt, but the worker keeps its slot until it answers, since its
+// function may still be running: the answer is then refused with
+// LEASE_LOST and frees the slot.
+func TestWorkersAbandoned(t *testing.T) {
+	w := &Workers{Now: func() int64 { return 1000 }}
+	c, tr := connect(t, w, "i1", 1, "f")
+	ctx, cancel := context.WithCancel(context.Background())
+	res := make(chan Result, 1)
+	go func() { res <- w.Deliver(ctx, attempt("t1", 5000)) }()
+	<-tr.sent
+	cancel()
+	if r := <-res; r.Outcome.Status != task.AttemptFailed || r.Outcome.Error != "deadline exceeded: the worker did not answer" {
+		t.Fatalf("abandoned attempt: %+v", r)
+	}
+	if got := w.Free("i1"); got["app/f"] != 0 {
+		t.Fatalf("the slot is free before the worker answered: %v", got)
+	}
+	ans := c.Answer(&errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: "lease-t1"})
+	if ans.Type != errandapi.FrameRefused || ans.Refusal.Code != errandapi.CodeLeaseLost {
+		t.Fatalf("answer to an abandoned attempt: %+v", ans)
+	}
+	if got := w.Free("i1"); got["app/f"] != 1 {
+		t.Fatalf("the slot is not free after the answer: %v", got)
+	}
+}
+
 // TestWorkersDrain: a draining connection gets no new attempt (nor counts
 // in what the node serves), one reserved for it before is still sent, and
 // it is drained once the worker answers that one.

@@ -1,12 +1,17 @@
 package engine
 
 import (
+	"context"
+	"log/slog"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/store/sqlite"
+	"github.com/errandhq/errand/internal/task"
 )
 
 // TestUsageReportFoldsTheMonth: rows of one day add up (two nodes); rows
@@ -75,4 +80,75 @@ func BenchmarkUsageCount(b *testing.B) {
 			u.count("01k3250r00c577i4opr71", usageWebhook, 1)
 		}
 	})
+}
+
+// failingUsage is a real store whose UsageAdd fails while down is set, as
+// a database outage would fail it, after calling during (if set): what
+// happens while the flush is in flight.
+type failingUsage struct {
+	store.Store
+	down   bool
+	during func()
+}
+
+func (f *failingUsage) UsageAdd(ctx context.Context, rows []store.UsageRow) error {
+	if f.during != nil {
+		f.during()
+	}
+	if f.down {
+		return task.Errorf(task.CodeUnavailable, "the store is unreachable; try again")
+	}
+	return f.Store.UsageAdd(ctx, rows)
+}
+
+// TestUsageFlushFailureKeepsCounts: a flush the store refuses puts its
+// counts back, adding them to those counted while it was in flight, where
+// the report still finds them and later counts add to them; the next flush
+// stores them all, once.
+func TestUsageFlushFailureKeepsCounts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	raw, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "errand.db"), sqlite.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = raw.Close() })
+	st := &failingUsage{Store: raw}
+	now := time.Date(2026, 11, 4, 13, 0, 0, 0, time.UTC)
+	u := newUsage(usageDeps{store: st, clock: clock.NewFake(now), log: slog.New(slog.DiscardHandler)})
+	u.count("i1", usageAdded, 3)
+	u.count("i1", usagePull, 2)
+	u.count("i2", usageWebhook, 1)
+
+	st.down = true
+	st.during = func() { u.count("i1", usageAdded, 10) }
+	if err := u.Flush(ctx); err == nil {
+		t.Fatal("a flush the store refused answered nil")
+	}
+	st.during = nil
+	if got := u.unflushed("i1"); len(got) != 1 || got[0].Added != 13 || got[0].Pull != 2 {
+		t.Fatalf("i1's counts after the failed flush: %+v", got)
+	}
+	u.count("i1", usageAdded, 4)
+	u.count("i2", usageFunction, 5)
+
+	st.down = false
+	if err := u.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := u.unflushed("i1"); len(got) != 0 {
+		t.Fatalf("still pending after the flush: %+v", got)
+	}
+	for _, want := range []store.UsageRow{
+		{InstanceID: "i1", Day: dayStart(now.UnixMilli()), Added: 17, Pull: 2},
+		{InstanceID: "i2", Day: dayStart(now.UnixMilli()), Webhook: 1, Function: 5},
+	} {
+		rows, err := raw.UsageList(ctx, &store.UsageListParams{InstanceID: want.InstanceID, From: 0, To: now.UnixMilli() + dayMs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 1 || rows[0] != want {
+			t.Fatalf("%s stored %+v; want [%+v]", want.InstanceID, rows, want)
+		}
+	}
 }

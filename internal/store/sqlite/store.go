@@ -349,6 +349,9 @@ func affected(r sql.Result) (int, error) {
 // Ping checks that the database file answers a read.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.r.PingContext(ctx); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err() // the caller's, as every method answers it
+		}
 		return unavailable(err)
 	}
 	return nil

@@ -10,6 +10,20 @@ import (
 
 var contextCases = []testCase{
 	{"Cancelled", testCancelledContext},
+	{"Ping", testPing},
+}
+
+// testPing: a store that answers pings nil (the health check's question),
+// and a ping with a context already done answers the context's error.
+func testPing(t *testing.T, e *env) {
+	if err := e.s.Ping(e.ctx); err != nil {
+		t.Fatalf("ping: %v", err)
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	cancel()
+	if err := e.s.Ping(ctx); err != context.Canceled {
+		t.Fatalf("ping with a cancelled context: %v", err)
+	}
 }
 
 // testCancelledContext: a read, a write or a claim with a context already
