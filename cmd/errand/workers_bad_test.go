@@ -239,4 +239,54 @@ func TestWorkerBadInput(t *testing.T) {
 	if _, err := w.read(); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
 		t.Fatalf("an idle worker draining: %v, want a normal close at once", err)
 	}
+
+	// Answers the node refuses: a defer out of range is refused naming
+	// seconds, and the attempt fails (retried); an answer without a
+	// leaseId, and a frame of a type a worker does not send, close the
+	// connection naming the field, failing what it held.
+	res, err = c.AddTask(ctx, "jobs", "work", errandapi.NewTask{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w = dialWorker(t, url)
+	w.send(hello("work"))
+	w.want(errandapi.FrameWelcome)
+	a6 := w.want(errandapi.FrameAttempt)
+	w.send([]byte(`{"type":"defer","leaseId":"` + a6.LeaseID + `","seconds":-1}`))
+	if f := w.want(errandapi.FrameRefused); f.Refusal == nil || f.Refusal.Code != errandapi.CodeInvalidArgument || !strings.HasPrefix(f.Refusal.Message, "seconds: ") {
+		t.Fatalf("a defer of -1 s: %+v", f)
+	}
+	w.want(errandapi.FrameAttempt)
+	w.send(errandapi.WorkerFrame{Type: errandapi.FrameDone})
+	if d := w.closed(); d.Code != errandapi.CodeInvalidArgument || !strings.HasPrefix(d.Message, "leaseId: ") {
+		t.Fatalf("an answer without a leaseId closed with %+v", d)
+	}
+	w = dialWorker(t, url)
+	w.send(hello("work"))
+	w.want(errandapi.FrameWelcome)
+	w.want(errandapi.FrameAttempt)
+	w.send(hello("work"))
+	if d := w.closed(); d.Code != errandapi.CodeInvalidArgument || !strings.HasPrefix(d.Message, "type: ") {
+		t.Fatalf("a second hello closed with %+v", d)
+	}
+	w = dialWorker(t, url)
+	w.send(hello("work"))
+	w.want(errandapi.FrameWelcome)
+	a9 := w.want(errandapi.FrameAttempt)
+	w.send(errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: a9.LeaseID})
+	w.want(errandapi.FrameRecorded)
+	tk = waitTasks(t, o, c, []string{res.ID}, 30*time.Second)[res.ID]
+	got = got[:0]
+	for _, at := range tk.Attempts {
+		got = append(got, at.Status+": "+derefStr(at.Error))
+	}
+	want = []string{"failed: the worker's defer was refused: seconds: ", "failed: the worker disconnected", "failed: the worker disconnected", "succeeded: "}
+	if len(got) != len(want) {
+		t.Fatalf("attempts %q; want %q", got, want)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Fatalf("attempt %d: %q; want %q…", i+1, got[i], want[i])
+		}
+	}
 }
