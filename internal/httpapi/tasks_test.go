@@ -226,6 +226,7 @@ func TestPullLeaseAckExtendRelease(t *testing.T) {
 	for _, c := range []struct{ route, body, field string }{
 		{"ack", `{"leaseId":""}`, "leaseId"},
 		{"extend", `{}`, "leaseId"},
+		{"extend", `{"leaseId":"` + lease + `"}`, "leaseSeconds"},
 		{"extend", `{"leaseId":"` + lease + `","leaseSeconds":0}`, "leaseSeconds"},
 		{"extend", `{"leaseId":"` + lease + `","leaseSeconds":86401}`, "leaseSeconds"},
 		{"release", `{}`, "leaseId"},
