@@ -115,8 +115,9 @@ func TestWorkerBadInput(t *testing.T) {
 		field string
 	}{
 		{hello("work", "Bad Name!"), "functions[1]"},
-		{[]byte(`{"type":"hello","group":"app","functions":["x"],"slots":1.5}`), "slots: must be a JSON whole number, not number 1.5"},
-		{[]byte(`{"type":"hello","group":"app","functions":"x","slots":1}`), "functions: must be a JSON array, not string"},
+		{[]byte(`{"type":"hello","group":"app","functions":["x"],"slots":1.5}`), "slots: must be an integer, not 1.5"},
+		{[]byte(`{"type":"hello","group":"app","functions":"x","slots":1}`), "functions: must be an array, not string"},
+		{[]byte(`{"type":"hello","group":"app","functions":["x"],"slots":1e400}`), "slots: must be an integer, not 1e400"},
 		{errandapi.WorkerFrame{Type: errandapi.FrameHello, Group: "a/b", Functions: []string{"x"}, Slots: 1}, "group"},
 		{errandapi.WorkerFrame{Type: errandapi.FrameHello, Group: "app", Functions: []string{"x"}, Slots: 0}, "slots"},
 		{errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: "x"}, "type"},

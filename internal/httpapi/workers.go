@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/deliver"
+	"github.com/errandhq/errand/internal/jsonstrict"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -235,33 +235,11 @@ func (t *wsTransport) read() (*errandapi.WorkerFrame, error) {
 	if err := f.UnmarshalJSON(b); err != nil || f.Type == "" {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return nil, task.FieldErrorf(task.CodeInvalidArgument, te.Field, "must be a JSON %s, not %s", jsonKind(te.Type), te.Value)
+			return nil, task.FieldErrorf(task.CodeInvalidArgument, te.Field, "%s", jsonstrict.TypeMismatch(te.Type.Kind(), te.Value))
 		}
 		return nil, task.Errorf(task.CodeInvalidArgument, "a frame is a JSON object with a type")
 	}
 	return &f, nil
-}
-
-// jsonKind names the JSON a Go type decodes from, for a frame's field of
-// the wrong type.
-func jsonKind(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "whole number"
-	case reflect.Float64:
-		return "number"
-	case reflect.Bool:
-		return "boolean"
-	case reflect.Slice:
-		if t.Elem().Kind() == reflect.Uint8 { // json.RawMessage: any JSON
-			return "value"
-		}
-		return "array"
-	case reflect.Struct, reflect.Map:
-		return "object"
-	}
-	return "string"
 }
 
 // Send implements deliver.WorkerTransport; watch cuts a write that

@@ -45,7 +45,7 @@ func decodeError(err error, value []byte, t reflect.Type, prefix string) error {
 	switch {
 	case errors.As(err, &te):
 		field := typeErrorPath(value, t, te.Field, prefix)
-		return task.FieldErrorf(task.CodeInvalidArgument, field, "%s", typeMismatch(te.Type.Kind(), te.Value))
+		return task.FieldErrorf(task.CodeInvalidArgument, field, "%s", TypeMismatch(te.Type.Kind(), te.Value))
 	case errors.As(err, &se):
 		return task.FieldErrorf(task.CodeInvalidArgument, PathOr(prefix, "body"), "malformed JSON at byte %d: %v", se.Offset, se)
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
@@ -69,11 +69,13 @@ func decodeError(err error, value []byte, t reflect.Type, prefix string) error {
 	return task.FieldErrorf(task.CodeInvalidArgument, PathOr(prefix, "body"), "%s", strings.TrimPrefix(msg, "json: "))
 }
 
-// typeMismatch says what a field of kind must be, given encoding/json's
-// description of the value sent: "string", "bool", or "number 1.5" for a
-// number that does not fit the field (a fraction or an exponent for an
-// integer, or a value past the type's range).
-func typeMismatch(kind reflect.Kind, value string) string {
+// TypeMismatch says what a field of kind must be, given encoding/json's
+// description of the value sent (json.UnmarshalTypeError's Value):
+// "string", "bool", or "number 1.5" for a number that does not fit the
+// field (a fraction or an exponent for an integer, or a value past the
+// type's range). The APIs' decoders and the worker protocol's frames word
+// a wrong type with it alike.
+func TypeMismatch(kind reflect.Kind, value string) string {
 	want := jsonType(kind)
 	lit, isNumber := strings.CutPrefix(value, "number ")
 	switch {
