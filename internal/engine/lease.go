@@ -109,19 +109,21 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 			return nil, err
 		}
 		e.signals.parked.update(func(n *int) { *n++ })
+		e.metrics.LeasesWaiting.Inc()
+		unpark := func() { stop(); e.metrics.LeasesWaiting.Dec() }
 		select {
 		case <-ctx.Done():
-			stop()
+			unpark()
 			return nil, ctx.Err()
 		case <-e.pollsEnd:
-			stop()
+			unpark()
 			return []*task.Task{}, nil // the node is stopping: the worker polls again, elsewhere
 		case <-deadline:
 			last = true
 		case <-woken:
 		case <-due:
 		}
-		stop()
+		unpark()
 	}
 }
 

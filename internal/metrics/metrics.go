@@ -26,6 +26,9 @@ type Metrics struct {
 	DeliverySeconds *prometheus.HistogramVec
 	// Leased counts tasks handed to pull workers.
 	Leased prometheus.Counter
+	// LeasesWaiting is the long-polling leases waiting on this node for a
+	// task (found none, waitSeconds not run out).
+	LeasesWaiting prometheus.Gauge
 	// InFlight is this node's push deliveries in flight.
 	InFlight prometheus.Gauge
 	// PastDeadline is this node's push deliveries in flight past their
@@ -73,6 +76,9 @@ func New() *Metrics {
 		Leased: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "errand_tasks_leased_total", Help: "Tasks handed to pull workers.",
 		}),
+		LeasesWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "errand_leases_waiting", Help: "Long-polling leases waiting on this node for a task to come due.",
+		}),
 		InFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "errand_deliveries_in_flight", Help: "Push deliveries in flight on this node.",
 		}),
@@ -105,7 +111,7 @@ func New() *Metrics {
 			Name: "errand_build_info", Help: "1, labelled with the version, commit and Go version of the running binary.",
 		}, []string{"version", "commit", "goversion"}),
 	}
-	reg.MustRegister(m.HTTPRequests, m.backlog, m.build, m.TasksAdded, m.Attempts, m.DeliverySeconds, m.Leased, m.InFlight, m.PastDeadline,
+	reg.MustRegister(m.HTTPRequests, m.backlog, m.build, m.TasksAdded, m.Attempts, m.DeliverySeconds, m.Leased, m.LeasesWaiting, m.InFlight, m.PastDeadline,
 		m.ChannelSubscribers, m.ChannelAppended, m.ChannelSent, m.ChannelDropped, m.TasksFailed, m.NodesDeclaredDead,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
