@@ -55,6 +55,10 @@ func (s *Server) wrapOps(rt OpsRoute) http.Handler {
 			s.writeOpsError(w, r, task.ErrNotFound)
 			return
 		}
+		if err := checkQuery(r, rt.Method+" "+rt.Pattern); err != nil {
+			s.writeOpsError(w, r, err)
+			return
+		}
 		rt.handle(s, w, r, p)
 	})
 }

@@ -284,6 +284,10 @@ func (s *Server) wrap(rt Route) http.Handler {
 				return
 			}
 		}
+		if err := checkQuery(r, rt.Method+" "+rt.Pattern); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		rt.handle(s, w, r, c)
 	})
 }
