@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/errandhq/errand/internal/jsonstrict"
 	"github.com/errandhq/errand/internal/task"
@@ -14,9 +16,25 @@ import (
 // maxBody bounds a request body: 100 tasks with 64 KiB payloads and params.
 const maxBody = 16 << 20
 
-// readBody reads a whole request body up to maxBody.
+// readBody reads a whole request body up to maxBody. A body sent with
+// Content-Encoding gzip is read decompressed (Google's APIs take one so),
+// bounded by maxBody as it decompresses; any other encoding is refused
+// naming the header, rather than read as JSON that it is not.
 func readBody(r *http.Request) ([]byte, error) {
-	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
+	body := io.Reader(http.MaxBytesReader(nil, r.Body, maxBody))
+	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			return nil, task.FieldErrorf(task.CodeInvalidArgument, "Content-Encoding", "the body is not gzip: %v", err)
+		}
+		defer zr.Close()
+		body = http.MaxBytesReader(nil, io.NopCloser(zr), maxBody)
+	default:
+		return nil, task.FieldErrorf(task.CodeInvalidArgument, "Content-Encoding", "%s is not taken: send the body as it is, or with gzip", task.Quote(enc))
+	}
+	b, err := io.ReadAll(body)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return nil, task.Errorf(task.CodePayloadTooLarge, "the request body is over %d bytes", maxBody)
