@@ -214,8 +214,6 @@ func (c *specCheck) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// check holds one exchange to the document (nil when its path is not in
-// the document).
 // decoded is a request body without its content coding: the document
 // describes the body a gzip request carries once decompressed.
 func decoded(req *http.Request, body []byte) []byte {
@@ -233,6 +231,8 @@ func decoded(req *http.Request, body []byte) []byte {
 	return out
 }
 
+// check holds one exchange to the document (nil when its path is not in
+// the document).
 func (s *apiSpec) check(req *http.Request, reqBody []byte, resp *http.Response, respBody []byte) error {
 	if resp.StatusCode == http.StatusRequestHeaderFieldsTooLarge || req.URL.Path != pathpkg.Clean(req.URL.Path) {
 		return nil // Go's HTTP server refused it, or its mux redirected it, before any handler ran

@@ -24,7 +24,8 @@ var routeQueries = map[string][]string{
 
 // checkQuery refuses a query parameter the route does not read, one given
 // twice and a query that does not parse, as a body's unknown or repeated
-// field is refused: INVALID_ARGUMENT naming it, before anything is done.
+// field is refused: INVALID_ARGUMENT naming it, before the handler runs
+// (after the caller's key, grant and rate limit, as a body's check is).
 // A misspelt parameter (?stat=failed) would otherwise be dropped in
 // silence and the call answered as if it had not been sent.
 func checkQuery(r *http.Request, route string) error {
