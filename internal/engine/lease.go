@@ -104,12 +104,15 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 			}
 			return got, nil
 		}
+		// Counted as waiting before its timer for the next due task is
+		// armed, so that a test that sees the timer sees the count.
+		e.metrics.LeasesWaiting.Inc()
 		due, stop, err := e.queueDue(ctx, q, now)
 		if err != nil {
+			e.metrics.LeasesWaiting.Dec()
 			return nil, err
 		}
 		e.signals.parked.update(func(n *int) { *n++ })
-		e.metrics.LeasesWaiting.Inc()
 		unpark := func() { stop(); e.metrics.LeasesWaiting.Dec() }
 		select {
 		case <-ctx.Done():

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -20,6 +21,8 @@ func TestLongPollLeaseKeyRevokedWhileWaiting(t *testing.T) {
 	admin.do("POST", "/v1/instances", `{"name":"jobs"}`).want(t, 201, "")
 	admin.do("POST", "/v1/tasks/jobs/queues", `{"name":"work","mode":"pull"}`).want(t, 201, "")
 	k := s.key("acme", "write:jobs")
+	later := s.clock.Now().Add(time.Minute)
+	admin.do("POST", "/v1/tasks/jobs/queues/work/tasks", `{"payload":0,"delay":60}`).want(t, 201, "")
 
 	type answer struct {
 		status int
@@ -38,12 +41,15 @@ func TestLongPollLeaseKeyRevokedWhileWaiting(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		done <- answer{resp.StatusCode, string(b)}
 	}()
-	// The node's gauge of waiting leases says when the poll has found
-	// nothing and waits.
-	for give := time.Now().Add(10 * time.Second); s.metric("errand_leases_waiting") != 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(give) {
-			t.Fatal("the long poll never waited")
-		}
+	// The poll has found nothing and waits once it arms its timer for the
+	// queue's next task, the one delayed a minute (on the fake clock).
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.clock.WaitForSleeperAt(ctx, later); err != nil {
+		t.Fatal("the long poll never waited")
+	}
+	if n := s.metric("errand_leases_waiting"); n != 1 {
+		t.Fatalf("errand_leases_waiting is %v while the poll waits; want 1", n)
 	}
 	s.revoke(k)
 	r := admin.do("POST", "/v1/tasks/jobs/queues/work/tasks", `{"payload":1}`).want(t, 201, "")
