@@ -174,8 +174,8 @@ func (c *Client) once(ctx context.Context, cl call, u string, body []byte) error
 			req.Header.Add(name, v)
 		}
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if body != nil && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json") // FireHook's caller may send a form
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.agent)

@@ -9,8 +9,10 @@ import (
 
 // FireHook calls a hook rule's URL as its sender would: POST
 // /v1/hooks/{instance}/{hook} with body (JSON, at most 64 KiB; nil for
-// none) and headers (Idempotency-Key, the Standard Webhooks headers of a
-// hook with a secret, those the rule copies into params). hook is the
+// none; a form when headers' Content-Type is
+// application/x-www-form-urlencoded) and headers (Idempotency-Key, the
+// Standard Webhooks headers of a hook with a secret, those the rule copies
+// into params). hook is the
 // token, the last segment of the rule's hook.path. No API key is sent: the
 // URL is the capability. The answer is the task added, or with Duplicate
 // the one an earlier call with the same Idempotency-Key (or webhook-id)

@@ -49,6 +49,11 @@ func TestFireHook(t *testing.T) {
 	if _, err := anon.FireHook(ctx, "jobs", token, []byte(`not json`), nil); !errors.Is(err, errandapi.ErrInvalidArgument) {
 		t.Fatalf("a body that is not JSON: %v", err)
 	}
+	// The caller's Content-Type is sent: a form is read as one.
+	form := must(anon.FireHook(ctx, "jobs", token, []byte(`text=hi+there`), http.Header{"Content-Type": {"application/x-www-form-urlencoded"}})).of(t)
+	if got := must(admin.GetTask(ctx, "jobs", form.ID)).of(t); string(got.Payload) != `{"text":["hi there"]}` {
+		t.Fatalf("form payload %s", got.Payload)
+	}
 	if _, err := anon.FireHook(ctx, "jobs", "hk_nope", nil, nil); !errors.Is(err, errandapi.ErrNotFound) {
 		t.Fatalf("an unknown hook: %v", err)
 	}
@@ -69,8 +74,8 @@ func TestFireHook(t *testing.T) {
 	if _, err := anon.FireHook(ctx, "jobs", path.Base(signed.Hook.Path), body, sh); !errors.Is(err, errandapi.ErrUnauthenticated) {
 		t.Fatalf("a bad signature: %v", err)
 	}
-	if r := must(admin.GetTrigger(ctx, "jobs", rule.ID)).of(t); r.Fired != 1 {
-		t.Fatalf("rule fired %d, want 1", r.Fired)
+	if r := must(admin.GetTrigger(ctx, "jobs", rule.ID)).of(t); r.Fired != 2 {
+		t.Fatalf("rule fired %d, want 2", r.Fired)
 	}
 	if r := must(admin.GetTrigger(ctx, "jobs", signed.ID)).of(t); r.Fired != 1 {
 		t.Fatalf("signed rule fired %d, want 1", r.Fired)

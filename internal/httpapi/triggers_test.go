@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -377,5 +378,45 @@ func TestHookCopiesEveryValueOfARepeatedHeader(t *testing.T) {
 	params, _ := json.Marshal(b.do("GET", "/v1/tasks/jobs/tasks/"+id, nil).want(t, 200, "").obj("task")["params"])
 	if string(params) != `{"headers":{"X-Event":"push, second"}}` {
 		t.Fatalf("params %s", params)
+	}
+}
+
+// TestHookReadsForms: a hook called with an HTML form's body (Slack's slash
+// commands, Twilio) adds a task whose payload is the form's fields; the
+// signature of a signed hook is over the bytes sent; JSON labelled a form
+// (curl -d) is still JSON; a body that is neither is refused and adds
+// nothing.
+func TestHookReadsForms(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	secret := id.WebhookKey()
+	path := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+secret+`"}}`).
+		want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	call := func(body, contentType string) res {
+		t.Helper()
+		ts := b.clock.Now().Unix()
+		msgID := fmt.Sprintf("msg_%d", len(body))
+		sig, _ := deliver.SignStandard(secret, msgID, ts, []byte(body))
+		return b.hookCall(path, []byte(body), map[string]string{"Content-Type": contentType,
+			"webhook-id": msgID, "webhook-timestamp": strconv.FormatInt(ts, 10), "webhook-signature": sig})
+	}
+	payload := func(r res) string {
+		t.Helper()
+		p, _ := json.Marshal(b.do("GET", "/v1/tasks/jobs/tasks/"+r.body["id"].(string), nil).want(t, 200, "").obj("task")["payload"])
+		return string(p)
+	}
+	slash := "command=%2Fdeploy&text=api+v2&user_name=ada&channel_id=C1&tag=a&tag=b"
+	if got := payload(call(slash, "application/x-www-form-urlencoded").want(t, 202, "")); got != `{"channel_id":["C1"],"command":["/deploy"],"tag":["a","b"],"text":["api v2"],"user_name":["ada"]}` {
+		t.Fatalf("form payload %s", got)
+	}
+	if got := payload(call(`{"order":42}`, "application/x-www-form-urlencoded").want(t, 202, "")); got != `{"order":42}` {
+		t.Fatalf("JSON labelled a form: payload %s", got)
+	}
+	call("order=42", "text/plain").want(t, 400, "INVALID_ARGUMENT").names(t, "body")
+	call("order=%zz", "application/x-www-form-urlencoded").want(t, 400, "INVALID_ARGUMENT").names(t, "body")
+	call("q="+strings.Repeat("%01", 20000), "application/x-www-form-urlencoded").want(t, 400, "PAYLOAD_TOO_LARGE").names(t, "body")
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 2 {
+		t.Fatalf("%d tasks, want 2 (refused calls add nothing)", n)
 	}
 }

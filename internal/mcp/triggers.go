@@ -44,7 +44,7 @@ type ruleFields struct {
 	Payload  json.RawMessage `json:"payload,omitempty" jsonschema:"The payload template: a schedule rule's tasks carry it as their payload; a hook's empty call gets it; a task rule puts it in its payload as template. Any JSON; null clears it."`
 	Enabled  *bool           `json:"enabled,omitempty" jsonschema:"A disabled rule adds nothing (a disabled hook answers NOT_FOUND). Default true."`
 	Schedule *scheduleIn     `json:"schedule,omitempty" jsonschema:"A schedule rule: cron and time zone. Exactly one of schedule, hook and task on create; an update may change only the rule's own kind."`
-	Hook     *hookIn         `json:"hook,omitempty" jsonschema:"A hook rule: POST <errand>/v1/hooks/{instance}/{token} (the rule's hook.path, no API key needed) adds a task whose payload is the JSON body. Give {} for a hook without secret or headers."`
+	Hook     *hookIn         `json:"hook,omitempty" jsonschema:"A hook rule: POST <errand>/v1/hooks/{instance}/{token} (the rule's hook.path, no API key needed) adds a task whose payload is the JSON body (or, for a form sent as application/x-www-form-urlencoded, {\"field\": [\"value\"]}). Give {} for a hook without secret or headers."`
 	Task     *onTaskIn       `json:"task,omitempty" jsonschema:"A task (chain) rule: when a task of the watched queue finishes in one of the outcomes, a task is added whose payload describes the finished one ({task, result or lastError, payload, template}). Chains stop at depth 8 (DEPTH_EXCEEDED, recorded on the rule)."`
 }
 

@@ -27,7 +27,8 @@ func (tr *Trigger) ScheduleInput(tick int64) AddInput {
 }
 
 // HookInput is the task a hook call adds: the request body is the payload
-// (the rule's template when the body is empty or null), the rule's params
+// (the rule's template when the body is empty or null; a form, sent as
+// one, as an object of its fields: see hookPayload), the rule's params
 // gain "headers" with the selected request headers, and the sender's key
 // (its Idempotency-Key, or else msgID, the signed webhook-id) names the
 // task within the rule: "<rule id>-<key>", so a sender's retry adds nothing
@@ -36,16 +37,12 @@ func (tr *Trigger) ScheduleInput(tick int64) AddInput {
 // prefix: triggers.md says so). A webhook-id that is not a task name (a ':'
 // in it, say) is named by its SHA-256. header reads one request header.
 func (tr *Trigger) HookInput(body []byte, header func(name string) string, key, msgID string) (AddInput, error) {
-	payload := json.RawMessage(body)
-	// A body of only white space (a sender's trailing newline) is empty.
-	if len(bytes.TrimSpace(body)) == 0 {
-		body = nil
-	}
-	if len(body) == 0 || IsJSONNull(body) && tr.Payload != nil {
-		payload = tr.Payload
-	}
-	if payload != nil {
-		if err := ValidateJSONBytes(payload, "body"); err != nil {
+	// A body of only white space (a sender's trailing newline) is empty;
+	// an empty one, or null, takes the rule's template when it has one.
+	payload := tr.Payload
+	if len(bytes.TrimSpace(body)) > 0 && (!IsJSONNull(body) || tr.Payload == nil) {
+		var err error
+		if payload, err = hookPayload(body, header("Content-Type")); err != nil {
 			return AddInput{}, err
 		}
 	}
