@@ -37,13 +37,20 @@ API answers.`,
 			req.Result = json.RawMessage(result)
 		}
 		t, err := cl.Ack(c.Context(), f.instance, args[0], req)
-		if err != nil {
-			return err
-		}
-		if f.json {
-			return printJSON(c.OutOrStdout(), errandapi.TaskResponse{Task: t})
-		}
-		return printf(c, "%s %s\n", t.ID, t.State)
+		return f.answerTask(c, t, err, func() string { return "" })
 	})
 	return c
+}
+
+// answerTask prints the task a call on one leased task answered: with
+// --json the API's answer, else its id and state and what more says; or
+// it returns the call's error.
+func (f *apiFlags) answerTask(c *cobra.Command, t *errandapi.Task, err error, more func() string) error {
+	if err != nil {
+		return err
+	}
+	if f.json {
+		return printJSON(c.OutOrStdout(), errandapi.TaskResponse{Task: t})
+	}
+	return printf(c, "%s %s%s\n", t.ID, t.State, more())
 }

@@ -316,6 +316,48 @@ func TestCLIVerbs(t *testing.T) {
 	c.refused(errandapi.CodeNotRunnable, "run", ar.ID)
 	c.refused(errandapi.CodeWrongMode, "lease", "-q", "default")
 
+	// Extend and release: a task leased, its lease made longer, given back
+	// unharmed (retrying, due at once, the attempt not counted), leased again and
+	// released as a failed attempt (its one attempt spent: failed).
+	add("-q", "emails", "--payload", `{"n":2}`)
+	lease := func() errandapi.LeasedTask {
+		t.Helper()
+		var lr errandapi.LeaseResponse
+		c.json(&lr, "lease", "-q", "emails", "--lease-seconds", "30")
+		if len(lr.Tasks) != 1 || lr.Tasks[0].ID != ar.ID {
+			t.Fatalf("lease %+v, want %s", lr, ar.ID)
+		}
+		return lr.Tasks[0]
+	}
+	l := lease()
+	taskJSON("extend", l.ID, "--lease", l.LeaseID, "--lease-seconds", "600")
+	if task.LeaseExpiresAt == nil || *task.LeaseExpiresAt < l.LeaseExpiresAt+500_000 {
+		t.Fatalf("extend: lease expires %v, was %d", task.LeaseExpiresAt, l.LeaseExpiresAt)
+	}
+	if r := c.run("", "extend", l.ID, "--lease", l.LeaseID, "--lease-seconds", "0"); r.code != exitRefused || !strings.Contains(r.errout, "--lease-seconds: must be 1–86400") {
+		t.Fatalf("extend --lease-seconds 0: %+v", r)
+	}
+	if r := c.run("", "release", l.ID, "--lease", l.LeaseID, "--delay", "-1"); r.code != exitRefused || !strings.Contains(r.errout, "--delay: must be 0–86400") {
+		t.Fatalf("release --delay -1: %+v", r)
+	}
+	c.usage("--error is empty", "release", l.ID, "--lease", l.LeaseID, "--error", "")
+	c.usage("--lease is required", "release", l.ID)
+	c.usage("--lease is required", "extend", l.ID)
+	taskJSON("release", l.ID, "--lease", l.LeaseID)
+	if task.State != errandapi.StateRetrying || len(task.Attempts) != 1 || task.Attempts[0].Status != "released" || task.Attempt != 0 {
+		t.Fatalf("release unharmed %+v", task)
+	}
+	c.refused(errandapi.CodeLeaseLost, "release", l.ID, "--lease", l.LeaseID)
+	c.refused(errandapi.CodeLeaseLost, "extend", l.ID, "--lease", l.LeaseID)
+	l = lease()
+	if out := c.ok("release", l.ID, "--lease", l.LeaseID, "--error", "smtp: 451 try later"); !strings.HasPrefix(out, l.ID+" failed") {
+		t.Fatalf("release --error: %q", out)
+	}
+	taskJSON("get", l.ID)
+	if task.State != errandapi.StateFailed || task.LastError == nil || *task.LastError != "smtp: 451 try later" {
+		t.Fatalf("released as failed %+v", task)
+	}
+
 	// Cancel: several ids, one refused: the others are done, exit 1.
 	add("-q", "emails", "--delay", "3600")
 	r = c.run("", "cancel", ar.ID, task.ID, "--json")
@@ -350,16 +392,16 @@ func TestCLIVerbs(t *testing.T) {
 	var ur errandapi.UsageResponse
 	c.json(&ur, "usage")
 	u := ur.Usage
-	if u.TasksAdded != 3 || u.Deliveries.Pull != 1 || u.Deliveries.Webhook != 1 || u.Deliveries.Total != 2 || len(u.Days) == 0 {
+	if u.TasksAdded != 4 || u.Deliveries.Pull != 3 || u.Deliveries.Webhook != 1 || u.Deliveries.Total != 4 || len(u.Days) == 0 {
 		t.Fatalf("usage: added %d, deliveries %+v, %d days", u.TasksAdded, u.Deliveries, len(u.Days))
 	}
 	out := c.ok("usage")
-	if !strings.Contains(out, "WEBHOOK") || !strings.Contains(out, "3 tasks added, 2 deliveries") {
+	if !strings.Contains(out, "WEBHOOK") || !strings.Contains(out, "4 tasks added, 4 deliveries") {
 		t.Fatalf("usage table:\n%s", out)
 	}
 	// The month's row: totals, and in BYTES KEPT the average, said so.
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if month := strings.Fields(lines[len(lines)-2]); len(month) != 9 || month[0] != u.Month || month[1] != "total" || month[2] != "3" ||
+	if month := strings.Fields(lines[len(lines)-2]); len(month) != 9 || month[0] != u.Month || month[1] != "total" || month[2] != "4" ||
 		month[7] != "avg" || month[8] != strconv.FormatInt(u.AverageBytesKept, 10) {
 		t.Fatalf("usage table's month row %q:\n%s", month, out)
 	}
@@ -367,7 +409,7 @@ func TestCLIVerbs(t *testing.T) {
 	// Purge and delete need --yes and say how many tasks went.
 	var del errandapi.DeleteResponse
 	c.json(&del, "queues", "purge", "emails", "--yes")
-	if del.Deleted != 2 {
+	if del.Deleted != 3 {
 		t.Fatalf("purge %+v", del)
 	}
 	if out := c.ok("queues", "delete", "emails", "--yes"); out != "deleted queue emails: 0 tasks removed\n" {

@@ -12,7 +12,7 @@ func newLeaseCmd() *cobra.Command {
 		Use:   "lease",
 		Short: "Lease due tasks of a pull queue",
 		Long: `Lease due tasks of a pull queue, as a worker does: each comes with a lease id that
-errand ack (or the API's extend and release) must give back before the lease expires;
+errand ack (or errand extend, errand release) must give back before the lease expires;
 a lease that expires counts as a failed attempt and the task is retried. --wait waits up
 to that many seconds (at most 30) for a task to come due. A push queue is refused with
 WRONG_MODE. Without a task to lease the table is left out and stderr says so. With
