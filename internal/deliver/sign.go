@@ -53,6 +53,21 @@ func Sign(key string, ts int64, body []byte) string {
 	return string(out[:])
 }
 
+// SignGitHub returns GitHub's X-Hub-Signature-256 value for body: "sha256="
+// and the hex HMAC-SHA256 of the body, keyed with the whole key string.
+func SignGitHub(key string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(key))
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// SignStripe returns a Stripe-Signature value: "t=<ts>,v1=" and the hex
+// HMAC-SHA256, keyed with the whole key string, of "<ts>.<body>", where ts
+// is in epoch seconds (Sign's scheme, with Stripe's header around it).
+func SignStripe(key string, ts int64, body []byte) string {
+	return "t=" + strconv.FormatInt(ts, 10) + "," + Sign(key, ts, body)
+}
+
 // standardKey returns the Standard Webhooks secret of key: the base64 after
 // the whsec_ prefix, decoded. ok is false for a key not in that form.
 func standardKey(key string) ([]byte, bool) {

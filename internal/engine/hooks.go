@@ -68,10 +68,10 @@ type HookAdded struct {
 }
 
 // HookFire turns a call into a task of the hook's queue. With a secret the
-// call must carry a valid Standard Webhooks signature (webhook-id,
-// webhook-timestamp within HookReplayWindow, webhook-signature), else
-// UNAUTHENTICATED. The body is the payload; the rule's selected headers
-// join its params; Idempotency-Key (or, signed, webhook-id) names the task
+// call must carry a valid signature (Standard Webhooks, GitHub's or
+// Stripe's: verifyHook), else UNAUTHENTICATED. The body is the payload;
+// the rule's selected headers join its params; Idempotency-Key (or, signed,
+// webhook-id or X-GitHub-Delivery) names the task
 // within the rule (task.Trigger.HookInput), so a sender's retry adds
 // nothing twice. Each task added counts on the
 // rule's Fired (a duplicate does not).
@@ -160,11 +160,78 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 	return err
 }
 
-// verifyHook checks a Standard Webhooks signature: HMAC-SHA256 keyed with
-// the secret's bytes over "<webhook-id>.<webhook-timestamp>.<body>", sent
-// base64 as one of the space-separated "v1,<sig>" of webhook-signature
-// (deliver.SignStandard computes it). It returns the message id.
+// verifyHook checks the signature a call to a hook with a secret carries,
+// in the first of three forms whose header it sends, and returns the
+// message id that names its task ("" for none):
+//   - Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature:
+//     Svix and its senders): verifyStandard.
+//   - GitHub's X-Hub-Signature-256: "sha256=" and the hex HMAC-SHA256 of
+//     the body keyed with the whole secret string (which the user gives
+//     GitHub as the webhook's secret). It carries no time, so no replay
+//     window: X-GitHub-Delivery names the task, so a redelivery (or a
+//     replay with that id) adds nothing while the task is kept.
+//   - Stripe's Stripe-Signature: "t=<seconds>,v1=<hex>" (v1 may repeat),
+//     the HMAC-SHA256 of "<t>.<body>" keyed with the whole secret string
+//     (the endpoint's whsec_… signing secret, given to errand), t within
+//     HookReplayWindow.
 func verifyHook(secret string, c HookCall, now time.Time) (string, error) {
+	switch {
+	case c.Header("webhook-id") != "" || c.Header("webhook-timestamp") != "" || c.Header("webhook-signature") != "":
+		return verifyStandard(secret, c, now)
+	case c.Header("X-Hub-Signature-256") != "":
+		sig, ok := strings.CutPrefix(c.Header("X-Hub-Signature-256"), "sha256=")
+		if !ok || !hexEqual(sig, deliver.SignGitHub(secret, c.Body)[len("sha256="):]) {
+			return "", task.Errorf(task.CodeUnauthenticated, "X-Hub-Signature-256 does not match this hook's secret")
+		}
+		return c.Header("X-GitHub-Delivery"), nil
+	case c.Header("Stripe-Signature") != "":
+		return "", verifyStripe(secret, c, now)
+	}
+	return "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
+		"GitHub's X-Hub-Signature-256 or Stripe's Stripe-Signature")
+}
+
+// verifyStripe checks a Stripe-Signature (see verifyHook).
+func verifyStripe(secret string, c HookCall, now time.Time) error {
+	var ts string
+	var sigs []string
+	for _, part := range strings.Split(c.Header("Stripe-Signature"), ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+		switch k {
+		case "t":
+			ts = v
+		case "v1":
+			sigs = append(sigs, v)
+		}
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || len(sigs) == 0 {
+		return task.Errorf(task.CodeUnauthenticated, "Stripe-Signature must be t=<seconds since the epoch>,v1=<hex signature>")
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > HookReplayWindow || d < -HookReplayWindow {
+		return task.Errorf(task.CodeUnauthenticated, "Stripe-Signature's t is more than 5 minutes from now: refused as a replay")
+	}
+	want := deliver.Sign(secret, sec, c.Body)[len("v1="):]
+	for _, sig := range sigs {
+		if hexEqual(sig, want) {
+			return nil
+		}
+	}
+	return task.Errorf(task.CodeUnauthenticated, "Stripe-Signature does not match this hook's secret")
+}
+
+// hexEqual compares a hex signature sent (either case) with want (lower
+// case) in constant time.
+func hexEqual(sent, want string) bool {
+	return hmac.Equal([]byte(strings.ToLower(sent)), []byte(want))
+}
+
+// verifyStandard checks a Standard Webhooks signature: HMAC-SHA256 keyed
+// with the secret's bytes over "<webhook-id>.<webhook-timestamp>.<body>",
+// sent base64 as one of the space-separated "v1,<sig>" of
+// webhook-signature (deliver.SignStandard computes it). It returns the
+// message id.
+func verifyStandard(secret string, c HookCall, now time.Time) (string, error) {
 	msgID, ts, sigs := c.Header("webhook-id"), c.Header("webhook-timestamp"), c.Header("webhook-signature")
 	if msgID == "" || ts == "" || sigs == "" {
 		return "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks)")

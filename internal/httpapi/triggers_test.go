@@ -420,3 +420,54 @@ func TestHookReadsForms(t *testing.T) {
 		t.Fatalf("%d tasks, want 2 (refused calls add nothing)", n)
 	}
 }
+
+// TestHookGitHubAndStripeSignatures: a hook with a secret takes GitHub's
+// X-Hub-Signature-256 (the secret string given to GitHub; X-GitHub-Delivery
+// names the task, so a redelivery adds nothing) and Stripe's
+// Stripe-Signature (the endpoint's whsec_ secret given to errand; its time
+// within 5 minutes), besides Standard Webhooks; a wrong, stale or
+// malformed one is 401 and adds nothing.
+func TestHookGitHubAndStripeSignatures(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	// A Stripe endpoint secret: whsec_ and 32 characters.
+	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	path := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+secret+`"}}`).
+		want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	body := []byte(`{"action":"opened","number":7}`)
+	gh := func(sig, delivery string) res {
+		t.Helper()
+		return b.hookCall(path, body, map[string]string{"X-GitHub-Event": "pull_request", "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": sig})
+	}
+	first := gh(deliver.SignGitHub(secret, body), "72d3162e-cc78-11e3-81ab-4c9367dc0958").want(t, 202, "")
+	if again := gh("sha256="+strings.ToUpper(deliver.SignGitHub(secret, body)[7:]), "72d3162e-cc78-11e3-81ab-4c9367dc0958").want(t, 202, ""); again.body["id"] != first.body["id"] || again.body["duplicate"] != true {
+		t.Fatalf("GitHub's redelivery: %s, first %s", again.raw, first.raw)
+	}
+	gh(deliver.SignGitHub(id.WebhookKey(), body), "d-2").want(t, 401, "UNAUTHENTICATED")
+	gh(strings.TrimPrefix(deliver.SignGitHub(secret, body), "sha256="), "d-3").want(t, 401, "UNAUTHENTICATED")
+	if r := b.hookCall(path, []byte(`{"action":"closed"}`), map[string]string{"X-Hub-Signature-256": deliver.SignGitHub(secret, body)}); r.status != 401 {
+		t.Fatalf("GitHub's signature of another body: %d %s", r.status, r.raw)
+	}
+
+	stripe := func(sig string) res {
+		t.Helper()
+		return b.hookCall(path, body, map[string]string{"Stripe-Signature": sig})
+	}
+	now := b.clock.Now().Unix()
+	stripe(deliver.SignStripe(secret, now, body)+",v0=6ffbb59b2300aae63f272406069a9788598b792a944a07aba816edb039989a39").want(t, 202, "")
+	// Stripe sends several v1 while it rolls a secret: any one may match.
+	stripe(fmt.Sprintf("t=%d,v1=00ff,%s", now, strings.TrimPrefix(deliver.SignStripe(secret, now, body), fmt.Sprintf("t=%d,", now)))).want(t, 202, "")
+	stripe(deliver.SignStripe(secret, now-6*60, body)).want(t, 401, "UNAUTHENTICATED")
+	stripe(deliver.SignStripe(id.WebhookKey(), now, body)).want(t, 401, "UNAUTHENTICATED")
+	stripe(deliver.SignStripe(secret, now+1, body)[len("t=")+11:]).want(t, 401, "UNAUTHENTICATED") // no t
+	stripe(fmt.Sprintf("t=%d", now)).want(t, 401, "UNAUTHENTICATED")                               // no v1
+	// No signature at all names the three forms.
+	r := b.hookCall(path, body, nil).want(t, 401, "UNAUTHENTICATED")
+	if msg := r.body["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "X-Hub-Signature-256") || !strings.Contains(msg, "Stripe-Signature") {
+		t.Fatalf("unsigned call: %s", msg)
+	}
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 3 {
+		t.Fatalf("%d tasks, want 3 (one GitHub delivery, two Stripe events)", n)
+	}
+}
