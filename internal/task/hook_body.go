@@ -8,9 +8,9 @@ import (
 	"unicode/utf8"
 )
 
-// FormMediaType is the media type of an HTML form's body, which a hook
+// formMediaType is the media type of an HTML form's body, which a hook
 // reads besides JSON: Slack's slash commands, Twilio and HTML forms post it.
-const FormMediaType = "application/x-www-form-urlencoded"
+const formMediaType = "application/x-www-form-urlencoded"
 
 // hookPayload is the payload a hook call's body gives (the body is not
 // empty). A body that is JSON is the payload whatever its Content-Type:
@@ -22,7 +22,7 @@ func hookPayload(body []byte, contentType string) (json.RawMessage, error) {
 	if json.Valid(body) || !isForm(contentType) {
 		if err := ValidateJSONBytes(body, "body"); err != nil {
 			if IsCode(err, CodeInvalidArgument) && !json.Valid(body) {
-				return nil, FieldErrorf(CodeInvalidArgument, "body", "is not valid JSON (a hook reads a JSON body, or a form sent with Content-Type %s)", FormMediaType)
+				return nil, FieldErrorf(CodeInvalidArgument, "body", "is not valid JSON (a hook reads a JSON body, or a form sent with Content-Type %s)", formMediaType)
 			}
 			return nil, err
 		}
@@ -30,7 +30,7 @@ func hookPayload(body []byte, contentType string) (json.RawMessage, error) {
 	}
 	form, err := url.ParseQuery(string(body))
 	if err != nil {
-		return nil, FieldErrorf(CodeInvalidArgument, "body", "is neither JSON nor a form (Content-Type %s): %v", FormMediaType, err)
+		return nil, FieldErrorf(CodeInvalidArgument, "body", "is neither JSON nor a form (Content-Type %s): %v", formMediaType, err)
 	}
 	for k, vs := range form {
 		if !utf8.ValidString(k) {
@@ -58,5 +58,5 @@ func hookPayload(body []byte, contentType string) (json.RawMessage, error) {
 // isForm reports whether a Content-Type header names a form body.
 func isForm(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && mt == FormMediaType
+	return err == nil && mt == formMediaType
 }

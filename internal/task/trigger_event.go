@@ -27,15 +27,16 @@ func (tr *Trigger) ScheduleInput(tick int64) AddInput {
 }
 
 // HookInput is the task a hook call adds: the request body is the payload
-// (the rule's template when the body is empty or null; a form, sent as
-// one, as an object of its fields: see hookPayload), the rule's params
-// gain "headers" with the selected request headers, and the sender's key
-// (its Idempotency-Key, or else msgID, the signed webhook-id) names the
-// task within the rule: "<rule id>-<key>", so a sender's retry adds nothing
-// twice while another rule's sender with the same key adds its own (unless
-// one rule's id is the other's and "-" and more, or an API add takes the
-// prefix: triggers.md says so). A webhook-id that is not a task name (a ':'
-// in it, say) is named by its SHA-256. header reads one request header.
+// (the rule's template when the body is empty or null; a form, sent as one,
+// as an object of its fields: see hookPayload), the rule's params gain
+// "headers" with the selected request headers, and the sender's key (its
+// Idempotency-Key, or else msgID: the signed webhook-id, or GitHub's
+// X-GitHub-Delivery) names the task within the rule: "<rule id>-<key>", so a
+// sender's retry adds nothing twice while another rule's sender with the
+// same key adds its own (unless one rule's id is the other's and "-" and
+// more, or an API add takes the prefix: triggers.md says so). A webhook-id
+// that is not a task name (a ':' in it, say) is named by its SHA-256. header
+// reads one request header.
 func (tr *Trigger) HookInput(body []byte, header func(name string) string, key, msgID string) (AddInput, error) {
 	// A body of only white space (a sender's trailing newline) is empty;
 	// an empty one, or null, takes the rule's template when it has one.
