@@ -163,8 +163,9 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 // verifyHook checks the signature a call to a hook with a secret carries,
 // in the first of three forms whose header it sends, and returns the
 // message id that names its task ("" for none):
-//   - Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature:
-//     Svix and its senders): verifyStandard.
+//   - Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature;
+//     or svix-id, svix-timestamp, svix-signature, as Svix sends them for
+//     Clerk, Resend and others): verifyStandard.
 //   - GitHub's X-Hub-Signature-256: "sha256=" and the hex HMAC-SHA256 of
 //     the body keyed with the whole secret string (which the user gives
 //     GitHub as the webhook's secret). It carries no time, so no replay
@@ -176,7 +177,7 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 //     HookReplayWindow.
 func verifyHook(secret string, c HookCall, now time.Time) (string, error) {
 	switch {
-	case c.Header("webhook-id") != "" || c.Header("webhook-timestamp") != "" || c.Header("webhook-signature") != "":
+	case standardHeader(c, "id") != "" || standardHeader(c, "timestamp") != "" || standardHeader(c, "signature") != "":
 		return verifyStandard(secret, c, now)
 	case c.Header("X-Hub-Signature-256") != "":
 		sig, ok := strings.CutPrefix(c.Header("X-Hub-Signature-256"), "sha256=")
@@ -226,13 +227,22 @@ func hexEqual(sent, want string) bool {
 	return hmac.Equal([]byte(strings.ToLower(sent)), []byte(want))
 }
 
+// standardHeader reads a Standard Webhooks header, "webhook-" and name, or
+// else Svix's own name for it, "svix-" and name.
+func standardHeader(c HookCall, name string) string {
+	if v := c.Header("webhook-" + name); v != "" {
+		return v
+	}
+	return c.Header("svix-" + name)
+}
+
 // verifyStandard checks a Standard Webhooks signature: HMAC-SHA256 keyed
 // with the secret's bytes over "<webhook-id>.<webhook-timestamp>.<body>",
 // sent base64 as one of the space-separated "v1,<sig>" of
 // webhook-signature (deliver.SignStandard computes it). It returns the
-// message id.
+// message id. The svix- headers stand for the webhook- ones.
 func verifyStandard(secret string, c HookCall, now time.Time) (string, error) {
-	msgID, ts, sigs := c.Header("webhook-id"), c.Header("webhook-timestamp"), c.Header("webhook-signature")
+	msgID, ts, sigs := standardHeader(c, "id"), standardHeader(c, "timestamp"), standardHeader(c, "signature")
 	if msgID == "" || ts == "" || sigs == "" {
 		return "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks)")
 	}

@@ -425,8 +425,8 @@ func TestHookReadsForms(t *testing.T) {
 // X-Hub-Signature-256 (the secret string given to GitHub; X-GitHub-Delivery
 // names the task, so a redelivery adds nothing) and Stripe's
 // Stripe-Signature (the endpoint's whsec_ secret given to errand; its time
-// within 5 minutes), besides Standard Webhooks; a wrong, stale or
-// malformed one is 401 and adds nothing.
+// within 5 minutes), besides Standard Webhooks (under Svix's header names
+// too); a wrong, stale or malformed one is 401 and adds nothing.
 func TestHookGitHubAndStripeSignatures(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -462,12 +462,16 @@ func TestHookGitHubAndStripeSignatures(t *testing.T) {
 	stripe(deliver.SignStripe(id.WebhookKey(), now, body)).want(t, 401, "UNAUTHENTICATED")
 	stripe(deliver.SignStripe(secret, now+1, body)[len("t=")+11:]).want(t, 401, "UNAUTHENTICATED") // no t
 	stripe(fmt.Sprintf("t=%d", now)).want(t, 401, "UNAUTHENTICATED")                               // no v1
+	// Svix's own header names stand for Standard Webhooks'.
+	sv, _ := deliver.SignStandard(secret, "msg_svix", now, body)
+	b.hookCall(path, body, map[string]string{"svix-id": "msg_svix", "svix-timestamp": strconv.FormatInt(now, 10), "svix-signature": sv}).want(t, 202, "")
+	b.hookCall(path, body, map[string]string{"svix-id": "msg_svix2", "svix-timestamp": strconv.FormatInt(now, 10), "svix-signature": sv}).want(t, 401, "UNAUTHENTICATED")
 	// No signature at all names the three forms.
 	r := b.hookCall(path, body, nil).want(t, 401, "UNAUTHENTICATED")
 	if msg := r.body["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "X-Hub-Signature-256") || !strings.Contains(msg, "Stripe-Signature") {
 		t.Fatalf("unsigned call: %s", msg)
 	}
-	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 3 {
-		t.Fatalf("%d tasks, want 3 (one GitHub delivery, two Stripe events)", n)
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 4 {
+		t.Fatalf("%d tasks, want 4 (one GitHub delivery, two Stripe events, one Svix message)", n)
 	}
 }
