@@ -116,7 +116,7 @@ func showTrigger(c *cobra.Command, f *apiFlags, tr *errandapi.Trigger, err error
 		t.row("lastTick", whenPtr(tr.Schedule.LastTickAt))
 	}
 	if tr.Hook != nil {
-		t.row("hook secret", map[bool]string{true: "set (signed calls required: Standard Webhooks, GitHub or Stripe)", false: "none"}[tr.Hook.HasSecret])
+		t.row("hook secret", map[bool]string{true: "set (signed calls required: Standard Webhooks, GitHub, Slack or Stripe)", false: "none"}[tr.Hook.HasSecret])
 		t.row("hook headers", strings.Join(tr.Hook.Headers, ", "))
 	}
 	t.row("payload template", rawOr(tr.Payload, "-"))
@@ -144,7 +144,7 @@ func newTriggersCreateCmd() *cobra.Command {
 		Long: `Create a rule that adds tasks to --queue (a queue of --instance): on a schedule
 (--cron, 5 fields or @every 30s / @hourly …, in --time-zone, default UTC), on each POST to
 its hook URL (--hook; with --secret the calls must be signed: Standard Webhooks, GitHub's
-X-Hub-Signature-256 or Stripe's Stripe-Signature), or
+X-Hub-Signature-256, Slack's X-Slack-Signature or Stripe's Stripe-Signature), or
 when a task of --on-queue ends (--on succeeded, failed or both). Its tasks take --payload
 as their payload (default: the request body, or the ended task's result) and --params. The
 node checks every value and names the one it refuses. With --json: {"trigger": {...}}.`,
@@ -256,7 +256,7 @@ func addTriggerFlags(c *cobra.Command, update bool) *triggerFlags {
 	fs.StringVar(&t.queue, "queue", "", "the queue the rule adds tasks to (a queue of --instance)")
 	fs.StringVar(&t.cron, "cron", "", "a schedule rule's cron: 5 fields, or @every 30s, @hourly …")
 	fs.StringVar(&t.timeZone, "time-zone", "", "the schedule's IANA time zone (default UTC)")
-	fs.StringVar(&t.secret, "secret", "", "a hook's secret (whsec_…): its calls must be signed (Standard Webhooks, GitHub, Stripe)"+clear)
+	fs.StringVar(&t.secret, "secret", "", "a hook's secret (whsec_…, or 16–256 characters for GitHub or Slack): its calls must be signed"+clear)
 	fs.StringSliceVar(&t.headers, "header", nil, "a request header a hook copies into the task's params (repeat for more)"+clear)
 	fs.StringVar(&t.onQueue, "on-queue", "", "a chain rule: the queue whose tasks' ends fire it")
 	fs.StringSliceVar(&t.on, "on", nil, "a chain rule's outcomes: succeeded, failed or both (default succeeded)")

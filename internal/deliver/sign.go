@@ -61,6 +61,16 @@ func SignGitHub(key string, body []byte) string {
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
+// SignSlack returns Slack's X-Slack-Signature value: "v0=" and the hex
+// HMAC-SHA256, keyed with the whole key string, of "v0:<ts>:<body>", where
+// ts is the X-Slack-Request-Timestamp value in epoch seconds.
+func SignSlack(key string, ts int64, body []byte) string {
+	m := hmac.New(sha256.New, []byte(key))
+	m.Write([]byte("v0:" + strconv.FormatInt(ts, 10) + ":"))
+	m.Write(body)
+	return "v0=" + hex.EncodeToString(m.Sum(nil))
+}
+
 // SignStripe returns a Stripe-Signature value: "t=<ts>,v1=" and the hex
 // HMAC-SHA256, keyed with the whole key string, of "<ts>.<body>", where ts
 // is in epoch seconds (Sign's scheme, with Stripe's header around it).

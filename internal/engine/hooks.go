@@ -171,10 +171,17 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 //     GitHub as the webhook's secret). It carries no time, so no replay
 //     window: X-GitHub-Delivery names the task, so a redelivery (or a
 //     replay with that id) adds nothing while the task is kept.
+//   - Slack's X-Slack-Signature: "v0=" and the hex HMAC-SHA256 of
+//     "v0:<X-Slack-Request-Timestamp>:<body>" keyed with the whole secret
+//     string (the app's signing secret, given to errand), the timestamp
+//     within HookReplayWindow.
 //   - Stripe's Stripe-Signature: "t=<seconds>,v1=<hex>" (v1 may repeat),
 //     the HMAC-SHA256 of "<t>.<body>" keyed with the whole secret string
 //     (the endpoint's whsec_… signing secret, given to errand), t within
 //     HookReplayWindow.
+//
+// A secret that is not a whsec_ key (task.ValidateHookSecret) checks all
+// but Standard Webhooks signatures.
 func verifyHook(secret string, c HookCall, now time.Time) (string, error) {
 	switch {
 	case standardHeader(c, "id") != "" || standardHeader(c, "timestamp") != "" || standardHeader(c, "signature") != "":
@@ -185,11 +192,34 @@ func verifyHook(secret string, c HookCall, now time.Time) (string, error) {
 			return "", task.Errorf(task.CodeUnauthenticated, "X-Hub-Signature-256 does not match this hook's secret")
 		}
 		return c.Header("X-GitHub-Delivery"), nil
+	case c.Header("X-Slack-Signature") != "":
+		sec, err := hookTime(c.Header("X-Slack-Request-Timestamp"), "X-Slack-Request-Timestamp", now)
+		if err != nil {
+			return "", err
+		}
+		sig, ok := strings.CutPrefix(c.Header("X-Slack-Signature"), "v0=")
+		if !ok || !hexEqual(sig, deliver.SignSlack(secret, sec, c.Body)[len("v0="):]) {
+			return "", task.Errorf(task.CodeUnauthenticated, "X-Slack-Signature does not match this hook's secret")
+		}
+		return "", nil
 	case c.Header("Stripe-Signature") != "":
 		return "", verifyStripe(secret, c, now)
 	}
 	return "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
-		"GitHub's X-Hub-Signature-256 or Stripe's Stripe-Signature")
+		"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature or Stripe's Stripe-Signature")
+}
+
+// hookTime reads a signature's time, seconds since the epoch in header
+// name, and refuses one more than HookReplayWindow from now as a replay.
+func hookTime(v, name string, now time.Time) (int64, error) {
+	sec, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, task.Errorf(task.CodeUnauthenticated, "%s must be seconds since the epoch", name)
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > HookReplayWindow || d < -HookReplayWindow {
+		return 0, task.Errorf(task.CodeUnauthenticated, "%s is more than 5 minutes from now: refused as a replay", name)
+	}
+	return sec, nil
 }
 
 // verifyStripe checks a Stripe-Signature (see verifyHook).
@@ -205,12 +235,12 @@ func verifyStripe(secret string, c HookCall, now time.Time) error {
 			sigs = append(sigs, v)
 		}
 	}
-	sec, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil || len(sigs) == 0 {
+	if _, err := strconv.ParseInt(ts, 10, 64); err != nil || len(sigs) == 0 {
 		return task.Errorf(task.CodeUnauthenticated, "Stripe-Signature must be t=<seconds since the epoch>,v1=<hex signature>")
 	}
-	if d := now.Sub(time.Unix(sec, 0)); d > HookReplayWindow || d < -HookReplayWindow {
-		return task.Errorf(task.CodeUnauthenticated, "Stripe-Signature's t is more than 5 minutes from now: refused as a replay")
+	sec, err := hookTime(ts, "Stripe-Signature's t", now)
+	if err != nil {
+		return err
 	}
 	want := deliver.Sign(secret, sec, c.Body)[len("v1="):]
 	for _, sig := range sigs {
@@ -246,16 +276,13 @@ func verifyStandard(secret string, c HookCall, now time.Time) (string, error) {
 	if msgID == "" || ts == "" || sigs == "" {
 		return "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks)")
 	}
-	sec, err := strconv.ParseInt(ts, 10, 64)
+	sec, err := hookTime(ts, "webhook-timestamp", now)
 	if err != nil {
-		return "", task.Errorf(task.CodeUnauthenticated, "webhook-timestamp must be seconds since the epoch")
-	}
-	if d := now.Sub(time.Unix(sec, 0)); d > HookReplayWindow || d < -HookReplayWindow {
-		return "", task.Errorf(task.CodeUnauthenticated, "webhook-timestamp is more than 5 minutes from now: refused as a replay")
+		return "", err
 	}
 	want, ok := deliver.SignStandard(secret, msgID, sec, c.Body)
 	if !ok {
-		return "", task.Errorf(task.CodeInternal, "hook secret is not whsec_ and base64")
+		return "", task.Errorf(task.CodeUnauthenticated, "this hook's secret is not a whsec_ key, so it checks GitHub's, Slack's or Stripe's signatures, not Standard Webhooks'")
 	}
 	for _, sig := range strings.Fields(sigs) {
 		if hmac.Equal([]byte(sig), []byte(want)) {

@@ -475,3 +475,45 @@ func TestHookGitHubAndStripeSignatures(t *testing.T) {
 		t.Fatalf("%d tasks, want 4 (one GitHub delivery, two Stripe events, one Svix message)", n)
 	}
 }
+
+// TestHookSlackSignatureAndPlainSecret: a hook's secret may be a string a
+// sender issued (Slack's signing secret) or was given (GitHub's): it checks
+// Slack's X-Slack-Signature over a form body (a slash command) and GitHub's
+// signature, but not Standard Webhooks', whose key must be whsec_.
+func TestHookSlackSignatureAndPlainSecret(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"too short"}}`).want(t, 400, "INVALID_ARGUMENT").names(t, "hook.secret")
+	secret := "8f742231b10e8888abcd99yyyzzz85a5"
+	path := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+secret+`"}}`).
+		want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	body := []byte("command=%2Fdeploy&text=api&user_id=U2147483697")
+	now := b.clock.Now().Unix()
+	slack := func(ts int64, sig string) res {
+		t.Helper()
+		return b.hookCall(path, body, map[string]string{"Content-Type": "application/x-www-form-urlencoded",
+			"X-Slack-Request-Timestamp": strconv.FormatInt(ts, 10), "X-Slack-Signature": sig})
+	}
+	r := slack(now, deliver.SignSlack(secret, now, body)).want(t, 202, "")
+	p, _ := json.Marshal(b.do("GET", "/v1/tasks/jobs/tasks/"+r.body["id"].(string), nil).want(t, 200, "").obj("task")["payload"])
+	if string(p) != `{"command":["/deploy"],"text":["api"],"user_id":["U2147483697"]}` {
+		t.Fatalf("slash command payload %s", p)
+	}
+	slack(now-6*60, deliver.SignSlack(secret, now-6*60, body)).want(t, 401, "UNAUTHENTICATED")
+	slack(now, deliver.SignSlack(secret, now+1, body)).want(t, 401, "UNAUTHENTICATED")
+	slack(now, deliver.SignSlack("8f742231b10e8888abcd99yyyzzz85a6", now, body)).want(t, 401, "UNAUTHENTICATED")
+	slack(now, strings.TrimPrefix(deliver.SignSlack(secret, now, body), "v0=")).want(t, 401, "UNAUTHENTICATED")
+	b.hookCall(path, body, map[string]string{"X-Slack-Signature": deliver.SignSlack(secret, now, body)}).want(t, 401, "UNAUTHENTICATED") // no timestamp
+
+	b.hookCall(path, []byte(`{}`), map[string]string{"X-Hub-Signature-256": deliver.SignGitHub(secret, []byte(`{}`))}).want(t, 202, "")
+	// Standard Webhooks needs a whsec_ key: the refusal says so.
+	std := b.hookCall(path, []byte(`{}`), map[string]string{"webhook-id": "m1", "webhook-timestamp": strconv.FormatInt(now, 10), "webhook-signature": "v1,AAAA"}).
+		want(t, 401, "UNAUTHENTICATED")
+	if msg := std.body["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "not a whsec_ key") {
+		t.Fatalf("a Standard Webhooks call to a hook with a plain secret: %s", msg)
+	}
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 2 {
+		t.Fatalf("%d tasks, want 2", n)
+	}
+}

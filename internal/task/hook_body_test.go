@@ -59,3 +59,26 @@ func TestHookBodyForms(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateHookSecret: a whsec_ key must decode to 24–64 bytes; any
+// other secret is 16–256 printable ASCII characters without spaces.
+func TestValidateHookSecret(t *testing.T) {
+	for secret, ok := range map[string]bool{
+		"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw": true,
+		"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaS!": false, // not base64
+		"whsec_c2hvcnQ=":                         false, // 5 bytes
+		"8f742231b10e8888abcd99yyyzzz85a5":       true,  // Slack's signing secret: 32 hex
+		"my-github-secret":                       true,  // 16 characters
+		"my-github-secre":                        false,
+		strings.Repeat("s", 256):                 true,
+		strings.Repeat("s", 257):                 false,
+		"my github secret here":                  false,
+		"my-github-secrét-here":                  false,
+		"my-github-secret\t":                     false,
+	} {
+		err := ValidateHookSecret(secret)
+		if ok != (err == nil) || err != nil && !strings.HasPrefix(err.Error(), "INVALID_ARGUMENT: hook.secret: ") {
+			t.Errorf("secret %.40q: %v, want ok %v", secret, err, ok)
+		}
+	}
+}

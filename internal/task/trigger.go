@@ -38,6 +38,9 @@ const (
 	minSecretBytes   = 24
 	maxSecretBytes   = 64
 	hookSecretPrefix = "whsec_"
+	// A secret in another form (GitHub's, Slack's) is 16–256 characters.
+	minPlainSecret = 16
+	maxPlainSecret = 256
 )
 
 // Trigger is one rule of an instance: when its event happens it adds a task
@@ -295,7 +298,7 @@ func (p *HookPatch) apply(tr *Trigger) error {
 	if p.Secret != nil {
 		tr.HookSecret = ""
 		if *p.Secret != nil {
-			if _, err := HookSecretKey(**p.Secret); err != nil {
+			if err := ValidateHookSecret(**p.Secret); err != nil {
 				return err
 			}
 			tr.HookSecret = **p.Secret
@@ -398,6 +401,29 @@ func RuleQueue(ref, instance, field string) (string, error) {
 		return "", err
 	}
 	return q, nil
+}
+
+// ValidateHookSecret checks a hook's secret: a Standard Webhooks key
+// ("whsec_" and the base64 of 24–64 bytes: HookSecretKey), which every
+// signature a hook takes can use; or any other string of 16–256 printable
+// ASCII characters without spaces (a secret GitHub was given, Slack's
+// signing secret), which GitHub's, Slack's and Stripe's signatures use
+// whole, Standard Webhooks' cannot.
+func ValidateHookSecret(secret string) error {
+	if strings.HasPrefix(secret, hookSecretPrefix) {
+		_, err := HookSecretKey(secret)
+		return err
+	}
+	if len(secret) < minPlainSecret || len(secret) > maxPlainSecret {
+		return FieldErrorf(CodeInvalidArgument, "hook.secret", "must be \"whsec_\" and base64 (Standard Webhooks), or %d–%d characters "+
+			"(a secret for GitHub's or Slack's signatures); it has %d", minPlainSecret, maxPlainSecret, len(secret))
+	}
+	for _, c := range []byte(secret) {
+		if c <= ' ' || c > '~' {
+			return FieldErrorf(CodeInvalidArgument, "hook.secret", "must be printable ASCII without spaces")
+		}
+	}
+	return nil
 }
 
 // HookSecretKey checks a Standard Webhooks secret ("whsec_" and the base64
