@@ -36,8 +36,9 @@ type TriggerScheduleSpec struct {
 	TimeZone *string `json:"timeZone,omitempty"`
 }
 
-// TriggerHookSpec is a hook rule's optional Standard Webhooks secret
-// ("whsec_…"; null removes it) and the request headers copied into params.
+// TriggerHookSpec is a hook rule's optional secret (a Standard Webhooks
+// key, "whsec_…", or 16–256 characters for GitHub's or Slack's signatures;
+// null removes it) and the request headers copied into params.
 type TriggerHookSpec struct {
 	Secret  Nullable[string] `json:"secret,omitzero"`
 	Headers *[]string        `json:"headers,omitempty"`

@@ -128,6 +128,9 @@ func (c *Console) routes() {
 	c.page("GET /console/i/{instance}/t/{id}", c.taskPage)
 	c.action("POST /console/i/{instance}/t/{id}/{op}", c.taskOp)
 	c.page("GET /console/i/{instance}/jobs/{id}", c.jobPage)
+	c.page("GET /console/i/{instance}/rules", c.rulesPage)
+	c.action("POST /console/i/{instance}/rules/{id}/enable", c.switchRule(true))
+	c.action("POST /console/i/{instance}/rules/{id}/disable", c.switchRule(false))
 	c.page("/console/i/{instance}/", c.notFound)
 	c.mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) { c.notFound(w, r, nil) })
 }

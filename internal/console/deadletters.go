@@ -46,11 +46,7 @@ func (c *Console) showDead(w http.ResponseWriter, r *http.Request, s *session, r
 	}
 	v := s.view(inst+" / "+name+" dead letters", inst)
 	v.Queue, v.Data, v.Err = name, d, refusal
-	status := http.StatusOK
-	if refusal != nil {
-		status = refusal.Status
-	}
-	c.render(w, r, status, "dead", v)
+	c.render(w, r, statusOf(refusal), "dead", v)
 }
 
 func capped(cs []errandapi.State, s errandapi.State) bool {

@@ -68,11 +68,7 @@ func (c *Console) showInstances(w http.ResponseWriter, r *http.Request, s *sessi
 	d := &instancesData{Rows: rows, Form: form}
 	d.AnyName, d.Creatable = s.creatable(insts)
 	v.Err, v.Data = refusal, d
-	status := http.StatusOK
-	if refusal != nil {
-		status = refusal.Status
-	}
-	c.render(w, r, status, "instances", v)
+	c.render(w, r, statusOf(refusal), "instances", v)
 }
 
 func (c *Console) createInstance(w http.ResponseWriter, r *http.Request, s *session) {

@@ -59,7 +59,7 @@ func TestControlsAreLabelled(t *testing.T) {
 	e.fixture()
 	u := e.user()
 	u.login(e.full)
-	for _, path := range []string{"/console/i/jobs/", "/console/i/jobs/q/flaky/", "/console/i/jobs/q/pull/?state=scheduled", "/console/i/jobs/settings"} {
+	for _, path := range []string{"/console/i/jobs/", "/console/i/jobs/q/flaky/", "/console/i/jobs/q/pull/?state=scheduled", "/console/i/jobs/settings", "/console/i/jobs/rules"} {
 		body := u.get(path).want(t, http.StatusOK, `<a class="skip" href="#main">`, `<main id="main">`).body
 		for _, c := range controlRE.FindAllString(body, -1) {
 			if regexp.MustCompile(`type="hidden"`).MatchString(c) || regexp.MustCompile(`aria-label="[^"]+"`).MatchString(c) {

@@ -3,6 +3,8 @@ package console
 import (
 	"net/url"
 	"strconv"
+
+	"github.com/errandhq/errand/errandapi"
 )
 
 // queueNotice is the queue page's word on the action that sent the browser
@@ -33,6 +35,24 @@ func settingsNotice(q url.Values) string {
 		return "Settings saved."
 	case "rotated":
 		return "The webhook key is rotated: the next delivery is signed with it."
+	}
+	return ""
+}
+
+// rulesNotice is the rules page's word on a rule switched
+// (?done=enabled|disabled&rule=ID), said only while that rule's state bears
+// it out, as a task page's is.
+func rulesNotice(q url.Values, rules []errandapi.Trigger) string {
+	for _, tr := range rules {
+		if tr.ID != q.Get("rule") {
+			continue
+		}
+		switch {
+		case q.Get("done") == "enabled" && tr.Enabled:
+			return "Rule " + tr.ID + " is enabled."
+		case q.Get("done") == "disabled" && !tr.Enabled:
+			return "Rule " + tr.ID + " is disabled: it adds nothing until it is enabled again."
+		}
 	}
 	return ""
 }

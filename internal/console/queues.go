@@ -43,11 +43,7 @@ func (c *Console) showQueues(w http.ResponseWriter, r *http.Request, s *session,
 	if refusal == nil {
 		v.Notice = queuesNotice(r.URL.Query())
 	}
-	status := http.StatusOK
-	if refusal != nil {
-		status = refusal.Status
-	}
-	c.render(w, r, status, "queues", v)
+	c.render(w, r, statusOf(refusal), "queues", v)
 }
 
 func (c *Console) createQueue(w http.ResponseWriter, r *http.Request, s *session) {
@@ -130,11 +126,7 @@ func (c *Console) showQueue(w http.ResponseWriter, r *http.Request, s *session, 
 	if refusal == nil {
 		v.Notice = queueNotice(qv)
 	}
-	status := http.StatusOK
-	if refusal != nil {
-		status = refusal.Status
-	}
-	c.render(w, r, status, "queue", v)
+	c.render(w, r, statusOf(refusal), "queue", v)
 }
 
 func (c *Console) pauseQueue(paused bool) func(w http.ResponseWriter, r *http.Request, s *session) {

@@ -69,6 +69,8 @@ var funcs = template.FuncMap{
 	"capped":  capped,
 	"target":  fmtTarget,
 	"taskOps": func() []string { return []string{"run", "cancel", "retry"} },
+	"queueOf": queueName,
+	"join":    func(s []string) string { return strings.Join(s, ", ") },
 	"title": func(s string) string {
 		if s == "" {
 			return s
@@ -103,6 +105,15 @@ func parsePages() pages {
 		out[base] = template.Must(template.Must(layout.Clone()).ParseFS(templateFS, n))
 	}
 	return out
+}
+
+// statusOf is the status a page is answered with: that of the API's
+// refusal it shows, else 200.
+func statusOf(refusal *errandapi.Error) int {
+	if refusal != nil {
+		return refusal.Status
+	}
+	return http.StatusOK
 }
 
 // render writes page name with v, answered with status. The page is

@@ -45,11 +45,7 @@ func (c *Console) showSettings(w http.ResponseWriter, r *http.Request, s *sessio
 	}
 	v := s.view(inst+" settings", inst)
 	v.Data, v.Err, v.Notice = d, refusal, notice
-	status := http.StatusOK
-	if refusal != nil {
-		status = refusal.Status
-	}
-	c.render(w, r, status, "settings", v)
+	c.render(w, r, statusOf(refusal), "settings", v)
 }
 
 // settingsForm is an instance's settings as the form's fields, wasField

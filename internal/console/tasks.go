@@ -52,11 +52,7 @@ func (c *Console) showTask(w http.ResponseWriter, r *http.Request, s *session, r
 	}
 	v := s.view("Task "+t.ID, inst)
 	v.Queue, v.Data, v.Err, v.Notice = t.Queue, t, refusal, taskNotice(done, t)
-	status := http.StatusOK
-	if refusal != nil {
-		status = refusal.Status
-	}
-	c.render(w, r, status, "task", v)
+	c.render(w, r, statusOf(refusal), "task", v)
 }
 
 // taskOp runs, cancels or retries a task; a refusal (for example
