@@ -68,8 +68,8 @@ type HookAdded struct {
 }
 
 // HookFire turns a call into a task of the hook's queue. With a secret the
-// call must carry a valid signature (Standard Webhooks, GitHub's or
-// Stripe's: verifyHook), else UNAUTHENTICATED. The body is the payload;
+// call must carry a valid signature (Standard Webhooks, GitHub's, Slack's
+// or Stripe's: verifyHook), else UNAUTHENTICATED. The body is the payload;
 // the rule's selected headers join its params; Idempotency-Key (or, signed,
 // webhook-id or X-GitHub-Delivery) names the task
 // within the rule (task.Trigger.HookInput), so a sender's retry adds
@@ -161,7 +161,7 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 }
 
 // verifyHook checks the signature a call to a hook with a secret carries,
-// in the first of three forms whose header it sends, and returns the
+// in the first of four forms whose header it sends, and returns the
 // message id that names its task ("" for none):
 //   - Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature;
 //     or svix-id, svix-timestamp, svix-signature, as Svix sends them for
