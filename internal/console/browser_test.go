@@ -325,6 +325,23 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("disable a rule", func(t *testing.T) {
+		q := "jobs/web"
+		tr, err := e.api.CreateTrigger(context.Background(), "jobs", errandapi.TriggerRequest{Queue: &q, Schedule: &errandapi.TriggerScheduleSpec{Cron: new("@hourly")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run(t, admin, chromedp.Navigate(base+"i/jobs/"), chromedp.Click(chromedp.CSS("#nav-rules")), chromedp.WaitVisible(chromedp.CSS("#rule-"+tr.ID)),
+			chromedp.Click(chromedp.CSS("#switch-"+tr.ID)), chromedp.WaitVisible(chromedp.CSS("#notice")))
+		if n := text(t, admin, "#notice"); !strings.Contains(n, "Rule "+tr.ID+" is disabled") {
+			t.Fatalf("notice %q", n)
+		}
+		if got, err := e.api.GetTrigger(context.Background(), "jobs", tr.ID); err != nil || got.Enabled {
+			t.Fatalf("the rule after Disable: %+v %v", got, err)
+		}
+		shot(t, admin, "rules")
+	})
+
 	t.Run("a forged form is refused", func(t *testing.T) {
 		id := e.add("web", errandapi.NewTask{Payload: json.RawMessage(`{}`)})
 		run(t, admin, chromedp.Navigate(base+"i/jobs/t/"+id), chromedp.WaitVisible(chromedp.CSS("#cancel")))
