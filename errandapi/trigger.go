@@ -118,3 +118,11 @@ type HookResponse struct {
 	ID        string `json:"id"`
 	Duplicate bool   `json:"duplicate"`
 }
+
+// HookChallenge is the answer (200) of a hook with a secret to Slack's
+// url_verification request, signed with that secret: Slack's challenge
+// echoed, as Slack's Events API asks of a URL before it sends events to
+// it. No task is added.
+type HookChallenge struct {
+	Challenge string `json:"challenge"`
+}

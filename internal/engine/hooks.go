@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"crypto/hmac"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -65,23 +66,30 @@ type HookCall struct {
 type HookAdded struct {
 	TaskID    string
 	Duplicate bool
+	// Challenge is set, and nothing added, when the call was Slack's
+	// url_verification, signed with the hook's secret: the answer echoes it.
+	Challenge string
 }
 
 // HookFire turns a call into a task of the hook's queue. With a secret the
 // call must carry a valid signature (Standard Webhooks, GitHub's, Slack's
 // or Stripe's: verifyHook), else UNAUTHENTICATED. The body is the payload;
 // the rule's selected headers join its params; Idempotency-Key (or, signed,
-// webhook-id or X-GitHub-Delivery) names the task
-// within the rule (task.Trigger.HookInput), so a sender's retry adds
-// nothing twice. Each task added counts on the
-// rule's Fired (a duplicate does not).
+// webhook-id or X-GitHub-Delivery) names the task within the rule
+// (task.Trigger.HookInput), so a sender's retry adds nothing twice. Each
+// task added counts on the rule's Fired (a duplicate does not). Slack's
+// url_verification, signed, adds nothing: HookAdded.Challenge answers it.
 func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded, error) {
 	tr := h.Rule
 	var msgID string
 	if tr.HookSecret != "" {
+		var form string
 		var err error
-		if msgID, err = verifyHook(tr.HookSecret, c, e.clock.Now()); err != nil {
+		if msgID, form, err = verifyHook(tr.HookSecret, c, e.clock.Now()); err != nil {
 			return nil, err
+		}
+		if ch := slackChallenge(c.Body); form == "slack" && ch != "" {
+			return &HookAdded{Challenge: ch}, nil
 		}
 	}
 	copied := c.Copied
@@ -162,7 +170,8 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 
 // verifyHook checks the signature a call to a hook with a secret carries,
 // in the first of four forms whose header it sends, and returns the
-// message id that names its task ("" for none):
+// message id that names its task ("" for none) and the form ("standard",
+// "github", "slack" or "stripe"):
 //   - Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature;
 //     or svix-id, svix-timestamp, svix-signature, as Svix sends them for
 //     Clerk, Resend and others): verifyStandard.
@@ -182,31 +191,45 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 //
 // A secret that is not a whsec_ key (task.ValidateHookSecret) checks all
 // but Standard Webhooks signatures.
-func verifyHook(secret string, c HookCall, now time.Time) (string, error) {
+func verifyHook(secret string, c HookCall, now time.Time) (msgID, form string, err error) {
 	switch {
 	case standardHeader(c, "id") != "" || standardHeader(c, "timestamp") != "" || standardHeader(c, "signature") != "":
-		return verifyStandard(secret, c, now)
+		msgID, err = verifyStandard(secret, c, now)
+		return msgID, "standard", err
 	case c.Header("X-Hub-Signature-256") != "":
 		sig, ok := strings.CutPrefix(c.Header("X-Hub-Signature-256"), "sha256=")
 		if !ok || !hexEqual(sig, deliver.SignGitHub(secret, c.Body)[len("sha256="):]) {
-			return "", task.Errorf(task.CodeUnauthenticated, "X-Hub-Signature-256 does not match this hook's secret")
+			return "", "", task.Errorf(task.CodeUnauthenticated, "X-Hub-Signature-256 does not match this hook's secret")
 		}
-		return c.Header("X-GitHub-Delivery"), nil
+		return c.Header("X-GitHub-Delivery"), "github", nil
 	case c.Header("X-Slack-Signature") != "":
 		sec, err := hookTime(c.Header("X-Slack-Request-Timestamp"), "X-Slack-Request-Timestamp", now)
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		sig, ok := strings.CutPrefix(c.Header("X-Slack-Signature"), "v0=")
 		if !ok || !hexEqual(sig, deliver.SignSlack(secret, sec, c.Body)[len("v0="):]) {
-			return "", task.Errorf(task.CodeUnauthenticated, "X-Slack-Signature does not match this hook's secret")
+			return "", "", task.Errorf(task.CodeUnauthenticated, "X-Slack-Signature does not match this hook's secret")
 		}
-		return "", nil
+		return "", "slack", nil
 	case c.Header("Stripe-Signature") != "":
-		return "", verifyStripe(secret, c, now)
+		return "", "stripe", verifyStripe(secret, c, now)
 	}
-	return "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
+	return "", "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
 		"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature or Stripe's Stripe-Signature")
+}
+
+// slackChallenge is the challenge of Slack's url_verification request
+// ({"type": "url_verification", "challenge": …}), "" for any other body.
+func slackChallenge(body []byte) string {
+	var v struct {
+		Type      string `json:"type"`
+		Challenge string `json:"challenge"`
+	}
+	if json.Unmarshal(body, &v) != nil || v.Type != "url_verification" {
+		return ""
+	}
+	return v.Challenge
 }
 
 // hookTime reads a signature's time, seconds since the epoch in header

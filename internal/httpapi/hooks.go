@@ -43,6 +43,10 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if res.Challenge != "" { // Slack's url_verification: nothing was added
+		writeJSON(w, http.StatusOK, errandapi.HookChallenge{Challenge: res.Challenge})
+		return
+	}
 	writeJSON(w, http.StatusAccepted, errandapi.HookResponse{ID: res.TaskID, Duplicate: res.Duplicate})
 }
 

@@ -478,8 +478,10 @@ func TestHookGitHubAndStripeSignatures(t *testing.T) {
 
 // TestHookSlackSignatureAndPlainSecret: a hook's secret may be a string a
 // sender issued (Slack's signing secret) or was given (GitHub's): it checks
-// Slack's X-Slack-Signature over a form body (a slash command) and GitHub's
-// signature, but not Standard Webhooks', whose key must be whsec_.
+// Slack's X-Slack-Signature over a form body (a slash command), answers
+// Slack's signed url_verification with its challenge (adding nothing), and
+// checks GitHub's signature, but not Standard Webhooks', whose key must be
+// whsec_.
 func TestHookSlackSignatureAndPlainSecret(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -505,6 +507,18 @@ func TestHookSlackSignatureAndPlainSecret(t *testing.T) {
 	slack(now, deliver.SignSlack("8f742231b10e8888abcd99yyyzzz85a6", now, body)).want(t, 401, "UNAUTHENTICATED")
 	slack(now, strings.TrimPrefix(deliver.SignSlack(secret, now, body), "v0=")).want(t, 401, "UNAUTHENTICATED")
 	b.hookCall(path, body, map[string]string{"X-Slack-Signature": deliver.SignSlack(secret, now, body)}).want(t, 401, "UNAUTHENTICATED") // no timestamp
+
+	// Slack's url_verification, signed: the challenge is echoed, nothing is
+	// added; unsigned or signed wrongly it is refused.
+	challenge := []byte(`{"token":"Jhj5dZrVaK7ZwHHjRyZWjbDl","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}`)
+	verify := b.hookCall(path, challenge, map[string]string{"Content-Type": "application/json",
+		"X-Slack-Request-Timestamp": strconv.FormatInt(now, 10), "X-Slack-Signature": deliver.SignSlack(secret, now, challenge)}).want(t, 200, "")
+	if string(verify.raw) != `{"challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"}`+"\n" {
+		t.Fatalf("url_verification answered %q", verify.raw)
+	}
+	b.hookCall(path, challenge, map[string]string{"X-Slack-Request-Timestamp": strconv.FormatInt(now, 10),
+		"X-Slack-Signature": deliver.SignSlack(secret, now, body)}).want(t, 401, "UNAUTHENTICATED")
+	b.hookCall(path, challenge, nil).want(t, 401, "UNAUTHENTICATED")
 
 	b.hookCall(path, []byte(`{}`), map[string]string{"X-Hub-Signature-256": deliver.SignGitHub(secret, []byte(`{}`))}).want(t, 202, "")
 	// Standard Webhooks needs a whsec_ key: the refusal says so.
