@@ -143,10 +143,10 @@ func (r *chainRig) work(count, wait int) int {
 // Whether the chainer ended a batch's events before the kill is a race, so
 // before the last batch of each round the test holds the chainer (a SQLite
 // trigger refuses its removal of an event, the store fault it retries):
-// that batch's events are surely in the outbox when the kill lands. In the end every
-// finished task below depth 8 has exactly one chained child, every one at
-// depth 8 none (DEPTH_EXCEEDED, recorded once each on the rule), and no
-// task exists that was not chained from a finished one.
+// that batch's events are surely in the outbox when the kill lands. In the
+// end every finished task below depth 8 has exactly one chained child,
+// every one at depth 8 none (DEPTH_EXCEEDED, recorded once each on the
+// rule), and no task exists that was not chained from a finished one.
 func TestChainSurvivesKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")

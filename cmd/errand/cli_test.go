@@ -317,8 +317,8 @@ func TestCLIVerbs(t *testing.T) {
 	c.refused(errandapi.CodeWrongMode, "lease", "-q", "default")
 
 	// Extend and release: a task leased, its lease made longer, given back
-	// unharmed (retrying, due at once, the attempt not counted), leased again and
-	// released as a failed attempt (its one attempt spent: failed).
+	// unharmed (retrying, due at once, the attempt not counted), leased again
+	// and released as a failed attempt (its one attempt spent: failed).
 	add("-q", "emails", "--payload", `{"n":2}`)
 	lease := func() errandapi.LeasedTask {
 		t.Helper()
