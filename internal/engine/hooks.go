@@ -88,8 +88,10 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 		if msgID, form, err = verifyHook(tr.HookSecret, c, e.clock.Now()); err != nil {
 			return nil, err
 		}
-		if ch := slackChallenge(c.Body); form == "slack" && ch != "" {
-			return &HookAdded{Challenge: ch}, nil
+		if form == "slack" { // only Slack's calls are read for its challenge
+			if ch := slackChallenge(c.Body); ch != "" {
+				return &HookAdded{Challenge: ch}, nil
+			}
 		}
 	}
 	copied := c.Copied

@@ -47,12 +47,14 @@ func checkQuery(r *http.Request, route string) error {
 		if !plainName(name) {
 			field = task.Quote(name)
 		}
-		switch {
-		case !slices.Contains(allowed, name) && len(allowed) == 0:
-			return task.FieldErrorf(task.CodeInvalidArgument, field, "unknown query parameter (this route takes none)")
-		case !slices.Contains(allowed, name):
-			return task.FieldErrorf(task.CodeInvalidArgument, field, "unknown query parameter (this route takes %s)", strings.Join(allowed, ", "))
-		case len(vals[name]) > 1:
+		if !slices.Contains(allowed, name) {
+			takes := "none"
+			if len(allowed) > 0 {
+				takes = strings.Join(allowed, ", ")
+			}
+			return task.FieldErrorf(task.CodeInvalidArgument, field, "unknown query parameter (this route takes %s)", takes)
+		}
+		if len(vals[name]) > 1 {
 			return task.FieldErrorf(task.CodeInvalidArgument, field, "is given twice")
 		}
 	}

@@ -19,14 +19,14 @@ const formMediaType = "application/x-www-form-urlencoded"
 // object with each field's values, always an array of strings in the
 // order sent ({"tag": ["a", "b"], "text": ["hi"]}).
 func hookPayload(body []byte, contentType string) (json.RawMessage, error) {
-	if json.Valid(body) || !isForm(contentType) {
-		if err := ValidateJSONBytes(body, "body"); err != nil {
-			if IsCode(err, CodeInvalidArgument) && !json.Valid(body) {
-				return nil, FieldErrorf(CodeInvalidArgument, "body", "is not valid JSON (a hook reads a JSON body, or a form sent with Content-Type %s)", formMediaType)
-			}
-			return nil, err
-		}
-		return body, nil
+	err := ValidateJSONBytes(body, "body")
+	switch {
+	case err == nil:
+		return body, nil // a JSON body is checked once, as before forms
+	case !IsCode(err, CodeInvalidArgument) || json.Valid(body):
+		return nil, err // too large, or JSON that is not UTF-8
+	case !isForm(contentType):
+		return nil, FieldErrorf(CodeInvalidArgument, "body", "is not valid JSON (a hook reads a JSON body, or a form sent with Content-Type %s)", formMediaType)
 	}
 	form, err := url.ParseQuery(string(body))
 	if err != nil {
