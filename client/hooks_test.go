@@ -81,3 +81,36 @@ func TestFireHook(t *testing.T) {
 		t.Fatalf("signed rule fired %d, want 1", r.Fired)
 	}
 }
+
+// TestFireHookStripeEventRetried: a Stripe-signed call whose body is an
+// event names its task by the event's id, so the client sends it again
+// after a lost answer and gets the first try's task, marked a duplicate;
+// the same call without an event id is not sent twice.
+func TestFireHookStripeEventRetried(t *testing.T) {
+	f := &failing{suffix: "/not-yet", how: "lose"}
+	e := start(t, options{wrap: f.wrap})
+	ctx := context.Background()
+	dev := e.client("", client.RetryPolicy{})
+	if _, err := dev.CreateQueue(ctx, "jobs", "in", errandapi.QueueRequest{Mode: new(errandapi.ModePull)}); err != nil {
+		t.Fatal(err)
+	}
+	q, secret := "jobs/in", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	rule := must(dev.CreateTrigger(ctx, "jobs", errandapi.TriggerRequest{Queue: &q,
+		Hook: &errandapi.TriggerHookSpec{Secret: errandapi.Value(secret)}})).of(t)
+	token := path.Base(rule.Hook.Path)
+	fire := func(body string) (*errandapi.HookResponse, error) {
+		h := http.Header{"Stripe-Signature": {deliver.SignStripe(secret, e.clock.Now().Unix(), []byte(body))}}
+		f.suffix, f.n = token, int(f.seen.Load())+1 // lose the next answer
+		return dev.FireHook(ctx, "jobs", token, []byte(body), h)
+	}
+	r, err := fire(`{"id":"evt_1","object":"event"}`)
+	if err != nil || r.ID == "" || !r.Duplicate || f.seen.Load() != 2 {
+		t.Fatalf("a Stripe event after a lost answer: %+v %v in %d tries, want the first try's task as a duplicate in 2", r, err, f.seen.Load())
+	}
+	if _, err := fire(`{"id":"in_1","object":"invoice"}`); !client.IsConnectionError(err) || f.seen.Load() != 3 {
+		t.Fatalf("a Stripe body without an event id: %v after %d tries, want a connection error after 1 more", err, f.seen.Load())
+	}
+	if n := len(must(dev.ListTasks(ctx, "jobs", "in", client.ListOptions{})).of(t).Tasks); n != 2 {
+		t.Fatalf("%d tasks, want 2 (each body stored once)", n)
+	}
+}

@@ -113,7 +113,8 @@ type TriggerDeleteResponse struct {
 
 // HookResponse is the answer (202) of POST /v1/hooks/{instance}/{hook}:
 // the task added, or with Duplicate the one an earlier call with the same
-// Idempotency-Key (or signed webhook-id) added.
+// Idempotency-Key (or signed message id: webhook-id, X-GitHub-Delivery, a
+// Stripe or Slack event's id) added.
 type HookResponse struct {
 	ID        string `json:"id"`
 	Duplicate bool   `json:"duplicate"`
@@ -125,4 +126,30 @@ type HookResponse struct {
 // it. No task is added.
 type HookChallenge struct {
 	Challenge string `json:"challenge"`
+}
+
+// HookEventID is the event id a Stripe or Slack call carries in its body
+// rather than a header: a Stripe event's ({"object": "event", "id":
+// "evt_…"}) or a Slack Events API callback's ({"type": "event_callback",
+// "event_id": "Ev…"}); "" for any other body. A hook with a secret names
+// the task of a call signed by Stripe or Slack by it (when no
+// Idempotency-Key does), so the sender's redelivery of an event adds
+// nothing twice.
+func HookEventID(body []byte) string {
+	var v struct {
+		Object  string `json:"object"`
+		ID      string `json:"id"`
+		Type    string `json:"type"`
+		EventID string `json:"event_id"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return ""
+	}
+	switch {
+	case v.Object == "event":
+		return v.ID
+	case v.Type == "event_callback":
+		return v.EventID
+	}
+	return ""
 }

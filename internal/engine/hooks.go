@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
@@ -62,7 +63,8 @@ type HookCall struct {
 }
 
 // HookAdded is the outcome of a hook call: the task added, or the one an
-// earlier call with the same Idempotency-Key (or signed message id) added.
+// earlier call with the same Idempotency-Key (or signed message id: see
+// verifyHook) added.
 type HookAdded struct {
 	TaskID    string
 	Duplicate bool
@@ -75,7 +77,8 @@ type HookAdded struct {
 // call must carry a valid signature (Standard Webhooks, GitHub's, Slack's
 // or Stripe's: verifyHook), else UNAUTHENTICATED. The body is the payload;
 // the rule's selected headers join its params; Idempotency-Key (or, signed,
-// webhook-id or X-GitHub-Delivery) names the task within the rule
+// webhook-id, X-GitHub-Delivery, or a Stripe or Slack event's id) names
+// the task within the rule
 // (task.Trigger.HookInput), so a sender's retry adds nothing twice. Each
 // task added counts on the rule's Fired (a duplicate does not). Slack's
 // url_verification, signed, adds nothing: HookAdded.Challenge answers it.
@@ -185,11 +188,14 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 //   - Slack's X-Slack-Signature: "v0=" and the hex HMAC-SHA256 of
 //     "v0:<X-Slack-Request-Timestamp>:<body>" keyed with the whole secret
 //     string (the app's signing secret, given to errand), the timestamp
-//     within HookReplayWindow.
+//     within HookReplayWindow. An Events API callback's event_id names
+//     the task (errandapi.HookEventID), so Slack's retries add nothing.
 //   - Stripe's Stripe-Signature: "t=<seconds>,v1=<hex>" (v1 may repeat),
 //     the HMAC-SHA256 of "<t>.<body>" keyed with the whole secret string
 //     (the endpoint's whsec_… signing secret, given to errand), t within
-//     HookReplayWindow.
+//     HookReplayWindow. The event's id in the body names the task
+//     (errandapi.HookEventID): Stripe redelivers an event, newly signed,
+//     for days.
 //
 // A secret that is not a whsec_ key (task.ValidateHookSecret) checks all
 // but Standard Webhooks signatures.
@@ -213,9 +219,12 @@ func verifyHook(secret string, c HookCall, now time.Time) (msgID, form string, e
 		if !ok || !hexEqual(sig, deliver.SignSlack(secret, sec, c.Body)[len("v0="):]) {
 			return "", "", task.Errorf(task.CodeUnauthenticated, "X-Slack-Signature does not match this hook's secret")
 		}
-		return "", "slack", nil
+		return errandapi.HookEventID(c.Body), "slack", nil
 	case c.Header("Stripe-Signature") != "":
-		return "", "stripe", verifyStripe(secret, c, now)
+		if err := verifyStripe(secret, c, now); err != nil {
+			return "", "", err
+		}
+		return errandapi.HookEventID(c.Body), "stripe", nil
 	}
 	return "", "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
 		"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature or Stripe's Stripe-Signature")

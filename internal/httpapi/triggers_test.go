@@ -531,3 +531,81 @@ func TestHookSlackSignatureAndPlainSecret(t *testing.T) {
 		t.Fatalf("%d tasks, want 2", n)
 	}
 }
+
+// TestHookStripeAndSlackEventsNameTheirTasks: Stripe and Slack carry an
+// event's id in the body, not a header; a call signed by either names its
+// task by it, so Stripe's redelivery of an event (signed anew, minutes or
+// days later) and Slack's retry of an Events API callback add nothing
+// twice, while another event, or a body with no event id, adds its own.
+// An Idempotency-Key still wins.
+func TestHookStripeAndSlackEventsNameTheirTasks(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	rule := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+secret+`"}}`).want(t, 201, "").obj("trigger")
+	path, ruleID := rule["hook"].(map[string]any)["path"].(string), rule["id"].(string)
+	stripe := func(body string, extra map[string]string) res {
+		t.Helper()
+		now := b.clock.Now().Unix()
+		h := map[string]string{"Stripe-Signature": deliver.SignStripe(secret, now, []byte(body))}
+		for k, v := range extra {
+			h[k] = v
+		}
+		return b.hookCall(path, []byte(body), h)
+	}
+	name := func(id string) string {
+		t.Helper()
+		n, _ := b.do("GET", "/v1/tasks/jobs/tasks/"+id, nil).want(t, 200, "").obj("task")["name"].(string)
+		return n
+	}
+	event := `{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","object":"event","type":"invoice.paid","data":{"object":{"id":"in_1"}}}`
+	first := stripe(event, nil).want(t, 202, "")
+	if n := name(first.body["id"].(string)); n != ruleID+"-evt_1NG8Du2eZvKYlo2CUI79vXWy" {
+		t.Fatalf("a Stripe event's task is named %q", n)
+	}
+	b.clock.Advance(time.Hour) // Stripe redelivers with a new signature
+	if again := stripe(event, nil).want(t, 202, ""); again.body["id"] != first.body["id"] || again.body["duplicate"] != true {
+		t.Fatalf("Stripe's redelivery: %s, first %s", again.raw, first.raw)
+	}
+	stripe(`{"id":"evt_2","object":"event","type":"invoice.paid"}`, nil).want(t, 202, "")
+	unnamed := stripe(`{"id":"in_1","object":"invoice"}`, nil).want(t, 202, "")
+	if n := name(unnamed.body["id"].(string)); n != "" {
+		t.Fatalf("a Stripe body that is not an event named its task %q", n)
+	}
+	keyed := stripe(event, map[string]string{"Idempotency-Key": "k-1"}).want(t, 202, "")
+	if n := name(keyed.body["id"].(string)); n != ruleID+"-k-1" {
+		t.Fatalf("an Idempotency-Key beside the event id named the task %q", n)
+	}
+
+	// Slack: an Events API callback's event_id; its retry (X-Slack-Retry-Num)
+	// is a duplicate.
+	slackKey := "8f742231b10e8888abcd99yyyzzz85a5"
+	spath := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+slackKey+`"}}`).
+		want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	slack := func(body string, extra map[string]string) res {
+		t.Helper()
+		now := b.clock.Now().Unix()
+		h := map[string]string{"Content-Type": "application/json", "X-Slack-Request-Timestamp": strconv.FormatInt(now, 10),
+			"X-Slack-Signature": deliver.SignSlack(slackKey, now, []byte(body))}
+		for k, v := range extra {
+			h[k] = v
+		}
+		return b.hookCall(spath, []byte(body), h)
+	}
+	cb := `{"type":"event_callback","team_id":"T1","event_id":"Ev08MFMKH6","event":{"type":"app_mention","text":"hi"}}`
+	s1 := slack(cb, nil).want(t, 202, "")
+	b.clock.Advance(time.Minute)
+	if s2 := slack(cb, map[string]string{"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"}).want(t, 202, ""); s2.body["id"] != s1.body["id"] || s2.body["duplicate"] != true {
+		t.Fatalf("Slack's retry: %s, first %s", s2.raw, s1.raw)
+	}
+	slack(`{"type":"event_callback","event_id":"Ev08MFMKH7","event":{"type":"app_mention"}}`, nil).want(t, 202, "")
+	// The same event id unsigned by Slack's form (GitHub's) names nothing.
+	gh := b.hookCall(spath, []byte(cb), map[string]string{"X-Hub-Signature-256": deliver.SignGitHub(slackKey, []byte(cb))}).want(t, 202, "")
+	if gh.body["duplicate"] == true {
+		t.Fatalf("a GitHub-signed call was named by a Slack event id: %s", gh.raw)
+	}
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 7 {
+		t.Fatalf("%d tasks, want 7 (three Stripe events, one Stripe invoice, two Slack events, one GitHub call)", n)
+	}
+}

@@ -30,8 +30,8 @@ func (tr *Trigger) ScheduleInput(tick int64) AddInput {
 // (the rule's template when the body is empty or null; a form, sent as one,
 // as an object of its fields: see hookPayload), the rule's params gain
 // "headers" with the selected request headers, and the sender's key (its
-// Idempotency-Key, or else msgID: the signed webhook-id, or GitHub's
-// X-GitHub-Delivery) names the task within the rule: "<rule id>-<key>", so a
+// Idempotency-Key, or else msgID: the signed webhook-id, GitHub's
+// X-GitHub-Delivery, or a Stripe or Slack event's id) names the task within the rule: "<rule id>-<key>", so a
 // sender's retry adds nothing twice while another rule's sender with the
 // same key adds its own (unless one rule's id is the other's and "-" and
 // more, or an API add takes the prefix: triggers.md says so). A webhook-id
