@@ -16,12 +16,23 @@ import (
 // maxBody bounds a request body: 100 tasks with 64 KiB payloads and params.
 const maxBody = 16 << 20
 
-// readBody reads a whole request body up to maxBody. A body sent with
-// Content-Encoding gzip is read decompressed (Google's APIs take one so),
-// bounded by maxBody as it decompresses; any other encoding is refused
-// naming the header, rather than read as JSON that it is not.
+// readBody reads a whole request body up to maxBody: readBodyUpTo.
 func readBody(r *http.Request) ([]byte, error) {
-	body := io.Reader(http.MaxBytesReader(nil, r.Body, maxBody))
+	b, err := readBodyUpTo(r, maxBody)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, task.Errorf(task.CodePayloadTooLarge, "the request body is over %d bytes", maxBody)
+	}
+	return b, err
+}
+
+// readBodyUpTo reads a whole request body up to limit bytes, else an
+// *http.MaxBytesError. A body sent with Content-Encoding gzip is read
+// decompressed (Google's APIs take one so), bounded by limit as it
+// decompresses; any other encoding is refused naming the header, rather
+// than read as JSON that it is not.
+func readBodyUpTo(r *http.Request, limit int64) ([]byte, error) {
+	body := io.Reader(http.MaxBytesReader(nil, r.Body, limit))
 	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
 	case "", "identity":
 	case "gzip", "x-gzip":
@@ -30,14 +41,14 @@ func readBody(r *http.Request) ([]byte, error) {
 			return nil, task.FieldErrorf(task.CodeInvalidArgument, "Content-Encoding", "the body is not gzip: %v", err)
 		}
 		defer zr.Close()
-		body = http.MaxBytesReader(nil, io.NopCloser(zr), maxBody)
+		body = http.MaxBytesReader(nil, io.NopCloser(zr), limit)
 	default:
 		return nil, task.FieldErrorf(task.CodeInvalidArgument, "Content-Encoding", "%s is not taken: send the body as it is, or with gzip", task.Quote(enc))
 	}
 	b, err := io.ReadAll(body)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return nil, task.Errorf(task.CodePayloadTooLarge, "the request body is over %d bytes", maxBody)
+		return nil, err
 	}
 	if err != nil {
 		return nil, task.Errorf(task.CodeInvalidArgument, "reading the body: %v", err)

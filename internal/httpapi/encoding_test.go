@@ -3,8 +3,11 @@ package httpapi_test
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/errandhq/errand/internal/deliver"
 )
 
 // gzipped compresses b.
@@ -51,5 +54,31 @@ func TestGzipBody(t *testing.T) {
 	page := b.do("GET", "/v1/tasks/jobs/queues/work/tasks", nil).want(t, 200, "")
 	if n := len(page.body["tasks"].([]any)); n != 2 {
 		t.Fatalf("%d tasks after the refusals; want the 2 of the gzip add", n)
+	}
+}
+
+// TestGzipHookBody: a hook call's gzip body is read decompressed, as an
+// API call's is: the payload is the JSON sent, a signature is checked over
+// it, and over 64 KiB decompressed is PAYLOAD_TOO_LARGE naming body; one
+// that is not gzip, or another encoding, is refused naming
+// Content-Encoding. Before, each was read as bytes that are not JSON.
+func TestGzipHookBody(t *testing.T) {
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	open := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{}}`).want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	secret := "a-github-secret-of-24-chars"
+	signed := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+secret+`"}}`).want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	body := []byte(`{"ref":"refs/heads/main"}`)
+	r := b.hookCall(open, gzipped(t, body), map[string]string{"Content-Encoding": "gzip"}).want(t, 202, "")
+	if p, _ := json.Marshal(b.do("GET", "/v1/tasks/jobs/tasks/"+r.body["id"].(string), nil).want(t, 200, "").obj("task")["payload"]); string(p) != string(body) {
+		t.Fatalf("a gzip hook body became the payload %s", p)
+	}
+	b.hookCall(signed, gzipped(t, body), map[string]string{"Content-Encoding": "gzip", "X-Hub-Signature-256": deliver.SignGitHub(secret, body)}).want(t, 202, "")
+	b.hookCall(signed, gzipped(t, body), map[string]string{"Content-Encoding": "gzip", "X-Hub-Signature-256": deliver.SignGitHub(secret, gzipped(t, body))}).want(t, 401, "UNAUTHENTICATED")
+	b.hookCall(open, body, map[string]string{"Content-Encoding": "gzip"}).want(t, 400, "INVALID_ARGUMENT").names(t, "Content-Encoding")
+	b.hookCall(open, body, map[string]string{"Content-Encoding": "br"}).want(t, 400, "INVALID_ARGUMENT").names(t, "Content-Encoding")
+	b.hookCall(open, gzipped(t, bytes.Repeat([]byte(" "), 65<<10)), map[string]string{"Content-Encoding": "gzip"}).want(t, 400, "PAYLOAD_TOO_LARGE").names(t, "body")
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 2 {
+		t.Fatalf("%d tasks, want 2", n)
 	}
 }

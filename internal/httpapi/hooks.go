@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -28,14 +27,16 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, task.MaxPayloadBytes))
+	// A gzip body is read decompressed, as the API's are: its signature is
+	// over the body the sender compressed.
+	body, err := readBodyUpTo(r, task.MaxPayloadBytes)
 	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe):
+	if errors.As(err, &mbe) {
 		s.writeError(w, r, task.FieldErrorf(task.CodePayloadTooLarge, "body", "is over %d bytes (64 KiB)", task.MaxPayloadBytes))
 		return
-	case err != nil:
-		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "body", "reading it failed: %v", err))
+	}
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	res, err := s.eng.HookFire(r.Context(), h, engine.HookCall{Body: body, Header: r.Header.Get, Copied: headerValues(r.Header)})
