@@ -155,6 +155,12 @@ func TestEveryRoute(t *testing.T) {
 			t.Fatalf("usage %+v", u)
 		}
 
+		// Functions: a queue's function, which nothing serves here.
+		must(c.CreateQueue(ctx, "jobs", "fn", errandapi.QueueRequest{Target: errandapi.Value(errandapi.Target{Function: "app/x"})})).of(t)
+		if fs := must(c.Functions(ctx, "jobs")).of(t); len(fs) != 1 || fs[0].Function != "app/x" || fs[0].Slots != 0 || len(fs[0].Queues) != 1 || fs[0].Queues[0] != "fn" {
+			t.Fatalf("functions %+v", fs)
+		}
+
 		// Trigger rules.
 		rule := must(c.CreateTrigger(ctx, "jobs", errandapi.TriggerRequest{Queue: new("jobs/pull"),
 			Schedule: &errandapi.TriggerScheduleSpec{Cron: new("@hourly"), TimeZone: new("Europe/Paris")}})).of(t)

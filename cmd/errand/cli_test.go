@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -405,6 +406,18 @@ func TestCLIVerbs(t *testing.T) {
 		month[7] != "avg" || month[8] != strconv.FormatInt(u.AverageBytesKept, 10) {
 		t.Fatalf("usage table's month row %q:\n%s", month, out)
 	}
+
+	// Functions: a queue's function nothing serves is listed with 0 slots.
+	c.ok("queues", "create", "receipts", "--function", "app/send-receipt")
+	if out := c.ok("functions"); !regexp.MustCompile(`(?m)^FUNCTION +SLOTS +QUEUES\napp/send-receipt +0 +receipts$`).MatchString(out) {
+		t.Fatalf("functions table:\n%s", out)
+	}
+	var fl errandapi.FunctionList
+	c.json(&fl, "functions")
+	if len(fl.Functions) != 1 || fl.Functions[0].Function != "app/send-receipt" || fl.Functions[0].Slots != 0 {
+		t.Fatalf("functions %+v", fl)
+	}
+	c.ok("queues", "delete", "receipts", "--yes")
 
 	// Purge and delete need --yes and say how many tasks went.
 	var del errandapi.DeleteResponse

@@ -59,7 +59,7 @@ func TestMCPOnDevNode(t *testing.T) {
 	}
 	defer cs.Close()
 	tools, err := cs.ListTools(context.Background(), nil)
-	if err != nil || len(tools.Tools) != 24 {
+	if err != nil || len(tools.Tools) != 25 {
 		t.Fatalf("tools: %d %v", len(tools.Tools), err)
 	}
 	toolCall(t, cs, "tasks_set_queue", map[string]any{"instance": "jobs", "queue": "q", "mode": "pull"})
@@ -120,7 +120,7 @@ func TestMCPOnServeNode(t *testing.T) {
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	if strings.Join(names, ",") != "tasks_get,tasks_get_trigger,tasks_list,tasks_list_queues,tasks_list_triggers,tasks_usage" {
+	if strings.Join(names, ",") != "tasks_get,tasks_get_trigger,tasks_list,tasks_list_functions,tasks_list_queues,tasks_list_triggers,tasks_usage" {
 		t.Fatalf("a read key lists %v", names)
 	}
 }

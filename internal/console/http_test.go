@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/engine"
+	"github.com/errandhq/errand/internal/store"
 )
 
 // TestSecurityHeaders: every console answer (the login page, a page, a
@@ -759,4 +761,35 @@ func TestActivityChart(t *testing.T) {
 	if strings.Count(p.body, ",") < 3*60 {
 		t.Fatalf("the chart has not 60 points a line:\n%s", p.body)
 	}
+}
+
+// TestQueueShowsWhoServesItsFunction: the page of a queue whose target is
+// a function says whether a worker serves it now — its slots across the
+// nodes, or a warning that its tasks wait — as GET …/functions reads it;
+// a node's rows that went quiet (30 s) no longer count; a pull queue's
+// page says neither.
+func TestQueueShowsWhoServesItsFunction(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	ctx := context.Background()
+	for q, fn := range map[string]string{"orphan": "app/none", "mail": "app/w"} {
+		if _, err := e.api.CreateQueue(ctx, "jobs", q, errandapi.QueueRequest{Target: errandapi.Value(errandapi.Target{Function: fn})}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inst, err := e.st.InstanceGet(ctx, store.InstanceRef{Org: e.org, Name: "jobs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another node's workers serve app/w with 3 slots.
+	if err := e.st.WorkersPut(ctx, &store.WorkersPutParams{Node: "other", Served: map[string]map[string]int{inst.ID: {"app/w": 3}}, Now: e.clock.Now().UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	u := e.user()
+	u.login(e.full)
+	u.get("/console/i/jobs/q/orphan/").want(t, http.StatusOK, `id="unserved"`, "No worker serves app/none").lacks(t, `id="served"`)
+	u.get("/console/i/jobs/q/mail/").want(t, http.StatusOK, `id="served"`, "app/w is served now: 3 slots").lacks(t, `id="unserved"`)
+	u.get("/console/i/jobs/q/pull/").want(t, http.StatusOK).lacks(t, `id="served"`, `id="unserved"`)
+	e.clock.Advance(engine.WorkersQuiet + time.Second)
+	u.get("/console/i/jobs/q/mail/").want(t, http.StatusOK, `id="unserved"`, "No worker serves app/w")
 }

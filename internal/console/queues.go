@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -81,6 +82,10 @@ type queueData struct {
 	// refusal what was sent (then SettingsOpen).
 	Settings     map[string]string
 	SettingsOpen bool
+	// Served is, for a queue whose target is a function, who serves it
+	// now (Slots 0: no worker); ServedErr the API's refusal of that read.
+	Served    *errandapi.Function
+	ServedErr *errandapi.Error
 }
 
 func (c *Console) queuePage(w http.ResponseWriter, r *http.Request, s *session) {
@@ -116,6 +121,9 @@ func (c *Console) showQueue(w http.ResponseWriter, r *http.Request, s *session, 
 		if page.Cursor != nil {
 			d.Cursor = *page.Cursor
 		}
+	}
+	if q.Target != nil && q.Target.Function != "" {
+		d.Served, d.ServedErr = served(ctx, s.cl, inst, q.Target.Function)
 	}
 	if act, err := s.cl.QueueActivity(ctx, inst, name); err != nil {
 		d.ChartErr = apiError(err)
@@ -259,4 +267,19 @@ func replayAllQuestion(q *errandapi.Queue) string {
 		more = " or more"
 	}
 	return fmt.Sprintf("Replay every failed task of queue %s (%d%s now, and any that fail before the job reaches them) against its target with a fresh budget? Each is attempted again.", q.Name, n, more)
+}
+
+// served reads who serves fn, a function of instance, now: its entry of
+// the instance's functions (Slots 0 when no worker does).
+func served(ctx context.Context, cl *client.Client, instance, fn string) (*errandapi.Function, *errandapi.Error) {
+	fs, err := cl.Functions(ctx, instance)
+	if err != nil {
+		return nil, apiError(err)
+	}
+	for i := range fs {
+		if fs[i].Function == fn {
+			return &fs[i], nil
+		}
+	}
+	return &errandapi.Function{Function: fn}, nil
 }

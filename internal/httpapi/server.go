@@ -120,6 +120,7 @@ var Routes = []Route{
 	{"GET", "/v1/tasks/{instance}/settings/webhook-key", auth.RoleFull, (*Server).revealWebhookKey},
 	{"POST", "/v1/tasks/{instance}/settings/webhook-key/rotate", auth.RoleFull, (*Server).rotateWebhookKey},
 	{"GET", "/v1/tasks/{instance}/usage", auth.RoleRead, (*Server).getUsage},
+	{"GET", "/v1/tasks/{instance}/functions", auth.RoleRead, (*Server).listFunctions},
 
 	{"GET", "/v1/workers/{instance}", auth.RoleWrite, (*Server).workerConnect},
 

@@ -174,6 +174,7 @@ var routeCalls = map[string]routeCall{
 	"POST /v1/tasks/{instance}/settings/webhook-key/rotate": {want: 200},
 	"GET /v1/tasks/{instance}/triggers":                     {want: 200},
 	"GET /v1/tasks/{instance}/usage":                        {want: 200},
+	"GET /v1/tasks/{instance}/functions":                    {want: 200},
 	"POST /v1/tasks/{instance}/triggers":                    {body: `{"queue":"jobs/q","schedule":{"cron":"@hourly"}}`, want: 201},
 	"GET /v1/tasks/{instance}/triggers/{id}":                {id: "r1", want: 200},
 	"PATCH /v1/tasks/{instance}/triggers/{id}":              {id: "r1", body: `{"enabled":false}`, want: 200},

@@ -180,6 +180,14 @@ func TestEveryTool(t *testing.T) {
 		t.Fatalf("usage %+v %q", us.Usage, sum)
 	}
 
+	s.ok("tasks_set_queue", obj{"instance": "jobs", "queue": "fn", "target": obj{"function": "app/none"}}, &sq)
+	var fl errandapi.FunctionList
+	sum = s.ok("tasks_list_functions", obj{"instance": "jobs"}, &fl)
+	if len(fl.Functions) != 1 || fl.Functions[0].Function != "app/none" || fl.Functions[0].Slots != 0 || !strings.Contains(sum, "no worker serves app/none") {
+		t.Fatalf("functions %+v %q", fl, sum)
+	}
+	s.ok("tasks_delete_queue", obj{"instance": "jobs", "queue": "fn", "confirm": true}, &errandapi.DeleteResponse{})
+
 	var del errandapi.DeleteResponse
 	s.ok("tasks_purge_queue", obj{"instance": "jobs", "queue": "work", "confirm": true}, &del)
 	if del.Deleted != 2 {

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -26,6 +27,10 @@ type webhookKeyIn struct {
 }
 
 type usageIn struct {
+	instanceArg
+}
+
+type functionsIn struct {
 	instanceArg
 }
 
@@ -77,6 +82,26 @@ var instanceTools = []tool{
 		}
 		return &errandapi.UsageResponse{Usage: *u}, fmt.Sprintf("%s in %s: %d tasks added, %d deliveries (webhook %d, function %d, channel %d, pull %d), %d bytes kept now, %d on average",
 			in.Instance, u.Month, u.TasksAdded, u.Deliveries.Total, u.Deliveries.Webhook, u.Deliveries.Function, u.Deliveries.Channel, u.Deliveries.Pull, u.BytesKept, u.AverageBytesKept), nil
+	}),
+	define(spec{
+		name: "tasks_list_functions", title: "List the functions workers serve", need: errandapi.RoleRead, readOnly: true, idempotent: true,
+		desc: "List an instance's functions (targets {\"function\": \"group/name\"}): each one a connected worker (or an embedded program) serves now, with slots (attempts at once, summed over every node), and each one a queue targets, with those queues. slots 0 means no worker serves it: its tasks wait, no attempt used, until one connects — the first thing to check when function tasks do not run. Needs the read grant.",
+	}, func(ctx context.Context, c *client.Client, in functionsIn) (*errandapi.FunctionList, string, error) {
+		fs, err := c.Functions(ctx, in.Instance)
+		if err != nil {
+			return nil, "", err
+		}
+		var unserved []string
+		for _, f := range fs {
+			if f.Slots == 0 {
+				unserved = append(unserved, f.Function)
+			}
+		}
+		sum := fmt.Sprintf("%d functions of %s, %d served now", len(fs), in.Instance, len(fs)-len(unserved))
+		if len(unserved) > 0 {
+			sum += "; no worker serves " + strings.Join(unserved, ", ") + " (their tasks wait)"
+		}
+		return &errandapi.FunctionList{Functions: fs}, sum, nil
 	}),
 	define(spec{
 		name: "tasks_reveal_webhook_secret", title: "Reveal the webhook signing key", need: errandapi.RoleFull, readOnly: true, idempotent: true,

@@ -36,10 +36,10 @@ func toolsFor(role errandapi.Role) []string {
 func TestToolsPerGrant(t *testing.T) {
 	n := startNode(t, false)
 	all := slices.Sorted(maps.Keys(errandmcp.ToolNames()))
-	if len(all) != 24 {
+	if len(all) != 25 {
 		t.Fatalf("%d tools: %v", len(all), all)
 	}
-	read := []string{"tasks_get", "tasks_get_trigger", "tasks_list", "tasks_list_queues", "tasks_list_triggers", "tasks_usage"}
+	read := []string{"tasks_get", "tasks_get_trigger", "tasks_list", "tasks_list_functions", "tasks_list_queues", "tasks_list_triggers", "tasks_usage"}
 	if got := toolsFor(errandapi.RoleRead); !slices.Equal(got, read) {
 		t.Fatalf("read tools %v", got)
 	}
@@ -66,7 +66,7 @@ func TestToolsPerGrant(t *testing.T) {
 			}
 		}
 	}
-	if w := toolsFor(errandapi.RoleWrite); slices.Contains(w, "tasks_set_queue") || !slices.Contains(w, "tasks_ack") || len(w) != 14 {
+	if w := toolsFor(errandapi.RoleWrite); slices.Contains(w, "tasks_set_queue") || !slices.Contains(w, "tasks_ack") || len(w) != 15 {
 		t.Fatalf("write tools %v", w)
 	}
 	for _, key := range []string{"", "errk_" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "not-a-key"} {
