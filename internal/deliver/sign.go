@@ -2,11 +2,15 @@ package deliver
 
 import (
 	"crypto/hmac"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -76,6 +80,26 @@ func SignSlack(key string, ts int64, body []byte) string {
 // is in epoch seconds (Sign's scheme, with Stripe's header around it).
 func SignStripe(key string, ts int64, body []byte) string {
 	return "t=" + strconv.FormatInt(ts, 10) + "," + Sign(key, ts, body)
+}
+
+// SignTwilio returns Twilio's X-Twilio-Signature value for a call to
+// rawURL (the whole URL Twilio requested, query included) with the form
+// fields params (nil for a body that is not a form: then rawURL carries
+// its bodySHA256): the base64 HMAC-SHA1, keyed with the whole key string
+// (the account's auth token), of the URL followed by each field's name and
+// value, names in order and a name's values in order, with nothing between.
+func SignTwilio(key, rawURL string, params url.Values) string {
+	m := hmac.New(sha1.New, []byte(key))
+	m.Write([]byte(rawURL))
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		vs := slices.Clone(params[k])
+		slices.Sort(vs)
+		for _, v := range vs {
+			m.Write([]byte(k))
+			m.Write([]byte(v))
+		}
+	}
+	return base64.StdEncoding.EncodeToString(m.Sum(nil))
 }
 
 // standardKey returns the Standard Webhooks secret of key: the base64 after

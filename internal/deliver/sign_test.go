@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -119,5 +120,22 @@ func TestNewWebhookKey(t *testing.T) {
 	}
 	if _, ok := SignStandard("plainkey", "id", 1, nil); ok {
 		t.Error("SignStandard accepted a key without the prefix")
+	}
+}
+
+// TestSignTwilioKnownAnswer: Twilio's own published vectors (its helper
+// libraries' tests: auth token "12345"), a form call and a JSON call whose
+// URL carries the body's SHA-256, checked independently with
+//
+//	printf '%s' "$URL$NAME1$VALUE1…" | openssl dgst -sha1 -hmac 12345 -binary | base64
+func TestSignTwilioKnownAnswer(t *testing.T) {
+	t.Parallel()
+	form := url.Values{"CallSid": {"CA1234567890ABCDE"}, "Caller": {"+14158675309"}, "Digits": {"1234"},
+		"From": {"+14158675309"}, "To": {"+18005551212"}}
+	if got := SignTwilio("12345", "https://mycompany.com/myapp.php?foo=1&bar=2", form); got != "RSOYDt4T1cUTdK1PDd93/VVr8B8=" {
+		t.Errorf("SignTwilio(form) = %s", got)
+	}
+	if got := SignTwilio("12345", "https://mycompany.com/myapp.php?foo=1&bar=2&bodySHA256=0a1ff7634d9ab3b95db5c9a2dfe9416e41502b283a80c7cf19632632f96e6620", nil); got != "a9nBmqA0ju/hNViExpshrM61xv4=" {
+		t.Errorf("SignTwilio(JSON) = %s", got)
 	}
 }

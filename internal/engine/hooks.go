@@ -3,7 +3,10 @@ package engine
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -60,6 +63,10 @@ type HookCall struct {
 	// value of a header sent more than once, joined with ", ". Header
 	// when nil.
 	Copied func(name string) string
+	// URLs returns the URLs the sender may have called, query included,
+	// as the request's Host and X-Forwarded-* headers allow (a proxy in
+	// front changes them): Twilio signs the URL it called. Nil: none.
+	URLs func() []string
 }
 
 // HookAdded is the outcome of a hook call: the task added, or the one an
@@ -74,8 +81,8 @@ type HookAdded struct {
 }
 
 // HookFire turns a call into a task of the hook's queue. With a secret the
-// call must carry a valid signature (Standard Webhooks, GitHub's, Slack's
-// or Stripe's: verifyHook), else UNAUTHENTICATED. The body is the payload;
+// call must carry a valid signature (Standard Webhooks, GitHub's, Slack's,
+// Stripe's or Twilio's: verifyHook), else UNAUTHENTICATED. The body is the payload;
 // the rule's selected headers join its params; Idempotency-Key (or, signed,
 // webhook-id, X-GitHub-Delivery, or a Stripe or Slack event's id) names
 // the task within the rule
@@ -174,9 +181,9 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 }
 
 // verifyHook checks the signature a call to a hook with a secret carries,
-// in the first of four forms whose header it sends, and returns the
+// in the first of five forms whose header it sends, and returns the
 // message id that names its task ("" for none) and the form ("standard",
-// "github", "slack" or "stripe"):
+// "github", "slack", "stripe" or "twilio"):
 //   - Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature;
 //     or svix-id, svix-timestamp, svix-signature, as Svix sends them for
 //     Clerk, Resend and others): verifyStandard.
@@ -196,6 +203,11 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 //     HookReplayWindow. The event's id in the body names the task
 //     (errandapi.HookEventID): Stripe redelivers an event, newly signed,
 //     for days.
+//   - Twilio's X-Twilio-Signature: the base64 HMAC-SHA1, keyed with the
+//     whole secret string (the account's auth token), of the URL Twilio
+//     called and a form's fields (deliver.SignTwilio), checked against
+//     each of HookCall.URLs. Like GitHub's it carries no time: Twilio's
+//     I-Twilio-Idempotency-Token names the task.
 //
 // A secret that is not a whsec_ key (task.ValidateHookSecret) checks all
 // but Standard Webhooks signatures.
@@ -225,9 +237,47 @@ func verifyHook(secret string, c HookCall, now time.Time) (msgID, form string, e
 			return "", "", err
 		}
 		return errandapi.HookEventID(c.Body), "stripe", nil
+	case c.Header("X-Twilio-Signature") != "":
+		if err := verifyTwilio(secret, c); err != nil {
+			return "", "", err
+		}
+		return c.Header("I-Twilio-Idempotency-Token"), "twilio", nil
 	}
 	return "", "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
-		"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature or Stripe's Stripe-Signature")
+		"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature or Twilio's X-Twilio-Signature")
+}
+
+// verifyTwilio checks an X-Twilio-Signature (see verifyHook) against each
+// URL the call may have been made to: a form's fields are signed after
+// the URL; any other body is signed by its SHA-256, which the URL carries
+// as bodySHA256.
+func verifyTwilio(secret string, c HookCall) error {
+	var form url.Values
+	if task.IsForm(c.Header("Content-Type")) {
+		var err error
+		if form, err = url.ParseQuery(string(c.Body)); err != nil {
+			return task.Errorf(task.CodeUnauthenticated, "X-Twilio-Signature: the form does not parse: %v", err)
+		}
+	}
+	sig := c.Header("X-Twilio-Signature")
+	var urls []string
+	if c.URLs != nil {
+		urls = c.URLs()
+	}
+	sum := sha256.Sum256(c.Body)
+	for _, u := range urls {
+		if form == nil {
+			pu, err := url.Parse(u)
+			if err != nil || !hexEqual(pu.Query().Get("bodySHA256"), hex.EncodeToString(sum[:])) {
+				continue
+			}
+		}
+		if hmac.Equal([]byte(deliver.SignTwilio(secret, u, form)), []byte(sig)) {
+			return nil
+		}
+	}
+	return task.Errorf(task.CodeUnauthenticated, "X-Twilio-Signature does not match this hook's secret and URL "+
+		"(Twilio signs the URL it called: behind a proxy, pass on Host or X-Forwarded-Host and X-Forwarded-Proto)")
 }
 
 // slackChallenge is the challenge of Slack's url_verification request
@@ -316,7 +366,7 @@ func verifyStandard(secret string, c HookCall, now time.Time) (string, error) {
 	}
 	want, ok := deliver.SignStandard(secret, msgID, sec, c.Body)
 	if !ok {
-		return "", task.Errorf(task.CodeUnauthenticated, "this hook's secret is not a whsec_ key, so it checks GitHub's, Slack's or Stripe's signatures, not Standard Webhooks'")
+		return "", task.Errorf(task.CodeUnauthenticated, "this hook's secret is not a whsec_ key, so it checks GitHub's, Slack's, Stripe's or Twilio's signatures, not Standard Webhooks'")
 	}
 	for _, sig := range strings.Fields(sigs) {
 		if hmac.Equal([]byte(sig), []byte(want)) {

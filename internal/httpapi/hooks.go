@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"errors"
+	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,7 +41,7 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.eng.HookFire(r.Context(), h, engine.HookCall{Body: body, Header: r.Header.Get, Copied: headerValues(r.Header)})
+	res, err := s.eng.HookFire(r.Context(), h, engine.HookCall{Body: body, Header: r.Header.Get, Copied: headerValues(r.Header), URLs: hookURLs(r)})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -55,4 +57,42 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 // gives all its values, joined with ", " as HTTP combines them.
 func headerValues(h http.Header) func(string) string {
 	return func(k string) string { return strings.Join(h.Values(k), ", ") }
+}
+
+// hookURLs returns the URLs a hook call may have been made to, as its
+// sender saw them (Twilio signs that URL): https and http, the Host
+// header and X-Forwarded-Host (a proxy in front may change Host), each
+// as sent and with or without its scheme's default port, and the path
+// and query as received. Trying each is safe: a signature matches only
+// the URL its sender signed.
+func hookURLs(r *http.Request) func() []string {
+	return func() []string {
+		hosts := []string{r.Host}
+		if fh, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Host"), ","); strings.TrimSpace(fh) != "" {
+			hosts = append(hosts, strings.TrimSpace(fh))
+		}
+		uri := r.URL.RequestURI()
+		var out []string
+		add := func(scheme, host string) {
+			if u := scheme + "://" + host + uri; !slices.Contains(out, u) {
+				out = append(out, u)
+			}
+		}
+		for _, scheme := range []string{"https", "http"} {
+			def := map[string]string{"https": "443", "http": "80"}[scheme]
+			for _, h := range hosts {
+				add(scheme, h)
+				switch host, port, err := net.SplitHostPort(h); {
+				case err != nil: // no port: try the default one
+					add(scheme, net.JoinHostPort(strings.Trim(h, "[]"), def))
+				case port == def:
+					if strings.Contains(host, ":") {
+						host = "[" + host + "]"
+					}
+					add(scheme, host)
+				}
+			}
+		}
+		return out
+	}
 }

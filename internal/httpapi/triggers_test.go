@@ -3,9 +3,12 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -607,5 +610,77 @@ func TestHookStripeAndSlackEventsNameTheirTasks(t *testing.T) {
 	}
 	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 7 {
 		t.Fatalf("%d tasks, want 7 (three Stripe events, one Stripe invoice, two Slack events, one GitHub call)", n)
+	}
+}
+
+// TestHookTwilioSignature: a hook whose secret is a Twilio auth token takes
+// X-Twilio-Signature, the HMAC-SHA1 of the URL Twilio called and a form's
+// fields (or, for a JSON body, of the URL carrying the body's SHA-256): the
+// URL as the node saw it, or as a proxy in front was called (Host,
+// X-Forwarded-Host, the default port given or not); Twilio's
+// I-Twilio-Idempotency-Token names the task. A signature of another URL,
+// another body or another token is 401 and adds nothing.
+func TestHookTwilioSignature(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	token := "9b1f6c2e0d8a4f3b7c5e1a2d3f4b6c8e" // an auth token: 32 hex digits
+	path := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+token+`"}}`).
+		want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	sms := url.Values{"MessageSid": {"SM123"}, "From": {"+14158675309"}, "To": {"+18005551212"}, "Body": {"STOP now"}}
+	call := func(uri, host string, body []byte, header map[string]string) res {
+		t.Helper()
+		req, _ := http.NewRequest("POST", b.srv.URL+uri, bytes.NewReader(body))
+		if host != "" {
+			req.Host = host
+		}
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		return b.send(req)
+	}
+	form := func(signedURL, host string, extra map[string]string) res {
+		t.Helper()
+		h := map[string]string{"Content-Type": "application/x-www-form-urlencoded", "X-Twilio-Signature": deliver.SignTwilio(token, signedURL, sms)}
+		for k, v := range extra {
+			h[k] = v
+		}
+		return call(path, host, []byte(sms.Encode()), h)
+	}
+	first := form(b.srv.URL+path, "", map[string]string{"I-Twilio-Idempotency-Token": "a1b2c3d4-0001"}).want(t, 202, "")
+	got := b.do("GET", "/v1/tasks/jobs/tasks/"+first.body["id"].(string), nil).want(t, 200, "").obj("task")
+	if p, _ := json.Marshal(got["payload"]); string(p) != `{"Body":["STOP now"],"From":["+14158675309"],"MessageSid":["SM123"],"To":["+18005551212"]}` {
+		t.Fatalf("Twilio's form became %s", p)
+	}
+	if again := form(b.srv.URL+path, "", map[string]string{"I-Twilio-Idempotency-Token": "a1b2c3d4-0001"}).want(t, 202, ""); again.body["id"] != first.body["id"] || again.body["duplicate"] != true {
+		t.Fatalf("Twilio's retry: %s, first %s", again.raw, first.raw)
+	}
+	// Behind a proxy: Twilio called the public URL.
+	form("https://hooks.example.com"+path, "hooks.example.com", nil).want(t, 202, "")
+	form("https://hooks.example.com:443"+path, "hooks.example.com", nil).want(t, 202, "")
+	form("https://public.example.com"+path, "", map[string]string{"X-Forwarded-Host": "public.example.com", "X-Forwarded-Proto": "https"}).want(t, 202, "")
+	// Another URL, another token, another body: refused.
+	form("https://evil.example.com"+path, "hooks.example.com", nil).want(t, 401, "UNAUTHENTICATED")
+	call(path, "", []byte(sms.Encode()), map[string]string{"Content-Type": "application/x-www-form-urlencoded",
+		"X-Twilio-Signature": deliver.SignTwilio("0000000000000000000000000000000a", b.srv.URL+path, sms)}).want(t, 401, "UNAUTHENTICATED")
+	call(path, "", []byte(sms.Encode()+"&Extra=1"), map[string]string{"Content-Type": "application/x-www-form-urlencoded",
+		"X-Twilio-Signature": deliver.SignTwilio(token, b.srv.URL+path, sms)}).want(t, 401, "UNAUTHENTICATED")
+
+	// A JSON body: the URL carries its SHA-256, and the URL alone is signed.
+	body := []byte(`{"property": "value", "boolean": true}`)
+	sum := sha256.Sum256(body)
+	jpath := path + "?bodySHA256=" + hex.EncodeToString(sum[:])
+	jsonCall := func(b2 []byte) res {
+		t.Helper()
+		return call(jpath, "", b2, map[string]string{"Content-Type": "application/json", "X-Twilio-Signature": deliver.SignTwilio(token, b.srv.URL+jpath, nil)})
+	}
+	jsonCall(body).want(t, 202, "")
+	jsonCall([]byte(`{"property": "other", "boolean": true}`)).want(t, 401, "UNAUTHENTICATED")
+	r := call(path, "", body, map[string]string{"X-Twilio-Signature": deliver.SignTwilio(token, b.srv.URL+path, nil)}).want(t, 401, "UNAUTHENTICATED")
+	if msg := r.body["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "X-Twilio-Signature") {
+		t.Fatalf("a JSON call without bodySHA256: %s", msg)
+	}
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 5 {
+		t.Fatalf("%d tasks, want 5 (one retried form, three through proxies, one JSON)", n)
 	}
 }

@@ -25,7 +25,7 @@ func hookPayload(body []byte, contentType string) (json.RawMessage, error) {
 		return body, nil // a JSON body is checked once, as before forms
 	case !IsCode(err, CodeInvalidArgument) || json.Valid(body):
 		return nil, err // too large, or JSON that is not UTF-8
-	case !isForm(contentType):
+	case !IsForm(contentType):
 		return nil, FieldErrorf(CodeInvalidArgument, "body", "is not valid JSON (a hook reads a JSON body, or a form sent with Content-Type %s)", formMediaType)
 	}
 	form, err := url.ParseQuery(string(body))
@@ -55,8 +55,9 @@ func hookPayload(body []byte, contentType string) (json.RawMessage, error) {
 	return payload, nil
 }
 
-// isForm reports whether a Content-Type header names a form body.
-func isForm(contentType string) bool {
+// IsForm reports whether a Content-Type header names a form body
+// (application/x-www-form-urlencoded).
+func IsForm(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && mt == formMediaType
 }
