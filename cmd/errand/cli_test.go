@@ -138,6 +138,7 @@ func TestCLIHelp(t *testing.T) {
 	if out := c.ok("serve", "--help"); strings.Contains(out, "cpuprofile") || !strings.Contains(out, "--webhook-allow") {
 		t.Errorf("serve --help shows an internal flag or misses one:\n%s", out)
 	}
+	c.usage("is not a host name", "dev", "--allow-host", "https://x.example")
 	c.usage("unknown command \"frob\"", "frob")
 	c.usage("unknown command \"frob\"", "queues", "frob")
 	c.usage("a subcommand is needed", "queues")

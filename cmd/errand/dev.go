@@ -34,6 +34,8 @@ Ctrl-C: calls in flight finish first.`,
 	sync := fs.String("sync", "NORMAL", "SQLite synchronous mode: NORMAL (survives kill -9) or FULL (survives power loss)")
 	var timeouts httpTimeouts
 	addTimeoutFlags(fs, &timeouts)
+	var hosts []string
+	addAllowHostFlag(fs, &hosts)
 	var channels engine.ChannelsConfig
 	addChannelFlags(fs, &channels)
 	var grace time.Duration
@@ -63,7 +65,7 @@ Ctrl-C: calls in flight finish first.`,
 			return err
 		}
 		return serve(ctx, serveConfig{
-			ln: ln, addr: *addr, store: st, log: log, dev: true, auth: func(store.KeyStore) auth.Authenticator { return auth.Dev{} },
+			ln: ln, addr: *addr, allowHosts: hosts, store: st, log: log, dev: true, auth: func(store.KeyStore) auth.Authenticator { return auth.Dev{} },
 			stdout: c.OutOrStdout(), timeouts: timeouts, ops: ops, channels: channels, grace: grace,
 		})
 	}

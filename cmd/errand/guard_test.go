@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -55,6 +56,48 @@ func TestDevRefusesRebindingAndCrossSite(t *testing.T) {
 	req, _ = http.NewRequest("GET", url+"/v1/tasks/jobs/settings/webhook-key", nil)
 	if st := status(t, req); st != 200 {
 		t.Fatalf("own Host: %d", st)
+	}
+}
+
+// A tunnel (ngrok, cloudflared) passes its own Host on: errand dev answers
+// a hook through it at once, and the rest of its API once --allow-host
+// names the tunnel's domain.
+func TestDevAllowHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildErrand(t)
+	_, url := startErrand(t, bin, "--data", t.TempDir(), "--allow-host", ".ngrok-free.app")
+	req, _ := http.NewRequest("POST", url+"/v1/tasks/jobs/queues", strings.NewReader(`{"name":"in","mode":"pull"}`))
+	if st := status(t, req); st != 201 {
+		t.Fatalf("create queue: %d", st)
+	}
+	req, _ = http.NewRequest("POST", url+"/v1/tasks/jobs/triggers", strings.NewReader(`{"queue":"jobs/in","hook":{}}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rule struct {
+		Trigger struct{ Hook struct{ Path string } }
+	}
+	err = json.NewDecoder(resp.Body).Decode(&rule)
+	resp.Body.Close()
+	if err != nil || rule.Trigger.Hook.Path == "" {
+		t.Fatalf("create hook: %v %+v", err, rule)
+	}
+	for host, want := range map[string]int{"abc.ngrok-free.app": 202, "hooks.example.com": 202} {
+		req, _ = http.NewRequest("POST", url+rule.Trigger.Hook.Path, strings.NewReader(`{"n":1}`))
+		req.Host = host
+		if st := status(t, req); st != want {
+			t.Errorf("a hook through Host %s: %d, want %d", host, st, want)
+		}
+	}
+	for host, want := range map[string]int{"abc.ngrok-free.app": 200, "hooks.example.com": 403} {
+		req, _ = http.NewRequest("GET", url+"/v1/tasks/jobs/queues", nil)
+		req.Host = host
+		if st := status(t, req); st != want {
+			t.Errorf("the API through Host %s: %d, want %d", host, st, want)
+		}
 	}
 }
 

@@ -54,6 +54,8 @@ and shows it once.`,
 	})
 	var timeouts httpTimeouts
 	addTimeoutFlags(fs, &timeouts)
+	var hosts []string
+	addAllowHostFlag(fs, &hosts)
 	var channels engine.ChannelsConfig
 	addChannelFlags(fs, &channels)
 	var grace time.Duration
@@ -105,7 +107,7 @@ and shows it once.`,
 			log.Info("webhooks may reach these ranges (http allowed there)", "webhook-allow", fmt.Sprint(allow))
 		}
 		return serve(ctx, serveConfig{
-			ln: ln, addr: *addr, store: st, log: log, auth: keysAuth, shared: storeurl.Shared(*storeURL),
+			ln: ln, addr: *addr, allowHosts: hosts, store: st, log: log, auth: keysAuth, shared: storeurl.Shared(*storeURL),
 			guard: g, stdout: c.OutOrStdout(), timeouts: timeouts, ops: ops, channels: channels, grace: grace,
 		})
 	}

@@ -23,11 +23,14 @@ import (
 )
 
 type serveConfig struct {
-	ln    net.Listener // opened before the store, so a taken port fails first
-	addr  string       // --addr as given (listenHosts reads its host)
-	store store.Store
-	log   *slog.Logger
-	dev   bool
+	ln   net.Listener // opened before the store, so a taken port fails first
+	addr string       // --addr as given (listenHosts reads its host)
+	// allowHosts are --allow-host's names, answered besides the loopback
+	// names by a server on loopback.
+	allowHosts []string
+	store      store.Store
+	log        *slog.Logger
+	dev        bool
 	// auth makes the authenticator from the engine's store, which on a
 	// shared store caches API keys (see auth.Keys).
 	auth  func(store.KeyStore) auth.Authenticator
@@ -103,15 +106,30 @@ func addChannelFlags(fs *pflag.FlagSet, c *engine.ChannelsConfig) {
 
 // listenHosts is Config.Hosts for a server listening on ln: a loopback
 // listener (dev's default, or serve on 127.0.0.1) answers only its
-// loopback names and the host of --addr, so a web page cannot reach it by
-// DNS rebinding; any other listener answers any Host.
-func listenHosts(ln net.Listener, addr string, dev bool) []string {
+// loopback names, the host of --addr and the names of --allow-host
+// (allow), so a web page cannot reach it by DNS rebinding; any other
+// listener answers any Host.
+func listenHosts(ln net.Listener, addr string, dev bool, allow []string) []string {
 	host, _, _ := net.SplitHostPort(addr)
 	tcp, ok := ln.Addr().(*net.TCPAddr)
 	if dev || ok && tcp.IP.IsLoopback() {
-		return httpapi.LoopbackHosts(host)
+		return append(httpapi.LoopbackHosts(host), allow...)
 	}
 	return nil
+}
+
+// addAllowHostFlag registers --allow-host on fs: a Host name a server on
+// loopback answers besides its own (a tunnel's or a reverse proxy's that
+// passes the caller's Host on); ".example.com" is the domain and every
+// name under it.
+func addAllowHostFlag(fs *pflag.FlagSet, hosts *[]string) {
+	fs.Func("allow-host", "a Host name to answer besides the loopback names, when a tunnel or a proxy in front passes its own on (\".example.com\": the domain and every name under it; repeatable)", func(s string) error {
+		h, err := httpapi.ParseAllowedHost(s)
+		if err == nil {
+			*hosts = append(*hosts, h)
+		}
+		return err
+	})
 }
 
 // serve runs the engine and the HTTP server until ctx ends, then shuts down
@@ -140,7 +158,7 @@ func serve(ctx context.Context, c serveConfig) (err error) {
 	var api *httpapi.Server
 	mcpHTTP := mcp.NewHTTPHandler(mcp.HTTPConfig{Dev: c.dev, Logger: c.log, Version: mcpVersion(),
 		API: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { api.ServeHTTP(w, r) })})
-	api = n.Handler(node.HandlerConfig{Auth: c.auth(n.Engine.Store()), Hosts: listenHosts(ln, c.addr, c.dev),
+	api = n.Handler(node.HandlerConfig{Auth: c.auth(n.Engine.Store()), Hosts: listenHosts(ln, c.addr, c.dev, c.allowHosts),
 		Extra: map[string]http.Handler{"/mcp": mcpHTTP}})
 	to := c.timeouts
 	if to == (httpTimeouts{}) {

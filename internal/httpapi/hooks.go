@@ -13,6 +13,9 @@ import (
 	"github.com/errandhq/errand/internal/task"
 )
 
+// hookPrefix begins every hook URL's path: /v1/hooks/{instance}/{hook}.
+const hookPrefix = "/v1/hooks/"
+
 // hook serves POST /v1/hooks/{instance}/{hook}: it turns the request into a
 // task of the hook rule's queue and answers 202 {id}. It needs no API key:
 // the hook's URL (its random token) is the capability, and a hook with a

@@ -6,7 +6,7 @@ import "strings"
 // which adds tasks to whoever holds it, is cut to its first characters.
 // Every log line that names a request's path goes through it.
 func LoggedPath(p string) string {
-	rest, ok := strings.CutPrefix(p, "/v1/hooks/")
+	rest, ok := strings.CutPrefix(p, hookPrefix)
 	if !ok {
 		return p
 	}
@@ -14,5 +14,5 @@ func LoggedPath(p string) string {
 	if !ok || len(token) <= 7 {
 		return p
 	}
-	return "/v1/hooks/" + instance + "/" + token[:7] + "…"
+	return hookPrefix + instance + "/" + token[:7] + "…"
 }

@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"path"
 	"strings"
@@ -31,7 +33,8 @@ func newHostGuard(hosts []string) *hostGuard {
 	return g
 }
 
-// allowed reports whether r's Host (without its port) is one of g's names.
+// allowed reports whether r's Host (without its port) is one of g's
+// names, or under one of its ".domain" names.
 func (g *hostGuard) allowed(r *http.Request) bool {
 	if g == nil {
 		return true
@@ -40,7 +43,37 @@ func (g *hostGuard) allowed(r *http.Request) bool {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	return g.hosts[strings.ToLower(strings.Trim(host, "[]"))]
+	host = strings.ToLower(strings.Trim(host, "[]"))
+	if g.hosts[host] {
+		return true
+	}
+	for name := range g.hosts {
+		if strings.HasPrefix(name, ".") && (host == name[1:] || strings.HasSuffix(host, name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseAllowedHost reads a host name a server on loopback is to answer
+// (errand's --allow-host): a DNS name or an IP address, without a scheme,
+// port or path; ".example.com" stands for the domain and every name
+// under it. It returns the name in lower case.
+func ParseAllowedHost(s string) (string, error) {
+	name := strings.ToLower(strings.TrimSpace(s))
+	bare := strings.TrimPrefix(name, ".")
+	if _, err := netip.ParseAddr(strings.Trim(bare, "[]")); err == nil && !strings.HasPrefix(name, ".") {
+		return strings.Trim(bare, "[]"), nil
+	}
+	if bare == "" || len(bare) > 253 || strings.Contains(bare, "..") || strings.HasSuffix(bare, ".") {
+		return "", fmt.Errorf("%q is not a host name: give a name such as hooks.example.com, or .example.com for a domain and every name under it", s)
+	}
+	for _, r := range bare {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
+			return "", fmt.Errorf("%q is not a host name (no scheme, port, path or %q): give a name such as hooks.example.com, or .example.com for a domain and every name under it", s, string(r))
+		}
+	}
+	return name, nil
 }
 
 // LoopbackHosts are the Host names of a server listening on loopback:
@@ -73,8 +106,15 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			s.writerFor(r)(w, r, task.Errorf(task.CodeNotFound, "no route %s %s: a path has no empty, '.' or '..' segments", r.Method, r.URL.Path))
 			return
 		}
+		if strings.HasPrefix(r.URL.Path, hookPrefix) {
+			// A hook's URL holds its capability, a random token, and its
+			// answer tells nothing else: any Host may call it (a tunnel's,
+			// a proxy's), and so may a form of another site.
+			next.ServeHTTP(w, r)
+			return
+		}
 		if !s.hosts.allowed(r) {
-			s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "host %s is not served here: this server answers to %s", task.Quote(r.Host), "its loopback names and its --addr"))
+			s.writeError(w, r, task.Errorf(task.CodePermissionDenied, "host %s is not served here: this server answers to its loopback names, its --addr and the names of --allow-host", task.Quote(r.Host)))
 			return
 		}
 		// A cross-site GET passes (a page's subscription with a token), but

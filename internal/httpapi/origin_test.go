@@ -99,3 +99,48 @@ func TestCrossSiteAndRebindingRefused(t *testing.T) {
 		t.Fatalf("cross-site purge: %d", got)
 	}
 }
+
+// TestHooksAndAllowedHosts: a hook's URL holds its capability, so any Host
+// (a tunnel's, a proxy's) and a form of another site may call it, while
+// the rest of a loopback server still refuses them; --allow-host's names
+// (".domain" for the domain and every name under it) are answered like
+// the loopback names. Before, a hook behind ngrok or cloudflared (which
+// pass their own Host on) was refused by errand dev, and so was every call
+// of errand serve on 127.0.0.1 behind a proxy that passes Host on.
+func TestHooksAndAllowedHosts(t *testing.T) {
+	t.Parallel()
+	b := guarded(t, append(httpapi.LoopbackHosts("127.0.0.1"), "hooks.example.com", ".trycloudflare.com"))
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"in","mode":"pull"}`).want(t, 201, "")
+	hook := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/in","hook":{}}`).want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	for _, c := range []struct {
+		name, method, path, body string
+		headers                  map[string]string
+		want                     int
+	}{
+		{"a hook through a tunnel's Host", "POST", hook, `{"n":1}`, map[string]string{"Host": "abc123.ngrok-free.app"}, 202},
+		{"a hook from a form of another site", "POST", hook, `n=2`, map[string]string{"Content-Type": "application/x-www-form-urlencoded",
+			"Origin": "https://shop.example", "Sec-Fetch-Site": "cross-site"}, 202},
+		{"an unknown hook through a tunnel", "POST", "/v1/hooks/jobs/hk_00000000000000000000000000000000", `{}`, map[string]string{"Host": "abc123.ngrok-free.app"}, 404},
+		{"the API through a tunnel's Host", "GET", "/v1/tasks/jobs/queues", "", map[string]string{"Host": "abc123.ngrok-free.app"}, 403},
+		{"the API from another site", "POST", "/v1/tasks/jobs/queues/in/tasks", `{"payload":1}`, map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
+		{"an allowed name", "GET", "/v1/tasks/jobs/queues", "", map[string]string{"Host": "hooks.example.com:443"}, 200},
+		{"an allowed domain's name", "GET", "/v1/tasks/jobs/queues", "", map[string]string{"Host": "fluffy-cat.trycloudflare.com"}, 200},
+		{"the allowed domain itself", "GET", "/v1/tasks/jobs/queues", "", map[string]string{"Host": "trycloudflare.com"}, 200},
+		{"a name ending alike", "GET", "/v1/tasks/jobs/queues", "", map[string]string{"Host": "eviltrycloudflare.com"}, 403},
+		{"a name under an exact one", "GET", "/v1/tasks/jobs/queues", "", map[string]string{"Host": "x.hooks.example.com"}, 403},
+	} {
+		if got := b.raw(c.method, c.path, c.body, c.headers); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/in/tasks", nil).want(t, 200, "").list("tasks")); n != 2 {
+		t.Fatalf("%d tasks, want the 2 hook calls", n)
+	}
+	for in, want := range map[string]string{"Hooks.Example.com": "hooks.example.com", ".trycloudflare.com": ".trycloudflare.com", "10.0.0.7": "10.0.0.7", "[::1]": "::1",
+		"http://x.example": "", "x.example:443": "", "x.example/path": "", "": "", ".": "", "a..b": "", "*": ""} {
+		got, err := httpapi.ParseAllowedHost(in)
+		if want == "" && err == nil || want != "" && (err != nil || got != want) {
+			t.Errorf("ParseAllowedHost(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}

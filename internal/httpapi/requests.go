@@ -44,7 +44,7 @@ func observe(next http.Handler, requests *prometheus.CounterVec, log *slog.Logge
 // path, and none that names a tenant.
 func apiOf(p string) string {
 	switch {
-	case strings.HasPrefix(p, "/v1/hooks/"):
+	case strings.HasPrefix(p, hookPrefix):
 		return "hooks"
 	case strings.HasPrefix(p, "/v1/"):
 		return "v1"

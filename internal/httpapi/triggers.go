@@ -50,7 +50,7 @@ func toTrigger(tr *task.Trigger, instance string, c *call) *errandapi.Trigger {
 	case task.TriggerHook:
 		out.Hook = &errandapi.TriggerHook{HasSecret: tr.HookSecret != "", Headers: tr.HookHeaders}
 		if c.p.Allows(instance, auth.RoleWrite) {
-			out.Hook.Path = "/v1/hooks/" + instance + "/" + tr.HookToken
+			out.Hook.Path = hookPrefix + instance + "/" + tr.HookToken
 		}
 		if out.Hook.Headers == nil {
 			out.Hook.Headers = []string{}
