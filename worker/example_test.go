@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log"
+	"net/http"
 	"os"
 	"os/signal"
 
@@ -40,4 +41,19 @@ func Example() {
 	if err := w.Run(ctx); err != nil { // until ctx ends; reconnects by itself
 		log.Fatal(err)
 	}
+}
+
+// ExampleWebhookHandler serves a handler as a webhook target on :8080: a
+// queue whose target is {"webhook": "https://this-host/errand/receipts"}
+// delivers to it. (Compiled by go test, not run: it serves until killed.)
+func ExampleWebhookHandler() {
+	h, err := worker.WebhookHandler(func(ctx context.Context, t *worker.Task) (json.RawMessage, error) {
+		log.Printf("receipt %s attempt %d: %s", t.ID, t.Attempt, t.Payload)
+		return json.RawMessage(`{"sent": true}`), nil // 200: the task's result
+	}, worker.WebhookOptions{Keys: []string{os.Getenv("ERRAND_WEBHOOK_KEY")}}) // the instance's whsec_… key
+	if err != nil {
+		log.Fatal(err)
+	}
+	http.Handle("POST /errand/receipts", h)
+	log.Fatal(http.ListenAndServe(":8080", nil))
 }

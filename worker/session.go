@@ -340,6 +340,16 @@ type body struct {
 	Payload json.RawMessage `json:"payload"`
 }
 
+// task is the Task the body describes, with the attempt's deadline and
+// the function's name within its group ("" for a webhook delivery).
+func (b *body) task(deadline time.Time, function string) *Task {
+	t := &Task{ID: b.Task.ID, Queue: b.Task.Queue, Attempt: b.Task.Attempt, MaxAttempts: b.Task.MaxAttempts,
+		RunAt: time.UnixMilli(b.Task.RunAt), CreatedAt: time.UnixMilli(b.Task.CreatedAt), DeadlineAt: deadline,
+		Source: b.Task.Source, Depth: b.Task.Depth, Payload: b.Payload, Function: function}
+	t.setOptional(b.Task.Name, b.Task.DeadLetterOf, b.Task.Params)
+	return t
+}
+
 // run runs the attempt's handler and returns the answer to send.
 func (s *session) run(ctx context.Context, a attempt) *errandapi.WorkerFrame {
 	f := a.f
@@ -359,10 +369,7 @@ func (s *session) run(ctx context.Context, a attempt) *errandapi.WorkerFrame {
 			return fail("the attempt's body is not valid: " + err.Error())
 		}
 	}
-	t := &Task{ID: b.Task.ID, Queue: b.Task.Queue, Attempt: b.Task.Attempt, MaxAttempts: b.Task.MaxAttempts,
-		RunAt: time.UnixMilli(b.Task.RunAt), CreatedAt: time.UnixMilli(b.Task.CreatedAt), DeadlineAt: time.UnixMilli(f.DeadlineAt),
-		Source: b.Task.Source, Depth: b.Task.Depth, Payload: b.Payload, Function: f.Function}
-	t.setOptional(b.Task.Name, b.Task.DeadLetterOf, b.Task.Params)
+	t := b.task(time.UnixMilli(f.DeadlineAt), f.Function)
 	hctx, cancel := context.WithDeadline(client.WithDelivery(ctx, f.Token), t.DeadlineAt)
 	defer cancel()
 	switch o := invoke(hctx, h, t, f.Function); {

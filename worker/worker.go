@@ -21,7 +21,9 @@
 //
 // Pull serves a pull queue with the same handlers: it leases the queue's
 // tasks through a client.Client, extends their leases while the handlers
-// run and acks or releases each as its handler answered.
+// run and acks or releases each as its handler answered. WebhookHandler
+// serves them as a webhook target: it checks each delivery's signature
+// and answers as errand reads a webhook's answer.
 //
 // The package imports nothing internal to errand; the protocol it speaks
 // is docs/workers.md.
