@@ -16,10 +16,10 @@ import (
 // capability. The answer is the task added, or with Duplicate the one an
 // earlier call with the same Idempotency-Key (or webhook-id, GitHub's
 // X-GitHub-Delivery, Twilio's I-Twilio-Idempotency-Token, or the event id
-// of a call signed as Stripe or Slack sign: errandapi.HookEventID) added. A call that names its task so is
-// retried like any repeatable call;
-// one that does not is not sent twice once it may have reached the server,
-// as a second call would add a second task.
+// of a call signed as Stripe or Slack sign: errandapi.HookEventID) added.
+// A call that names its task so is retried like any repeatable call; one
+// that does not is not sent twice once it may have reached the server, as
+// a second call would add a second task.
 func (c *Client) FireHook(ctx context.Context, instance, hook string, body []byte, headers http.Header) (*errandapi.HookResponse, error) {
 	var out errandapi.HookResponse
 	named := headers.Get("Idempotency-Key") != "" || headers.Get("webhook-id") != "" ||

@@ -82,13 +82,13 @@ type HookAdded struct {
 
 // HookFire turns a call into a task of the hook's queue. With a secret the
 // call must carry a valid signature (Standard Webhooks, GitHub's, Slack's,
-// Stripe's or Twilio's: verifyHook), else UNAUTHENTICATED. The body is the payload;
-// the rule's selected headers join its params; Idempotency-Key (or, signed,
-// webhook-id, X-GitHub-Delivery, or a Stripe or Slack event's id) names
-// the task within the rule
-// (task.Trigger.HookInput), so a sender's retry adds nothing twice. Each
-// task added counts on the rule's Fired (a duplicate does not). Slack's
-// url_verification, signed, adds nothing: HookAdded.Challenge answers it.
+// Stripe's or Twilio's: verifyHook), else UNAUTHENTICATED. The body is the
+// payload; the rule's selected headers join its params; Idempotency-Key
+// (or, signed, the sender's message id: verifyHook) names the task within
+// the rule (task.Trigger.HookInput), so a sender's retry adds nothing
+// twice. Each task added counts on the rule's Fired (a duplicate does
+// not). Slack's url_verification, signed, adds nothing:
+// HookAdded.Challenge answers it.
 func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded, error) {
 	tr := h.Rule
 	var msgID string
