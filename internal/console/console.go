@@ -129,6 +129,7 @@ func (c *Console) routes() {
 	c.action("POST /console/i/{instance}/t/{id}/{op}", c.taskOp)
 	c.page("GET /console/i/{instance}/jobs/{id}", c.jobPage)
 	c.page("GET /console/i/{instance}/rules", c.rulesPage)
+	c.page("GET /console/i/{instance}/functions", c.functionsPage)
 	c.action("POST /console/i/{instance}/rules/{id}/enable", c.switchRule(true))
 	c.action("POST /console/i/{instance}/rules/{id}/disable", c.switchRule(false))
 	c.page("/console/i/{instance}/", c.notFound)

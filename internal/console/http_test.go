@@ -790,6 +790,14 @@ func TestQueueShowsWhoServesItsFunction(t *testing.T) {
 	u.get("/console/i/jobs/q/orphan/").want(t, http.StatusOK, `id="unserved"`, "No worker serves app/none").lacks(t, `id="served"`)
 	u.get("/console/i/jobs/q/mail/").want(t, http.StatusOK, `id="served"`, "app/w is served now: 3 slots").lacks(t, `id="unserved"`)
 	u.get("/console/i/jobs/q/pull/").want(t, http.StatusOK).lacks(t, `id="served"`, `id="unserved"`)
+	// The Functions page lists them all: this node's in-process app/flaky
+	// (once published), app/w with its slots, app/none marked.
+	fp := u.get("/console/i/jobs/functions").want(t, http.StatusOK, `id="nav-functions"`, `data-function="app/w"`, `data-function="app/none"`)
+	if !regexp.MustCompile(`data-function="app/w">\s*<td><code>app/w</code></td>\s*<td class="num">3</td>\s*<td><a href="/console/i/jobs/q/mail/">mail</a></td>`).MatchString(fp.body) ||
+		!regexp.MustCompile(`data-function="app/none">\s*<td><code>app/none</code></td>\s*<td class="num"><span class="badge"[^>]*>none</span></td>`).MatchString(fp.body) {
+		t.Fatalf("functions page:\n%s", fp.body)
+	}
 	e.clock.Advance(engine.WorkersQuiet + time.Second)
 	u.get("/console/i/jobs/q/mail/").want(t, http.StatusOK, `id="unserved"`, "No worker serves app/w")
+	u.get("/console/i/nope/functions").want(t, http.StatusNotFound, "NOT_FOUND")
 }
