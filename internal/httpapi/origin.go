@@ -109,8 +109,8 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if strings.HasPrefix(r.URL.Path, hookPrefix) {
 			// A hook's URL holds its capability, a random token, and its
 			// answer tells nothing else: any Host may call it (a tunnel's,
-			// a proxy's), and so may a form of another site.
-			next.ServeHTTP(w, r)
+			// a proxy's), and so may a page of another site.
+			hookCORS(w, r, next)
 			return
 		}
 		if !s.hosts.allowed(r) {
@@ -151,4 +151,25 @@ func foreignOrigin(r *http.Request) bool {
 	}
 	u, err := url.Parse(o)
 	return err != nil || !strings.EqualFold(u.Host, r.Host)
+}
+
+// hookCORS serves a hook call to any origin: a page of another site may
+// POST to a hook with fetch and read the answer (the task's id), as an
+// HTML form of it may post. A preflight (OPTIONS with
+// Access-Control-Request-Method) is answered 204 allowing POST and the
+// headers asked for, cached a day; no credentials are involved (a hook
+// takes no key or cookie). Other calls go on to next.
+func hookCORS(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+		h.Set("Access-Control-Allow-Methods", http.MethodPost)
+		if asked := r.Header.Get("Access-Control-Request-Headers"); asked != "" {
+			h.Set("Access-Control-Allow-Headers", asked)
+		}
+		h.Set("Access-Control-Max-Age", "86400")
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	next.ServeHTTP(w, r)
 }

@@ -144,3 +144,50 @@ func TestHooksAndAllowedHosts(t *testing.T) {
 		}
 	}
 }
+
+// TestHookCORS: a page of another site may call a hook with fetch: the
+// preflight is answered allowing POST and the headers asked for, and the
+// call's answer (and a refusal's) carries Access-Control-Allow-Origin: *;
+// the rest of the API answers no CORS at all.
+func TestHookCORS(t *testing.T) {
+	t.Parallel()
+	b := guarded(t, httpapi.LoopbackHosts("127.0.0.1"))
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"in","mode":"pull"}`).want(t, 201, "")
+	hook := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/in","hook":{}}`).want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	call := func(method, path, body string, headers map[string]string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, b.srv.URL+path, strings.NewReader(body))
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := b.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	page := map[string]string{"Origin": "https://shop.example", "Sec-Fetch-Site": "cross-site"}
+	pre := call("OPTIONS", hook, "", map[string]string{"Origin": "https://shop.example", "Access-Control-Request-Method": "POST",
+		"Access-Control-Request-Headers": "content-type,idempotency-key"})
+	if pre.StatusCode != 204 || pre.Header.Get("Access-Control-Allow-Origin") != "*" || pre.Header.Get("Access-Control-Allow-Methods") != "POST" ||
+		pre.Header.Get("Access-Control-Allow-Headers") != "content-type,idempotency-key" || pre.Header.Get("Access-Control-Max-Age") == "" {
+		t.Fatalf("preflight: %d %v", pre.StatusCode, pre.Header)
+	}
+	if r := call("POST", hook, `{"n":1}`, page); r.StatusCode != 202 || r.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Fatalf("a page's call: %d %v", r.StatusCode, r.Header)
+	}
+	if r := call("POST", hook, `not json`, page); r.StatusCode != 400 || r.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Fatalf("a page's refused call: %d %v", r.StatusCode, r.Header)
+	}
+	if r := call("OPTIONS", hook, "", nil); r.StatusCode != 405 {
+		t.Fatalf("OPTIONS without a preflight's headers: %d", r.StatusCode)
+	}
+	if r := call("OPTIONS", "/v1/tasks/jobs/queues", "", map[string]string{"Origin": "https://shop.example", "Access-Control-Request-Method": "GET"}); r.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("the API answered a preflight with CORS: %d %v", r.StatusCode, r.Header)
+	}
+	if r := call("GET", "/v1/tasks/jobs/queues", "", page); r.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("the API answered CORS: %v", r.Header)
+	}
+}
