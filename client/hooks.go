@@ -15,8 +15,9 @@ import (
 // segment of the rule's hook.path. No API key is sent: the URL is the
 // capability. The answer is the task added, or with Duplicate the one an
 // earlier call with the same Idempotency-Key (or webhook-id, GitHub's
-// X-GitHub-Delivery, Twilio's I-Twilio-Idempotency-Token, or the event id
-// of a call signed as Stripe or Slack sign: errandapi.HookEventID) added.
+// X-GitHub-Delivery, Twilio's I-Twilio-Idempotency-Token, Shopify's
+// X-Shopify-Webhook-Id, or the event id of a call signed as Stripe or
+// Slack sign: errandapi.HookEventID) added.
 // A call that names its task so is retried like any repeatable call; one
 // that does not is not sent twice once it may have reached the server, as
 // a second call would add a second task.
@@ -25,6 +26,7 @@ func (c *Client) FireHook(ctx context.Context, instance, hook string, body []byt
 	named := headers.Get("Idempotency-Key") != "" || headers.Get("webhook-id") != "" ||
 		headers.Get("X-Hub-Signature-256") != "" && headers.Get("X-GitHub-Delivery") != "" ||
 		headers.Get("X-Twilio-Signature") != "" && headers.Get("I-Twilio-Idempotency-Token") != "" ||
+		headers.Get("X-Shopify-Hmac-Sha256") != "" && headers.Get("X-Shopify-Webhook-Id") != "" ||
 		(headers.Get("Stripe-Signature") != "" || headers.Get("X-Slack-Signature") != "") && errandapi.HookEventID(body) != ""
 	err := c.do(ctx, call{method: "POST", path: []string{"v1", "hooks", instance, hook}, raw: body, header: headers,
 		anonymous: true, out: &out, repeatable: named})

@@ -82,6 +82,15 @@ func SignStripe(key string, ts int64, body []byte) string {
 	return "t=" + strconv.FormatInt(ts, 10) + "," + Sign(key, ts, body)
 }
 
+// SignShopify returns Shopify's X-Shopify-Hmac-Sha256 value for body: the
+// base64 HMAC-SHA256 of the body, keyed with the whole key string (the
+// app's client secret, or the store's webhook signing secret).
+func SignShopify(key string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(key))
+	m.Write(body)
+	return base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
 // SignTwilio returns Twilio's X-Twilio-Signature value for a call to
 // rawURL (the whole URL Twilio requested, query included) with the form
 // fields params (nil for a body that is not a form: then rawURL carries

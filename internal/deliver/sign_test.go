@@ -139,3 +139,14 @@ func TestSignTwilioKnownAnswer(t *testing.T) {
 		t.Errorf("SignTwilio(JSON) = %s", got)
 	}
 }
+
+// TestSignShopifyKnownAnswer: computed independently with
+//
+//	printf '%s' "$BODY" | openssl dgst -sha256 -hmac "$SECRET" -binary | base64
+func TestSignShopifyKnownAnswer(t *testing.T) {
+	t.Parallel()
+	body := `{"id":820982911946154508,"email":"jon@example.com","total_price":"25.00"}`
+	if got := SignShopify("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", []byte(body)); got != "viHXhRpWqu8LVt9cBCqENyHupOoI+4iXfzVOD+MKPmU=" {
+		t.Errorf("SignShopify = %s", got)
+	}
+}

@@ -82,7 +82,7 @@ type HookAdded struct {
 
 // HookFire turns a call into a task of the hook's queue. With a secret the
 // call must carry a valid signature (Standard Webhooks, GitHub's, Slack's,
-// Stripe's or Twilio's: verifyHook), else UNAUTHENTICATED. The body is the
+// Stripe's, Twilio's or Shopify's: verifyHook), else UNAUTHENTICATED. The body is the
 // payload; the rule's selected headers join its params; Idempotency-Key
 // (or, signed, the sender's message id: verifyHook) names the task within
 // the rule (task.Trigger.HookInput), so a sender's retry adds nothing
@@ -181,9 +181,9 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 }
 
 // verifyHook checks the signature a call to a hook with a secret carries,
-// in the first of five forms whose header it sends, and returns the
+// in the first of six forms whose header it sends, and returns the
 // message id that names its task ("" for none) and the form ("standard",
-// "github", "slack", "stripe" or "twilio"):
+// "github", "slack", "stripe", "twilio" or "shopify"):
 //   - Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature;
 //     or svix-id, svix-timestamp, svix-signature, as Svix sends them for
 //     Clerk, Resend and others): verifyStandard.
@@ -208,6 +208,9 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 //     called and a form's fields (deliver.SignTwilio), checked against
 //     each of HookCall.URLs. Like GitHub's it carries no time: Twilio's
 //     I-Twilio-Idempotency-Token names the task.
+//   - Shopify's X-Shopify-Hmac-Sha256: the base64 HMAC-SHA256 of the body
+//     keyed with the whole secret string (the app's client secret). No
+//     time either: X-Shopify-Webhook-Id names the task.
 //
 // A secret that is not a whsec_ key (task.ValidateHookSecret) checks all
 // but Standard Webhooks signatures.
@@ -242,9 +245,14 @@ func verifyHook(secret string, c HookCall, now time.Time) (msgID, form string, e
 			return "", "", err
 		}
 		return c.Header("I-Twilio-Idempotency-Token"), "twilio", nil
+	case c.Header("X-Shopify-Hmac-Sha256") != "":
+		if !hmac.Equal([]byte(c.Header("X-Shopify-Hmac-Sha256")), []byte(deliver.SignShopify(secret, c.Body))) {
+			return "", "", task.Errorf(task.CodeUnauthenticated, "X-Shopify-Hmac-Sha256 does not match this hook's secret")
+		}
+		return c.Header("X-Shopify-Webhook-Id"), "shopify", nil
 	}
 	return "", "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
-		"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature or Twilio's X-Twilio-Signature")
+		"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Twilio's X-Twilio-Signature or Shopify's X-Shopify-Hmac-Sha256")
 }
 
 // verifyTwilio checks an X-Twilio-Signature (see verifyHook) against each
@@ -366,7 +374,7 @@ func verifyStandard(secret string, c HookCall, now time.Time) (string, error) {
 	}
 	want, ok := deliver.SignStandard(secret, msgID, sec, c.Body)
 	if !ok {
-		return "", task.Errorf(task.CodeUnauthenticated, "this hook's secret is not a whsec_ key, so it checks GitHub's, Slack's, Stripe's or Twilio's signatures, not Standard Webhooks'")
+		return "", task.Errorf(task.CodeUnauthenticated, "this hook's secret is not a whsec_ key, so it checks GitHub's, Slack's, Stripe's, Twilio's or Shopify's signatures, not Standard Webhooks'")
 	}
 	for _, sig := range strings.Fields(sigs) {
 		if hmac.Equal([]byte(sig), []byte(want)) {

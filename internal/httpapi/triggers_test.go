@@ -684,3 +684,36 @@ func TestHookTwilioSignature(t *testing.T) {
 		t.Fatalf("%d tasks, want 5 (one retried form, three through proxies, one JSON)", n)
 	}
 }
+
+// TestHookShopifySignature: a hook whose secret is a Shopify app's client
+// secret takes X-Shopify-Hmac-Sha256 (the base64 HMAC-SHA256 of the body),
+// and X-Shopify-Webhook-Id names the task, so Shopify's retry of a webhook
+// adds nothing; another body or secret is 401 and adds nothing.
+func TestHookShopifySignature(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	secret := "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"
+	path := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+secret+`","headers":["X-Shopify-Topic"]}}`).
+		want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	body := []byte(`{"id":820982911946154508,"email":"jon@example.com","total_price":"25.00"}`)
+	shop := func(sig, id string, b2 []byte) res {
+		t.Helper()
+		return b.hookCall(path, b2, map[string]string{"Content-Type": "application/json", "X-Shopify-Topic": "orders/create",
+			"X-Shopify-Hmac-Sha256": sig, "X-Shopify-Webhook-Id": id})
+	}
+	first := shop(deliver.SignShopify(secret, body), "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043", body).want(t, 202, "")
+	got := b.do("GET", "/v1/tasks/jobs/tasks/"+first.body["id"].(string), nil).want(t, 200, "").obj("task")
+	if p, _ := json.Marshal(got["params"]); string(p) != `{"headers":{"X-Shopify-Topic":"orders/create"}}` {
+		t.Fatalf("params %s", p)
+	}
+	if again := shop(deliver.SignShopify(secret, body), "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043", body).want(t, 202, ""); again.body["id"] != first.body["id"] || again.body["duplicate"] != true {
+		t.Fatalf("Shopify's retry: %s, first %s", again.raw, first.raw)
+	}
+	shop(deliver.SignShopify(secret, body), "w-2", []byte(`{"id":1}`)).want(t, 401, "UNAUTHENTICATED")
+	shop(deliver.SignShopify("shpss_00000000000000000000000000000000", body), "w-3", body).want(t, 401, "UNAUTHENTICATED")
+	shop(strings.ToLower(deliver.SignShopify(secret, body)), "w-4", body).want(t, 401, "UNAUTHENTICATED")
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 1 {
+		t.Fatalf("%d tasks, want 1", n)
+	}
+}

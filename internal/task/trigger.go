@@ -407,8 +407,9 @@ func RuleQueue(ref, instance, field string) (string, error) {
 // ("whsec_" and the base64 of 24–64 bytes: HookSecretKey), which every
 // signature a hook takes can use; or any other string of 16–256 printable
 // ASCII characters without spaces (a secret GitHub was given, Slack's
-// signing secret, Twilio's auth token), which GitHub's, Slack's, Stripe's
-// and Twilio's signatures use whole, Standard Webhooks' cannot.
+// signing secret, Twilio's auth token, a Shopify app's client secret),
+// which GitHub's, Slack's, Stripe's, Twilio's and Shopify's signatures use
+// whole, Standard Webhooks' cannot.
 func ValidateHookSecret(secret string) error {
 	if strings.HasPrefix(secret, hookSecretPrefix) {
 		_, err := HookSecretKey(secret)
