@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"hash"
 	"maps"
 	"net/http"
 	"net/url"
@@ -57,12 +58,20 @@ func Sign(key string, ts int64, body []byte) string {
 	return string(out[:])
 }
 
+// SignBody returns the HMAC of body alone, keyed with the whole key string,
+// with the hash h makes (sha256.New, sha1.New): the signature GitHub,
+// Shopify and other senders put, in hex or base64, in a header of their
+// own.
+func SignBody(key string, body []byte, h func() hash.Hash) []byte {
+	m := hmac.New(h, []byte(key))
+	m.Write(body)
+	return m.Sum(nil)
+}
+
 // SignGitHub returns GitHub's X-Hub-Signature-256 value for body: "sha256="
 // and the hex HMAC-SHA256 of the body, keyed with the whole key string.
 func SignGitHub(key string, body []byte) string {
-	m := hmac.New(sha256.New, []byte(key))
-	m.Write(body)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+	return "sha256=" + hex.EncodeToString(SignBody(key, body, sha256.New))
 }
 
 // SignSlack returns Slack's X-Slack-Signature value: "v0=" and the hex
@@ -86,9 +95,7 @@ func SignStripe(key string, ts int64, body []byte) string {
 // base64 HMAC-SHA256 of the body, keyed with the whole key string (the
 // app's client secret, or the store's webhook signing secret).
 func SignShopify(key string, body []byte) string {
-	m := hmac.New(sha256.New, []byte(key))
-	m.Write(body)
-	return base64.StdEncoding.EncodeToString(m.Sum(nil))
+	return base64.StdEncoding.EncodeToString(SignBody(key, body, sha256.New))
 }
 
 // SignTwilio returns Twilio's X-Twilio-Signature value for a call to

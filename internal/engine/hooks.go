@@ -181,17 +181,21 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 }
 
 // verifyHook checks the signature a call to a hook with a secret carries,
-// in the first of six forms whose header it sends, and returns the
-// message id that names its task ("" for none) and the form ("standard",
-// "github", "slack", "stripe", "twilio" or "shopify"):
+// in the first form whose header it sends, and returns the message id
+// that names its task ("" for none) and the form ("standard", a
+// bodySignature's form, "slack", "stripe" or "twilio"):
 //   - Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature;
 //     or svix-id, svix-timestamp, svix-signature, as Svix sends them for
 //     Clerk, Resend and others): verifyStandard.
-//   - GitHub's X-Hub-Signature-256: "sha256=" and the hex HMAC-SHA256 of
-//     the body keyed with the whole secret string (which the user gives
-//     GitHub as the webhook's secret). It carries no time, so no replay
-//     window: X-GitHub-Delivery names the task, so a redelivery (or a
-//     replay with that id) adds nothing while the task is kept.
+//   - A signature of the body alone (bodySignatures): GitHub's
+//     X-Hub-Signature-256, "sha256=" and the hex HMAC-SHA256 of the body
+//     keyed with the whole secret string (which the user gives GitHub as
+//     the webhook's secret); Shopify's X-Shopify-Hmac-Sha256 (base64, the
+//     app's client secret); WooCommerce's, Linear's, Sentry's, Typeform's
+//     and X-Hub-Signature (SHA-1: Intercom). None carries a time, so no
+//     replay window: the sender's delivery id (X-GitHub-Delivery,
+//     X-Shopify-Webhook-Id …) names the task, so a redelivery (or a replay
+//     with that id) adds nothing while the task is kept.
 //   - Slack's X-Slack-Signature: "v0=" and the hex HMAC-SHA256 of
 //     "v0:<X-Slack-Request-Timestamp>:<body>" keyed with the whole secret
 //     string (the app's signing secret, given to errand), the timestamp
@@ -208,23 +212,18 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 //     called and a form's fields (deliver.SignTwilio), checked against
 //     each of HookCall.URLs. Like GitHub's it carries no time: Twilio's
 //     I-Twilio-Idempotency-Token names the task.
-//   - Shopify's X-Shopify-Hmac-Sha256: the base64 HMAC-SHA256 of the body
-//     keyed with the whole secret string (the app's client secret). No
-//     time either: X-Shopify-Webhook-Id names the task.
 //
 // A secret that is not a whsec_ key (task.ValidateHookSecret) checks all
 // but Standard Webhooks signatures.
 func verifyHook(secret string, c HookCall, now time.Time) (msgID, form string, err error) {
+	bs := bodySignatureOf(c)
 	switch {
 	case standardHeader(c, "id") != "" || standardHeader(c, "timestamp") != "" || standardHeader(c, "signature") != "":
 		msgID, err = verifyStandard(secret, c, now)
 		return msgID, "standard", err
-	case c.Header("X-Hub-Signature-256") != "":
-		sig, ok := strings.CutPrefix(c.Header("X-Hub-Signature-256"), "sha256=")
-		if !ok || !hexEqual(sig, deliver.SignGitHub(secret, c.Body)[len("sha256="):]) {
-			return "", "", task.Errorf(task.CodeUnauthenticated, "X-Hub-Signature-256 does not match this hook's secret")
-		}
-		return c.Header("X-GitHub-Delivery"), "github", nil
+	case bs != nil:
+		msgID, err = bs.verify(secret, c)
+		return msgID, bs.form, err
 	case c.Header("X-Slack-Signature") != "":
 		sec, err := hookTime(c.Header("X-Slack-Request-Timestamp"), "X-Slack-Request-Timestamp", now)
 		if err != nil {
@@ -245,14 +244,10 @@ func verifyHook(secret string, c HookCall, now time.Time) (msgID, form string, e
 			return "", "", err
 		}
 		return c.Header("I-Twilio-Idempotency-Token"), "twilio", nil
-	case c.Header("X-Shopify-Hmac-Sha256") != "":
-		if !hmac.Equal([]byte(c.Header("X-Shopify-Hmac-Sha256")), []byte(deliver.SignShopify(secret, c.Body))) {
-			return "", "", task.Errorf(task.CodeUnauthenticated, "X-Shopify-Hmac-Sha256 does not match this hook's secret")
-		}
-		return c.Header("X-Shopify-Webhook-Id"), "shopify", nil
 	}
 	return "", "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
-		"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Twilio's X-Twilio-Signature or Shopify's X-Shopify-Hmac-Sha256")
+		"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256 "+
+		"or another sender's body signature (docs/triggers.md lists them)")
 }
 
 // verifyTwilio checks an X-Twilio-Signature (see verifyHook) against each

@@ -3,10 +3,14 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha1"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -715,5 +719,55 @@ func TestHookShopifySignature(t *testing.T) {
 	shop(strings.ToLower(deliver.SignShopify(secret, body)), "w-4", body).want(t, 401, "UNAUTHENTICATED")
 	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 1 {
 		t.Fatalf("%d tasks, want 1", n)
+	}
+}
+
+// TestHookBodySignatures: the senders that sign the body alone (the HMAC of
+// the body keyed with the whole secret, in a header of their own), each
+// computed here from its sender's description: a call is 202, its delivery
+// id (when the sender sends one) names the task so a retry is a duplicate,
+// and a signature with another secret is 401.
+func TestHookBodySignatures(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	secret := "a-sender-secret-of-some-length"
+	path := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+secret+`"}}`).
+		want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	mac := func(key string, h func() hash.Hash, body []byte) []byte {
+		m := hmac.New(h, []byte(key))
+		m.Write(body)
+		return m.Sum(nil)
+	}
+	b64 := func(p []byte) string { return base64.StdEncoding.EncodeToString(p) }
+	added := 0
+	for _, c := range []struct {
+		name, header, idHeader string
+		sign                   func(key string, body []byte) string
+	}{
+		{"WooCommerce", "X-WC-Webhook-Signature", "X-WC-Webhook-Delivery-ID", func(k string, b []byte) string { return b64(mac(k, sha256.New, b)) }},
+		{"Linear", "Linear-Signature", "Linear-Delivery", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha256.New, b)) }},
+		{"Sentry", "Sentry-Hook-Signature", "", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha256.New, b)) }},
+		{"Typeform", "Typeform-Signature", "", func(k string, b []byte) string { return "sha256=" + b64(mac(k, sha256.New, b)) }},
+		{"Intercom (X-Hub-Signature)", "X-Hub-Signature", "", func(k string, b []byte) string { return "sha1=" + hex.EncodeToString(mac(k, sha1.New, b)) }},
+	} {
+		body := []byte(`{"sender":"` + c.name + `"}`)
+		h := map[string]string{c.header: c.sign(secret, body)}
+		if c.idHeader != "" {
+			h[c.idHeader] = "delivery-" + strconv.Itoa(len(c.name))
+		}
+		first := b.hookCall(path, body, h).want(t, 202, "")
+		added++
+		again := b.hookCall(path, body, h).want(t, 202, "")
+		if dup := again.body["duplicate"] == true; dup != (c.idHeader != "") {
+			t.Errorf("%s: a second call duplicate=%v (%s, first %s)", c.name, dup, again.raw, first.raw)
+		}
+		if c.idHeader == "" {
+			added++
+		}
+		b.hookCall(path, body, map[string]string{c.header: c.sign("another-secret-of-some-length", body)}).want(t, 401, "UNAUTHENTICATED")
+	}
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != added {
+		t.Fatalf("%d tasks, want %d", n, added)
 	}
 }

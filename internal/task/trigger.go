@@ -408,8 +408,8 @@ func RuleQueue(ref, instance, field string) (string, error) {
 // signature a hook takes can use; or any other string of 16–256 printable
 // ASCII characters without spaces (a secret GitHub was given, Slack's
 // signing secret, Twilio's auth token, a Shopify app's client secret),
-// which GitHub's, Slack's, Stripe's, Twilio's and Shopify's signatures use
-// whole, Standard Webhooks' cannot.
+// which every other signature a hook takes uses whole, Standard Webhooks'
+// cannot.
 func ValidateHookSecret(secret string) error {
 	if strings.HasPrefix(secret, hookSecretPrefix) {
 		_, err := HookSecretKey(secret)
