@@ -246,8 +246,8 @@ func verifyHook(secret string, c HookCall, now time.Time) (msgID, form string, e
 		return c.Header("I-Twilio-Idempotency-Token"), "twilio", nil
 	}
 	return "", "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
-		"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256 "+
-		"or another sender's body signature (docs/triggers.md lists them)")
+		"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256, "+
+		"or the body signature of WooCommerce, Linear, Sentry, Typeform or Intercom")
 }
 
 // verifyTwilio checks an X-Twilio-Signature (see verifyHook) against each
