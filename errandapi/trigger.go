@@ -128,6 +128,16 @@ type HookChallenge struct {
 	Challenge string `json:"challenge"`
 }
 
+// HookZoomValidation is the answer (200) of a hook with a secret to Zoom's
+// endpoint.url_validation request, signed with that secret: the plain
+// token echoed and its hex HMAC-SHA256 keyed with the secret (Zoom's
+// secret token), as Zoom asks of a URL before it sends events to it. No
+// task is added.
+type HookZoomValidation struct {
+	PlainToken     string `json:"plainToken"`
+	EncryptedToken string `json:"encryptedToken"`
+}
+
 // HookEventID is the event id a Stripe or Slack call carries in its body
 // rather than a header: a Stripe event's ({"object": "event", "id":
 // "evt_…"}) or a Slack Events API callback's ({"type": "event_callback",

@@ -76,7 +76,8 @@ func SignGitHub(key string, body []byte) string {
 
 // SignSlack returns Slack's X-Slack-Signature value: "v0=" and the hex
 // HMAC-SHA256, keyed with the whole key string, of "v0:<ts>:<body>", where
-// ts is the X-Slack-Request-Timestamp value in epoch seconds.
+// ts is the X-Slack-Request-Timestamp value in epoch seconds. Zoom's
+// x-zm-signature is the same, ts being its x-zm-request-timestamp.
 func SignSlack(key string, ts int64, body []byte) string {
 	m := hmac.New(sha256.New, []byte(key))
 	m.Write([]byte("v0:" + strconv.FormatInt(ts, 10) + ":"))

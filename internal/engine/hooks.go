@@ -75,20 +75,21 @@ type HookCall struct {
 type HookAdded struct {
 	TaskID    string
 	Duplicate bool
-	// Challenge is set, and nothing added, when the call was Slack's
-	// url_verification, signed with the hook's secret: the answer echoes it.
-	Challenge string
+	// Reply is set, and nothing added, when the call was a sender's check
+	// of the URL, signed with the hook's secret (Slack's url_verification,
+	// Zoom's endpoint.url_validation): the answer (200) is Reply.
+	Reply any
 }
 
 // HookFire turns a call into a task of the hook's queue. With a secret the
-// call must carry a valid signature (Standard Webhooks, GitHub's, Slack's,
-// Stripe's, Twilio's or Shopify's: verifyHook), else UNAUTHENTICATED. The body is the
-// payload; the rule's selected headers join its params; Idempotency-Key
-// (or, signed, the sender's message id: verifyHook) names the task within
-// the rule (task.Trigger.HookInput), so a sender's retry adds nothing
-// twice. Each task added counts on the rule's Fired (a duplicate does
-// not). Slack's url_verification, signed, adds nothing:
-// HookAdded.Challenge answers it.
+// call must carry a valid signature (Standard Webhooks or a sender's own:
+// verifyHook), else UNAUTHENTICATED. The body is the payload; the rule's
+// selected headers join its params; Idempotency-Key (or, signed, the
+// sender's message id: verifyHook) names the task within the rule
+// (task.Trigger.HookInput), so a sender's retry adds nothing twice. Each
+// task added counts on the rule's Fired (a duplicate does not). Slack's
+// url_verification and Zoom's endpoint.url_validation, signed, add
+// nothing: HookAdded.Reply answers them.
 func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded, error) {
 	tr := h.Rule
 	var msgID string
@@ -98,9 +99,14 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 		if msgID, form, err = verifyHook(tr.HookSecret, c, e.clock.Now()); err != nil {
 			return nil, err
 		}
-		if form == "slack" { // only Slack's calls are read for its challenge
+		switch form { // only a sender's own calls are read for its URL check
+		case "slack":
 			if ch := slackChallenge(c.Body); ch != "" {
-				return &HookAdded{Challenge: ch}, nil
+				return &HookAdded{Reply: errandapi.HookChallenge{Challenge: ch}}, nil
+			}
+		case "zoom":
+			if v := zoomValidation(tr.HookSecret, c.Body); v != nil {
+				return &HookAdded{Reply: v}, nil
 			}
 		}
 	}
@@ -183,7 +189,7 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 // verifyHook checks the signature a call to a hook with a secret carries,
 // in the first form whose header it sends, and returns the message id
 // that names its task ("" for none) and the form ("standard", a
-// bodySignature's form, "slack", "stripe" or "twilio"):
+// bodySignature's form, "slack", "stripe", "zoom" or "twilio"):
 //   - Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature;
 //     or svix-id, svix-timestamp, svix-signature, as Svix sends them for
 //     Clerk, Resend and others): verifyStandard.
@@ -207,6 +213,9 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 //     HookReplayWindow. The event's id in the body names the task
 //     (errandapi.HookEventID): Stripe redelivers an event, newly signed,
 //     for days.
+//   - Zoom's x-zm-signature: Slack's scheme under Zoom's header names,
+//     keyed with the app's secret token, x-zm-request-timestamp within
+//     HookReplayWindow.
 //   - Twilio's X-Twilio-Signature: the base64 HMAC-SHA1, keyed with the
 //     whole secret string (the account's auth token), of the URL Twilio
 //     called and a form's fields (deliver.SignTwilio), checked against
@@ -225,13 +234,8 @@ func verifyHook(secret string, c HookCall, now time.Time) (msgID, form string, e
 		msgID, err = bs.verify(secret, c)
 		return msgID, bs.form, err
 	case c.Header("X-Slack-Signature") != "":
-		sec, err := hookTime(c.Header("X-Slack-Request-Timestamp"), "X-Slack-Request-Timestamp", now)
-		if err != nil {
+		if err := verifyV0(secret, c, "X-Slack-Signature", "X-Slack-Request-Timestamp", now); err != nil {
 			return "", "", err
-		}
-		sig, ok := strings.CutPrefix(c.Header("X-Slack-Signature"), "v0=")
-		if !ok || !hexEqual(sig, deliver.SignSlack(secret, sec, c.Body)[len("v0="):]) {
-			return "", "", task.Errorf(task.CodeUnauthenticated, "X-Slack-Signature does not match this hook's secret")
 		}
 		return errandapi.HookEventID(c.Body), "slack", nil
 	case c.Header("Stripe-Signature") != "":
@@ -239,6 +243,11 @@ func verifyHook(secret string, c HookCall, now time.Time) (msgID, form string, e
 			return "", "", err
 		}
 		return errandapi.HookEventID(c.Body), "stripe", nil
+	case c.Header("x-zm-signature") != "":
+		if err := verifyV0(secret, c, "x-zm-signature", "x-zm-request-timestamp", now); err != nil {
+			return "", "", err
+		}
+		return "", "zoom", nil
 	case c.Header("X-Twilio-Signature") != "":
 		if err := verifyTwilio(secret, c); err != nil {
 			return "", "", err
@@ -246,7 +255,7 @@ func verifyHook(secret string, c HookCall, now time.Time) (msgID, form string, e
 		return c.Header("I-Twilio-Idempotency-Token"), "twilio", nil
 	}
 	return "", "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
-		"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256, "+
+		"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256, "+
 		"or the body signature of WooCommerce, Linear, Sentry, Typeform or Intercom")
 }
 
@@ -294,6 +303,41 @@ func slackChallenge(body []byte) string {
 		return ""
 	}
 	return v.Challenge
+}
+
+// verifyV0 checks Slack's scheme, which Zoom uses too under its own header
+// names: sigHeader holds "v0=" and the hex HMAC-SHA256 of
+// "v0:<ts>:<body>" keyed with the whole secret string (deliver.SignSlack),
+// tsHeader the ts, seconds since the epoch, within HookReplayWindow.
+func verifyV0(secret string, c HookCall, sigHeader, tsHeader string, now time.Time) error {
+	sec, err := hookTime(c.Header(tsHeader), tsHeader, now)
+	if err != nil {
+		return err
+	}
+	sig, ok := strings.CutPrefix(c.Header(sigHeader), "v0=")
+	if !ok || !hexEqual(sig, deliver.SignSlack(secret, sec, c.Body)[len("v0="):]) {
+		return task.Errorf(task.CodeUnauthenticated, "%s does not match this hook's secret", sigHeader)
+	}
+	return nil
+}
+
+// zoomValidation is the answer to Zoom's endpoint.url_validation request
+// ({"event": "endpoint.url_validation", "payload": {"plainToken": …}}): the
+// plain token and its hex HMAC-SHA256 keyed with secret; nil for any other
+// body.
+func zoomValidation(secret string, body []byte) *errandapi.HookZoomValidation {
+	var v struct {
+		Event   string `json:"event"`
+		Payload struct {
+			PlainToken string `json:"plainToken"`
+		} `json:"payload"`
+	}
+	if json.Unmarshal(body, &v) != nil || v.Event != "endpoint.url_validation" || v.Payload.PlainToken == "" {
+		return nil
+	}
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(v.Payload.PlainToken))
+	return &errandapi.HookZoomValidation{PlainToken: v.Payload.PlainToken, EncryptedToken: hex.EncodeToString(m.Sum(nil))}
 }
 
 // hookTime reads a signature's time, seconds since the epoch in header

@@ -49,8 +49,8 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if res.Challenge != "" { // Slack's url_verification: nothing was added
-		writeJSON(w, http.StatusOK, errandapi.HookChallenge{Challenge: res.Challenge})
+	if res.Reply != nil { // a sender's check of the URL: nothing was added
+		writeJSON(w, http.StatusOK, res.Reply)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, errandapi.HookResponse{ID: res.TaskID, Duplicate: res.Duplicate})

@@ -771,3 +771,41 @@ func TestHookBodySignatures(t *testing.T) {
 		t.Fatalf("%d tasks, want %d", n, added)
 	}
 }
+
+// TestHookZoom: a hook whose secret is a Zoom app's secret token takes
+// x-zm-signature (Slack's scheme under Zoom's names, the timestamp within 5
+// minutes) and answers Zoom's signed endpoint.url_validation with the plain
+// token and its HMAC, adding nothing; unsigned or stale, it is refused.
+func TestHookZoom(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	secret := "qgg8vlvZRS6UYooatFL8Aw2x"
+	path := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+secret+`"}}`).
+		want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	now := b.clock.Now().Unix()
+	zoom := func(ts int64, key string, body string) res {
+		t.Helper()
+		m := hmac.New(sha256.New, []byte(key))
+		m.Write([]byte("v0:" + strconv.FormatInt(ts, 10) + ":" + body))
+		return b.hookCall(path, []byte(body), map[string]string{"Content-Type": "application/json",
+			"x-zm-request-timestamp": strconv.FormatInt(ts, 10), "x-zm-signature": "v0=" + hex.EncodeToString(m.Sum(nil))})
+	}
+	event := `{"event":"meeting.ended","event_ts":1626230691572,"payload":{"object":{"id":"85012345678"}}}`
+	zoom(now, secret, event).want(t, 202, "")
+	zoom(now-6*60, secret, event).want(t, 401, "UNAUTHENTICATED")
+	zoom(now, "another-secret-token-xx", event).want(t, 401, "UNAUTHENTICATED")
+
+	check := `{"payload":{"plainToken":"qgg8vlvZRS6UYooatFL8Aw"},"event_ts":1654503849680,"event":"endpoint.url_validation"}`
+	r := zoom(now, secret, check).want(t, 200, "")
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("qgg8vlvZRS6UYooatFL8Aw"))
+	if r.body["plainToken"] != "qgg8vlvZRS6UYooatFL8Aw" || r.body["encryptedToken"] != hex.EncodeToString(m.Sum(nil)) {
+		t.Fatalf("url_validation answered %s", r.raw)
+	}
+	b.hookCall(path, []byte(check), nil).want(t, 401, "UNAUTHENTICATED")
+	zoom(now, "another-secret-token-xx", check).want(t, 401, "UNAUTHENTICATED")
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 1 {
+		t.Fatalf("%d tasks, want 1 (the event; the validation adds nothing)", n)
+	}
+}

@@ -29,7 +29,7 @@ type scheduleIn struct {
 }
 
 type hookIn struct {
-	Secret  errandapi.Nullable[string] `json:"secret,omitzero" jsonschema:"Optional secret: calls must then be signed. A Standard Webhooks key (\"whsec_\" + base64 of 24–64 bytes) checks Standard Webhooks signatures (webhook-id, webhook-timestamp, webhook-signature) and the others; any other 16–256 printable characters (a secret given to GitHub, Slack's signing secret, Twilio's auth token, a Shopify app's client secret) check GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature (give Stripe's whsec_ signing secret here), Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256 and the body signatures of WooCommerce, Linear, Sentry, Typeform and Intercom. Never shown again; null removes it."`
+	Secret  errandapi.Nullable[string] `json:"secret,omitzero" jsonschema:"Optional secret: calls must then be signed. A Standard Webhooks key (\"whsec_\" + base64 of 24–64 bytes) checks Standard Webhooks signatures (webhook-id, webhook-timestamp, webhook-signature) and the others; any other 16–256 printable characters (a secret given to GitHub, Slack's signing secret, Twilio's auth token, a Shopify app's client secret) check GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature (give Stripe's whsec_ signing secret here), Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256 and the body signatures of WooCommerce, Linear, Sentry, Typeform and Intercom. Never shown again; null removes it."`
 	Headers *[]string                  `json:"headers,omitempty" jsonschema:"Request headers (up to 20, e.g. \"X-GitHub-Event\") copied into the task's params as params.headers."`
 }
 
