@@ -189,7 +189,8 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 // verifyHook checks the signature a call to a hook with a secret carries,
 // in the first form whose header it sends, and returns the message id
 // that names its task ("" for none) and the form ("standard", a
-// bodySignature's form, "slack", "stripe", "zoom" or "twilio"):
+// bodySignature's form, "slack", "stripe", "calendly", "zoom" or
+// "twilio"):
 //   - Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature;
 //     or svix-id, svix-timestamp, svix-signature, as Svix sends them for
 //     Clerk, Resend and others): verifyStandard.
@@ -213,6 +214,8 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 //     HookReplayWindow. The event's id in the body names the task
 //     (errandapi.HookEventID): Stripe redelivers an event, newly signed,
 //     for days.
+//   - Calendly's Calendly-Webhook-Signature: Stripe's scheme under
+//     Calendly's header name, keyed with the webhook signing key.
 //   - Zoom's x-zm-signature: Slack's scheme under Zoom's header names,
 //     keyed with the app's secret token, x-zm-request-timestamp within
 //     HookReplayWindow.
@@ -239,10 +242,12 @@ func verifyHook(secret string, c HookCall, now time.Time) (msgID, form string, e
 		}
 		return errandapi.HookEventID(c.Body), "slack", nil
 	case c.Header("Stripe-Signature") != "":
-		if err := verifyStripe(secret, c, now); err != nil {
+		if err := verifyStripe(secret, c, "Stripe-Signature", now); err != nil {
 			return "", "", err
 		}
 		return errandapi.HookEventID(c.Body), "stripe", nil
+	case c.Header("Calendly-Webhook-Signature") != "":
+		return "", "calendly", verifyStripe(secret, c, "Calendly-Webhook-Signature", now)
 	case c.Header("x-zm-signature") != "":
 		if err := verifyV0(secret, c, "x-zm-signature", "x-zm-request-timestamp", now); err != nil {
 			return "", "", err
@@ -255,7 +260,7 @@ func verifyHook(secret string, c HookCall, now time.Time) (msgID, form string, e
 		return c.Header("I-Twilio-Idempotency-Token"), "twilio", nil
 	}
 	return "", "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
-		"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256, "+
+		"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Calendly's Calendly-Webhook-Signature, Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256, "+
 		"or the body signature of WooCommerce, Linear, Sentry, Typeform or Intercom")
 }
 
@@ -354,10 +359,12 @@ func hookTime(v, name string, now time.Time) (int64, error) {
 }
 
 // verifyStripe checks a Stripe-Signature (see verifyHook).
-func verifyStripe(secret string, c HookCall, now time.Time) error {
+// Calendly signs the same way under Calendly-Webhook-Signature: header is
+// the one the call carries.
+func verifyStripe(secret string, c HookCall, header string, now time.Time) error {
 	var ts string
 	var sigs []string
-	for _, part := range strings.Split(c.Header("Stripe-Signature"), ",") {
+	for _, part := range strings.Split(c.Header(header), ",") {
 		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
 		switch k {
 		case "t":
@@ -367,9 +374,9 @@ func verifyStripe(secret string, c HookCall, now time.Time) error {
 		}
 	}
 	if _, err := strconv.ParseInt(ts, 10, 64); err != nil || len(sigs) == 0 {
-		return task.Errorf(task.CodeUnauthenticated, "Stripe-Signature must be t=<seconds since the epoch>,v1=<hex signature>")
+		return task.Errorf(task.CodeUnauthenticated, "%s must be t=<seconds since the epoch>,v1=<hex signature>", header)
 	}
-	sec, err := hookTime(ts, "Stripe-Signature's t", now)
+	sec, err := hookTime(ts, header+"'s t", now)
 	if err != nil {
 		return err
 	}
@@ -379,7 +386,7 @@ func verifyStripe(secret string, c HookCall, now time.Time) error {
 			return nil
 		}
 	}
-	return task.Errorf(task.CodeUnauthenticated, "Stripe-Signature does not match this hook's secret")
+	return task.Errorf(task.CodeUnauthenticated, "%s does not match this hook's secret", header)
 }
 
 // hexEqual compares a hex signature sent (either case) with want (lower

@@ -809,3 +809,37 @@ func TestHookZoom(t *testing.T) {
 		t.Fatalf("%d tasks, want 1 (the event; the validation adds nothing)", n)
 	}
 }
+
+// TestHookCalendly: Calendly signs as Stripe does, under
+// Calendly-Webhook-Signature (t=<seconds>,v1=<hex HMAC-SHA256 of
+// "<t>.<body>">, the webhook signing key): accepted within 5 minutes,
+// refused stale, malformed or with another key.
+func TestHookCalendly(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	key := "calendly-signing-key-0123456789"
+	path := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+key+`"}}`).
+		want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	body := []byte(`{"event":"invitee.created","payload":{"email":"ada@example.com"}}`)
+	now := b.clock.Now().Unix()
+	sign := func(k string, ts int64) string {
+		m := hmac.New(sha256.New, []byte(k))
+		m.Write([]byte(strconv.FormatInt(ts, 10) + "." + string(body)))
+		return "t=" + strconv.FormatInt(ts, 10) + ",v1=" + hex.EncodeToString(m.Sum(nil))
+	}
+	call := func(sig string) res {
+		t.Helper()
+		return b.hookCall(path, body, map[string]string{"Calendly-Webhook-Signature": sig})
+	}
+	call(sign(key, now)).want(t, 202, "")
+	call(sign(key, now-6*60)).want(t, 401, "UNAUTHENTICATED")
+	call(sign("another-signing-key-0123456789", now)).want(t, 401, "UNAUTHENTICATED")
+	r := call("v1=00").want(t, 401, "UNAUTHENTICATED")
+	if msg := r.body["error"].(map[string]any)["message"].(string); !strings.HasPrefix(msg, "Calendly-Webhook-Signature must be t=") {
+		t.Fatalf("a malformed signature: %s", msg)
+	}
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 1 {
+		t.Fatalf("%d tasks, want 1", n)
+	}
+}
