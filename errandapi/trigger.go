@@ -113,8 +113,8 @@ type TriggerDeleteResponse struct {
 
 // HookResponse is the answer (202) of POST /v1/hooks/{instance}/{hook}:
 // the task added, or with Duplicate the one an earlier call with the same
-// Idempotency-Key (or signed message id: webhook-id, X-GitHub-Delivery, a
-// Stripe or Slack event's id) added.
+// Idempotency-Key (or the same signed message id: webhook-id, a sender's
+// delivery id, a Stripe or Slack event's id) added.
 type HookResponse struct {
 	ID        string `json:"id"`
 	Duplicate bool   `json:"duplicate"`
