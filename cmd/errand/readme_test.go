@@ -61,6 +61,8 @@ func TestREADMEWalkthrough(t *testing.T) {
 	}
 	curlBlocks := readmeBlocks(t, "A walkthrough with curl")
 	cliBlocks := readmeBlocks(t, "The CLI")
+	hookBlocks := readmeBlocks(t, "Webhooks in: hooks")
+	_, hasOpenSSL := exec.LookPath("openssl")
 	for round := 1; round <= 2; round++ {
 		out, errs := run(curlBlocks[0])
 		if !strings.Contains(out, `"TASK_EXISTS"`) || strings.Count(out, `"state":"cancelled"`) != 1 ||
@@ -73,6 +75,14 @@ func TestREADMEWalkthrough(t *testing.T) {
 		out, errs = run(curlBlocks[1])
 		if !strings.Contains(out, `"state":"succeeded"`) || !strings.Contains(out, `"result":{"ok":true}`) || errs != "" {
 			t.Fatalf("round %d, the worker:\n%s\nstderr: %s", round, out, errs)
+		}
+		// The hook block: GitHub's call, signed with openssl, then its
+		// redelivery, a duplicate (a new rule each round, so again).
+		if hasOpenSSL == nil {
+			out, errs = run(hookBlocks[0])
+			if first, second, _ := strings.Cut(out, "\n"); !strings.Contains(first, `"duplicate":false`) || !strings.Contains(second, `"duplicate":true`) || errs != "" {
+				t.Fatalf("round %d, the hook block:\n%s\nstderr: %s", round, out, errs)
+			}
 		}
 		out, errs = run(cliBlocks[0])
 		if !strings.Contains(out, "report-2026-01-02") || !strings.Contains(out, "reports  pull") ||
