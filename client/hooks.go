@@ -17,8 +17,8 @@ import (
 // earlier call with the same Idempotency-Key (or webhook-id, GitHub's
 // X-GitHub-Delivery, Twilio's I-Twilio-Idempotency-Token, Shopify's
 // X-Shopify-Webhook-Id, WooCommerce's and Linear's delivery ids, or the
-// event id of a call signed as Stripe or Slack sign: errandapi.HookEventID)
-// added.
+// event id of a call signed as Stripe, Slack or Paddle sign:
+// errandapi.HookEventID) added.
 // A call that names its task so is retried like any repeatable call; one
 // that does not is not sent twice once it may have reached the server, as
 // a second call would add a second task.
@@ -30,7 +30,8 @@ func (c *Client) FireHook(ctx context.Context, instance, hook string, body []byt
 		headers.Get("X-Shopify-Hmac-Sha256") != "" && headers.Get("X-Shopify-Webhook-Id") != "" ||
 		headers.Get("X-WC-Webhook-Signature") != "" && headers.Get("X-WC-Webhook-Delivery-ID") != "" ||
 		headers.Get("Linear-Signature") != "" && headers.Get("Linear-Delivery") != "" ||
-		(headers.Get("Stripe-Signature") != "" || headers.Get("X-Slack-Signature") != "") && errandapi.HookEventID(body) != ""
+		(headers.Get("Stripe-Signature") != "" || headers.Get("X-Slack-Signature") != "" || headers.Get("Paddle-Signature") != "") &&
+			errandapi.HookEventID(body) != ""
 	err := c.do(ctx, call{method: "POST", path: []string{"v1", "hooks", instance, hook}, raw: body, header: headers,
 		anonymous: true, out: &out, repeatable: named})
 	if err != nil {

@@ -21,6 +21,8 @@ func TestHookEventID(t *testing.T) {
 		``:                                                        "",
 		`{"id":"evt_1","object":"event","id":"evt_2"}`:            "evt_2",
 		`{"event_id":"Ev1","type":"event_callback","object":"x"}`: "Ev1",
+		`{"event_id":"evt_9","event_type":"transaction.completed","notification_id":"ntf_1"}`: "evt_9",
+		`{"event_id":"evt_9","event_type":"transaction.completed"}`:                           "",
 	} {
 		if got := errandapi.HookEventID([]byte(body)); got != want {
 			t.Errorf("HookEventID(%s) = %q, want %q", body, got, want)

@@ -189,8 +189,8 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 // verifyHook checks the signature a call to a hook with a secret carries,
 // in the first form whose header it sends, and returns the message id
 // that names its task ("" for none) and the form ("standard", a
-// bodySignature's form, "slack", "stripe", "calendly", "zoom" or
-// "twilio"):
+// bodySignature's form, "slack", "stripe", "calendly", "paddle", "zoom"
+// or "twilio"):
 //   - Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature;
 //     or svix-id, svix-timestamp, svix-signature, as Svix sends them for
 //     Clerk, Resend and others): verifyStandard.
@@ -216,6 +216,10 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 //     for days.
 //   - Calendly's Calendly-Webhook-Signature: Stripe's scheme under
 //     Calendly's header name, keyed with the webhook signing key.
+//   - Paddle's Paddle-Signature: "ts=<seconds>;h1=<hex>", the HMAC-SHA256
+//     of "<ts>:<body>" keyed with the notification destination's secret
+//     key, ts within HookReplayWindow; the event_id in the body names the
+//     task (errandapi.HookEventID).
 //   - Zoom's x-zm-signature: Slack's scheme under Zoom's header names,
 //     keyed with the app's secret token, x-zm-request-timestamp within
 //     HookReplayWindow.
@@ -242,12 +246,17 @@ func verifyHook(secret string, c HookCall, now time.Time) (msgID, form string, e
 		}
 		return errandapi.HookEventID(c.Body), "slack", nil
 	case c.Header("Stripe-Signature") != "":
-		if err := verifyStripe(secret, c, "Stripe-Signature", now); err != nil {
+		if err := stripeScheme.verify(secret, c, now); err != nil {
 			return "", "", err
 		}
 		return errandapi.HookEventID(c.Body), "stripe", nil
 	case c.Header("Calendly-Webhook-Signature") != "":
-		return "", "calendly", verifyStripe(secret, c, "Calendly-Webhook-Signature", now)
+		return "", "calendly", calendlyScheme.verify(secret, c, now)
+	case c.Header("Paddle-Signature") != "":
+		if err := paddleScheme.verify(secret, c, now); err != nil {
+			return "", "", err
+		}
+		return errandapi.HookEventID(c.Body), "paddle", nil
 	case c.Header("x-zm-signature") != "":
 		if err := verifyV0(secret, c, "x-zm-signature", "x-zm-request-timestamp", now); err != nil {
 			return "", "", err
@@ -260,7 +269,7 @@ func verifyHook(secret string, c HookCall, now time.Time) (msgID, form string, e
 		return c.Header("I-Twilio-Idempotency-Token"), "twilio", nil
 	}
 	return "", "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
-		"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Calendly's Calendly-Webhook-Signature, Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256, "+
+		"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Calendly's Calendly-Webhook-Signature, Paddle's Paddle-Signature, Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256, "+
 		"or the body signature of WooCommerce, Linear, Sentry, Typeform or Intercom")
 }
 
@@ -358,35 +367,49 @@ func hookTime(v, name string, now time.Time) (int64, error) {
 	return sec, nil
 }
 
-// verifyStripe checks a Stripe-Signature (see verifyHook).
-// Calendly signs the same way under Calendly-Webhook-Signature: header is
-// the one the call carries.
-func verifyStripe(secret string, c HookCall, header string, now time.Time) error {
+// stamped is a signature scheme whose header holds a time and one or more
+// signatures of it and the body: Stripe's "t=<seconds>,v1=<hex>" over
+// "<t>.<body>" (Calendly's too, under its own header), Paddle's
+// "ts=<seconds>;h1=<hex>" over "<ts>:<body>"; each the hex HMAC-SHA256
+// keyed with the whole secret string, the time within HookReplayWindow.
+type stamped struct {
+	header, sep, tsKey, sigKey, joiner string
+}
+
+// The stamped schemes verifyHook reads.
+var (
+	stripeScheme   = stamped{header: "Stripe-Signature", sep: ",", tsKey: "t", sigKey: "v1", joiner: "."}
+	calendlyScheme = stamped{header: "Calendly-Webhook-Signature", sep: ",", tsKey: "t", sigKey: "v1", joiner: "."}
+	paddleScheme   = stamped{header: "Paddle-Signature", sep: ";", tsKey: "ts", sigKey: "h1", joiner: ":"}
+)
+
+// verify checks c's signature in the scheme (see verifyHook); any of
+// several signatures may match, as while a sender rolls its secret.
+func (s stamped) verify(secret string, c HookCall, now time.Time) error {
 	var ts string
 	var sigs []string
-	for _, part := range strings.Split(c.Header(header), ",") {
+	for _, part := range strings.Split(c.Header(s.header), s.sep) {
 		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
 		switch k {
-		case "t":
+		case s.tsKey:
 			ts = v
-		case "v1":
+		case s.sigKey:
 			sigs = append(sigs, v)
 		}
 	}
 	if _, err := strconv.ParseInt(ts, 10, 64); err != nil || len(sigs) == 0 {
-		return task.Errorf(task.CodeUnauthenticated, "%s must be t=<seconds since the epoch>,v1=<hex signature>", header)
+		return task.Errorf(task.CodeUnauthenticated, "%s must be %s=<seconds since the epoch>%s%s=<hex signature>", s.header, s.tsKey, s.sep, s.sigKey)
 	}
-	sec, err := hookTime(ts, header+"'s t", now)
-	if err != nil {
+	if _, err := hookTime(ts, s.header+"'s "+s.tsKey, now); err != nil {
 		return err
 	}
-	want := deliver.Sign(secret, sec, c.Body)[len("v1="):]
+	want := hex.EncodeToString(deliver.SignBody(secret, append([]byte(ts+s.joiner), c.Body...), sha256.New))
 	for _, sig := range sigs {
 		if hexEqual(sig, want) {
 			return nil
 		}
 	}
-	return task.Errorf(task.CodeUnauthenticated, "%s does not match this hook's secret", header)
+	return task.Errorf(task.CodeUnauthenticated, "%s does not match this hook's secret", s.header)
 }
 
 // hexEqual compares a hex signature sent (either case) with want (lower

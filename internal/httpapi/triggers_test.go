@@ -843,3 +843,41 @@ func TestHookCalendly(t *testing.T) {
 		t.Fatalf("%d tasks, want 1", n)
 	}
 }
+
+// TestHookPaddle: Paddle signs with Paddle-Signature, ts=<seconds>;h1=<hex
+// HMAC-SHA256 of "<ts>:<body>"> keyed with the destination's secret key
+// (any of several h1 may match); the notification's event_id names the
+// task, so Paddle's retry adds nothing; stale, malformed or another key's
+// signatures are refused.
+func TestHookPaddle(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	key := "pdl_ntfset_01gkpjp8bkm3tm53kdgkx6sms7_6h3qd3uFSi9YCD3OLYAShQI90XTI5vEI"
+	path := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+key+`"}}`).
+		want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	body := `{"event_id":"evt_01h8bzakzx3hm2fmen703n5q45","event_type":"transaction.completed","occurred_at":"2026-12-05T20:00:00Z","notification_id":"ntf_01h8bzam1z32agrxjwhjgqk8w6","data":{"id":"txn_1"}}`
+	sign := func(k string, ts int64) string {
+		m := hmac.New(sha256.New, []byte(k))
+		m.Write([]byte(strconv.FormatInt(ts, 10) + ":" + body))
+		return "ts=" + strconv.FormatInt(ts, 10) + ";h1=" + hex.EncodeToString(m.Sum(nil))
+	}
+	now := b.clock.Now().Unix()
+	call := func(sig string) res {
+		t.Helper()
+		return b.hookCall(path, []byte(body), map[string]string{"Paddle-Signature": sig})
+	}
+	first := call(sign(key, now)).want(t, 202, "")
+	if again := call(sign(key, now+30)+";h1=00ff").want(t, 202, ""); again.body["id"] != first.body["id"] || again.body["duplicate"] != true {
+		t.Fatalf("Paddle's retry: %s, first %s", again.raw, first.raw)
+	}
+	call(sign(key, now-6*60)).want(t, 401, "UNAUTHENTICATED")
+	call(sign("pdl_ntfset_another_key_0123456789", now)).want(t, 401, "UNAUTHENTICATED")
+	r := call("h1=00").want(t, 401, "UNAUTHENTICATED")
+	if msg := r.body["error"].(map[string]any)["message"].(string); !strings.HasPrefix(msg, "Paddle-Signature must be ts=") {
+		t.Fatalf("a malformed signature: %s", msg)
+	}
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 1 {
+		t.Fatalf("%d tasks, want 1", n)
+	}
+}
