@@ -232,7 +232,7 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 // A secret that is not a whsec_ key (task.ValidateHookSecret) checks all
 // but Standard Webhooks signatures.
 func verifyHook(secret string, c HookCall, now time.Time) (msgID, form string, err error) {
-	bs := bodySignatureOf(c)
+	bs, ss := bodySignatureOf(c), stampedOf(c)
 	switch {
 	case standardHeader(c, "id") != "" || standardHeader(c, "timestamp") != "" || standardHeader(c, "signature") != "":
 		msgID, err = verifyStandard(secret, c, now)
@@ -245,18 +245,14 @@ func verifyHook(secret string, c HookCall, now time.Time) (msgID, form string, e
 			return "", "", err
 		}
 		return errandapi.HookEventID(c.Body), "slack", nil
-	case c.Header("Stripe-Signature") != "":
-		if err := stripeScheme.verify(secret, c, now); err != nil {
+	case ss != nil:
+		if err := ss.verify(secret, c, now); err != nil {
 			return "", "", err
 		}
-		return errandapi.HookEventID(c.Body), "stripe", nil
-	case c.Header("Calendly-Webhook-Signature") != "":
-		return "", "calendly", calendlyScheme.verify(secret, c, now)
-	case c.Header("Paddle-Signature") != "":
-		if err := paddleScheme.verify(secret, c, now); err != nil {
-			return "", "", err
+		if ss.eventID {
+			msgID = errandapi.HookEventID(c.Body)
 		}
-		return errandapi.HookEventID(c.Body), "paddle", nil
+		return msgID, ss.form, nil
 	case c.Header("x-zm-signature") != "":
 		if err := verifyV0(secret, c, "x-zm-signature", "x-zm-request-timestamp", now); err != nil {
 			return "", "", err
@@ -290,11 +286,15 @@ func verifyTwilio(secret string, c HookCall) error {
 	if c.URLs != nil {
 		urls = c.URLs()
 	}
-	sum := sha256.Sum256(c.Body)
+	var bodyHash string // a body that is not a form is signed through it
+	if form == nil {
+		sum := sha256.Sum256(c.Body)
+		bodyHash = hex.EncodeToString(sum[:])
+	}
 	for _, u := range urls {
 		if form == nil {
 			pu, err := url.Parse(u)
-			if err != nil || !hexEqual(pu.Query().Get("bodySHA256"), hex.EncodeToString(sum[:])) {
+			if err != nil || !hexEqual(pu.Query().Get("bodySHA256"), bodyHash) {
 				continue
 			}
 		}
@@ -349,9 +349,8 @@ func zoomValidation(secret string, body []byte) *errandapi.HookZoomValidation {
 	if json.Unmarshal(body, &v) != nil || v.Event != "endpoint.url_validation" || v.Payload.PlainToken == "" {
 		return nil
 	}
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte(v.Payload.PlainToken))
-	return &errandapi.HookZoomValidation{PlainToken: v.Payload.PlainToken, EncryptedToken: hex.EncodeToString(m.Sum(nil))}
+	mac := deliver.SignBody(secret, []byte(v.Payload.PlainToken), sha256.New)
+	return &errandapi.HookZoomValidation{PlainToken: v.Payload.PlainToken, EncryptedToken: hex.EncodeToString(mac)}
 }
 
 // hookTime reads a signature's time, seconds since the epoch in header
@@ -373,15 +372,29 @@ func hookTime(v, name string, now time.Time) (int64, error) {
 // "ts=<seconds>;h1=<hex>" over "<ts>:<body>"; each the hex HMAC-SHA256
 // keyed with the whole secret string, the time within HookReplayWindow.
 type stamped struct {
+	form                               string // verifyHook's name for it
 	header, sep, tsKey, sigKey, joiner string
+	// eventID: the event id in the body names the task
+	// (errandapi.HookEventID).
+	eventID bool
 }
 
-// The stamped schemes verifyHook reads.
-var (
-	stripeScheme   = stamped{header: "Stripe-Signature", sep: ",", tsKey: "t", sigKey: "v1", joiner: "."}
-	calendlyScheme = stamped{header: "Calendly-Webhook-Signature", sep: ",", tsKey: "t", sigKey: "v1", joiner: "."}
-	paddleScheme   = stamped{header: "Paddle-Signature", sep: ";", tsKey: "ts", sigKey: "h1", joiner: ":"}
-)
+// stampedSchemes are the stamped schemes verifyHook reads, in order.
+var stampedSchemes = []stamped{
+	{form: "stripe", header: "Stripe-Signature", sep: ",", tsKey: "t", sigKey: "v1", joiner: ".", eventID: true},
+	{form: "calendly", header: "Calendly-Webhook-Signature", sep: ",", tsKey: "t", sigKey: "v1", joiner: "."},
+	{form: "paddle", header: "Paddle-Signature", sep: ";", tsKey: "ts", sigKey: "h1", joiner: ":", eventID: true},
+}
+
+// stampedOf is the first of stampedSchemes whose header c sends.
+func stampedOf(c HookCall) *stamped {
+	for i := range stampedSchemes {
+		if c.Header(stampedSchemes[i].header) != "" {
+			return &stampedSchemes[i]
+		}
+	}
+	return nil
+}
 
 // verify checks c's signature in the scheme (see verifyHook); any of
 // several signatures may match, as while a sender rolls its secret.
