@@ -82,24 +82,35 @@ func TestFireHook(t *testing.T) {
 	}
 }
 
+// hookSecret is the secret of lossyHook's rule.
+const hookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// lossyHook starts a server whose answers f may lose, with a pull queue
+// jobs/in and a hook rule signed with hookSecret adding to it; it returns the
+// rule's token.
+func lossyHook(t *testing.T) (f *failing, e *env, dev *client.Client, token string) {
+	f = &failing{suffix: "/not-yet", how: "lose"}
+	e = start(t, options{wrap: f.wrap})
+	ctx := context.Background()
+	dev = e.client("", client.RetryPolicy{})
+	if _, err := dev.CreateQueue(ctx, "jobs", "in", errandapi.QueueRequest{Mode: new(errandapi.ModePull)}); err != nil {
+		t.Fatal(err)
+	}
+	q := "jobs/in"
+	rule := must(dev.CreateTrigger(ctx, "jobs", errandapi.TriggerRequest{Queue: &q,
+		Hook: &errandapi.TriggerHookSpec{Secret: errandapi.Value(hookSecret)}})).of(t)
+	return f, e, dev, path.Base(rule.Hook.Path)
+}
+
 // TestFireHookStripeEventRetried: a Stripe-signed call whose body is an
 // event names its task by the event's id, so the client sends it again
 // after a lost answer and gets the first try's task, marked a duplicate;
 // the same call without an event id is not sent twice.
 func TestFireHookStripeEventRetried(t *testing.T) {
-	f := &failing{suffix: "/not-yet", how: "lose"}
-	e := start(t, options{wrap: f.wrap})
+	f, e, dev, token := lossyHook(t)
 	ctx := context.Background()
-	dev := e.client("", client.RetryPolicy{})
-	if _, err := dev.CreateQueue(ctx, "jobs", "in", errandapi.QueueRequest{Mode: new(errandapi.ModePull)}); err != nil {
-		t.Fatal(err)
-	}
-	q, secret := "jobs/in", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	rule := must(dev.CreateTrigger(ctx, "jobs", errandapi.TriggerRequest{Queue: &q,
-		Hook: &errandapi.TriggerHookSpec{Secret: errandapi.Value(secret)}})).of(t)
-	token := path.Base(rule.Hook.Path)
 	fire := func(body string) (*errandapi.HookResponse, error) {
-		h := http.Header{"Stripe-Signature": {deliver.SignStripe(secret, e.clock.Now().Unix(), []byte(body))}}
+		h := http.Header{"Stripe-Signature": {deliver.SignStripe(hookSecret, e.clock.Now().Unix(), []byte(body))}}
 		f.suffix, f.n = token, int(f.seen.Load())+1 // lose the next answer
 		return dev.FireHook(ctx, "jobs", token, []byte(body), h)
 	}
@@ -112,5 +123,26 @@ func TestFireHookStripeEventRetried(t *testing.T) {
 	}
 	if n := len(must(dev.ListTasks(ctx, "jobs", "in", client.ListOptions{})).of(t).Tasks); n != 2 {
 		t.Fatalf("%d tasks, want 2 (each body stored once)", n)
+	}
+}
+
+// TestFireHookSvixRetried: a call signed with Svix's own header names
+// (svix-id, as Clerk and Resend send them) names its task by svix-id, so
+// the client sends it again after a lost answer and gets the first try's
+// task, marked a duplicate.
+func TestFireHookSvixRetried(t *testing.T) {
+	f, e, dev, token := lossyHook(t)
+	ctx := context.Background()
+	body := []byte(`{"type":"user.created"}`)
+	now := e.clock.Now().Unix()
+	sig, _ := deliver.SignStandard(hookSecret, "msg_2Lq", now, body)
+	h := http.Header{"Svix-Id": {"msg_2Lq"}, "Svix-Timestamp": {strconv.FormatInt(now, 10)}, "Svix-Signature": {sig}}
+	f.suffix, f.n = token, int(f.seen.Load())+1 // lose the next answer
+	r, err := dev.FireHook(ctx, "jobs", token, body, h)
+	if err != nil || r.ID == "" || !r.Duplicate || f.seen.Load() != 2 {
+		t.Fatalf("a Svix-signed call after a lost answer: %+v %v in %d tries, want the first try's task as a duplicate in 2", r, err, f.seen.Load())
+	}
+	if n := len(must(dev.ListTasks(ctx, "jobs", "in", client.ListOptions{})).of(t).Tasks); n != 1 {
+		t.Fatalf("%d tasks, want 1", n)
 	}
 }

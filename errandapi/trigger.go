@@ -137,32 +137,3 @@ type HookZoomValidation struct {
 	PlainToken     string `json:"plainToken"`
 	EncryptedToken string `json:"encryptedToken"`
 }
-
-// HookEventID is the event id a Stripe, Slack or Paddle call carries in
-// its body rather than a header: a Stripe event's ({"object": "event",
-// "id": "evt_…"}), a Slack Events API callback's ({"type":
-// "event_callback", "event_id": "Ev…"}) or a Paddle notification's
-// ({"event_id": "evt_…", "event_type": …, "notification_id": …}); "" for
-// any other body. A hook with a secret names the task of a call signed by
-// that sender by it (when no Idempotency-Key does), so the sender's
-// redelivery of an event adds nothing twice.
-func HookEventID(body []byte) string {
-	var v struct {
-		Object         string `json:"object"`
-		ID             string `json:"id"`
-		Type           string `json:"type"`
-		EventID        string `json:"event_id"`
-		EventType      string `json:"event_type"`
-		NotificationID string `json:"notification_id"`
-	}
-	if json.Unmarshal(body, &v) != nil {
-		return ""
-	}
-	switch {
-	case v.Object == "event":
-		return v.ID
-	case v.Type == "event_callback", v.EventType != "" && v.NotificationID != "":
-		return v.EventID
-	}
-	return ""
-}

@@ -96,9 +96,10 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 	if tr.HookSecret != "" {
 		var form string
 		var err error
-		if msgID, form, err = verifyHook(tr.HookSecret, c, e.clock.Now()); err != nil {
+		if form, err = verifyHook(tr.HookSecret, c, e.clock.Now()); err != nil {
 			return nil, err
 		}
+		msgID = errandapi.HookMessageID(c.Header, c.Body)
 		switch form { // only a sender's own calls are read for its URL check
 		case "slack":
 			if ch := slackChallenge(c.Body); ch != "" {
@@ -187,10 +188,12 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 }
 
 // verifyHook checks the signature a call to a hook with a secret carries,
-// in the first form whose header it sends, and returns the message id
-// that names its task ("" for none) and the form ("standard", a
+// in the form of the first sender whose header it sends
+// (errandapi.HookSenderOf; a Standard Webhooks call by its webhook-id or
+// -timestamp too), and returns the sender's name ("standard", a
 // bodySignature's form, "slack", "stripe", "calendly", "paddle", "zoom"
-// or "twilio"):
+// or "twilio"). The sender's message id, which names the task, is
+// errandapi.HookMessageID's:
 //   - Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature;
 //     or svix-id, svix-timestamp, svix-signature, as Svix sends them for
 //     Clerk, Resend and others): verifyStandard.
@@ -231,42 +234,36 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 //
 // A secret that is not a whsec_ key (task.ValidateHookSecret) checks all
 // but Standard Webhooks signatures.
-func verifyHook(secret string, c HookCall, now time.Time) (msgID, form string, err error) {
-	bs, ss := bodySignatureOf(c), stampedOf(c)
-	switch {
-	case standardHeader(c, "id") != "" || standardHeader(c, "timestamp") != "" || standardHeader(c, "signature") != "":
-		msgID, err = verifyStandard(secret, c, now)
-		return msgID, "standard", err
-	case bs != nil:
-		msgID, err = bs.verify(secret, c)
-		return msgID, bs.form, err
-	case c.Header("X-Slack-Signature") != "":
-		if err := verifyV0(secret, c, "X-Slack-Signature", "X-Slack-Request-Timestamp", now); err != nil {
-			return "", "", err
-		}
-		return errandapi.HookEventID(c.Body), "slack", nil
-	case ss != nil:
-		if err := ss.verify(secret, c, now); err != nil {
-			return "", "", err
-		}
-		if ss.eventID {
-			msgID = errandapi.HookEventID(c.Body)
-		}
-		return msgID, ss.form, nil
-	case c.Header("x-zm-signature") != "":
-		if err := verifyV0(secret, c, "x-zm-signature", "x-zm-request-timestamp", now); err != nil {
-			return "", "", err
-		}
-		return "", "zoom", nil
-	case c.Header("X-Twilio-Signature") != "":
-		if err := verifyTwilio(secret, c); err != nil {
-			return "", "", err
-		}
-		return c.Header("I-Twilio-Idempotency-Token"), "twilio", nil
+func verifyHook(secret string, c HookCall, now time.Time) (form string, err error) {
+	if standardHeader(c, "id") != "" || standardHeader(c, "timestamp") != "" {
+		// A Standard Webhooks call, its signature perhaps missing.
+		return "standard", verifyStandard(secret, c, now)
 	}
-	return "", "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
-		"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Calendly's Calendly-Webhook-Signature, Paddle's Paddle-Signature, Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256, "+
-		"or the body signature of WooCommerce, Linear, Sentry, Typeform or Intercom")
+	s := errandapi.HookSenderOf(c.Header)
+	if s == nil {
+		return "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
+			"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Calendly's Calendly-Webhook-Signature, Paddle's Paddle-Signature, Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256, "+
+			"or the body signature of WooCommerce, Linear, Sentry, Typeform or Intercom")
+	}
+	switch s.Name {
+	case "standard":
+		err = verifyStandard(secret, c, now)
+	case "slack":
+		err = verifyV0(secret, c, "X-Slack-Signature", "X-Slack-Request-Timestamp", now)
+	case "zoom":
+		err = verifyV0(secret, c, "x-zm-signature", "x-zm-request-timestamp", now)
+	case "twilio":
+		err = verifyTwilio(secret, c)
+	default:
+		if bs := bodySignatureNamed(s.Name); bs != nil {
+			err = bs.verify(secret, c)
+		} else if ss := stampedNamed(s.Name); ss != nil {
+			err = ss.verify(secret, c, now)
+		} else {
+			err = task.Errorf(task.CodeInternal, "hook sender %q has no check", s.Name)
+		}
+	}
+	return s.Name, err
 }
 
 // verifyTwilio checks an X-Twilio-Signature (see verifyHook) against each
@@ -372,24 +369,22 @@ func hookTime(v, name string, now time.Time) (int64, error) {
 // "ts=<seconds>;h1=<hex>" over "<ts>:<body>"; each the hex HMAC-SHA256
 // keyed with the whole secret string, the time within HookReplayWindow.
 type stamped struct {
-	form                               string // verifyHook's name for it
+	form                               string // the sender's name (errandapi.HookSender)
 	header, sep, tsKey, sigKey, joiner string
-	// eventID: the event id in the body names the task
-	// (errandapi.HookEventID).
-	eventID bool
 }
 
-// stampedSchemes are the stamped schemes verifyHook reads, in order.
+// stampedSchemes are the stamped schemes verifyHook reads, by the sender's
+// name (errandapi.HookSenders orders them).
 var stampedSchemes = []stamped{
-	{form: "stripe", header: "Stripe-Signature", sep: ",", tsKey: "t", sigKey: "v1", joiner: ".", eventID: true},
+	{form: "stripe", header: "Stripe-Signature", sep: ",", tsKey: "t", sigKey: "v1", joiner: "."},
 	{form: "calendly", header: "Calendly-Webhook-Signature", sep: ",", tsKey: "t", sigKey: "v1", joiner: "."},
-	{form: "paddle", header: "Paddle-Signature", sep: ";", tsKey: "ts", sigKey: "h1", joiner: ":", eventID: true},
+	{form: "paddle", header: "Paddle-Signature", sep: ";", tsKey: "ts", sigKey: "h1", joiner: ":"},
 }
 
-// stampedOf is the first of stampedSchemes whose header c sends.
-func stampedOf(c HookCall) *stamped {
+// stampedNamed is the stamped scheme of the sender named form, or nil.
+func stampedNamed(form string) *stamped {
 	for i := range stampedSchemes {
-		if c.Header(stampedSchemes[i].header) != "" {
+		if stampedSchemes[i].form == form {
 			return &stampedSchemes[i]
 		}
 	}
@@ -443,25 +438,25 @@ func standardHeader(c HookCall, name string) string {
 // verifyStandard checks a Standard Webhooks signature: HMAC-SHA256 keyed
 // with the secret's bytes over "<webhook-id>.<webhook-timestamp>.<body>",
 // sent base64 as one of the space-separated "v1,<sig>" of
-// webhook-signature (deliver.SignStandard computes it). It returns the
-// message id. The svix- headers stand for the webhook- ones.
-func verifyStandard(secret string, c HookCall, now time.Time) (string, error) {
+// webhook-signature (deliver.SignStandard computes it). The svix- headers
+// stand for the webhook- ones.
+func verifyStandard(secret string, c HookCall, now time.Time) error {
 	msgID, ts, sigs := standardHeader(c, "id"), standardHeader(c, "timestamp"), standardHeader(c, "signature")
 	if msgID == "" || ts == "" || sigs == "" {
-		return "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks)")
+		return task.Errorf(task.CodeUnauthenticated, "this hook is signed: send webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks)")
 	}
 	sec, err := hookTime(ts, "webhook-timestamp", now)
 	if err != nil {
-		return "", err
+		return err
 	}
 	want, ok := deliver.SignStandard(secret, msgID, sec, c.Body)
 	if !ok {
-		return "", task.Errorf(task.CodeUnauthenticated, "this hook's secret is not a whsec_ key, so it checks GitHub's, Slack's, Stripe's, Twilio's or Shopify's signatures, not Standard Webhooks'")
+		return task.Errorf(task.CodeUnauthenticated, "this hook's secret is not a whsec_ key, so it checks GitHub's, Slack's, Stripe's, Twilio's or Shopify's signatures, not Standard Webhooks'")
 	}
 	for _, sig := range strings.Fields(sigs) {
 		if hmac.Equal([]byte(sig), []byte(want)) {
-			return msgID, nil
+			return nil
 		}
 	}
-	return "", task.Errorf(task.CodeUnauthenticated, "webhook-signature does not match this hook's secret")
+	return task.Errorf(task.CodeUnauthenticated, "webhook-signature does not match this hook's secret")
 }

@@ -1,0 +1,120 @@
+package errandapi
+
+import "encoding/json"
+
+// HookSender is a sender whose signed calls a hook with a secret reads:
+// the header that marks its call and holds its signature, and what in a
+// call names the task it adds, so that the sender's redelivery adds
+// nothing twice.
+type HookSender struct {
+	// Name is the sender's (or scheme's) name: "standard", "github",
+	// "stripe" …
+	Name string
+	// Header holds the sender's signature; a call that sends it is read as
+	// this sender's.
+	Header string
+	// IDHeader, when not "", is the header whose value names the task
+	// (webhook-id, X-GitHub-Delivery …).
+	IDHeader string
+	// EventID: the event id in the body names the task (HookEventID).
+	EventID bool
+}
+
+// hookSenders are the senders in the order a hook reads them: a call that
+// carries the signature headers of several is read as the first's (GitHub
+// sends X-Hub-Signature-256 and the older X-Hub-Signature). Senders whose
+// calls carry no id are listed too, so that their calls are read as theirs.
+var hookSenders = []HookSender{
+	{Name: "standard", Header: "webhook-signature", IDHeader: "webhook-id"},
+	{Name: "standard", Header: "svix-signature", IDHeader: "svix-id"},
+	{Name: "github", Header: "X-Hub-Signature-256", IDHeader: "X-GitHub-Delivery"},
+	{Name: "shopify", Header: "X-Shopify-Hmac-Sha256", IDHeader: "X-Shopify-Webhook-Id"},
+	{Name: "woocommerce", Header: "X-WC-Webhook-Signature", IDHeader: "X-WC-Webhook-Delivery-ID"},
+	{Name: "linear", Header: "Linear-Signature", IDHeader: "Linear-Delivery"},
+	{Name: "sentry", Header: "Sentry-Hook-Signature"},
+	{Name: "typeform", Header: "Typeform-Signature"},
+	{Name: "x-hub-signature", Header: "X-Hub-Signature"},
+	{Name: "slack", Header: "X-Slack-Signature", EventID: true},
+	{Name: "stripe", Header: "Stripe-Signature", EventID: true},
+	{Name: "calendly", Header: "Calendly-Webhook-Signature"},
+	{Name: "paddle", Header: "Paddle-Signature", EventID: true},
+	{Name: "zoom", Header: "x-zm-signature"},
+	{Name: "twilio", Header: "X-Twilio-Signature", IDHeader: "I-Twilio-Idempotency-Token"},
+}
+
+// HookSenders returns the senders a hook with a secret reads, in the
+// order it reads them.
+func HookSenders() []HookSender {
+	return append([]HookSender(nil), hookSenders...)
+}
+
+// HookSenderOf is the sender whose signature header a call sends, first in
+// HookSenders' order; header reads one request header. Nil: none.
+func HookSenderOf(header func(name string) string) *HookSender {
+	for i := range hookSenders {
+		if header(hookSenders[i].Header) != "" {
+			s := hookSenders[i]
+			return &s
+		}
+	}
+	return nil
+}
+
+// HookMessageID is the sender's message id of a call to a hook with a
+// secret (HookSenderOf's IDHeader, or the event id in the body), which
+// names the task once the call's signature is checked, unless an
+// Idempotency-Key does; "" for none. A Standard Webhooks call's is
+// webhook-id, else svix-id.
+func HookMessageID(header func(name string) string, body []byte) string {
+	s := HookSenderOf(header)
+	switch {
+	case s == nil:
+		return ""
+	case s.Name == "standard":
+		if id := header("webhook-id"); id != "" {
+			return id
+		}
+		return header("svix-id")
+	case s.IDHeader != "":
+		return header(s.IDHeader)
+	case s.EventID:
+		return HookEventID(body)
+	}
+	return ""
+}
+
+// HookNamesTask reports whether a call to a hook with a secret, with
+// these headers (header reads one) and body, names its task (an Idempotency-Key or HookMessageID),
+// so that sending it again adds nothing twice.
+func HookNamesTask(header func(name string) string, body []byte) bool {
+	return header("Idempotency-Key") != "" || HookMessageID(header, body) != ""
+}
+
+// HookEventID is the event id a Stripe, Slack or Paddle call carries in
+// its body rather than a header: a Stripe event's ({"object": "event",
+// "id": "evt_…"}), a Slack Events API callback's ({"type":
+// "event_callback", "event_id": "Ev…"}) or a Paddle notification's
+// ({"event_id": "evt_…", "event_type": …, "notification_id": …}); "" for
+// any other body. A hook with a secret names the task of a call signed by
+// that sender by it (when no Idempotency-Key does), so the sender's
+// redelivery of an event adds nothing twice.
+func HookEventID(body []byte) string {
+	var v struct {
+		Object         string `json:"object"`
+		ID             string `json:"id"`
+		Type           string `json:"type"`
+		EventID        string `json:"event_id"`
+		EventType      string `json:"event_type"`
+		NotificationID string `json:"notification_id"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return ""
+	}
+	switch {
+	case v.Object == "event":
+		return v.ID
+	case v.Type == "event_callback", v.EventType != "" && v.NotificationID != "":
+		return v.EventID
+	}
+	return ""
+}

@@ -1,0 +1,71 @@
+package errandapi_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/errandhq/errand/errandapi"
+)
+
+// TestHookEventID: a Stripe event's id and a Slack Events API callback's
+// event_id are read from the body; anything else has none.
+func TestHookEventID(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"id":"evt_1","object":"event","type":"invoice.paid"}`:   "evt_1",
+		`{"type":"event_callback","event_id":"Ev1","event":{}}`:   "Ev1",
+		`{"id":"in_1","object":"invoice"}`:                        "",
+		`{"type":"url_verification","challenge":"c"}`:             "",
+		`{"type":"event_callback"}`:                               "",
+		`{"object":"event"}`:                                      "",
+		`[1,2]`:                                                   "",
+		`command=%2Fdeploy&text=x`:                                "",
+		``:                                                        "",
+		`{"id":"evt_1","object":"event","id":"evt_2"}`:            "evt_2",
+		`{"event_id":"Ev1","type":"event_callback","object":"x"}`: "Ev1",
+		`{"event_id":"evt_9","event_type":"transaction.completed","notification_id":"ntf_1"}`: "evt_9",
+		`{"event_id":"evt_9","event_type":"transaction.completed"}`:                           "",
+	} {
+		if got := errandapi.HookEventID([]byte(body)); got != want {
+			t.Errorf("HookEventID(%s) = %q, want %q", body, got, want)
+		}
+	}
+}
+
+// TestHookMessageID: the first sender whose signature header a call sends
+// says what names its task: its id header (svix-id for a Svix-signed
+// call), or the event id in the body, or nothing.
+func TestHookMessageID(t *testing.T) {
+	event := `{"id":"evt_1","object":"event"}`
+	for _, c := range []struct {
+		name   string
+		header http.Header
+		body   string
+		want   string
+	}{
+		{"standard", http.Header{"Webhook-Signature": {"v1,x"}, "Webhook-Id": {"msg_1"}}, "", "msg_1"},
+		{"svix", http.Header{"Svix-Signature": {"v1,x"}, "Svix-Id": {"msg_2"}}, "", "msg_2"},
+		{"svix signature, webhook-id", http.Header{"Svix-Signature": {"v1,x"}, "Webhook-Id": {"msg_3"}, "Svix-Id": {"msg_4"}}, "", "msg_3"},
+		{"github", http.Header{"X-Hub-Signature-256": {"sha256=x"}, "X-Github-Delivery": {"d1"}}, "", "d1"},
+		{"github and its older header", http.Header{"X-Hub-Signature": {"sha1=x"}, "X-Hub-Signature-256": {"sha256=x"}, "X-Github-Delivery": {"d1"}}, "", "d1"},
+		{"github before stripe", http.Header{"X-Hub-Signature-256": {"sha256=x"}, "Stripe-Signature": {"t=1,v1=x"}}, event, ""},
+		{"twilio", http.Header{"X-Twilio-Signature": {"x"}, "I-Twilio-Idempotency-Token": {"tok"}}, "", "tok"},
+		{"shopify", http.Header{"X-Shopify-Hmac-Sha256": {"x"}, "X-Shopify-Webhook-Id": {"s1"}}, "", "s1"},
+		{"woocommerce", http.Header{"X-Wc-Webhook-Signature": {"x"}, "X-Wc-Webhook-Delivery-Id": {"w1"}}, "", "w1"},
+		{"linear", http.Header{"Linear-Signature": {"x"}, "Linear-Delivery": {"l1"}}, "", "l1"},
+		{"stripe event", http.Header{"Stripe-Signature": {"t=1,v1=x"}}, event, "evt_1"},
+		{"stripe, no event", http.Header{"Stripe-Signature": {"t=1,v1=x"}}, `{"object":"invoice","id":"in_1"}`, ""},
+		{"calendly", http.Header{"Calendly-Webhook-Signature": {"t=1,v1=x"}}, event, ""},
+		{"sentry", http.Header{"Sentry-Hook-Signature": {"x"}, "X-Github-Delivery": {"d1"}}, "", ""},
+		{"unsigned", http.Header{"Webhook-Id": {"msg_1"}, "X-Github-Delivery": {"d1"}}, event, ""},
+	} {
+		if got := errandapi.HookMessageID(c.header.Get, []byte(c.body)); got != c.want {
+			t.Errorf("%s: HookMessageID = %q, want %q", c.name, got, c.want)
+		}
+		if named := errandapi.HookNamesTask(c.header.Get, []byte(c.body)); named != (c.want != "") {
+			t.Errorf("%s: HookNamesTask = %v, want %v", c.name, named, c.want != "")
+		}
+	}
+	if !errandapi.HookNamesTask(http.Header{"Idempotency-Key": {"k"}}.Get, nil) || errandapi.HookNamesTask(http.Header(nil).Get, nil) {
+		t.Error("an Idempotency-Key names the task; no header does not")
+	}
+}
