@@ -1,6 +1,11 @@
 package errandapi
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+)
 
 // State is a task's state as the v1 API names it.
 type State string
@@ -33,14 +38,22 @@ type Target struct {
 	Webhook  string `json:"webhook,omitempty"`
 	Function string `json:"function,omitempty"`
 	Channel  string `json:"channel,omitempty"`
+	// Headers, with Webhook only, are sent with every delivery, as a
+	// receiver behind a gateway asks (Authorization, X-Api-Key …): at most
+	// 20, names and values at most 8 KiB together, none errand sets itself.
+	// Answers show each value as HiddenHeaderValue.
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
-// String names the target for people: "webhook https://…",
-// "function app/send-receipt", "channel room-1", or "" for none.
+// String names the target for people: "webhook https://…" (and
+// " with headers A, B" when it sends some), "function app/send-receipt",
+// "channel room-1", or "" for none.
 func (t *Target) String() string {
 	switch {
 	case t == nil:
 		return ""
+	case t.Webhook != "" && len(t.Headers) > 0:
+		return "webhook " + t.Webhook + " with headers " + strings.Join(slices.Sorted(maps.Keys(t.Headers)), ", ")
 	case t.Webhook != "":
 		return "webhook " + t.Webhook
 	case t.Function != "":
@@ -153,3 +166,8 @@ type AddResponse struct {
 // itself as the source of the tasks it adds: "api" (the default),
 // "console" or "mcp". Any other value is INVALID_ARGUMENT.
 const SourceHeader = "X-Errand-Source"
+
+// HiddenHeaderValue is how answers show the value of each header a
+// webhook target sends (Target.Headers): the values are kept and sent,
+// never answered. A request that sends it as a value is refused.
+const HiddenHeaderValue = "(hidden)"

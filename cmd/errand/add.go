@@ -29,6 +29,7 @@ With --json: for one task, the API's answer {"tasks": [{"ok", "id", "name", "sta
 "message"}]}.`,
 		Example: `  errand add -i jobs -q emails --payload '{"orderId":"o-1041"}' --name receipt-o-1041 --delay 60
   errand add -i jobs -q hooks --payload '{}' --webhook https://example.com/hook
+  errand add -i jobs -q hooks --payload '{}' --webhook https://api.example.com/in --header 'Authorization: Bearer s3cret'
   errand add -i jobs -q default --payload '{"text":"hi"}' --channel room-1
   errand add -i jobs -q emails --file tasks.jsonl
   jq -c '.[]' orders.json | errand add -i jobs -q emails --file - --json`,
@@ -36,6 +37,7 @@ With --json: for one task, the API's answer {"tasks": [{"ok", "id", "name", "sta
 	}
 	f := apiCmd(c, true, true)
 	var file, payload, params, name, webhook, function, channel, runAt string
+	var headers []string
 	var delay float64
 	var deadline int
 	fs := c.Flags()
@@ -45,9 +47,9 @@ With --json: for one task, the API's answer {"tasks": [{"ok", "id", "name", "sta
 	fs.StringVar(&name, "name", "", "the task's name: a second add of the name answers TASK_EXISTS")
 	fs.Float64Var(&delay, "delay", 0, "seconds before the task is due (fractions allowed)")
 	fs.StringVar(&runAt, "run-at", "", "when the task is due: RFC 3339 (2026-01-02T15:04:05Z) or epoch milliseconds")
-	addTargetFlags(fs, &webhook, &function, &channel, "the task's own target (a push queue without a target needs one): ", "")
+	addTargetFlags(fs, &webhook, &function, &channel, &headers, "the task's own target (a push queue without a target needs one): ", "")
 	fs.IntVar(&deadline, "deadline", 0, "deadlineSeconds of each attempt")
-	single := []string{"payload", "params", "name", "delay", "run-at", "webhook", "function", "channel", "deadline"}
+	single := []string{"payload", "params", "name", "delay", "run-at", "webhook", "header", "function", "channel", "deadline"}
 	f.fields = targetFields.with(fieldFlags{"payload": {"payload"}, "params": {"params"}, "name": {"name"},
 		"delay": {"delay"}, "runAt": {"run-at"}, "deadlineSeconds": {"deadline"}})
 	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, _ []string) error {
@@ -91,8 +93,14 @@ With --json: for one task, the API's answer {"tasks": [{"ok", "id", "name", "sta
 		if err != nil {
 			return err
 		}
+		if tname == "" && len(headers) > 0 {
+			return usageErrorf("--header goes with --webhook: give the target's URL too")
+		}
 		if tname != "" {
-			tt := targetOf(tname, tval)
+			tt, err := targetOf(tname, tval, headers)
+			if err != nil {
+				return err
+			}
 			t.Target = &tt
 		}
 		if c.Flags().Changed("deadline") {

@@ -154,7 +154,7 @@ type fieldFlags map[string][]string
 // and --channel.
 var targetFields = fieldFlags{
 	"target": {"webhook", "function", "channel"}, "target.webhook": {"webhook"},
-	"target.function": {"function"}, "target.channel": {"channel"},
+	"target.function": {"function"}, "target.channel": {"channel"}, "target.headers": {"header"},
 }
 
 // with is m and every field of more.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -63,11 +64,11 @@ func TestCLITargetsAndWords(t *testing.T) {
 // (read through the API); two target flags are a usage error.
 func testTargets(t *testing.T, c *cli, target func(*testing.T, string) *errandapi.Target) {
 	c.ok("queues", "create", "chat2", "--channel", "room-2")
-	if tg := target(t, "queues/chat2"); tg == nil || *tg != (errandapi.Target{Channel: "room-2"}) {
+	if tg := target(t, "queues/chat2"); tg == nil || !reflect.DeepEqual(*tg, errandapi.Target{Channel: "room-2"}) {
 		t.Fatalf("queue chat2's target %+v", tg)
 	}
 	c.ok("queues", "create", "receipts", "--function", "app/send-receipt", "--paused")
-	if tg := target(t, "queues/receipts"); tg == nil || *tg != (errandapi.Target{Function: "app/send-receipt"}) {
+	if tg := target(t, "queues/receipts"); tg == nil || !reflect.DeepEqual(*tg, errandapi.Target{Function: "app/send-receipt"}) {
 		t.Fatalf("queue receipts's target %+v", tg)
 	}
 	c.ok("queues", "update", "chat2", "--channel", "room-3")
@@ -80,7 +81,7 @@ func testTargets(t *testing.T, c *cli, target func(*testing.T, string) *errandap
 	if len(add.Tasks) != 1 || !add.Tasks[0].OK {
 		t.Fatalf("add --channel: %+v", add)
 	}
-	if tg := target(t, "tasks/"+add.Tasks[0].ID); tg == nil || *tg != (errandapi.Target{Channel: "room-4"}) {
+	if tg := target(t, "tasks/"+add.Tasks[0].ID); tg == nil || !reflect.DeepEqual(*tg, errandapi.Target{Channel: "room-4"}) {
 		t.Fatalf("task's target %+v", tg)
 	}
 	c.usage("--webhook and --channel are exclusive", "queues", "create", "x", "--webhook", "https://example.com/h", "--channel", "room-1")
@@ -88,6 +89,22 @@ func testTargets(t *testing.T, c *cli, target func(*testing.T, string) *errandap
 	c.usage("--webhook and --function are exclusive", "add", "-q", "default", "--webhook", "https://example.com/h", "--function", "a/b")
 	c.usage("--channel and --file are exclusive", "add", "-q", "default", "--channel", "room-1", "--file", "-")
 
+	// --header: a webhook target's headers, shown masked.
+	c.ok("queues", "create", "api", "--webhook", "https://api.example.com/in", "--header", "authorization: Bearer s3cret", "--header", "X-Api-Key:k1")
+	hidden := map[string]string{"Authorization": errandapi.HiddenHeaderValue, "X-Api-Key": errandapi.HiddenHeaderValue}
+	if tg := target(t, "queues/api"); tg == nil || !reflect.DeepEqual(tg.Headers, hidden) {
+		t.Fatalf("queue api's target %+v", tg)
+	}
+	if out := c.ok("queues", "get", "api"); !strings.Contains(out, "with headers Authorization, X-Api-Key") || strings.Contains(out, "s3cret") {
+		t.Fatalf("queues get api:\n%s", out)
+	}
+	c.ok("queues", "update", "api", "--webhook", "https://api.example.com/v2", "--header", "Authorization: "+errandapi.HiddenHeaderValue)
+	if tg := target(t, "queues/api"); tg == nil || !reflect.DeepEqual(tg.Headers, map[string]string{"Authorization": errandapi.HiddenHeaderValue}) {
+		t.Fatalf("queue api's target after update %+v", tg)
+	}
+	c.usage("--header goes with --webhook", "queues", "create", "y", "--function", "a/b", "--header", "X-A: 1")
+	c.usage("--header goes with --webhook", "add", "-q", "default", "--header", "X-A: 1")
+	c.usage(`want "Name: value"`, "add", "-q", "default", "--webhook", "https://example.com/h", "--header", "X-A")
 }
 
 // testFlagNames: the node's refusal names the flag, not the API's field.

@@ -26,7 +26,10 @@ Each item is reported as created, changed or left ("instance NAME", "settings
 NAME", "queue NAME/QUEUE", "trigger NAME/ID"). A rule keeps its id. A bundle
 holds no hook URL token or secret: an imported hook rule gets a new URL, and
 one that had a secret stays disabled until you set its secret and enable it
-(a note says so). The bundle is read one instance at a time.
+(a note says so). A bundle holds a webhook target's header names but not
+their values: a queue keeps the values its target already sends to the same
+host; one created, or whose target cannot keep them, is paused without
+those headers (a note names them). The bundle is read one instance at a time.
 Importing the same bundle again changes nothing. An instance or queue the
 bundle does not name is left alone: an import never deletes.
 
@@ -368,8 +371,13 @@ func planInstance(ctx context.Context, c *client.Client, bi *engine.BundleInstan
 		cur["default"] = defaultQueue()
 	}
 	steps = append(steps, settingsStep(c, *bi, settings))
+	var notes []string
 	for _, bq := range bi.Queues {
 		old, exists := cur[bq.Name]
+		bq, note := bq.WithoutHidden(bi.Name, (*task.Target)(old.Target))
+		if note != "" {
+			notes = append(notes, note)
+		}
 		s, d := queueSteps(c, bi.Name, bq, old, exists)
 		steps = append(steps, s)
 		if d != nil {
@@ -377,7 +385,6 @@ func planInstance(ctx context.Context, c *client.Client, bi *engine.BundleInstan
 		}
 	}
 	steps = append(steps, dlqSteps...)
-	var notes []string
 	for _, bt := range bi.Triggers {
 		plan, err := engine.PlanTrigger(bi.Name, bt, rules[bt.ID])
 		if err != nil {

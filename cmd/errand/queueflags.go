@@ -15,6 +15,7 @@ import (
 // is checked by the node, which names the field it refuses.
 type queueFlags struct {
 	mode, webhook, function, channel, rate, maxConcurrent, maxAge, deadLetter string
+	headers                                                                   []string
 	maxAttempts, maxDoublings, deadline                                       int
 	minBackoff, maxBackoff                                                    float64
 	paused, targetControl                                                     bool
@@ -30,7 +31,7 @@ func addQueueFlags(c *cobra.Command, update bool) *queueFlags {
 	if update {
 		clear = `; "none" clears it`
 	}
-	addTargetFlags(fs, &q.webhook, &q.function, &q.channel, "target: ", clear)
+	addTargetFlags(fs, &q.webhook, &q.function, &q.channel, &q.headers, "target: ", clear)
 	fs.StringVar(&q.rate, "rate", "", "ratePerSecond: deliveries started per second at most"+clear)
 	fs.StringVar(&q.maxConcurrent, "max-concurrent", "", "maxConcurrent: deliveries in flight at most"+clear)
 	fs.StringVar(&q.maxAge, "max-age", "", "maxAgeSeconds: a task older than this is not retried"+clear)
@@ -58,8 +59,20 @@ func (q *queueFlags) request(c *cobra.Command) (errandapi.QueueRequest, error) {
 	if terr != nil {
 		return r, terr
 	}
-	if name != "" {
-		r.Target = nullable(val, func(s string) (errandapi.Target, error) { return targetOf(name, s), nil }, &err, name)
+	switch {
+	case name != "" && val == "none":
+		if len(q.headers) > 0 {
+			return r, usageErrorf("--header goes with a --webhook URL, not none")
+		}
+		r.Target = errandapi.Null[errandapi.Target]()
+	case name != "":
+		t, terr := targetOf(name, val, q.headers)
+		if terr != nil {
+			return r, terr
+		}
+		r.Target = errandapi.Value(t)
+	case len(q.headers) > 0:
+		return r, usageErrorf("--header goes with --webhook: give the target's URL too")
 	}
 	if set("rate") {
 		r.RatePerSecond = nullable(q.rate, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }, &err, "rate")
@@ -107,10 +120,12 @@ var queueFields = targetFields.with(fieldFlags{
 })
 
 // addTargetFlags registers --webhook, --function and --channel, the three
-// kinds of target (exclusive: see oneTarget). what starts each usage; tail
-// ends it.
-func addTargetFlags(fs *pflag.FlagSet, webhook, function, channel *string, what, tail string) {
+// kinds of target (exclusive: see oneTarget), and --header, a header a
+// webhook target sends. what starts each usage; tail ends it.
+func addTargetFlags(fs *pflag.FlagSet, webhook, function, channel *string, headers *[]string, what, tail string) {
 	fs.StringVar(webhook, "webhook", "", what+"the https URL each task is POSTed to"+tail)
+	fs.StringArrayVar(headers, "header", nil, `with --webhook: a header each delivery sends, "Name: value" (repeat for more; answers show the value as `+
+		errandapi.HiddenHeaderValue+`, and "Name: `+errandapi.HiddenHeaderValue+`" keeps the value set before, toward the same host)`)
 	fs.StringVar(function, "function", "", what+"the function GROUP/NAME that runs each task, served by a connected worker (the worker package) or an embedded engine"+tail)
 	fs.StringVar(channel, "channel", "", what+"the channel NAME each task is published to, for its subscribers"+tail)
 }
@@ -133,15 +148,29 @@ func oneTarget(c *cobra.Command, whose, webhook, function, channel string) (name
 }
 
 // targetOf is the target that the flag name (webhook, function or channel)
-// gives with value.
-func targetOf(name, value string) errandapi.Target {
+// gives with value, and the --header flags given (webhook only).
+func targetOf(name, value string, headers []string) (errandapi.Target, error) {
+	if len(headers) > 0 && name != "webhook" {
+		return errandapi.Target{}, usageErrorf("--header goes with --webhook: only a webhook target sends headers")
+	}
 	switch name {
 	case "webhook":
-		return errandapi.Target{Webhook: value}
+		t := errandapi.Target{Webhook: value}
+		for _, h := range headers {
+			k, v, ok := strings.Cut(h, ":")
+			if !ok || strings.TrimSpace(k) == "" {
+				return t, usageErrorf(`--header %q: want "Name: value"`, h)
+			}
+			if t.Headers == nil {
+				t.Headers = map[string]string{}
+			}
+			t.Headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+		return t, nil
 	case "function":
-		return errandapi.Target{Function: value}
+		return errandapi.Target{Function: value}, nil
 	}
-	return errandapi.Target{Channel: value}
+	return errandapi.Target{Channel: value}, nil
 }
 
 // nullable parses a nullable setting's flag: "none" is null, anything else

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +27,7 @@ subcommand acts in one instance, given with --instance or ERRAND_INSTANCE.`,
 		Example: `  errand queues list -i jobs
   errand queues create emails -i jobs --mode pull
   errand queues create hooks -i jobs --webhook https://example.com/hook --max-attempts 5
+  errand queues create api -i jobs --webhook https://api.example.com/in --header 'Authorization: Bearer s3cret'
   errand queues update hooks -i jobs --paused
   errand queues purge emails -i jobs --yes`,
 	}, newQueuesListCmd(), newQueuesGetCmd(), newQueuesCreateCmd(), newQueuesUpdateCmd(),
@@ -76,10 +79,14 @@ func count(q *errandapi.Queue, states ...errandapi.State) string {
 	return strconv.Itoa(n)
 }
 
+// target names a target in a table: its URL (and the headers it sends),
+// function:GROUP/NAME, channel:NAME, or - for none.
 func target(t *errandapi.Target) string {
 	switch {
 	case t == nil:
 		return "-"
+	case t.Webhook != "" && len(t.Headers) > 0:
+		return t.Webhook + " with headers " + strings.Join(slices.Sorted(maps.Keys(t.Headers)), ", ")
 	case t.Webhook != "":
 		return t.Webhook
 	case t.Function != "":
@@ -210,7 +217,7 @@ and leases; --paused=false resumes them. With --json: {"queue": {...}} as the AP
 		if err != nil {
 			return err
 		}
-		if req == (errandapi.QueueRequest{}) {
+		if reflect.DeepEqual(req, errandapi.QueueRequest{}) {
 			return usageErrorf("no setting to change: give at least one flag (see --help)")
 		}
 		q, err := cl.UpdateQueue(c.Context(), f.instance, args[0], req)

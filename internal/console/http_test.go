@@ -7,6 +7,7 @@ import (
 	"html"
 	"net/http"
 	"net/url"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
 )
 
 // TestSecurityHeaders: every console answer (the login page, a page, a
@@ -800,4 +802,50 @@ func TestQueueShowsWhoServesItsFunction(t *testing.T) {
 	e.clock.Advance(engine.WorkersQuiet + time.Second)
 	u.get("/console/i/jobs/q/mail/").want(t, http.StatusOK, `id="unserved"`, "No worker serves app/w")
 	u.get("/console/i/nope/functions").want(t, http.StatusNotFound, "NOT_FOUND")
+}
+
+// TestQueueSettingsKeepTargetHeaders: the settings form shows a webhook
+// target's header names, never their values, and a changed URL toward the
+// same host keeps them; toward another host the API's refusal names the
+// header and nothing changes.
+func TestQueueSettingsKeepTargetHeaders(t *testing.T) {
+	e := newEnv(t, envOptions{dev: true})
+	e.fixture()
+	ctx := context.Background()
+	headers := map[string]string{"Authorization": "Bearer s3cret", "X-Api-Key": "k1"}
+	if _, err := e.api.CreateQueue(ctx, "jobs", "gated", errandapi.QueueRequest{Target: errandapi.Value(errandapi.Target{
+		Webhook: "http://127.0.0.1:9/in", Headers: headers})}); err != nil {
+		t.Fatal(err)
+	}
+	stored := func() *task.Target {
+		inst, err := e.st.InstanceGet(ctx, store.InstanceRef{Org: e.org, Name: "jobs"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := e.st.QueueGet(ctx, store.QueueRef{InstanceID: inst.ID, Name: "gated"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q.Target
+	}
+	u := e.user()
+	u.login(e.full)
+	u.get("/console/i/jobs/q/gated/").want(t, http.StatusOK, "sends the headers Authorization,X-Api-Key", `name="targetHeaders" value="Authorization,X-Api-Key"`).
+		lacks(t, "s3cret", "k1")
+	tok := u.csrf("/console/i/jobs/q/gated/")
+	save := func(target string) page {
+		return u.post("/console/i/jobs/q/gated/settings", url.Values{"csrf": {tok}, "targetKind": {"webhook"}, "target": {target},
+			"targetHeaders": {"Authorization,X-Api-Key"}, "maxAttempts": {"10"}, "minBackoffSeconds": {"10"}, "maxBackoffSeconds": {"3600"},
+			"maxDoublings": {"16"}, "deadlineSeconds": {"600"}, "targetControl": {"true"}})
+	}
+	if p := save("http://127.0.0.1:9/v2"); p.status != http.StatusSeeOther {
+		t.Fatalf("save: %d %s", p.status, p.body)
+	}
+	if tg := stored(); tg.Webhook != "http://127.0.0.1:9/v2" || !reflect.DeepEqual(tg.Headers, headers) {
+		t.Fatalf("after the save: %+v", tg)
+	}
+	save("http://127.0.0.2:9/in").want(t, http.StatusBadRequest, "INVALID_ARGUMENT", "target.headers.Authorization")
+	if tg := stored(); tg.Webhook != "http://127.0.0.1:9/v2" || !reflect.DeepEqual(tg.Headers, headers) {
+		t.Fatalf("a refused save changed the target: %+v", tg)
+	}
 }

@@ -1,7 +1,9 @@
 package console
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -10,7 +12,7 @@ import (
 
 // queueSettingsFields are the queue settings form's fields, shown again
 // with a refusal.
-var queueSettingsFields = []string{"targetKind", "target", "ratePerSecond", "maxConcurrent", "maxAttempts", "minBackoffSeconds",
+var queueSettingsFields = []string{"targetKind", "target", "targetHeaders", "ratePerSecond", "maxConcurrent", "maxAttempts", "minBackoffSeconds",
 	"maxBackoffSeconds", "maxDoublings", "maxAgeSeconds", "deadlineSeconds", "deadLetterQueue", "targetControl", wasField}
 
 // updateQueue changes a queue's settings from the queue page's settings
@@ -41,6 +43,10 @@ func queueSettingsForm(q *errandapi.Queue) map[string]string {
 		"deadlineSeconds": strconv.Itoa(q.DeadlineSeconds)}
 	if q.Mode == errandapi.ModePush { // a pull queue's form has no target
 		f["targetKind"], f["target"] = targetForm(q.Target)
+		if q.Target != nil && q.Target.Webhook != "" {
+			// The headers' names, so that a changed URL keeps them.
+			f["targetHeaders"] = strings.Join(slices.Sorted(maps.Keys(q.Target.Headers)), ",")
+		}
 	}
 	if q.RatePerSecond != nil {
 		f["ratePerSecond"] = fmtNumber(*q.RatePerSecond)
@@ -88,6 +94,14 @@ func queuePatchOf(r *http.Request) (errandapi.QueueRequest, *errandapi.Error) {
 	switch t := formTarget(f.Get("targetKind"), f.Get("target")); {
 	case !changed("targetKind") && !changed("target"):
 	case t != nil:
+		if names := field("targetHeaders"); t.Webhook != "" && names != "" {
+			// The form shows no header values: "(hidden)" keeps each one
+			// toward the same host, and the API names one it cannot keep.
+			t.Headers = map[string]string{}
+			for _, n := range strings.Split(names, ",") {
+				t.Headers[n] = errandapi.HiddenHeaderValue
+			}
+		}
 		req.Target = errandapi.Value(*t)
 	default:
 		req.Target = errandapi.Null[errandapi.Target]()

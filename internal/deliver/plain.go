@@ -116,6 +116,24 @@ func plainText(s string) bool {
 	return s != ""
 }
 
+// plainHeaders reports whether a target's headers can be written as they
+// are (task.ValidateTarget allows no others): names printable ASCII
+// without spaces or a colon, values without control characters but tabs.
+// Any other is left to net/http, which refuses it.
+func plainHeaders(h map[string]string) bool {
+	for k, v := range h {
+		if !plainText(k) || strings.IndexByte(k, ':') >= 0 {
+			return false
+		}
+		for i := 0; i < len(v); i++ {
+			if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // plainConn is one pooled connection.
 type plainConn struct {
 	nc     net.Conn
@@ -243,6 +261,9 @@ func (c *plainConn) roundTrip(pt plainTarget, s *signed, headerTimeout time.Dura
 	if s.standard {
 		header(bw, HeaderWebhookTimestamp, s.secs)
 		header(bw, HeaderWebhookSignature, s.stdSig)
+	}
+	for k, v := range s.headers {
+		header(bw, k, v)
 	}
 	bw.WriteString("\r\n")
 	bw.Write(s.body)

@@ -141,8 +141,9 @@ func (w *Webhook) deliver(ctx context.Context, r *Request) Result {
 		ctx = withPlainHTTP(ctx) // the dial must then land in an allowed range
 	}
 	s := w.sign(r, now)
+	s.headers = r.Target.Headers
 	if w.plain != nil {
-		if pt, ok := parsePlain(r.Target.Webhook, r.Task.ID); ok {
+		if pt, ok := parsePlain(r.Target.Webhook, r.Task.ID); ok && plainHeaders(s.headers) {
 			return w.plain.deliver(ctx, pt, &s, now)
 		}
 	}
@@ -175,6 +176,7 @@ type signed struct {
 	body                      []byte
 	ms, sig, id, secs, stdSig string
 	standard                  bool
+	headers                   map[string]string // the target's own (task.Target.Headers)
 }
 
 // sign builds the body of a delivery and signs it. The body and every
@@ -202,11 +204,16 @@ func (w *Webhook) sign(r *Request, now time.Time) signed {
 		secs: all[sigEnd:secsEnd], stdSig: all[secsEnd:], standard: ks.hasStandard}
 }
 
-// request builds the signed POST of a delivery for net/http: content type,
-// user agent, errand's signature and the Standard Webhooks ones.
+// request builds the signed POST of a delivery for net/http: the target's
+// own headers, then content type, user agent, errand's signature and the
+// Standard Webhooks ones (which a target's cannot replace:
+// task.ValidateTarget refuses those names).
 func (s *signed) request(ctx context.Context, url string) (*http.Request, error) {
 	v := [...]string{s.ms, s.sig, s.id, s.secs, s.stdSig}
-	h := make(http.Header, 8)
+	h := make(http.Header, 8+len(s.headers))
+	for k, val := range s.headers {
+		h[http.CanonicalHeaderKey(k)] = []string{val}
+	}
 	h["Content-Type"] = contentTypeJSON
 	h["User-Agent"] = userAgent
 	h[HeaderTimestamp] = v[0:1:1]

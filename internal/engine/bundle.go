@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
@@ -14,7 +15,8 @@ const BundleVersion = 2
 
 // Bundle is a configuration bundle (backup.export): an organization's
 // instances with their settings, queues and trigger rules, as JSON. It
-// never holds API keys, webhook signing keys, hook tokens or secrets, or
+// never holds API keys, webhook signing keys, hook tokens or secrets, the
+// values of a target's headers (masked: BundleQueue.WithoutHidden), or
 // tasks.
 type Bundle struct {
 	Version    int              `json:"version"`
@@ -59,11 +61,27 @@ type BundleQueue struct {
 
 func bundleQueue(q *task.Queue) BundleQueue {
 	return BundleQueue{
-		Name: q.Name, Mode: q.Mode, Target: q.Target, RatePerSecond: q.RatePerSecond, MaxConcurrent: q.MaxConcurrent,
+		Name: q.Name, Mode: q.Mode, Target: q.Target.Masked(), RatePerSecond: q.RatePerSecond, MaxConcurrent: q.MaxConcurrent,
 		MaxAttempts: q.MaxAttempts, MinBackoffSeconds: q.MinBackoffSeconds, MaxBackoffSeconds: q.MaxBackoffSeconds,
 		MaxDoublings: q.MaxDoublings, MaxAgeSeconds: q.MaxAgeSeconds, DeadlineSeconds: q.DeadlineSeconds,
 		DeadLetterQueue: q.DeadLetterQueue, TargetControl: q.TargetControl, Paused: q.Paused,
 	}
+}
+
+// WithoutHidden is b as an import applies it over cur, the queue's
+// target now (nil for a queue to create): a bundle holds no header values
+// (bundleQueue masks them), so the target's headers cur cannot give are
+// left out (task.Target.DropHidden) and the queue is paused, and note says
+// what to do ("" when nothing was left out). Both importers (ImportBundle
+// and errand import) use it, and Check.
+func (b BundleQueue) WithoutHidden(instance string, cur *task.Target) (out BundleQueue, note string) {
+	t, dropped := b.Target.DropHidden(cur)
+	if dropped == nil {
+		return b, ""
+	}
+	b.Target, b.Paused = t, true
+	return b, fmt.Sprintf("queue %s/%s is paused: its target's headers %s have values a bundle does not carry; "+
+		"set its target with them, then resume it", instance, b.Name, strings.Join(dropped, ", "))
 }
 
 // patch is b as a queue patch that sets every setting.
@@ -149,6 +167,7 @@ func CheckBundleInstance(i int, bi *BundleInstance, rules task.URLRules) error {
 		if err := task.ValidateQueueName(bq.Name, qf+".name"); err != nil {
 			return err
 		}
+		bq, _ := bq.WithoutHidden(bi.Name, nil)
 		if err := bq.patch().Apply(task.NewQueue("", bq.Name, bq.Mode), true, rules); err != nil {
 			return prefixed(err, qf)
 		}

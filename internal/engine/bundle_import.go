@@ -148,6 +148,14 @@ func (e *Engine) importQueue(ctx context.Context, inst *task.Instance, instName 
 		want.DeadLetterQueue = ""
 	}
 	old, err := e.store.QueueGet(ctx, store.QueueRef{InstanceID: inst.ID, Name: bq.Name})
+	var curTarget *task.Target
+	if err == nil {
+		curTarget = old.Target
+	}
+	want, note := want.WithoutHidden(instName, curTarget)
+	if note != "" && pass == 1 {
+		rep.Notes = append(rep.Notes, note)
+	}
 	if task.IsCode(err, task.CodeNotFound) {
 		q := task.NewQueue(inst.ID, bq.Name, bq.Mode)
 		if err := want.patch().Apply(q, true, e.rules); err != nil {

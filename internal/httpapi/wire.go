@@ -36,12 +36,14 @@ func intPtr(v int) *int {
 
 func v1State(t *task.Task) errandapi.State { return errandapi.State(t.State.V1(t.Pull)) }
 
-// toTarget is the domain's target in the contract's shape.
+// toTarget is the domain's target in the contract's shape, as answers show
+// it: header values masked (task.Target.Masked).
 func toTarget(t *task.Target) *errandapi.Target {
 	if t == nil {
 		return nil
 	}
-	return &errandapi.Target{Webhook: t.Webhook, Function: t.Function, Channel: t.Channel}
+	m := t.Masked()
+	return &errandapi.Target{Webhook: m.Webhook, Function: m.Function, Channel: m.Channel, Headers: m.Headers}
 }
 
 // fromTarget is a request's target in the domain's shape.
@@ -49,7 +51,7 @@ func fromTarget(t *errandapi.Target) *task.Target {
 	if t == nil {
 		return nil
 	}
-	return &task.Target{Webhook: t.Webhook, Function: t.Function, Channel: t.Channel}
+	return &task.Target{Webhook: t.Webhook, Function: t.Function, Channel: t.Channel, Headers: t.Headers}
 }
 
 // toTaskJSON renders t; full adds payload, result and every attempt (the

@@ -15,7 +15,7 @@ import (
 type setQueueIn struct {
 	queueArg
 	Mode              *errandapi.Mode                      `json:"mode,omitempty" jsonschema:"push (errand delivers each task to the target) or pull (workers lease tasks with tasks_lease). Fixed when the queue is created; default push."`
-	Target            errandapi.Nullable[errandapi.Target] `json:"target,omitzero" jsonschema:"Where a push queue delivers: exactly one of {\"webhook\": \"https://…\"} (signed POST), {\"function\": \"group/name\"} (a function of a connected worker) or {\"channel\": \"name\"} (pub/sub subscribers). A task may carry its own. null removes it."`
+	Target            errandapi.Nullable[errandapi.Target] `json:"target,omitzero" jsonschema:"Where a push queue delivers: exactly one of {\"webhook\": \"https://…\"} (signed POST; it may add \"headers\": {\"Authorization\": \"Bearer …\"}, sent with every delivery, whose values answers show as \"(hidden)\" and which \"(hidden)\" keeps toward the same host), {\"function\": \"group/name\"} (a function of a connected worker) or {\"channel\": \"name\"} (pub/sub subscribers). A task may carry its own. null removes it."`
 	RatePerSecond     errandapi.Nullable[float64]          `json:"ratePerSecond,omitzero" jsonschema:"Most deliveries started per second (fractions allowed). Default unlimited; null removes the limit."`
 	MaxConcurrent     errandapi.Nullable[int]              `json:"maxConcurrent,omitzero" jsonschema:"Most deliveries in flight at once, still under the instance's maxInFlight (50). Default unlimited; null removes the limit."`
 	MaxAttempts       *int                                 `json:"maxAttempts,omitempty" jsonschema:"Attempts before a task fails for good, the first included. 1–1000, default 10."`

@@ -54,7 +54,7 @@ func NewTask(q *Queue, in AddInput, now int64, rules URLRules) (*Task, error) {
 		if q.Mode == ModePull {
 			return nil, FieldErrorf(CodeInvalidArgument, "target", "a task on a pull queue has no target")
 		}
-		if err := ValidateTarget(in.Target, "target", rules); err != nil {
+		if err := ValidateTarget(in.Target, nil, "target", rules); err != nil {
 			return nil, err
 		}
 	}

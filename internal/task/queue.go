@@ -129,7 +129,7 @@ func (p *QueuePatch) Apply(q *Queue, create bool, rules URLRules) error {
 	}
 	if p.Target != nil {
 		if *p.Target != nil {
-			if err := ValidateTarget(*p.Target, "target", rules); err != nil {
+			if err := ValidateTarget(*p.Target, q.Target, "target", rules); err != nil {
 				return err
 			}
 		}

@@ -83,11 +83,16 @@ type Attempt struct {
 	Lease string `json:"lease,omitempty"`
 }
 
-// Target is where a push task goes: exactly one field is set.
+// Target is where a push task goes: exactly one of Webhook, Function and
+// Channel is set.
 type Target struct {
 	Webhook  string `json:"webhook,omitempty"`
 	Function string `json:"function,omitempty"`
 	Channel  string `json:"channel,omitempty"`
+	// Headers, with Webhook only, are sent with every delivery (an
+	// Authorization the receiver asks for): canonical names, values kept
+	// but never answered (Masked). See ValidateTarget.
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 // Kind names which kind of target t is.

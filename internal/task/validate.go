@@ -120,8 +120,11 @@ func IsJSONNull(raw []byte) bool {
 }
 
 // ValidateTarget checks that exactly one kind is set and that it is well
-// formed.
-func ValidateTarget(t *Target, field string, rules URLRules) error {
+// formed, and puts a webhook's header names in canonical form. A header
+// value sent as errandapi.HiddenHeaderValue keeps the value cur, the
+// target t replaces (nil for none), sends for that header, when cur sends
+// it to the same origin (validateTargetHeaders).
+func ValidateTarget(t, cur *Target, field string, rules URLRules) error {
 	n := 0
 	for _, s := range []string{t.Webhook, t.Function, t.Channel} {
 		if s != "" {
@@ -131,9 +134,15 @@ func ValidateTarget(t *Target, field string, rules URLRules) error {
 	if n != 1 {
 		return FieldErrorf(CodeInvalidArgument, field, "must name exactly one of webhook, function or channel")
 	}
+	if t.Headers != nil && t.Webhook == "" {
+		return FieldErrorf(CodeInvalidArgument, field+".headers", "only a webhook target sends headers")
+	}
 	switch {
 	case t.Webhook != "":
-		return ValidateWebhookURL(t.Webhook, field+".webhook", rules)
+		if err := ValidateWebhookURL(t.Webhook, field+".webhook", rules); err != nil {
+			return err
+		}
+		return validateTargetHeaders(t, cur, field+".headers")
 	case t.Function != "":
 		return ValidateFunctionName(t.Function, field+".function")
 	case t.Channel != "":
