@@ -60,8 +60,11 @@ func validateTargetHeaders(t, cur *Target, field string) error {
 		case hasKey(out, c):
 			return FieldErrorf(CodeInvalidArgument, f, "is named twice (header names are not case-sensitive)")
 		case v == errandapi.HiddenHeaderValue && !t.keepsHidden(cur, c):
-			return FieldErrorf(CodeInvalidArgument, f, "%s keeps the value the target had, and it had none to keep here "+
-				"(no %s header, or another scheme, host or port): send the value itself", Quote(v), c)
+			if cur == nil || !hasKey(cur.Headers, c) {
+				return FieldErrorf(CodeInvalidArgument, f, "%s keeps the value the target had, and it had no %s header: send the value itself", Quote(v), c)
+			}
+			return FieldErrorf(CodeInvalidArgument, f, "%s keeps the value the target had only toward the same scheme, host and port (%s): "+
+				"send the value itself", Quote(v), origin(cur.Webhook))
 		case v == errandapi.HiddenHeaderValue:
 			v = cur.Headers[c]
 		case !headerValue(v):
@@ -125,6 +128,15 @@ func (t *Target) keepsHidden(cur *Target, name string) bool {
 	a, err1 := url.Parse(t.Webhook)
 	b, err2 := url.Parse(cur.Webhook)
 	return err1 == nil && err2 == nil && strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Host, b.Host)
+}
+
+// origin is a webhook URL's scheme, host and port, for a message.
+func origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // DropHidden is t without the headers whose values are hidden

@@ -49,10 +49,10 @@ func TestTargetHeaders(t *testing.T) {
 		{hook("https://example.com", map[string]string{"X-A": "é"}), nil, "target.headers.X-A", "printable ASCII"},
 		{hook("https://example.com", many), nil, "target.headers", "at most 20"},
 		{hook("https://example.com", map[string]string{"X-A": strings.Repeat("v", MaxTargetHeaderBytes)}), nil, "target.headers", "8192 bytes"},
-		{hook("https://example.com", map[string]string{"Authorization": errandapi.HiddenHeaderValue}), nil, "target.headers.Authorization", "had none to keep"},
-		{hook("https://evil.example/in", map[string]string{"Authorization": errandapi.HiddenHeaderValue}), ok, "target.headers.Authorization", "another scheme, host or port"},
-		{hook("http://example.com/in", map[string]string{"Authorization": errandapi.HiddenHeaderValue}), ok, "target.headers.Authorization", "had none to keep"},
-		{hook("https://example.com/in", map[string]string{"X-Other": errandapi.HiddenHeaderValue}), ok, "target.headers.X-Other", "had none to keep"},
+		{hook("https://example.com", map[string]string{"Authorization": errandapi.HiddenHeaderValue}), nil, "target.headers.Authorization", "it had no Authorization header"},
+		{hook("https://evil.example/in", map[string]string{"Authorization": errandapi.HiddenHeaderValue}), ok, "target.headers.Authorization", "only toward the same scheme, host and port (https://example.com)"},
+		{hook("http://example.com/in", map[string]string{"Authorization": errandapi.HiddenHeaderValue}), ok, "target.headers.Authorization", "same scheme, host and port"},
+		{hook("https://example.com/in", map[string]string{"X-Other": errandapi.HiddenHeaderValue}), ok, "target.headers.X-Other", "it had no X-Other header"},
 	} {
 		err := ValidateTarget(c.target, c.cur, "target", URLRules{AllowHTTP: true})
 		var fe *Error
