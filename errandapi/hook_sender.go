@@ -32,7 +32,7 @@ var hookSenders = []HookSender{
 	{Name: "woocommerce", Header: "X-WC-Webhook-Signature", IDHeader: "X-WC-Webhook-Delivery-ID"},
 	{Name: "linear", Header: "Linear-Signature", IDHeader: "Linear-Delivery"},
 	{Name: "sentry", Header: "Sentry-Hook-Signature"},
-	{Name: "typeform", Header: "Typeform-Signature"},
+	{Name: "typeform", Header: "Typeform-Signature", EventID: true},
 	{Name: "x-hub-signature", Header: "X-Hub-Signature"},
 	{Name: "slack", Header: "X-Slack-Signature", EventID: true},
 	{Name: "stripe", Header: "Stripe-Signature", EventID: true},
@@ -90,12 +90,13 @@ func HookNamesTask(header func(name string) string, body []byte) bool {
 	return header("Idempotency-Key") != "" || HookMessageID(header, body) != ""
 }
 
-// HookEventID is the event id a Stripe, Slack or Paddle call carries in
-// its body rather than a header: a Stripe event's ({"object": "event",
-// "id": "evt_…"}), a Slack Events API callback's ({"type":
-// "event_callback", "event_id": "Ev…"}) or a Paddle notification's
-// ({"event_id": "evt_…", "event_type": …, "notification_id": …}); "" for
-// any other body. A hook with a secret names the task of a call signed by
+// HookEventID is the event id a Stripe, Slack, Paddle or Typeform call
+// carries in its body rather than a header: a Stripe event's ({"object":
+// "event", "id": "evt_…"}), a Slack Events API callback's ({"type":
+// "event_callback", "event_id": "Ev…"}), a Paddle notification's
+// ({"event_id": "evt_…", "event_type": …, "notification_id": …}) or a
+// Typeform response's ({"event_id": "01H…", "event_type":
+// "form_response"}, or "form_response_partial"); "" for any other body. A hook with a secret names the task of a call signed by
 // that sender by it (when no Idempotency-Key does), so the sender's
 // redelivery of an event adds nothing twice.
 func HookEventID(body []byte) string {
@@ -113,7 +114,8 @@ func HookEventID(body []byte) string {
 	switch {
 	case v.Object == "event":
 		return v.ID
-	case v.Type == "event_callback", v.EventType != "" && v.NotificationID != "":
+	case v.Type == "event_callback", v.EventType != "" && v.NotificationID != "",
+		v.EventType == "form_response", v.EventType == "form_response_partial":
 		return v.EventID
 	}
 	return ""

@@ -24,6 +24,9 @@ func TestHookEventID(t *testing.T) {
 		`{"event_id":"Ev1","type":"event_callback","object":"x"}`: "Ev1",
 		`{"event_id":"evt_9","event_type":"transaction.completed","notification_id":"ntf_1"}`: "evt_9",
 		`{"event_id":"evt_9","event_type":"transaction.completed"}`:                           "",
+		`{"event_id":"01HM3K8N","event_type":"form_response","form_response":{}}`:             "01HM3K8N",
+		`{"event_id":"01HM3K8P","event_type":"form_response_partial"}`:                        "01HM3K8P",
+		`{"event_id":"01HM3K8Q","event_type":"form_submitted"}`:                               "",
 	} {
 		if got := errandapi.HookEventID([]byte(body)); got != want {
 			t.Errorf("HookEventID(%s) = %q, want %q", body, got, want)
@@ -56,6 +59,7 @@ func TestHookMessageID(t *testing.T) {
 		{"stripe, no event", http.Header{"Stripe-Signature": {"t=1,v1=x"}}, `{"object":"invoice","id":"in_1"}`, ""},
 		{"calendly", http.Header{"Calendly-Webhook-Signature": {"t=1,v1=x"}}, event, ""},
 		{"sentry", http.Header{"Sentry-Hook-Signature": {"x"}, "X-Github-Delivery": {"d1"}}, "", ""},
+		{"typeform", http.Header{"Typeform-Signature": {"sha256=x"}}, `{"event_id":"01HM","event_type":"form_response"}`, "01HM"},
 		{"unsigned", http.Header{"Webhook-Id": {"msg_1"}, "X-Github-Delivery": {"d1"}}, event, ""},
 	} {
 		if got := errandapi.HookMessageID(c.header.Get, []byte(c.body)); got != c.want {

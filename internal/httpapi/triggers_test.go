@@ -725,8 +725,9 @@ func TestHookShopifySignature(t *testing.T) {
 // TestHookBodySignatures: the senders that sign the body alone (the HMAC of
 // the body keyed with the whole secret, in a header of their own), each
 // computed here from its sender's description: a call is 202, its delivery
-// id (when the sender sends one) names the task so a retry is a duplicate,
-// and a signature with another secret is 401.
+// id (when the sender sends one, or Typeform's event_id in the body) names
+// the task so a retry is a duplicate, and a signature with another secret
+// is 401.
 func TestHookBodySignatures(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -744,14 +745,20 @@ func TestHookBodySignatures(t *testing.T) {
 	for _, c := range []struct {
 		name, header, idHeader string
 		sign                   func(key string, body []byte) string
+		body                   string // the sender's own body, whose id names the task; else one without
 	}{
-		{"WooCommerce", "X-WC-Webhook-Signature", "X-WC-Webhook-Delivery-ID", func(k string, b []byte) string { return b64(mac(k, sha256.New, b)) }},
-		{"Linear", "Linear-Signature", "Linear-Delivery", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha256.New, b)) }},
-		{"Sentry", "Sentry-Hook-Signature", "", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha256.New, b)) }},
-		{"Typeform", "Typeform-Signature", "", func(k string, b []byte) string { return "sha256=" + b64(mac(k, sha256.New, b)) }},
-		{"Intercom (X-Hub-Signature)", "X-Hub-Signature", "", func(k string, b []byte) string { return "sha1=" + hex.EncodeToString(mac(k, sha1.New, b)) }},
+		{"WooCommerce", "X-WC-Webhook-Signature", "X-WC-Webhook-Delivery-ID", func(k string, b []byte) string { return b64(mac(k, sha256.New, b)) }, ""},
+		{"Linear", "Linear-Signature", "Linear-Delivery", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha256.New, b)) }, ""},
+		{"Sentry", "Sentry-Hook-Signature", "", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha256.New, b)) }, ""},
+		{"Typeform", "Typeform-Signature", "", func(k string, b []byte) string { return "sha256=" + b64(mac(k, sha256.New, b)) },
+			`{"event_id":"01HM3K8N2P9X","event_type":"form_response","form_response":{"form_id":"abc"}}`},
+		{"Intercom (X-Hub-Signature)", "X-Hub-Signature", "", func(k string, b []byte) string { return "sha1=" + hex.EncodeToString(mac(k, sha1.New, b)) }, ""},
 	} {
 		body := []byte(`{"sender":"` + c.name + `"}`)
+		if c.body != "" {
+			body = []byte(c.body)
+		}
+		named := c.idHeader != "" || c.body != ""
 		h := map[string]string{c.header: c.sign(secret, body)}
 		if c.idHeader != "" {
 			h[c.idHeader] = "delivery-" + strconv.Itoa(len(c.name))
@@ -759,10 +766,10 @@ func TestHookBodySignatures(t *testing.T) {
 		first := b.hookCall(path, body, h).want(t, 202, "")
 		added++
 		again := b.hookCall(path, body, h).want(t, 202, "")
-		if dup := again.body["duplicate"] == true; dup != (c.idHeader != "") {
+		if dup := again.body["duplicate"] == true; dup != named {
 			t.Errorf("%s: a second call duplicate=%v (%s, first %s)", c.name, dup, again.raw, first.raw)
 		}
-		if c.idHeader == "" {
+		if !named {
 			added++
 		}
 		b.hookCall(path, body, map[string]string{c.header: c.sign("another-secret-of-some-length", body)}).want(t, 401, "UNAUTHENTICATED")
