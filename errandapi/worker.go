@@ -7,7 +7,8 @@ import (
 
 // DeliveryHeader carries the delivery token of the attempt a request is
 // made from (a handler's add): the tasks it adds get depth = the parent's
-// + 1 and source "function", and an add past MaxDepth is DEPTH_EXCEEDED.
+// + 1 and source "function" ("webhook" with the token a webhook delivery
+// carries in this header), and an add past MaxDepth is DEPTH_EXCEEDED.
 const DeliveryHeader = "X-Errand-Delivery"
 
 // MaxDepth is the deepest chain of adds made from inside deliveries: a task

@@ -13,6 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/errandhq/errand/client"
+	"github.com/errandhq/errand/errandapi"
 )
 
 // WebhookTolerance is how far a delivery's X-Errand-Timestamp may be from
@@ -92,8 +95,10 @@ type WebhookOptions struct {
 // for none), stored as the task's result; Defer(d), 503 with
 // x-task-retry: defer and retry-after, tried again without using an
 // attempt; an error or a panic, 500 with its message, a failed attempt.
-// A webhook delivery carries no delivery token, so adds made in h get
-// depth 0.
+// The delivery's token (errandapi.DeliveryHeader) is in h's context
+// (client.WithDelivery), so the tasks h adds with a client get depth =
+// this task's + 1 and source "webhook", and a loop of adds ends at
+// errandapi.MaxDepth.
 func WebhookHandler(h Handler, o WebhookOptions) (http.Handler, error) {
 	if len(o.Keys) == 0 {
 		return nil, errors.New("worker: WebhookHandler needs at least one key (the instance's whsec_… webhook key)")
@@ -122,7 +127,11 @@ func WebhookHandler(h Handler, o WebhookOptions) (http.Handler, error) {
 			return
 		}
 		t := b.task(time.UnixMilli(b.Task.DeadlineAt), "")
-		ctx, cancel := context.WithDeadline(r.Context(), t.DeadlineAt)
+		ctx := r.Context()
+		if tok := r.Header.Get(errandapi.DeliveryHeader); tok != "" {
+			ctx = client.WithDelivery(ctx, tok)
+		}
+		ctx, cancel := context.WithDeadline(ctx, t.DeadlineAt)
 		defer cancel()
 		switch o := invoke(ctx, h, t, r.URL.Path); {
 		case o.deferBy != nil:

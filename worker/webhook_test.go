@@ -20,8 +20,10 @@ import (
 // TestWebhookHandler: one Handler served as a webhook target by a real node
 // (its deliveries signed with the instance's key, over loopback HTTP): a
 // result is stored, an error fails the attempt with its message, Defer
-// waits without using an attempt, a panic fails it; a delivery signed with
-// a key the receiver does not hold is refused, and counts as a failure.
+// waits without using an attempt, a panic fails it; tasks the handler adds
+// are one deeper, so a receiver that adds to its own queue stops at the
+// deepest chain; a delivery signed with a key the receiver does not hold
+// is refused, and counts as a failure.
 func TestWebhookHandler(t *testing.T) {
 	clk := clock.NewFake(time.Now())
 	_, c, outcomes := nodeOn(t, clk)
@@ -49,6 +51,14 @@ func TestWebhookHandler(t *testing.T) {
 			return json.RawMessage(`"later"`), nil
 		case `"panic"`:
 			panic("oops")
+		case `"loop"`:
+			// A receiver that adds to its own queue: the delivery's token
+			// makes each add one deeper, so the loop ends.
+			r, err := c.AddTask(ctx, "jobs", "loop", errandapi.NewTask{Payload: json.RawMessage(`"loop"`)})
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(r.ID)
 		}
 		return nil, errors.New("unexpected payload " + string(tk.Payload))
 	}
@@ -92,6 +102,33 @@ func TestWebhookHandler(t *testing.T) {
 	if tk := wait(t, c, outcomes, id, errandapi.StateSucceeded); string(tk.Result) != `"later"` || tk.Attempt != 1 {
 		t.Fatalf("after the deferral: attempt %d, result %s", tk.Attempt, tk.Result)
 	}
+	// A loop of adds through the receiver ends at the deepest chain: each
+	// task it added has source webhook and its parent's depth + 1.
+	if _, err := c.CreateQueue(ctx, "jobs", "loop", errandapi.QueueRequest{MaxAttempts: &one,
+		Target: errandapi.Value(errandapi.Target{Webhook: rec.URL + "/loop"})}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.AddTask(ctx, "jobs", "loop", errandapi.NewTask{Payload: json.RawMessage(`"loop"`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for depth, id := 0, r.ID; ; depth++ {
+		if depth == errandapi.MaxDepth {
+			tk := wait(t, c, outcomes, id, errandapi.StateFailed)
+			if !strings.Contains(lastError(tk), "DEPTH_EXCEEDED") || tk.Depth != depth || tk.Source != "webhook" {
+				t.Fatalf("the deepest task: depth %d, source %s, %q", tk.Depth, tk.Source, lastError(tk))
+			}
+			break
+		}
+		tk := wait(t, c, outcomes, id, errandapi.StateSucceeded)
+		if want := map[bool]string{true: "api", false: "webhook"}[depth == 0]; tk.Depth != depth || tk.Source != want {
+			t.Fatalf("task %d of the loop: depth %d, source %s", depth, tk.Depth, tk.Source)
+		}
+		if err := json.Unmarshal(tk.Result, &id); err != nil {
+			t.Fatalf("task %d's result %s: %v", depth, tk.Result, err)
+		}
+	}
+
 	// A rotated key the receiver does not hold yet: refused, a failure.
 	if _, err := c.RotateWebhookKey(ctx, "jobs"); err != nil {
 		t.Fatal(err)

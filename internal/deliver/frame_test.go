@@ -33,8 +33,15 @@ func FuzzAttemptFrameMatchesMarshal(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := tokenJSON(tk); !bytes.Equal(got, want) {
-			t.Fatalf("tokenJSON:\n got %s\nwant %s", got, want)
+		if got := appendTokenJSON(nil, tk, ""); !bytes.Equal(got, want) {
+			t.Fatalf("appendTokenJSON:\n got %s\nwant %s", got, want)
+		}
+		want, err = json.Marshal(Token{Instance: inst, Task: id, Depth: depth, Expires: deadline + tokenLate, Kind: TokenWebhook})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendTokenJSON([]byte("x"), tk, TokenWebhook); !bytes.Equal(got[1:], want) || got[0] != 'x' {
+			t.Fatalf("appendTokenJSON of a webhook's:\n got %s\nwant %s", got, want)
 		}
 	})
 }

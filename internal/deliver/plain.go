@@ -258,6 +258,7 @@ func (c *plainConn) roundTrip(pt plainTarget, s *signed, headerTimeout time.Dura
 	header(bw, HeaderTimestamp, s.ms)
 	header(bw, HeaderSignature, s.sig)
 	header(bw, HeaderWebhookID, s.id)
+	header(bw, HeaderDelivery, s.token)
 	if s.standard {
 		header(bw, HeaderWebhookTimestamp, s.secs)
 		header(bw, HeaderWebhookSignature, s.stdSig)

@@ -23,6 +23,9 @@ import (
 const (
 	HeaderTimestamp = "X-Errand-Timestamp" // epoch milliseconds
 	HeaderSignature = "X-Errand-Signature" // v1=<hex HMAC-SHA256>
+	// HeaderDelivery carries the attempt's delivery token
+	// (errandapi.DeliveryHeader): adds sent with it are depth-limited.
+	HeaderDelivery = "X-Errand-Delivery"
 	// The Standard Webhooks headers (standardwebhooks.com).
 	HeaderWebhookID        = "Webhook-Id"        // the task id
 	HeaderWebhookTimestamp = "Webhook-Timestamp" // epoch seconds

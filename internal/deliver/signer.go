@@ -8,6 +8,8 @@ import (
 	"hash"
 	"strconv"
 	"sync"
+
+	"github.com/errandhq/errand/internal/task"
 )
 
 // maxSigners bounds the signing keys a Webhook keeps ready; past it the
@@ -92,6 +94,28 @@ func (ks *keySigner) appendStandard(b []byte, msgID string, ts, body []byte) []b
 	copy(sum[:], b[len(b)-sha256.Size:])
 	b = append(b[:idStart], "v1,"...)
 	return base64.StdEncoding.AppendEncode(b, sum[:])
+}
+
+// tokenPrefix starts the message a delivery token's HMAC signs.
+var tokenPrefix = []byte("errand-delivery.")
+
+// appendToken appends the delivery token of a webhook attempt of t, as
+// SignToken makes a function's but of kind TokenWebhook, keyed with the
+// whole key string (the errand pool's key): its JSON's base64url, ".", and
+// the base64url HMAC of "errand-delivery." and the first part.
+func (ks *keySigner) appendToken(b []byte, t *task.Task) []byte {
+	start := len(b)
+	b = appendTokenJSON(b, t, TokenWebhook)
+	js := len(b)
+	b = base64.RawURLEncoding.AppendEncode(b, b[start:js])
+	enc := len(b) - js
+	b = append(b[:start], b[js:]...) // the base64 in the JSON's place
+	body := b[start : start+enc]
+	b = appendSum(&ks.errand, b, tokenPrefix, body)
+	var sum [sha256.Size]byte
+	copy(sum[:], b[len(b)-sha256.Size:])
+	b = append(b[:len(b)-sha256.Size], '.')
+	return base64.RawURLEncoding.AppendEncode(b, sum[:])
 }
 
 var dot = []byte{'.'}

@@ -17,27 +17,35 @@ import (
 const tokenLate = 10 * 60 * 1000
 
 // Token is what a delivery token says: the instance and task of the
-// attempt it was made for, the task's depth, and until when it holds.
+// attempt it was made for, the task's depth, until when it holds, and the
+// kind of target the attempt went to.
 type Token struct {
 	Instance string `json:"i"`
 	Task     string `json:"t"`
 	Depth    int    `json:"d"`
 	Expires  int64  `json:"e"` // epoch ms
+	// Kind is TokenWebhook for a webhook delivery's token, "" for a
+	// function's.
+	Kind string `json:"k,omitempty"`
 }
 
-// SignToken makes the delivery token of attempt t, signed with the
-// instance's webhook key (so any node on the store can check it, and a
-// rotation ends the tokens in flight). It is
+// TokenWebhook is the Kind of a webhook delivery's token: the tasks added
+// with it get source "webhook".
+const TokenWebhook = "webhook"
+
+// SignToken makes the delivery token of attempt t to a function, signed
+// with the instance's webhook key (so any node on the store can check it,
+// and a rotation ends the tokens in flight). It is
 // base64url(JSON of Token) "." base64url(HMAC-SHA256(key, "errand-delivery." + first part)).
+// A webhook delivery's token (keySigner.appendToken) has the same form.
 func SignToken(t *task.Task, key string) string {
-	body := base64.RawURLEncoding.EncodeToString(tokenJSON(t))
+	body := base64.RawURLEncoding.EncodeToString(appendTokenJSON(nil, t, ""))
 	return body + "." + base64.RawURLEncoding.EncodeToString(tokenMAC(key, body))
 }
 
-// tokenJSON is the JSON of t's Token, byte for byte as json.Marshal
-// encodes it, without its reflection (once an attempt).
-func tokenJSON(t *task.Task) []byte {
-	b := make([]byte, 0, 48+len(t.InstanceID)+len(t.ID))
+// appendTokenJSON appends the JSON of t's Token of kind, byte for byte as
+// json.Marshal encodes it, without its reflection (once an attempt).
+func appendTokenJSON(b []byte, t *task.Task, kind string) []byte {
 	b = append(b, `{"i":`...)
 	b = appendString(b, t.InstanceID)
 	b = append(b, `,"t":`...)
@@ -46,6 +54,10 @@ func tokenJSON(t *task.Task) []byte {
 	b = strconv.AppendInt(b, int64(t.Depth), 10)
 	b = append(b, `,"e":`...)
 	b = strconv.AppendInt(b, t.DeadlineAt+tokenLate, 10)
+	if kind != "" {
+		b = append(b, `,"k":`...)
+		b = appendString(b, kind)
+	}
 	return append(b, '}')
 }
 

@@ -170,13 +170,14 @@ var (
 )
 
 // signed is a delivery's body and the values of the headers made for it:
-// errand's timestamp and signature, the task id, and the Standard Webhooks
-// timestamp and signature (when the key has that form).
+// errand's timestamp and signature, the task id, the Standard Webhooks
+// timestamp and signature (when the key has that form), and the attempt's
+// delivery token.
 type signed struct {
-	body                      []byte
-	ms, sig, id, secs, stdSig string
-	standard                  bool
-	headers                   map[string]string // the target's own (task.Target.Headers)
+	body                             []byte
+	ms, sig, id, secs, stdSig, token string
+	standard                         bool
+	headers                          map[string]string // the target's own (task.Target.Headers)
 }
 
 // sign builds the body of a delivery and signs it. The body and every
@@ -185,7 +186,7 @@ type signed struct {
 func (w *Webhook) sign(r *Request, now time.Time) signed {
 	t := r.Task
 	ks := w.signers.get(r.Key)
-	buf := make([]byte, 0, bodySize(t)+2*len(t.ID)+180)
+	buf := make([]byte, 0, bodySize(t)+2*len(t.ID)+180+2*(len(t.InstanceID)+len(t.ID))+200)
 	buf = appendBody(buf, t)
 	n := len(buf)
 	body := buf[:n:n]
@@ -197,11 +198,13 @@ func (w *Webhook) sign(r *Request, now time.Time) signed {
 	buf, secs := appendInt(buf, now.Unix())
 	secsEnd := len(buf)
 	buf = ks.appendStandard(buf, t.ID, secs, body)
+	stdEnd := len(buf)
+	buf = ks.appendToken(buf, t)
 	// buf is complete and never written again: its tail is the header
 	// values' backing store (as strings.Builder makes its string).
 	all := unsafe.String(unsafe.SliceData(buf), len(buf))
 	return signed{body: body, ms: all[n:msEnd], sig: all[msEnd:sigEnd], id: t.ID,
-		secs: all[sigEnd:secsEnd], stdSig: all[secsEnd:], standard: ks.hasStandard}
+		secs: all[sigEnd:secsEnd], stdSig: all[secsEnd:stdEnd], token: all[stdEnd:], standard: ks.hasStandard}
 }
 
 // request builds the signed POST of a delivery for net/http: the target's
@@ -209,8 +212,8 @@ func (w *Webhook) sign(r *Request, now time.Time) signed {
 // Standard Webhooks ones (which a target's cannot replace:
 // task.ValidateTarget refuses those names).
 func (s *signed) request(ctx context.Context, url string) (*http.Request, error) {
-	v := [...]string{s.ms, s.sig, s.id, s.secs, s.stdSig}
-	h := make(http.Header, 8+len(s.headers))
+	v := [...]string{s.ms, s.sig, s.id, s.secs, s.stdSig, s.token}
+	h := make(http.Header, 9+len(s.headers))
 	for k, val := range s.headers {
 		h[http.CanonicalHeaderKey(k)] = []string{val}
 	}
@@ -219,6 +222,7 @@ func (s *signed) request(ctx context.Context, url string) (*http.Request, error)
 	h[HeaderTimestamp] = v[0:1:1]
 	h[HeaderSignature] = v[1:2:2]
 	h[HeaderWebhookID] = v[2:3:3]
+	h[HeaderDelivery] = v[5:6:6]
 	if s.standard {
 		h[HeaderWebhookTimestamp] = v[3:4:4]
 		h[HeaderWebhookSignature] = v[4:5:5]

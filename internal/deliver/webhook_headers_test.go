@@ -48,7 +48,8 @@ func TestWebhookTargetHeaders(t *testing.T) {
 				t.Errorf("%s: %s = %q, want %q once", url, k, got.Values(k), v)
 			}
 		}
-		if got.Get("User-Agent") != UserAgent || got.Get("Content-Type") != "application/json" || got.Get("Webhook-Id") != katID {
+		if got.Get("User-Agent") != UserAgent || got.Get("Content-Type") != "application/json" || got.Get("Webhook-Id") != katID ||
+			got.Get("X-Errand-Delivery") == "" {
 			t.Errorf("%s: errand's own headers %v", url, got)
 		}
 	}

@@ -128,6 +128,15 @@ func TestWebhookSignedPost(t *testing.T) {
 	if err := verifyStandard(katKey, g.header, g.body, testNow); err != nil {
 		t.Errorf("Standard Webhooks: %v", err)
 	}
+	// The attempt's delivery token, as a function's but of kind webhook.
+	kt := katTask()
+	tok, err := VerifyToken(g.header.Get("X-Errand-Delivery"), kt.InstanceID, katKey, testNow.UnixMilli(), "X-Errand-Delivery")
+	if err != nil || *tok != (Token{Instance: kt.InstanceID, Task: katID, Depth: kt.Depth, Expires: kt.DeadlineAt + tokenLate, Kind: TokenWebhook}) {
+		t.Errorf("delivery token %+v: %v", tok, err)
+	}
+	if got, fn := g.header.Get("X-Errand-Delivery"), SignToken(kt, katKey); got == fn || !strings.Contains(got, ".") {
+		t.Errorf("a webhook's token %q should differ from a function's %q only by its kind", got, fn)
+	}
 }
 
 func TestWebhookOutcomes(t *testing.T) {

@@ -14,8 +14,9 @@ func (e *Engine) Wake() { e.waker.wake() }
 // TaskAddFromDelivery adds tasks from inside an attempt: token is the
 // attempt's delivery token (the header errandapi.DeliveryHeader), checked
 // against the instance's key. The tasks get depth = the parent's + 1 and
-// source "function"; past task.MaxDepth the add is refused with
-// DEPTH_EXCEEDED and logged, since it is most likely a loop.
+// source "function" (or "webhook", from a webhook delivery's token); past
+// task.MaxDepth the add is refused with DEPTH_EXCEEDED and logged, since
+// it is most likely a loop.
 func (e *Engine) TaskAddFromDelivery(ctx context.Context, ref QueueRef, ins []task.AddInput, token string, field string) ([]AddResult, error) {
 	inst, err := e.Instance(ctx, ref.Org, ref.Instance)
 	if err != nil {
@@ -25,9 +26,13 @@ func (e *Engine) TaskAddFromDelivery(ctx context.Context, ref QueueRef, ins []ta
 	if err != nil {
 		return nil, err
 	}
+	source := task.SourceFunction
+	if tok.Kind == deliver.TokenWebhook {
+		source = task.SourceWebhook
+	}
 	for i := range ins {
 		ins[i].Depth = tok.Depth + 1
-		ins[i].Source = task.SourceFunction
+		ins[i].Source = source
 	}
 	res, err := e.TaskAdd(ctx, ref, ins)
 	if task.IsCode(err, task.CodeDepthExceeded) {

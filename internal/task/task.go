@@ -20,7 +20,8 @@ const (
 	SourceAPI        = "api"
 	SourceConsole    = "console"
 	SourceMCP        = "mcp"
-	SourceFunction   = "function"
+	SourceFunction   = "function" // added from inside a function's attempt (its delivery token)
+	SourceWebhook    = "webhook"  // added by a webhook receiver with its delivery's token
 	SourceDeadLetter = "deadletter"
 	SourceRerun      = "rerun"
 )
