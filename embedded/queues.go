@@ -18,6 +18,9 @@ type QueueOptions struct {
 	Pull     bool   // a pull queue, leased with Lease
 	Function string // push target: a function served by Handle ("group/name")
 	Webhook  string // push target: an https URL
+	// Headers, with Webhook, are sent with every delivery (an
+	// Authorization the receiver asks for; the v1 API's target.headers).
+	Headers map[string]string
 	// MaxConcurrent caps the queue's attempts in flight (0 = no cap beyond
 	// the instance's maxInFlight).
 	MaxConcurrent int
@@ -40,7 +43,7 @@ func (e *Engine) CreateQueue(ctx context.Context, instance, name string, o Queue
 	}
 	p.Mode = &mode
 	if o.Function != "" || o.Webhook != "" {
-		t := &task.Target{Function: o.Function, Webhook: o.Webhook}
+		t := &task.Target{Function: o.Function, Webhook: o.Webhook, Headers: o.Headers}
 		p.Target = &t
 	}
 	// Zero is the default; any other value goes to the engine, which

@@ -52,8 +52,10 @@ type NewTask struct {
 	// queue's (at most one).
 	Function string
 	Webhook  string
-	Delay    time.Duration // run this long from now, 0–365 days (or set RunAt, not both)
-	RunAt    time.Time     // run at this time, within a year (zero: now, or Delay)
+	// Headers, with Webhook, are sent with every delivery of this task.
+	Headers map[string]string
+	Delay   time.Duration // run this long from now, 0–365 days (or set RunAt, not both)
+	RunAt   time.Time     // run at this time, within a year (zero: now, or Delay)
 }
 
 // Added is the result of one added task: Err is nil, or a *Error such as
@@ -90,7 +92,7 @@ func addInputs(tasks []NewTask) []task.AddInput {
 	for i, t := range tasks {
 		in := task.AddInput{Name: t.Name, Payload: t.Payload, Params: t.Params, Source: task.SourceAPI}
 		if t.Function != "" || t.Webhook != "" {
-			in.Target = &task.Target{Function: t.Function, Webhook: t.Webhook}
+			in.Target = &task.Target{Function: t.Function, Webhook: t.Webhook, Headers: t.Headers}
 		}
 		// Each as given: the engine refuses both at once, or a negative
 		// Delay, as the v1 API does.
