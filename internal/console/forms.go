@@ -113,6 +113,28 @@ func formTarget(kind, value string) *errandapi.Target {
 	return &errandapi.Target{Webhook: value}
 }
 
+// formHeaders reads a form's webhook headers, one "Name: value" a line
+// (blank lines skipped); a line without a colon is refused naming
+// target.headers, as the API names the field. The API checks the rest.
+func formHeaders(text string) (map[string]string, *errandapi.Error) {
+	var h map[string]string
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, badField("target.headers", "each line must be Name: value")
+		}
+		if h == nil {
+			h = map[string]string{}
+		}
+		h[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return h, nil
+}
+
 // targetForm is a target as the forms' two fields, kind and value.
 func targetForm(t *errandapi.Target) (kind, value string) {
 	switch {

@@ -848,4 +848,21 @@ func TestQueueSettingsKeepTargetHeaders(t *testing.T) {
 	if tg := stored(); tg.Webhook != "http://127.0.0.1:9/v2" || !reflect.DeepEqual(tg.Headers, headers) {
 		t.Fatalf("a refused save changed the target: %+v", tg)
 	}
+
+	// The create form takes them, one a line.
+	create := func(name, kind, target, headers string) page {
+		return u.post("/console/i/jobs/queues", url.Values{"csrf": {tok}, "name": {name}, "mode": {"push"},
+			"targetKind": {kind}, "target": {target}, "headers": {headers}})
+	}
+	if p := create("made", "webhook", "http://127.0.0.1:9/m", "x-api-key: k2\n\nX-Tenant:  t-1 \n"); p.status != http.StatusSeeOther {
+		t.Fatalf("create: %d %s", p.status, p.body)
+	}
+	q, err := e.api.GetQueue(ctx, "jobs", "made")
+	if err != nil || !reflect.DeepEqual(q.Target.Headers, map[string]string{"X-Api-Key": errandapi.HiddenHeaderValue, "X-Tenant": errandapi.HiddenHeaderValue}) {
+		t.Fatalf("created: %+v %v", q, err)
+	}
+	create("bad1", "webhook", "http://127.0.0.1:9/m", "no colon").want(t, http.StatusBadRequest, "target.headers: each line must be Name: value")
+	create("bad2", "webhook", "", "X-A: 1").want(t, http.StatusBadRequest, "target.headers: give the webhook URL")
+	create("bad3", "function", "app/f", "X-A: 1").want(t, http.StatusBadRequest, "target.headers: only a webhook target sends headers")
+	create("bad4", "webhook", "http://127.0.0.1:9/m", "Host: x").want(t, http.StatusBadRequest, "target.headers.Host")
 }

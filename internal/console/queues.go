@@ -24,7 +24,7 @@ type queuesData struct {
 
 // createQueueFields are the create form's fields, shown again with a
 // refusal.
-var createQueueFields = []string{"name", "mode", "targetKind", "target"}
+var createQueueFields = []string{"name", "mode", "targetKind", "target", "headers"}
 
 func (c *Console) queuesPage(w http.ResponseWriter, r *http.Request, s *session) {
 	c.showQueues(w, r, s, nil, nil)
@@ -52,7 +52,17 @@ func (c *Console) createQueue(w http.ResponseWriter, r *http.Request, s *session
 	req := errandapi.QueueRequest{}
 	mode := errandapi.Mode(f.Get("mode"))
 	req.Mode = &mode
-	if t := formTarget(f.Get("targetKind"), f.Get("target")); t != nil {
+	t := formTarget(f.Get("targetKind"), f.Get("target"))
+	h, bad := formHeaders(f.Get("headers"))
+	if bad == nil && h != nil && t == nil {
+		bad = badField("target.headers", "give the webhook URL they are sent to")
+	}
+	if bad != nil {
+		c.showQueues(w, r, s, bad, formValues(f, createQueueFields...))
+		return
+	}
+	if t != nil {
+		t.Headers = h
 		req.Target = errandapi.Value(*t)
 	}
 	name := f.Get("name")
