@@ -1,6 +1,7 @@
 package deliver
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"net/http"
@@ -113,6 +114,61 @@ func FuzzVerify(f *testing.F) {
 			ts2, err := strconv.ParseInt(tsHeader, 10, 64)
 			if err != nil || !strings.Contains(sigHeader, Sign(key, ts2, body)) {
 				t.Fatalf("forged header verified: %q %q", sigHeader, tsHeader)
+			}
+		}
+	})
+}
+
+// FuzzTargetHeaders: a header a webhook target is allowed to send reaches
+// the receiver as exactly that one header, over errand's own HTTP/1.1
+// writer and over net/http: no value can end the line or add another
+// header (no injection), and none replaces errand's own.
+func FuzzTargetHeaders(f *testing.F) {
+	for _, s := range [][2]string{{"Authorization", "Bearer x"}, {"x-api-key", "a\tb"}, {"X-A", "1\r\nX-B: 2"}, {"Host", "h"},
+		{"X-Errand-Signature", "v1=0"}, {"X A", "1"}, {"X-A", " 1 "}, {"X-A", "\x7f"}, {"X-A", "\xff"}, {"Webhook-Id", "w"}} {
+		f.Add(s[0], s[1])
+	}
+	w := NewWebhook(WebhookOptions{})
+	f.Cleanup(w.Close)
+	f.Fuzz(func(t *testing.T, name, value string) {
+		tg := &task.Target{Webhook: "http://127.0.0.1:9/in", Headers: map[string]string{name: value}}
+		if task.ValidateTarget(tg, nil, "target", task.URLRules{AllowHTTP: true}) != nil {
+			return
+		}
+		if !plainHeaders(tg.Headers) {
+			t.Fatalf("%q: %q accepted but not written as it is", name, value)
+		}
+		r := request("http://127.0.0.1:9/in")
+		r.Target = *tg
+		s := w.sign(r, testNow)
+		s.headers = tg.Headers
+		// errand's writer, answered by a canned 204.
+		var sent bytes.Buffer
+		c := &plainConn{bw: bufio.NewWriter(&sent), br: bufio.NewReader(strings.NewReader("HTTP/1.1 204 No Content\r\n\r\n"))}
+		pt, _ := parsePlain(r.Target.Webhook, r.Task.ID)
+		if _, err := c.roundTrip(pt, &s, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		req, err := s.request(context.Background(), r.Target.Webhook)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var viaNet bytes.Buffer
+		if err := req.Write(&viaNet); err != nil {
+			t.Fatal(err)
+		}
+		for path, raw := range map[string][]byte{"plain": sent.Bytes(), "net/http": viaNet.Bytes()} {
+			got, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))
+			if err != nil {
+				t.Fatalf("%s: %q: %v", path, raw, err)
+			}
+			for k, v := range tg.Headers {
+				if vs := got.Header.Values(k); len(vs) != 1 || vs[0] != v {
+					t.Fatalf("%s: %s = %q, want %q once", path, k, vs, v)
+				}
+			}
+			if got.Header.Get(HeaderSignature) != s.sig || got.Header.Get("User-Agent") != UserAgent || len(got.Header) != 9+len(tg.Headers) {
+				t.Fatalf("%s: headers %v", path, got.Header)
 			}
 		}
 	})
