@@ -40,6 +40,7 @@ var hookSenders = []HookSender{
 	{Name: "paddle", Header: "Paddle-Signature", EventID: true},
 	{Name: "zoom", Header: "x-zm-signature"},
 	{Name: "twilio", Header: "X-Twilio-Signature", IDHeader: "I-Twilio-Idempotency-Token"},
+	{Name: "sendgrid", Header: "X-Twilio-Email-Event-Webhook-Signature"},
 }
 
 // HookSenders returns the senders a hook with a secret reads, in the

@@ -59,3 +59,43 @@ func listed(form string) bool {
 	}
 	return false
 }
+
+// TestVerifySendGrid: SendGrid's own published example (its Node helper's
+// test: the public key, the signature of the timestamp and payload) is
+// accepted; a changed byte, a stale timestamp, or a secret that is no
+// public key is refused.
+func TestVerifySendGrid(t *testing.T) {
+	const (
+		key     = "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEEDr2LjtURuePQzplybdC+u4CwrqDqBaWjcMMsTbhdbcwHBcepxo7yAQGhHPTnlvFYPAZFceEu/1FwCM/QmGUhA=="
+		sig     = "MEUCIQCtIHJeH93Y+qpYeWrySphQgpNGNr/U+UyUlBkU6n7RAwIgJTz2C+8a8xonZGi6BpSzoQsbVRamr2nlxFDWYNH2j/0="
+		ts      = "1588788367"
+		payload = `{"category":"example_payload","event":"test_event","message_id":"message_id"}`
+	)
+	now := time.Unix(1588788367, 0).Add(time.Minute)
+	call := func(body, sig, ts string) HookCall {
+		h := http.Header{}
+		h.Set("X-Twilio-Email-Event-Webhook-Signature", sig)
+		h.Set("X-Twilio-Email-Event-Webhook-Timestamp", ts)
+		return HookCall{Body: []byte(body), Header: h.Get}
+	}
+	if form, err := verifyHook(key, call(payload, sig, ts), now); err != nil || form != "sendgrid" {
+		t.Fatalf("SendGrid's example: %q %v", form, err)
+	}
+	for name, c := range map[string]struct {
+		key  string
+		call HookCall
+		now  time.Time
+		says string
+	}{
+		"another body":      {key, call(payload+" ", sig, ts), now, "does not match"},
+		"another timestamp": {key, call(payload, sig, "1588788368"), now, "does not match"},
+		"not base64":        {key, call(payload, "%%%", ts), now, "does not match"},
+		"stale":             {key, call(payload, sig, ts), now.Add(10 * time.Minute), "refused as a replay"},
+		"no key":            {"not-a-public-key-at-all", call(payload, sig, ts), now, "not a SendGrid verification key"},
+		"a truncated DER":   {"MFkwEwYHKoZIzj0CAQ==", call(payload, sig, ts), now, "not a SendGrid verification key"},
+	} {
+		if _, err := verifyHook(c.key, c.call, c.now); !task.IsCode(err, task.CodeUnauthenticated) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: %v, want UNAUTHENTICATED saying %q", name, err, c.says)
+		}
+	}
+}

@@ -231,6 +231,12 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 //     called and a form's fields (deliver.SignTwilio), checked against
 //     each of HookCall.URLs. Like GitHub's it carries no time: Twilio's
 //     I-Twilio-Idempotency-Token names the task.
+//   - SendGrid's X-Twilio-Email-Event-Webhook-Signature: an ECDSA
+//     signature (P-256, SHA-256; base64 of its ASN.1) of
+//     "<X-Twilio-Email-Event-Webhook-Timestamp><body>", checked with the
+//     public key the secret holds (SendGrid's verification key: base64 of
+//     its DER), the timestamp within HookReplayWindow: verifySendGrid. The
+//     only scheme not keyed with a shared secret: the secret is public.
 //
 // A secret that is not a whsec_ key (task.ValidateHookSecret) checks all
 // but Standard Webhooks signatures.
@@ -243,6 +249,7 @@ func verifyHook(secret string, c HookCall, now time.Time) (form string, err erro
 	if s == nil {
 		return "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
 			"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Calendly's Calendly-Webhook-Signature, Paddle's Paddle-Signature, Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256, "+
+			"SendGrid's X-Twilio-Email-Event-Webhook-Signature, "+
 			"or the body signature of WooCommerce, Linear, Sentry, Typeform or Intercom")
 	}
 	switch s.Name {
@@ -254,6 +261,8 @@ func verifyHook(secret string, c HookCall, now time.Time) (form string, err erro
 		err = verifyV0(secret, c, "x-zm-signature", "x-zm-request-timestamp", now)
 	case "twilio":
 		err = verifyTwilio(secret, c)
+	case "sendgrid":
+		err = verifySendGrid(secret, c, now)
 	default:
 		if bs := bodySignatureNamed(s.Name); bs != nil {
 			err = bs.verify(secret, c)
@@ -451,7 +460,7 @@ func verifyStandard(secret string, c HookCall, now time.Time) error {
 	}
 	want, ok := deliver.SignStandard(secret, msgID, sec, c.Body)
 	if !ok {
-		return task.Errorf(task.CodeUnauthenticated, "this hook's secret is not a whsec_ key, so it checks GitHub's, Slack's, Stripe's, Twilio's or Shopify's signatures, not Standard Webhooks'")
+		return task.Errorf(task.CodeUnauthenticated, "this hook's secret is not a whsec_ key, so it checks the other senders' signatures (GitHub's, Stripe's, Slack's …), not Standard Webhooks'")
 	}
 	for _, sig := range strings.Fields(sigs) {
 		if hmac.Equal([]byte(sig), []byte(want)) {

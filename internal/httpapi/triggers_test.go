@@ -3,9 +3,13 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha1"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -887,4 +891,46 @@ func TestHookPaddle(t *testing.T) {
 	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 1 {
 		t.Fatalf("%d tasks, want 1", n)
 	}
+}
+
+// TestHookSendGrid: a hook whose secret is SendGrid's verification key (a
+// public key, base64 of its DER) takes SendGrid's signed Event Webhook —
+// an ECDSA signature of the timestamp and the body, signed here as
+// SendGrid signs — and refuses one signed with another key.
+func TestHookSendGrid(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	priv, other := mustECDSA(t), mustECDSA(t)
+	der, err := x509.MarshalPKIXPublicKey(&priv.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+base64.StdEncoding.EncodeToString(der)+`"}}`).
+		want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	body := []byte(`[{"email":"a@example.com","event":"delivered","sg_event_id":"ZGVsaXZlcmVk","timestamp":1790000000}]`)
+	sign := func(k *ecdsa.PrivateKey) map[string]string {
+		ts := strconv.FormatInt(b.clock.Now().Unix(), 10)
+		sum := sha256.Sum256(append([]byte(ts), body...))
+		sig, err := ecdsa.SignASN1(rand.Reader, k, sum[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return map[string]string{"X-Twilio-Email-Event-Webhook-Signature": base64.StdEncoding.EncodeToString(sig),
+			"X-Twilio-Email-Event-Webhook-Timestamp": ts}
+	}
+	b.hookCall(path, body, sign(priv)).want(t, 202, "")
+	b.hookCall(path, body, sign(other)).want(t, 401, "UNAUTHENTICATED")
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 1 {
+		t.Fatalf("%d tasks, want 1", n)
+	}
+}
+
+// mustECDSA makes a P-256 key, as SendGrid's.
+func mustECDSA(t *testing.T) *ecdsa.PrivateKey {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
