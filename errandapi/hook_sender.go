@@ -85,8 +85,9 @@ func HookMessageID(header func(name string) string, body []byte) string {
 }
 
 // HookNamesTask reports whether a call to a hook with a secret, with
-// these headers (header reads one) and body, names its task (an Idempotency-Key or HookMessageID),
-// so that sending it again adds nothing twice.
+// these headers (header reads one) and body, names its task (an
+// Idempotency-Key or HookMessageID), so that sending it again adds nothing
+// twice.
 func HookNamesTask(header func(name string) string, body []byte) bool {
 	return header("Idempotency-Key") != "" || HookMessageID(header, body) != ""
 }
@@ -97,9 +98,10 @@ func HookNamesTask(header func(name string) string, body []byte) bool {
 // "event_callback", "event_id": "Ev…"}), a Paddle notification's
 // ({"event_id": "evt_…", "event_type": …, "notification_id": …}) or a
 // Typeform response's ({"event_id": "01H…", "event_type":
-// "form_response"}, or "form_response_partial"); "" for any other body. A hook with a secret names the task of a call signed by
-// that sender by it (when no Idempotency-Key does), so the sender's
-// redelivery of an event adds nothing twice.
+// "form_response"}, or "form_response_partial"); "" for any other body. A
+// hook with a secret names the task of a call signed by that sender by it
+// (when no Idempotency-Key does), so the sender's redelivery of an event
+// adds nothing twice.
 func HookEventID(body []byte) string {
 	var v struct {
 		Object         string `json:"object"`

@@ -191,9 +191,9 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 // in the form of the first sender whose header it sends
 // (errandapi.HookSenderOf; a Standard Webhooks call by its webhook-id or
 // -timestamp too), and returns the sender's name ("standard", a
-// bodySignature's form, "slack", "stripe", "calendly", "paddle", "zoom"
-// or "twilio"). The sender's message id, which names the task, is
-// errandapi.HookMessageID's:
+// bodySignature's form, "slack", "stripe", "calendly", "paddle", "zoom",
+// "twilio" or "sendgrid"). The sender's message id, which names the task,
+// is errandapi.HookMessageID's:
 //   - Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature;
 //     or svix-id, svix-timestamp, svix-signature, as Svix sends them for
 //     Clerk, Resend and others): verifyStandard.
