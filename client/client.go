@@ -121,6 +121,9 @@ type call struct {
 	// stream receives a 2xx answer's body as it arrives, unbounded and
 	// undecoded (a bundle download), instead of out.
 	stream io.Writer
+	// bareOK: a 2xx answer may have no body (a hook's bare 200 to a
+	// Slack-signed form), which leaves out as it is.
+	bareOK bool
 }
 
 // do runs c with the client's retry policy.
@@ -213,7 +216,7 @@ func (c *Client) once(ctx context.Context, cl call, u string, body []byte) error
 		return &transportError{method: cl.method, url: u, err: err, sent: true}
 	}
 	if resp.StatusCode/100 == 2 {
-		if cl.out == nil {
+		if cl.out == nil || cl.bareOK && len(raw) == 0 {
 			return nil
 		}
 		if err := json.Unmarshal(raw, cl.out); err != nil {

@@ -13,8 +13,9 @@ import (
 // and headers (Idempotency-Key, the signature headers of a hook with a
 // secret, those the rule copies into params). hook is the token, the last
 // segment of the rule's hook.path. No API key is sent: the URL is the
-// capability. The answer is the task added, or with Duplicate the one an
-// earlier call with the same Idempotency-Key (or, to a hook with a
+// capability. The answer is the task added (its ID "" when a Slack-signed
+// form is answered with the bare 200 Slack wants), or with Duplicate the
+// one an earlier call with the same Idempotency-Key (or, to a hook with a
 // secret, the same sender's message id: errandapi.HookMessageID) added.
 // A call that names its task so (errandapi.HookNamesTask) is retried like
 // any repeatable call; one that does not is not sent twice once it may
@@ -23,7 +24,7 @@ func (c *Client) FireHook(ctx context.Context, instance, hook string, body []byt
 	var out errandapi.HookResponse
 	named := errandapi.HookNamesTask(headers.Get, body)
 	err := c.do(ctx, call{method: "POST", path: []string{"v1", "hooks", instance, hook}, raw: body, header: headers,
-		anonymous: true, out: &out, repeatable: named})
+		anonymous: true, out: &out, repeatable: named, bareOK: true})
 	if err != nil {
 		return nil, err
 	}

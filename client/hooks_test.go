@@ -146,3 +146,28 @@ func TestFireHookSvixRetried(t *testing.T) {
 		t.Fatalf("%d tasks, want 1", n)
 	}
 }
+
+// TestFireHookSlackForm: a Slack-signed form (a slash command) is answered
+// with the bare 200 Slack wants; FireHook takes it as success, without a
+// task id, and the task is added.
+func TestFireHookSlackForm(t *testing.T) {
+	e := start(t, options{})
+	ctx := context.Background()
+	dev := e.client("", client.RetryPolicy{})
+	if _, err := dev.CreateQueue(ctx, "jobs", "in", errandapi.QueueRequest{Mode: new(errandapi.ModePull)}); err != nil {
+		t.Fatal(err)
+	}
+	q, secret := "jobs/in", "8f742231b10e8888abcd99yyyzzz85a5"
+	rule := must(dev.CreateTrigger(ctx, "jobs", errandapi.TriggerRequest{Queue: &q,
+		Hook: &errandapi.TriggerHookSpec{Secret: errandapi.Value(secret)}})).of(t)
+	body := []byte("command=%2Fdeploy&text=api")
+	now := e.clock.Now().Unix()
+	h := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}, "X-Slack-Request-Timestamp": {strconv.FormatInt(now, 10)},
+		"X-Slack-Signature": {deliver.SignSlack(secret, now, body)}}
+	if r, err := dev.FireHook(ctx, "jobs", path.Base(rule.Hook.Path), body, h); err != nil || r.ID != "" || r.Duplicate {
+		t.Fatalf("a slash command: %+v %v", r, err)
+	}
+	if n := len(must(dev.ListTasks(ctx, "jobs", "in", client.ListOptions{})).of(t).Tasks); n != 1 {
+		t.Fatalf("%d tasks, want 1", n)
+	}
+}

@@ -79,6 +79,11 @@ type HookAdded struct {
 	// of the URL, signed with the hook's secret (Slack's url_verification,
 	// Zoom's endpoint.url_validation): the answer (200) is Reply.
 	Reply any
+	// Ack: the sender takes only a bare 200 as success, and the task was
+	// added (TaskID, Duplicate) — a Slack-signed form (a slash command, an
+	// interactive component's payload), for which Slack shows its user an
+	// error on any other answer, and posts a body it gets as a message.
+	Ack bool
 }
 
 // HookFire turns a call into a task of the hook's queue. With a secret the
@@ -89,10 +94,12 @@ type HookAdded struct {
 // (task.Trigger.HookInput), so a sender's retry adds nothing twice. Each
 // task added counts on the rule's Fired (a duplicate does not). Slack's
 // url_verification and Zoom's endpoint.url_validation, signed, add
-// nothing: HookAdded.Reply answers them.
+// nothing: HookAdded.Reply answers them; a Slack-signed form is added and
+// answered bare (HookAdded.Ack).
 func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded, error) {
 	tr := h.Rule
 	var msgID string
+	var ack bool
 	if tr.HookSecret != "" {
 		var form string
 		var err error
@@ -110,6 +117,7 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 				return &HookAdded{Reply: v}, nil
 			}
 		}
+		ack = form == "slack" && task.IsForm(c.Header("Content-Type"))
 	}
 	copied := c.Copied
 	if copied == nil {
@@ -156,12 +164,12 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 	case res.TaskID == "":
 		return nil, task.Errorf(task.CodeUnavailable, "task name %q is being released: call again", t.Name)
 	case res.TaskID != t.ID:
-		return &HookAdded{TaskID: res.TaskID, Duplicate: true}, nil
+		return &HookAdded{TaskID: res.TaskID, Duplicate: true, Ack: ack}, nil
 	}
 	e.metrics.TasksAdded.Inc()
 	e.usage.count(tr.InstanceID, usageAdded, 1)
 	e.changed()
-	return &HookAdded{TaskID: t.ID}, nil
+	return &HookAdded{TaskID: t.ID, Ack: ack}, nil
 }
 
 // hookRefused records on the rule (errorCount, lastError) a call it could

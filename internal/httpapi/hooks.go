@@ -17,7 +17,8 @@ import (
 const hookPrefix = "/v1/hooks/"
 
 // hook serves POST /v1/hooks/{instance}/{hook}: it turns the request into a
-// task of the hook rule's queue and answers 202 {id}. It needs no API key:
+// task of the hook rule's queue and answers 202 {id} (a bare 200 to a
+// Slack-signed form, a 200 with the answer to a sender's URL check). It needs no API key:
 // the hook's URL (its random token) is the capability, and a hook with a
 // secret also needs a valid Standard Webhooks signature. Calls count
 // against the instance's rateLimit like any other call.
@@ -51,6 +52,11 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 	}
 	if res.Reply != nil { // a sender's check of the URL: nothing was added
 		writeJSON(w, http.StatusOK, res.Reply)
+		return
+	}
+	if res.Ack { // a bare 200, as Slack's slash commands want: added
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, errandapi.HookResponse{ID: res.TaskID, Duplicate: res.Duplicate})

@@ -146,7 +146,16 @@ func (s *apiSpec) checkBody(what string, contentType string, body []byte, tokens
 	if _, ok := content.(map[string]any)["application/json"]; !ok {
 		return nil // any content (a hook's body)
 	}
-	if mt, _, _ := strings.Cut(contentType, ";"); len(body) > 0 && strings.TrimSpace(mt) != "application/json" {
+	mt, _, _ := strings.Cut(contentType, ";")
+	if other, ok := content.(map[string]any)[strings.TrimSpace(mt)].(map[string]any); ok && strings.TrimSpace(mt) != "application/json" {
+		// Another media type the document names (a hook's bare text/plain
+		// 200): its schema is a string's.
+		if n, ok := other["schema"].(map[string]any)["maxLength"].(float64); ok && len(body) > int(n) {
+			return fmt.Errorf("%s body of %d bytes, the document allows %d", what, len(body), int(n))
+		}
+		return nil
+	}
+	if len(body) > 0 && strings.TrimSpace(mt) != "application/json" {
 		return fmt.Errorf("%s Content-Type %q, want application/json", what, contentType)
 	}
 	if len(body) == 0 {

@@ -508,8 +508,17 @@ func TestHookSlackSignatureAndPlainSecret(t *testing.T) {
 		return b.hookCall(path, body, map[string]string{"Content-Type": "application/x-www-form-urlencoded",
 			"X-Slack-Request-Timestamp": strconv.FormatInt(ts, 10), "X-Slack-Signature": sig})
 	}
-	r := slack(now, deliver.SignSlack(secret, now, body)).want(t, 202, "")
-	p, _ := json.Marshal(b.do("GET", "/v1/tasks/jobs/tasks/"+r.body["id"].(string), nil).want(t, 200, "").obj("task")["payload"])
+	// A slash command is answered with the bare 200 Slack takes as
+	// success (any other answer shows its user an error; a body would be
+	// posted as a message), and added.
+	if r := slack(now, deliver.SignSlack(secret, now, body)).want(t, 200, ""); len(r.raw) != 0 {
+		t.Fatalf("a slash command answered %q, want no body", r.raw)
+	}
+	added := b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")
+	if len(added) != 1 {
+		t.Fatalf("%d tasks after the slash command, want 1", len(added))
+	}
+	p, _ := json.Marshal(b.do("GET", "/v1/tasks/jobs/tasks/"+added[0].(map[string]any)["id"].(string), nil).want(t, 200, "").obj("task")["payload"])
 	if string(p) != `{"command":["/deploy"],"text":["api"],"user_id":["U2147483697"]}` {
 		t.Fatalf("slash command payload %s", p)
 	}
