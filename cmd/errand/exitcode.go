@@ -18,19 +18,6 @@ func (e usageError) Unwrap() error { return e.err }
 // usagef is a usageError with a message.
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
-// exitCode is the process's exit code for a command's error: 0 for none,
-// 2 for a usage error, 1 for anything else (a refusal, a failure).
-func exitCode(err error) int {
-	var ue usageError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ue):
-		return 2
-	}
-	return 1
-}
-
 // parseVerb parses a verb's flags and positional arguments in any order.
 // -h or --help prints usage on stdout (help is true, err nil); a bad flag
 // is a usageError worded as cobra words one (flagWords).

@@ -135,15 +135,6 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// writeAtomic writes data to path through a temporary file in the same
-// directory, so that path holds the old content or the new, never a part.
-func writeAtomic(path string, data []byte) error {
-	return writeAtomicFunc(path, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
-}
-
 // writeAtomicFunc writes what fill writes to path through a temporary
 // file in the same directory; a fill that fails leaves path as it was.
 func writeAtomicFunc(path string, fill func(w io.Writer) error) error {

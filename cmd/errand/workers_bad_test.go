@@ -217,8 +217,7 @@ func TestWorkerBadInput(t *testing.T) {
 	// Draining: the welcome says the node takes it; a worker holding an
 	// attempt is closed (1000) once it has answered it, one holding none
 	// at once.
-	res, err = c.AddTask(ctx, "jobs", "work", errandapi.NewTask{})
-	if err != nil {
+	if _, err = c.AddTask(ctx, "jobs", "work", errandapi.NewTask{}); err != nil {
 		t.Fatal(err)
 	}
 	w = dialWorker(t, url)

@@ -42,23 +42,23 @@ func TestStoreOutcomesTriesAgain(t *testing.T) {
 	down := task.Errorf(task.CodeUnavailable, "down")
 
 	other := &flakyFinish{Store: st, n: 1, err: task.Errorf(task.CodeInternal, "broken")}
-	if _, err, _ := outcomesOnFakeClock(other, ps, pushPatience); !task.IsCode(err, task.CodeInternal) || other.calls != 1 {
+	if _, _, err := outcomesOnFakeClock(other, ps, pushPatience); !task.IsCode(err, task.CodeInternal) || other.calls != 1 {
 		t.Fatalf("INTERNAL: err %v after %d calls; want it at once", err, other.calls)
 	}
 	for _, patience := range []time.Duration{callerPatience, pushPatience} {
 		always := &flakyFinish{Store: st, n: 1 << 30, err: down}
-		_, err, took := outcomesOnFakeClock(always, ps, patience)
+		_, took, err := outcomesOnFakeClock(always, ps, patience)
 		if !task.IsCode(err, task.CodeUnavailable) || took > patience || took < patience-outcomeMaxPause {
 			t.Fatalf("always UNAVAILABLE, patience %v: err %v after %v (%d calls)", patience, err, took, always.calls)
 		}
 	}
 	// Down for about 20 s: a caller is told, a push outcome is stored.
 	outage := &flakyFinish{Store: st, n: 28, err: down}
-	if _, err, _ := outcomesOnFakeClock(outage, ps, callerPatience); !task.IsCode(err, task.CodeUnavailable) {
+	if _, _, err := outcomesOnFakeClock(outage, ps, callerPatience); !task.IsCode(err, task.CodeUnavailable) {
 		t.Fatalf("a 20 s outage with a caller waiting: %v", err)
 	}
 	outage.calls = 0
-	errs, err, took := outcomesOnFakeClock(outage, ps, pushPatience)
+	errs, took, err := outcomesOnFakeClock(outage, ps, pushPatience)
 	if err != nil || errs[0] != nil || outage.calls != 29 || took < 20*time.Second {
 		t.Fatalf("a 20 s outage: %v %v after %d calls, %v; want stored on the 29th", errs, err, outage.calls, took)
 	}
@@ -91,7 +91,7 @@ func TestOutcomeDeadlineWhileStopping(t *testing.T) {
 // outcomesOnFakeClock runs storeOutcomes with patience on a fake clock,
 // moving it to each pause's end as soon as the pause begins, and returns
 // its answer and how long it took on that clock.
-func outcomesOnFakeClock(st store.Store, ps []*store.FinishParams, patience time.Duration) ([]error, error, time.Duration) {
+func outcomesOnFakeClock(st store.Store, ps []*store.FinishParams, patience time.Duration) ([]error, time.Duration, error) {
 	deadline := func(start time.Time) time.Time { return start.Add(patience) }
 	clk := clock.NewFake(time.UnixMilli(0))
 	ctx, done := context.WithCancel(context.Background())
@@ -106,7 +106,7 @@ func outcomesOnFakeClock(st store.Store, ps []*store.FinishParams, patience time
 			clk.Advance(at[0].Sub(clk.Now()))
 		}
 	}
-	return errs, err, clk.Now().Sub(time.UnixMilli(0))
+	return errs, clk.Now().Sub(time.UnixMilli(0)), err
 }
 
 // lostAnswer writes TaskFinish's first batch for real and then answers

@@ -140,5 +140,3 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -231,12 +231,6 @@ func TestOpsForeignJobLooksMissing(t *testing.T) {
 	}
 }
 
-// waitJob reads a job through c until it has status (see awaitJob).
-func (c caller) waitJob(jobID, status string) res {
-	c.b.t.Helper()
-	return c.b.awaitJob(status, func() res { return c.do("GET", "/api/tasks/"+jobID, nil).want(c.b.t, 200, "") })
-}
-
 // TestOpsForeignInstanceIsNeverTouched: a dead-letter job naming an
 // instance that only another organization has is refused exactly as one
 // naming a missing instance, and the other organization's tasks stay as

@@ -31,7 +31,7 @@ func TestKeys(t *testing.T) {
 	if k := WebhookKey(); len(k) != 50 || k[:6] != "whsec_" {
 		t.Fatalf("%q", k)
 	}
-	if Lease() == Lease() {
+	if a, b := Lease(), Lease(); a == b {
 		t.Fatal("leases repeat")
 	}
 }

@@ -62,7 +62,12 @@ func NewServer(opts Options) *mcp.Server {
 		opts.Version = "dev"
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "errand", Title: "errand task queue", Version: opts.Version},
-		&mcp.ServerOptions{Instructions: instructions, Logger: sdkLogger(opts.Logger), HasTools: true, HasResources: true, SetCacheable: private})
+		&mcp.ServerOptions{Instructions: instructions, Logger: sdkLogger(opts.Logger), SetCacheable: private,
+			// Tools and resources, announced with their list-changed
+			// notifications; no logging (the server sends clients no log
+			// messages).
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
+				Resources: &mcp.ResourceCapabilities{ListChanged: true}}})
 	s.AddReceivingMiddleware(ungranted(opts.Self))
 	for _, t := range allTools() {
 		if !allows(opts.Self, t.need) {

@@ -40,8 +40,6 @@ func open(tb testing.TB, path string, opts sqlite.Options) *sqlite.Store {
 	return s
 }
 
-func sqliteOptions() sqlite.Options { return sqlite.Options{Logger: quiet} }
-
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return open(t, filepath.Join(t.TempDir(), "errand.db"), sqlite.Options{})
