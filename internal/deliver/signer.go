@@ -96,6 +96,10 @@ func (ks *keySigner) appendStandard(b []byte, msgID string, ts, body []byte) []b
 	return base64.StdEncoding.AppendEncode(b, sum[:])
 }
 
+// tokenCap bounds the bytes appendToken appends for t: its JSON's base64
+// (4/3 of ~50 bytes and the two ids) and the signature's.
+func tokenCap(t *task.Task) int { return 2*(len(t.InstanceID)+len(t.ID)) + 200 }
+
 // tokenPrefix starts the message a delivery token's HMAC signs.
 var tokenPrefix = []byte("errand-delivery.")
 

@@ -186,7 +186,7 @@ type signed struct {
 func (w *Webhook) sign(r *Request, now time.Time) signed {
 	t := r.Task
 	ks := w.signers.get(r.Key)
-	buf := make([]byte, 0, bodySize(t)+2*len(t.ID)+180+2*(len(t.InstanceID)+len(t.ID))+200)
+	buf := make([]byte, 0, bodySize(t)+2*len(t.ID)+180+tokenCap(t))
 	buf = appendBody(buf, t)
 	n := len(buf)
 	body := buf[:n:n]
