@@ -41,7 +41,8 @@ type Target struct {
 	// Headers, with Webhook only, are sent with every delivery, as a
 	// receiver behind a gateway asks (Authorization, X-Api-Key …): at most
 	// 20, names and values at most 8 KiB together, none errand sets itself.
-	// Answers show each value as HiddenHeaderValue.
+	// Answers show each value as HiddenHeaderValue. Target is therefore not
+	// comparable with ==.
 	Headers map[string]string `json:"headers,omitempty"`
 }
 
@@ -169,5 +170,7 @@ const SourceHeader = "X-Errand-Source"
 
 // HiddenHeaderValue is how answers show the value of each header a
 // webhook target sends (Target.Headers): the values are kept and sent,
-// never answered. A request that sends it as a value is refused.
+// never answered. A queue's target sent back with it as a header's value
+// keeps the value stored for that header when the URL keeps its scheme,
+// host and port; anywhere else it is refused.
 const HiddenHeaderValue = "(hidden)"
