@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/errandhq/errand/internal/store"
@@ -109,6 +110,14 @@ func (b BundleQueue) patch() *task.QueuePatch {
 		dlq = &b.DeadLetterQueue
 	}
 	target := b.Target
+	if target != nil {
+		// A copy: applying the patch checks the target in place (header
+		// names made canonical, hidden values filled from the queue's),
+		// which must not change the bundle.
+		t := *target
+		t.Headers = maps.Clone(target.Headers)
+		target = &t
+	}
 	return &task.QueuePatch{
 		Mode: &b.Mode, Target: &target, RatePerSecond: nz(b.RatePerSecond), MaxConcurrent: nzi(b.MaxConcurrent),
 		MaxAttempts: &b.MaxAttempts, MinBackoffSeconds: &b.MinBackoffSeconds, MaxBackoffSeconds: &b.MaxBackoffSeconds,
