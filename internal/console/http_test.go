@@ -849,6 +849,19 @@ func TestQueueSettingsKeepTargetHeaders(t *testing.T) {
 		t.Fatalf("a refused save changed the target: %+v", tg)
 	}
 
+	// New values replace the headers; "(hidden)" keeps one.
+	setForm := url.Values{"csrf": {tok}, "targetKind": {"webhook"}, "target": {"http://127.0.0.1:9/v2"}, "targetHeaders": {"Authorization,X-Api-Key"},
+		"setHeaders": {"Authorization: Bearer n3w\nX-Api-Key: (hidden)"}, "maxAttempts": {"10"}, "minBackoffSeconds": {"10"},
+		"maxBackoffSeconds": {"3600"}, "maxDoublings": {"16"}, "deadlineSeconds": {"600"}, "targetControl": {"true"}}
+	if p := u.post("/console/i/jobs/q/gated/settings", setForm); p.status != http.StatusSeeOther {
+		t.Fatalf("set headers: %d %s", p.status, p.body)
+	}
+	if tg := stored(); !reflect.DeepEqual(tg.Headers, map[string]string{"Authorization": "Bearer n3w", "X-Api-Key": "k1"}) {
+		t.Fatalf("after setting headers: %+v", tg)
+	}
+	setForm.Set("target", "")
+	u.post("/console/i/jobs/q/gated/settings", setForm).want(t, http.StatusBadRequest, "target.headers: give the webhook URL")
+
 	// The create form takes them, one a line.
 	create := func(name, kind, target, headers string) page {
 		return u.post("/console/i/jobs/queues", url.Values{"csrf": {tok}, "name": {name}, "mode": {"push"},

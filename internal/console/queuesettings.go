@@ -12,7 +12,7 @@ import (
 
 // queueSettingsFields are the queue settings form's fields, shown again
 // with a refusal.
-var queueSettingsFields = []string{"targetKind", "target", "targetHeaders", "ratePerSecond", "maxConcurrent", "maxAttempts", "minBackoffSeconds",
+var queueSettingsFields = []string{"targetKind", "target", "targetHeaders", "setHeaders", "ratePerSecond", "maxConcurrent", "maxAttempts", "minBackoffSeconds",
 	"maxBackoffSeconds", "maxDoublings", "maxAgeSeconds", "deadlineSeconds", "deadLetterQueue", "targetControl", wasField}
 
 // updateQueue changes a queue's settings from the queue page's settings
@@ -91,8 +91,17 @@ func queuePatchOf(r *http.Request) (errandapi.QueueRequest, *errandapi.Error) {
 		}
 		return &n
 	}
+	setHeaders := field("setHeaders")
 	switch t := formTarget(f.Get("targetKind"), f.Get("target")); {
-	case !changed("targetKind") && !changed("target"):
+	case !changed("targetKind") && !changed("target") && setHeaders == "":
+	case t != nil && setHeaders != "":
+		// New headers replace the target's ("(hidden)" keeps one).
+		h, hbad := formHeaders(setHeaders)
+		bad = firstErr(bad, hbad)
+		t.Headers = h
+		req.Target = errandapi.Value(*t)
+	case setHeaders != "":
+		bad = firstErr(bad, badField("target.headers", "give the webhook URL they are sent to"))
 	case t != nil:
 		if names := field("targetHeaders"); t.Webhook != "" && names != "" {
 			// The form shows no header values: "(hidden)" keeps each one
