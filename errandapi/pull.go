@@ -4,10 +4,13 @@ import "encoding/json"
 
 // LeaseRequest is the body of a lease: Count 1–1,000 (default 1),
 // LeaseSeconds 1–86,400 (default 60), WaitSeconds 0–30 (long polling).
+// DeliveryTokens asks for each leased task's delivery token
+// (LeasedTask.DeliveryToken).
 type LeaseRequest struct {
-	Count        *int `json:"count,omitempty"`
-	LeaseSeconds *int `json:"leaseSeconds,omitempty"`
-	WaitSeconds  int  `json:"waitSeconds,omitempty"`
+	Count          *int `json:"count,omitempty"`
+	LeaseSeconds   *int `json:"leaseSeconds,omitempty"`
+	WaitSeconds    int  `json:"waitSeconds,omitempty"`
+	DeliveryTokens bool `json:"deliveryTokens,omitempty"`
 }
 
 // LeasedTask is a task as a lease hands it to its worker: LeaseID fences
@@ -27,6 +30,12 @@ type LeasedTask struct {
 	Source         string          `json:"source"`
 	Depth          int             `json:"depth"`
 	DeadLetterOf   *string         `json:"deadLetterOf"`
+	// DeliveryToken, when the lease asked for it (deliveryTokens), is the
+	// token to send as DeliveryHeader on the adds made while working on
+	// this task: they get depth = this task's + 1 and source "lease", so a
+	// worker that adds to its own queue stops at MaxDepth. It holds until a
+	// day past the lease's expiry.
+	DeliveryToken string `json:"deliveryToken,omitempty"`
 }
 
 // LeaseResponse is the answer of a lease (possibly no tasks).

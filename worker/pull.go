@@ -46,7 +46,11 @@ var ErrLeaseLost = errors.New("worker: the task's lease was lost; the node tries
 // result that is not JSON, or over 64 KiB, fails it.
 //
 // The handler's Task has no DeadlineAt or Function (a pull task has no
-// target); MaxAttempts is 0 (the lease does not say it). Its ctx does not
+// target); MaxAttempts is 0 (the lease does not say it). Its ctx carries
+// the task's delivery token (the lease asks for it), so the tasks h adds
+// with a client.Client get depth = this task's + 1 and source "lease", and
+// a handler that adds to its own queue stops at errandapi.MaxDepth; the
+// token holds until a day past the lease's first expiry. Its ctx does not
 // end with Pull's: when ctx ends Pull leases nothing more, lets the
 // handlers running finish and answers them, then returns nil. It ends
 // with the cause ErrLeaseLost when an extend finds the lease lost. A
@@ -143,7 +147,8 @@ func (p *puller) lease(ctx context.Context) ([]errandapi.LeasedTask, error) {
 		}
 		break
 	}
-	tasks, err := p.c.Lease(ctx, p.instance, p.queue, errandapi.LeaseRequest{Count: &n, LeaseSeconds: &p.o.LeaseSeconds, WaitSeconds: p.o.WaitSeconds})
+	tasks, err := p.c.Lease(ctx, p.instance, p.queue, errandapi.LeaseRequest{Count: &n, LeaseSeconds: &p.o.LeaseSeconds, WaitSeconds: p.o.WaitSeconds,
+		DeliveryTokens: true})
 	for range n - len(tasks) {
 		<-p.sem
 	}
@@ -158,7 +163,8 @@ func (p *puller) run(ctx context.Context, lt errandapi.LeasedTask) {
 	t.setOptional(lt.Name, lt.DeadLetterOf, lt.Params)
 	// The answers and extends outlive ctx: a stop lets the task finish.
 	bg := context.WithoutCancel(ctx)
-	hctx, lose := context.WithCancelCause(bg)
+	// The task's delivery token: adds made with hctx are one deeper.
+	hctx, lose := context.WithCancelCause(client.WithDelivery(bg, lt.DeliveryToken))
 	defer lose(nil)
 	done, extended := make(chan struct{}), make(chan struct{})
 	go func() {

@@ -217,3 +217,46 @@ func TestPullRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestPullAddsAreDeeper: Pull's handler context carries the leased task's
+// delivery token, so a handler that adds to its own queue makes a chain of
+// depths 0..8, the adds' source "lease", and the deepest add is refused.
+func TestPullAddsAreDeeper(t *testing.T) {
+	_, c, outcomes := node(t)
+	pullQueue(t, c, "loop")
+	first, err := c.AddTask(context.Background(), "jobs", "loop", errandapi.NewTask{Payload: json.RawMessage(`"loop"`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() {
+		ran <- worker.Pull(ctx, c, "jobs", "loop", worker.PullOptions{Slots: 1, Logger: quietPull}, func(ctx context.Context, tk *worker.Task) (json.RawMessage, error) {
+			r, err := c.AddTask(ctx, "jobs", "loop", errandapi.NewTask{Payload: json.RawMessage(`"loop"`)})
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(r.ID)
+		})
+	}()
+	for depth, id := 0, first.ID; ; depth++ {
+		if depth == errandapi.MaxDepth {
+			tk := wait(t, c, outcomes, id, errandapi.StateRetrying)
+			if !strings.Contains(lastError(tk), "DEPTH_EXCEEDED") || tk.Depth != depth || tk.Source != "lease" {
+				t.Fatalf("the deepest task: depth %d, source %s, %q", tk.Depth, tk.Source, lastError(tk))
+			}
+			break
+		}
+		tk := wait(t, c, outcomes, id, errandapi.StateSucceeded)
+		if want := map[bool]string{true: "api", false: "lease"}[depth == 0]; tk.Depth != depth || tk.Source != want {
+			t.Fatalf("task %d of the chain: depth %d, source %s", depth, tk.Depth, tk.Source)
+		}
+		if err := json.Unmarshal(tk.Result, &id); err != nil {
+			t.Fatalf("task %d's result %s: %v", depth, tk.Result, err)
+		}
+	}
+	stop()
+	if err := <-ran; err != nil {
+		t.Fatalf("Pull after its stop: %v", err)
+	}
+}

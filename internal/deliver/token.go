@@ -29,9 +29,27 @@ type Token struct {
 	Kind string `json:"k,omitempty"`
 }
 
-// TokenWebhook is the Kind of a webhook delivery's token: the tasks added
-// with it get source "webhook".
-const TokenWebhook = "webhook"
+// The Kinds of a delivery token other than a function attempt's.
+const (
+	// TokenWebhook is a webhook delivery's: the tasks added with it get
+	// source "webhook".
+	TokenWebhook = "webhook"
+	// TokenLease is a pull lease's (SignLeaseToken): the tasks added with
+	// it get source "lease".
+	TokenLease = "lease"
+)
+
+// leaseTokenLate is how long past its lease's expiry at lease time a
+// leased task's token holds: extensions may keep a lease for longer than
+// it was first taken for, and the token, made once, must outlast them.
+const leaseTokenLate = 24 * 60 * 60 * 1000
+
+// SignLeaseToken makes the delivery token of a task t just leased, of kind
+// TokenLease (see SignToken), holding until a day past the lease's expiry.
+func SignLeaseToken(t *task.Task, key string) string {
+	body := base64.RawURLEncoding.EncodeToString(appendTokenJSON(nil, t, TokenLease))
+	return body + "." + base64.RawURLEncoding.EncodeToString(tokenMAC(key, body))
+}
 
 // SignToken makes the delivery token of attempt t to a function, signed
 // with the instance's webhook key (so any node on the store can check it,
@@ -44,8 +62,14 @@ func SignToken(t *task.Task, key string) string {
 }
 
 // appendTokenJSON appends the JSON of t's Token of kind, byte for byte as
-// json.Marshal encodes it, without its reflection (once an attempt).
+// json.Marshal encodes it, without its reflection (once an attempt). It
+// expires tokenLate past the attempt's deadline, or a lease's
+// leaseTokenLate past its expiry.
 func appendTokenJSON(b []byte, t *task.Task, kind string) []byte {
+	expires := t.DeadlineAt + tokenLate
+	if kind == TokenLease {
+		expires = t.LeaseExpiresAt + leaseTokenLate
+	}
 	b = append(b, `{"i":`...)
 	b = appendString(b, t.InstanceID)
 	b = append(b, `,"t":`...)
@@ -53,7 +77,7 @@ func appendTokenJSON(b []byte, t *task.Task, kind string) []byte {
 	b = append(b, `,"d":`...)
 	b = strconv.AppendInt(b, int64(t.Depth), 10)
 	b = append(b, `,"e":`...)
-	b = strconv.AppendInt(b, t.DeadlineAt+tokenLate, 10)
+	b = strconv.AppendInt(b, expires, 10)
 	if kind != "" {
 		b = append(b, `,"k":`...)
 		b = appendString(b, kind)

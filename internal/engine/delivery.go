@@ -14,7 +14,8 @@ func (e *Engine) Wake() { e.waker.wake() }
 // TaskAddFromDelivery adds tasks from inside an attempt: token is the
 // attempt's delivery token (the header errandapi.DeliveryHeader), checked
 // against the instance's key. The tasks get depth = the parent's + 1 and
-// source "function" (or "webhook", from a webhook delivery's token); past
+// source "function" (or "webhook", "lease", from a webhook delivery's or
+// a pull lease's token); past
 // task.MaxDepth the add is refused with DEPTH_EXCEEDED and logged, since
 // it is most likely a loop.
 func (e *Engine) TaskAddFromDelivery(ctx context.Context, ref QueueRef, ins []task.AddInput, token string, field string) ([]AddResult, error) {
@@ -27,8 +28,11 @@ func (e *Engine) TaskAddFromDelivery(ctx context.Context, ref QueueRef, ins []ta
 		return nil, err
 	}
 	source := task.SourceFunction
-	if tok.Kind == deliver.TokenWebhook {
+	switch tok.Kind {
+	case deliver.TokenWebhook:
 		source = task.SourceWebhook
+	case deliver.TokenLease:
+		source = task.SourceLease
 	}
 	for i := range ins {
 		ins[i].Depth = tok.Depth + 1

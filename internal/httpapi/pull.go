@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -57,6 +58,16 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 		return nil
 	}
+	var key string // the instance's, to sign the tasks' tokens with: read before any is leased
+	if body.DeliveryTokens {
+		ref := c.queue(r)
+		inst, err := s.eng.Instance(r.Context(), ref.Org, ref.Instance)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		key = inst.WebhookKey
+	}
 	ts, err := s.eng.Lease(r.Context(), c.queue(r), p)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -65,6 +76,9 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request, c *call) {
 	out := errandapi.LeaseResponse{Tasks: make([]errandapi.LeasedTask, len(ts))}
 	for i, t := range ts {
 		out.Tasks[i] = toLeasedJSON(t)
+		if key != "" {
+			out.Tasks[i].DeliveryToken = deliver.SignLeaseToken(t, key)
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

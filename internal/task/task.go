@@ -22,6 +22,7 @@ const (
 	SourceMCP        = "mcp"
 	SourceFunction   = "function" // added from inside a function's attempt (its delivery token)
 	SourceWebhook    = "webhook"  // added by a webhook receiver with its delivery's token
+	SourceLease      = "lease"    // added by a pull worker with its leased task's token
 	SourceDeadLetter = "deadletter"
 	SourceRerun      = "rerun"
 )

@@ -1,0 +1,34 @@
+package httpapi_test
+
+import (
+	"testing"
+)
+
+// TestLeaseDeliveryTokens: a lease gives each task its delivery token only
+// when asked (deliveryTokens); an add sent with it is one deeper, with
+// source lease; a lease without it answers none.
+func TestLeaseDeliveryTokens(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"q","mode":"pull"}`).want(t, 201, "")
+	b.do("POST", "/v1/tasks/jobs/queues/q/tasks", `[{"payload":1},{"payload":2}]`).want(t, 201, "")
+	plain := b.do("POST", "/v1/tasks/jobs/queues/q/lease", `{"count":1}`).want(t, 200, "").list("tasks")
+	if len(plain) != 1 || plain[0].(map[string]any)["deliveryToken"] != nil {
+		t.Fatalf("a lease without deliveryTokens: %v", plain)
+	}
+	leased := b.do("POST", "/v1/tasks/jobs/queues/q/lease", `{"count":1,"deliveryTokens":true}`).want(t, 200, "").list("tasks")
+	tok, _ := leased[0].(map[string]any)["deliveryToken"].(string)
+	if len(leased) != 1 || tok == "" {
+		t.Fatalf("a lease with deliveryTokens: %v", leased)
+	}
+	req := b.request("POST", "/v1/tasks/jobs/queues/q/tasks", `{"payload":3}`)
+	req.Header.Set("X-Errand-Delivery", tok)
+	id := b.send(req).want(t, 201, "").list("tasks")[0].(map[string]any)["id"].(string)
+	got := b.do("GET", "/v1/tasks/jobs/tasks/"+id, nil).want(t, 200, "").obj("task")
+	if got["source"] != "lease" || got["depth"] != 1.0 {
+		t.Fatalf("an add with the lease's token: source %v, depth %v", got["source"], got["depth"])
+	}
+	req = b.request("POST", "/v1/tasks/jobs/queues/q/tasks", `{"payload":4}`)
+	req.Header.Set("X-Errand-Delivery", tok[:len(tok)-2]+"xx")
+	b.send(req).want(t, 400, "INVALID_ARGUMENT").names(t, "X-Errand-Delivery")
+}
