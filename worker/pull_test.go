@@ -239,22 +239,7 @@ func TestPullAddsAreDeeper(t *testing.T) {
 			return json.Marshal(r.ID)
 		})
 	}()
-	for depth, id := 0, first.ID; ; depth++ {
-		if depth == errandapi.MaxDepth {
-			tk := wait(t, c, outcomes, id, errandapi.StateRetrying)
-			if !strings.Contains(lastError(tk), "DEPTH_EXCEEDED") || tk.Depth != depth || tk.Source != "lease" {
-				t.Fatalf("the deepest task: depth %d, source %s, %q", tk.Depth, tk.Source, lastError(tk))
-			}
-			break
-		}
-		tk := wait(t, c, outcomes, id, errandapi.StateSucceeded)
-		if want := map[bool]string{true: "api", false: "lease"}[depth == 0]; tk.Depth != depth || tk.Source != want {
-			t.Fatalf("task %d of the chain: depth %d, source %s", depth, tk.Depth, tk.Source)
-		}
-		if err := json.Unmarshal(tk.Result, &id); err != nil {
-			t.Fatalf("task %d's result %s: %v", depth, tk.Result, err)
-		}
-	}
+	walkChain(t, c, outcomes, first.ID, "lease", errandapi.StateRetrying)
 	stop()
 	if err := <-ran; err != nil {
 		t.Fatalf("Pull after its stop: %v", err)

@@ -112,22 +112,7 @@ func TestWebhookHandler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for depth, id := 0, r.ID; ; depth++ {
-		if depth == errandapi.MaxDepth {
-			tk := wait(t, c, outcomes, id, errandapi.StateFailed)
-			if !strings.Contains(lastError(tk), "DEPTH_EXCEEDED") || tk.Depth != depth || tk.Source != "webhook" {
-				t.Fatalf("the deepest task: depth %d, source %s, %q", tk.Depth, tk.Source, lastError(tk))
-			}
-			break
-		}
-		tk := wait(t, c, outcomes, id, errandapi.StateSucceeded)
-		if want := map[bool]string{true: "api", false: "webhook"}[depth == 0]; tk.Depth != depth || tk.Source != want {
-			t.Fatalf("task %d of the loop: depth %d, source %s", depth, tk.Depth, tk.Source)
-		}
-		if err := json.Unmarshal(tk.Result, &id); err != nil {
-			t.Fatalf("task %d's result %s: %v", depth, tk.Result, err)
-		}
-	}
+	walkChain(t, c, outcomes, r.ID, "webhook", errandapi.StateFailed)
 
 	// A rotated key the receiver does not hold yet: refused, a failure.
 	if _, err := c.RotateWebhookKey(ctx, "jobs"); err != nil {

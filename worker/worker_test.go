@@ -391,3 +391,27 @@ func TestDrainingWorkerFailsNothing(t *testing.T) {
 		}
 	}
 }
+
+// walkChain follows a chain of tasks each of which adds the next and
+// answers its id as its result, from first (added by the API): each is
+// one deeper than the one before, with source (the first api), and the
+// one at errandapi.MaxDepth ends in state last, refused DEPTH_EXCEEDED.
+func walkChain(t *testing.T, c *client.Client, outcomes *engine.OutcomeWatch, first, source string, last errandapi.State) {
+	t.Helper()
+	for depth, id := 0, first; ; depth++ {
+		if depth == errandapi.MaxDepth {
+			tk := wait(t, c, outcomes, id, last)
+			if !strings.Contains(lastError(tk), "DEPTH_EXCEEDED") || tk.Depth != depth || tk.Source != source {
+				t.Fatalf("the deepest task: depth %d, source %s, %q", tk.Depth, tk.Source, lastError(tk))
+			}
+			return
+		}
+		tk := wait(t, c, outcomes, id, errandapi.StateSucceeded)
+		if want := map[bool]string{true: "api", false: source}[depth == 0]; tk.Depth != depth || tk.Source != want {
+			t.Fatalf("task %d of the chain: depth %d, source %s", depth, tk.Depth, tk.Source)
+		}
+		if err := json.Unmarshal(tk.Result, &id); err != nil {
+			t.Fatalf("task %d's result %s: %v", depth, tk.Result, err)
+		}
+	}
+}
