@@ -46,18 +46,18 @@ const leaseTokenLate = 24 * 60 * 60 * 1000
 
 // SignLeaseToken makes the delivery token of a task t just leased, of kind
 // TokenLease (see SignToken), holding until a day past the lease's expiry.
-func SignLeaseToken(t *task.Task, key string) string {
-	body := base64.RawURLEncoding.EncodeToString(appendTokenJSON(nil, t, TokenLease))
-	return body + "." + base64.RawURLEncoding.EncodeToString(tokenMAC(key, body))
-}
+func SignLeaseToken(t *task.Task, key string) string { return signToken(t, key, TokenLease) }
 
 // SignToken makes the delivery token of attempt t to a function, signed
 // with the instance's webhook key (so any node on the store can check it,
 // and a rotation ends the tokens in flight). It is
 // base64url(JSON of Token) "." base64url(HMAC-SHA256(key, "errand-delivery." + first part)).
 // A webhook delivery's token (keySigner.appendToken) has the same form.
-func SignToken(t *task.Task, key string) string {
-	body := base64.RawURLEncoding.EncodeToString(appendTokenJSON(nil, t, ""))
+func SignToken(t *task.Task, key string) string { return signToken(t, key, "") }
+
+// signToken makes t's token of kind, signed with key.
+func signToken(t *task.Task, key, kind string) string {
+	body := base64.RawURLEncoding.EncodeToString(appendTokenJSON(nil, t, kind))
 	return body + "." + base64.RawURLEncoding.EncodeToString(tokenMAC(key, body))
 }
 
