@@ -272,9 +272,19 @@ type wtx struct {
 }
 
 // write runs fn in one write transaction (BEGIN IMMEDIATE) and commits it
-// if fn returns nil. fn's error is returned as it is.
+// if fn returns nil. fn's error is returned as it is. ctx bounds the wait
+// for the writer connection only: the transaction is begun without it, as
+// database/sql rolls a transaction back when its context ends — from
+// another goroutine, handing the connection to the next writer while fn
+// still runs and uses the store's one-writer scratch (nv, leases, rowArgs,
+// rids), whose values the next transaction's would then overwrite.
 func (s *Store) write(ctx context.Context, fn func(w *wtx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return interpretError(err)
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(context.WithoutCancel(ctx), nil)
 	if err != nil {
 		return interpretError(err)
 	}
