@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/id"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
@@ -41,19 +42,41 @@ type LeaseParams struct {
 // a release, a run), when the queue's next waiting task comes due (a delay,
 // a backoff), and once more when the wait runs out.
 func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*task.Task, error) {
+	ts, _, err := e.lease(ctx, ref, p)
+	return ts, err
+}
+
+// LeaseWithTokens is Lease, and each leased task's delivery token
+// (deliver.SignLeaseToken), signed with the key of the instance the lease
+// read.
+func (e *Engine) LeaseWithTokens(ctx context.Context, ref QueueRef, p LeaseParams) ([]*task.Task, []string, error) {
+	ts, inst, err := e.lease(ctx, ref, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	tokens := make([]string, len(ts))
+	for i, t := range ts {
+		tokens[i] = deliver.SignLeaseToken(t, inst.WebhookKey)
+	}
+	return ts, tokens, nil
+}
+
+// lease is Lease, which also returns the queue's instance.
+func (e *Engine) lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*task.Task, *task.Instance, error) {
 	if p.Count < 1 || p.Count > MaxLeaseCount {
-		return nil, task.FieldErrorf(task.CodeInvalidArgument, "count", "must be 1–%d", MaxLeaseCount)
+		return nil, nil, task.FieldErrorf(task.CodeInvalidArgument, "count", "must be 1–%d", MaxLeaseCount)
 	}
 	if p.LeaseSeconds < 1 || p.LeaseSeconds > MaxLeaseSeconds {
-		return nil, task.FieldErrorf(task.CodeInvalidArgument, "leaseSeconds", "must be 1–%d", MaxLeaseSeconds)
+		return nil, nil, task.FieldErrorf(task.CodeInvalidArgument, "leaseSeconds", "must be 1–%d", MaxLeaseSeconds)
 	}
 	if p.WaitSeconds < 0 || p.WaitSeconds > MaxWaitSeconds {
-		return nil, task.FieldErrorf(task.CodeInvalidArgument, "waitSeconds", "must be 0–%d", MaxWaitSeconds)
+		return nil, nil, task.FieldErrorf(task.CodeInvalidArgument, "waitSeconds", "must be 0–%d", MaxWaitSeconds)
 	}
-	sq, err := e.queueOf(ctx, ref)
+	inst, err := e.Instance(ctx, ref.Org, ref.Instance)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	sq := store.QueueRef{InstanceID: inst.ID, Name: ref.Queue}
 	var deadline <-chan time.Time
 	if p.WaitSeconds > 0 && !e.longPollsEnded() {
 		timer := e.clock.NewTimer(time.Duration(p.WaitSeconds) * time.Second)
@@ -65,7 +88,7 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 	for {
 		if waited && p.Admitted != nil {
 			if err := p.Admitted(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		waited = true
@@ -73,10 +96,10 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 		woken, _ := e.waker.wait() // before the claim: no add slips between
 		q, err := e.store.QueueGet(ctx, sq)
 		if err != nil {
-			return nil, ref.notFound(err)
+			return nil, nil, ref.notFound(err)
 		}
 		if q.Mode != task.ModePull {
-			return nil, task.Errorf(task.CodeWrongMode, "queue %q is a push queue; only a pull queue can be leased", ref.Queue)
+			return nil, nil, task.Errorf(task.CodeWrongMode, "queue %q is a push queue; only a pull queue can be leased", ref.Queue)
 		}
 		var got []*task.Task
 		if !q.Paused {
@@ -86,7 +109,7 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 				LeaseMs: int64(p.LeaseSeconds) * 1000, NewLeaseID: id.Lease,
 			})
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if len(got) > 0 {
 				e.leased.put(got, now) // their acks here need not read them back
@@ -102,7 +125,7 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 				e.metrics.Leased.Add(float64(len(got)))
 				e.usage.count(q.InstanceID, usagePull, int64(len(got)))
 			}
-			return got, nil
+			return got, inst, nil
 		}
 		// Counted as waiting before its timer for the next due task is
 		// armed, so that a test that sees the timer sees the count.
@@ -110,17 +133,17 @@ func (e *Engine) Lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 		due, stop, err := e.queueDue(ctx, q, now)
 		if err != nil {
 			e.metrics.LeasesWaiting.Dec()
-			return nil, err
+			return nil, nil, err
 		}
 		e.signals.parked.update(func(n *int) { *n++ })
 		unpark := func() { stop(); e.metrics.LeasesWaiting.Dec() }
 		select {
 		case <-ctx.Done():
 			unpark()
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case <-e.pollsEnd:
 			unpark()
-			return []*task.Task{}, nil // the node is stopping: the worker polls again, elsewhere
+			return []*task.Task{}, inst, nil // the node is stopping: the worker polls again, elsewhere
 		case <-deadline:
 			last = true
 		case <-woken:

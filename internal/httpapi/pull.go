@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"github.com/errandhq/errand/errandapi"
-	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -58,17 +57,14 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 		return nil
 	}
-	var key string // the instance's, to sign the tasks' tokens with: read before any is leased
+	var ts []*task.Task
+	var tokens []string
+	var err error
 	if body.DeliveryTokens {
-		ref := c.queue(r)
-		inst, err := s.eng.Instance(r.Context(), ref.Org, ref.Instance)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		key = inst.WebhookKey
+		ts, tokens, err = s.eng.LeaseWithTokens(r.Context(), c.queue(r), p)
+	} else {
+		ts, err = s.eng.Lease(r.Context(), c.queue(r), p)
 	}
-	ts, err := s.eng.Lease(r.Context(), c.queue(r), p)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -76,8 +72,8 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request, c *call) {
 	out := errandapi.LeaseResponse{Tasks: make([]errandapi.LeasedTask, len(ts))}
 	for i, t := range ts {
 		out.Tasks[i] = toLeasedJSON(t)
-		if key != "" {
-			out.Tasks[i].DeliveryToken = deliver.SignLeaseToken(t, key)
+		if tokens != nil {
+			out.Tasks[i].DeliveryToken = tokens[i]
 		}
 	}
 	writeJSON(w, http.StatusOK, out)

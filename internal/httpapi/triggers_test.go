@@ -38,6 +38,14 @@ func (b *bundle) hookCall(path string, body []byte, headers map[string]string) r
 	return b.send(req)
 }
 
+// hookRule makes a hook rule adding to jobs/out with secret and returns
+// its URL's path.
+func (b *bundle) hookRule(t *testing.T, secret string) string {
+	t.Helper()
+	return b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+secret+`"}}`).
+		want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+}
+
 func TestTriggerRoutesRefuseBadInput(t *testing.T) {
 	s := setupServe(t)
 	a := s.as(s.key("acme", "full:*"))
@@ -402,8 +410,7 @@ func TestHookReadsForms(t *testing.T) {
 	b := setup(t)
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
 	secret := id.WebhookKey()
-	path := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+secret+`"}}`).
-		want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	path := b.hookRule(t, secret)
 	call := func(body, contentType string) res {
 		t.Helper()
 		ts := b.clock.Now().Unix()
@@ -444,8 +451,7 @@ func TestHookGitHubAndStripeSignatures(t *testing.T) {
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
 	// A Stripe endpoint secret: whsec_ and 32 characters.
 	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	path := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+secret+`"}}`).
-		want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	path := b.hookRule(t, secret)
 	body := []byte(`{"action":"opened","number":7}`)
 	gh := func(sig, delivery string) res {
 		t.Helper()
@@ -499,8 +505,7 @@ func TestHookSlackSignatureAndPlainSecret(t *testing.T) {
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
 	b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"too short"}}`).want(t, 400, "INVALID_ARGUMENT").names(t, "hook.secret")
 	secret := "8f742231b10e8888abcd99yyyzzz85a5"
-	path := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+secret+`"}}`).
-		want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	path := b.hookRule(t, secret)
 	body := []byte("command=%2Fdeploy&text=api&user_id=U2147483697")
 	now := b.clock.Now().Unix()
 	slack := func(ts int64, sig string) res {
@@ -601,8 +606,7 @@ func TestHookStripeAndSlackEventsNameTheirTasks(t *testing.T) {
 	// Slack: an Events API callback's event_id; its retry (X-Slack-Retry-Num)
 	// is a duplicate.
 	slackKey := "8f742231b10e8888abcd99yyyzzz85a5"
-	spath := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+slackKey+`"}}`).
-		want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	spath := b.hookRule(t, slackKey)
 	slack := func(body string, extra map[string]string) res {
 		t.Helper()
 		now := b.clock.Now().Unix()
@@ -642,8 +646,7 @@ func TestHookTwilioSignature(t *testing.T) {
 	b := setup(t)
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
 	token := "9b1f6c2e0d8a4f3b7c5e1a2d3f4b6c8e" // an auth token: 32 hex digits
-	path := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+token+`"}}`).
-		want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	path := b.hookRule(t, token)
 	sms := url.Values{"MessageSid": {"SM123"}, "From": {"+14158675309"}, "To": {"+18005551212"}, "Body": {"STOP now"}}
 	call := func(uri, host string, body []byte, header map[string]string) res {
 		t.Helper()
@@ -746,8 +749,7 @@ func TestHookBodySignatures(t *testing.T) {
 	b := setup(t)
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
 	secret := "a-sender-secret-of-some-length"
-	path := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+secret+`"}}`).
-		want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	path := b.hookRule(t, secret)
 	mac := func(key string, h func() hash.Hash, body []byte) []byte {
 		m := hmac.New(h, []byte(key))
 		m.Write(body)
@@ -801,8 +803,7 @@ func TestHookZoom(t *testing.T) {
 	b := setup(t)
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
 	secret := "qgg8vlvZRS6UYooatFL8Aw2x"
-	path := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+secret+`"}}`).
-		want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	path := b.hookRule(t, secret)
 	now := b.clock.Now().Unix()
 	zoom := func(ts int64, key string, body string) res {
 		t.Helper()
@@ -839,8 +840,7 @@ func TestHookCalendly(t *testing.T) {
 	b := setup(t)
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
 	key := "calendly-signing-key-0123456789"
-	path := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+key+`"}}`).
-		want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	path := b.hookRule(t, key)
 	body := []byte(`{"event":"invitee.created","payload":{"email":"ada@example.com"}}`)
 	now := b.clock.Now().Unix()
 	sign := func(k string, ts int64) string {
@@ -874,8 +874,7 @@ func TestHookPaddle(t *testing.T) {
 	b := setup(t)
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
 	key := "pdl_ntfset_01gkpjp8bkm3tm53kdgkx6sms7_6h3qd3uFSi9YCD3OLYAShQI90XTI5vEI"
-	path := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+key+`"}}`).
-		want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	path := b.hookRule(t, key)
 	body := `{"event_id":"evt_01h8bzakzx3hm2fmen703n5q45","event_type":"transaction.completed","occurred_at":"2026-12-05T20:00:00Z","notification_id":"ntf_01h8bzam1z32agrxjwhjgqk8w6","data":{"id":"txn_1"}}`
 	sign := func(k string, ts int64) string {
 		m := hmac.New(sha256.New, []byte(k))
@@ -915,8 +914,7 @@ func TestHookSendGrid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+base64.StdEncoding.EncodeToString(der)+`"}}`).
-		want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	path := b.hookRule(t, base64.StdEncoding.EncodeToString(der))
 	body := []byte(`[{"email":"a@example.com","event":"delivered","sg_event_id":"ZGVsaXZlcmVk","timestamp":1790000000}]`)
 	sign := func(k *ecdsa.PrivateKey) map[string]string {
 		ts := strconv.FormatInt(b.clock.Now().Unix(), 10)
