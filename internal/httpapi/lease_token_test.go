@@ -29,6 +29,19 @@ func TestLeaseDeliveryTokens(t *testing.T) {
 		t.Fatalf("an add with the lease's token: source %v, depth %v", got["source"], got["depth"])
 	}
 	req = b.request("POST", "/v1/tasks/jobs/queues/q/tasks", `{"payload":4}`)
-	req.Header.Set("X-Errand-Delivery", tok[:len(tok)-2]+"xx")
+	req.Header.Set("X-Errand-Delivery", tampered(tok))
 	b.send(req).want(t, 400, "INVALID_ARGUMENT").names(t, "X-Errand-Delivery")
+}
+
+// tampered is a signed token with one character of its signature changed:
+// the third from the end, whose six bits all count (a changed last
+// character may only touch the unpadded base64's unused bits, and a fixed
+// replacement may happen to be what was there).
+func tampered(tok string) string {
+	i := len(tok) - 3
+	c := byte('A')
+	if tok[i] == 'A' {
+		c = 'B'
+	}
+	return tok[:i] + string(c) + tok[i+1:]
 }
