@@ -22,16 +22,22 @@ import (
 // tasks_created's indexes), and tasks loses tasks_done. Both finishes are
 // the same bare statement (no fence, no chain events), so the difference
 // is the design's. "one-table-claim-in-sql" is today's table with the
-// claim in one statement (claimInSQL) instead of TaskClaim's two. It reports
+// claim in one statement (claimInSQL) instead of TaskClaim's two.
+// "cursor-claim" claims without writing a task row (claimByCursor): each
+// task gets a place in its queue's order when added, a claim moves the
+// queue's cursor past the next 500 and records their lease in one batch
+// row, and the finish writes the task's second version and ends the batch
+// (tasks_due gives way to an index of PENDING tasks by that place). It reports
 // PostgreSQL's CPU per task (the server's, as BenchmarkWriteBreakdown reads
 // it) by step and in all, and the wall time of all steps.
 //
 //	go test -run '^$' -bench HotCold -benchtime 300x ./internal/store/postgres/
 func BenchmarkHotCold(b *testing.B) {
 	variants := []struct {
-		name            string
-		split, oneClaim bool
-	}{{"one-table", false, false}, {"split", true, false}, {"one-table-claim-in-sql", false, true}}
+		name                    string
+		split, oneClaim, cursor bool
+	}{{"one-table", false, false, false}, {"split", true, false, false}, {"one-table-claim-in-sql", false, true, false},
+		{"cursor-claim", false, false, true}}
 	for _, v := range append(variants, variants...) { // each twice, alternated
 		b.Run(v.name, func(b *testing.B) {
 			ctx := context.Background()
@@ -95,6 +101,30 @@ func BenchmarkHotCold(b *testing.B) {
 					WHERE t.instance_id = c.instance_id AND t.id = c.id AND t.state = (SELECT 'RUNNING') RETURNING t.*)
 					INSERT INTO tasks_fin (` + strings.Join(names, ", ") + `) SELECT ` + strings.Join(exprs, ", ") + ` FROM d`
 			}
+			if v.cursor {
+				// Each task a place in its queue's order when added (a
+				// sequence); the claim moves the queue's cursor past the
+				// next 500 and records the batch in one row, writing no
+				// task row; the finish writes the one version after the
+				// added one and ends the batch.
+				exec(`ALTER TABLE tasks ADD COLUMN seq bigint`)
+				exec(`CREATE SEQUENCE tasks_seq`)
+				exec(`UPDATE tasks SET seq = nextval('tasks_seq')`)
+				exec(`ALTER TABLE tasks ALTER COLUMN seq SET DEFAULT nextval('tasks_seq')`)
+				exec(`DROP INDEX tasks_due`)
+				exec(`CREATE INDEX tasks_ready ON tasks (instance_id, queue, seq) WHERE state = 'PENDING'`)
+				exec(`CREATE TABLE claim_cursor (instance_id text COLLATE "C", queue text COLLATE "C", pos bigint NOT NULL,
+					PRIMARY KEY (instance_id, queue)) WITH (fillfactor = 50)`)
+				exec(`INSERT INTO claim_cursor VALUES ($1, $2, 0)`, q.InstanceID, q.Name)
+				exec(`CREATE TABLE claim_batches (id bigserial PRIMARY KEY, instance_id text COLLATE "C" NOT NULL,
+					queue text COLLATE "C" NOT NULL, lo bigint NOT NULL, hi bigint NOT NULL, lease_id text NOT NULL, expires bigint NOT NULL)`)
+				finishSQL = `WITH f AS (UPDATE tasks AS t SET state = 'SUCCEEDED', finished_at = $3, lease_id = '', lease_expires_at = 0,
+					attempt = t.attempt + 1, attempts = t.attempts || '[{"status":"succeeded","httpStatus":200}]'::jsonb
+					FROM unnest($1::text[], $2::text[]) AS c(instance_id, id)
+					WHERE t.instance_id = c.instance_id AND t.id = c.id AND t.state = (SELECT 'PENDING') RETURNING 1),
+					d AS (DELETE FROM claim_batches WHERE id = $4)
+					SELECT count(*) FROM f`
+			}
 			exec(`VACUUM ANALYZE tasks`)
 			st := newSteps(cpu, 4) // add, claim, finish, vacuum
 			timed, wall, pg := st.timed, st.wall, st.pg
@@ -103,9 +133,12 @@ func BenchmarkHotCold(b *testing.B) {
 			for b.Loop() {
 				timed(0, func() { add(500) })
 				var got []*task.Task
+				var batch int64
 				timed(1, func() {
 					if v.oneClaim {
 						got, err = claimInSQL(ctx, s, q, now)
+					} else if v.cursor {
+						got, batch, err = claimByCursor(ctx, s, q, now)
 					} else {
 						got, err = s.TaskClaim(ctx, &store.ClaimParams{Queue: q, Now: now, Limit: 500, LeaseMs: 60_000,
 							NewLeaseID: func() string { lease++; return "lease-" + strconv.Itoa(lease) }})
@@ -119,6 +152,13 @@ func BenchmarkHotCold(b *testing.B) {
 					ids[i], insts[i] = t.ID, t.InstanceID
 				}
 				timed(2, func() {
+					if v.cursor {
+						var n int
+						if err := s.pool.QueryRow(ctx, finishSQL, insts, ids, now+5, batch).Scan(&n); err != nil || n != 500 {
+							b.Fatalf("finish: %d %v", n, err)
+						}
+						return
+					}
 					tag, err := s.pool.Exec(ctx, finishSQL, insts, ids, now+5)
 					if err != nil || tag.RowsAffected() != 500 {
 						b.Fatalf("finish: %v %v", tag, err)
@@ -164,4 +204,33 @@ func claimInSQL(ctx context.Context, s *Store, q *task.Queue, now int64) ([]*tas
 		return nil, err
 	}
 	return scanTasks(rows, true)
+}
+
+// claimByCursor is a claim of the next 500 tasks of q in its order of adds
+// that writes no task row: it moves the queue's cursor (one HOT update of a
+// small row) and records the batch's lease in one row, in one statement. The
+// tasks it returns carry only their ids.
+func claimByCursor(ctx context.Context, s *Store, q *task.Queue, now int64) ([]*task.Task, int64, error) {
+	rows, err := s.pool.Query(ctx, `WITH cur AS (SELECT pos FROM claim_cursor WHERE instance_id = $1 AND queue = $2 FOR UPDATE),
+		t AS (SELECT t.instance_id, t.id, t.seq FROM tasks AS t, cur WHERE t.instance_id = $1 AND t.queue = $2
+			AND t.state = 'PENDING' AND t.seq > cur.pos ORDER BY t.seq LIMIT 500),
+		m AS (SELECT min(seq) AS lo, max(seq) AS hi FROM t),
+		u AS (UPDATE claim_cursor SET pos = m.hi FROM m WHERE instance_id = $1 AND queue = $2),
+		b AS (INSERT INTO claim_batches (instance_id, queue, lo, hi, lease_id, expires)
+			SELECT $1, $2, m.lo, m.hi, 'lease-' || $3::bigint::text, $3::bigint + 60000 FROM m RETURNING id)
+		SELECT t.instance_id, t.id, b.id FROM t, b`, q.InstanceID, q.Name, now)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var ts []*task.Task
+	var batch int64
+	for rows.Next() {
+		t := &task.Task{}
+		if err := rows.Scan(&t.InstanceID, &t.ID, &batch); err != nil {
+			return nil, 0, err
+		}
+		ts = append(ts, t)
+	}
+	return ts, batch, rows.Err()
 }
