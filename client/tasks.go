@@ -6,6 +6,7 @@ import (
 	"iter"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/errandhq/errand/errandapi"
 )
@@ -115,6 +116,49 @@ func (c *Client) Tasks(ctx context.Context, instance, queue string, o ListOption
 // GetTask returns one task with its payload, result and every attempt.
 func (c *Client) GetTask(ctx context.Context, instance, id string) (*errandapi.Task, error) {
 	return c.taskCall(ctx, call{method: "GET", path: []string{"v1", "tasks", instance, "tasks", id}, repeatable: true})
+}
+
+// WaitTask returns the task once it has ended (succeeded, failed or
+// cancelled: State.Ended), holding calls of up to 30 s each on the node
+// (GET with waitSeconds) for as long as ctx allows. When ctx ends first it
+// returns the task as last read (nil if none was) and ctx's error.
+func (c *Client) WaitTask(ctx context.Context, instance, id string) (*errandapi.Task, error) {
+	var last *errandapi.Task
+	for {
+		wait := maxTaskWait
+		if d, ok := ctx.Deadline(); ok {
+			wait = min(wait, max(time.Second, time.Until(d)))
+		}
+		t, err := c.GetTaskWait(ctx, instance, id, wait)
+		if err != nil {
+			if ctx.Err() != nil {
+				return last, ctx.Err()
+			}
+			return nil, err
+		}
+		if last = t; t.State.Ended() {
+			return t, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return last, err
+		}
+	}
+}
+
+// maxTaskWait is the longest a node holds one GetTaskWait call.
+const maxTaskWait = 30 * time.Second
+
+// GetTaskWait returns the task once it has ended, or as it is when wait
+// has passed: one call the node holds for up to wait, in whole seconds (at
+// most 30; 0 answers at once, as GetTask). Read the task's State to tell
+// which (State.Ended).
+func (c *Client) GetTaskWait(ctx context.Context, instance, id string, wait time.Duration) (*errandapi.Task, error) {
+	secs := int((min(max(wait, 0), maxTaskWait) + time.Second - 1) / time.Second)
+	var q url.Values
+	if secs > 0 {
+		q = url.Values{"waitSeconds": {strconv.Itoa(secs)}}
+	}
+	return c.taskCall(ctx, call{method: "GET", path: []string{"v1", "tasks", instance, "tasks", id}, query: q, repeatable: true})
 }
 
 // RunTask makes a scheduled or retrying task due now (NOT_RUNNABLE for a

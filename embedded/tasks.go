@@ -133,3 +133,34 @@ func (e *Engine) Get(ctx context.Context, instance, id string) (*Task, error) {
 	}
 	return publicTask(t), nil
 }
+
+// Wait returns a task once it has ended (succeeded, failed or cancelled),
+// for as long as ctx allows: a finish on this engine answers it at once,
+// one by another node sharing its PostgreSQL database within a second.
+// When ctx ends first it returns the task as last read and ctx's error;
+// Close ends it with ErrClosed.
+func (e *Engine) Wait(ctx context.Context, instance, id string) (*Task, error) {
+	if err := e.refuse(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := e.untilClose(ctx)
+	defer cancel()
+	ref := engine.TaskRef{Org: e.org, Instance: instance, ID: id}
+	for {
+		t, err := e.eng.TaskWait(ctx, ref, engine.MaxWaitSeconds, nil)
+		if err != nil {
+			if ctx.Err() != nil && !e.closed() {
+				return nil, ctx.Err()
+			}
+			return nil, e.fail(err)
+		}
+		switch {
+		case t.State.Terminal():
+			return publicTask(t), nil
+		case e.closed():
+			return nil, ErrClosed
+		case ctx.Err() != nil:
+			return publicTask(t), ctx.Err()
+		}
+	}
+}

@@ -22,6 +22,12 @@ const (
 	StateCancelled State = "cancelled"
 )
 
+// Ended reports whether s is a final state: succeeded, failed or
+// cancelled.
+func (s State) Ended() bool {
+	return s == StateSucceeded || s == StateFailed || s == StateCancelled
+}
+
 // Attempt statuses in a task's history.
 const (
 	AttemptRunning      = "running"

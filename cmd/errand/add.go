@@ -26,12 +26,15 @@ whole call (an unknown queue, a bad key) stops the file there.
 A task's own target is one of --webhook, --function or --channel.
 With --json: for one task, the API's answer {"tasks": [{"ok", "id", "name", "state",
 "runAt"}]}; for a file, the summary {"added", "existing", "refused": [{"line", "code",
-"message"}]}.`,
+"message"}]}.
+With --wait (one task) it then waits until the task has ended and prints it as "errand get"
+does ({"task": {...}} with --json); the exit code is 1 unless it succeeded.`,
 		Example: `  errand add -i jobs -q emails --payload '{"orderId":"o-1041"}' --name receipt-o-1041 --delay 60
   errand add -i jobs -q hooks --payload '{}' --webhook https://example.com/hook
   errand add -i jobs -q hooks --payload '{}' --webhook https://api.example.com/in --header 'Authorization: Bearer s3cret'
   errand add -i jobs -q default --payload '{"text":"hi"}' --channel room-1
   errand add -i jobs -q emails --file tasks.jsonl
+  errand add -i jobs -q resize --payload '{"image":"a.png"}' --wait --json | jq .task.result
   jq -c '.[]' orders.json | errand add -i jobs -q emails --file - --json`,
 		Args: noArgs,
 	}
@@ -49,7 +52,9 @@ With --json: for one task, the API's answer {"tasks": [{"ok", "id", "name", "sta
 	fs.StringVar(&runAt, "run-at", "", "when the task is due: RFC 3339 (2026-01-02T15:04:05Z) or epoch milliseconds")
 	addTargetFlags(fs, &webhook, &function, &channel, &headers, "the task's own target (a push queue without a target needs one): ", "")
 	fs.IntVar(&deadline, "deadline", 0, "deadlineSeconds of each attempt")
-	single := []string{"payload", "params", "name", "delay", "run-at", "webhook", "header", "function", "channel", "deadline"}
+	var wait bool
+	fs.BoolVar(&wait, "wait", false, "wait until the task has ended and print it; exit 1 unless it succeeded")
+	single := []string{"payload", "params", "name", "delay", "run-at", "webhook", "header", "function", "channel", "deadline", "wait"}
 	f.fields = targetFields.with(fieldFlags{"payload": {"payload"}, "params": {"params"}, "name": {"name"},
 		"delay": {"delay"}, "runAt": {"run-at"}, "deadlineSeconds": {"deadline"}})
 	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, _ []string) error {
@@ -109,6 +114,14 @@ With --json: for one task, the API's answer {"tasks": [{"ok", "id", "name", "sta
 		r, err := cl.AddTask(c.Context(), f.instance, f.queue, t)
 		if err != nil {
 			return err
+		}
+		if wait {
+			if !f.json {
+				if err := printf(c, "%s %s, due %s; waiting until it ends\n", r.ID, r.State, when(r.RunAt)); err != nil {
+					return err
+				}
+			}
+			return waitTask(c, f, cl, r.ID)
 		}
 		if f.json {
 			return printJSON(c.OutOrStdout(), errandapi.AddResponse{Tasks: []errandapi.AddResult{*r}})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 
@@ -15,13 +16,21 @@ func newGetCmd() *cobra.Command {
 		Use:   "get ID",
 		Short: "Show one task with its payload, result and attempts",
 		Long: `Show one task whole: its state, payload, params, result, target and every
-attempt with its outcome. With --json: {"task": {...}} as the API answers.`,
+attempt with its outcome. With --json: {"task": {...}} as the API answers.
+With --wait it first waits until the task has ended (succeeded, failed or cancelled), for as
+long as it takes (bound it with timeout(1)); the exit code is then 1 unless it succeeded.`,
 		Example: `  errand get -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6
-  errand get -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6 --json | jq .task.attempts`,
+  errand get -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6 --json | jq .task.attempts
+  errand get -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6 --wait --json | jq .task.result`,
 		Args: exactArgs("ID"),
 	}
 	f := apiCmd(c, true, false)
+	var wait bool
+	c.Flags().BoolVar(&wait, "wait", false, "wait until the task has ended; exit 1 unless it succeeded")
 	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, args []string) error {
+		if wait {
+			return waitTask(c, f, cl, args[0])
+		}
 		t, err := cl.GetTask(c.Context(), f.instance, args[0])
 		if err != nil {
 			return err
@@ -29,6 +38,27 @@ attempt with its outcome. With --json: {"task": {...}} as the API answers.`,
 		return printTask(c, f, t)
 	})
 	return c
+}
+
+// waitTask waits until task id has ended and prints it; a task that did
+// not succeed is exit code 1, with its state and last error on stderr.
+func waitTask(c *cobra.Command, f *apiFlags, cl *client.Client, id string) error {
+	t, err := cl.WaitTask(c.Context(), f.instance, id)
+	if err != nil {
+		return err
+	}
+	if err := printTask(c, f, t); err != nil {
+		return err
+	}
+	if t.State == errandapi.StateSucceeded {
+		return nil
+	}
+	msg := "the task ended " + string(t.State)
+	if t.LastError != nil && *t.LastError != "" {
+		msg += ": " + short(*t.LastError, 200)
+	}
+	c.PrintErrf("%s: %s\n", c.CommandPath(), msg)
+	return &quietError{errors.New(msg)}
 }
 
 // printTask prints a task as --json asks, or as "field  value" lines and

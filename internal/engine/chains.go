@@ -193,10 +193,17 @@ func (c *Chainer) chainTask(r *chainRule, parent *task.Task, ev *store.TriggerEv
 func (e *Engine) Chainer() *Chainer { return e.chainer }
 
 // outcomesStored is told of each batch of attempt outcomes written: it
-// wakes the chainer when one ended a chain's task, and reports the count to
-// tests.
+// wakes the chainer when one ended a chain's task and the waiters of the
+// tasks that ended (TaskWait), and reports the count to tests.
 func (e *Engine) outcomesStored(ps []*store.FinishParams) {
 	e.chainsMaybe(ps)
+	if e.endBells.waiting.Load() != 0 {
+		ts := make([]*task.Task, len(ps))
+		for i, p := range ps {
+			ts[i] = p.Task
+		}
+		e.endBells.ring(ts...)
+	}
 	e.signals.outcomes.update(func(n *int) { *n += len(ps) })
 }
 

@@ -120,6 +120,7 @@ type Engine struct {
 	// answers what it has, and none waits from then on.
 	pollsEnd  chan struct{}
 	pollsOnce sync.Once
+	endBells  endBells // waiters of tasks that end on this node (TaskWait)
 	pruner    *ChannelPruner
 	ops       *opsState
 	// services run from Start to Stop, started in this order and stopped

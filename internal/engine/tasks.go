@@ -148,5 +148,6 @@ func (e *Engine) mutate(ctx context.Context, ref TaskRef, fn func(*task.Task) er
 		return nil, ref.notFound(err)
 	}
 	e.changed()
+	e.endBells.ring(t)
 	return t, nil
 }

@@ -24,23 +24,9 @@ func TestLongPollLeaseKeyRevokedWhileWaiting(t *testing.T) {
 	later := s.clock.Now().Add(time.Minute)
 	admin.do("POST", "/v1/tasks/jobs/queues/work/tasks", `{"payload":0,"delay":60}`).want(t, 201, "")
 
-	type answer struct {
-		status int
-		body   string
-	}
-	done := make(chan answer, 1)
 	req, _ := http.NewRequest("POST", s.srv.URL+"/v1/tasks/jobs/queues/work/lease", strings.NewReader(`{"count":5,"waitSeconds":30}`))
 	req.Header.Set("Authorization", "Bearer "+k)
-	go func() {
-		resp, err := s.client.Do(req)
-		if err != nil {
-			done <- answer{0, err.Error()}
-			return
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		done <- answer{resp.StatusCode, string(b)}
-	}()
+	done := s.background(req)
 	// The poll has found nothing and waits once it arms its timer for the
 	// queue's next task, the one delayed a minute (on the fake clock).
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -71,4 +57,28 @@ func TestLongPollLeaseKeyRevokedWhileWaiting(t *testing.T) {
 	if tk, _ := got.body["task"].(map[string]any); tk["state"] != "scheduled" || tk["attempt"] != 0.0 {
 		t.Fatalf("the task after the refused lease: %s; want it scheduled, unattempted", got.raw)
 	}
+}
+
+// heldAnswer is the status and body of a call sent in the background.
+type heldAnswer struct {
+	status int
+	body   string
+}
+
+// background sends req from another goroutine, for a call the node holds
+// (a long poll), and returns the channel of its answer (status 0 and the
+// error's words when it got none).
+func (s *served) background(req *http.Request) <-chan heldAnswer {
+	done := make(chan heldAnswer, 1)
+	go func() {
+		resp, err := s.client.Do(req)
+		if err != nil {
+			done <- heldAnswer{0, err.Error()}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		done <- heldAnswer{resp.StatusCode, string(b)}
+	}()
+	return done
 }

@@ -18,6 +18,7 @@ var routeQueries = map[string][]string{
 	"DELETE /v1/tasks/{instance}/queues/{queue}":     {"confirm"},
 	"POST /v1/tasks/{instance}/queues/{queue}/purge": {"confirm"},
 	"GET /v1/tasks/{instance}/queues/{queue}/tasks":  {"state", "name", "limit", "cursor"},
+	"GET /v1/tasks/{instance}/tasks/{id}":            {"waitSeconds"},
 	"GET /v1/channels/{instance}/{channel}":          {"since", "token"},
 	"GET /api/tasks":                                 {"limit", "offset"},
 }

@@ -20,7 +20,7 @@ func TestQueryParametersChecked(t *testing.T) {
 	for _, c := range []struct{ method, path, field, says string }{
 		{"GET", "/v1/tasks/jobs/queues/work/tasks?stat=failed", "stat", "unknown query parameter (this route takes state, name, limit, cursor)"},
 		{"GET", "/v1/tasks/jobs/queues/work/tasks?state=scheduled&state=failed", "state", "is given twice"},
-		{"GET", "/v1/tasks/jobs/tasks/" + id + "?verbose=1", "verbose", "unknown query parameter (this route takes none)"},
+		{"GET", "/v1/tasks/jobs/tasks/" + id + "?verbose=1", "verbose", "unknown query parameter (this route takes waitSeconds)"},
 		{"POST", "/v1/tasks/jobs/queues/work/tasks?delay=10", "delay", "unknown query parameter (this route takes none)"},
 		{"POST", "/v1/tasks/jobs/queues/work/purge?confirm=true&force=1", "force", "unknown query parameter (this route takes confirm)"},
 		{"GET", "/v1/tasks/jobs/queues?a%zz=1", "query", "does not parse"},

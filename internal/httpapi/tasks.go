@@ -80,8 +80,26 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, c *call) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// getTask answers a task; with waitSeconds it holds the call until the
+// task has ended (TaskWait), asking before each read whether the key still
+// stands, as a long-polling lease does.
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request, c *call) {
-	t, err := s.eng.TaskGet(r.Context(), c.task(r))
+	wait, err := queryInt(r, "waitSeconds", 0, 0, engine.MaxWaitSeconds)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var t *task.Task
+	if wait == 0 {
+		t, err = s.eng.TaskGet(r.Context(), c.task(r))
+	} else {
+		t, err = s.eng.TaskWait(r.Context(), c.task(r), wait, func() error {
+			if s.stillAdmitted(r.Context(), c.p) != nil {
+				return task.Errorf(task.CodeUnauthenticated, "the API key of this call was revoked while it waited")
+			}
+			return nil
+		})
+	}
 	s.answerTask(w, r, t, err)
 }
 

@@ -12,6 +12,13 @@ type taskArg struct {
 	ID       string `json:"id" jsonschema:"The task's id, as tasks_add, tasks_list or tasks_lease returned it."`
 }
 
+// getTaskIn is tasks_get's input: the task, and how long to wait for it
+// to end.
+type getTaskIn struct {
+	taskArg
+	WaitSeconds int `json:"waitSeconds,omitempty" jsonschema:"Wait up to this many seconds (0–30) for the task to end before answering; 0 or absent answers at once."`
+}
+
 // instanceArg names one instance; tools embed it.
 type instanceArg struct {
 	Instance string `json:"instance" jsonschema:"The tasks instance, e.g. \"jobs\"."`

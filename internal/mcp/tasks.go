@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -104,9 +105,11 @@ var taskTools = []tool{
 	}),
 	define(spec{
 		name: "tasks_get", title: "Get a task", need: errandapi.RoleRead, readOnly: true, idempotent: true,
-		desc: "Get one task with its payload, result, and every attempt with its status, HTTP status and error.",
-	}, oneTask(func(ctx context.Context, c *client.Client, in taskArg) (*errandapi.Task, error) {
-		return c.GetTask(ctx, in.Instance, in.ID)
+		desc: "Get one task with its payload, result, and every attempt with its status, HTTP status and error. " +
+			"With waitSeconds (1–30) the answer waits until the task has ended (succeeded, failed or cancelled) or the wait runs out; read its state to tell which, and call again to wait longer.",
+		shape: func(s *jsonschema.Schema) { bounds(s, "waitSeconds", 0, 30) },
+	}, oneTask(func(ctx context.Context, c *client.Client, in getTaskIn) (*errandapi.Task, error) {
+		return c.GetTaskWait(ctx, in.Instance, in.ID, time.Duration(in.WaitSeconds)*time.Second)
 	}, "")),
 	define(spec{
 		name: "tasks_run", title: "Run a task now", need: errandapi.RoleWrite, idempotent: true,

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/errandhq/errand/errandapi"
+)
+
+// TestCLIWait: "add --wait" adds a task and prints it once it has ended,
+// exit 0 when it succeeded and 1 (its state and last error on stderr) when
+// it failed; "get --wait" of an ended task answers at once; --wait does not
+// go with --file.
+func TestCLIWait(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildErrand(t)
+	_, url, _ := startMode(t, bin, "dev", "--data", t.TempDir())
+	c := newCLI(t, url)
+	c.env = []string{"ERRAND_INSTANCE=jobs"}
+	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"sent":true}`))
+	}))
+	defer good.Close()
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "the mail server said no", http.StatusBadRequest)
+	}))
+	defer bad.Close()
+	c.ok("queues", "create", "good", "--webhook", good.URL)
+	c.ok("queues", "create", "bad", "--webhook", bad.URL, "--max-attempts", "1")
+
+	var tr errandapi.TaskResponse
+	c.json(&tr, "add", "-q", "good", "--payload", `{"to":"a@example.com"}`, "--wait")
+	if tk := tr.Task; tk == nil || tk.State != errandapi.StateSucceeded || len(tk.Attempts) != 1 {
+		t.Fatalf("add --wait: %+v", tk)
+	}
+	id := tr.Task.ID
+	if out := c.ok("get", id, "--wait"); !strings.Contains(out, "succeeded") || !strings.Contains(out, id) {
+		t.Fatalf("get --wait of an ended task:\n%s", out)
+	}
+
+	r := c.run("", "add", "-q", "bad", "--payload", `{}`, "--wait")
+	if r.code != exitRefused || !strings.Contains(r.out, "waiting until it ends") || !strings.Contains(r.out, "failed") ||
+		!strings.Contains(r.errout, "errand add: the task ended failed: ") || !strings.Contains(r.errout, "the mail server said no") {
+		t.Fatalf("add --wait of a failing task: exit %d\nstdout %s\nstderr %s", r.code, r.out, r.errout)
+	}
+	r = c.run("", "add", "-q", "bad", "--payload", `{}`, "--wait", "--json")
+	var failed errandapi.TaskResponse
+	if r.code != exitRefused || json.Unmarshal([]byte(r.out), &failed) != nil || failed.Task.State != errandapi.StateFailed {
+		t.Fatalf("add --wait --json of a failing task: exit %d\nstdout %s\nstderr %s", r.code, r.out, r.errout)
+	}
+	c.usage("--wait and --file are exclusive", "add", "-q", "good", "--file", "-", "--wait")
+}
