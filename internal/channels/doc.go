@@ -15,8 +15,8 @@
 // Each subscriber has a bounded buffer. The room never waits for one: a
 // subscriber whose buffer cannot take the next page leaves the stream and
 // reads the log by itself, a page at a time; once it is more than MaxLag
-// messages behind the head, or has taken none of the messages waiting for
-// it for LagTimeout, it is dropped with a reason (ErrLagged). So
+// messages behind the head, or a message has waited for it for LagTimeout
+// and it has taken none meanwhile, it is dropped with a reason (ErrLagged). So
 // memory stays bounded, the others go on at their pace, and a dropped
 // subscriber resumes from its last event id.
 //

@@ -38,8 +38,8 @@ type Config struct {
 	Buffer int
 	// A subscriber reading the log by itself is dropped for lag when it
 	// is more than MaxLag messages behind the channel's head (default
-	// 4 × Buffer), or has taken none of the messages waiting for it for
-	// LagTimeout (default 30 s).
+	// 4 × Buffer), or a message has waited for it for LagTimeout (default
+	// 30 s) and it has taken none meanwhile.
 	MaxLag     int
 	LagTimeout time.Duration
 	// PageSize is how many messages one read of the log takes (default 100).
@@ -71,6 +71,9 @@ type Hub struct {
 	started bool
 	stopped bool
 	wg      sync.WaitGroup // rooms and the listener
+	// passed, when not nil (a test signal), is told of each pass a room
+	// finished, its lag check included.
+	passed func()
 }
 
 // New returns a hub; Start runs it.
