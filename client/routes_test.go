@@ -133,6 +133,14 @@ func TestEveryRoute(t *testing.T) {
 		if r := must(c.CancelTask(ctx, "jobs", other.ID)).of(t); r.State != errandapi.StateCancelled {
 			t.Fatalf("cancelled %+v", r)
 		}
+		// Delete another: answered as it was, then gone.
+		gone := must(c.AddTask(ctx, "jobs", "push", errandapi.NewTask{})).of(t)
+		if r := must(c.DeleteTask(ctx, "jobs", gone.ID)).of(t); r.ID != gone.ID || r.State != errandapi.StateScheduled {
+			t.Fatalf("deleted %+v", r)
+		}
+		if _, err := c.GetTask(ctx, "jobs", gone.ID); !errors.Is(err, errandapi.ErrNotFound) {
+			t.Fatalf("a deleted task: %v", err)
+		}
 
 		// Settings and the webhook key.
 		s := must(c.Settings(ctx, "jobs")).of(t)

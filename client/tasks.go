@@ -174,6 +174,14 @@ func (c *Client) CancelTask(ctx context.Context, instance, id string) (*errandap
 	return c.taskOp(ctx, instance, id, "cancel", true)
 }
 
+// DeleteTask removes a task's record — any task but one whose attempt
+// runs (RUNNING_NOT_CANCELLABLE) — freeing its name, and returns the task
+// as it was. It needs the full grant. It is retried: a retry after a try
+// that removed it answers NOT_FOUND.
+func (c *Client) DeleteTask(ctx context.Context, instance, id string) (*errandapi.Task, error) {
+	return c.taskCall(ctx, call{method: "DELETE", path: []string{"v1", "tasks", instance, "tasks", id}, repeatable: true})
+}
+
 // RetryTask gives a failed task a fresh budget and makes it due now
 // (NOT_RETRYABLE for any other state). It is not retried once it may have
 // reached the server: the task may run and fail again in between, and a

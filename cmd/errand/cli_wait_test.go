@@ -10,11 +10,12 @@ import (
 	"github.com/errandhq/errand/errandapi"
 )
 
-// TestCLIWait: "add --wait" adds a task and prints it once it has ended,
-// exit 0 when it succeeded and 1 (its state and last error on stderr) when
-// it failed; "get --wait" of an ended task answers at once; --wait does not
-// go with --file.
-func TestCLIWait(t *testing.T) {
+// TestCLIWaitAndDelete: "add --wait" adds a task and prints it once it
+// has ended, exit 0 when it succeeded and 1 (its state and last error on
+// stderr) when it failed; "get --wait" of an ended task answers at once;
+// --wait does not go with --file. "delete" needs --yes, removes the
+// records (a name is free again) and goes on past a refusal.
+func TestCLIWaitAndDelete(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -55,4 +56,21 @@ func TestCLIWait(t *testing.T) {
 		t.Fatalf("add --wait --json of a failing task: exit %d\nstdout %s\nstderr %s", r.code, r.out, r.errout)
 	}
 	c.usage("--wait and --file are exclusive", "add", "-q", "good", "--file", "-", "--wait")
+
+	c.ok("queues", "create", "pull", "--mode", "pull")
+	var ar errandapi.AddResponse
+	c.json(&ar, "add", "-q", "pull", "--name", "once", "--delay", "3600")
+	named := ar.Tasks[0].ID
+	c.usage("--yes", "delete", named)
+	if out := c.ok("delete", named, id, "--yes"); out != named+" deleted (it was scheduled)\n"+id+" deleted (it was succeeded)\n" {
+		t.Fatalf("delete:\n%s", out)
+	}
+	c.refused(errandapi.CodeNotFound, "get", named)
+	c.json(&ar, "add", "-q", "pull", "--name", "once")
+	leased := ar.Tasks[0].ID
+	c.ok("lease", "-q", "pull")
+	r = c.run("", "delete", leased, "nope", "--yes")
+	if r.code != exitRefused || !strings.Contains(r.errout, leased+": RUNNING_NOT_CANCELLABLE") || !strings.Contains(r.errout, "nope: NOT_FOUND") {
+		t.Fatalf("delete of a leased task and a missing one: exit %d\nstdout %s\nstderr %s", r.code, r.out, r.errout)
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -11,31 +12,39 @@ import (
 )
 
 // taskOp is one of the commands that change a task by id: run, cancel,
-// retry.
+// retry, delete.
 type taskOp struct {
 	verb, short, long, example string
 	call                       func(*client.Client, context.Context, string, string) (*errandapi.Task, error)
+	// destructive: the command needs --yes, and says what it removed.
+	destructive bool
 }
 
 var (
 	taskRun = taskOp{"run", "Make scheduled or retrying tasks due now",
 		`Make scheduled or retrying tasks due now: they are delivered (push) or can be leased
 (pull) at once. A finished task is refused with NOT_RUNNABLE.`,
-		"  errand run -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6", (*client.Client).RunTask}
+		"  errand run -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6", (*client.Client).RunTask, false}
 	taskCancel = taskOp{"cancel", "Cancel tasks that have not started or are waiting for a retry",
 		`Cancel tasks that are scheduled or retrying (waiting for their next attempt). A task
 whose attempt is under way, delivered to its push target or leased by a worker, cannot be
 stopped: it is refused with RUNNING_NOT_CANCELLABLE and left running; a finished one is
 refused with NOT_CANCELLABLE.`,
-		"  errand cancel -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6 01J9Z3K1V8M2Q4R6T8W0Y2A4C7", (*client.Client).CancelTask}
+		"  errand cancel -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6 01J9Z3K1V8M2Q4R6T8W0Y2A4C7", (*client.Client).CancelTask, false}
 	taskRetry = taskOp{"retry", "Give failed tasks a fresh budget and run them now",
 		`Give failed tasks a fresh budget of attempts and make them due now. Only a failed
 task can be retried (NOT_RETRYABLE otherwise).`,
-		"  errand list -i jobs -q emails --state failed --all --json | jq -r '.tasks[].id' | xargs -r errand retry -i jobs", (*client.Client).RetryTask}
+		"  errand list -i jobs -q emails --state failed --all --json | jq -r '.tasks[].id' | xargs -r errand retry -i jobs", (*client.Client).RetryTask, false}
+	taskDelete = taskOp{"delete", "Remove tasks' records, freeing their names",
+		`Remove tasks' records at once (the key needs the full grant): a scheduled or retrying
+task will not run, a finished one's payload, result and attempts are gone, and its name is
+free for a new add. A task whose attempt is under way is refused with
+RUNNING_NOT_CANCELLABLE and left as it is. Needs --yes. Prints each task as it was.`,
+		"  errand delete -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6 --yes", (*client.Client).DeleteTask, true}
 )
 
-// newTaskOpCmd makes run, cancel or retry: each takes one id or more and
-// goes on past a refusal, exiting 1 if any was refused.
+// newTaskOpCmd makes run, cancel, retry or delete: each takes one id or
+// more and goes on past a refusal, exiting 1 if any was refused.
 func newTaskOpCmd(op taskOp) *cobra.Command {
 	c := &cobra.Command{
 		Use:   op.verb + " ID…",
@@ -46,8 +55,15 @@ changed, {"task": {...}}, one a line.`,
 		Example: op.example,
 		Args:    minArgs("ID"),
 	}
+	var yes *bool
+	if op.destructive {
+		yes = confirmFlag(c)
+	}
 	f := apiCmd(c, true, false)
 	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, ids []string) error {
+		if yes != nil && !*yes {
+			return needYes("deleting a task's record")
+		}
 		var first error
 		refused := 0
 		for _, id := range ids {
@@ -70,7 +86,11 @@ changed, {"task": {...}}, one a line.`,
 				}
 				continue
 			}
-			if err := printf(c, "%s %s\n", t.ID, t.State); err != nil {
+			line := fmt.Sprintf("%s %s\n", t.ID, t.State)
+			if op.destructive {
+				line = fmt.Sprintf("%s deleted (it was %s)\n", t.ID, t.State)
+			}
+			if err := printf(c, "%s", line); err != nil {
 				return err
 			}
 		}

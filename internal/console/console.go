@@ -126,6 +126,7 @@ func (c *Console) routes() {
 	c.page("GET /console/i/{instance}/q/{queue}/dead", c.deadPage)
 	c.action("POST /console/i/{instance}/q/{queue}/replay", c.replay)
 	c.page("GET /console/i/{instance}/t/{id}", c.taskPage)
+	c.page("GET /console/i/{instance}/t/{id}/confirm-delete", c.confirmTaskDelete)
 	c.action("POST /console/i/{instance}/t/{id}/{op}", c.taskOp)
 	c.page("GET /console/i/{instance}/jobs/{id}", c.jobPage)
 	c.page("GET /console/i/{instance}/rules", c.rulesPage)

@@ -23,6 +23,8 @@ func queueNotice(q url.Values) string {
 		return "The queue is resumed."
 	case "purged":
 		return "Purged: " + removed(q) + " removed; the queue and its settings stay."
+	case "task-deleted":
+		return "The task's record is deleted; its name is free again."
 	}
 	return ""
 }

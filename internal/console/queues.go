@@ -249,12 +249,18 @@ func (c *Console) confirmPage(w http.ResponseWriter, r *http.Request, s *session
 	if !v.Can(string(errandapi.RoleFull)) {
 		// The action needs full: a key without it is told so here, not
 		// offered a button the API then refuses.
-		c.fail(w, r, s, &errandapi.Error{Code: errandapi.CodePermissionDenied, Status: http.StatusForbidden,
-			Message: fmt.Sprintf("this needs the full grant on instance %s; the key's is %s", inst, roleWord(v.Role))})
+		c.fail(w, r, s, needsFull(inst, v.Role))
 		return
 	}
 	v.Queue, v.Data = name, cf
 	c.render(w, r, http.StatusOK, "confirm", v)
+}
+
+// needsFull is the refusal of a confirmation page to a key without the
+// full grant on inst (its role there is role).
+func needsFull(inst string, role errandapi.Role) *errandapi.Error {
+	return &errandapi.Error{Code: errandapi.CodePermissionDenied, Status: http.StatusForbidden,
+		Message: fmt.Sprintf("this needs the full grant on instance %s; the key's is %s", inst, roleWord(role))}
 }
 
 // roleWord names a key's role on an instance for a refusal.

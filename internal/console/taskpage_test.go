@@ -51,3 +51,38 @@ func TestRunNotice(t *testing.T) {
 		u.get(p.header.Get("Location")).want(t, http.StatusOK, c.notice).lacks(t, c.not)
 	}
 }
+
+// TestTaskDelete: a full key's task page offers Delete…, which asks first
+// (the task read, its state named); the confirmed form removes the record
+// and sends the browser to the queue's page with a notice; a leased task is
+// refused on its page and stays; an unconfirmed post is CONFIRM_REQUIRED; a
+// write key is offered no Delete and is told the confirmation needs full.
+func TestTaskDelete(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	u.login(e.full)
+	id := e.add("pull", errandapi.NewTask{Payload: json.RawMessage(`{}`), Name: "doomed", Delay: new(3600.0)})
+	page := "/console/i/jobs/t/" + id
+	u.get(page).want(t, http.StatusOK, `href="`+page+`/confirm-delete" id="delete"`)
+	u.get(page+"/confirm-delete").want(t, http.StatusOK, `id="confirm"`, "Delete the record of task "+id+" (scheduled, queue pull)?", `action="`+page+`/delete"`)
+	tok := u.csrf(page)
+	u.post(page+"/delete", url.Values{"csrf": {tok}}).want(t, http.StatusBadRequest, "CONFIRM_REQUIRED")
+	p := u.post(page+"/delete", url.Values{"csrf": {tok}, "confirm": {"true"}})
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/i/jobs/q/pull/?done=task-deleted" {
+		t.Fatalf("delete: %d %s %s", p.status, p.header.Get("Location"), p.body)
+	}
+	u.get(p.header.Get("Location")).want(t, http.StatusOK, "The task&#39;s record is deleted; its name is free again.")
+	u.get(page).want(t, http.StatusNotFound, "NOT_FOUND")
+	e.add("pull", errandapi.NewTask{Payload: json.RawMessage(`{}`), Name: "doomed", Delay: new(3600.0)}) // the name is free
+
+	leased := e.leased()
+	e.waitState(leased, errandapi.StateLeased)
+	u.post("/console/i/jobs/t/"+leased+"/delete", url.Values{"csrf": {tok}, "confirm": {"true"}}).want(t, http.StatusBadRequest, "RUNNING_NOT_CANCELLABLE")
+	u.get("/console/i/jobs/t/"+leased).want(t, http.StatusOK, `id="task-state">leased<`)
+
+	w := e.user()
+	w.login(e.key(e.org, "write:jobs"))
+	w.get("/console/i/jobs/t/"+leased).want(t, http.StatusOK, `id="cancel"`).lacks(t, `id="delete"`)
+	w.get("/console/i/jobs/t/"+leased+"/confirm-delete").want(t, http.StatusForbidden, "PERMISSION_DENIED", "needs the full grant on instance jobs; the key&#39;s is write")
+}

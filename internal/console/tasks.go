@@ -55,8 +55,31 @@ func (c *Console) showTask(w http.ResponseWriter, r *http.Request, s *session, r
 	c.render(w, r, statusOf(refusal), "task", v)
 }
 
-// taskOp runs, cancels or retries a task; a refusal (for example
-// RUNNING_NOT_CANCELLABLE) is shown on the task's page at its status.
+// confirmTaskDelete asks before a task's record is removed. It reads the
+// task first (one the key cannot see is the API's NOT_FOUND), and tells a
+// key without the full grant that the delete needs it.
+func (c *Console) confirmTaskDelete(w http.ResponseWriter, r *http.Request, s *session) {
+	inst := r.PathValue("instance")
+	t, err := s.cl.GetTask(r.Context(), inst, r.PathValue("id"))
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	v := s.view("Confirm", inst)
+	if !v.Can(string(errandapi.RoleFull)) {
+		c.fail(w, r, s, needsFull(inst, v.Role))
+		return
+	}
+	v.Queue, v.Data = t.Queue, confirmation{
+		Question: "Delete the record of task " + t.ID + " (" + string(t.State) + ", queue " + t.Queue + ")? Its payload, result and attempts are gone and its name is free again. This cannot be undone.",
+		Action:   taskURL(inst, t.ID) + "/delete", Button: "Delete the task", Back: taskURL(inst, t.ID),
+	}
+	c.render(w, r, http.StatusOK, "confirm", v)
+}
+
+// taskOp runs, cancels, retries or (confirmed) deletes a task; a refusal
+// (for example RUNNING_NOT_CANCELLABLE) is shown on the task's page at its
+// status. A deleted task's page is gone: the browser goes to its queue's.
 func (c *Console) taskOp(w http.ResponseWriter, r *http.Request, s *session) {
 	inst, id, op := r.PathValue("instance"), r.PathValue("id"), r.PathValue("op")
 	var t *errandapi.Task
@@ -68,6 +91,13 @@ func (c *Console) taskOp(w http.ResponseWriter, r *http.Request, s *session) {
 		_, err = s.cl.CancelTask(r.Context(), inst, id)
 	case "retry":
 		_, err = s.cl.RetryTask(r.Context(), inst, id)
+	case "delete":
+		if err = confirmed(r, "deleting removes the task's record"); err == nil {
+			if t, err = s.cl.DeleteTask(r.Context(), inst, id); err == nil {
+				http.Redirect(w, r, doneURL(queueURL(inst, t.Queue), "task-deleted", -1), http.StatusSeeOther)
+				return
+			}
+		}
 	default:
 		c.notFound(w, r, s)
 		return

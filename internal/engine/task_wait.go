@@ -123,13 +123,27 @@ func (b *endBells) ring(ts ...*task.Task) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, t := range ts {
-		if !t.State.Terminal() {
-			continue
+		if t.State.Terminal() {
+			b.wakeLocked(t.InstanceID + "/" + t.ID)
 		}
-		key := t.InstanceID + "/" + t.ID
-		for _, ch := range b.byTask[key] {
-			close(ch)
-		}
-		delete(b.byTask, key)
 	}
+}
+
+// wake wakes the waiters of the task, whatever its state (one removed).
+func (b *endBells) wake(instanceID, id string) {
+	if b.waiting.Load() == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.wakeLocked(instanceID + "/" + id)
+}
+
+// wakeLocked wakes the waiters of the task keyed instanceID/id; b.mu is
+// held.
+func (b *endBells) wakeLocked(key string) {
+	for _, ch := range b.byTask[key] {
+		close(ch)
+	}
+	delete(b.byTask, key)
 }

@@ -133,6 +133,35 @@ func (e *Engine) TaskCancel(ctx context.Context, ref TaskRef) (*task.Task, error
 	return e.mutate(ctx, ref, func(t *task.Task) error { return t.Cancel(e.now()) })
 }
 
+// TaskDelete removes a task's record (task.Deletable: any task but one
+// whose attempt runs) and frees its name, and returns the task as it was.
+// The record is removed only in the state it was read in, so a task that
+// starts running meanwhile is read again and refused.
+func (e *Engine) TaskDelete(ctx context.Context, ref TaskRef) (*task.Task, error) {
+	st, err := e.taskOf(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		t, err := e.store.TaskGet(ctx, st)
+		if err != nil {
+			return nil, ref.notFound(err)
+		}
+		if err := t.Deletable(); err != nil {
+			return nil, err
+		}
+		n, err := e.store.TaskDelete(ctx, &store.TaskDeleteParams{InstanceID: st.InstanceID, IDs: []string{st.ID}, States: []task.State{t.State}})
+		if err != nil {
+			return nil, err
+		}
+		if n == 1 {
+			e.changed()
+			e.endBells.wake(st.InstanceID, st.ID) // its waiters read it gone
+			return t, nil
+		}
+	}
+}
+
 // TaskRetry re-queues a failed task with a fresh budget.
 func (e *Engine) TaskRetry(ctx context.Context, ref TaskRef) (*task.Task, error) {
 	return e.mutate(ctx, ref, func(t *task.Task) error { return t.Retry(e.now()) })

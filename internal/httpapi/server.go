@@ -102,6 +102,7 @@ var Routes = []Route{
 	{"POST", "/v1/tasks/{instance}/queues/{queue}/ack", auth.RoleWrite, (*Server).ackMany},
 
 	{"GET", "/v1/tasks/{instance}/tasks/{id}", auth.RoleRead, (*Server).getTask},
+	{"DELETE", "/v1/tasks/{instance}/tasks/{id}", auth.RoleFull, (*Server).deleteTask},
 	{"POST", "/v1/tasks/{instance}/tasks/{id}/run", auth.RoleWrite, (*Server).runTask},
 	{"POST", "/v1/tasks/{instance}/tasks/{id}/cancel", auth.RoleWrite, (*Server).cancelTask},
 	{"POST", "/v1/tasks/{instance}/tasks/{id}/retry", auth.RoleWrite, (*Server).retryTask},

@@ -103,6 +103,11 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request, c *call) {
 	s.answerTask(w, r, t, err)
 }
 
+// deleteTask removes a task's record and answers the task as it was.
+func (s *Server) deleteTask(w http.ResponseWriter, r *http.Request, c *call) {
+	s.taskOp(w, r, c, s.eng.TaskDelete)
+}
+
 func (s *Server) runTask(w http.ResponseWriter, r *http.Request, c *call) {
 	s.taskOp(w, r, c, s.eng.TaskRun)
 }

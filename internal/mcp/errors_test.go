@@ -168,7 +168,7 @@ func TestSessionBoundToKey(t *testing.T) {
 			t.Errorf("key %q: %d with WWW-Authenticate %q", key, resp.StatusCode, got)
 		}
 	}
-	if got := s.tools(); len(got) != 25 {
+	if got := s.tools(); len(got) != 26 {
 		t.Fatalf("the session's own key: %v", got)
 	}
 }

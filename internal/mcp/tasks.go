@@ -129,6 +129,12 @@ var taskTools = []tool{
 	}, oneTask(func(ctx context.Context, c *client.Client, in taskArg) (*errandapi.Task, error) {
 		return c.RetryTask(ctx, in.Instance, in.ID)
 	}, "retrying: ")),
+	define(spec{
+		name: "tasks_delete", title: "Delete a task's record", need: errandapi.RoleFull, destructive: true,
+		desc: "Remove a task's record at once, freeing its name for a new add: a scheduled or retrying task will not run; a finished one's payload, result and attempts are gone. Answers the task as it was. A task whose attempt is running answers RUNNING_NOT_CANCELLABLE and is left as it is. To stop a task but keep its record, use tasks_cancel.",
+	}, oneTask(func(ctx context.Context, c *client.Client, in taskArg) (*errandapi.Task, error) {
+		return c.DeleteTask(ctx, in.Instance, in.ID)
+	}, "deleted: ")),
 }
 
 // oneTask is a tool over a call that answers one task.

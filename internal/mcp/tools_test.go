@@ -36,7 +36,7 @@ func toolsFor(role errandapi.Role) []string {
 func TestToolsPerGrant(t *testing.T) {
 	n := startNode(t, false)
 	all := slices.Sorted(maps.Keys(errandmcp.ToolNames()))
-	if len(all) != 25 {
+	if len(all) != 26 {
 		t.Fatalf("%d tools: %v", len(all), all)
 	}
 	read := []string{"tasks_get", "tasks_get_trigger", "tasks_list", "tasks_list_functions", "tasks_list_queues", "tasks_list_triggers", "tasks_usage"}

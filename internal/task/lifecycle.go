@@ -297,6 +297,18 @@ func (t *Task) Cancel(now int64) error {
 	return t.moveTo(Cancelled)
 }
 
+// Deletable refuses to remove a task whose attempt runs (RUNNING: a push
+// attempt in flight or a pull lease held) — its outcome is on its way and
+// would have no record to land on — with RUNNING_NOT_CANCELLABLE; any other
+// task's record may be removed.
+func (t *Task) Deletable() error {
+	if t.State == Running {
+		v1 := t.State.V1(t.Pull)
+		return Errorf(CodeRunningNotCancellable, "the task is %s and cannot be deleted until its attempt ends; it is left %s", v1, v1)
+	}
+	return nil
+}
+
 // Retry re-queues a FAILED task with a fresh budget; anything else answers
 // NOT_RETRYABLE.
 func (t *Task) Retry(now int64) error {
