@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -37,38 +38,42 @@ func (e *Engine) TaskWait(ctx context.Context, ref TaskRef, waitSeconds int, adm
 	}
 	deadline := e.clock.NewTimer(time.Duration(waitSeconds) * time.Second)
 	defer deadline.Stop()
+	st := store.TaskRef{InstanceID: t.InstanceID, ID: t.ID}
 	key := t.InstanceID + "/" + t.ID
 	poll := waitPollFirst
 	for {
 		// Listen before reading, so a finish between the read and the
-		// wait still rings.
+		// wait still rings. The reads between look at the state alone;
+		// a task still going is answered as TaskGet answers it.
 		rung, stop := e.endBells.listen(key)
-		t, err = e.TaskGet(ctx, ref)
+		t, err = e.store.TaskGet(ctx, st)
 		if err != nil || t.State.Terminal() {
 			stop()
-			return t, err
+			if err != nil {
+				return nil, ref.notFound(err)
+			}
+			return t, nil
 		}
 		next := e.clock.NewTimer(poll)
 		e.signals.parked.update(func(n *int) { *n++ })
+		again := false
 		select {
 		case <-rung:
+			again = true
 		case <-next.C():
-			poll = min(2*poll, waitPollMax)
+			poll, again = min(2*poll, waitPollMax), true
 		case <-deadline.C():
-			next.Stop()
-			stop()
-			return t, nil
-		case <-ctx.Done():
-			next.Stop()
-			stop()
-			return t, nil
 		case <-e.pollsEnd:
-			next.Stop()
-			stop()
-			return t, nil
+		case <-ctx.Done():
 		}
 		next.Stop()
 		stop()
+		if !again {
+			if ctx.Err() == nil {
+				e.noteUnservedTask(ctx, t)
+			}
+			return t, nil
+		}
 		if admitted != nil {
 			if err := admitted(); err != nil {
 				return nil, err

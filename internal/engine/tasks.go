@@ -116,11 +116,16 @@ func (e *Engine) TaskGet(ctx context.Context, ref TaskRef) (*task.Task, error) {
 	if err != nil {
 		return nil, ref.notFound(err)
 	}
+	e.noteUnservedTask(ctx, t)
+	return t, nil
+}
+
+// noteUnservedTask is noteUnserved of one task as it is answered.
+func (e *Engine) noteUnservedTask(ctx context.Context, t *task.Task) {
 	e.noteUnserved(ctx, []*task.Task{t}, func() *task.Queue {
 		q, _ := e.store.QueueGet(ctx, store.QueueRef{InstanceID: t.InstanceID, Name: t.Queue})
 		return q
 	})
-	return t, nil
 }
 
 // TaskRun makes a scheduled or retrying task due now.
