@@ -125,9 +125,11 @@ func (c *Client) GetTask(ctx context.Context, instance, id string) (*errandapi.T
 func (c *Client) WaitTask(ctx context.Context, instance, id string) (*errandapi.Task, error) {
 	var last *errandapi.Task
 	for {
+		// Whole seconds that end before ctx does, so the node answers the
+		// task as it is before ctx cuts the call.
 		wait := maxTaskWait
 		if d, ok := ctx.Deadline(); ok {
-			wait = min(wait, max(time.Second, time.Until(d)))
+			wait = min(wait, max(time.Second, time.Until(d).Truncate(time.Second)))
 		}
 		t, err := c.GetTaskWait(ctx, instance, id, wait)
 		if err != nil {

@@ -36,6 +36,18 @@ func checkIDField(v, field string) error {
 	return nil
 }
 
+// waitAdmitted is the check a call that waits (a long-polling lease, a
+// task's wait) makes again before each look after a pause: whether the
+// caller's key still stands, UNAUTHENTICATED once it was revoked.
+func (s *Server) waitAdmitted(r *http.Request, c *call) func() error {
+	return func() error {
+		if s.stillAdmitted(r.Context(), c.p) != nil {
+			return task.Errorf(task.CodeUnauthenticated, "the API key of this call was revoked while it waited")
+		}
+		return nil
+	}
+}
+
 func (s *Server) lease(w http.ResponseWriter, r *http.Request, c *call) {
 	var body errandapi.LeaseRequest
 	if err := decodeBody(r, &body); err != nil {
@@ -51,12 +63,7 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	// A long poll asks again whether the key still stands before each
 	// claim after its wait, as an open subscription or worker does.
-	p.Admitted = func() error {
-		if s.stillAdmitted(r.Context(), c.p) != nil {
-			return task.Errorf(task.CodeUnauthenticated, "the API key of this call was revoked while it waited")
-		}
-		return nil
-	}
+	p.Admitted = s.waitAdmitted(r, c)
 	var ts []*task.Task
 	var tokens []string
 	var err error

@@ -93,12 +93,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request, c *call) {
 	if wait == 0 {
 		t, err = s.eng.TaskGet(r.Context(), c.task(r))
 	} else {
-		t, err = s.eng.TaskWait(r.Context(), c.task(r), wait, func() error {
-			if s.stillAdmitted(r.Context(), c.p) != nil {
-				return task.Errorf(task.CodeUnauthenticated, "the API key of this call was revoked while it waited")
-			}
-			return nil
-		})
+		t, err = s.eng.TaskWait(r.Context(), c.task(r), wait, s.waitAdmitted(r, c))
 	}
 	s.answerTask(w, r, t, err)
 }
