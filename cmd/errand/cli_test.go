@@ -39,6 +39,19 @@ func newCLI(t *testing.T, url string) *cli {
 	return &cli{t: t, bin: buildErrand(t), url: url}
 }
 
+// devCLI starts `errand dev` on a fresh data directory and returns the CLI
+// on it with ERRAND_INSTANCE=jobs; it skips in -short runs.
+func devCLI(t *testing.T) *cli {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	_, url, _ := startMode(t, buildErrand(t), "dev", "--data", t.TempDir())
+	c := newCLI(t, url)
+	c.env = []string{"ERRAND_INSTANCE=jobs"}
+	return c
+}
+
 // run runs `errand ARGS…` with stdin and ERRAND_URL set to the node.
 func (c *cli) run(stdin string, args ...string) cliRun {
 	c.t.Helper()

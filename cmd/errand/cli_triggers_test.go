@@ -13,13 +13,7 @@ import (
 // CLI prints it, adds a task; refusals name the flag, and a missing kind,
 // two kinds or a delete without --yes are usage errors.
 func TestCLITriggers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	bin := buildErrand(t)
-	_, url, _ := startMode(t, bin, "dev", "--data", t.TempDir())
-	c := newCLI(t, url)
-	c.env = []string{"ERRAND_INSTANCE=jobs"}
+	c := devCLI(t)
 	c.ok("queues", "create", "reports", "--mode", "pull")
 	// No rule yet: the table is not printed, stderr says why (as list says
 	// of an empty queue).
@@ -47,7 +41,7 @@ func TestCLITriggers(t *testing.T) {
 	if len(list.Triggers) != 3 {
 		t.Fatalf("%d rules listed", len(list.Triggers))
 	}
-	hookURL := url + hook.Trigger.Hook.Path
+	hookURL := c.url + hook.Trigger.Hook.Path
 	if out := c.ok("triggers", "list"); !strings.Contains(out, "POST "+hookURL) || !strings.Contains(out, "@every 1m Europe/Paris") {
 		t.Fatalf("triggers list:\n%s", out)
 	}

@@ -16,13 +16,7 @@ import (
 // --wait does not go with --file. "delete" needs --yes, removes the
 // records (a name is free again) and goes on past a refusal.
 func TestCLIWaitAndDelete(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	bin := buildErrand(t)
-	_, url, _ := startMode(t, bin, "dev", "--data", t.TempDir())
-	c := newCLI(t, url)
-	c.env = []string{"ERRAND_INSTANCE=jobs"}
+	c := devCLI(t)
 	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"sent":true}`))

@@ -20,9 +20,19 @@ import (
 // store of its own; both close when the test ends, the hub first.
 func startHub(t *testing.T, buffer int) (store.Store, *Hub) {
 	t.Helper()
+	st, h, _ := startHubWith(t, Config{Buffer: buffer, PageSize: 16, MaxLag: 1 << 20, LagTimeout: time.Hour})
+	return st, h
+}
+
+// startHubWith starts a hub of cfg on a SQLite store of its own, with a
+// fake clock and a silent logger; both close when the test ends, the hub
+// first.
+func startHubWith(t *testing.T, cfg Config) (store.Store, *Hub, *clock.Fake) {
+	t.Helper()
 	st := stores.Open(t, "sqlite")
-	h := New(Config{Store: st, Clock: clock.NewFake(time.UnixMilli(1_790_000_000_000)), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Buffer: buffer, PageSize: 16, MaxLag: 1 << 20, LagTimeout: time.Hour})
+	fc := clock.NewFake(time.UnixMilli(1_790_000_000_000))
+	cfg.Store, cfg.Clock, cfg.Logger = st, fc, slog.New(slog.NewTextHandler(io.Discard, nil))
+	h := New(cfg)
 	if err := h.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +40,7 @@ func startHub(t *testing.T, buffer int) (store.Store, *Hub) {
 		h.Stop()
 		_ = st.Close()
 	})
-	return st, h
+	return st, h, fc
 }
 
 // TestEveryMessageOnceInOrder: subscribers join at random moments of a

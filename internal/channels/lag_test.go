@@ -4,14 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/store"
-	"github.com/errandhq/errand/internal/testkit/stores"
 )
 
 // TestQuietChannelIsNotLag: a subscriber that fell out of the stream and
@@ -20,24 +16,14 @@ import (
 // goroutine has not asked for more yet): no message had waited for it. One
 // that took nothing while messages waited for it that long is dropped.
 func TestQuietChannelIsNotLag(t *testing.T) {
-	st := stores.Open(t, "sqlite")
-	fc := clock.NewFake(time.UnixMilli(1_790_000_000_000))
-	h := New(Config{Store: st, Clock: fc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Buffer: 2, PageSize: 16, MaxLag: 1 << 20, LagTimeout: 10 * time.Second})
+	st, h, fc := startHubWith(t, Config{Buffer: 2, PageSize: 16, MaxLag: 1 << 20, LagTimeout: 10 * time.Second})
 	passes := make(chan struct{}, 1000)
-	h.passed = func() {
+	h.passed = func() { // before the room starts, with the first subscriber
 		select {
 		case passes <- struct{}{}:
 		default:
 		}
 	}
-	if err := h.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		h.Stop()
-		_ = st.Close()
-	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	ref := store.ChannelRef{InstanceID: "inst-1", Channel: "room-1"}

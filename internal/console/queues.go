@@ -245,22 +245,22 @@ func (c *Console) confirmPage(w http.ResponseWriter, r *http.Request, s *session
 		c.fail(w, r, s, err)
 		return
 	}
-	v := s.view("Confirm", inst)
-	if !v.Can(string(errandapi.RoleFull)) {
-		// The action needs full: a key without it is told so here, not
-		// offered a button the API then refuses.
-		c.fail(w, r, s, needsFull(inst, v.Role))
-		return
-	}
-	v.Queue, v.Data = name, cf
-	c.render(w, r, http.StatusOK, "confirm", v)
+	c.showConfirm(w, r, s, inst, name, cf)
 }
 
-// needsFull is the refusal of a confirmation page to a key without the
-// full grant on inst (its role there is role).
-func needsFull(inst string, role errandapi.Role) *errandapi.Error {
-	return &errandapi.Error{Code: errandapi.CodePermissionDenied, Status: http.StatusForbidden,
-		Message: fmt.Sprintf("this needs the full grant on instance %s; the key's is %s", inst, roleWord(role))}
+// showConfirm renders confirmation cf on instance inst (and queue, for
+// the page's links), once the page has read what it asks about. The
+// action needs full: a key without it is told so here, not offered a
+// button the API then refuses.
+func (c *Console) showConfirm(w http.ResponseWriter, r *http.Request, s *session, inst, queue string, cf confirmation) {
+	v := s.view("Confirm", inst)
+	if !v.Can(string(errandapi.RoleFull)) {
+		c.fail(w, r, s, &errandapi.Error{Code: errandapi.CodePermissionDenied, Status: http.StatusForbidden,
+			Message: fmt.Sprintf("this needs the full grant on instance %s; the key's is %s", inst, roleWord(v.Role))})
+		return
+	}
+	v.Queue, v.Data = queue, cf
+	c.render(w, r, http.StatusOK, "confirm", v)
 }
 
 // roleWord names a key's role on an instance for a refusal.

@@ -65,16 +65,10 @@ func (c *Console) confirmTaskDelete(w http.ResponseWriter, r *http.Request, s *s
 		c.fail(w, r, s, err)
 		return
 	}
-	v := s.view("Confirm", inst)
-	if !v.Can(string(errandapi.RoleFull)) {
-		c.fail(w, r, s, needsFull(inst, v.Role))
-		return
-	}
-	v.Queue, v.Data = t.Queue, confirmation{
+	c.showConfirm(w, r, s, inst, t.Queue, confirmation{
 		Question: "Delete the record of task " + t.ID + " (" + string(t.State) + ", queue " + t.Queue + ")? Its payload, result and attempts are gone and its name is free again. This cannot be undone.",
 		Action:   taskURL(inst, t.ID) + "/delete", Button: "Delete the task", Back: taskURL(inst, t.ID),
-	}
-	c.render(w, r, http.StatusOK, "confirm", v)
+	})
 }
 
 // taskOp runs, cancels, retries or (confirmed) deletes a task; a refusal

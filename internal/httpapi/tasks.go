@@ -89,12 +89,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
-	var t *task.Task
-	if wait == 0 {
-		t, err = s.eng.TaskGet(r.Context(), c.task(r))
-	} else {
-		t, err = s.eng.TaskWait(r.Context(), c.task(r), wait, s.waitAdmitted(r, c))
-	}
+	t, err := s.eng.TaskWait(r.Context(), c.task(r), wait, s.waitAdmitted(r, c)) // 0: at once
 	s.answerTask(w, r, t, err)
 }
 
