@@ -34,6 +34,16 @@ func TestCallsAfterCloseAreErrClosed(t *testing.T) {
 		"Release":        e.Release(ctx, "jobs", "x", "y", "", 0),
 		"Queue":          one(e.Queue(ctx, "jobs", "q")),
 		"SetPaused":      e.SetPaused(ctx, "jobs", "q", true),
+		"Wait":           one(e.Wait(ctx, "jobs", "x")),
+		"Extend":         one(e.Extend(ctx, "jobs", "x", "y", time.Minute)),
+		"List":           one(e.List(ctx, "jobs", "q", ListOptions{})),
+		"RunNow":         one(e.RunNow(ctx, "jobs", "x")),
+		"Cancel":         one(e.Cancel(ctx, "jobs", "x")),
+		"Retry":          one(e.Retry(ctx, "jobs", "x")),
+		"Delete":         one(e.Delete(ctx, "jobs", "x")),
+		"Queues":         one(e.Queues(ctx, "jobs")),
+		"DeleteQueue":    one(e.DeleteQueue(ctx, "jobs", "q")),
+		"PurgeQueue":     one(e.PurgeQueue(ctx, "jobs", "q")),
 	}
 	for name, err := range calls {
 		if !errors.Is(err, ErrClosed) {

@@ -75,3 +75,19 @@ func (e *Engine) Release(ctx context.Context, instance, id, leaseID, errMsg stri
 	_, err := e.eng.Release(ctx, engine.TaskRef{Org: e.org, Instance: instance, ID: id}, engine.ReleaseParams{LeaseID: leaseID, Error: errMsg, DelaySeconds: delay.Seconds()})
 	return e.fail(err)
 }
+
+// Extend lengthens a held lease to lease (1 s–24 h, whole seconds, a
+// fraction rounding up) from now and returns the task with its new
+// LeaseExpiresAt: a worker whose task takes longer than it leased it for
+// keeps it. A lease that has expired, or ended with an ack or a release,
+// is LEASE_LOST.
+func (e *Engine) Extend(ctx context.Context, instance, id, leaseID string, lease time.Duration) (*Task, error) {
+	if err := e.refuse(); err != nil {
+		return nil, err
+	}
+	t, err := e.eng.Extend(ctx, engine.TaskRef{Org: e.org, Instance: instance, ID: id}, engine.ExtendParams{LeaseID: leaseID, LeaseSeconds: wholeSeconds(lease)})
+	if err != nil {
+		return nil, e.fail(err)
+	}
+	return publicTask(t), nil
+}

@@ -98,6 +98,28 @@ func (e *Engine) Queue(ctx context.Context, instance, name string) (*QueueInfo, 
 	if err != nil {
 		return nil, e.fail(err)
 	}
+	return queueInfo(v), nil
+}
+
+// Queues returns an instance's queues, each with its counts by state, in
+// name order.
+func (e *Engine) Queues(ctx context.Context, instance string) ([]*QueueInfo, error) {
+	if err := e.refuse(); err != nil {
+		return nil, err
+	}
+	vs, err := e.eng.QueueList(ctx, e.org, instance)
+	if err != nil {
+		return nil, e.fail(err)
+	}
+	out := make([]*QueueInfo, len(vs))
+	for i, v := range vs {
+		out[i] = queueInfo(v)
+	}
+	return out, nil
+}
+
+// queueInfo is a queue as QueueInfo.
+func queueInfo(v *engine.QueueView) *QueueInfo {
 	q := v.Queue
 	out := &QueueInfo{Name: q.Name, Pull: q.Mode == task.ModePull, Paused: q.Paused, Counts: map[string]int{}, Capped: map[string]bool{}}
 	for s, n := range v.Counts {
@@ -107,7 +129,7 @@ func (e *Engine) Queue(ctx context.Context, instance, name string) (*QueueInfo, 
 			out.Capped[name] = true
 		}
 	}
-	return out, nil
+	return out
 }
 
 // SetPaused pauses a queue (nothing is delivered or leased from it; adds
@@ -118,4 +140,29 @@ func (e *Engine) SetPaused(ctx context.Context, instance, queue string, paused b
 	}
 	_, err := e.eng.QueuePatch(ctx, engine.QueueRef{Org: e.org, Instance: instance, Queue: queue}, &task.QueuePatch{Paused: &paused})
 	return e.fail(err)
+}
+
+// DeleteQueue removes a queue and every task of it at once, and returns how
+// many tasks it removed. The queue "default" cannot be deleted
+// (INVALID_ARGUMENT): every instance has one; PurgeQueue empties it.
+func (e *Engine) DeleteQueue(ctx context.Context, instance, name string) (int, error) {
+	if err := e.refuse(); err != nil {
+		return 0, err
+	}
+	n, err := e.eng.QueueDelete(ctx, engine.QueueRef{Org: e.org, Instance: instance, Queue: name})
+	return n, e.fail(err)
+}
+
+// PurgeQueue removes every task of a queue, whatever its state, and
+// returns how many it removed; the queue and its settings stay. A task
+// whose attempt is in flight is counted but stays running until the
+// attempt ends: its outcome (a handler's answer, an ack or a release,
+// which is then LEASE_LOST) is dropped and the task removed, so its slot
+// and its name stay taken while the work may still be going on.
+func (e *Engine) PurgeQueue(ctx context.Context, instance, name string) (int, error) {
+	if err := e.refuse(); err != nil {
+		return 0, err
+	}
+	n, err := e.eng.QueuePurge(ctx, engine.QueueRef{Org: e.org, Instance: instance, Queue: name})
+	return n, e.fail(err)
 }

@@ -14,15 +14,30 @@ type ListFilter struct {
 	// Pull narrows RUNNING to leased (true) or running (false); nil for both.
 	Pull   *bool
 	Name   string // exact name, "" for any
-	Limit  int    // 1–200
+	Limit  int    // 1–MaxListLimit
 	Cursor string // opaque, from the previous page; "" for the first
 }
+
+// DefaultListLimit and MaxListLimit are a page's size when none is asked
+// for, and the largest that may be.
+const (
+	DefaultListLimit = 50
+	MaxListLimit     = 200
+)
 
 // ListPage is one page of tasks; Cursor is "" on the last page.
 type ListPage = store.ListPage
 
 // TaskList returns one page of a queue's tasks, without payloads.
 func (e *Engine) TaskList(ctx context.Context, ref QueueRef, f ListFilter) (*ListPage, error) {
+	if f.Limit < 1 || f.Limit > MaxListLimit {
+		return nil, task.FieldErrorf(task.CodeInvalidArgument, "limit", "must be an integer 1–%d", MaxListLimit)
+	}
+	if f.Name != "" {
+		if err := task.ValidateName(f.Name, "name"); err != nil {
+			return nil, err
+		}
+	}
 	q, err := e.queueGet(ctx, ref)
 	if err != nil {
 		return nil, err

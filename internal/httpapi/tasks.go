@@ -45,21 +45,15 @@ func (s *Server) addTasks(w http.ResponseWriter, r *http.Request, c *call) {
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, c *call) {
 	q := r.URL.Query()
 	f := engine.ListFilter{Name: q.Get("name"), Cursor: q.Get("cursor")}
-	if f.Name != "" {
-		if err := task.ValidateName(f.Name, "name"); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-	}
 	if st := q.Get("state"); st != "" {
-		state, pull, ok := task.ParseV1State(st)
-		if !ok {
-			s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "state", "must be one of scheduled, running, leased, retrying, succeeded, failed, cancelled"))
+		state, pull, err := task.ParseV1StateArg(st, "state")
+		if err != nil {
+			s.writeError(w, r, err)
 			return
 		}
 		f.State, f.Pull = state, pull
 	}
-	limit, err := queryInt(r, "limit", 50, 1, 200)
+	limit, err := queryInt(r, "limit", engine.DefaultListLimit, 1, engine.MaxListLimit)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -70,6 +70,20 @@ func (s State) V1(pull bool) string {
 	return string(s)
 }
 
+// V1StateNames are the v1 state names ParseV1State takes, as a refusal
+// lists them.
+const V1StateNames = "scheduled, running, leased, retrying, succeeded, failed, cancelled"
+
+// ParseV1StateArg is ParseV1State of a caller's argument: a name it does
+// not know is an INVALID_ARGUMENT naming field.
+func ParseV1StateArg(name, field string) (State, *bool, error) {
+	s, pull, ok := ParseV1State(name)
+	if !ok {
+		return "", nil, FieldErrorf(CodeInvalidArgument, field, "must be one of %s", V1StateNames)
+	}
+	return s, pull, nil
+}
+
 // ParseV1State maps a v1 state name to a State; leased and running both map
 // to RUNNING, and pull tells which of them was asked for (nil: either).
 func ParseV1State(name string) (s State, pull *bool, ok bool) {

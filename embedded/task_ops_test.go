@@ -1,0 +1,234 @@
+package embedded
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+)
+
+// wantCode fails t unless err is an *Error with code (and, when field is
+// not "", a message naming it first).
+func wantCode(t *testing.T, err error, code, field, what string) {
+	t.Helper()
+	var pe *Error
+	if !errors.As(err, &pe) || string(pe.Code) != code {
+		t.Fatalf("%s: %v, want %s", what, err, code)
+	}
+	if field != "" && (len(pe.Message) < len(field) || pe.Message[:len(field)] != field) {
+		t.Fatalf("%s: %q does not name %s", what, pe.Message, field)
+	}
+}
+
+// TestTaskOperations: the embedded engine cancels, runs now, retries and
+// deletes a task as the v1 API does, refusing with the API's codes what
+// the task's state does not allow.
+func TestTaskOperations(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, kind string) {
+		e, fc := open(t, kind)
+		ctx := context.Background()
+		must(t, e.CreateQueue(ctx, "jobs", "work", QueueOptions{Pull: true, MaxAttempts: 1}))
+		ids := add(t, e, "work",
+			NewTask{Name: "later", Delay: time.Hour},
+			NewTask{Name: "gone", Delay: time.Hour},
+			NewTask{Name: "fails"})
+
+		// RunNow: due at once; leased then, so Cancel and Delete refuse it.
+		tk, err := e.RunNow(ctx, "jobs", ids[0])
+		if err != nil || tk.State != "scheduled" || !tk.RunAt.Equal(fc.Now()) {
+			t.Fatalf("RunNow: %+v %v; want scheduled, due now", tk, err)
+		}
+		leased, err := e.Lease(ctx, "jobs", "work", 10, time.Minute, 0)
+		if err != nil || len(leased) != 2 {
+			t.Fatalf("Lease: %d tasks, %v; want 2", len(leased), err)
+		}
+		_, err = e.Cancel(ctx, "jobs", ids[0])
+		wantCode(t, err, "RUNNING_NOT_CANCELLABLE", "", "Cancel(leased)")
+		_, err = e.Delete(ctx, "jobs", ids[0])
+		wantCode(t, err, "RUNNING_NOT_CANCELLABLE", "", "Delete(leased)")
+		if tk, err = e.RunNow(ctx, "jobs", ids[0]); err != nil || tk.State != "leased" {
+			t.Fatalf("RunNow(leased): %+v %v; want it as it is", tk, err)
+		}
+
+		// Retry: only a failed task, with a fresh budget.
+		var fails *Task
+		for _, l := range leased {
+			if l.ID == ids[2] {
+				fails = l
+			}
+		}
+		_, err = e.Retry(ctx, "jobs", ids[2])
+		wantCode(t, err, "NOT_RETRYABLE", "", "Retry(leased)")
+		must(t, e.Release(ctx, "jobs", fails.ID, fails.LeaseID, "boom", 0))
+		waitState(t, e, ids[2], "failed")
+		if tk, err = e.Retry(ctx, "jobs", ids[2]); err != nil || tk.State != "scheduled" || tk.Attempt != 0 {
+			t.Fatalf("Retry(failed): %+v %v; want scheduled, attempt 0", tk, err)
+		}
+
+		// Cancel: a scheduled task at once; a finished one refused.
+		if tk, err = e.Cancel(ctx, "jobs", ids[1]); err != nil || tk.State != "cancelled" {
+			t.Fatalf("Cancel(scheduled): %+v %v", tk, err)
+		}
+		_, err = e.Cancel(ctx, "jobs", ids[1])
+		wantCode(t, err, "NOT_CANCELLABLE", "", "Cancel(cancelled)")
+		_, err = e.RunNow(ctx, "jobs", ids[1])
+		wantCode(t, err, "NOT_RUNNABLE", "", "RunNow(cancelled)")
+
+		// Delete: the record goes, and its name is free again.
+		if tk, err = e.Delete(ctx, "jobs", ids[1]); err != nil || tk.ID != ids[1] || tk.State != "cancelled" {
+			t.Fatalf("Delete: %+v %v; want the task as it was", tk, err)
+		}
+		_, err = e.Get(ctx, "jobs", ids[1])
+		wantCode(t, err, "NOT_FOUND", "", "Get(deleted)")
+		_, err = e.Delete(ctx, "jobs", ids[1])
+		wantCode(t, err, "NOT_FOUND", "", "Delete(deleted)")
+		add(t, e, "work", NewTask{Name: "gone"})
+		for _, op := range []func(context.Context, string, string) (*Task, error){e.Cancel, e.RunNow, e.Retry, e.Delete} {
+			_, err = op(ctx, "jobs", "no-such-task")
+			wantCode(t, err, "NOT_FOUND", "", "an operation on a missing task")
+		}
+	})
+}
+
+// TestListPages: List pages through a queue's tasks by state, as the v1
+// API's list does, and refuses a bad state, limit or name naming it.
+func TestListPages(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, kind string) {
+		e, _ := open(t, kind)
+		ctx := context.Background()
+		must(t, e.CreateQueue(ctx, "jobs", "work", QueueOptions{Pull: true}))
+		var want []string
+		for i := 0; i < 5; i++ {
+			want = append(want, add(t, e, "work", NewTask{Payload: json.RawMessage(`1`), Delay: time.Duration(i+1) * time.Minute})...)
+		}
+		named := add(t, e, "work", NewTask{Name: "one", Payload: json.RawMessage(`1`), Delay: time.Hour})[0]
+		_, err := e.Cancel(ctx, "jobs", named)
+		must(t, err)
+
+		var got []string
+		cursor := ""
+		for pages := 0; ; pages++ {
+			page, err := e.List(ctx, "jobs", "work", ListOptions{State: "scheduled", Limit: 2, Cursor: cursor})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tk := range page.Tasks {
+				if tk.State != "scheduled" || tk.Payload != nil {
+					t.Fatalf("listed %+v; want scheduled, without its payload", tk)
+				}
+				got = append(got, tk.ID)
+			}
+			if cursor = page.Cursor; cursor == "" {
+				if pages != 2 {
+					t.Fatalf("%d pages of 2 for 5 tasks, want 3", pages+1)
+				}
+				break
+			}
+		}
+		if len(got) != 5 {
+			t.Fatalf("listed %v, want %v (soonest due first)", got, want)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("listed %v, want %v (soonest due first)", got, want)
+			}
+		}
+		page, err := e.List(ctx, "jobs", "work", ListOptions{Name: "one"})
+		if err != nil || len(page.Tasks) != 1 || page.Tasks[0].State != "cancelled" || page.Cursor != "" {
+			t.Fatalf("List by name: %+v %v", page, err)
+		}
+		if page, err = e.List(ctx, "jobs", "work", ListOptions{}); err != nil || len(page.Tasks) != 6 {
+			t.Fatalf("List of every state: %+v %v; want 6 tasks", page, err)
+		}
+		_, err = e.List(ctx, "jobs", "work", ListOptions{State: "done"})
+		wantCode(t, err, "INVALID_ARGUMENT", "state", "List(state done)")
+		_, err = e.List(ctx, "jobs", "work", ListOptions{Limit: 201})
+		wantCode(t, err, "INVALID_ARGUMENT", "limit", "List(limit 201)")
+		_, err = e.List(ctx, "jobs", "work", ListOptions{Limit: -1})
+		wantCode(t, err, "INVALID_ARGUMENT", "limit", "List(limit -1)")
+		_, err = e.List(ctx, "jobs", "work", ListOptions{Name: "no spaces"})
+		wantCode(t, err, "INVALID_ARGUMENT", "name", "List(bad name)")
+		_, err = e.List(ctx, "jobs", "work", ListOptions{Cursor: "nonsense"})
+		wantCode(t, err, "INVALID_ARGUMENT", "cursor", "List(bad cursor)")
+		_, err = e.List(ctx, "jobs", "nowhere", ListOptions{})
+		wantCode(t, err, "NOT_FOUND", "", "List(missing queue)")
+	})
+}
+
+// TestExtendLease: Extend moves a held lease's expiry from now, and is
+// LEASE_LOST for a lease that is not held.
+func TestExtendLease(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, kind string) {
+		e, fc := open(t, kind)
+		ctx := context.Background()
+		must(t, e.CreateQueue(ctx, "jobs", "work", QueueOptions{Pull: true}))
+		add(t, e, "work", NewTask{})
+		got, err := e.Lease(ctx, "jobs", "work", 1, time.Minute, 0)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("Lease: %v %v", got, err)
+		}
+		l := got[0]
+		fc.Advance(50 * time.Second)
+		tk, err := e.Extend(ctx, "jobs", l.ID, l.LeaseID, 1500*time.Millisecond)
+		if err != nil || !tk.LeaseExpiresAt.Equal(fc.Now().Add(2*time.Second)) || tk.State != "leased" {
+			t.Fatalf("Extend(1.5 s): %+v %v; want leased until now + 2 s", tk, err)
+		}
+		fc.Advance(1500 * time.Millisecond) // past the first lease's minute, inside the extension
+		errs, err := e.AckMany(ctx, "jobs", "work", []Ack{{ID: l.ID, LeaseID: l.LeaseID}})
+		if err != nil || errs[0] != nil {
+			t.Fatalf("ack inside the extension: %v %v", errs, err)
+		}
+		_, err = e.Extend(ctx, "jobs", l.ID, l.LeaseID, time.Minute)
+		wantCode(t, err, "LEASE_LOST", "", "Extend(after the ack)")
+		_, err = e.Extend(ctx, "jobs", l.ID, l.LeaseID, -time.Second)
+		wantCode(t, err, "INVALID_ARGUMENT", "leaseSeconds", "Extend(negative)")
+		_, err = e.Extend(ctx, "jobs", l.ID, l.LeaseID, 25*time.Hour)
+		wantCode(t, err, "INVALID_ARGUMENT", "leaseSeconds", "Extend(25 h)")
+	})
+}
+
+// TestQueuesDeleteAndPurge: Queues lists an instance's queues with their
+// counts; DeleteQueue and PurgeQueue remove tasks and say how many, and
+// the queue "default" cannot be deleted.
+func TestQueuesDeleteAndPurge(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, kind string) {
+		e, _ := open(t, kind)
+		ctx := context.Background()
+		must(t, e.CreateQueue(ctx, "jobs", "a", QueueOptions{Pull: true}))
+		must(t, e.CreateQueue(ctx, "jobs", "b", QueueOptions{Pull: true}))
+		add(t, e, "a", NewTask{}, NewTask{})
+		add(t, e, "b", NewTask{Delay: time.Hour})
+		qs, err := e.Queues(ctx, "jobs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, q := range qs {
+			names = append(names, q.Name)
+		}
+		if len(qs) != 3 || names[0] != "a" || names[1] != "b" || names[2] != "default" ||
+			qs[0].Counts["scheduled"] != 2 || !qs[0].Pull || qs[1].Counts["scheduled"] != 1 {
+			t.Fatalf("Queues: %v %+v", names, qs)
+		}
+		if n, err := e.PurgeQueue(ctx, "jobs", "a"); err != nil || n != 2 {
+			t.Fatalf("PurgeQueue: %d %v; want 2", n, err)
+		}
+		if q, err := e.Queue(ctx, "jobs", "a"); err != nil || q.Counts["scheduled"] != 0 {
+			t.Fatalf("purged queue: %+v %v", q, err)
+		}
+		if n, err := e.DeleteQueue(ctx, "jobs", "b"); err != nil || n != 1 {
+			t.Fatalf("DeleteQueue: %d %v; want 1", n, err)
+		}
+		_, err = e.Queue(ctx, "jobs", "b")
+		wantCode(t, err, "NOT_FOUND", "", "Queue(deleted)")
+		_, err = e.DeleteQueue(ctx, "jobs", "default")
+		wantCode(t, err, "INVALID_ARGUMENT", "queue", "DeleteQueue(default)")
+		_, err = e.PurgeQueue(ctx, "jobs", "b")
+		wantCode(t, err, "NOT_FOUND", "", "PurgeQueue(deleted)")
+	})
+}
