@@ -6,6 +6,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/errandhq/errand/errandapi"
 )
 
 // TestCallsAfterCloseAreErrClosed: every call on a closed engine returns
@@ -44,6 +46,7 @@ func TestCallsAfterCloseAreErrClosed(t *testing.T) {
 		"Queues":         one(e.Queues(ctx, "jobs")),
 		"DeleteQueue":    one(e.DeleteQueue(ctx, "jobs", "q")),
 		"PurgeQueue":     one(e.PurgeQueue(ctx, "jobs", "q")),
+		"UpdateQueue":    one(e.UpdateQueue(ctx, "jobs", "q", errandapi.QueueRequest{})),
 	}
 	for name, err := range calls {
 		if !errors.Is(err, ErrClosed) {

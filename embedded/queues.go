@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -79,6 +80,31 @@ func (e *Engine) CreateQueue(ctx context.Context, instance, name string, o Queue
 	return e.fail(err)
 }
 
+// UpdateQueue changes only the settings patch sets, as the v1 API's PATCH
+// of a queue does (the client SDK's UpdateQueue takes the same value), and
+// returns the queue with its counts: every setting, deadLetterQueue,
+// targetControl, maxAgeSeconds and ratePerSecond included; a Nullable
+// sent as null clears its setting. A queue's mode cannot change, nor its
+// name (a patch.Name other than queue is INVALID_ARGUMENT).
+func (e *Engine) UpdateQueue(ctx context.Context, instance, queue string, patch errandapi.QueueRequest) (*QueueInfo, error) {
+	if err := e.refuse(); err != nil {
+		return nil, err
+	}
+	p, err := engine.QueuePatchFor(&patch, queue)
+	if err != nil {
+		return nil, e.fail(err)
+	}
+	ref := engine.QueueRef{Org: e.org, Instance: instance, Queue: queue}
+	if _, err := e.eng.QueuePatch(ctx, ref, p); err != nil {
+		return nil, e.fail(err)
+	}
+	v, err := e.eng.QueueGet(ctx, ref)
+	if err != nil {
+		return nil, e.fail(err)
+	}
+	return queueInfo(v), nil
+}
+
 // QueueInfo is a queue's state: its counts of tasks by v1 state, each
 // stopping at 10,000 (Capped names the ones that did).
 type QueueInfo struct {
@@ -87,6 +113,10 @@ type QueueInfo struct {
 	Paused bool
 	Counts map[string]int
 	Capped map[string]bool
+	// Settings is the queue as the v1 API answers it (GET …/queues/{queue}):
+	// every setting, its target's header values masked, and the same
+	// counts.
+	Settings *errandapi.Queue
 }
 
 // Queue returns a queue with its counts by state.
@@ -120,14 +150,14 @@ func (e *Engine) Queues(ctx context.Context, instance string) ([]*QueueInfo, err
 
 // queueInfo is a queue as QueueInfo.
 func queueInfo(v *engine.QueueView) *QueueInfo {
-	q := v.Queue
-	out := &QueueInfo{Name: q.Name, Pull: q.Mode == task.ModePull, Paused: q.Paused, Counts: map[string]int{}, Capped: map[string]bool{}}
-	for s, n := range v.Counts {
-		name := s.V1(out.Pull)
-		out.Counts[name] = n
-		if n >= engine.CountLimit {
-			out.Capped[name] = true
-		}
+	j := engine.QueueJSON(v.Queue, v.Counts)
+	out := &QueueInfo{Name: j.Name, Pull: j.Mode == errandapi.ModePull, Paused: j.Paused,
+		Counts: map[string]int{}, Capped: map[string]bool{}, Settings: j}
+	for s, n := range j.Counts {
+		out.Counts[string(s)] = n
+	}
+	for _, s := range j.Capped {
+		out.Capped[string(s)] = true
 	}
 	return out
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/errandhq/errand/errandapi"
 )
 
 // wantCode fails t unless err is an *Error with code (and, when field is
@@ -230,5 +232,57 @@ func TestQueuesDeleteAndPurge(t *testing.T) {
 		wantCode(t, err, "INVALID_ARGUMENT", "queue", "DeleteQueue(default)")
 		_, err = e.PurgeQueue(ctx, "jobs", "b")
 		wantCode(t, err, "NOT_FOUND", "", "PurgeQueue(deleted)")
+	})
+}
+
+// TestUpdateQueue: UpdateQueue sets what QueueOptions cannot (a dead-letter
+// queue, a rate, a maximum age, targetControl), which then acts, answers
+// them in Settings, clears a Nullable sent as null, and refuses a rename
+// or a change of mode.
+func TestUpdateQueue(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, kind string) {
+		e, _ := open(t, kind)
+		ctx := context.Background()
+		must(t, e.CreateQueue(ctx, "jobs", "work", QueueOptions{Pull: true, MaxAttempts: 1}))
+		must(t, e.CreateQueue(ctx, "jobs", "dead", QueueOptions{Pull: true}))
+		f := false
+		q, err := e.UpdateQueue(ctx, "jobs", "work", errandapi.QueueRequest{
+			DeadLetterQueue: errandapi.Value("dead"), RatePerSecond: errandapi.Value(50.0),
+			MaxAgeSeconds: errandapi.Value(int64(3600)), TargetControl: &f,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := q.Settings
+		if s.DeadLetterQueue == nil || *s.DeadLetterQueue != "dead" || s.RatePerSecond == nil || *s.RatePerSecond != 50 ||
+			s.MaxAgeSeconds == nil || *s.MaxAgeSeconds != 3600 || s.TargetControl || s.MaxAttempts != 1 || s.Mode != errandapi.ModePull {
+			t.Fatalf("updated settings: %+v", s)
+		}
+		// The dead-letter queue acts: a task that fails its one attempt is
+		// copied there.
+		id := add(t, e, "work", NewTask{Payload: json.RawMessage(`{"n":1}`)})[0]
+		got, err := e.Lease(ctx, "jobs", "work", 1, time.Minute, 0)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("Lease: %v %v", got, err)
+		}
+		must(t, e.Release(ctx, "jobs", id, got[0].LeaseID, "boom", 0))
+		waitState(t, e, id, "failed")
+		if d, err := e.Queue(ctx, "jobs", "dead"); err != nil || d.Counts["scheduled"] != 1 {
+			t.Fatalf("dead-letter queue: %+v %v; want the failed task's copy", d, err)
+		}
+		q, err = e.UpdateQueue(ctx, "jobs", "work", errandapi.QueueRequest{DeadLetterQueue: errandapi.Null[string](), RatePerSecond: errandapi.Null[float64]()})
+		if err != nil || q.Settings.DeadLetterQueue != nil || q.Settings.RatePerSecond != nil || q.Settings.MaxAgeSeconds == nil {
+			t.Fatalf("cleared: %+v %v; want no dead-letter queue, no rate, the age kept", q.Settings, err)
+		}
+		other, push := "other", errandapi.ModePush
+		_, err = e.UpdateQueue(ctx, "jobs", "work", errandapi.QueueRequest{Name: &other})
+		wantCode(t, err, "INVALID_ARGUMENT", "name", "UpdateQueue(rename)")
+		_, err = e.UpdateQueue(ctx, "jobs", "work", errandapi.QueueRequest{Mode: &push})
+		wantCode(t, err, "INVALID_ARGUMENT", "mode", "UpdateQueue(mode)")
+		_, err = e.UpdateQueue(ctx, "jobs", "work", errandapi.QueueRequest{DeadLetterQueue: errandapi.Value("nowhere")})
+		wantCode(t, err, "INVALID_ARGUMENT", "deadLetterQueue", "UpdateQueue(missing dead-letter queue)")
+		_, err = e.UpdateQueue(ctx, "jobs", "nowhere", errandapi.QueueRequest{Paused: &f})
+		wantCode(t, err, "NOT_FOUND", "", "UpdateQueue(missing queue)")
 	})
 }

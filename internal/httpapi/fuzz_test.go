@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/jsonstrict"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -84,7 +85,7 @@ func FuzzQueuePatch(f *testing.F) {
 			return
 		}
 		q := task.NewQueue("i", "q", task.ModePush)
-		if err := queuePatch(&b).Apply(q, create, task.URLRules{}); err != nil {
+		if err := engine.QueuePatchOf(&b).Apply(q, create, task.URLRules{}); err != nil {
 			if te, ok := err.(*task.Error); !ok || te.Code != task.CodeInvalidArgument || te.Field == "" {
 				t.Fatalf("apply refusal %#v", err)
 			}

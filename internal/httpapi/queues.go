@@ -16,7 +16,7 @@ func (s *Server) listQueues(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	out := errandapi.QueueList{Queues: make([]errandapi.Queue, 0, len(views))}
 	for _, v := range views {
-		out.Queues = append(out.Queues, *toQueueJSON(v.Queue, v.Counts))
+		out.Queues = append(out.Queues, *engine.QueueJSON(v.Queue, v.Counts))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -31,12 +31,12 @@ func (s *Server) createQueue(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "name", "is required"))
 		return
 	}
-	q, err := s.eng.QueueCreate(r.Context(), engine.QueueRef{Org: c.p.Org, Instance: c.instance, Queue: *body.Name}, queuePatch(&body))
+	q, err := s.eng.QueueCreate(r.Context(), engine.QueueRef{Org: c.p.Org, Instance: c.instance, Queue: *body.Name}, engine.QueuePatchOf(&body))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, errandapi.QueueResponse{Queue: toQueueJSON(q, nil)})
+	writeJSON(w, http.StatusCreated, errandapi.QueueResponse{Queue: engine.QueueJSON(q, nil)})
 }
 
 func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, c *call) {
@@ -45,7 +45,7 @@ func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, errandapi.QueueResponse{Queue: toQueueJSON(v.Queue, v.Counts)})
+	writeJSON(w, http.StatusOK, errandapi.QueueResponse{Queue: engine.QueueJSON(v.Queue, v.Counts)})
 }
 
 func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request, c *call) {
@@ -54,16 +54,17 @@ func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
-	if body.Name != nil && *body.Name != r.PathValue("queue") {
-		s.writeError(w, r, task.FieldErrorf(task.CodeInvalidArgument, "name", "a queue cannot be renamed"))
-		return
-	}
-	q, err := s.eng.QueuePatch(r.Context(), c.queue(r), queuePatch(&body))
+	p, err := engine.QueuePatchFor(&body, r.PathValue("queue"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, errandapi.QueueResponse{Queue: toQueueJSON(q, nil)})
+	q, err := s.eng.QueuePatch(r.Context(), c.queue(r), p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, errandapi.QueueResponse{Queue: engine.QueueJSON(q, nil)})
 }
 
 func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request, c *call) {

@@ -36,24 +36,6 @@ func intPtr(v int) *int {
 
 func v1State(t *task.Task) errandapi.State { return errandapi.State(t.State.V1(t.Pull)) }
 
-// toTarget is the domain's target in the contract's shape, as answers show
-// it: header values masked (task.Target.Masked).
-func toTarget(t *task.Target) *errandapi.Target {
-	if t == nil {
-		return nil
-	}
-	m := t.Masked()
-	return &errandapi.Target{Webhook: m.Webhook, Function: m.Function, Channel: m.Channel, Headers: m.Headers}
-}
-
-// fromTarget is a request's target in the domain's shape.
-func fromTarget(t *errandapi.Target) *task.Target {
-	if t == nil {
-		return nil
-	}
-	return &task.Target{Webhook: t.Webhook, Function: t.Function, Channel: t.Channel, Headers: t.Headers}
-}
-
 // toTaskJSON renders t; full adds payload, result and every attempt (the
 // one in flight included).
 func toTaskJSON(t *task.Task, full bool) *errandapi.Task {
@@ -62,7 +44,7 @@ func toTaskJSON(t *task.Task, full bool) *errandapi.Task {
 		Attempt: t.Attempt, MaxAttempts: t.MaxAttempts, RunAt: t.RunAt, CreatedAt: t.CreatedAt,
 		DeadlineAt: msPtr(t.DeadlineAt), FinishedAt: msPtr(t.FinishedAt),
 		Source: t.Source, Depth: t.Depth, Params: t.Params, DeadLetterOf: strPtr(t.DeadLetterOf),
-		Target: toTarget(t.Target), DeadlineSeconds: intPtr(t.DeadlineSeconds), LastError: strPtr(t.LastError),
+		Target: engine.TargetJSON(t.Target), DeadlineSeconds: intPtr(t.DeadlineSeconds), LastError: strPtr(t.LastError),
 	}
 	if j.Params == nil {
 		j.Params = json.RawMessage("null")
@@ -94,59 +76,9 @@ func taskAnswer(t *task.Task) errandapi.TaskResponse {
 	return errandapi.TaskResponse{Task: toTaskJSON(t, true)}
 }
 
-// toQueueJSON renders q with its counts (nil: none, as after a create or
-// patch).
-func toQueueJSON(q *task.Queue, counts map[task.State]int) *errandapi.Queue {
-	j := &errandapi.Queue{
-		Name: q.Name, Mode: errandapi.Mode(q.Mode), Target: toTarget(q.Target), MaxConcurrent: intPtr(q.MaxConcurrent),
-		MaxAttempts: q.MaxAttempts, MinBackoffSeconds: q.MinBackoffSeconds, MaxBackoffSeconds: q.MaxBackoffSeconds,
-		MaxDoublings: q.MaxDoublings, MaxAgeSeconds: msPtr(q.MaxAgeSeconds), DeadlineSeconds: q.DeadlineSeconds,
-		DeadLetterQueue: strPtr(q.DeadLetterQueue), TargetControl: q.TargetControl, Paused: q.Paused, CreatedAt: q.CreatedAt,
-	}
-	if q.RatePerSecond > 0 {
-		v := q.RatePerSecond
-		j.RatePerSecond = &v
-	}
-	j.Capped = []errandapi.State{} // always a list, also without counts
-	if counts != nil {
-		j.Counts = map[errandapi.State]int{}
-		for _, s := range task.States {
-			name := errandapi.State(s.V1(q.Mode == task.ModePull))
-			j.Counts[name] = counts[s]
-			if counts[s] >= engine.CountLimit {
-				j.Capped = append(j.Capped, name)
-			}
-		}
-	}
-	return j
-}
-
-// queuePatch is a queue create or PATCH body in the domain's shape. Fields
-// absent stay as they are; null clears a nullable setting.
-func queuePatch(b *errandapi.QueueRequest) *task.QueuePatch {
-	p := &task.QueuePatch{
-		RatePerSecond: b.RatePerSecond.Ptr(), MaxConcurrent: b.MaxConcurrent.Ptr(), MaxAttempts: b.MaxAttempts,
-		MinBackoffSeconds: b.MinBackoffSeconds, MaxBackoffSeconds: b.MaxBackoffSeconds, MaxDoublings: b.MaxDoublings,
-		MaxAgeSeconds: b.MaxAgeSeconds.Ptr(), DeadlineSeconds: b.DeadlineSeconds, DeadLetterQueue: b.DeadLetterQueue.Ptr(),
-		TargetControl: b.TargetControl, Paused: b.Paused,
-	}
-	if b.Mode != nil {
-		m := task.Mode(*b.Mode)
-		p.Mode = &m
-	}
-	if b.Target.Set {
-		t := fromTarget(&b.Target.Value)
-		if b.Target.Null {
-			t = nil
-		}
-		p.Target = &t
-	}
-	return p
-}
-
 // addInput is one task of an add in the domain's shape, from source.
 func addInput(b *errandapi.NewTask, source string) task.AddInput {
-	return task.AddInput{Name: b.Name, Payload: b.Payload, Params: b.Params, Target: fromTarget(b.Target),
+	return task.AddInput{Name: b.Name, Payload: b.Payload, Params: b.Params, Target: engine.TargetOf(b.Target),
 		Delay: b.Delay, RunAt: b.RunAt, DeadlineSeconds: b.DeadlineSeconds, Source: source}
 }
 

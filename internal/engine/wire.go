@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// TargetOf is a v1 API target in the domain's shape (nil for none).
+func TargetOf(t *errandapi.Target) *task.Target {
+	if t == nil {
+		return nil
+	}
+	return &task.Target{Webhook: t.Webhook, Function: t.Function, Channel: t.Channel, Headers: t.Headers}
+}
+
+// QueuePatchOf is a v1 API queue request (a create's or a PATCH's body)
+// in the domain's shape, for the API and the embedded engine alike.
+// Fields absent stay as they are; null clears a nullable setting.
+func QueuePatchOf(b *errandapi.QueueRequest) *task.QueuePatch {
+	p := &task.QueuePatch{
+		RatePerSecond: b.RatePerSecond.Ptr(), MaxConcurrent: b.MaxConcurrent.Ptr(), MaxAttempts: b.MaxAttempts,
+		MinBackoffSeconds: b.MinBackoffSeconds, MaxBackoffSeconds: b.MaxBackoffSeconds, MaxDoublings: b.MaxDoublings,
+		MaxAgeSeconds: b.MaxAgeSeconds.Ptr(), DeadlineSeconds: b.DeadlineSeconds, DeadLetterQueue: b.DeadLetterQueue.Ptr(),
+		TargetControl: b.TargetControl, Paused: b.Paused,
+	}
+	if b.Mode != nil {
+		m := task.Mode(*b.Mode)
+		p.Mode = &m
+	}
+	if b.Target.Set {
+		t := TargetOf(&b.Target.Value)
+		if b.Target.Null {
+			t = nil
+		}
+		p.Target = &t
+	}
+	return p
+}
+
+// QueuePatchFor is QueuePatchOf of a PATCH of the queue named queue: a
+// Name other than queue is refused, since a queue cannot be renamed.
+func QueuePatchFor(b *errandapi.QueueRequest, queue string) (*task.QueuePatch, error) {
+	if b.Name != nil && *b.Name != queue {
+		return nil, task.FieldErrorf(task.CodeInvalidArgument, "name", "a queue cannot be renamed")
+	}
+	return QueuePatchOf(b), nil
+}
+
+// TargetJSON is the domain's target in the contract's shape, as answers
+// show it: header values masked (task.Target.Masked).
+func TargetJSON(t *task.Target) *errandapi.Target {
+	if t == nil {
+		return nil
+	}
+	m := t.Masked()
+	return &errandapi.Target{Webhook: m.Webhook, Function: m.Function, Channel: m.Channel, Headers: m.Headers}
+}
+
+// QueueJSON renders q with its counts (nil: none, as after a create or a
+// patch), as the v1 API answers a queue.
+func QueueJSON(q *task.Queue, counts map[task.State]int) *errandapi.Queue {
+	j := &errandapi.Queue{
+		Name: q.Name, Mode: errandapi.Mode(q.Mode), Target: TargetJSON(q.Target), MaxConcurrent: nonZero(q.MaxConcurrent),
+		MaxAttempts: q.MaxAttempts, MinBackoffSeconds: q.MinBackoffSeconds, MaxBackoffSeconds: q.MaxBackoffSeconds,
+		MaxDoublings: q.MaxDoublings, MaxAgeSeconds: nonZero(q.MaxAgeSeconds), DeadlineSeconds: q.DeadlineSeconds,
+		DeadLetterQueue: nonZero(q.DeadLetterQueue), TargetControl: q.TargetControl, Paused: q.Paused, CreatedAt: q.CreatedAt,
+		RatePerSecond: nonZero(q.RatePerSecond),
+	}
+	j.Capped = []errandapi.State{} // always a list, also without counts
+	if counts != nil {
+		j.Counts = map[errandapi.State]int{}
+		for _, s := range task.States {
+			name := errandapi.State(s.V1(q.Mode == task.ModePull))
+			j.Counts[name] = counts[s]
+			if counts[s] >= CountLimit {
+				j.Capped = append(j.Capped, name)
+			}
+		}
+	}
+	return j
+}
+
+// nonZero is a pointer to v, or nil for its type's zero (a setting the
+// answer shows as null).
+func nonZero[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
