@@ -100,10 +100,14 @@ func TestRefusalSituations(t *testing.T) {
 
 	// A delivery token that is not one: INVALID_ARGUMENT naming the header,
 	// and nothing added.
-	for _, tok := range []string{"garbage", "v1.AAAA.BBBB"} {
-		req := b.request("POST", "/v1/tasks/jobs/queues/q/tasks", `{}`)
-		req.Header.Set("X-Errand-Delivery", tok)
-		named(b.send(req).want(t, 400, "INVALID_ARGUMENT"), "X-Errand-Delivery")
+	// A batch of one names the header too, not "tasks[0].X-Errand-Delivery":
+	// the token is the call's, not a task's.
+	for _, body := range []string{`{}`, `[{}]`, `{"tasks":[{}]}`} {
+		for _, tok := range []string{"garbage", "v1.AAAA.BBBB"} {
+			req := b.request("POST", "/v1/tasks/jobs/queues/q/tasks", body)
+			req.Header.Set("X-Errand-Delivery", tok)
+			named(b.send(req).want(t, 400, "INVALID_ARGUMENT"), "X-Errand-Delivery")
+		}
 	}
 }
 

@@ -31,7 +31,12 @@ func (s *Server) addTasks(w http.ResponseWriter, r *http.Request, c *call) {
 		res, err = s.eng.TaskAdd(r.Context(), c.queue(r), ins)
 	}
 	if err != nil {
-		s.writeError(w, r, oneOfBatch(err, raw, len(ins)))
+		// A refused token is the call's, not one task's: it is not named
+		// as tasks[0]'s in a batch of one.
+		if !task.IsField(err, errandapi.DeliveryHeader) {
+			err = oneOfBatch(err, raw, len(ins))
+		}
+		s.writeError(w, r, err)
 		return
 	}
 	out, added := addAnswer(ins, res)

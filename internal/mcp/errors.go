@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -89,4 +90,17 @@ func errorResult(err error) *mcp.CallToolResult {
 // tool called without confirm: true).
 func refuse(code errandapi.Code, format string, args ...any) *errandapi.Error {
 	return &errandapi.Error{Code: code, Message: fmt.Sprintf(format, args...), Status: errandapi.StatusOf(code)}
+}
+
+// renameField says an INVALID_ARGUMENT about the API's field in the
+// words of the tool's argument (a header the tool sent for it, say);
+// other errors pass unchanged.
+func renameField(err error, field, arg string) error {
+	var e *errandapi.Error
+	if !errors.As(err, &e) || e.Code != errandapi.CodeInvalidArgument || !strings.HasPrefix(e.Message, field+":") {
+		return err
+	}
+	c := *e
+	c.Message = arg + strings.TrimPrefix(e.Message, field)
+	return &c
 }

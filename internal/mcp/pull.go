@@ -38,14 +38,15 @@ type releaseIn struct {
 var pullTools = []tool{
 	define(spec{
 		name: "tasks_lease", title: "Lease tasks (pull)", need: errandapi.RoleWrite,
-		desc: "Lease due tasks of a pull queue, to do their work yourself: each comes with its payload and a leaseId. Then call tasks_ack with the result when done, tasks_release to give it back (with an error when it failed), or tasks_extend for more time. A push queue answers WRONG_MODE.",
+		desc: "Lease due tasks of a pull queue, to do their work yourself: each comes with its payload, a leaseId and a deliveryToken. Then call tasks_ack with the result when done, tasks_release to give it back (with an error when it failed), or tasks_extend for more time; pass the deliveryToken to tasks_add for tasks the work causes. A push queue answers WRONG_MODE.",
 		shape: func(s *jsonschema.Schema) {
 			bounds(s, "count", 1, 1000)
 			bounds(s, "leaseSeconds", 1, 86400)
 			bounds(s, "waitSeconds", 0, 30)
 		},
 	}, func(ctx context.Context, c *client.Client, in leaseIn) (*errandapi.LeaseResponse, string, error) {
-		ts, err := c.Lease(ctx, in.Instance, in.Queue, errandapi.LeaseRequest{Count: in.Count, LeaseSeconds: in.LeaseSeconds, WaitSeconds: in.WaitSeconds})
+		ts, err := c.Lease(ctx, in.Instance, in.Queue, errandapi.LeaseRequest{Count: in.Count, LeaseSeconds: in.LeaseSeconds,
+			WaitSeconds: in.WaitSeconds, DeliveryTokens: true})
 		if err != nil {
 			return nil, "", err
 		}
@@ -56,7 +57,7 @@ var pullTools = []tool{
 		for i, t := range ts {
 			parts[i] = fmt.Sprintf("%s (leaseId %s, attempt %d)", t.ID, t.LeaseID, t.Attempts)
 		}
-		return &errandapi.LeaseResponse{Tasks: ts}, fmt.Sprintf("leased %d tasks of %s/%s until %s: %s. Do the work, then tasks_ack each with its leaseId.",
+		return &errandapi.LeaseResponse{Tasks: ts}, fmt.Sprintf("leased %d tasks of %s/%s until %s: %s. Do the work, then tasks_ack each with its leaseId; tasks the work causes are added with its deliveryToken.",
 			len(ts), in.Instance, in.Queue, when(ts[0].LeaseExpiresAt), strings.Join(parts, ", ")), nil
 	}),
 	define(spec{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,5 +119,43 @@ func TestQueueResource(t *testing.T) {
 	tmpl, err := s.cs.ListResourceTemplates(context.Background(), nil)
 	if err != nil || len(tmpl.ResourceTemplates) != 1 {
 		t.Fatalf("templates %+v %v", tmpl, err)
+	}
+}
+
+// TestLeaseDeliveryToken: tasks_lease answers each task's deliveryToken,
+// and tasks_add with it makes follow-ups of depth + 1 and source lease, so
+// an agent that adds to its own queue from its work stops at the depth
+// bound; a token that is not one is refused naming deliveryToken.
+func TestLeaseDeliveryToken(t *testing.T) {
+	n := startNode(t, true)
+	s := n.session("")
+	s.ok("tasks_set_queue", obj{"instance": "jobs", "queue": "loop", "mode": "pull"}, nil)
+	s.ok("tasks_add", obj{"instance": "jobs", "queue": "loop", "tasks": []any{obj{"payload": 0}}}, nil)
+	for depth := 0; ; depth++ {
+		var leased errandapi.LeaseResponse
+		s.ok("tasks_lease", obj{"instance": "jobs", "queue": "loop"}, &leased)
+		if len(leased.Tasks) != 1 {
+			t.Fatalf("depth %d: leased %d tasks, want 1", depth, len(leased.Tasks))
+		}
+		lt := leased.Tasks[0]
+		wantSource := "mcp"
+		if depth > 0 {
+			wantSource = "lease"
+		}
+		if lt.DeliveryToken == "" || lt.Depth != depth || lt.Source != wantSource {
+			t.Fatalf("depth %d: leased %+v; want a token, depth %d, source %s", depth, lt, depth, wantSource)
+		}
+		follow := obj{"instance": "jobs", "queue": "loop", "tasks": []any{obj{"payload": depth + 1}}, "deliveryToken": lt.DeliveryToken}
+		if depth == 8 {
+			// The ninth link of the chain is the loop the bound stops.
+			s.refused("tasks_add", follow, "DEPTH_EXCEEDED")
+			break
+		}
+		s.ok("tasks_add", follow, nil)
+		s.ok("tasks_ack", obj{"instance": "jobs", "id": lt.ID, "leaseId": lt.LeaseID}, nil)
+	}
+	data := s.refused("tasks_add", obj{"instance": "jobs", "queue": "loop", "tasks": []any{obj{}}, "deliveryToken": "nonsense"}, "INVALID_ARGUMENT")
+	if msg, _ := data["message"].(string); !strings.HasPrefix(msg, "deliveryToken: ") {
+		t.Fatalf("a bad token: %q; want it to name deliveryToken", msg)
 	}
 }

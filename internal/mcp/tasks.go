@@ -27,6 +27,8 @@ type newTaskIn struct {
 type addIn struct {
 	queueArg
 	Tasks []newTaskIn `json:"tasks" jsonschema:"The tasks to add: 1 to 100, stored in one transaction, each with its own result in order. A task that is invalid refuses the whole call and nothing is added; a name that is taken refuses only its task (TASK_EXISTS)."`
+	// DeliveryToken is a leased task's token (tasks_lease answers it).
+	DeliveryToken string `json:"deliveryToken,omitempty" jsonschema:"When these tasks are follow-ups of work on a task you leased, that task's deliveryToken from tasks_lease (while its lease lasts, and a day after): they get its depth + 1 and source lease, so a chain of tasks adding tasks stops at depth 8 (DEPTH_EXCEEDED) instead of looping. Without it they get source mcp and depth 0."`
 }
 
 type listIn struct {
@@ -54,9 +56,12 @@ var taskTools = []tool{
 			tasks[i] = errandapi.NewTask{Payload: t.Payload, Name: t.Name, Params: t.Params, Target: t.Target,
 				Delay: t.Delay, RunAt: t.RunAt, DeadlineSeconds: t.DeadlineSeconds}
 		}
+		if in.DeliveryToken != "" {
+			ctx = client.WithDelivery(ctx, in.DeliveryToken)
+		}
 		res, err := c.AddTasks(ctx, in.Instance, in.Queue, tasks...)
 		if err != nil {
-			return nil, "", err
+			return nil, "", renameField(err, errandapi.DeliveryHeader, "deliveryToken")
 		}
 		added, refused := 0, []string{}
 		for i, r := range res {

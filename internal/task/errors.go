@@ -150,6 +150,12 @@ func InBatch(err error, i int) error {
 	return &c
 }
 
+// IsField reports whether err is an *Error about field.
+func IsField(err error, field string) bool {
+	var te *Error
+	return errors.As(err, &te) && te.Field == field
+}
+
 // OneOfBatch is err as the refusal of the one task of a batch of one: a
 // refusal of one of its fields gets tasks[0] (as InBatch), unless it has
 // it already; any other error is returned as it is.
