@@ -41,6 +41,7 @@ var hookSenders = []HookSender{
 	{Name: "zoom", Header: "x-zm-signature"},
 	{Name: "twilio", Header: "X-Twilio-Signature", IDHeader: "I-Twilio-Idempotency-Token"},
 	{Name: "sendgrid", Header: "X-Twilio-Email-Event-Webhook-Signature"},
+	{Name: "hubspot", Header: "X-HubSpot-Signature-v3"},
 }
 
 // HookSenders returns the senders a hook with a secret reads, in the

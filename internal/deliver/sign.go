@@ -122,6 +122,19 @@ func SignTwilio(key, rawURL string, params url.Values) string {
 	return base64.StdEncoding.EncodeToString(m.Sum(nil))
 }
 
+// SignHubSpot returns HubSpot's X-HubSpot-Signature-v3 value for a POST
+// of body to rawURL at ts (X-HubSpot-Request-Timestamp, milliseconds since
+// the epoch): the base64 HMAC-SHA256, keyed with the whole key string (the
+// app's client secret), of "POST", the URL, the body and ts, with nothing
+// between.
+func SignHubSpot(key, rawURL string, body []byte, ts int64) string {
+	m := hmac.New(sha256.New, []byte(key))
+	m.Write([]byte("POST" + rawURL))
+	m.Write(body)
+	m.Write([]byte(strconv.FormatInt(ts, 10)))
+	return base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
 // standardKey returns the Standard Webhooks secret of key: the base64 after
 // the whsec_ prefix, decoded. ok is false for a key not in that form.
 func standardKey(key string) ([]byte, bool) {

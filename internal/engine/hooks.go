@@ -200,7 +200,7 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 // (errandapi.HookSenderOf; a Standard Webhooks call by its webhook-id or
 // -timestamp too), and returns the sender's name ("standard", a
 // bodySignature's form, "slack", "stripe", "calendly", "paddle", "zoom",
-// "twilio" or "sendgrid"). The sender's message id, which names the task,
+// "twilio", "sendgrid" or "hubspot"). The sender's message id, which names the task,
 // is errandapi.HookMessageID's:
 //   - Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature;
 //     or svix-id, svix-timestamp, svix-signature, as Svix sends them for
@@ -245,6 +245,11 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 //     public key the secret holds (SendGrid's verification key: base64 of
 //     its DER), the timestamp within HookReplayWindow: verifySendGrid. The
 //     only scheme not keyed with a shared secret: the secret is public.
+//   - HubSpot's X-HubSpot-Signature-v3: the base64 HMAC-SHA256, keyed with
+//     the app's client secret, of "POST", the URL HubSpot called, the body
+//     and X-HubSpot-Request-Timestamp (milliseconds, within
+//     HookReplayWindow), checked against each of HookCall.URLs:
+//     verifyHubSpot. A call carries a batch of events and no delivery id.
 //
 // A secret that is not a whsec_ key (task.ValidateHookSecret) checks all
 // but Standard Webhooks signatures.
@@ -257,7 +262,7 @@ func verifyHook(secret string, c HookCall, now time.Time) (form string, err erro
 	if s == nil {
 		return "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
 			"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Calendly's Calendly-Webhook-Signature, Paddle's Paddle-Signature, Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256, "+
-			"SendGrid's X-Twilio-Email-Event-Webhook-Signature, "+
+			"SendGrid's X-Twilio-Email-Event-Webhook-Signature, HubSpot's X-HubSpot-Signature-v3, "+
 			"or the body signature of WooCommerce, Linear, Sentry, Typeform or Intercom")
 	}
 	switch s.Name {
@@ -271,6 +276,8 @@ func verifyHook(secret string, c HookCall, now time.Time) (form string, err erro
 		err = verifyTwilio(secret, c)
 	case "sendgrid":
 		err = verifySendGrid(secret, c, now)
+	case "hubspot":
+		err = verifyHubSpot(secret, c, now)
 	default:
 		if bs := bodySignatureNamed(s.Name); bs != nil {
 			err = bs.verify(secret, c)

@@ -17,6 +17,7 @@ import (
 	"hash"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -940,4 +941,71 @@ func mustECDSA(t *testing.T) *ecdsa.PrivateKey {
 		t.Fatal(err)
 	}
 	return k
+}
+
+// TestHookHubSpot: a hook whose secret is a HubSpot app's client secret
+// takes X-HubSpot-Signature-v3 — the base64 HMAC-SHA256 of "POST", the URL
+// HubSpot called, the body and X-HubSpot-Request-Timestamp (milliseconds)
+// — as the node saw the URL or as a proxy in front was called, with the
+// reserved characters HubSpot decodes escaped or not; another URL, secret
+// or body, or a timestamp more than 5 minutes off, is 401 and adds nothing.
+func TestHookHubSpot(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	secret := "yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy" // a client secret, as HubSpot's own examples write it
+	path := b.hookRule(t, secret)
+	body := []byte(`[{"eventId":1,"subscriptionId":12345,"portalId":62515,"occurredAt":1564113600000,"subscriptionType":"contact.creation","attemptNumber":0,"objectId":123}]`)
+	// The signature as HubSpot's documentation computes it, written here
+	// without deliver.SignHubSpot, which the check uses.
+	sign := func(key, u string, b2 []byte, ms int64) string {
+		m := hmac.New(sha256.New, []byte(key))
+		m.Write([]byte("POST" + u + string(b2) + strconv.FormatInt(ms, 10)))
+		return base64.StdEncoding.EncodeToString(m.Sum(nil))
+	}
+	now := b.clock.Now().UnixMilli()
+	call := func(uri, host string, b2 []byte, sig string, ms int64, extra map[string]string) res {
+		t.Helper()
+		req, _ := http.NewRequest("POST", b.srv.URL+uri, bytes.NewReader(b2))
+		if host != "" {
+			req.Host = host
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-HubSpot-Signature-v3", sig)
+		req.Header.Set("X-HubSpot-Request-Timestamp", strconv.FormatInt(ms, 10))
+		for k, v := range extra {
+			req.Header.Set(k, v)
+		}
+		return b.send(req)
+	}
+	if got := deliver.SignHubSpot(secret, b.srv.URL+path, body, now); got != sign(secret, b.srv.URL+path, body, now) {
+		t.Fatalf("SignHubSpot %s, HubSpot's %s", got, sign(secret, b.srv.URL+path, body, now))
+	}
+	first := call(path, "", body, sign(secret, b.srv.URL+path, body, now), now, nil).want(t, 202, "")
+	got := b.do("GET", "/v1/tasks/jobs/tasks/"+first.body["id"].(string), nil).want(t, 200, "").obj("task")
+	var want any
+	_ = json.Unmarshal(body, &want)
+	if !reflect.DeepEqual(got["payload"], want) {
+		t.Fatalf("HubSpot's events became %v", got["payload"])
+	}
+	// Behind a proxy: HubSpot called the public URL; a query's reserved
+	// characters escaped in the call are signed decoded.
+	call(path, "hooks.example.com", body, sign(secret, "https://hooks.example.com"+path, body, now), now, nil).want(t, 202, "")
+	call(path, "", body, sign(secret, "https://public.example.com"+path, body, now), now,
+		map[string]string{"X-Forwarded-Host": "public.example.com", "X-Forwarded-Proto": "https"}).want(t, 202, "")
+	call(path+"?portal=62515%3Acrm", "", body, sign(secret, b.srv.URL+path+"?portal=62515:crm", body, now), now, nil).want(t, 202, "")
+	// Refused: another URL, secret or body; a stale or future timestamp;
+	// a timestamp in seconds.
+	call(path, "hooks.example.com", body, sign(secret, "https://evil.example.com"+path, body, now), now, nil).want(t, 401, "UNAUTHENTICATED")
+	call(path, "", body, sign("zzzzzzzz-zzzz-zzzz-zzzz-zzzzzzzzzzzz", b.srv.URL+path, body, now), now, nil).want(t, 401, "UNAUTHENTICATED")
+	call(path, "", []byte(`[]`), sign(secret, b.srv.URL+path, body, now), now, nil).want(t, 401, "UNAUTHENTICATED")
+	for _, ms := range []int64{now - 6*60_000, now + 6*60_000, now / 1000} {
+		r := call(path, "", body, sign(secret, b.srv.URL+path, body, ms), ms, nil).want(t, 401, "UNAUTHENTICATED")
+		if msg := r.body["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "X-HubSpot-Request-Timestamp") {
+			t.Fatalf("a timestamp %d off: %s", ms-now, msg)
+		}
+	}
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 4 {
+		t.Fatalf("%d tasks, want 4 (one direct, two through proxies, one with an escaped query)", n)
+	}
 }
