@@ -47,6 +47,11 @@ func TestCallsAfterCloseAreErrClosed(t *testing.T) {
 		"DeleteQueue":    one(e.DeleteQueue(ctx, "jobs", "q")),
 		"PurgeQueue":     one(e.PurgeQueue(ctx, "jobs", "q")),
 		"UpdateQueue":    one(e.UpdateQueue(ctx, "jobs", "q", errandapi.QueueRequest{})),
+		"CreateTrigger":  one(e.CreateTrigger(ctx, "jobs", errandapi.TriggerRequest{})),
+		"Triggers":       one(e.Triggers(ctx, "jobs")),
+		"Trigger":        one(e.Trigger(ctx, "jobs", "x")),
+		"UpdateTrigger":  one(e.UpdateTrigger(ctx, "jobs", "x", errandapi.TriggerRequest{})),
+		"DeleteTrigger":  e.DeleteTrigger(ctx, "jobs", "x"),
 	}
 	for name, err := range calls {
 		if !errors.Is(err, ErrClosed) {

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"encoding/json"
+
 	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -88,4 +90,66 @@ func nonZero[T comparable](v T) *T {
 		return nil
 	}
 	return &v
+}
+
+// HookPathPrefix begins every hook URL's path: /v1/hooks/{instance}/{hook}.
+const HookPathPrefix = "/v1/hooks/"
+
+// TriggerPatchOf is a v1 API rule request (a create's or a PATCH's body)
+// in the domain's shape.
+func TriggerPatchOf(b *errandapi.TriggerRequest) *task.TriggerPatch {
+	p := &task.TriggerPatch{ID: b.ID, Queue: b.Queue, Enabled: b.Enabled}
+	if b.Params != nil {
+		p.Params = &b.Params
+	}
+	if b.Payload != nil {
+		p.Payload = &b.Payload
+	}
+	if b.Schedule != nil {
+		p.Schedule = &task.SchedulePatch{Cron: b.Schedule.Cron, TimeZone: b.Schedule.TimeZone}
+	}
+	if b.Hook != nil {
+		p.Hook = &task.HookPatch{Secret: b.Hook.Secret.Ptr(), Headers: b.Hook.Headers}
+	}
+	if b.Task != nil {
+		p.Task = &task.TaskOnPatch{Queue: b.Task.Queue, On: b.Task.On}
+	}
+	return p
+}
+
+// TriggerJSON renders a rule of the instance named instance as the v1 API
+// answers it; a hook rule's path only withPath (its caller may add tasks
+// to the instance: the path does).
+func TriggerJSON(tr *task.Trigger, instance string, withPath bool) *errandapi.Trigger {
+	out := &errandapi.Trigger{
+		ID: tr.ID, Kind: errandapi.TriggerKind(tr.Kind), Queue: tr.Target(instance), Params: nullRaw(tr.Params),
+		Payload: nullRaw(tr.Payload), Enabled: tr.Enabled, Fired: tr.Fired, ErrorCount: tr.ErrorCount,
+		CreatedAt: tr.CreatedAt, UpdatedAt: tr.UpdatedAt, LastError: nonZero(tr.LastError),
+	}
+	if tr.LastError != "" {
+		out.LastErrorAt = &tr.LastErrorAt
+	}
+	switch tr.Kind {
+	case task.TriggerSchedule:
+		out.Schedule = &errandapi.TriggerSchedule{Cron: tr.Cron, TimeZone: tr.TimeZone, LastTickAt: nonZero(tr.LastTickAt), NextTickAt: nonZero(tr.NextTickAt)}
+	case task.TriggerHook:
+		out.Hook = &errandapi.TriggerHook{HasSecret: tr.HookSecret != "", Headers: tr.HookHeaders}
+		if withPath {
+			out.Hook.Path = HookPathPrefix + instance + "/" + tr.HookToken
+		}
+		if out.Hook.Headers == nil {
+			out.Hook.Headers = []string{}
+		}
+	case task.TriggerTask:
+		out.Task = &errandapi.TriggerOnTask{Queue: instance + "/" + tr.OnQueue, On: tr.OnStates()}
+	}
+	return out
+}
+
+// nullRaw is b, or JSON null for none.
+func nullRaw(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("null")
+	}
+	return b
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // hookPrefix begins every hook URL's path: /v1/hooks/{instance}/{hook}.
-const hookPrefix = "/v1/hooks/"
+const hookPrefix = engine.HookPathPrefix
 
 // hook serves POST /v1/hooks/{instance}/{hook}: it turns the request into a
 // task of the hook rule's queue and answers 202 {id} (a bare 200 to a
