@@ -1,5 +1,8 @@
 package engine
 
+// The v1 API's shapes to and from the domain's: one conversion each, for
+// the HTTP handlers and the embedded engine alike.
+
 import (
 	"encoding/json"
 
