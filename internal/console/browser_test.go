@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/errandhq/errand/client"
 	"github.com/errandhq/errand/errandapi"
 )
 
@@ -340,6 +342,27 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("the rule after Disable: %+v %v", got, err)
 		}
 		shot(t, admin, "rules")
+	})
+
+	t.Run("make a rule and delete it", func(t *testing.T) {
+		run(t, admin, chromedp.Navigate(base+"i/jobs/rules"), chromedp.WaitVisible(chromedp.CSS("#create-rule")),
+			chromedp.SetValue(chromedp.CSS("#rule-kind"), "schedule"), chromedp.SendKeys(chromedp.CSS("#rule-queue"), "web"),
+			chromedp.SendKeys(chromedp.CSS("#rule-cron"), "@every 90s"), chromedp.SendKeys(chromedp.CSS("#rule-payload"), `{"from":"the console"}`),
+			chromedp.Click(chromedp.CSS("#create-rule-submit")), chromedp.WaitVisible(chromedp.CSS("#notice")))
+		n := text(t, admin, "#notice")
+		id, ok := strings.CutSuffix(strings.TrimPrefix(n, "Rule "), " is created.")
+		got, err := e.api.GetTrigger(context.Background(), "jobs", id)
+		if !ok || err != nil || got.Schedule == nil || got.Schedule.Cron != "@every 90s" || string(got.Payload) != `{"from":"the console"}` {
+			t.Fatalf("notice %q; the rule %+v %v", n, got, err)
+		}
+		run(t, admin, chromedp.Click(chromedp.CSS("#delete-"+id)), chromedp.WaitVisible(chromedp.CSS("#confirm")),
+			chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#notice")))
+		if n := text(t, admin, "#notice"); n != "Rule "+id+" is deleted." {
+			t.Fatalf("notice after the delete %q", n)
+		}
+		if _, err := e.api.GetTrigger(context.Background(), "jobs", id); !errors.Is(err, client.ErrNotFound) {
+			t.Fatalf("the deleted rule: %v", err)
+		}
 	})
 
 	t.Run("a forged form is refused", func(t *testing.T) {

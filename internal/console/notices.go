@@ -41,20 +41,30 @@ func settingsNotice(q url.Values) string {
 	return ""
 }
 
-// rulesNotice is the rules page's word on a rule switched
-// (?done=enabled|disabled&rule=ID), said only while that rule's state bears
-// it out, as a task page's is.
+// rulesNotice is the rules page's word on a rule created, switched or
+// deleted (?done=created|enabled|disabled|deleted&rule=ID), said only
+// while that rule's state bears it out, as a task page's is: a created
+// hook rule's notice gives its URL.
 func rulesNotice(q url.Values, rules []errandapi.Trigger) string {
+	found := false
 	for _, tr := range rules {
 		if tr.ID != q.Get("rule") {
 			continue
 		}
+		found = true
 		switch {
+		case q.Get("done") == "created" && tr.Hook != nil && tr.Hook.Path != "":
+			return "Rule " + tr.ID + " is created: each POST to " + tr.Hook.Path + " on this server adds a task."
+		case q.Get("done") == "created":
+			return "Rule " + tr.ID + " is created."
 		case q.Get("done") == "enabled" && tr.Enabled:
 			return "Rule " + tr.ID + " is enabled."
 		case q.Get("done") == "disabled" && !tr.Enabled:
 			return "Rule " + tr.ID + " is disabled: it adds nothing until it is enabled again."
 		}
+	}
+	if q.Get("done") == "deleted" && q.Get("rule") != "" && !found {
+		return "Rule " + q.Get("rule") + " is deleted."
 	}
 	return ""
 }

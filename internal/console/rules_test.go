@@ -2,10 +2,13 @@ package console_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
+	"github.com/errandhq/errand/client"
 	"github.com/errandhq/errand/errandapi"
 )
 
@@ -68,4 +71,87 @@ func TestRulesPage(t *testing.T) {
 	if got := rule(e.api.GetTrigger(ctx, "jobs", cron.ID)); !got.Enabled {
 		t.Fatal("a read key's forced switch disabled the rule")
 	}
+}
+
+// TestRulesCreateAndDelete: a full key makes a schedule, a hook and a
+// task rule from the rules page's form (the hook's notice gives its URL),
+// sees the API's refusal naming the field with the form as sent (never
+// the secret), and deletes a rule behind a confirmation page; a read key
+// gets no form, and a create it forces is the API's refusal.
+func TestRulesCreateAndDelete(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	ctx := context.Background()
+	u := e.user()
+	u.login(e.full)
+	u.get("/console/i/jobs/rules").want(t, http.StatusOK, `id="create-rule"`, `id="no-rules"`)
+	tok := u.csrf("/console/i/jobs/rules")
+	create := func(form url.Values) page {
+		t.Helper()
+		form.Set("csrf", tok)
+		return u.post("/console/i/jobs/rules", form)
+	}
+	created := func(r page) string {
+		t.Helper()
+		loc := r.header.Get("Location")
+		id, ok := strings.CutPrefix(loc, "/console/i/jobs/rules?done=created&rule=")
+		if r.status != http.StatusSeeOther || !ok {
+			t.Fatalf("create: %d %s", r.status, loc)
+		}
+		return id
+	}
+
+	sched := created(create(url.Values{"kind": {"schedule"}, "queue": {"pull"}, "cron": {"0 6 * * *"}, "timeZone": {"Europe/Paris"}, "payload": {`{"report":"daily"}`}}))
+	got, err := e.api.GetTrigger(ctx, "jobs", sched)
+	if err != nil || got.Schedule == nil || got.Schedule.Cron != "0 6 * * *" || got.Schedule.TimeZone != "Europe/Paris" || string(got.Payload) != `{"report":"daily"}` || got.Queue != "jobs/pull" {
+		t.Fatalf("schedule made by the form: %+v %v", got, err)
+	}
+	u.get("/console/i/jobs/rules?done=created&rule="+sched).want(t, http.StatusOK, "Rule "+sched+" is created.", "schedule <code>0 6 * * *</code> (Europe/Paris)")
+
+	hook := created(create(url.Values{"kind": {"hook"}, "queue": {"pull"}, "secret": {"a-hook-secret-of-length"}}))
+	got, err = e.api.GetTrigger(ctx, "jobs", hook)
+	if err != nil || got.Hook == nil || !got.Hook.HasSecret {
+		t.Fatalf("hook made by the form: %+v %v", got, err)
+	}
+	u.get("/console/i/jobs/rules?done=created&rule="+hook).want(t, http.StatusOK, "each POST to "+got.Hook.Path+" on this server adds a task").
+		lacks(t, "a-hook-secret-of-length")
+
+	onFail := created(create(url.Values{"kind": {"task"}, "queue": {"pull"}, "watch": {"flaky"}, "on": {"failed"}}))
+	if got, err = e.api.GetTrigger(ctx, "jobs", onFail); err != nil || got.Task == nil || got.Task.Queue != "jobs/flaky" || len(got.Task.On) != 1 || got.Task.On[0] != "failed" {
+		t.Fatalf("task rule made by the form: %+v %v", got, err)
+	}
+
+	// Refusals: the API's, naming the field, with the form as sent but the
+	// secret; the payload's JSON and the kind are the form's own.
+	create(url.Values{"kind": {"schedule"}, "queue": {"pull"}, "cron": {"99 * * * *"}, "secret": {"never-shown-again-secret"}}).
+		want(t, http.StatusBadRequest, "INVALID_ARGUMENT", "schedule.cron", `value="99 * * * *"`).lacks(t, "never-shown-again-secret")
+	create(url.Values{"kind": {"task"}, "queue": {"pull"}, "watch": {"nosuch"}}).want(t, http.StatusNotFound, "nosuch")
+	create(url.Values{"kind": {"schedule"}, "queue": {"pull"}, "cron": {"@hourly"}, "payload": {"{not json"}}).
+		want(t, http.StatusBadRequest, "payload: must be JSON", "{not json")
+	create(url.Values{"kind": {"sometimes"}, "queue": {"pull"}}).want(t, http.StatusBadRequest, "kind: must be schedule, hook or task")
+	if list, _ := e.api.ListTriggers(ctx, "jobs"); len(list) != 3 {
+		t.Fatalf("%d rules after the refusals, want 3", len(list))
+	}
+
+	// Delete: behind a confirmation page; unconfirmed is refused.
+	u.get("/console/i/jobs/rules/"+hook+"/confirm-delete").want(t, http.StatusOK, "Delete hook rule "+hook, "Its URL stops working", `action="/console/i/jobs/rules/`+hook+`/delete"`)
+	u.post("/console/i/jobs/rules/"+hook+"/delete", url.Values{"csrf": {tok}}).want(t, http.StatusBadRequest, "CONFIRM_REQUIRED")
+	if r := u.post("/console/i/jobs/rules/"+hook+"/delete", url.Values{"csrf": {tok}, "confirm": {"true"}}); r.status != http.StatusSeeOther ||
+		r.header.Get("Location") != "/console/i/jobs/rules?done=deleted&rule="+hook {
+		t.Fatalf("delete: %d %s", r.status, r.header.Get("Location"))
+	}
+	if _, err := e.api.GetTrigger(ctx, "jobs", hook); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("the deleted rule: %v", err)
+	}
+	u.get("/console/i/jobs/rules?done=deleted&rule="+hook).want(t, http.StatusOK, "Rule "+hook+" is deleted.").lacks(t, `id="rule-`+hook+`"`)
+	u.get("/console/i/jobs/rules/nosuchrule/confirm-delete").want(t, http.StatusNotFound)
+
+	// A read key: no form, no delete; what it forces, the API refuses.
+	r := e.user()
+	r.login(e.key(e.org, "read:jobs"))
+	r.get("/console/i/jobs/rules").want(t, http.StatusOK, `id="rule-`+sched+`"`).lacks(t, `id="create-rule"`, `id="delete-`)
+	rtok := r.csrf("/console/i/jobs/rules")
+	r.post("/console/i/jobs/rules", url.Values{"csrf": {rtok}, "kind": {"schedule"}, "queue": {"pull"}, "cron": {"@hourly"}}).want(t, http.StatusForbidden, "PERMISSION_DENIED")
+	r.get("/console/i/jobs/rules/"+sched+"/confirm-delete").want(t, http.StatusForbidden, "PERMISSION_DENIED")
+	r.post("/console/i/jobs/rules/"+sched+"/delete", url.Values{"csrf": {rtok}, "confirm": {"true"}}).want(t, http.StatusForbidden, "PERMISSION_DENIED")
 }
