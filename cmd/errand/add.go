@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"strconv"
 	"time"
 
@@ -28,7 +29,11 @@ With --json: for one task, the API's answer {"tasks": [{"ok", "id", "name", "sta
 "runAt"}]}; for a file, the summary {"added", "existing", "refused": [{"line", "code",
 "message"}]}.
 With --wait (one task) it then waits until the task has ended and prints it as "errand get"
-does ({"task": {...}} with --json); the exit code is 1 unless it succeeded.`,
+does ({"task": {...}} with --json); the exit code is 1 unless it succeeded.
+--delivery-token (or ERRAND_DELIVERY_TOKEN) adds the tasks as follow-ups of the work on a
+task: its delivery token, from errand lease --delivery-tokens or a delivery's
+X-Errand-Delivery header, gives them its depth + 1 and its source (a chain deeper than 8 is
+DEPTH_EXCEEDED).`,
 		Example: `  errand add -i jobs -q emails --payload '{"orderId":"o-1041"}' --name receipt-o-1041 --delay 60
   errand add -i jobs -q hooks --payload '{}' --webhook https://example.com/hook
   errand add -i jobs -q hooks --payload '{}' --webhook https://api.example.com/in --header 'Authorization: Bearer s3cret'
@@ -54,10 +59,15 @@ does ({"task": {...}} with --json); the exit code is 1 unless it succeeded.`,
 	fs.IntVar(&deadline, "deadline", 0, "deadlineSeconds of each attempt")
 	var wait bool
 	fs.BoolVar(&wait, "wait", false, "wait until the task has ended and print it; exit 1 unless it succeeded")
+	var token string
+	fs.StringVar(&token, "delivery-token", os.Getenv("ERRAND_DELIVERY_TOKEN"), "the delivery token of the task whose work adds these (env ERRAND_DELIVERY_TOKEN)")
 	single := []string{"payload", "params", "name", "delay", "run-at", "webhook", "header", "function", "channel", "deadline", "wait"}
 	f.fields = targetFields.with(fieldFlags{"payload": {"payload"}, "params": {"params"}, "name": {"name"},
-		"delay": {"delay"}, "runAt": {"run-at"}, "deadlineSeconds": {"deadline"}})
+		"delay": {"delay"}, "runAt": {"run-at"}, "deadlineSeconds": {"deadline"}, errandapi.DeliveryHeader: {"delivery-token"}})
 	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, _ []string) error {
+		if token != "" {
+			c.SetContext(client.WithDelivery(c.Context(), token))
+		}
 		if file != "" {
 			for _, n := range single {
 				if c.Flags().Changed(n) {

@@ -170,8 +170,9 @@ func (m fieldFlags) with(more fieldFlags) fieldFlags {
 
 // fieldPrefix reads the field in front of an INVALID_ARGUMENT message: an
 // add's one task is tasks[0]; an item of a list field (hook.headers[1])
-// is the list's flag, whose value the message quotes.
-var fieldPrefix = regexp.MustCompile(`^(?:tasks\[\d+\]\.)?([A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z][A-Za-z0-9]*)*)(?:\[\d+\])?: `)
+// is the list's flag, whose value the message quotes; a header the call
+// sent (X-Errand-Delivery) is a field too.
+var fieldPrefix = regexp.MustCompile(`^(?:tasks\[\d+\]\.)?([A-Za-z][A-Za-z0-9-]*(?:\.[A-Za-z][A-Za-z0-9]*)*)(?:\[\d+\])?: `)
 
 // flagged rewrites an INVALID_ARGUMENT whose field a flag of c sets so that
 // it names the flag; any other error is returned as it is.
