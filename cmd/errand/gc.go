@@ -9,8 +9,8 @@ import (
 // and dev run when the environment sets no GOGC. A node's live heap is
 // small (tens of MB) and every task allocates through its HTTP, JSON and
 // database layers, so at Go's default of 100 the collector took ~20% of
-// serve's CPU in a pull burn-down on PostgreSQL; at 400 serve spent ~14
-// µs of CPU a task against ~19, its peak RSS ~100 MB against ~55
+// serve's CPU in a pull burn-down on PostgreSQL; at 400 serve spent 12–13
+// µs of CPU a task against 15–18, its peak RSS 93–104 MB against 55–57
 // (BENCHMARKS.md, "The thirty-seventh session"); the README says so.
 const nodeGCPercent = 400
 
