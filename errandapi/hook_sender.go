@@ -1,6 +1,10 @@
 package errandapi
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"net/url"
+	"strings"
+)
 
 // HookSender is a sender whose signed calls a hook with a secret reads:
 // the header that marks its call and holds its signature, and what in a
@@ -63,7 +67,8 @@ func HookSenderOf(header func(name string) string) *HookSender {
 }
 
 // HookMessageID is the sender's message id of a call to a hook with a
-// secret (HookSenderOf's IDHeader, or the event id in the body), which
+// secret (HookSenderOf's IDHeader, the event id in the body, or a Mailgun
+// signature's token: HookMailgun), which
 // names the task once the call's signature is checked, unless an
 // Idempotency-Key does; "" for none. A Standard Webhooks call's is
 // webhook-id, else svix-id.
@@ -71,6 +76,9 @@ func HookMessageID(header func(name string) string, body []byte) string {
 	s := HookSenderOf(header)
 	switch {
 	case s == nil:
+		if m := HookMailgun(header, body); m != nil {
+			return m.Token
+		}
 		return ""
 	case s.Name == "standard":
 		if id := header("webhook-id"); id != "" {
@@ -123,4 +131,54 @@ func HookEventID(body []byte) string {
 		return v.EventID
 	}
 	return ""
+}
+
+// MailgunSignature is the signature Mailgun puts in a webhook's body
+// rather than a header: the hex HMAC-SHA256, keyed with the HTTP webhook
+// signing key, of Timestamp (seconds since the epoch) followed by Token (a
+// random string, new for every call). It does not cover the event. Parent
+// is a subaccount's call's signature with its primary account's key ("" if
+// none).
+type MailgunSignature struct {
+	Timestamp, Token, Signature, Parent string
+}
+
+// HookMailgun is the Mailgun signature a call's body carries — a JSON
+// body's {"signature": {"timestamp", "token", "signature"}, "event-data":
+// …}, or a form's timestamp, token and signature fields (header reads the
+// call's Content-Type) — or nil when it carries none. A hook with a secret
+// reads a call without any sender's signature header as Mailgun's when its
+// body has one, and names its task by the token, so that a signature seen
+// once adds one task at most.
+func HookMailgun(header func(name string) string, body []byte) *MailgunSignature {
+	var m MailgunSignature
+	if ct, _, _ := strings.Cut(header("Content-Type"), ";"); strings.EqualFold(strings.TrimSpace(ct), "application/x-www-form-urlencoded") {
+		f, err := url.ParseQuery(string(body))
+		if err != nil {
+			return nil
+		}
+		m = MailgunSignature{Timestamp: f.Get("timestamp"), Token: f.Get("token"), Signature: f.Get("signature")}
+	} else {
+		var v struct {
+			Signature *struct {
+				Timestamp json.RawMessage `json:"timestamp"`
+				Token     string          `json:"token"`
+				Signature string          `json:"signature"`
+				Parent    string          `json:"parent-signature"`
+			} `json:"signature"`
+		}
+		if json.Unmarshal(body, &v) != nil || v.Signature == nil {
+			return nil
+		}
+		ts := string(v.Signature.Timestamp) // a number, or the string Mailgun sends
+		var quoted string
+		if json.Unmarshal(v.Signature.Timestamp, &quoted) == nil {
+			ts = quoted
+		}
+		m = MailgunSignature{Timestamp: ts, Token: v.Signature.Token, Signature: v.Signature.Signature, Parent: v.Signature.Parent}
+	}
+	if m.Timestamp == "" || m.Token == "" || m.Signature == "" {
+		return nil
+	}
+	return &m
 }

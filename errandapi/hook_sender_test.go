@@ -36,7 +36,8 @@ func TestHookEventID(t *testing.T) {
 
 // TestHookMessageID: the first sender whose signature header a call sends
 // says what names its task: its id header (svix-id for a Svix-signed
-// call), or the event id in the body, or nothing.
+// call), or the event id in the body, or nothing; a call with no sender's
+// header whose body has Mailgun's signature is named by its token.
 func TestHookMessageID(t *testing.T) {
 	event := `{"id":"evt_1","object":"event"}`
 	for _, c := range []struct {
@@ -61,6 +62,11 @@ func TestHookMessageID(t *testing.T) {
 		{"sentry", http.Header{"Sentry-Hook-Signature": {"x"}, "X-Github-Delivery": {"d1"}}, "", ""},
 		{"typeform", http.Header{"Typeform-Signature": {"sha256=x"}}, `{"event_id":"01HM","event_type":"form_response"}`, "01HM"},
 		{"unsigned", http.Header{"Webhook-Id": {"msg_1"}, "X-Github-Delivery": {"d1"}}, event, ""},
+		{"mailgun", http.Header{"Content-Type": {"application/json"}}, `{"signature":{"timestamp":"1529006854","token":"tk1","signature":"ab"},"event-data":{"id":"e1"}}`, "tk1"},
+		{"mailgun, a numeric timestamp", nil, `{"signature":{"timestamp":1529006854,"token":"tk2","signature":"ab"}}`, "tk2"},
+		{"mailgun form", http.Header{"Content-Type": {"application/x-www-form-urlencoded; charset=utf-8"}}, "timestamp=1529006854&token=tk3&signature=ab&event=opened", "tk3"},
+		{"mailgun without its token", nil, `{"signature":{"timestamp":"1529006854","signature":"ab"}}`, ""},
+		{"a header sender before mailgun", http.Header{"Sentry-Hook-Signature": {"x"}}, `{"signature":{"timestamp":"1","token":"tk4","signature":"ab"}}`, ""},
 	} {
 		if got := errandapi.HookMessageID(c.header.Get, []byte(c.body)); got != c.want {
 			t.Errorf("%s: HookMessageID = %q, want %q", c.name, got, c.want)

@@ -200,7 +200,7 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 // (errandapi.HookSenderOf; a Standard Webhooks call by its webhook-id or
 // -timestamp too), and returns the sender's name ("standard", a
 // bodySignature's form, "slack", "stripe", "calendly", "paddle", "zoom",
-// "twilio", "sendgrid" or "hubspot"). The sender's message id, which names the task,
+// "twilio", "sendgrid", "hubspot" or "mailgun"). The sender's message id, which names the task,
 // is errandapi.HookMessageID's:
 //   - Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature;
 //     or svix-id, svix-timestamp, svix-signature, as Svix sends them for
@@ -250,6 +250,11 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 //     and X-HubSpot-Request-Timestamp (milliseconds, within
 //     HookReplayWindow), checked against each of HookCall.URLs:
 //     verifyHubSpot. A call carries a batch of events and no delivery id.
+//   - Mailgun's signature, in the body rather than a header (a call with
+//     no sender's header whose body has one: errandapi.HookMailgun): the
+//     hex HMAC-SHA256 of the timestamp and the token, keyed with the HTTP
+//     webhook signing key, the timestamp within HookReplayWindow:
+//     verifyMailgun. It does not cover the event: the token names the task.
 //
 // A secret that is not a whsec_ key (task.ValidateHookSecret) checks all
 // but Standard Webhooks signatures.
@@ -260,9 +265,12 @@ func verifyHook(secret string, c HookCall, now time.Time) (form string, err erro
 	}
 	s := errandapi.HookSenderOf(c.Header)
 	if s == nil {
+		if m := errandapi.HookMailgun(c.Header, c.Body); m != nil {
+			return "mailgun", verifyMailgun(secret, m, now)
+		}
 		return "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
 			"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Calendly's Calendly-Webhook-Signature, Paddle's Paddle-Signature, Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256, "+
-			"SendGrid's X-Twilio-Email-Event-Webhook-Signature, HubSpot's X-HubSpot-Signature-v3, "+
+			"SendGrid's X-Twilio-Email-Event-Webhook-Signature, HubSpot's X-HubSpot-Signature-v3, Mailgun's signature in the body, "+
 			"or the body signature of WooCommerce, Linear, Sentry, Typeform or Intercom")
 	}
 	switch s.Name {

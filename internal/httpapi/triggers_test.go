@@ -1009,3 +1009,71 @@ func TestHookHubSpot(t *testing.T) {
 		t.Fatalf("%d tasks, want 4 (one direct, two through proxies, one with an escaped query)", n)
 	}
 }
+
+// TestHookMailgun: a hook whose secret is Mailgun's HTTP webhook signing
+// key takes the signature Mailgun puts in the body (JSON, or a form's
+// fields): the hex HMAC-SHA256 of the timestamp and the token, or a
+// subaccount's parent-signature. The token names the task, since the
+// signature does not cover the event: the same call again, or a replay of
+// its signature with another event, adds nothing. Another key, a stale
+// timestamp or a changed token is 401.
+func TestHookMailgun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	key := "key-3ax6xnjp29jd6fds4gc373sgvjxteol0"
+	path := b.hookRule(t, key)
+	// Signed as Mailgun's documentation describes, without the engine's code.
+	sign := func(k, ts, token string) string {
+		m := hmac.New(sha256.New, []byte(k))
+		m.Write([]byte(ts + token))
+		return hex.EncodeToString(m.Sum(nil))
+	}
+	ts := strconv.FormatInt(b.clock.Now().Unix(), 10)
+	event := func(sig, parent, ts, token, id string) []byte {
+		s := map[string]string{"timestamp": ts, "token": token, "signature": sig}
+		if parent != "" {
+			s["parent-signature"] = parent
+		}
+		body, _ := json.Marshal(map[string]any{"signature": s, "event-data": map[string]any{"event": "delivered", "id": id, "recipient": "a@example.com"}})
+		return body
+	}
+	json1 := map[string]string{"Content-Type": "application/json"}
+	token := "a8ce0edb2dd8301dee6c2405235584e45aa91d1e9f979f3de0"
+	first := b.hookCall(path, event(sign(key, ts, token), "", ts, token, "CPgfbmQMTCKtHW6uIWtuVe"), json1).want(t, 202, "")
+	got := b.do("GET", "/v1/tasks/jobs/tasks/"+first.body["id"].(string), nil).want(t, 200, "").obj("task")
+	if ed, _ := got["payload"].(map[string]any)["event-data"].(map[string]any); ed["id"] != "CPgfbmQMTCKtHW6uIWtuVe" {
+		t.Fatalf("Mailgun's event became %v", got["payload"])
+	}
+	for _, again := range [][]byte{
+		event(sign(key, ts, token), "", ts, token, "CPgfbmQMTCKtHW6uIWtuVe"), // the same call
+		event(sign(key, ts, token), "", ts, token, "forged-event"),           // its signature on another event
+	} {
+		if r := b.hookCall(path, again, json1).want(t, 202, ""); r.body["id"] != first.body["id"] || r.body["duplicate"] != true {
+			t.Fatalf("a call with a signature seen before: %s, first %s", r.raw, first.raw)
+		}
+	}
+	// A subaccount's call, matched by its parent-signature; a form's fields.
+	t2 := "b9df1fec3ee9412eef7d3516346695f56bb02e2f0a8a4e4ef1"
+	b.hookCall(path, event(sign("key-subaccount-own-key-0000000", ts, t2), sign(key, ts, t2), ts, t2, "sub-1"), json1).want(t, 202, "")
+	t3 := "c0e02a0df4ffa523ff8e462745778a06cc13f3f1b9b5f5f0f2"
+	form := url.Values{"timestamp": {ts}, "token": {t3}, "signature": {sign(key, ts, t3)}, "event": {"delivered"}}
+	b.hookCall(path, []byte(form.Encode()), map[string]string{"Content-Type": "application/x-www-form-urlencoded"}).want(t, 202, "")
+	// Refused: another key, a stale timestamp, a changed token, a body
+	// without a signature.
+	t4 := "d1f13b1e05aab634009f573856889b17dd24f4f2cac6a6a1a3"
+	b.hookCall(path, event(sign("key-not-this-hooks-key-00000000", ts, t4), "", ts, t4, "x"), json1).want(t, 401, "UNAUTHENTICATED")
+	stale := strconv.FormatInt(b.clock.Now().Add(-6*time.Minute).Unix(), 10)
+	r := b.hookCall(path, event(sign(key, stale, t4), "", stale, t4, "x"), json1).want(t, 401, "UNAUTHENTICATED")
+	if msg := r.body["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "Mailgun's signature.timestamp") {
+		t.Fatalf("a stale Mailgun call: %s", msg)
+	}
+	b.hookCall(path, event(sign(key, ts, t4), "", ts, t4+"0", "x"), json1).want(t, 401, "UNAUTHENTICATED")
+	r = b.hookCall(path, []byte(`{"event-data":{"event":"delivered"}}`), json1).want(t, 401, "UNAUTHENTICATED")
+	if msg := r.body["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "Mailgun's signature in the body") {
+		t.Fatalf("an unsigned call: %s", msg)
+	}
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 3 {
+		t.Fatalf("%d tasks, want 3 (one event, one subaccount's, one form)", n)
+	}
+}
