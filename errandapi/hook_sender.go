@@ -3,6 +3,7 @@ package errandapi
 import (
 	"encoding/json"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -22,6 +23,10 @@ type HookSender struct {
 	IDHeader string
 	// EventID: the event id in the body names the task (HookEventID).
 	EventID bool
+	// BatchID, when not "", is the id field of each event of a body that
+	// is a batch of them (a JSON array): the set of the batch's ids names
+	// the task (HookBatchID).
+	BatchID string
 }
 
 // hookSenders are the senders in the order a hook reads them: a call that
@@ -44,8 +49,8 @@ var hookSenders = []HookSender{
 	{Name: "paddle", Header: "Paddle-Signature", EventID: true},
 	{Name: "zoom", Header: "x-zm-signature"},
 	{Name: "twilio", Header: "X-Twilio-Signature", IDHeader: "I-Twilio-Idempotency-Token"},
-	{Name: "sendgrid", Header: "X-Twilio-Email-Event-Webhook-Signature"},
-	{Name: "hubspot", Header: "X-HubSpot-Signature-v3"},
+	{Name: "sendgrid", Header: "X-Twilio-Email-Event-Webhook-Signature", BatchID: "sg_event_id"},
+	{Name: "hubspot", Header: "X-HubSpot-Signature-v3", BatchID: "eventId"},
 }
 
 // HookSenders returns the senders a hook with a secret reads, in the
@@ -67,8 +72,8 @@ func HookSenderOf(header func(name string) string) *HookSender {
 }
 
 // HookMessageID is the sender's message id of a call to a hook with a
-// secret (HookSenderOf's IDHeader, the event id in the body, or a Mailgun
-// signature's token: HookMailgun), which
+// secret (HookSenderOf's IDHeader, the event id in the body, a batch's
+// ids: HookBatchID, or a Mailgun signature's token: HookMailgun), which
 // names the task once the call's signature is checked, unless an
 // Idempotency-Key does; "" for none. A Standard Webhooks call's is
 // webhook-id, else svix-id.
@@ -89,8 +94,40 @@ func HookMessageID(header func(name string) string, body []byte) string {
 		return header(s.IDHeader)
 	case s.EventID:
 		return HookEventID(body)
+	case s.BatchID != "":
+		return HookBatchID(body, s.BatchID)
 	}
 	return ""
+}
+
+// HookBatchID names a batch of events — a JSON array of objects, each
+// with its id (a string or a number) in field — by the set of their ids,
+// sorted and joined with ","; "" when the body is no such array or an
+// event has no id. SendGrid and HubSpot send their events so, with no
+// delivery id: their retry of the same events names the same task,
+// whatever else it changed (HubSpot's attemptNumber).
+func HookBatchID(body []byte, field string) string {
+	var events []map[string]json.RawMessage
+	if json.Unmarshal(body, &events) != nil || len(events) == 0 {
+		return ""
+	}
+	ids := make([]string, len(events))
+	for i, ev := range events {
+		raw := ev[field]
+		var text string
+		var num json.Number
+		switch {
+		case json.Unmarshal(raw, &text) == nil:
+			ids[i] = text
+		case json.Unmarshal(raw, &num) == nil:
+			ids[i] = num.String()
+		}
+		if ids[i] == "" {
+			return ""
+		}
+	}
+	slices.Sort(ids)
+	return strings.Join(slices.Compact(ids), ",")
 }
 
 // HookNamesTask reports whether a call to a hook with a secret, with

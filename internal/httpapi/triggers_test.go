@@ -905,7 +905,8 @@ func TestHookPaddle(t *testing.T) {
 // TestHookSendGrid: a hook whose secret is SendGrid's verification key (a
 // public key, base64 of its DER) takes SendGrid's signed Event Webhook —
 // an ECDSA signature of the timestamp and the body, signed here as
-// SendGrid signs — and refuses one signed with another key.
+// SendGrid signs — names its task by the batch's sg_event_ids, so a retry
+// adds nothing, and refuses one signed with another key.
 func TestHookSendGrid(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -927,7 +928,12 @@ func TestHookSendGrid(t *testing.T) {
 		return map[string]string{"X-Twilio-Email-Event-Webhook-Signature": base64.StdEncoding.EncodeToString(sig),
 			"X-Twilio-Email-Event-Webhook-Timestamp": ts}
 	}
-	b.hookCall(path, body, sign(priv)).want(t, 202, "")
+	first := b.hookCall(path, body, sign(priv)).want(t, 202, "")
+	// SendGrid's retry of the batch, signed anew: the same events, the
+	// first call's task.
+	if again := b.hookCall(path, body, sign(priv)).want(t, 202, ""); again.body["id"] != first.body["id"] || again.body["duplicate"] != true {
+		t.Fatalf("SendGrid's retry: %s, first %s", again.raw, first.raw)
+	}
 	b.hookCall(path, body, sign(other)).want(t, 401, "UNAUTHENTICATED")
 	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 1 {
 		t.Fatalf("%d tasks, want 1", n)
@@ -955,7 +961,16 @@ func TestHookHubSpot(t *testing.T) {
 	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
 	secret := "yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy" // a client secret, as HubSpot's own examples write it
 	path := b.hookRule(t, secret)
-	body := []byte(`[{"eventId":1,"subscriptionId":12345,"portalId":62515,"occurredAt":1564113600000,"subscriptionType":"contact.creation","attemptNumber":0,"objectId":123}]`)
+	// events is a batch of HubSpot's events with these ids, at its
+	// attemptNumber.
+	events := func(attempt int, ids ...int) []byte {
+		var evs []string
+		for _, id := range ids {
+			evs = append(evs, fmt.Sprintf(`{"eventId":%d,"subscriptionId":12345,"portalId":62515,"occurredAt":1564113600000,"subscriptionType":"contact.creation","attemptNumber":%d,"objectId":123}`, id, attempt))
+		}
+		return []byte("[" + strings.Join(evs, ",") + "]")
+	}
+	body := events(0, 1)
 	// The signature as HubSpot's documentation computes it, written here
 	// without deliver.SignHubSpot, which the check uses.
 	sign := func(key, u string, b2 []byte, ms int64) string {
@@ -990,10 +1005,18 @@ func TestHookHubSpot(t *testing.T) {
 	}
 	// Behind a proxy: HubSpot called the public URL; a query's reserved
 	// characters escaped in the call are signed decoded.
-	call(path, "hooks.example.com", body, sign(secret, "https://hooks.example.com"+path, body, now), now, nil).want(t, 202, "")
-	call(path, "", body, sign(secret, "https://public.example.com"+path, body, now), now,
+	b2, b3, b4 := events(0, 2, 3), events(0, 4), events(0, 5)
+	call(path, "hooks.example.com", b2, sign(secret, "https://hooks.example.com"+path, b2, now), now, nil).want(t, 202, "")
+	call(path, "", b3, sign(secret, "https://public.example.com"+path, b3, now), now,
 		map[string]string{"X-Forwarded-Host": "public.example.com", "X-Forwarded-Proto": "https"}).want(t, 202, "")
-	call(path+"?portal=62515%3Acrm", "", body, sign(secret, b.srv.URL+path+"?portal=62515:crm", body, now), now, nil).want(t, 202, "")
+	call(path+"?portal=62515%3Acrm", "", b4, sign(secret, b.srv.URL+path+"?portal=62515:crm", b4, now), now, nil).want(t, 202, "")
+	// HubSpot's retry of a batch, signed anew with its attemptNumber
+	// raised and its events in another order, is the same events: the
+	// task of the first call, nothing added.
+	retry := events(1, 3, 2)
+	if r := call(path, "", retry, sign(secret, b.srv.URL+path, retry, now), now, nil).want(t, 202, ""); r.body["duplicate"] != true {
+		t.Fatalf("HubSpot's retry of a batch: %s", r.raw)
+	}
 	// Refused: another URL, secret or body; a stale or future timestamp;
 	// a timestamp in seconds.
 	call(path, "hooks.example.com", body, sign(secret, "https://evil.example.com"+path, body, now), now, nil).want(t, 401, "UNAUTHENTICATED")
