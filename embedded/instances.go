@@ -3,6 +3,8 @@ package embedded
 import (
 	"context"
 
+	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -14,6 +16,47 @@ func (e *Engine) CreateInstance(ctx context.Context, name string) error {
 	}
 	_, err := e.eng.InstanceCreate(ctx, e.org, name)
 	return e.fail(err)
+}
+
+// Instances returns the names of the engine's organization's instances.
+func (e *Engine) Instances(ctx context.Context) ([]string, error) {
+	if err := e.refuse(); err != nil {
+		return nil, err
+	}
+	list, err := e.eng.InstanceList(ctx, e.org)
+	if err != nil {
+		return nil, e.fail(err)
+	}
+	names := make([]string, len(list))
+	for i, inst := range list {
+		names[i] = inst.Name
+	}
+	return names, nil
+}
+
+// DeleteInstance removes an instance at once with everything in it: its
+// queues, tasks, trigger rules and settings (the v1 API's DELETE
+// /v1/instances/{instance}). NOT_FOUND if it does not exist.
+func (e *Engine) DeleteInstance(ctx context.Context, name string) error {
+	if err := e.refuse(); err != nil {
+		return err
+	}
+	return e.fail(e.eng.InstanceDelete(ctx, e.org, name))
+}
+
+// InstanceSettings returns an instance's settings as the v1 API answers
+// them (GET …/settings): retentionDays, maxInFlight and rateLimit (nil for
+// none).
+func (e *Engine) InstanceSettings(ctx context.Context, instance string) (*errandapi.Settings, error) {
+	if err := e.refuse(); err != nil {
+		return nil, err
+	}
+	inst, err := e.eng.Instance(ctx, e.org, instance)
+	if err != nil {
+		return nil, e.fail(err)
+	}
+	out := engine.SettingsJSON(inst.Settings).Settings
+	return &out, nil
 }
 
 // Settings change an instance's settings; nil fields stay as they are.

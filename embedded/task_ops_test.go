@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -284,5 +285,40 @@ func TestUpdateQueue(t *testing.T) {
 		wantCode(t, err, "INVALID_ARGUMENT", "deadLetterQueue", "UpdateQueue(missing dead-letter queue)")
 		_, err = e.UpdateQueue(ctx, "jobs", "nowhere", errandapi.QueueRequest{Paused: &f})
 		wantCode(t, err, "NOT_FOUND", "", "UpdateQueue(missing queue)")
+	})
+}
+
+// TestInstances: Instances lists the organization's instances,
+// InstanceSettings answers an instance's settings as the API does, and
+// DeleteInstance removes one with its queues and tasks.
+func TestInstances(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, kind string) {
+		e, _ := open(t, kind)
+		ctx := context.Background()
+		must(t, e.CreateInstance(ctx, "billing"))
+		must(t, e.CreateQueue(ctx, "billing", "invoices", QueueOptions{Pull: true}))
+		res, err := e.Add(ctx, "billing", "invoices", NewTask{})
+		if err != nil || res[0].Err != nil {
+			t.Fatalf("Add: %v %v", res, err)
+		}
+		names, err := e.Instances(ctx)
+		if err != nil || !slices.Contains(names, "billing") {
+			t.Fatalf("Instances: %v %v", names, err)
+		}
+		ten := 10
+		must(t, e.UpdateSettings(ctx, "billing", Settings{MaxInFlight: &ten}))
+		s, err := e.InstanceSettings(ctx, "billing")
+		if err != nil || s.MaxInFlight != 10 || s.RetentionDays != 7 || s.RateLimit != nil {
+			t.Fatalf("InstanceSettings: %+v %v; want maxInFlight 10, retention 7, no rate limit", s, err)
+		}
+		must(t, e.DeleteInstance(ctx, "billing"))
+		if names, err = e.Instances(ctx); err != nil || slices.Contains(names, "billing") {
+			t.Fatalf("Instances after the delete: %v %v", names, err)
+		}
+		_, err = e.Get(ctx, "billing", res[0].ID)
+		wantCode(t, err, "NOT_FOUND", "", "Get(a deleted instance's task)")
+		err = e.DeleteInstance(ctx, "nosuch")
+		wantCode(t, err, "NOT_FOUND", "", "DeleteInstance(missing)")
 	})
 }

@@ -156,3 +156,9 @@ func nullRaw(b json.RawMessage) json.RawMessage {
 	}
 	return b
 }
+
+// SettingsJSON renders an instance's settings as the v1 API answers them.
+func SettingsJSON(s task.Settings) errandapi.SettingsResponse {
+	return errandapi.SettingsResponse{Settings: errandapi.Settings{RetentionDays: s.RetentionDays, MaxInFlight: s.MaxInFlight,
+		RateLimit: nonZero(s.RateLimit)}}
+}

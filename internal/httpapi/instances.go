@@ -5,6 +5,7 @@ import (
 
 	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/auth"
+	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -67,7 +68,7 @@ func (s *Server) getSettings(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toSettingsJSON(inst.Settings))
+	writeJSON(w, http.StatusOK, engine.SettingsJSON(inst.Settings))
 }
 
 func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request, c *call) {
@@ -84,7 +85,7 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request, c *call) 
 		return
 	}
 	s.limits.set(c.p.Org, c.instance, inst.Settings.RateLimit, s.eng.Clock().Now())
-	writeJSON(w, http.StatusOK, toSettingsJSON(inst.Settings))
+	writeJSON(w, http.StatusOK, engine.SettingsJSON(inst.Settings))
 }
 
 func (s *Server) revealWebhookKey(w http.ResponseWriter, r *http.Request, c *call) {

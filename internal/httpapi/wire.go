@@ -107,15 +107,6 @@ func toInstanceJSON(in *task.Instance) errandapi.Instance {
 	return errandapi.Instance{Name: in.Name, CreatedAt: in.CreatedAt}
 }
 
-func toSettingsJSON(s task.Settings) errandapi.SettingsResponse {
-	j := errandapi.Settings{RetentionDays: s.RetentionDays, MaxInFlight: s.MaxInFlight}
-	if s.RateLimit > 0 {
-		v := s.RateLimit
-		j.RateLimit = &v
-	}
-	return errandapi.SettingsResponse{Settings: j}
-}
-
 func toLeasedJSON(t *task.Task) errandapi.LeasedTask {
 	p := t.Params
 	if p == nil {
