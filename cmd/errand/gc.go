@@ -16,7 +16,10 @@ const nodeGCPercent = 400
 
 // tuneGC sets the collector's target to nodeGCPercent unless GOGC is set
 // in the environment (which then rules, as for any Go program; GOMEMLIMIT
-// applies either way), and returns what restores the one before.
+// applies either way), and returns what restores the one before. main
+// calls it once for the process (every command; only serve and dev run
+// long enough for it to matter), so the tests that run Main in process,
+// many nodes at once, leave their own process's target alone.
 func tuneGC() (restore func()) {
 	if os.Getenv("GOGC") != "" {
 		return func() {}

@@ -35,6 +35,7 @@ const (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	tuneGC() // the process's, for as long as it runs: not Main's, which tests run in process
 	os.Exit(Main(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 

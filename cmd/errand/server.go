@@ -135,7 +135,6 @@ func addAllowHostFlag(fs *pflag.FlagSet, hosts *[]string) {
 // serve runs the engine and the HTTP server until ctx ends, then shuts down
 // gracefully: in-flight requests finish, the engine stops, the store closes.
 func serve(ctx context.Context, c serveConfig) (err error) {
-	defer tuneGC()()
 	defer c.ln.Close()
 	defer func() {
 		if cerr := c.store.Close(); err == nil {

@@ -41,11 +41,7 @@ func verifyHubSpot(secret string, c HookCall, now time.Time) error {
 		return task.Errorf(task.CodeUnauthenticated, "%s is more than 5 minutes from now: refused as a replay", hubSpotTimestamp)
 	}
 	sig := c.Header(hubSpotSignature)
-	var urls []string
-	if c.URLs != nil {
-		urls = c.URLs()
-	}
-	for _, u := range urls {
+	for _, u := range c.urls() {
 		if hmac.Equal([]byte(deliver.SignHubSpot(secret, hubSpotURIDecoder.Replace(u), c.Body, ms)), []byte(sig)) {
 			return nil
 		}

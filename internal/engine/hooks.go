@@ -69,6 +69,14 @@ type HookCall struct {
 	URLs func() []string
 }
 
+// urls is c.URLs(), or none when the call has no way to say them.
+func (c HookCall) urls() []string {
+	if c.URLs == nil {
+		return nil
+	}
+	return c.URLs()
+}
+
 // HookAdded is the outcome of a hook call: the task added, or the one an
 // earlier call with the same Idempotency-Key (or signed message id: see
 // verifyHook) added.
@@ -311,10 +319,7 @@ func verifyTwilio(secret string, c HookCall) error {
 		}
 	}
 	sig := c.Header("X-Twilio-Signature")
-	var urls []string
-	if c.URLs != nil {
-		urls = c.URLs()
-	}
+	urls := c.urls()
 	var bodyHash string // a body that is not a form is signed through it
 	if form == nil {
 		sum := sha256.Sum256(c.Body)
