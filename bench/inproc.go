@@ -37,9 +37,6 @@ type inprocSystem struct {
 const (
 	inprocInstance = "bench"
 	inprocFunction = "bench/noop"
-	// inprocInFlight is the instance's maxInFlight: the function worker's
-	// concurrency (River runs 2,000 workers, Asynq 100).
-	inprocInFlight = 1000
 	inprocClients  = 4 // concurrent adders, as for errand over HTTP
 )
 
@@ -78,7 +75,7 @@ func (s *inprocSystem) Settings(workload string, tuned bool) string {
 	if s.store == "postgres" {
 		st = "errand embedded in the harness process, fresh PostgreSQL database per run, pgx pool default (16 conns)"
 	}
-	w := fmt.Sprintf("push queue → in-process function worker (target {\"function\": %q}), instance maxInFlight %d", inprocFunction, inprocInFlight)
+	w := fmt.Sprintf("push queue → in-process function worker (target {\"function\": %q}), instance maxInFlight %d", inprocFunction, s.o.ErrandTuning.MaxInFlight)
 	switch workload {
 	case "insert":
 		return st + "; Engine.Add of 100 from " + strconv.Itoa(inprocClients) + " concurrent callers into a paused queue"
@@ -123,7 +120,9 @@ func (s *inprocSystem) Setup(ctx context.Context) error {
 	if err := s.e.CreateInstance(ctx, inprocInstance); err != nil {
 		return err
 	}
-	n := inprocInFlight
+	// The instance's maxInFlight is the function worker's concurrency
+	// (--errand-tuning maxInFlight; River runs 2,000 workers, Asynq 100).
+	n := s.o.ErrandTuning.MaxInFlight
 	return s.e.UpdateSettings(ctx, inprocInstance, embedded.Settings{MaxInFlight: &n})
 }
 
