@@ -25,6 +25,7 @@ type Task struct {
 	LastError   string
 	Source      string
 	Depth       int
+	Priority    int // 0–9: a queue's due tasks of a higher priority go first
 	// LeaseID fences a pull lease: AckMany and Release carry it.
 	LeaseID        string
 	LeaseExpiresAt time.Time // zero unless leased
@@ -35,7 +36,7 @@ func publicTask(t *task.Task) *Task {
 		ID: t.ID, Queue: t.Queue, Name: t.Name, State: t.State.V1(t.Pull), Attempt: t.Attempt,
 		MaxAttempts: t.MaxAttempts, RunAt: time.UnixMilli(t.RunAt), CreatedAt: time.UnixMilli(t.CreatedAt),
 		Payload: t.Payload, Params: t.Params, Result: t.Result, LastError: t.LastError, Source: t.Source,
-		Depth: t.Depth,
+		Depth: t.Depth, Priority: t.Priority,
 	}
 	if t.Pull && t.State == task.Running {
 		out.LeaseID, out.LeaseExpiresAt = t.LeaseID, time.UnixMilli(t.LeaseExpiresAt)
@@ -56,6 +57,9 @@ type NewTask struct {
 	Headers map[string]string
 	Delay   time.Duration // run this long from now, 0–365 days (or set RunAt, not both)
 	RunAt   time.Time     // run at this time, within a year (zero: now, or Delay)
+	// Priority (0–9, default 0): the queue's due tasks of a higher
+	// priority are delivered or leased first, each priority in runAt order.
+	Priority int
 }
 
 // Added is the result of one added task: Err is nil, or a *Error such as
@@ -103,6 +107,9 @@ func addInputs(tasks []NewTask) []task.AddInput {
 		if t.Delay != 0 {
 			s := t.Delay.Seconds()
 			in.Delay = &s
+		}
+		if t.Priority != 0 {
+			in.Priority = &t.Priority
 		}
 		ins[i] = in
 	}

@@ -29,6 +29,7 @@ type LeasedTask struct {
 	CreatedAt      int64           `json:"createdAt"`
 	Source         string          `json:"source"`
 	Depth          int             `json:"depth"`
+	Priority       int             `json:"priority"`
 	DeadLetterOf   *string         `json:"deadLetterOf"`
 	// DeliveryToken, when the lease asked for it (deliveryTokens), is the
 	// token to send as DeliveryHeader on the adds made while working on

@@ -86,9 +86,11 @@ type Task struct {
 	DeadlineAt  *int64  `json:"deadlineAt"`
 	FinishedAt  *int64  `json:"finishedAt"`
 	// LeaseExpiresAt is set on a leased task; its leaseId never is.
-	LeaseExpiresAt  *int64          `json:"leaseExpiresAt,omitempty"`
-	Source          string          `json:"source"`
-	Depth           int             `json:"depth"`
+	LeaseExpiresAt *int64 `json:"leaseExpiresAt,omitempty"`
+	Source         string `json:"source"`
+	Depth          int    `json:"depth"`
+	// Priority orders the queue's due tasks: higher first (0–9, default 0).
+	Priority        int             `json:"priority"`
 	Params          json.RawMessage `json:"params"`
 	DeadLetterOf    *string         `json:"deadLetterOf"`
 	Target          *Target         `json:"target"`
@@ -132,7 +134,13 @@ type NewTask struct {
 	Delay           *float64        `json:"delay,omitempty"`
 	RunAt           *int64          `json:"runAt,omitempty"`
 	DeadlineSeconds *int            `json:"deadlineSeconds,omitempty"`
+	// Priority (0–9, default 0): the queue's due tasks of a higher
+	// priority are delivered or leased first, each priority in runAt order.
+	Priority *int `json:"priority,omitempty"`
 }
+
+// MaxPriority is the highest priority a task may have (NewTask.Priority).
+const MaxPriority = 9
 
 // AddRequest is the body of an add in its envelope form; the server also
 // takes one NewTask alone or an array of them.

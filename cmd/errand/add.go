@@ -19,12 +19,14 @@ func newAddCmd() *cobra.Command {
 		Long: `Add one task given by flags, or with --file every task of a JSON Lines file (--file -
 reads stdin): one task a line, in the shape the API adds ({"payload": …, "name": …,
 "params": …, "target": {"webhook": …}, "delay": seconds, "runAt": epoch ms,
-"deadlineSeconds": …}); blank lines are skipped. A file is sent in batches of 100, with a
+"deadlineSeconds": …, "priority": 0–9}); blank lines are skipped. A file is sent in batches of 100, with a
 progress bar on a terminal, and ends with a summary: tasks added, tasks whose name already
 existed (a second run of the same file adds nothing twice) and lines refused, each with its
 line number, code and reason. The exit code is 1 when a line was refused. A refusal of the
 whole call (an unknown queue, a bad key) stops the file there.
 A task's own target is one of --webhook, --function or --channel.
+--priority (0–9, default 0): the queue's due tasks of a higher priority are delivered or
+leased first, each priority in runAt order.
 With --json: for one task, the API's answer {"tasks": [{"ok", "id", "name", "state",
 "runAt"}]}; for a file, the summary {"added", "existing", "refused": [{"line", "code",
 "message"}]}.
@@ -38,6 +40,7 @@ DEPTH_EXCEEDED).`,
   errand add -i jobs -q hooks --payload '{}' --webhook https://example.com/hook
   errand add -i jobs -q hooks --payload '{}' --webhook https://api.example.com/in --header 'Authorization: Bearer s3cret'
   errand add -i jobs -q default --payload '{"text":"hi"}' --channel room-1
+  errand add -i jobs -q emails --payload '{"orderId":"o-1042"}' --priority 5
   errand add -i jobs -q emails --file tasks.jsonl
   errand add -i jobs -q resize --payload '{"image":"a.png"}' --wait --json | jq .task.result
   jq -c '.[]' orders.json | errand add -i jobs -q emails --file - --json`,
@@ -47,7 +50,7 @@ DEPTH_EXCEEDED).`,
 	var file, payload, params, name, webhook, function, channel, runAt string
 	var headers []string
 	var delay float64
-	var deadline int
+	var deadline, priority int
 	fs := c.Flags()
 	fs.StringVar(&file, "file", "", "add every task of this JSON Lines file (- for stdin)")
 	fs.StringVar(&payload, "payload", "", "the task's payload, any JSON (default null)")
@@ -57,13 +60,14 @@ DEPTH_EXCEEDED).`,
 	fs.StringVar(&runAt, "run-at", "", "when the task is due: RFC 3339 (2026-01-02T15:04:05Z) or epoch milliseconds")
 	addTargetFlags(fs, &webhook, &function, &channel, &headers, "the task's own target (a push queue without a target needs one): ", "")
 	fs.IntVar(&deadline, "deadline", 0, "deadlineSeconds of each attempt")
+	fs.IntVar(&priority, "priority", 0, "0–9: the queue's due tasks of a higher priority go first")
 	var wait bool
 	fs.BoolVar(&wait, "wait", false, "wait until the task has ended and print it; exit 1 unless it succeeded")
 	var token string
 	fs.StringVar(&token, "delivery-token", os.Getenv("ERRAND_DELIVERY_TOKEN"), "the delivery token of the task whose work adds these (env ERRAND_DELIVERY_TOKEN)")
-	single := []string{"payload", "params", "name", "delay", "run-at", "webhook", "header", "function", "channel", "deadline", "wait"}
+	single := []string{"payload", "params", "name", "delay", "run-at", "webhook", "header", "function", "channel", "deadline", "priority", "wait"}
 	f.fields = targetFields.with(fieldFlags{"payload": {"payload"}, "params": {"params"}, "name": {"name"},
-		"delay": {"delay"}, "runAt": {"run-at"}, "deadlineSeconds": {"deadline"}, errandapi.DeliveryHeader: {"delivery-token"}})
+		"delay": {"delay"}, "runAt": {"run-at"}, "deadlineSeconds": {"deadline"}, "priority": {"priority"}, errandapi.DeliveryHeader: {"delivery-token"}})
 	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, _ []string) error {
 		if token != "" {
 			c.SetContext(client.WithDelivery(c.Context(), token))
@@ -120,6 +124,9 @@ DEPTH_EXCEEDED).`,
 		}
 		if c.Flags().Changed("deadline") {
 			t.DeadlineSeconds = &deadline
+		}
+		if c.Flags().Changed("priority") {
+			t.Priority = &priority
 		}
 		r, err := cl.AddTask(c.Context(), f.instance, f.queue, t)
 		if err != nil {

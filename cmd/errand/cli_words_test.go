@@ -157,7 +157,7 @@ func testFileWords(t *testing.T, c *cli) {
 	if r.code != exitRefused ||
 		!strings.Contains(r.out, "line 1: INVALID_ARGUMENT: not a JSON object: invalid character 'o' in literal null (expecting 'u')") ||
 		!strings.Contains(r.out, "line 2: INVALID_ARGUMENT: not a JSON object: the line is a JSON number") ||
-		!strings.Contains(r.out, `line 4: INVALID_ARGUMENT: unknown field "color": a task's fields are name, payload, params, target, delay, runAt and deadlineSeconds`) ||
+		!strings.Contains(r.out, `line 4: INVALID_ARGUMENT: unknown field "color": a task's fields are name, payload, params, target, delay, runAt, deadlineSeconds and priority`) ||
 		!strings.HasPrefix(r.out, "added 1, already existing 0, refused 3\n") {
 		t.Fatalf("add --file with bad lines: exit %d\n%s%s", r.code, r.out, r.errout)
 	}

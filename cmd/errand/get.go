@@ -73,6 +73,9 @@ func printTask(c *cobra.Command, f *apiFlags, t *errandapi.Task) error {
 	tb.row("state", t.State)
 	tb.row("attempt", attempts(t.Attempt, t.MaxAttempts))
 	tb.row("runAt", when(t.RunAt))
+	if t.Priority != 0 {
+		tb.row("priority", strconv.Itoa(t.Priority))
+	}
 	tb.row("created", when(t.CreatedAt))
 	tb.row("finished", whenPtr(t.FinishedAt))
 	if t.LeaseExpiresAt != nil {

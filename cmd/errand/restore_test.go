@@ -11,16 +11,16 @@ import (
 )
 
 // backupOnDev makes instance jobs on a running `errand dev` with a pull
-// queue of named tasks (one leased, one failed), backs it up through the
-// operations API and returns the archive's path and the tasks' listing.
-// logs is its log.
+// queue of named tasks (one leased, one failed, one with a priority),
+// backs it up through the operations API and returns the archive's path
+// and the tasks' listing. logs is its log.
 func backupOnDev(t *testing.T, url string, logs *lockedBuffer) (string, string) {
 	t.Helper()
 	for _, c := range []struct{ path, body string }{
 		{"/v1/instances", `{"name":"jobs"}`},
 		{"/v1/tasks/jobs/queues", `{"name":"q","mode":"pull","maxAttempts":1}`},
 		{"/v1/tasks/jobs/queues", `{"name":"push","target":{"webhook":"http://127.0.0.1:9/x"},"paused":true}`},
-		{"/v1/tasks/jobs/queues/q/tasks", `[{"name":"a","payload":{"x": 1}},{"name":"b","payload":[1, 2]},{"name":"c","payload":"ü"}]`},
+		{"/v1/tasks/jobs/queues/q/tasks", `[{"name":"a","payload":{"x": 1}},{"name":"b","payload":[1, 2]},{"name":"c","payload":"ü","priority":2}]`},
 	} {
 		if st, m := post(t, url+c.path, c.body); st != 201 {
 			t.Fatalf("POST %s: %d %v", c.path, st, m)

@@ -254,8 +254,9 @@ func TestTaskPage(t *testing.T) {
 	u.get("/console/i/jobs/t/NOPE").want(t, http.StatusNotFound, "NOT_FOUND")
 }
 
-// TestAddTask: the add form adds a task through the API; a refusal (a
-// payload that is not JSON, a name taken) is shown with the form as sent.
+// TestAddTask: the add form adds a task through the API, with a priority
+// when one is given; a refusal (a payload that is not JSON, a name taken,
+// a priority out of range) is shown with the form as sent.
 func TestAddTask(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	e.fixture()
@@ -271,6 +272,17 @@ func TestAddTask(t *testing.T) {
 	u.post("/console/i/jobs/q/pull/tasks", url.Values{"csrf": {tok}, "payload": {`{"a": `}}).want(t, http.StatusBadRequest, "payload: is not valid JSON", "{&#34;a&#34;: ")
 	u.post("/console/i/jobs/q/default/tasks", url.Values{"csrf": {tok}, "payload": {`{}`}}).want(t, http.StatusBadRequest, "NO_TARGET")
 	u.post("/console/i/jobs/q/pull/tasks", url.Values{"csrf": {tok}, "name": {"bad name!"}}).want(t, http.StatusBadRequest, "INVALID_ARGUMENT", "name")
+	// A priority: given to the task; out of range or not whole, refused
+	// naming the field with the form as sent.
+	p = u.post("/console/i/jobs/q/pull/tasks", url.Values{"csrf": {tok}, "name": {"urgent"}, "priority": {"8"}})
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("add with a priority: %d %s", p.status, p.body)
+	}
+	u.get(p.header.Get("Location")).want(t, http.StatusOK, `<th>priority</th><td id="priority">8<`)
+	u.post("/console/i/jobs/q/pull/tasks", url.Values{"csrf": {tok}, "name": {"keep-me"}, "priority": {"12"}}).
+		want(t, http.StatusBadRequest, "INVALID_ARGUMENT", "priority: must be 0–9", `value="keep-me"`, `value="12"`)
+	u.post("/console/i/jobs/q/pull/tasks", url.Values{"csrf": {tok}, "priority": {"high"}}).
+		want(t, http.StatusBadRequest, "INVALID_ARGUMENT", "priority: ")
 }
 
 // TestAddTaskFormSizes: a task the API takes is taken from the form too,

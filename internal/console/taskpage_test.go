@@ -11,7 +11,8 @@ import (
 )
 
 // TestTaskPageEveryField: the task page shows every field of the API's
-// task: a leased task's leaseExpiresAt, a task's own deadlineSeconds.
+// task: a leased task's leaseExpiresAt, a task's own deadlineSeconds, its
+// priority (shown when not the default).
 func TestTaskPageEveryField(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	e.fixture()
@@ -27,7 +28,11 @@ func TestTaskPageEveryField(t *testing.T) {
 
 	ten := 10
 	id := e.add("pull", errandapi.NewTask{Payload: json.RawMessage(`{}`), DeadlineSeconds: &ten})
-	u.get("/console/i/jobs/t/"+id).want(t, http.StatusOK, `<th>deadlineSeconds</th><td id="deadline-seconds">10<`).lacks(t, "leaseExpiresAt")
+	u.get("/console/i/jobs/t/"+id).want(t, http.StatusOK, `<th>deadlineSeconds</th><td id="deadline-seconds">10<`).lacks(t, "leaseExpiresAt").lacks(t, "<th>priority")
+
+	seven := 7
+	id = e.add("pull", errandapi.NewTask{Payload: json.RawMessage(`{}`), Priority: &seven})
+	u.get("/console/i/jobs/t/"+id).want(t, http.StatusOK, `<th>priority</th><td id="priority">7<`)
 }
 
 // TestRunNotice: Run says what happened, from the task's state after the

@@ -114,7 +114,7 @@ func (c *Console) taskOp(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 // addFields are the add form's fields, shown again with a refusal.
-var addFields = []string{"name", "payload", "params", "delay", "targetKind", "target"}
+var addFields = []string{"name", "payload", "params", "delay", "priority", "targetKind", "target"}
 
 // addTask adds one task from the queue page's form. The form is only read
 // into the API's request: the API validates it.
@@ -158,6 +158,13 @@ func newTaskOf(form map[string]string) (errandapi.NewTask, *errandapi.Error) {
 			return nt, err
 		}
 		nt.Delay = &n
+	}
+	if p := strings.TrimSpace(form["priority"]); p != "" {
+		n, err := parseWhole("priority", p)
+		if err != nil {
+			return nt, err
+		}
+		nt.Priority = &n
 	}
 	return nt, nil
 }

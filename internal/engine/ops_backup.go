@@ -35,6 +35,7 @@ type archivedTask struct {
 	ID, Queue, Name, State                   string
 	Pull                                     bool
 	Attempt, MaxAttempts, Depth              int
+	Priority                                 int `json:",omitempty"` // archives before priorities hold none
 	RunAt, CreatedAt, StartedAt, DeadlineAt  int64
 	FinishedAt, LeaseExpiresAt               int64
 	DeadlineSeconds                          int
@@ -47,7 +48,7 @@ type archivedTask struct {
 func archived(t *task.Task) archivedTask {
 	return archivedTask{
 		ID: t.ID, Queue: t.Queue, Name: t.Name, State: string(t.State), Pull: t.Pull, Attempt: t.Attempt,
-		MaxAttempts: t.MaxAttempts, Depth: t.Depth, RunAt: t.RunAt, CreatedAt: t.CreatedAt, StartedAt: t.StartedAt,
+		MaxAttempts: t.MaxAttempts, Depth: t.Depth, Priority: t.Priority, RunAt: t.RunAt, CreatedAt: t.CreatedAt, StartedAt: t.StartedAt,
 		DeadlineAt: t.DeadlineAt, FinishedAt: t.FinishedAt, LeaseExpiresAt: t.LeaseExpiresAt,
 		DeadlineSeconds: t.DeadlineSeconds, Source: t.Source, DeadLetterOf: t.DeadLetterOf, LastError: t.LastError,
 		LeaseID: t.LeaseID, Target: t.Target, Params: t.Params, Payload: t.Payload, Result: t.Result, Attempts: t.Attempts,
@@ -57,7 +58,7 @@ func archived(t *task.Task) archivedTask {
 func (a *archivedTask) task(instanceID string) *task.Task {
 	return &task.Task{
 		InstanceID: instanceID, ID: a.ID, Queue: a.Queue, Name: a.Name, State: task.State(a.State), Pull: a.Pull,
-		Attempt: a.Attempt, MaxAttempts: a.MaxAttempts, Depth: a.Depth, RunAt: a.RunAt, CreatedAt: a.CreatedAt,
+		Attempt: a.Attempt, MaxAttempts: a.MaxAttempts, Depth: a.Depth, Priority: a.Priority, RunAt: a.RunAt, CreatedAt: a.CreatedAt,
 		StartedAt: a.StartedAt, DeadlineAt: a.DeadlineAt, FinishedAt: a.FinishedAt, LeaseExpiresAt: a.LeaseExpiresAt,
 		DeadlineSeconds: a.DeadlineSeconds, Source: a.Source, DeadLetterOf: a.DeadLetterOf, LastError: a.LastError,
 		LeaseID: a.LeaseID, Target: a.Target, Params: a.Params, Payload: a.Payload, Result: a.Result, Attempts: a.Attempts,

@@ -43,7 +43,7 @@ func toTaskJSON(t *task.Task, full bool) *errandapi.Task {
 		ID: t.ID, Queue: t.Queue, Name: strPtr(t.Name), State: v1State(t),
 		Attempt: t.Attempt, MaxAttempts: t.MaxAttempts, RunAt: t.RunAt, CreatedAt: t.CreatedAt,
 		DeadlineAt: msPtr(t.DeadlineAt), FinishedAt: msPtr(t.FinishedAt),
-		Source: t.Source, Depth: t.Depth, Params: t.Params, DeadLetterOf: strPtr(t.DeadLetterOf),
+		Source: t.Source, Depth: t.Depth, Priority: t.Priority, Params: t.Params, DeadLetterOf: strPtr(t.DeadLetterOf),
 		Target: engine.TargetJSON(t.Target), DeadlineSeconds: intPtr(t.DeadlineSeconds), LastError: strPtr(t.LastError),
 	}
 	if j.Params == nil {
@@ -79,7 +79,7 @@ func taskAnswer(t *task.Task) errandapi.TaskResponse {
 // addInput is one task of an add in the domain's shape, from source.
 func addInput(b *errandapi.NewTask, source string) task.AddInput {
 	return task.AddInput{Name: b.Name, Payload: b.Payload, Params: b.Params, Target: engine.TargetOf(b.Target),
-		Delay: b.Delay, RunAt: b.RunAt, DeadlineSeconds: b.DeadlineSeconds, Source: source}
+		Delay: b.Delay, RunAt: b.RunAt, DeadlineSeconds: b.DeadlineSeconds, Priority: b.Priority, Source: source}
 }
 
 // addAnswer renders the results of an add; added counts the tasks added
@@ -114,5 +114,5 @@ func toLeasedJSON(t *task.Task) errandapi.LeasedTask {
 	}
 	return errandapi.LeasedTask{ID: t.ID, Queue: t.Queue, Name: strPtr(t.Name), Payload: t.Payload, Params: p,
 		Attempts: t.Attempt, LeaseID: t.LeaseID, LeaseExpiresAt: t.LeaseExpiresAt, RunAt: t.RunAt,
-		CreatedAt: t.CreatedAt, Source: t.Source, Depth: t.Depth, DeadLetterOf: strPtr(t.DeadLetterOf)}
+		CreatedAt: t.CreatedAt, Source: t.Source, Depth: t.Depth, Priority: t.Priority, DeadLetterOf: strPtr(t.DeadLetterOf)}
 }

@@ -46,6 +46,7 @@ func TestErrorsCarryCodes(t *testing.T) {
 		{"tasks_get", obj{"instance": "jobs", "id": id, "b": 1, "a": 2}, "INVALID_ARGUMENT", 400, "a: is not an argument of this tool (nor are b)"},
 		{"tasks_set_queue", obj{"instance": "jobs", "queue": "work", "maxAttempts": "x"}, "INVALID_ARGUMENT", 400, "maxAttempts: must be of type integer"},
 		{"tasks_add", obj{"instance": "jobs", "queue": "work", "tasks": []any{}}, "INVALID_ARGUMENT", 400, "tasks: must hold at least 1 item"},
+		{"tasks_add", obj{"instance": "jobs", "queue": "work", "tasks": []any{obj{}, obj{"priority": 10}}}, "INVALID_ARGUMENT", 400, "tasks[1].priority: must be at most 9"},
 		{"tasks_set_queue", obj{"instance": "jobs", "queue": "bad name!"}, "INVALID_ARGUMENT", 400, "queue: "},
 		{"tasks_add", obj{"instance": "jobs", "queue": "work", "tasks": hundredAndOne()}, "INVALID_ARGUMENT", 400, "tasks: must hold at most 100 items"},
 		{"tasks_update_trigger", obj{"instance": "jobs", "id": "r", "task": obj{"on": []any{"succeeded", "done"}}}, "INVALID_ARGUMENT", 400, "task.on[1]: must be one of"},

@@ -48,10 +48,11 @@ func TestEveryTool(t *testing.T) {
 		t.Fatalf("queues %+v %q", ql, sum)
 	}
 
-	// tasks_add: tasks get source mcp; a taken name is refused alone.
+	// tasks_add: tasks get source mcp; a taken name is refused alone; a
+	// priority makes a task leased before the others due.
 	var added errandapi.AddResponse
 	sum = s.ok("tasks_add", obj{"instance": "jobs", "queue": "work", "tasks": []any{
-		obj{"payload": obj{"n": 1}, "name": "one"}, obj{"payload": 2, "delay": 60}, obj{"name": "one"},
+		obj{"payload": obj{"n": 1}, "name": "one"}, obj{"payload": 2, "delay": 60, "priority": 4}, obj{"name": "one"},
 	}}, &added)
 	if len(added.Tasks) != 3 || !added.Tasks[0].OK || !added.Tasks[1].OK || added.Tasks[2].OK ||
 		added.Tasks[2].Code != "TASK_EXISTS" || added.Tasks[2].ID != added.Tasks[0].ID {
@@ -90,8 +91,8 @@ func TestEveryTool(t *testing.T) {
 	// with an error (maxAttempts 1: it fails), retry it, cancel it.
 	var leased errandapi.LeaseResponse
 	sum = s.ok("tasks_lease", obj{"instance": "jobs", "queue": "work", "count": 5, "leaseSeconds": 30}, &leased)
-	if len(leased.Tasks) != 2 || !strings.Contains(sum, "leased 2 tasks") {
-		t.Fatalf("leased %+v %q", leased, sum)
+	if len(leased.Tasks) != 2 || !strings.Contains(sum, "leased 2 tasks") || leased.Tasks[0].ID != delayed {
+		t.Fatalf("leased %+v %q; want the prioritized %s first", leased, sum, delayed)
 	}
 	a, b := leased.Tasks[0], leased.Tasks[1]
 	s.ok("tasks_extend", obj{"instance": "jobs", "id": a.ID, "leaseId": a.LeaseID, "leaseSeconds": 600}, &got)

@@ -22,6 +22,7 @@ type newTaskIn struct {
 	Delay           *float64          `json:"delay,omitempty" jsonschema:"Seconds to wait before the task is due (fractions allowed, at most 31,536,000). Default 0: due at once. Do not combine with runAt."`
 	RunAt           *int64            `json:"runAt,omitempty" jsonschema:"When the task is due, as epoch milliseconds (a time in the past means now). Do not combine with delay."`
 	DeadlineSeconds *int              `json:"deadlineSeconds,omitempty" jsonschema:"Seconds the target has to answer each attempt (1–840); default the queue's deadlineSeconds."`
+	Priority        *int              `json:"priority,omitempty" jsonschema:"0–9, default 0: the queue's due tasks of a higher priority are delivered (or leased) before those of a lower one; tasks of the same priority go in runAt order. Use it to let urgent work pass a backlog."`
 }
 
 type addIn struct {
@@ -49,12 +50,15 @@ var taskTools = []tool{
 		shape: func(s *jsonschema.Schema) {
 			one, hundred := 1, 100
 			s.Properties["tasks"].MinItems, s.Properties["tasks"].MaxItems = &one, &hundred
+			lo, hi := 0.0, float64(errandapi.MaxPriority)
+			p := s.Properties["tasks"].Items.Properties["priority"]
+			p.Minimum, p.Maximum = &lo, &hi
 		},
 	}, func(ctx context.Context, c *client.Client, in addIn) (*errandapi.AddResponse, string, error) {
 		tasks := make([]errandapi.NewTask, len(in.Tasks))
 		for i, t := range in.Tasks {
 			tasks[i] = errandapi.NewTask{Payload: t.Payload, Name: t.Name, Params: t.Params, Target: t.Target,
-				Delay: t.Delay, RunAt: t.RunAt, DeadlineSeconds: t.DeadlineSeconds}
+				Delay: t.Delay, RunAt: t.RunAt, DeadlineSeconds: t.DeadlineSeconds, Priority: t.Priority}
 		}
 		if in.DeliveryToken != "" {
 			ctx = client.WithDelivery(ctx, in.DeliveryToken)

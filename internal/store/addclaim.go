@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"slices"
 
 	"github.com/errandhq/errand/internal/task"
@@ -43,7 +42,7 @@ type AddPick struct {
 }
 
 // AddClaimPicks is the claim of an add (AddClaimer): of due, the queue's
-// earlier due tasks in claim order (runAt, then id), and added, the tasks
+// earlier due tasks in claim order (task.ClaimOrder), and added, the tasks
 // the add stores (due now), the first room in that order, trimmed to p's
 // function slots as Keep trims a claim's. It returns them in that order.
 func AddClaimPicks(p *ClaimParams, due, added []*task.Task, room int) []AddPick {
@@ -52,14 +51,11 @@ func AddClaimPicks(p *ClaimParams, due, added []*task.Task, room int) []AddPick 
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		return cmp.Or(cmp.Compare(added[a].RunAt, added[b].RunAt), cmp.Compare(added[a].ID, added[b].ID))
-	})
+	slices.SortStableFunc(order, func(a, b int) int { return task.ClaimOrder(added[a], added[b]) })
 	picks := make([]AddPick, 0, min(room, len(due)+len(added)))
 	tasks := make([]*task.Task, 0, cap(picks))
 	for i, j := 0, 0; len(picks) < room && (i < len(due) || j < len(order)); {
-		if j == len(order) || i < len(due) && (due[i].RunAt < added[order[j]].RunAt ||
-			due[i].RunAt == added[order[j]].RunAt && due[i].ID < added[order[j]].ID) {
+		if j == len(order) || i < len(due) && task.ClaimOrder(due[i], added[order[j]]) < 0 {
 			picks, tasks = append(picks, AddPick{Due: true, I: i}), append(tasks, due[i])
 			i++
 		} else {

@@ -11,7 +11,7 @@ import (
 var TaskListColumns = []string{
 	"instance_id", "id", "queue", "name", "state", "pull", "attempt", "max_attempts",
 	"run_at", "created_at", "started_at", "deadline_at", "finished_at", "lease_id",
-	"lease_expires_at", "deadline_seconds", "source", "depth", "dead_letter_of",
+	"lease_expires_at", "deadline_seconds", "source", "depth", "priority", "dead_letter_of",
 	"last_error", "target", "params", "attempts",
 }
 

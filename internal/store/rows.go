@@ -36,7 +36,7 @@ func ScanTask(sc Scanner, full bool) (*task.Task, error) {
 	dest := append(x.dest[:0],
 		&t.InstanceID, &t.ID, &t.Queue, &x.name, &x.state, &t.Pull, &t.Attempt, &t.MaxAttempts,
 		&t.RunAt, &t.CreatedAt, &t.StartedAt, &t.DeadlineAt, &t.FinishedAt, &t.LeaseID,
-		&t.LeaseExpiresAt, &t.DeadlineSeconds, &t.Source, &t.Depth, &x.deadLetterOf,
+		&t.LeaseExpiresAt, &t.DeadlineSeconds, &t.Source, &t.Depth, &t.Priority, &x.deadLetterOf,
 		&t.LastError, &x.target, &x.params, &x.attempts,
 	)
 	if full {
@@ -87,7 +87,7 @@ type taskScan struct {
 	name, deadLetterOf                        *string
 	state                                     string
 	target, params, attempts, payload, result []byte
-	dest                                      [26]any // TaskColumns and an extra one (ScanWith)
+	dest                                      [27]any // TaskColumns and an extra one (ScanWith)
 }
 
 // taskScratch holds the taskScans not in use.

@@ -1,6 +1,7 @@
 package task
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -26,6 +27,7 @@ type AddInput struct {
 	Delay           *float64 // seconds from now
 	RunAt           *int64   // epoch ms
 	DeadlineSeconds *int
+	Priority        *int // 0–MaxPriority; nil is 0
 	Source          string
 	Depth           int
 }
@@ -78,6 +80,9 @@ func NewTask(q *Queue, in AddInput, now int64, rules URLRules) (*Task, error) {
 	if in.DeadlineSeconds != nil && (*in.DeadlineSeconds < 1 || *in.DeadlineSeconds > MaxDeadlineSeconds) {
 		return nil, FieldErrorf(CodeInvalidArgument, "deadlineSeconds", "must be 1–%d", MaxDeadlineSeconds)
 	}
+	if in.Priority != nil && (*in.Priority < 0 || *in.Priority > MaxPriority) {
+		return nil, FieldErrorf(CodeInvalidArgument, "priority", "must be 0–%d (higher is claimed first; 0 by default)", MaxPriority)
+	}
 	// Every field is checked before the queue's target is looked at: a
 	// refused field answers INVALID_ARGUMENT whatever the queue.
 	if in.Target == nil && !q.DeliversUntargeted() {
@@ -108,7 +113,16 @@ func NewTask(q *Queue, in AddInput, now int64, rules URLRules) (*Task, error) {
 	if in.DeadlineSeconds != nil {
 		t.DeadlineSeconds = *in.DeadlineSeconds
 	}
+	if in.Priority != nil {
+		t.Priority = *in.Priority
+	}
 	return t, nil
+}
+
+// ClaimOrder is the order in which a queue's due tasks are claimed: the
+// higher priority first, then the earlier runAt, then the lower id.
+func ClaimOrder(a, b *Task) int {
+	return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.RunAt, b.RunAt), cmp.Compare(a.ID, b.ID))
 }
 
 // Due reports whether a PENDING or RETRY_WAIT task may be claimed at now.

@@ -1,6 +1,10 @@
 package task
 
-import "time"
+import (
+	"time"
+
+	"github.com/errandhq/errand/errandapi"
+)
 
 // Mode is a queue's delivery mode.
 type Mode string
@@ -21,6 +25,10 @@ const (
 	DefaultDeadlineSeconds   = 600
 	MaxDeadlineSeconds       = 840
 	MaxQueueAttempts         = 1000
+	// MaxPriority is the highest task priority (the API's): a queue's due
+	// tasks are claimed from the highest priority down, each priority in
+	// runAt order.
+	MaxPriority = errandapi.MaxPriority
 )
 
 // Bounds of the numeric queue settings (docs/api.md lists them).

@@ -64,6 +64,9 @@ type Task struct {
 	Attempts     []Attempt // finished attempts, oldest first
 	// DeadlineSeconds is the task's own deadline; 0 uses the queue's.
 	DeadlineSeconds int
+	// Priority orders the due tasks of a queue: a higher one is claimed
+	// first (0 by default, at most MaxPriority), equal ones by RunAt.
+	Priority int
 	// LeaseID fences the attempt in flight: every write that ends it must
 	// carry the same value. LeaseExpiresAt is when the claim lapses.
 	LeaseID        string

@@ -22,11 +22,10 @@ var claimSpec = []string{
 }
 
 var (
-	// sqlClaimDue takes the first due tasks of one queue in runAt order from
-	// tasks_due and locks them; rows another claimer holds are skipped, not
-	// waited for, so concurrent claimers share a queue without blocking and
-	// never get the same task. The literal states let the planner prove
-	// the partial index's predicate in a generic plan too.
+	// sqlClaimDue takes the first due tasks of one queue in claim order
+	// (claimDueSQL) and locks them; rows another claimer holds are skipped,
+	// not waited for, so concurrent claimers share a queue without blocking
+	// and never get the same task.
 	//
 	// The row limit is $4 narrowed by the limits the claim keeps ($5 the
 	// queue's cap on RUNNING tasks, $6 the instance's cap on RUNNING push
@@ -35,15 +34,7 @@ var (
 	// claim's advisory locks are held: its snapshot sees every claim that
 	// held them before. The bucket's refill is store.Refill, written in
 	// SQL with the same floating-point steps (TestRefillParity).
-	sqlClaimDue = sqlClaimDueHead + routeSQL(9) + `
-		ORDER BY run_at, id
-		LIMIT ` + sqlClaimLimit + `
-		FOR UPDATE SKIP LOCKED`
-	// sqlClaimDueHead is the locking reads' columns and filter, up to
-	// their route condition (sqlClaimDue, sqlClaimDueInRoom).
-	sqlClaimDueHead = `SELECT ` + cols("", taskCols) + `, ctid FROM tasks
-		WHERE instance_id = $1 AND queue = $2 AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= $3
-		AND `
+	sqlClaimDue = claimDueSQL(routeSQL(9), sqlClaimLimit)
 	// sqlClaimDueInRoom is sqlClaimDue for an add's claim, limited by the
 	// room sqlClaimRoom read just before it in the same transaction, under
 	// the same locks, rather than by counting the RUNNING rows again (a
@@ -51,10 +42,8 @@ var (
 	// committed between the two statements only leaves more room than it
 	// uses. Without the setting (no room read in this transaction) it
 	// takes nothing. Its route parameters are $4–$7.
-	sqlClaimDueInRoom = sqlClaimDueHead + routeSQL(4) + `
-		ORDER BY run_at, id
-		LIMIT coalesce(nullif(current_setting('` + claimRoomSetting + `', true), ''), '0')::bigint
-		FOR UPDATE SKIP LOCKED`
+	sqlClaimDueInRoom = claimDueSQL(routeSQL(4),
+		`coalesce(nullif(current_setting('`+claimRoomSetting+`', true), ''), '0')::bigint`)
 	// sqlClaimLimit is how many tasks a claim may take ($1–$8 as in
 	// sqlClaimDue): none while the queue's row says it is paused (or is
 	// gone), whatever the caller's copy of the queue says: a pause answered
@@ -125,6 +114,27 @@ var (
 		AND t.state = ANY ((SELECT '{PENDING,RETRY_WAIT}'::text[])::text[])`
 )
 
+// claimDueSQL is a locking read of one queue's first due tasks in claim
+// order (task.ClaimOrder), passing route, at most limit of them: the
+// prioritized ones from tasks_urgent (highest priority first, each in runAt
+// order), then those of priority 0 from tasks_due in runAt order. limit is
+// read once (lim); the outer LIMIT stops the second branch as soon as the
+// first has filled it, so no row is locked that the claim does not return.
+// A queue without prioritized tasks costs the first branch one probe of an
+// empty index. The literal states and priorities let the planner prove the
+// partial indexes' predicates in a generic plan too.
+func claimDueSQL(route, limit string) string {
+	head := `SELECT ` + cols("", taskCols) + `, ctid FROM tasks
+		WHERE instance_id = $1 AND queue = $2 AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= $3 AND ` + route
+	return `WITH lim AS MATERIALIZED (SELECT ` + limit + ` AS n)
+	SELECT * FROM (` + head + ` AND priority > 0
+		ORDER BY priority DESC, run_at, id LIMIT (SELECT n FROM lim) FOR UPDATE SKIP LOCKED) AS urgent
+	UNION ALL
+	SELECT * FROM (` + head + ` AND priority = 0
+		ORDER BY run_at, id LIMIT (SELECT n FROM lim) FOR UPDATE SKIP LOCKED) AS due
+	LIMIT (SELECT n FROM lim)`
+}
+
 // routeSQL is store.RouteFilter as a condition on a task row, with its
 // four parameters (routeArgs) numbered from n.
 func routeSQL(n int) string {
@@ -163,8 +173,8 @@ func claimLockKey(instanceID, queue string) int64 {
 	return int64(h.Sum64())
 }
 
-// TaskClaim claims up to p.Limit due tasks of p.Queue in runAt order (ties
-// by id) in one short transaction of two round trips: BEGIN, the advisory
+// TaskClaim claims up to p.Limit due tasks of p.Queue in claim order
+// (task.ClaimOrder: priority, runAt, id) in one short transaction of two round trips: BEGIN, the advisory
 // locks of the limits it keeps and the locking SELECT … FOR UPDATE SKIP
 // LOCKED travel together; task.Claim then moves each task to RUNNING with a
 // fresh lease from p.NewLeaseID, and the UPDATE that stores them (with the

@@ -178,6 +178,8 @@ func TestMigrateCreatedNotRunning(t *testing.T) {
 	}
 	// Back to schema 7, as a store written by the previous errand.
 	for _, stmt := range []string{
+		`DROP INDEX tasks_urgent`,
+		`ALTER TABLE tasks DROP COLUMN priority`,
 		`DROP INDEX tasks_created`,
 		`CREATE INDEX tasks_created ON tasks (instance_id, queue, created_at, id)`,
 		`DELETE FROM schema_migrations WHERE version >= 8`,

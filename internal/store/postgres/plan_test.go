@@ -161,6 +161,12 @@ func literal(v any) string {
 			items = append(items, strconv.FormatBool(b))
 		}
 		return array(items, "bool")
+	case []int16:
+		var items []string
+		for _, n := range x {
+			items = append(items, fmt.Sprint(n))
+		}
+		return array(items, "int2")
 	case []int32:
 		var items []string
 		for _, n := range x {
@@ -267,10 +273,10 @@ func TestQueryPlans(t *testing.T) {
 		noSort bool
 	}
 	checks := []check{
-		{"claim", sqlClaimDue, []any{"inst-0", "q0", planNow, 100, 0, 0, 0.0, 0, true, int64(math.MinInt64), true, []string{}}, []string{"tasks_due"}, true},
-		{"claim routed", sqlClaimDue, []any{"inst-0", "q0", planNow, 100, 0, 0, 0.0, 0, false, int64(math.MinInt64), false, []string{"app/x"}}, []string{"tasks_due"}, true},
-		{"claim with limits", sqlClaimDue, []any{"inst-0", "q0", planNow, 100, 500, 50, 100.0, 10, true, int64(math.MinInt64), true, []string{}}, []string{"tasks_due", "tasks_running"}, true},
-		{"claim in room", sqlClaimDueInRoom, []any{"inst-0", "q0", planNow, true, int64(math.MinInt64), true, []string{}}, []string{"tasks_due"}, true},
+		{"claim", sqlClaimDue, []any{"inst-0", "q0", planNow, 100, 0, 0, 0.0, 0, true, int64(math.MinInt64), true, []string{}}, []string{"tasks_urgent", "tasks_due"}, true},
+		{"claim routed", sqlClaimDue, []any{"inst-0", "q0", planNow, 100, 0, 0, 0.0, 0, false, int64(math.MinInt64), false, []string{"app/x"}}, []string{"tasks_urgent", "tasks_due"}, true},
+		{"claim with limits", sqlClaimDue, []any{"inst-0", "q0", planNow, 100, 500, 50, 100.0, 10, true, int64(math.MinInt64), true, []string{}}, []string{"tasks_urgent", "tasks_due", "tasks_running"}, true},
+		{"claim in room", sqlClaimDueInRoom, []any{"inst-0", "q0", planNow, true, int64(math.MinInt64), true, []string{}}, []string{"tasks_urgent", "tasks_due"}, true},
 		{"claim set", sqlClaimSet, claimSet, []string{"Tid Scan"}, true},
 		{"finish", sqlFinish, finish, []string{"tasks_pkey"}, true},
 		{"heartbeat", sqlHeartbeat, []any{insts100, ids100, strs100, planNow}, []string{"tasks_pkey"}, true},

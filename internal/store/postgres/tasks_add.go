@@ -20,7 +20,7 @@ var taskRowSpec = []string{
 	"instance_id text", "id text", "queue text", "name text", "state text", "pull bool",
 	"attempt int4", "max_attempts int4", "run_at int8", "created_at int8", "started_at int8",
 	"deadline_at int8", "finished_at int8", "lease_id text", "lease_expires_at int8",
-	"deadline_seconds int4", "source text", "depth int4", "dead_letter_of text", "last_error text",
+	"deadline_seconds int4", "source text", "depth int4", "priority int2", "dead_letter_of text", "last_error text",
 	"target text", "attempts text", "params bytea", "payload bytea", "result bytea",
 }
 
@@ -36,6 +36,7 @@ type taskRows struct {
 	deadlineSeconds                           []int32
 	source                                    []string
 	depth                                     []int32
+	priority                                  []int16
 	deadLetterOf, lastError, target, attempts []string
 	params, payload, result                   [][]byte
 }
@@ -68,6 +69,7 @@ func (r *taskRows) add(t *task.Task) error {
 	r.deadlineSeconds = append(r.deadlineSeconds, int32(t.DeadlineSeconds))
 	r.source = append(r.source, t.Source)
 	r.depth = append(r.depth, int32(t.Depth))
+	r.priority = append(r.priority, int16(t.Priority))
 	r.deadLetterOf = append(r.deadLetterOf, t.DeadLetterOf)
 	r.lastError = append(r.lastError, t.LastError)
 	r.target = append(r.target, target)
@@ -83,7 +85,7 @@ func (r *taskRows) args() []any {
 	return []any{
 		r.instanceID, r.id, r.queue, r.name, r.state, r.pull, r.attempt, r.maxAttempts, r.runAt,
 		r.createdAt, r.startedAt, r.deadlineAt, r.finishedAt, r.leaseID, r.leaseExpiresAt,
-		r.deadlineSeconds, r.source, r.depth, r.deadLetterOf, r.lastError, r.target, r.attempts,
+		r.deadlineSeconds, r.source, r.depth, r.priority, r.deadLetterOf, r.lastError, r.target, r.attempts,
 		r.params, r.payload, r.result,
 	}
 }

@@ -53,7 +53,7 @@ func copyTasks(ctx context.Context, pool *pgxpool.Pool, tasks []*task.Task) (boo
 		rows[i] = []any{
 			t.InstanceID, t.ID, t.Queue, nil, string(t.State), t.Pull, int32(t.Attempt), int32(t.MaxAttempts),
 			t.RunAt, t.CreatedAt, t.StartedAt, t.DeadlineAt, t.FinishedAt, t.LeaseID, t.LeaseExpiresAt,
-			int32(t.DeadlineSeconds), t.Source, int32(t.Depth), nullString(t.DeadLetterOf), t.LastError,
+			int32(t.DeadlineSeconds), t.Source, int32(t.Depth), int16(t.Priority), nullString(t.DeadLetterOf), t.LastError,
 			nullString(target), attempts, nullBytes(t.Params), payloadBytes(t.Payload), nullBytes(t.Result),
 		}
 		if k := [2]string{t.InstanceID, t.Queue}; !seen[k] {

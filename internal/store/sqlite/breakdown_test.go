@@ -221,8 +221,8 @@ func BenchmarkWriteBreakdown(b *testing.B) {
 // opens for writing: the table and every index whose entry a write may
 // change (a partial index's WHERE then decides, row by row, whether an
 // entry is added or removed). An add opens them all; a claim and a finish
-// only the state indexes, since they change no column of the key,
-// tasks_created or tasks_name.
+// only the state indexes (tasks_urgent's WHERE names the state too), since
+// they change no column of the key, tasks_created or tasks_name.
 func TestWritePlans(t *testing.T) {
 	ctx := t.Context()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "plan.db"), Options{Logger: quietLog})
@@ -246,9 +246,9 @@ func TestWritePlans(t *testing.T) {
 	if err := rows.Close(); err != nil {
 		t.Fatal(err)
 	}
-	const stateIndexes = "tasks tasks_done tasks_due tasks_retry tasks_running"
+	const stateIndexes = "tasks tasks_done tasks_due tasks_retry tasks_running tasks_urgent"
 	for _, c := range []struct{ name, text, want string }{
-		{"add", qTaskInsertN[1].text, "sqlite_autoindex_tasks_1 tasks tasks_created tasks_done tasks_due tasks_name tasks_retry tasks_running"},
+		{"add", qTaskInsertN[1].text, "sqlite_autoindex_tasks_1 tasks tasks_created tasks_done tasks_due tasks_name tasks_retry tasks_running tasks_urgent"},
 		{"claim", qClaimSetN[1].text, stateIndexes},
 		{"claim, uniform", qClaimSetUniformN[1].text, stateIndexes},
 		{"finish", qTaskFinishN[1].text, stateIndexes},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/errandhq/errand/internal/store"
@@ -34,16 +35,27 @@ var (
 	// qBucketSet writes the bucket.
 	qBucketGet = define(onWriter, `SELECT paused, rate_tokens, rate_at FROM queues WHERE instance_id = ? AND name = ?`)
 	qBucketSet = define(onWriter, `UPDATE queues SET rate_tokens = ?, rate_at = ? WHERE instance_id = ? AND name = ?`)
-	// qClaimDue walks the tasks_due index of one queue in runAt order. Each
-	// row comes with its rowid, by which qClaimSetN writes it back in the
-	// same transaction (the write lock keeps it from moving). Its limit is
-	// a CAST, not a bare parameter: SQLite's planner reads a bare LIMIT ?'s
-	// value and so recompiles the statement whenever it changes, which a
-	// push claim's limit (the free slots) does on nearly every call.
-	qClaimDue = define(onFast, `SELECT `+cols("", taskCols)+`, rowid FROM tasks
-		WHERE instance_id = ? AND queue = ? AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= ?
-		AND `+routeSQL+`
-		ORDER BY run_at, id LIMIT CAST(? AS INTEGER)`)
+	// qClaimDue reads one queue's due tasks in claim order
+	// (task.ClaimOrder): the prioritized ones from tasks_urgent (highest
+	// priority first, each in runAt order), then those of priority 0 from
+	// tasks_due in runAt order; a queue without prioritized tasks costs the
+	// first part one probe of an empty index. Each row comes with its
+	// rowid, by which qClaimSetN writes it back in the same transaction
+	// (the write lock keeps it from moving). Its limit is a CAST, not a
+	// bare parameter: SQLite's planner reads a bare LIMIT ?'s value and so
+	// recompiles the statement whenever it changes, which a push claim's
+	// limit (the free slots) does on nearly every call. Its parameters are
+	// claimDueArgs'.
+	qClaimDue = define(onFast, `SELECT * FROM (SELECT `+cols("", taskCols)+`, rowid FROM tasks
+		WHERE instance_id = ?1 AND queue = ?2 AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= ?3
+		AND priority > 0 AND `+routeSQLAt(4)+`
+		ORDER BY priority DESC, run_at, id LIMIT CAST(?8 AS INTEGER))
+	UNION ALL
+	SELECT * FROM (SELECT `+cols("", taskCols)+`, rowid FROM tasks
+		WHERE instance_id = ?1 AND queue = ?2 AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= ?3
+		AND priority = 0 AND `+routeSQLAt(4)+`
+		ORDER BY run_at, id LIMIT CAST(?8 AS INTEGER))
+	LIMIT CAST(?8 AS INTEGER)`)
 	// qClaimSetN holds, by chunk size, the UPDATE that stores what
 	// task.Claim changed in that many tasks. Each entry names its row by
 	// the rowid qClaimDue read, so the planner can only walk the entries
@@ -78,9 +90,18 @@ var qClaimSetUniformN = defineChunked(onFast, 3, func(rows string) string {
 
 // routeSQL is store.RouteFilter as a condition on a task row; its four
 // parameters are routeArgs'.
-const routeSQL = `(? OR created_at <= ? OR CASE WHEN target IS NULL THEN ?
+var routeSQL = strings.NewReplacer("?A", "?", "?B", "?", "?C", "?", "?D", "?").Replace(routeSQLTemplate)
+
+// routeSQLAt is routeSQL with its parameters numbered from n (?n to ?n+3).
+func routeSQLAt(n int) string {
+	return strings.NewReplacer("?A", "?"+strconv.Itoa(n), "?B", "?"+strconv.Itoa(n+1), "?C", "?"+strconv.Itoa(n+2),
+		"?D", "?"+strconv.Itoa(n+3)).Replace(routeSQLTemplate)
+}
+
+// routeSQLTemplate is routeSQL with its parameters named ?A–?D.
+const routeSQLTemplate = `(?A OR created_at <= ?B OR CASE WHEN target IS NULL THEN ?C
 	ELSE coalesce(json_extract(target, '$.function'), '') = ''
-		OR json_extract(target, '$.function') IN (SELECT value FROM json_each(?)) END)`
+		OR json_extract(target, '$.function') IN (SELECT value FROM json_each(?D)) END)`
 
 // routeArgs are routeSQL's parameters for p.
 func routeArgs(p *store.ClaimParams) []any {

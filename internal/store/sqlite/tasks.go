@@ -157,7 +157,7 @@ func taskInsertArgs(args []any, t *task.Task) ([]any, error) {
 	}
 	return append(args, t.InstanceID, t.ID, t.Queue, nullStr(t.Name), string(t.State), boolInt(t.Pull),
 		t.Attempt, t.MaxAttempts, t.RunAt, t.CreatedAt, t.StartedAt, t.DeadlineAt, t.FinishedAt, t.LeaseID,
-		t.LeaseExpiresAt, t.DeadlineSeconds, t.Source, t.Depth, nullStr(t.DeadLetterOf), t.LastError, target,
+		t.LeaseExpiresAt, t.DeadlineSeconds, t.Source, t.Depth, t.Priority, nullStr(t.DeadLetterOf), t.LastError, target,
 		nullBytes(t.Params), attempts, payloadBytes(t.Payload), nullBytes(t.Result)), nil
 }
 

@@ -15,6 +15,7 @@ import (
 var addClaimCases = []testCase{
 	{"ClaimsWhatItAdds", testAddClaimClaimsWhatItAdds},
 	{"KeepsTheLimits", testAddClaimKeepsTheLimits},
+	{"Priority", testAddClaimPriority},
 	{"KeepsTheQueueCapAndRate", testAddClaimKeepsTheQueueCapAndRate},
 	{"FullBatch", testAddClaimFullBatch},
 	{"FunctionSlots", testAddClaimFunctionSlots},
@@ -84,6 +85,27 @@ func testAddClaimClaimsWhatItAdds(t *testing.T, e *env) {
 	}
 	if string(claimed[1].Payload) != string(a.Payload) {
 		t.Fatalf("claimed payload %q, added %q", claimed[1].Payload, a.Payload)
+	}
+}
+
+// testAddClaimPriority: an add's claim takes its tasks and the queue's
+// earlier due ones in claim order: a prioritized task added goes before
+// the default ones already due, and a prioritized one already due before
+// a default one added.
+func testAddClaimPriority(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePush)
+	prio := func(n int) func(*task.AddInput) { return func(in *task.AddInput) { in.Priority = &n } }
+	older := e.add(e.newTask(q, T0))[0]
+	urgent := e.newTask(q, T0+5, prio(3))
+	_, claimed := e.addClaim(q, T0+5, 1, nil, e.newTask(q, T0+5), urgent)
+	if len(claimed) != 1 || claimed[0].ID != urgent.ID || claimed[0].Priority != 3 {
+		t.Fatalf("claimed %v; want the prioritized task added, %s", ids(claimed), urgent.ID)
+	}
+	waiting := e.add(e.newTask(q, T0+6, prio(7)))[0]
+	_, claimed = e.addClaim(q, T0+7, 2, nil, e.newTask(q, T0+7))
+	if len(claimed) != 2 || claimed[0].ID != waiting.ID || claimed[1].ID != older.ID {
+		t.Fatalf("claimed %v; want %s, then %s", ids(claimed), waiting.ID, older.ID)
 	}
 }
 

@@ -14,6 +14,7 @@ var claimCases = []testCase{
 	{"OnlyDue", testClaimOnlyDue},
 	{"OnlyClaimableStates", testClaimOnlyClaimableStates},
 	{"OrderAndLimit", testClaimOrderAndLimit},
+	{"Priority", testClaimPriority},
 	{"Fields", testClaimFields},
 	{"Scope", testClaimScope},
 	{"Concurrent", testClaimConcurrent},
@@ -214,6 +215,45 @@ func testClaimOrderAndLimit(t *testing.T, e *env) {
 	sameIDs(t, "claim 3", got, "t3a", "t3b", "t4")
 	got = e.claim(q, T0+10, 3, 1000)
 	sameIDs(t, "claim rest", got, "t5")
+}
+
+// testClaimPriority: a queue's due tasks are claimed from the highest
+// priority down, each priority in runAt order, the default (0) last; a
+// prioritized task not yet due waits; a prioritized task keeps its
+// priority through a failed attempt and is claimed first again once its
+// backoff is over; the priority is stored and read back.
+func testClaimPriority(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull, func(q *task.Queue) { q.MinBackoffSeconds = 1 })
+	prio := func(n int) func(*task.AddInput) { return func(in *task.AddInput) { in.Priority = &n } }
+	e.withID(q, "p0-first", T0, T0+1)
+	e.withID(q, "p5-late", T0, T0+5, prio(5))
+	e.withID(q, "p5-early", T0, T0+2, prio(5))
+	e.withID(q, "p9", T0, T0+8, prio(9))
+	e.withID(q, "p9-future", T0, T0+100, prio(9))
+	e.withID(q, "p0-second", T0, T0+3)
+	e.withID(q, "p1", T0, T0+9, prio(1))
+	if got := e.get(inst.ID, "p5-late"); got.Priority != 5 {
+		t.Fatalf("stored priority %d, want 5", got.Priority)
+	}
+	got := e.claim(q, T0+10, 2, 60_000)
+	sameIDs(t, "claim 2", got, "p9", "p5-early")
+	got = e.claim(q, T0+10, 3, 60_000)
+	sameIDs(t, "claim 3", got, "p5-late", "p1", "p0-first")
+	got = e.claim(q, T0+10, 10, 60_000)
+	sameIDs(t, "claim the rest", got, "p0-second")
+	if got[0].Priority != 0 {
+		t.Fatalf("claimed priority %d", got[0].Priority)
+	}
+	got = e.claim(q, T0+100, 10, 60_000)
+	sameIDs(t, "claim at T0+100", got, "p9-future")
+	e.finish(q, got[0], T0+101, fail("x")) // RETRY_WAIT, due at T0+1101
+	e.withID(q, "p0-third", T0+101, T0+102)
+	got = e.claim(q, T0+2000, 1, 60_000)
+	sameIDs(t, "claim after the backoff", got, "p9-future")
+	if got[0].Priority != 9 || got[0].Attempt != 2 {
+		t.Fatalf("retried claim: priority %d, attempt %d", got[0].Priority, got[0].Attempt)
+	}
 }
 
 func testClaimFields(t *testing.T, e *env) {

@@ -1,0 +1,41 @@
+package embedded
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+)
+
+// TestPriority: a push queue delivers its due tasks from the highest
+// priority down, each priority in runAt order, the default (0) last — one
+// at a time under maxConcurrent 1, on each store; a task answers its
+// priority; one out of range is refused naming the field.
+func TestPriority(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, kind string) {
+		e, _ := open(t, kind)
+		ctx := context.Background()
+		ran := make(chan string, 8)
+		must(t, e.Handle("app/x", func(_ context.Context, tk *Task) (json.RawMessage, error) {
+			ran <- tk.Name
+			return nil, nil
+		}))
+		must(t, e.CreateQueue(ctx, "jobs", "q", QueueOptions{Function: "app/x", Paused: true, MaxConcurrent: 1}))
+		ids := add(t, e, "q", NewTask{Name: "plain-1"}, NewTask{Name: "low", Priority: 1}, NewTask{Name: "plain-2"},
+			NewTask{Name: "high", Priority: 9}, NewTask{Name: "mid", Priority: 4})
+		if tk, err := e.Get(ctx, "jobs", ids[3]); err != nil || tk.Priority != 9 {
+			t.Fatalf("Get: priority %v, %v", tk, err)
+		}
+		must(t, e.SetPaused(ctx, "jobs", "q", false))
+		var order []string
+		for range ids {
+			order = append(order, <-ran)
+		}
+		if want := []string{"high", "mid", "low", "plain-1", "plain-2"}; !slices.Equal(order, want) {
+			t.Fatalf("delivered %v, want %v", order, want)
+		}
+		_, err := e.Add(ctx, "jobs", "q", NewTask{Priority: 10})
+		wantCode(t, err, "INVALID_ARGUMENT", "tasks[0].priority", "priority 10")
+	})
+}
