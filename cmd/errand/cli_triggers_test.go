@@ -27,8 +27,8 @@ func TestCLITriggers(t *testing.T) {
 		tr.Schedule.TimeZone != "Europe/Paris" || !tr.Enabled {
 		t.Fatalf("schedule rule %+v", sched.Trigger)
 	}
-	c.json(&hook, "triggers", "create", "--queue", "jobs/reports", "--hook", "--header", "X-Event")
-	if tr := hook.Trigger; tr == nil || tr.Hook == nil || tr.Hook.Path == "" || strings.Join(tr.Hook.Headers, ",") != "X-Event" {
+	c.json(&hook, "triggers", "create", "--queue", "jobs/reports", "--hook", "--header", "X-Event", "--priority", "5")
+	if tr := hook.Trigger; tr == nil || tr.Hook == nil || tr.Hook.Path == "" || strings.Join(tr.Hook.Headers, ",") != "X-Event" || tr.Priority != 5 {
 		t.Fatalf("hook rule %+v", hook.Trigger)
 	}
 	c.json(&chain, "triggers", "create", "--queue", "reports", "--on-queue", "default", "--on", "succeeded,failed", "--id", "after-default")
@@ -54,8 +54,10 @@ func TestCLITriggers(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("POST to the printed hook URL: %d", resp.StatusCode)
 	}
-	if out := c.ok("list", "-q", "reports"); !strings.Contains(out, "scheduled") {
-		t.Fatalf("no task from the hook:\n%s", out)
+	var fromHook errandapi.TaskPage
+	c.json(&fromHook, "list", "-q", "reports")
+	if len(fromHook.Tasks) != 1 || fromHook.Tasks[0].State != "scheduled" || fromHook.Tasks[0].Priority != 5 {
+		t.Fatalf("the hook's task: %+v; want one, scheduled, priority 5 (the rule's)", fromHook.Tasks)
 	}
 
 	id := sched.Trigger.ID
@@ -88,6 +90,7 @@ func TestCLITriggers(t *testing.T) {
 		{"--secret", []string{"triggers", "update", id, "--secret", "whsec_x"}},
 		{"--on", []string{"triggers", "create", "--queue", "reports", "--on-queue", "default", "--on", "done"}},
 		{"--header", []string{"triggers", "create", "--queue", "reports", "--hook", "--header", "X-Event", "--header", "Authorization"}},
+		{"--priority", []string{"triggers", "update", id, "--priority", "12"}},
 	} {
 		r := c.run("", cs.args...)
 		if r.code != exitRefused || !strings.Contains(r.errout, "INVALID_ARGUMENT: "+cs.flag+":") {

@@ -121,6 +121,7 @@ func showTrigger(c *cobra.Command, f *apiFlags, tr *errandapi.Trigger, err error
 	}
 	t.row("payload template", rawOr(tr.Payload, "-"))
 	t.row("params", rawOr(tr.Params, "-"))
+	t.row("priority", tr.Priority)
 	t.row("fired", tr.Fired)
 	t.row("errors", tr.ErrorCount)
 	t.row("lastError", strPtr(tr.LastError))
@@ -149,10 +150,11 @@ Paddle's, Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopif
 SendGrid's, HubSpot's X-HubSpot-Signature-v3, Mailgun's (in the body), or WooCommerce's,
 Linear's, Sentry's, Typeform's or Intercom's), or
 when a task of --on-queue ends (--on succeeded, failed or both). Its tasks take --payload
-as their payload (default: the request body, or the ended task's result) and --params. The
-node checks every value and names the one it refuses. With --json: {"trigger": {...}}.`,
+as their payload (default: the request body, or the ended task's result), --params, and
+--priority (0–9, default 0: a queue's due tasks of a higher priority go first). The node
+checks every value and names the one it refuses. With --json: {"trigger": {...}}.`,
 		Example: `  errand triggers create -i jobs --queue reports --cron '0 6 * * 1-5' --time-zone Europe/Paris --payload '{"report":"daily"}'
-  errand triggers create -i jobs --queue inbound --hook --header X-GitHub-Event
+  errand triggers create -i jobs --queue inbound --hook --header X-GitHub-Event --priority 5
   errand triggers create -i jobs --queue receipts --on-queue orders --on succeeded`,
 		Args: noArgs,
 	}
@@ -244,6 +246,7 @@ type triggerFlags struct {
 	id, queue, cron, timeZone, secret, onQueue, payload, params string
 	headers, on                                                 []string
 	hook, enabled                                               bool
+	priority                                                    int
 }
 
 func addTriggerFlags(c *cobra.Command, update bool) *triggerFlags {
@@ -265,6 +268,7 @@ func addTriggerFlags(c *cobra.Command, update bool) *triggerFlags {
 	fs.StringSliceVar(&t.on, "on", nil, "a chain rule's outcomes: succeeded, failed or both (default succeeded)")
 	fs.StringVar(&t.payload, "payload", "", "the payload template of the tasks it adds, any JSON"+clear)
 	fs.StringVar(&t.params, "params", "", "the params of the tasks it adds, a JSON object"+clear)
+	fs.IntVar(&t.priority, "priority", 0, "the priority of the tasks it adds, 0–9 (higher goes first)")
 	fs.BoolVar(&t.enabled, "enabled", true, "whether the rule fires (--enabled=false stops it)")
 	return t
 }
@@ -333,6 +337,9 @@ func (t *triggerFlags) request(c *cobra.Command, instance string) (errandapi.Tri
 			*js.dst = json.RawMessage(js.val)
 		}
 	}
+	if set("priority") {
+		r.Priority = &t.priority
+	}
 	if set("enabled") {
 		r.Enabled = &t.enabled
 	}
@@ -360,7 +367,7 @@ func countTrue(bs ...bool) int {
 // isEmptyTriggerRequest reports whether r changes nothing.
 func isEmptyTriggerRequest(r errandapi.TriggerRequest) bool {
 	return r.Queue == nil && r.Schedule == nil && r.Hook == nil && r.Task == nil &&
-		r.Payload == nil && r.Params == nil && r.Enabled == nil
+		r.Payload == nil && r.Params == nil && r.Priority == nil && r.Enabled == nil
 }
 
 // triggerFields names the flags of triggers create and update that set the
@@ -369,5 +376,5 @@ var triggerFields = fieldFlags{
 	"id": {"id"}, "queue": {"queue"}, "schedule": {"cron", "time-zone"}, "schedule.cron": {"cron"},
 	"schedule.timeZone": {"time-zone"}, "hook": {"hook", "secret", "header"}, "hook.secret": {"secret"},
 	"hook.headers": {"header"}, "task": {"on-queue", "on"}, "task.queue": {"on-queue"}, "task.on": {"on"},
-	"payload": {"payload"}, "params": {"params"}, "enabled": {"enabled"},
+	"payload": {"payload"}, "params": {"params"}, "priority": {"priority"}, "enabled": {"enabled"},
 }

@@ -30,7 +30,7 @@ type rulesData struct {
 
 // newRuleFields are the new-rule form's fields shown again with a
 // refusal: not the hook secret, which a page never shows.
-var newRuleFields = []string{"kind", "queue", "cron", "timeZone", "watch", "on", "payload"}
+var newRuleFields = []string{"kind", "queue", "cron", "timeZone", "watch", "on", "payload", "priority"}
 
 // showRules renders the rules page, with the API's refusal of a change and
 // the form as sent.
@@ -69,8 +69,8 @@ func (c *Console) createRule(w http.ResponseWriter, r *http.Request, s *session)
 
 // ruleRequest is the new-rule form as the API's request: the queues are
 // this instance's; every bound is the API's. Only a payload that is not
-// JSON (which cannot travel) and a kind the form does not offer are
-// refused here.
+// JSON (which cannot travel), a priority that is not a whole number and a
+// kind the form does not offer are refused here.
 func ruleRequest(inst string, f url.Values) (errandapi.TriggerRequest, *errandapi.Error) {
 	queue := inst + "/" + strings.TrimSpace(f.Get("queue"))
 	req := errandapi.TriggerRequest{Queue: &queue}
@@ -79,6 +79,13 @@ func ruleRequest(inst string, f url.Values) (errandapi.TriggerRequest, *errandap
 			return req, badField("payload", "must be JSON (or empty: a schedule's tasks then carry null, a hook's the request body, a task rule's the ended task)")
 		}
 		req.Payload = json.RawMessage(p)
+	}
+	if p := strings.TrimSpace(f.Get("priority")); p != "" {
+		n, err := parseWhole("priority", p)
+		if err != nil {
+			return req, err
+		}
+		req.Priority = &n
 	}
 	switch f.Get("kind") {
 	case "schedule":

@@ -116,10 +116,12 @@ func TestRulesCreateAndDelete(t *testing.T) {
 	u.get("/console/i/jobs/rules?done=created&rule="+hook).want(t, http.StatusOK, "each POST to "+got.Hook.Path+" on this server adds a task").
 		lacks(t, "a-hook-secret-of-length")
 
-	onFail := created(create(url.Values{"kind": {"task"}, "queue": {"pull"}, "watch": {"flaky"}, "on": {"failed"}}))
-	if got, err = e.api.GetTrigger(ctx, "jobs", onFail); err != nil || got.Task == nil || got.Task.Queue != "jobs/flaky" || len(got.Task.On) != 1 || got.Task.On[0] != "failed" {
+	onFail := created(create(url.Values{"kind": {"task"}, "queue": {"pull"}, "watch": {"flaky"}, "on": {"failed"}, "priority": {"4"}}))
+	if got, err = e.api.GetTrigger(ctx, "jobs", onFail); err != nil || got.Task == nil || got.Task.Queue != "jobs/flaky" || len(got.Task.On) != 1 ||
+		got.Task.On[0] != "failed" || got.Priority != 4 {
 		t.Fatalf("task rule made by the form: %+v %v", got, err)
 	}
+	u.get("/console/i/jobs/rules").want(t, http.StatusOK, `priority 4</span>`)
 
 	// Refusals: the API's, naming the field, with the form as sent but the
 	// secret; the payload's JSON and the kind are the form's own.
@@ -129,6 +131,8 @@ func TestRulesCreateAndDelete(t *testing.T) {
 	create(url.Values{"kind": {"schedule"}, "queue": {"pull"}, "cron": {"@hourly"}, "payload": {"{not json"}}).
 		want(t, http.StatusBadRequest, "payload: must be JSON", "{not json")
 	create(url.Values{"kind": {"sometimes"}, "queue": {"pull"}}).want(t, http.StatusBadRequest, "kind: must be schedule, hook or task")
+	create(url.Values{"kind": {"hook"}, "queue": {"pull"}, "priority": {"10"}}).want(t, http.StatusBadRequest, "priority: must be 0–9", `value="10"`)
+	create(url.Values{"kind": {"hook"}, "queue": {"pull"}, "priority": {"1.5"}}).want(t, http.StatusBadRequest, "priority: must be a whole number")
 	if list, _ := e.api.ListTriggers(ctx, "jobs"); len(list) != 3 {
 		t.Fatalf("%d rules after the refusals, want 3", len(list))
 	}

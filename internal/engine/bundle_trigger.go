@@ -20,6 +20,7 @@ type BundleTrigger struct {
 	Queue    string                   `json:"queue"` // "<instance>/<queue>"
 	Params   json.RawMessage          `json:"params"`
 	Payload  json.RawMessage          `json:"payload"`
+	Priority int                      `json:"priority,omitempty"` // bundles made before priorities hold none
 	Enabled  bool                     `json:"enabled"`
 	Schedule *BundleSchedule          `json:"schedule,omitempty"`
 	Hook     *BundleHook              `json:"hook,omitempty"`
@@ -41,7 +42,8 @@ type BundleHook struct {
 
 // bundleTrigger is tr as a bundle holds it; instance is its instance's name.
 func bundleTrigger(tr *task.Trigger, instance string) BundleTrigger {
-	bt := BundleTrigger{ID: tr.ID, Queue: tr.Target(instance), Params: normRaw(tr.Params), Payload: normRaw(tr.Payload), Enabled: tr.Enabled}
+	bt := BundleTrigger{ID: tr.ID, Queue: tr.Target(instance), Params: normRaw(tr.Params), Payload: normRaw(tr.Payload),
+		Priority: tr.Priority, Enabled: tr.Enabled}
 	switch tr.Kind {
 	case task.TriggerSchedule:
 		bt.Schedule = &BundleSchedule{Cron: tr.Cron, TimeZone: tr.TimeZone}
@@ -56,7 +58,8 @@ func bundleTrigger(tr *task.Trigger, instance string) BundleTrigger {
 // BundleTriggerOf is a rule of the v1 API in the bundle's shape (what
 // errand import compares a bundle's rule with).
 func BundleTriggerOf(tr errandapi.Trigger) BundleTrigger {
-	bt := BundleTrigger{ID: tr.ID, Queue: tr.Queue, Params: normRaw(tr.Params), Payload: normRaw(tr.Payload), Enabled: tr.Enabled}
+	bt := BundleTrigger{ID: tr.ID, Queue: tr.Queue, Params: normRaw(tr.Params), Payload: normRaw(tr.Payload),
+		Priority: tr.Priority, Enabled: tr.Enabled}
 	switch {
 	case tr.Schedule != nil:
 		bt.Schedule = &BundleSchedule{Cron: tr.Schedule.Cron, TimeZone: tr.Schedule.TimeZone}
@@ -85,8 +88,9 @@ func normRaw(raw json.RawMessage) json.RawMessage {
 // its secret; create adds the id.
 func (bt BundleTrigger) Request(create bool) errandapi.TriggerRequest {
 	q := bt.Queue
-	enabled := bt.Enabled
-	r := errandapi.TriggerRequest{Queue: &q, Params: orNull(bt.Params), Payload: orNull(bt.Payload), Enabled: &enabled}
+	enabled, priority := bt.Enabled, bt.Priority
+	r := errandapi.TriggerRequest{Queue: &q, Params: orNull(bt.Params), Payload: orNull(bt.Payload), Priority: &priority,
+		Enabled: &enabled}
 	if create {
 		r.ID = bt.ID
 	}
@@ -107,7 +111,8 @@ func (bt BundleTrigger) Request(create bool) errandapi.TriggerRequest {
 // patch is bt as the domain's patch (the same fields as Request).
 func (bt BundleTrigger) patch(create bool) *task.TriggerPatch {
 	r := bt.Request(create)
-	p := &task.TriggerPatch{ID: r.ID, Queue: r.Queue, Params: &r.Params, Payload: &r.Payload, Enabled: r.Enabled}
+	p := &task.TriggerPatch{ID: r.ID, Queue: r.Queue, Params: &r.Params, Payload: &r.Payload, Priority: r.Priority,
+		Enabled: r.Enabled}
 	switch {
 	case r.Schedule != nil:
 		p.Schedule = &task.SchedulePatch{Cron: r.Schedule.Cron, TimeZone: r.Schedule.TimeZone}

@@ -101,7 +101,7 @@ const HookPathPrefix = "/v1/hooks/"
 // TriggerPatchOf is a v1 API rule request (a create's or a PATCH's body)
 // in the domain's shape.
 func TriggerPatchOf(b *errandapi.TriggerRequest) *task.TriggerPatch {
-	p := &task.TriggerPatch{ID: b.ID, Queue: b.Queue, Enabled: b.Enabled}
+	p := &task.TriggerPatch{ID: b.ID, Queue: b.Queue, Priority: b.Priority, Enabled: b.Enabled}
 	if b.Params != nil {
 		p.Params = &b.Params
 	}
@@ -126,7 +126,7 @@ func TriggerPatchOf(b *errandapi.TriggerRequest) *task.TriggerPatch {
 func TriggerJSON(tr *task.Trigger, instance string, withPath bool) *errandapi.Trigger {
 	out := &errandapi.Trigger{
 		ID: tr.ID, Kind: errandapi.TriggerKind(tr.Kind), Queue: tr.Target(instance), Params: nullRaw(tr.Params),
-		Payload: nullRaw(tr.Payload), Enabled: tr.Enabled, Fired: tr.Fired, ErrorCount: tr.ErrorCount,
+		Payload: nullRaw(tr.Payload), Priority: tr.Priority, Enabled: tr.Enabled, Fired: tr.Fired, ErrorCount: tr.ErrorCount,
 		CreatedAt: tr.CreatedAt, UpdatedAt: tr.UpdatedAt, LastError: nonZero(tr.LastError),
 	}
 	if tr.LastError != "" {

@@ -55,7 +55,7 @@ func TestOpsExportImport(t *testing.T) {
 		b.do("PATCH", "/v1/tasks/jobs/settings", map[string]any{"retentionDays": 3, "rateLimit": 100}).want(t, 200, "")
 		b.do("POST", "/v1/instances", map[string]any{"name": "empty"}).want(t, 201, "")
 		secret := id.WebhookKey()
-		sched := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/dead","schedule":{"cron":"@every 1m"},"params":{"team": "ops"},"payload":{"r":1}}`).want(t, 201, "").obj("trigger")
+		sched := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/dead","schedule":{"cron":"@every 1m"},"params":{"team": "ops"},"payload":{"r":1},"priority":3}`).want(t, 201, "").obj("trigger")
 		open := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/dead","hook":{"headers":["x-event"]}}`).want(t, 201, "").obj("trigger")
 		signed := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/dead","hook":{"secret":"`+secret+`"}}`).want(t, 201, "").obj("trigger")
 		chain := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/mail","task":{"queue":"jobs/dead","on":["succeeded","failed"]},"enabled":false}`).want(t, 201, "").obj("trigger")
@@ -152,7 +152,11 @@ func TestOpsExportImport(t *testing.T) {
 		tasks := other.do("GET", "/v1/tasks/jobs/queues/dead/tasks", nil).want(t, 200, "").list("tasks")
 		sources := map[string]int{}
 		for _, tk := range tasks {
-			sources[tk.(map[string]any)["source"].(string)]++
+			tk := tk.(map[string]any)
+			sources[tk["source"].(string)]++
+			if want := map[string]float64{"schedule": 3}[tk["source"].(string)]; tk["priority"] != want {
+				t.Errorf("a %s task on the other host: priority %v, want %v (the rule's, carried by the bundle)", tk["source"], tk["priority"], want)
+			}
 		}
 		if sources["schedule"] != 1 || sources["hook"] != 1 || len(tasks) != 2 {
 			t.Fatalf("tasks on the other host: %v", tasks)

@@ -41,3 +41,29 @@ func TestPriority(t *testing.T) {
 		t.Fatalf("GET: priority %v, want 9", p)
 	}
 }
+
+// TestRulePriority: a rule's priority is the priority of the tasks it adds
+// (a hook call's task here), answered with the rule and changed by PATCH.
+func TestRulePriority(t *testing.T) {
+	s := setupServe(t)
+	a := s.as(s.key("acme", "full:*"))
+	a.do("POST", "/v1/instances", `{"name":"jobs"}`).want(t, 201, "")
+	a.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	tr := a.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{},"priority":6}`).want(t, 201, "").obj("trigger")
+	if tr["priority"] != 6.0 {
+		t.Fatalf("created rule: priority %v", tr["priority"])
+	}
+	path := tr["hook"].(map[string]any)["path"].(string)
+	id := s.hookCall(path, []byte(`{}`), nil).want(t, 202, "").body["id"].(string)
+	if p := a.do("GET", "/v1/tasks/jobs/tasks/"+id, nil).want(t, 200, "").obj("task")["priority"]; p != 6.0 {
+		t.Fatalf("the hook's task: priority %v, want 6", p)
+	}
+	up := a.do("PATCH", "/v1/tasks/jobs/triggers/"+tr["id"].(string), `{"priority":0}`).want(t, 200, "").obj("trigger")
+	if up["priority"] != 0.0 {
+		t.Fatalf("patched rule: priority %v", up["priority"])
+	}
+	id = s.hookCall(path, []byte(`{}`), nil).want(t, 202, "").body["id"].(string)
+	if p := a.do("GET", "/v1/tasks/jobs/tasks/"+id, nil).want(t, 200, "").obj("task")["priority"]; p != 0.0 {
+		t.Fatalf("after the PATCH: priority %v, want 0", p)
+	}
+}

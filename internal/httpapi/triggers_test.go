@@ -59,6 +59,8 @@ func TestTriggerRoutesRefuseBadInput(t *testing.T) {
 		{`{"queue":"jobs/out"}`, "INVALID_ARGUMENT", "schedule"},
 		{`{"queue":"jobs/out","hook":{},"task":{"queue":"jobs/out"}}`, "INVALID_ARGUMENT", "task: send exactly one of schedule, hook or task; hook is sent too"},
 		{`{"queue":"jobs/out","hook":{"secret":"plain"}}`, "INVALID_ARGUMENT", "hook.secret"},
+		{`{"queue":"jobs/out","hook":{},"priority":10}`, "INVALID_ARGUMENT", "priority: must be 0–9"},
+		{`{"queue":"jobs/out","hook":{},"priority":"high"}`, "INVALID_ARGUMENT", "priority: "},
 		{`{"queue":"jobs/out","hook":{"headers":["X-Event","bad header"]}}`, "INVALID_ARGUMENT", "hook.headers[1]: \"bad header\" is not a header name"},
 		{`{"queue":"jobs/out","hook":{"headers":["X-Event","authorization"]}}`, "INVALID_ARGUMENT", "hook.headers[1]: Authorization carries credentials"},
 		{`{"queue":"jobs/out","hook":{"headers":["Cookie"]}}`, "INVALID_ARGUMENT", "hook.headers[0]: Cookie carries credentials"},

@@ -50,6 +50,7 @@ func TestErrorsCarryCodes(t *testing.T) {
 		{"tasks_set_queue", obj{"instance": "jobs", "queue": "bad name!"}, "INVALID_ARGUMENT", 400, "queue: "},
 		{"tasks_add", obj{"instance": "jobs", "queue": "work", "tasks": hundredAndOne()}, "INVALID_ARGUMENT", 400, "tasks: must hold at most 100 items"},
 		{"tasks_update_trigger", obj{"instance": "jobs", "id": "r", "task": obj{"on": []any{"succeeded", "done"}}}, "INVALID_ARGUMENT", 400, "task.on[1]: must be one of"},
+		{"tasks_update_trigger", obj{"instance": "jobs", "id": "r", "priority": -1}, "INVALID_ARGUMENT", 400, "priority: must be at least 0"},
 		// A tool that changes settings refuses a null that cannot clear
 		// one, as the API's PATCH does (a null that can clear, taken).
 		{"tasks_set_queue", obj{"instance": "jobs", "queue": "work", "maxAttempts": nil}, "INVALID_ARGUMENT", 400, "maxAttempts: cannot be null: leave it out to keep the current value"},

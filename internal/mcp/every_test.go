@@ -165,8 +165,9 @@ func TestEveryTool(t *testing.T) {
 	if len(tl.Triggers) != 3 || tl.Triggers[0].ID != sched.ID || !strings.HasPrefix(sum, "3 trigger rules in jobs: schedule rule") {
 		t.Fatalf("rules %+v %q", tl, sum)
 	}
-	sum = s.ok("tasks_update_trigger", obj{"instance": "jobs", "id": sched.ID, "enabled": false, "params": nil}, &tr)
-	if tr.Trigger.Enabled || tr.Trigger.Schedule.Cron != "*/5 * * * *" || string(tr.Trigger.Params) != "null" || !strings.Contains(sum, ", disabled") {
+	sum = s.ok("tasks_update_trigger", obj{"instance": "jobs", "id": sched.ID, "enabled": false, "params": nil, "priority": 2}, &tr)
+	if tr.Trigger.Enabled || tr.Trigger.Schedule.Cron != "*/5 * * * *" || string(tr.Trigger.Params) != "null" || !strings.Contains(sum, ", disabled") ||
+		tr.Trigger.Priority != 2 {
 		t.Fatalf("changed rule %+v %q", tr.Trigger, sum)
 	}
 	s.ok("tasks_get_trigger", obj{"instance": "jobs", "id": sched.ID}, &tr)

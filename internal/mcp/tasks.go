@@ -50,9 +50,7 @@ var taskTools = []tool{
 		shape: func(s *jsonschema.Schema) {
 			one, hundred := 1, 100
 			s.Properties["tasks"].MinItems, s.Properties["tasks"].MaxItems = &one, &hundred
-			lo, hi := 0.0, float64(errandapi.MaxPriority)
-			p := s.Properties["tasks"].Items.Properties["priority"]
-			p.Minimum, p.Maximum = &lo, &hi
+			shapePriority(s.Properties["tasks"].Items.Properties["priority"])
 		},
 	}, func(ctx context.Context, c *client.Client, in addIn) (*errandapi.AddResponse, string, error) {
 		tasks := make([]errandapi.NewTask, len(in.Tasks))

@@ -42,6 +42,7 @@ type onTaskIn struct {
 type ruleFields struct {
 	Params   json.RawMessage `json:"params,omitempty" jsonschema:"A JSON object the rule's tasks receive as their params (beside a hook's copied headers); null clears it."`
 	Payload  json.RawMessage `json:"payload,omitempty" jsonschema:"The payload template: a schedule rule's tasks carry it as their payload; a hook's empty call gets it; a task rule puts it in its payload as template. Any JSON; null clears it."`
+	Priority *int            `json:"priority,omitempty" jsonschema:"The priority of the tasks the rule adds, 0–9 (default 0): a queue's due tasks of a higher priority are delivered or leased first."`
 	Enabled  *bool           `json:"enabled,omitempty" jsonschema:"A disabled rule adds nothing (a disabled hook answers NOT_FOUND). Default true."`
 	Schedule *scheduleIn     `json:"schedule,omitempty" jsonschema:"A schedule rule: cron and time zone. Exactly one of schedule, hook and task on create; an update may change only the rule's own kind."`
 	Hook     *hookIn         `json:"hook,omitempty" jsonschema:"A hook rule: POST <errand>/v1/hooks/{instance}/{token} (the rule's hook.path, no API key needed) adds a task whose payload is the JSON body (or, for a form sent as application/x-www-form-urlencoded, {\"field\": [\"value\"]}). Give {} for a hook without secret or headers."`
@@ -70,6 +71,13 @@ func shapeRule(s *jsonschema.Schema) {
 	if on := s.Properties["task"].Properties["on"]; on != nil && on.Items != nil {
 		on.Items.Enum = []any{"succeeded", "failed"}
 	}
+	shapePriority(s.Properties["priority"])
+}
+
+// shapePriority bounds a task priority's schema to 0–MaxPriority.
+func shapePriority(p *jsonschema.Schema) {
+	lo, hi := 0.0, float64(errandapi.MaxPriority)
+	p.Minimum, p.Maximum = &lo, &hi
 }
 
 var triggerTools = []tool{
@@ -173,7 +181,7 @@ func otherKindFirst(ctx context.Context, c *client.Client, args json.RawMessage,
 
 // request is the API body of f; queues are qualified with instance.
 func (f ruleFields) request(instance string) errandapi.TriggerRequest {
-	req := errandapi.TriggerRequest{Params: f.Params, Payload: f.Payload, Enabled: f.Enabled}
+	req := errandapi.TriggerRequest{Params: f.Params, Payload: f.Payload, Priority: f.Priority, Enabled: f.Enabled}
 	if f.Schedule != nil {
 		req.Schedule = &errandapi.TriggerScheduleSpec{Cron: f.Schedule.Cron, TimeZone: f.Schedule.TimeZone}
 	}

@@ -13,7 +13,7 @@ var TriggerColumns = []string{
 	"instance_id", "id", "kind", "queue", "enabled", "params", "payload", "cron", "time_zone",
 	"last_tick_at", "next_tick_at", "hook_token", "hook_secret", "hook_headers", "on_queue",
 	"on_succeeded", "on_failed", "fired", "error_count", "last_error", "last_error_at",
-	"created_at", "updated_at",
+	"created_at", "updated_at", "priority",
 }
 
 // TriggerArgs returns tr's values in TriggerColumns' order.
@@ -30,7 +30,7 @@ func TriggerArgs(tr *task.Trigger) ([]any, error) {
 		tr.InstanceID, tr.ID, string(tr.Kind), tr.Queue, tr.Enabled, nilIfEmpty(tr.Params), nilIfEmpty(tr.Payload),
 		tr.Cron, tr.TimeZone, tr.LastTickAt, tr.NextTickAt, nullString(tr.HookToken), tr.HookSecret, headers,
 		nullString(tr.OnQueue), tr.OnSucceeded, tr.OnFailed, tr.Fired, tr.ErrorCount, tr.LastError,
-		tr.LastErrorAt, tr.CreatedAt, tr.UpdatedAt,
+		tr.LastErrorAt, tr.CreatedAt, tr.UpdatedAt, tr.Priority,
 	}, nil
 }
 
@@ -47,7 +47,7 @@ func ScanTrigger(scan func(dest ...any) error) (*task.Trigger, error) {
 	if err := scan(&tr.InstanceID, &tr.ID, &kind, &tr.Queue, &tr.Enabled, &params, &payload, &tr.Cron,
 		&tr.TimeZone, &tr.LastTickAt, &tr.NextTickAt, &token, &tr.HookSecret, &headers, &onQueue,
 		&tr.OnSucceeded, &tr.OnFailed, &tr.Fired, &tr.ErrorCount, &tr.LastError, &tr.LastErrorAt,
-		&tr.CreatedAt, &tr.UpdatedAt); err != nil {
+		&tr.CreatedAt, &tr.UpdatedAt, &tr.Priority); err != nil {
 		return nil, err
 	}
 	tr.Kind = task.TriggerKind(kind)

@@ -53,6 +53,7 @@ type Trigger struct {
 	Queue      string          // the target queue, in the rule's instance
 	Params     json.RawMessage // a JSON object or nil; reaches the task as params
 	Payload    json.RawMessage // the payload template, nil for none
+	Priority   int             // the priority of the tasks it adds (0–MaxPriority)
 	Enabled    bool
 
 	// schedule
@@ -105,6 +106,7 @@ type TriggerPatch struct {
 	Queue    *string // "<instance>/<queue>"
 	Params   *json.RawMessage
 	Payload  *json.RawMessage
+	Priority *int
 	Enabled  *bool
 	Schedule *SchedulePatch
 	Hook     *HookPatch
@@ -219,6 +221,12 @@ func (p *TriggerPatch) Apply(tr *Trigger, instance string, create bool) error {
 			}
 			tr.Payload = *p.Payload
 		}
+	}
+	if p.Priority != nil {
+		if *p.Priority < 0 || *p.Priority > MaxPriority {
+			return FieldErrorf(CodeInvalidArgument, "priority", "must be 0–%d: the priority of the tasks the rule adds (higher is claimed first; 0 by default)", MaxPriority)
+		}
+		tr.Priority = *p.Priority
 	}
 	if p.Enabled != nil {
 		tr.Enabled = *p.Enabled

@@ -18,12 +18,22 @@ const MaxHookKeyLen = 400
 // tick, with the rule's payload template as its payload.
 func (tr *Trigger) ScheduleInput(tick int64) AddInput {
 	return AddInput{
-		Name:    TickName(tr.ID, tick),
-		Payload: tr.Payload,
-		Params:  tr.Params,
-		RunAt:   &tick,
-		Source:  SourceSchedule,
+		Name:     TickName(tr.ID, tick),
+		Payload:  tr.Payload,
+		Params:   tr.Params,
+		RunAt:    &tick,
+		Priority: tr.priority(),
+		Source:   SourceSchedule,
 	}
+}
+
+// priority is the priority of the tasks tr adds, as AddInput takes it.
+func (tr *Trigger) priority() *int {
+	if tr.Priority == 0 {
+		return nil
+	}
+	p := tr.Priority
+	return &p
 }
 
 // HookInput is the task a hook call adds: the request body is the payload
@@ -86,7 +96,7 @@ func (tr *Trigger) HookInput(body []byte, header func(name string) string, key, 
 			return AddInput{}, err
 		}
 	}
-	return AddInput{Name: name, Payload: payload, Params: params, Source: SourceHook}, nil
+	return AddInput{Name: name, Payload: payload, Params: params, Priority: tr.priority(), Source: SourceHook}, nil
 }
 
 // Fires reports whether a task rule fires for a task of its watched queue
@@ -187,5 +197,5 @@ func (tr *Trigger) ChainInput(parent *Task, s State) (AddInput, error) {
 			return AddInput{}, Errorf(CodeInternal, "chain payload: %v", err)
 		}
 	}
-	return AddInput{Payload: b, Params: tr.Params, Source: SourceTask, Depth: parent.Depth + 1}, nil
+	return AddInput{Payload: b, Params: tr.Params, Priority: tr.priority(), Source: SourceTask, Depth: parent.Depth + 1}, nil
 }

@@ -52,6 +52,9 @@ func TestTriggerPatchValidation(t *testing.T) {
 		{"id with dots", TriggerPatch{ID: "a.b..c", Queue: sp("jobs/q"), Hook: &HookPatch{}}, "", ""},
 		{"bad secret", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{Secret: func() **string { s := sp("nope"); return &s }()}}, CodeInvalidArgument, "hook.secret"},
 		{"task ok", TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{Queue: sp("jobs/a"), On: &[]string{"failed"}}}, "", ""},
+		{"priority ok", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{}, Priority: ip(9)}, "", ""},
+		{"priority too high", TriggerPatch{Queue: sp("jobs/q"), Hook: &HookPatch{}, Priority: ip(10)}, CodeInvalidArgument, "priority"},
+		{"priority negative", TriggerPatch{Queue: sp("jobs/q"), Schedule: &SchedulePatch{Cron: sp("@hourly")}, Priority: ip(-1)}, CodeInvalidArgument, "priority"},
 		{"task no queue", TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{}}, CodeInvalidArgument, "task.queue"},
 		{"task other instance", TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{Queue: sp("x/a")}}, CodeInvalidArgument, "task.queue"},
 		{"task bad on", TriggerPatch{Queue: sp("jobs/q"), Task: &TaskOnPatch{Queue: sp("jobs/a"), On: &[]string{"done"}}}, CodeInvalidArgument, "task.on[0]"},
@@ -113,6 +116,30 @@ func ticks(t *testing.T, expr, zone string, start time.Time, n int) []string {
 		out = append(out, at.In(loc).Format("01-02 15:04 MST"))
 	}
 	return out
+}
+
+func ip(n int) *int { return &n }
+
+// TestRulePriority: the tasks a rule adds (a schedule's tick, a hook call, a
+// chain) carry its priority; a rule without one adds them at 0.
+func TestRulePriority(t *testing.T) {
+	tr := &Trigger{ID: "r1", Kind: TriggerHook, Priority: 6}
+	hook, err := tr.HookInput([]byte(`{}`), func(string) string { return "" }, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := tr.ChainInput(&Task{ID: "t1"}, Succeeded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, in := range map[string]AddInput{"schedule": tr.ScheduleInput(1000), "hook": hook, "chain": chain} {
+		if in.Priority == nil || *in.Priority != 6 {
+			t.Errorf("%s: priority %v, want 6", what, in.Priority)
+		}
+	}
+	if in := (&Trigger{ID: "r2"}).ScheduleInput(1000); in.Priority != nil {
+		t.Errorf("a rule without a priority: %d", *in.Priority)
+	}
 }
 
 func TestScheduleDST(t *testing.T) {

@@ -62,7 +62,7 @@ func testTriggerCRUD(t *testing.T, e *env) {
 	other := e.instance("acme", "other")
 	e.queue(inst, "out", task.ModePull)
 	tr := e.rule(inst, task.TriggerSchedule, "out", func(tr *task.Trigger) {
-		tr.Params, tr.Payload = json.RawMessage(`{"a": 1}`), json.RawMessage(`[1, 2]`)
+		tr.Params, tr.Payload, tr.Priority = json.RawMessage(`{"a": 1}`), json.RawMessage(`[1, 2]`), 4
 	})
 	e.rule(inst, task.TriggerHook, "out", func(tr *task.Trigger) { tr.HookHeaders = []string{"X-Event"}; tr.HookSecret = "whsec_x" })
 	got, err := e.s.TriggerGet(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: tr.ID})
@@ -82,10 +82,10 @@ func testTriggerCRUD(t *testing.T, e *env) {
 		t.Fatalf("other instance lists %d", len(list))
 	}
 	up, err := e.s.TriggerUpdate(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: tr.ID}, func(tr *task.Trigger) error {
-		tr.Enabled, tr.Cron, tr.Kind, tr.Params, tr.UpdatedAt = false, "@hourly", task.TriggerHook, nil, T0+5
+		tr.Enabled, tr.Cron, tr.Kind, tr.Params, tr.UpdatedAt, tr.Priority = false, "@hourly", task.TriggerHook, nil, T0+5, 7
 		return nil
 	})
-	if err != nil || up.Kind != task.TriggerSchedule || up.Enabled || up.Cron != "@hourly" {
+	if err != nil || up.Kind != task.TriggerSchedule || up.Enabled || up.Cron != "@hourly" || up.Priority != 7 {
 		t.Fatalf("update: %+v %v", up, err)
 	}
 	got, _ = e.s.TriggerGet(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: tr.ID})
