@@ -19,10 +19,10 @@ func newAddCmd() *cobra.Command {
 		Long: `Add one task given by flags, or with --file every task of a JSON Lines file (--file -
 reads stdin): one task a line, in the shape the API adds ({"payload": …, "name": …,
 "params": …, "target": {"webhook": …}, "delay": seconds, "runAt": epoch ms,
-"deadlineSeconds": …, "priority": 0–9}); blank lines are skipped. A file is sent in batches of 100, with a
-progress bar on a terminal, and ends with a summary: tasks added, tasks whose name already
-existed (a second run of the same file adds nothing twice) and lines refused, each with its
-line number, code and reason. The exit code is 1 when a line was refused. A refusal of the
+"deadlineSeconds": …, "priority": 0–9}); blank lines are skipped. A file is sent in
+batches of 100, with a progress bar on a terminal, and ends with a summary: tasks added,
+tasks whose name already existed (a second run of the same file adds nothing twice) and
+lines refused, each with its line number, code and reason. The exit code is 1 when a line was refused. A refusal of the
 whole call (an unknown queue, a bad key) stops the file there.
 A task's own target is one of --webhook, --function or --channel.
 --priority (0–9, default 0): the queue's due tasks of a higher priority are delivered or

@@ -279,6 +279,7 @@ func TestAddTask(t *testing.T) {
 		t.Fatalf("add with a priority: %d %s", p.status, p.body)
 	}
 	u.get(p.header.Get("Location")).want(t, http.StatusOK, `<th>priority</th><td id="priority">8<`)
+	u.get("/console/i/jobs/q/pull/").want(t, http.StatusOK, `<span class="hint" title="priority">p8</span>`)
 	u.post("/console/i/jobs/q/pull/tasks", url.Values{"csrf": {tok}, "name": {"keep-me"}, "priority": {"12"}}).
 		want(t, http.StatusBadRequest, "INVALID_ARGUMENT", "priority: must be 0–9", `value="keep-me"`, `value="12"`)
 	u.post("/console/i/jobs/q/pull/tasks", url.Values{"csrf": {tok}, "priority": {"high"}}).

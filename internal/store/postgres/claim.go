@@ -174,13 +174,14 @@ func claimLockKey(instanceID, queue string) int64 {
 }
 
 // TaskClaim claims up to p.Limit due tasks of p.Queue in claim order
-// (task.ClaimOrder: priority, runAt, id) in one short transaction of two round trips: BEGIN, the advisory
-// locks of the limits it keeps and the locking SELECT … FOR UPDATE SKIP
-// LOCKED travel together; task.Claim then moves each task to RUNNING with a
-// fresh lease from p.NewLeaseID, and the UPDATE that stores them (with the
-// rate bucket) travels with the COMMIT. The tasks are returned with their
-// payloads. A claim without limits (a pull lease) takes no advisory lock:
-// claimers then share the queue through SKIP LOCKED alone.
+// (task.ClaimOrder: priority, runAt, id) in one short transaction of two
+// round trips: BEGIN, the advisory locks of the limits it keeps and the
+// locking SELECT … FOR UPDATE SKIP LOCKED travel together; task.Claim
+// then moves each task to RUNNING with a fresh lease from p.NewLeaseID, and
+// the UPDATE that stores them (with the rate bucket) travels with the
+// COMMIT. The tasks are returned with their payloads. A claim without
+// limits (a pull lease) takes no advisory lock: claimers then share the
+// queue through SKIP LOCKED alone.
 func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Task, error) {
 	if p.Limit <= 0 {
 		return []*task.Task{}, nil

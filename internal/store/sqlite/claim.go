@@ -45,7 +45,8 @@ var (
 	// bare parameter: SQLite's planner reads a bare LIMIT ?'s value and so
 	// recompiles the statement whenever it changes, which a push claim's
 	// limit (the free slots) does on nearly every call. Its parameters are
-	// claimDueArgs'.
+	// the instance, the queue and now (?1–?3), routeArgs' four (?4–?7) and
+	// the limit (?8).
 	qClaimDue = define(onFast, `SELECT * FROM (SELECT `+cols("", taskCols)+`, rowid FROM tasks
 		WHERE instance_id = ?1 AND queue = ?2 AND state IN ('PENDING', 'RETRY_WAIT') AND run_at <= ?3
 		AND priority > 0 AND `+routeSQLAt(4)+`
