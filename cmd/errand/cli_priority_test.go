@@ -8,7 +8,7 @@ import (
 )
 
 // TestCLIPriority: "add --priority" gives a task its priority, which
-// "lease" then honours and "get" shows; a line of "add --file" may carry
+// "lease" then honours and "get" and "list" show; a line of "add --file" may carry
 // one; one out of range is refused naming the flag.
 func TestCLIPriority(t *testing.T) {
 	c := devCLI(t)
@@ -29,6 +29,9 @@ func TestCLIPriority(t *testing.T) {
 	}
 	if out := c.ok("get", leased.Tasks[0].ID); !strings.Contains(out, "priority") || !strings.Contains(out, "7") {
 		t.Fatalf("get of a prioritized task:\n%s", out)
+	}
+	if out := c.ok("list", "-q", "inbox"); !strings.Contains(out, "leased p7") || !strings.Contains(out, "leased p3") {
+		t.Fatalf("list shows no priorities:\n%s", out)
 	}
 	r := c.run("", "add", "-q", "inbox", "--payload", `{}`, "--priority", "10")
 	if r.code != exitRefused || !strings.Contains(r.errout, "--priority: must be 0–9") {

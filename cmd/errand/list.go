@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strconv"
+
 	"github.com/spf13/cobra"
 
 	"github.com/errandhq/errand/client"
@@ -66,7 +68,11 @@ and says so on stderr. With --json: {"tasks": [...],
 		} else {
 			t := newTable(c.OutOrStdout(), "ID", "NAME", "STATE", "ATTEMPT", "RUN AT", "CREATED", "LAST ERROR")
 			for _, k := range page.Tasks {
-				t.row(k.ID, strPtr(k.Name), k.State, attempts(k.Attempt, k.MaxAttempts), when(k.RunAt), when(k.CreatedAt), short(strPtr(k.LastError), 60))
+				state := string(k.State)
+				if k.Priority != 0 { // as the console shows it
+					state += " p" + strconv.Itoa(k.Priority)
+				}
+				t.row(k.ID, strPtr(k.Name), state, attempts(k.Attempt, k.MaxAttempts), when(k.RunAt), when(k.CreatedAt), short(strPtr(k.LastError), 60))
 			}
 			if err := t.flush(); err != nil {
 				return err
