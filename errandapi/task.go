@@ -86,11 +86,10 @@ type Task struct {
 	DeadlineAt  *int64  `json:"deadlineAt"`
 	FinishedAt  *int64  `json:"finishedAt"`
 	// LeaseExpiresAt is set on a leased task; its leaseId never is.
-	LeaseExpiresAt *int64 `json:"leaseExpiresAt,omitempty"`
-	Source         string `json:"source"`
-	Depth          int    `json:"depth"`
-	// Priority orders the queue's due tasks: higher first (0–9, default 0).
-	Priority        int             `json:"priority"`
+	LeaseExpiresAt  *int64          `json:"leaseExpiresAt,omitempty"`
+	Source          string          `json:"source"`
+	Depth           int             `json:"depth"`
+	Priority        int             `json:"priority"` // higher goes first among the queue's due tasks (0–9)
 	Params          json.RawMessage `json:"params"`
 	DeadLetterOf    *string         `json:"deadLetterOf"`
 	Target          *Target         `json:"target"`
@@ -125,7 +124,9 @@ type TaskPage struct {
 }
 
 // NewTask is one task of an add. Delay (seconds, fractions allowed) and
-// RunAt (epoch ms) are exclusive.
+// RunAt (epoch ms) are exclusive. Priority: the queue's due tasks of a
+// higher priority are delivered or leased first, each priority in runAt
+// order.
 type NewTask struct {
 	Name            string          `json:"name,omitempty"`
 	Payload         json.RawMessage `json:"payload,omitempty"`
@@ -134,9 +135,7 @@ type NewTask struct {
 	Delay           *float64        `json:"delay,omitempty"`
 	RunAt           *int64          `json:"runAt,omitempty"`
 	DeadlineSeconds *int            `json:"deadlineSeconds,omitempty"`
-	// Priority (0–9, default 0): the queue's due tasks of a higher
-	// priority are delivered or leased first, each priority in runAt order.
-	Priority *int `json:"priority,omitempty"`
+	Priority        *int            `json:"priority,omitempty"` // 0–MaxPriority, default 0: higher goes first
 }
 
 // MaxPriority is the highest priority a task may have (NewTask.Priority).

@@ -19,12 +19,11 @@ type TriggerRequest struct {
 	// ID, on create only, is the rule's id (default: a new one); errand
 	// import sends it so that a rule keeps its id across hosts and a second
 	// import finds it. An id the instance already has is INVALID_ARGUMENT.
-	ID      string          `json:"id,omitempty"`
-	Queue   *string         `json:"queue,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`  // a JSON object, or null to clear
-	Payload json.RawMessage `json:"payload,omitempty"` // the template, or null to clear
-	// Priority (0–MaxPriority) is the priority of the tasks the rule adds.
-	Priority *int                 `json:"priority,omitempty"`
+	ID       string               `json:"id,omitempty"`
+	Queue    *string              `json:"queue,omitempty"`
+	Params   json.RawMessage      `json:"params,omitempty"`   // a JSON object, or null to clear
+	Payload  json.RawMessage      `json:"payload,omitempty"`  // the template, or null to clear
+	Priority *int                 `json:"priority,omitempty"` // of the tasks the rule adds, 0–MaxPriority
 	Enabled  *bool                `json:"enabled,omitempty"`
 	Schedule *TriggerScheduleSpec `json:"schedule,omitempty"`
 	Hook     *TriggerHookSpec     `json:"hook,omitempty"`

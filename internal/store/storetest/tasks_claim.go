@@ -221,7 +221,8 @@ func testClaimOrderAndLimit(t *testing.T, e *env) {
 // priority down, each priority in runAt order, the default (0) last; a
 // prioritized task not yet due waits; a prioritized task keeps its
 // priority through a failed attempt and is claimed first again once its
-// backoff is over; the priority is stored and read back.
+// backoff is over; the priority is stored and read back, by a large add
+// too.
 func testClaimPriority(t *testing.T, e *env) {
 	inst := e.instance("acme", "jobs")
 	q := e.queue(inst, "work", task.ModePull, func(q *task.Queue) { q.MinBackoffSeconds = 1 })
@@ -254,6 +255,14 @@ func testClaimPriority(t *testing.T, e *env) {
 	if got[0].Priority != 9 || got[0].Attempt != 2 {
 		t.Fatalf("retried claim: priority %d, attempt %d", got[0].Priority, got[0].Attempt)
 	}
+	// A large add (PostgreSQL's COPY path) keeps each task's priority.
+	batch := e.addN(q, 70, T0+3000, func(i int, in *task.AddInput) {
+		if i == 69 {
+			in.Priority = ptr(8)
+		}
+	})
+	got = e.claim(q, T0+3000, 1, 60_000)
+	sameIDs(t, "claim after a large add", got, batch[69].ID)
 }
 
 func testClaimFields(t *testing.T, e *env) {
