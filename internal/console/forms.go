@@ -94,6 +94,19 @@ func parseWhole(field, text string) (int, *errandapi.Error) {
 	return int(v), nil
 }
 
+// parseOptionalWhole is parseWhole of a field that may be left empty: nil
+// for empty text (the API's default then holds).
+func parseOptionalWhole(field, text string) (*int, *errandapi.Error) {
+	if strings.TrimSpace(text) == "" {
+		return nil, nil
+	}
+	n, err := parseWhole(field, text)
+	if err != nil {
+		return nil, err
+	}
+	return &n, nil
+}
+
 // fmtNumber writes a number into a form field as it reads back
 // ("1.5", "1000000").
 func fmtNumber(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

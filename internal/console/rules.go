@@ -80,12 +80,9 @@ func ruleRequest(inst string, f url.Values) (errandapi.TriggerRequest, *errandap
 		}
 		req.Payload = json.RawMessage(p)
 	}
-	if p := strings.TrimSpace(f.Get("priority")); p != "" {
-		n, err := parseWhole("priority", p)
-		if err != nil {
-			return req, err
-		}
-		req.Priority = &n
+	var bad *errandapi.Error
+	if req.Priority, bad = parseOptionalWhole("priority", f.Get("priority")); bad != nil {
+		return req, bad
 	}
 	switch f.Get("kind") {
 	case "schedule":

@@ -159,12 +159,7 @@ func newTaskOf(form map[string]string) (errandapi.NewTask, *errandapi.Error) {
 		}
 		nt.Delay = &n
 	}
-	if p := strings.TrimSpace(form["priority"]); p != "" {
-		n, err := parseWhole("priority", p)
-		if err != nil {
-			return nt, err
-		}
-		nt.Priority = &n
-	}
-	return nt, nil
+	var bad *errandapi.Error
+	nt.Priority, bad = parseOptionalWhole("priority", form["priority"])
+	return nt, bad
 }

@@ -208,8 +208,8 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 // (errandapi.HookSenderOf; a Standard Webhooks call by its webhook-id or
 // -timestamp too), and returns the sender's name ("standard", a
 // bodySignature's form, "slack", "stripe", "calendly", "paddle", "zoom",
-// "twilio", "sendgrid", "hubspot" or "mailgun"). The sender's message id, which names the task,
-// is errandapi.HookMessageID's:
+// "twilio", "sendgrid", "hubspot" or "mailgun"). The sender's message id,
+// which names the task, is errandapi.HookMessageID's:
 //   - Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature;
 //     or svix-id, svix-timestamp, svix-signature, as Svix sends them for
 //     Clerk, Resend and others): verifyStandard.
