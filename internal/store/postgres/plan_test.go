@@ -241,8 +241,9 @@ func TestQueryPlans(t *testing.T) {
 		ctids100 = append(ctids100, pgtype.TID{BlockNumber: uint32(i / 10), OffsetNumber: uint16(i%10 + 1), Valid: true})
 	}
 	claimSet := []any{ctids100, insts100, ids100, running100, n100, n100, i64s100, i64s100, strs100, i64s100}
-	finish := []any{insts100, ids100, strs100, i64s100, running100, n100, n100, i64s100, i64s100, i64s100, i64s100, strs100,
-		i64s100, strs100, bytes100, n100, jsons100, make([]bool, 100)}
+	finishSuccess := []any{insts100, ids100, strs100, i64s100, i64s100, bytes100, n100, jsons100}
+	finish := append(finishSuccess[:len(finishSuccess):len(finishSuccess)], running100, n100, n100, i64s100, i64s100,
+		i64s100, strs100, i64s100, strs100, make([]bool, 100))
 	var tr taskRows
 	for i := range 100 {
 		name := ""
@@ -279,6 +280,7 @@ func TestQueryPlans(t *testing.T) {
 		{"claim in room", sqlClaimDueInRoom, []any{"inst-0", "q0", planNow, true, int64(math.MinInt64), true, []string{}}, []string{"tasks_urgent", "tasks_due"}, true},
 		{"claim set", sqlClaimSet, claimSet, []string{"Tid Scan"}, true},
 		{"finish", sqlFinish, finish, []string{"tasks_pkey"}, true},
+		{"finish success", sqlFinishSuccess, finishSuccess, []string{"tasks_pkey"}, true},
 		{"heartbeat", sqlHeartbeat, []any{insts100, ids100, strs100, planNow}, []string{"tasks_pkey"}, true},
 		{"get", sqlTaskGet, []any{"inst-0", "b-7"}, []string{"tasks_pkey"}, true},
 		{"key get", qKeyGet, []any{"k1", "acme"}, []string{"api_keys_pkey"}, true},

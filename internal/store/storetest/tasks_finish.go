@@ -15,6 +15,7 @@ var finishCases = []testCase{
 	{"FailureHistory", testFinishFailureHistory},
 	{"StaleLease", testFinishStaleLease},
 	{"BatchInOrder", testFinishBatchInOrder},
+	{"MixedOutcomes", testFinishMixedOutcomes},
 	{"DeadLetter", testFinishDeadLetter},
 	{"DeadLetterNotOnLeaseLost", testFinishDeadLetterNotOnLeaseLost},
 	{"ExtendAndRelease", testFinishExtendAndRelease},
@@ -177,6 +178,45 @@ func testFinishBatchInOrder(t *testing.T, e *env) {
 	res, err = e.s.TaskFinish(e.ctx, nil)
 	if err != nil || len(res) != 0 {
 		t.Fatalf("TaskFinish(nil) = %v, %v", res, err)
+	}
+}
+
+// testFinishMixedOutcomes finishes successes, failures and releases in
+// one call, some under stale leases: each answer and each stored row is
+// its own entry's, whatever statements a backend splits the call into.
+func testFinishMixedOutcomes(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull, func(q *task.Queue) { q.MaxAttempts = 5 })
+	e.addN(q, 6, T0, nil)
+	c := e.claim(q, T0, 6, 60_000)
+	outcomes := []task.Outcome{fail("boom"), succeed(`{"n":1}`), succeed(`{"n":2}`),
+		{Status: task.AttemptReleased, Delay: time.Second}, succeed(`{"n":4}`), fail("late")}
+	stale := map[int]bool{2: true, 5: true}
+	var ps []*store.FinishParams
+	want := make([]*task.Task, len(c))
+	for i, tk := range c {
+		before := e.get(inst.ID, tk.ID)
+		lease := tk.LeaseID
+		if _, err := tk.Finish(q, T0+10+int64(i), outcomes[i]); err != nil {
+			t.Fatal(err)
+		}
+		want[i] = tk
+		if stale[i] {
+			lease, want[i] = "stale", before
+		}
+		ps = append(ps, &store.FinishParams{Task: tk, LeaseID: lease})
+	}
+	res, err := e.s.TaskFinish(e.ctx, ps)
+	if err != nil || len(res) != len(ps) {
+		t.Fatalf("TaskFinish = %v, %v", res, err)
+	}
+	for i := range ps {
+		if stale[i] {
+			wantCode(t, res[i], task.CodeLeaseLost, fmt.Sprintf("TaskFinish[%d]", i))
+		} else if res[i] != nil {
+			t.Fatalf("TaskFinish[%d] = %v", i, res[i])
+		}
+		sameTask(t, fmt.Sprintf("task %d", i), e.get(inst.ID, c[i].ID), want[i])
 	}
 }
 
