@@ -63,6 +63,12 @@ func (e *Engine) InstanceSettings(ctx context.Context, instance string) (*errand
 type Settings struct {
 	RetentionDays *int
 	MaxInFlight   *int // deliveries in flight across the instance's push queues (default 50)
+	// RateLimit is the instance's v1 API calls a second through
+	// HTTPHandler (0.01–1,000,000; past it 429 RATE_LIMITED); 0 removes
+	// the limit, as the API's null does. HTTPHandler reads the setting
+	// again a second after it last did, so a change made here applies to
+	// its calls within a second. The engine's own methods are not limited.
+	RateLimit *float64
 }
 
 // UpdateSettings changes the settings sent.
@@ -70,6 +76,14 @@ func (e *Engine) UpdateSettings(ctx context.Context, instance string, s Settings
 	if err := e.refuse(); err != nil {
 		return err
 	}
-	_, err := e.eng.SettingsUpdate(ctx, e.org, instance, &task.SettingsPatch{RetentionDays: s.RetentionDays, MaxInFlight: s.MaxInFlight})
+	p := &task.SettingsPatch{RetentionDays: s.RetentionDays, MaxInFlight: s.MaxInFlight}
+	if s.RateLimit != nil {
+		limit := s.RateLimit
+		if *limit == 0 {
+			limit = nil
+		}
+		p.RateLimit = &limit
+	}
+	_, err := e.eng.SettingsUpdate(ctx, e.org, instance, p)
 	return e.fail(err)
 }
