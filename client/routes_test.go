@@ -110,6 +110,9 @@ func TestEveryRoute(t *testing.T) {
 		if r := must(c.RunTask(ctx, "jobs", first.ID)).of(t); r.State != errandapi.StateScheduled {
 			t.Fatalf("run %+v", r)
 		}
+		if r := must(c.UpdateTask(ctx, "jobs", first.ID, errandapi.TaskPatchRequest{Priority: new(7)})).of(t); r.Priority != 7 || r.State != errandapi.StateScheduled {
+			t.Fatalf("updated %+v", r)
+		}
 		leased = must(c.Lease(ctx, "jobs", "pull", errandapi.LeaseRequest{Count: new(10)})).of(t)
 		if len(leased) != 1 {
 			t.Fatalf("leased %+v", leased)

@@ -39,3 +39,43 @@ func TestPriority(t *testing.T) {
 		wantCode(t, err, "INVALID_ARGUMENT", "tasks[0].priority", "priority 10")
 	})
 }
+
+// TestSetPriority: SetPriority raises a waiting task above those added
+// before it, so the paused queue delivers it first once resumed; a
+// priority out of range is refused naming the field, changing nothing; a
+// missing task is NOT_FOUND.
+func TestSetPriority(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, kind string) {
+		e, _ := open(t, kind)
+		ctx := context.Background()
+		ran := make(chan string, 4)
+		must(t, e.Handle("app/x", func(_ context.Context, tk *Task) (json.RawMessage, error) {
+			ran <- tk.Name
+			return nil, nil
+		}))
+		must(t, e.CreateQueue(ctx, "jobs", "q", QueueOptions{Function: "app/x", Paused: true, MaxConcurrent: 1}))
+		ids := add(t, e, "q", NewTask{Name: "first"}, NewTask{Name: "second"}, NewTask{Name: "last"})
+		tk, err := e.SetPriority(ctx, "jobs", ids[2], 5)
+		if err != nil || tk.Priority != 5 || tk.ID != ids[2] {
+			t.Fatalf("SetPriority: %+v, %v", tk, err)
+		}
+		for _, bad := range []int{-1, 10} {
+			_, err := e.SetPriority(ctx, "jobs", ids[2], bad)
+			wantCode(t, err, "INVALID_ARGUMENT", "priority", "SetPriority out of range")
+		}
+		if tk, err := e.Get(ctx, "jobs", ids[2]); err != nil || tk.Priority != 5 {
+			t.Fatalf("after the refusals: %+v, %v; want priority 5", tk, err)
+		}
+		_, err = e.SetPriority(ctx, "jobs", "no-such-task", 1)
+		wantCode(t, err, "NOT_FOUND", "", "SetPriority(missing)")
+		must(t, e.SetPaused(ctx, "jobs", "q", false))
+		var order []string
+		for range ids {
+			order = append(order, <-ran)
+		}
+		if want := []string{"last", "first", "second"}; !slices.Equal(order, want) {
+			t.Fatalf("delivered %v, want %v", order, want)
+		}
+	})
+}

@@ -37,6 +37,18 @@ func (e *Engine) Delete(ctx context.Context, instance, id string) (*Task, error)
 	return e.taskOp(ctx, instance, id, e.eng.TaskDelete)
 }
 
+// SetPriority changes a task's priority, 0–9 (the v1 API's PATCH
+// …/tasks/{id}; BullMQ's changePriority), and returns the task. It orders
+// the task among its queue's due tasks whenever it waits for a claim: at
+// once for a scheduled or retrying task, from its next retry for a running
+// or leased one, after a Retry for a failed one. A priority outside 0–9 is
+// refused with INVALID_ARGUMENT naming priority.
+func (e *Engine) SetPriority(ctx context.Context, instance, id string, priority int) (*Task, error) {
+	return e.taskOp(ctx, instance, id, func(ctx context.Context, ref engine.TaskRef) (*task.Task, error) {
+		return e.eng.TaskSetPriority(ctx, ref, priority)
+	})
+}
+
 // taskOp runs one of the engine's operations on a task.
 func (e *Engine) taskOp(ctx context.Context, instance, id string, op func(context.Context, engine.TaskRef) (*task.Task, error)) (*Task, error) {
 	if err := e.refuse(); err != nil {

@@ -111,8 +111,17 @@ type Attempt struct {
 	Error      *string `json:"error"`
 }
 
-// TaskResponse is the answer of GET, run, cancel, retry, ack, extend and
-// release of one task.
+// TaskPatchRequest is the body of a task's PATCH: only the fields sent
+// change. Priority (0–MaxPriority) orders the task among its queue's due
+// tasks whenever it waits for a claim: at once for a scheduled or
+// retrying task, from its next retry for a running or leased one, after a
+// retry for a failed one.
+type TaskPatchRequest struct {
+	Priority *int `json:"priority,omitempty"`
+}
+
+// TaskResponse is the answer of GET, PATCH, run, cancel, retry, ack,
+// extend and release of one task.
 type TaskResponse struct {
 	Task *Task `json:"task"`
 }

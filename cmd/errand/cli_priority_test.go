@@ -18,15 +18,7 @@ func TestCLIPriority(t *testing.T) {
 	if r := c.run(`{"name":"filed","priority":3}`+"\n", "add", "-q", "inbox", "--file", "-"); r.code != 0 {
 		t.Fatalf("add --file: exit %d, stderr %s", r.code, r.errout)
 	}
-	var leased errandapi.LeaseResponse
-	c.json(&leased, "lease", "-q", "inbox", "--count", "3")
-	var order []string
-	for _, tk := range leased.Tasks {
-		order = append(order, *tk.Name)
-	}
-	if strings.Join(order, ",") != "urgent,filed,plain" {
-		t.Fatalf("leased %v, want urgent, filed, plain", order)
-	}
+	leased := leaseNamed(t, c, "inbox", "urgent,filed,plain")
 	if out := c.ok("get", leased.Tasks[0].ID); !strings.Contains(out, "priority") || !strings.Contains(out, "7") {
 		t.Fatalf("get of a prioritized task:\n%s", out)
 	}
@@ -37,4 +29,48 @@ func TestCLIPriority(t *testing.T) {
 	if r.code != exitRefused || !strings.Contains(r.errout, "--priority: must be 0–9") {
 		t.Fatalf("--priority 10: exit %d, stderr %s", r.code, r.errout)
 	}
+}
+
+// TestCLIPrioritize: "prioritize --priority" raises waiting tasks, which
+// "lease" then takes first, and prints each; a priority out of range is
+// refused naming the flag, and the command without --priority is a usage
+// error.
+func TestCLIPrioritize(t *testing.T) {
+	c := devCLI(t)
+	c.ok("queues", "create", "inbox", "--mode", "pull")
+	var ids []string
+	for _, name := range []string{"a", "b", "c"} {
+		var res errandapi.AddResponse
+		c.json(&res, "add", "-q", "inbox", "--payload", `{}`, "--name", name)
+		ids = append(ids, res.Tasks[0].ID)
+	}
+	out := c.ok("prioritize", "--priority", "6", ids[2], ids[1])
+	if !strings.Contains(out, ids[2]+" scheduled, priority 6") || !strings.Contains(out, ids[1]+" scheduled, priority 6") {
+		t.Fatalf("prioritize printed:\n%s", out)
+	}
+	leaseNamed(t, c, "inbox", "b,c,a")
+	r := c.run("", "prioritize", "--priority", "10", ids[0])
+	if r.code != exitRefused || !strings.Contains(r.errout, "--priority: must be 0–9") {
+		t.Fatalf("--priority 10: exit %d, stderr %s", r.code, r.errout)
+	}
+	r = c.run("", "prioritize", ids[0])
+	if r.code != exitUsage || !strings.Contains(r.errout, "--priority is required") {
+		t.Fatalf("no --priority: exit %d, stderr %s", r.code, r.errout)
+	}
+}
+
+// leaseNamed leases every task of queue (three at most) and fails unless
+// their names, in lease order and joined with ",", are want.
+func leaseNamed(t *testing.T, c *cli, queue, want string) errandapi.LeaseResponse {
+	t.Helper()
+	var leased errandapi.LeaseResponse
+	c.json(&leased, "lease", "-q", queue, "--count", "3")
+	var order []string
+	for _, tk := range leased.Tasks {
+		order = append(order, *tk.Name)
+	}
+	if got := strings.Join(order, ","); got != want {
+		t.Fatalf("leased %s, want %s", got, want)
+	}
+	return leased
 }

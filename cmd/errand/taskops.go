@@ -12,39 +12,69 @@ import (
 )
 
 // taskOp is one of the commands that change a task by id: run, cancel,
-// retry, delete.
+// retry, delete, prioritize.
 type taskOp struct {
 	verb, short, long, example string
 	call                       func(*client.Client, context.Context, string, string) (*errandapi.Task, error)
 	// destructive: the command needs --yes, and says what it removed.
 	destructive bool
+	// fields names the command's own flags in the node's refusals.
+	fields fieldFlags
 }
 
 var (
 	taskRun = taskOp{"run", "Make scheduled or retrying tasks due now",
 		`Make scheduled or retrying tasks due now: they are delivered (push) or can be leased
 (pull) at once. A finished task is refused with NOT_RUNNABLE.`,
-		"  errand run -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6", (*client.Client).RunTask, false}
+		"  errand run -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6", (*client.Client).RunTask, false, nil}
 	taskCancel = taskOp{"cancel", "Cancel tasks that have not started or are waiting for a retry",
 		`Cancel tasks that are scheduled or retrying (waiting for their next attempt). A task
 whose attempt is under way, delivered to its push target or leased by a worker, cannot be
 stopped: it is refused with RUNNING_NOT_CANCELLABLE and left running; a finished one is
 refused with NOT_CANCELLABLE.`,
-		"  errand cancel -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6 01J9Z3K1V8M2Q4R6T8W0Y2A4C7", (*client.Client).CancelTask, false}
+		"  errand cancel -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6 01J9Z3K1V8M2Q4R6T8W0Y2A4C7", (*client.Client).CancelTask, false, nil}
 	taskRetry = taskOp{"retry", "Give failed tasks a fresh budget and run them now",
 		`Give failed tasks a fresh budget of attempts and make them due now. Only a failed
 task can be retried (NOT_RETRYABLE otherwise).`,
-		"  errand list -i jobs -q emails --state failed --all --json | jq -r '.tasks[].id' | xargs -r errand retry -i jobs", (*client.Client).RetryTask, false}
+		"  errand list -i jobs -q emails --state failed --all --json | jq -r '.tasks[].id' | xargs -r errand retry -i jobs", (*client.Client).RetryTask, false, nil}
 	taskDelete = taskOp{"delete", "Remove tasks' records, freeing their names",
 		`Remove tasks' records at once (the key needs the full grant): a scheduled or retrying
 task will not run, a finished one's payload, result and attempts are gone, and its name is
 free for a new add. A task whose attempt is under way is refused with
 RUNNING_NOT_CANCELLABLE and left as it is. Needs --yes. Prints each task as it was.`,
-		"  errand delete -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6 --yes", (*client.Client).DeleteTask, true}
+		"  errand delete -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6 --yes", (*client.Client).DeleteTask, true, nil}
 )
 
-// newTaskOpCmd makes run, cancel, retry or delete: each takes one id or
-// more and goes on past a refusal, exiting 1 if any was refused.
+// newPrioritizeCmd makes prioritize: PATCH …/tasks/{id} with --priority,
+// for each id.
+func newPrioritizeCmd() *cobra.Command {
+	var priority int
+	op := taskOp{verb: "prioritize", short: "Change tasks' priority",
+		long: `Change tasks' priority (--priority, 0–9; higher goes first): a queue's due tasks are
+delivered (push) or leased (pull) from the highest priority down, each priority in runAt
+order. It applies whenever the task waits for a claim: at once for a scheduled or retrying
+task, from its next retry for a running or leased one, after errand retry for a failed
+one.`,
+		example: "  errand prioritize -i jobs --priority 9 01J9Z3K1V8M2Q4R6T8W0Y2A4C6",
+		call: func(cl *client.Client, ctx context.Context, instance, id string) (*errandapi.Task, error) {
+			return cl.UpdateTask(ctx, instance, id, errandapi.TaskPatchRequest{Priority: &priority})
+		},
+		fields: fieldFlags{"priority": {"priority"}},
+	}
+	c := newTaskOpCmd(op)
+	c.Flags().IntVar(&priority, "priority", 0, "the priority, 0–9 (higher goes first; 0 is the default)")
+	run := c.RunE
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if !c.Flags().Changed("priority") {
+			return usageErrorf("--priority is required: the priority to give, 0–9")
+		}
+		return run(c, args)
+	}
+	return c
+}
+
+// newTaskOpCmd makes run, cancel, retry, delete or prioritize: each takes
+// one id or more and goes on past a refusal, exiting 1 if any was refused.
 func newTaskOpCmd(op taskOp) *cobra.Command {
 	c := &cobra.Command{
 		Use:   op.verb + " ID…",
@@ -60,6 +90,7 @@ changed, {"task": {...}}, one a line.`,
 		yes = confirmFlag(c)
 	}
 	f := apiCmd(c, true, false)
+	f.fields = op.fields
 	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, ids []string) error {
 		if yes != nil && !*yes {
 			return needYes("deleting a task's record")
@@ -87,6 +118,9 @@ changed, {"task": {...}}, one a line.`,
 				continue
 			}
 			line := fmt.Sprintf("%s %s\n", t.ID, t.State)
+			if op.fields != nil { // prioritize
+				line = fmt.Sprintf("%s %s, priority %d\n", t.ID, t.State, t.Priority)
+			}
 			if op.destructive {
 				line = fmt.Sprintf("%s deleted (it was %s)\n", t.ID, t.State)
 			}

@@ -91,3 +91,30 @@ func TestTaskDelete(t *testing.T) {
 	w.get("/console/i/jobs/t/"+leased).want(t, http.StatusOK, `id="cancel"`).lacks(t, `id="delete"`)
 	w.get("/console/i/jobs/t/"+leased+"/confirm-delete").want(t, http.StatusForbidden, "PERMISSION_DENIED", "needs the full grant on instance jobs; the key&#39;s is write")
 }
+
+// TestTaskPriorityForm: a write key's task page sets the task's priority
+// through the API and says so; a priority out of range or not whole is
+// refused on the page, changing nothing; a read key's page has no form.
+func TestTaskPriorityForm(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	u.login(e.full)
+	id := e.add("pull", errandapi.NewTask{Payload: json.RawMessage(`{}`), Delay: new(3600.0)})
+	page := "/console/i/jobs/t/" + id
+	u.get(page).want(t, http.StatusOK, `id="priority-form"`, `id="set-priority" name="priority" inputmode="numeric" size="2" value="0"`)
+	tok := u.csrf(page)
+	p := u.post(page+"/priority", url.Values{"csrf": {tok}, "priority": {"6"}})
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("set priority: %d %s", p.status, p.body)
+	}
+	u.get(p.header.Get("Location")).want(t, http.StatusOK, "The task&#39;s priority is 6", `<th>priority</th><td id="priority">6<`)
+	u.post(page+"/priority", url.Values{"csrf": {tok}, "priority": {"10"}}).want(t, http.StatusBadRequest, "INVALID_ARGUMENT", "priority: must be 0–9")
+	u.post(page+"/priority", url.Values{"csrf": {tok}, "priority": {"1.5"}}).want(t, http.StatusBadRequest, "INVALID_ARGUMENT", "priority: must be a whole number")
+	if got, err := e.api.GetTask(t.Context(), "jobs", id); err != nil || got.Priority != 6 {
+		t.Fatalf("after the refusals: %+v, %v; want priority 6", got, err)
+	}
+	r := e.user()
+	r.login(e.key(e.org, "read:jobs"))
+	r.get(page).want(t, http.StatusOK, `id="task-fields"`).lacks(t, "priority-form")
+}

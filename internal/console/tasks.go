@@ -2,6 +2,7 @@ package console
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -36,6 +37,8 @@ func taskNotice(done string, t *errandapi.Task) string {
 		return "The task is queued again with a fresh budget of attempts."
 	case done == "add":
 		return "The task is added."
+	case done == "priority":
+		return fmt.Sprintf("The task's priority is %d: it applies whenever the task waits for a claim.", t.Priority)
 	}
 	return ""
 }
@@ -71,7 +74,8 @@ func (c *Console) confirmTaskDelete(w http.ResponseWriter, r *http.Request, s *s
 	})
 }
 
-// taskOp runs, cancels, retries or (confirmed) deletes a task; a refusal
+// taskOp runs, cancels, retries, sets the priority of or (confirmed)
+// deletes a task; a refusal
 // (for example RUNNING_NOT_CANCELLABLE) is shown on the task's page at its
 // status. A deleted task's page is gone: the browser goes to its queue's.
 func (c *Console) taskOp(w http.ResponseWriter, r *http.Request, s *session) {
@@ -85,6 +89,13 @@ func (c *Console) taskOp(w http.ResponseWriter, r *http.Request, s *session) {
 		_, err = s.cl.CancelTask(r.Context(), inst, id)
 	case "retry":
 		_, err = s.cl.RetryTask(r.Context(), inst, id)
+	case "priority":
+		p, bad := parseWhole("priority", r.PostForm.Get("priority"))
+		if bad != nil {
+			c.showTask(w, r, s, bad, "")
+			return
+		}
+		_, err = s.cl.UpdateTask(r.Context(), inst, id, errandapi.TaskPatchRequest{Priority: &p})
 	case "delete":
 		if err = confirmed(r, "deleting removes the task's record"); err == nil {
 			if t, err = s.cl.DeleteTask(r.Context(), inst, id); err == nil {

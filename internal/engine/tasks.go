@@ -128,6 +128,11 @@ func (e *Engine) noteUnservedTask(ctx context.Context, t *task.Task) {
 	})
 }
 
+// TaskSetPriority changes a task's priority (task.SetPriority).
+func (e *Engine) TaskSetPriority(ctx context.Context, ref TaskRef, priority int) (*task.Task, error) {
+	return e.mutate(ctx, ref, func(t *task.Task) error { return t.SetPriority(priority) })
+}
+
 // TaskRun makes a scheduled or retrying task due now.
 func (e *Engine) TaskRun(ctx context.Context, ref TaskRef) (*task.Task, error) {
 	return e.mutate(ctx, ref, func(t *task.Task) error { return t.RunNow(e.now()) })

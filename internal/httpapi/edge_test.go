@@ -168,7 +168,7 @@ func TestWrongMethodIs405(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	for _, c := range []struct{ method, path, allow string }{
-		{"PUT", "/v1/tasks/jobs/tasks/abc", "DELETE, GET, HEAD"},
+		{"PUT", "/v1/tasks/jobs/tasks/abc", "DELETE, GET, HEAD, PATCH"},
 		{"GET", "/v1/tasks/jobs/queues/emails/purge", "POST"},
 		{"PUT", "/v1/tasks/jobs/queues/emails", "DELETE, GET, HEAD, PATCH"},
 		{"PUT", "/v1/instances", "GET, HEAD, POST"},

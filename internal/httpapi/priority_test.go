@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -66,4 +67,51 @@ func TestRulePriority(t *testing.T) {
 	if p := a.do("GET", "/v1/tasks/jobs/tasks/"+id, nil).want(t, 200, "").obj("task")["priority"]; p != 0.0 {
 		t.Fatalf("after the PATCH: priority %v, want 0", p)
 	}
+}
+
+// TestPatchTaskPriority: PATCH changes a waiting task's priority and the
+// next lease follows it; a leased task takes one for its next wait and
+// keeps its lease; a body without a field answers the task as it is; a
+// priority out of range, not whole or of another type, and another field,
+// are refused naming the field, changing nothing; a missing task is
+// NOT_FOUND.
+func TestPatchTaskPriority(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"work","mode":"pull"}`).want(t, 201, "")
+	b.do("POST", "/v1/tasks/jobs/queues/work/tasks", `[{"name":"first"},{"name":"second"},{"name":"third"}]`).want(t, 201, "")
+	ids := map[string]string{}
+	for _, l := range b.do("GET", "/v1/tasks/jobs/queues/work/tasks", nil).want(t, 200, "").list("tasks") {
+		tk := l.(map[string]any)
+		ids[tk["name"].(string)] = tk["id"].(string)
+	}
+	path := "/v1/tasks/jobs/tasks/" + ids["third"]
+	got := b.do("PATCH", path, `{"priority":4}`).want(t, 200, "").obj("task")
+	if got["priority"] != 4.0 || got["state"] != "scheduled" || got["id"] != ids["third"] {
+		t.Fatalf("PATCH answered %v", got)
+	}
+	for _, bad := range []struct{ body, field string }{
+		{`{"priority":10}`, "priority"}, {`{"priority":-1}`, "priority"}, {`{"priority":1.5}`, "priority"},
+		{`{"priority":"high"}`, "priority"}, {`{"priority":null}`, "priority"}, {`{"name":"x"}`, "name"},
+	} {
+		r := b.do("PATCH", path, bad.body).want(t, 400, "INVALID_ARGUMENT")
+		if msg := r.obj("error")["message"].(string); !strings.HasPrefix(msg, bad.field) {
+			t.Errorf("PATCH %s: %q does not name %s", bad.body, msg, bad.field)
+		}
+	}
+	if p := b.do("PATCH", path, ``).want(t, 200, "").obj("task")["priority"]; p != 4.0 {
+		t.Fatalf("an empty PATCH answered priority %v; refused ones must not have changed it from 4", p)
+	}
+	l := b.do("POST", "/v1/tasks/jobs/queues/work/lease", `{"count":1}`).want(t, 200, "").list("tasks")[0].(map[string]any)
+	if l["name"] != "third" {
+		t.Fatalf("leased %v first, want the raised task", l["name"])
+	}
+	// The leased task keeps its lease; the priority is for its next wait.
+	b.do("PATCH", path, `{"priority":0}`).want(t, 200, "")
+	ack := `{"leaseId":"` + l["leaseId"].(string) + `"}`
+	b.do("POST", path+"/ack", ack).want(t, 200, "")
+	if p := b.do("GET", path, nil).want(t, 200, "").obj("task")["priority"]; p != 0.0 {
+		t.Fatalf("after the ack: priority %v, want 0", p)
+	}
+	b.do("PATCH", "/v1/tasks/jobs/tasks/no-such-task", `{"priority":1}`).want(t, 404, "NOT_FOUND")
 }

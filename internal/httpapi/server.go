@@ -103,6 +103,7 @@ var Routes = []Route{
 
 	{"GET", "/v1/tasks/{instance}/tasks/{id}", auth.RoleRead, (*Server).getTask},
 	{"DELETE", "/v1/tasks/{instance}/tasks/{id}", auth.RoleFull, (*Server).deleteTask},
+	{"PATCH", "/v1/tasks/{instance}/tasks/{id}", auth.RoleWrite, (*Server).patchTask},
 	{"POST", "/v1/tasks/{instance}/tasks/{id}/run", auth.RoleWrite, (*Server).runTask},
 	{"POST", "/v1/tasks/{instance}/tasks/{id}/cancel", auth.RoleWrite, (*Server).cancelTask},
 	{"POST", "/v1/tasks/{instance}/tasks/{id}/retry", auth.RoleWrite, (*Server).retryTask},

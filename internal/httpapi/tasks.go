@@ -97,6 +97,23 @@ func (s *Server) deleteTask(w http.ResponseWriter, r *http.Request, c *call) {
 	s.taskOp(w, r, c, s.eng.TaskDelete)
 }
 
+// patchTask changes the fields the body sends (a priority); with none it
+// answers the task as it is.
+func (s *Server) patchTask(w http.ResponseWriter, r *http.Request, c *call) {
+	var body errandapi.TaskPatchRequest
+	if err := decodePatch(r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if body.Priority == nil {
+		t, err := s.eng.TaskGet(r.Context(), c.task(r))
+		s.answerTask(w, r, t, err)
+		return
+	}
+	t, err := s.eng.TaskSetPriority(r.Context(), c.task(r), *body.Priority)
+	s.answerTask(w, r, t, err)
+}
+
 func (s *Server) runTask(w http.ResponseWriter, r *http.Request, c *call) {
 	s.taskOp(w, r, c, s.eng.TaskRun)
 }

@@ -163,6 +163,7 @@ var routeCalls = map[string]routeCall{
 	"POST /v1/tasks/{instance}/queues/{queue}/ack":          {body: `{"acks":[{"id":"{t2}","leaseId":"{lease}"}]}`, want: 200},
 	"GET /v1/tasks/{instance}/tasks/{id}":                   {id: "t1", want: 200},
 	"DELETE /v1/tasks/{instance}/tasks/{id}":                {id: "t3", want: 200},
+	"PATCH /v1/tasks/{instance}/tasks/{id}":                 {id: "t1", body: `{"priority":3}`, want: 200},
 	"POST /v1/tasks/{instance}/tasks/{id}/run":              {id: "t1", want: 200},
 	"POST /v1/tasks/{instance}/tasks/{id}/cancel":           {id: "t1", want: 200},
 	"POST /v1/tasks/{instance}/tasks/{id}/retry":            {id: "t3", want: 200},

@@ -86,6 +86,10 @@ func TestEveryTool(t *testing.T) {
 	if got.Task.RunAt != t0.UnixMilli() {
 		t.Fatalf("run now: %+v", got.Task)
 	}
+	sum = s.ok("tasks_set_priority", obj{"instance": "jobs", "id": delayed, "priority": 6}, &got)
+	if got.Task.Priority != 6 || !strings.HasPrefix(sum, "priority changed: ") {
+		t.Fatalf("set priority: %+v %q", got.Task, sum)
+	}
 
 	// The pull tools: lease both, extend one, ack it, release the other
 	// with an error (maxAttempts 1: it fails), retry it, cancel it.

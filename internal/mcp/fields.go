@@ -19,6 +19,13 @@ type getTaskIn struct {
 	WaitSeconds int `json:"waitSeconds,omitempty" jsonschema:"Wait up to this many seconds (0–30) for the task to end before answering; 0 or absent answers at once."`
 }
 
+// setPriorityIn is tasks_set_priority's input: the task and its new
+// priority.
+type setPriorityIn struct {
+	taskArg
+	Priority int `json:"priority" jsonschema:"The task's new priority, 0–9 (higher goes first; 0 is the default)."`
+}
+
 // instanceArg names one instance; tools embed it.
 type instanceArg struct {
 	Instance string `json:"instance" jsonschema:"The tasks instance, e.g. \"jobs\"."`

@@ -125,6 +125,14 @@ var taskTools = []tool{
 		return c.RunTask(ctx, in.Instance, in.ID)
 	}, "due now: ")),
 	define(spec{
+		name: "tasks_set_priority", title: "Change a task's priority", need: errandapi.RoleWrite, idempotent: true,
+		desc: "Change a task's priority (0–9): a queue's due tasks of a higher priority are delivered (or leased) first, each priority in runAt order. " +
+			"It applies whenever the task waits: at once for a scheduled or retrying task, from its next retry for a running or leased one, after tasks_retry for a failed one.",
+		shape: func(s *jsonschema.Schema) { shapePriority(s.Properties["priority"]) },
+	}, oneTask(func(ctx context.Context, c *client.Client, in setPriorityIn) (*errandapi.Task, error) {
+		return c.UpdateTask(ctx, in.Instance, in.ID, errandapi.TaskPatchRequest{Priority: &in.Priority})
+	}, "priority changed: ")),
+	define(spec{
 		name: "tasks_cancel", title: "Cancel a task", need: errandapi.RoleWrite, idempotent: true,
 		desc: "Cancel a task that is scheduled or waiting to retry: it will not run. A task whose attempt is running answers RUNNING_NOT_CANCELLABLE; a finished one NOT_CANCELLABLE.",
 	}, oneTask(func(ctx context.Context, c *client.Client, in taskArg) (*errandapi.Task, error) {

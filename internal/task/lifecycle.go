@@ -80,8 +80,10 @@ func NewTask(q *Queue, in AddInput, now int64, rules URLRules) (*Task, error) {
 	if in.DeadlineSeconds != nil && (*in.DeadlineSeconds < 1 || *in.DeadlineSeconds > MaxDeadlineSeconds) {
 		return nil, FieldErrorf(CodeInvalidArgument, "deadlineSeconds", "must be 1–%d", MaxDeadlineSeconds)
 	}
-	if in.Priority != nil && (*in.Priority < 0 || *in.Priority > MaxPriority) {
-		return nil, FieldErrorf(CodeInvalidArgument, "priority", "must be 0–%d (higher is claimed first; 0 by default)", MaxPriority)
+	if in.Priority != nil {
+		if err := validPriority(*in.Priority); err != nil {
+			return nil, err
+		}
 	}
 	// Every field is checked before the queue's target is looked at: a
 	// refused field answers INVALID_ARGUMENT whatever the queue.
@@ -333,6 +335,27 @@ func (t *Task) Retry(now int64) error {
 	t.RunAt = now
 	t.FinishedAt = 0
 	return t.moveTo(Pending)
+}
+
+// validPriority refuses a priority outside 0–MaxPriority.
+func validPriority(p int) error {
+	if p < 0 || p > MaxPriority {
+		return FieldErrorf(CodeInvalidArgument, "priority", "must be 0–%d (higher is claimed first; 0 by default)", MaxPriority)
+	}
+	return nil
+}
+
+// SetPriority changes the task's priority, in any state: it orders the
+// task among its queue's due tasks whenever it waits for a claim — at once
+// for a scheduled or retrying task, from its next retry for a running or
+// leased one, after a retry for a failed one. A succeeded or cancelled
+// task only keeps it on its record.
+func (t *Task) SetPriority(p int) error {
+	if err := validPriority(p); err != nil {
+		return err
+	}
+	t.Priority = p
+	return nil
 }
 
 // RunNow makes a PENDING or RETRY_WAIT task due now. A running task is left

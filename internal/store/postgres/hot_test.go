@@ -76,9 +76,11 @@ func TestLeaseRenewalsAreHOT(t *testing.T) {
 	if err := c.Extend(c.LeaseID, 2, 60); err != nil {
 		t.Fatal(err)
 	}
-	attempts, _ := attemptsJSON(c.Attempts)
-	if _, err := tx.Exec(ctx, sqlTaskUpdate, c.InstanceID, c.ID, string(c.State), c.Attempt, c.MaxAttempts, c.RunAt,
-		c.StartedAt, c.DeadlineAt, c.FinishedAt, c.LeaseID, c.LeaseExpiresAt, c.LastError, false, false, nil, attempts); err != nil {
+	args, err := taskUpdateArgs(c, c.Result, c.Attempts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, sqlTaskUpdate, args...); err != nil {
 		t.Fatal(err)
 	}
 	upd, hot := counts()

@@ -77,13 +77,12 @@ func (s *Store) TaskUpdateMany(ctx context.Context, p *store.TaskUpdateManyParam
 				out[i] = err
 				continue
 			}
-			attempts, err := attemptsJSON(t.Attempts)
+			t.InstanceID, t.ID = p.InstanceID, id
+			args, err := taskUpdateArgs(t, result, history)
 			if err != nil {
 				return err
 			}
-			b.Queue(sqlTaskUpdate, p.InstanceID, id, string(t.State), t.Attempt, t.MaxAttempts, t.RunAt,
-				t.StartedAt, t.DeadlineAt, t.FinishedAt, t.LeaseID, t.LeaseExpiresAt, t.LastError,
-				!equalBytes(result, t.Result), !slices.Equal(history, t.Attempts), nullBytes(t.Result), attempts)
+			b.Queue(sqlTaskUpdate, args...)
 		}
 		if b.Len() == 0 {
 			return nil
@@ -95,5 +94,3 @@ func (s *Store) TaskUpdateMany(ctx context.Context, p *store.TaskUpdateManyParam
 	})
 	return out, err
 }
-
-func equalBytes(a, b []byte) bool { return string(a) == string(b) }

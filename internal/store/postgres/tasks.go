@@ -18,14 +18,29 @@ var (
 	sqlTaskGetMany = `SELECT ` + cols("", taskCols) + ` FROM tasks WHERE instance_id = $1 AND id = ANY($2::text[])`
 	// sqlTaskUpdate stores every field a domain method may change; result
 	// and attempts only when $13 and $14 say they changed, so that an
-	// update that leaves them alone does not write a large value again.
+	// update that leaves them alone does not write a large value again
+	// (taskUpdateArgs).
 	sqlTaskUpdate = `UPDATE tasks SET state = $3, attempt = $4, max_attempts = $5, run_at = $6,
 		started_at = $7, deadline_at = $8, finished_at = $9, lease_id = $10, lease_expires_at = $11,
 		last_error = $12,
 		result = CASE WHEN $13::boolean THEN $15::bytea ELSE result END,
-		attempts = CASE WHEN $14::boolean THEN $16::text::jsonb ELSE attempts END
+		attempts = CASE WHEN $14::boolean THEN $16::text::jsonb ELSE attempts END,
+		priority = $17
 		WHERE instance_id = $1 AND id = $2`
 )
+
+// taskUpdateArgs are sqlTaskUpdate's arguments for t as a domain method
+// left it, read with result and history before the method ran.
+func taskUpdateArgs(t *task.Task, result []byte, history []task.Attempt) ([]any, error) {
+	attempts, err := attemptsJSON(t.Attempts)
+	if err != nil {
+		return nil, err
+	}
+	return []any{t.InstanceID, t.ID, string(t.State), t.Attempt, t.MaxAttempts, t.RunAt,
+		t.StartedAt, t.DeadlineAt, t.FinishedAt, t.LeaseID, t.LeaseExpiresAt, t.LastError,
+		!bytes.Equal(result, t.Result), !slices.Equal(history, t.Attempts), nullBytes(t.Result), attempts,
+		t.Priority}, nil
+}
 
 // TaskGet returns one task with payload, result and attempts.
 func (s *Store) TaskGet(ctx context.Context, ref store.TaskRef) (*task.Task, error) {
@@ -64,15 +79,11 @@ func (s *Store) TaskUpdate(ctx context.Context, ref store.TaskRef, fn func(*task
 			return err
 		}
 		t.InstanceID, t.ID = instanceID, id
-		attempts, err := attemptsJSON(t.Attempts)
+		args, err := taskUpdateArgs(t, result, history)
 		if err != nil {
 			return err
 		}
-		newResult := !bytes.Equal(result, t.Result)
-		newHistory := !slices.Equal(history, t.Attempts)
-		if _, err := tx.Exec(ctx, sqlTaskUpdate, instanceID, id, string(t.State), t.Attempt, t.MaxAttempts, t.RunAt,
-			t.StartedAt, t.DeadlineAt, t.FinishedAt, t.LeaseID, t.LeaseExpiresAt, t.LastError,
-			newResult, newHistory, nullBytes(t.Result), attempts); err != nil {
+		if _, err := tx.Exec(ctx, sqlTaskUpdate, args...); err != nil {
 			return interpretError(err)
 		}
 		out = t

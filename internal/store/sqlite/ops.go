@@ -76,11 +76,11 @@ func (s *Store) TaskUpdateMany(ctx context.Context, p *store.TaskUpdateManyParam
 				continue
 			}
 			t.InstanceID, t.ID = p.InstanceID, id
-			args, err := taskSetArgs(make([]any, 0, len(taskSetNames)+2), t)
+			args, err := taskUpdateArgs(t)
 			if err != nil {
 				return err
 			}
-			if _, err := w.exec(qTaskUpdate, append(args, p.InstanceID, id)...); err != nil {
+			if _, err := w.exec(qTaskUpdate, args...); err != nil {
 				return err
 			}
 		}

@@ -47,7 +47,7 @@ func TestQueryPlans(t *testing.T) {
 		{"get", qTaskGet, []any{"i1", "t1"}, true, "(instance_id=? AND id=?)"},
 		{"get many", qTaskGetMany, []any{"i1", `["t1","t2"]`}, true, "(instance_id=? AND id=?)"},
 		{"by name", qTaskByName, []any{"i1", "q1", "n"}, true, "tasks_name"},
-		{"update", qTaskUpdate, append(make([]any, 12), "i1", "t1"), true, "(instance_id=? AND id=?)"},
+		{"update", qTaskUpdate, append(make([]any, 13), "i1", "t1"), true, "(instance_id=? AND id=?)"},
 		{"finish", qTaskFinishN[10], make([]any, 160), true, "(instance_id=? AND id=?)"},
 		{"claim set", qClaimSetN[10], make([]any, 80), true, "INTEGER PRIMARY KEY (rowid=?)"},
 		{"purge", qQueuePurge, []any{"i1", "q1"}, true, "tasks_created (instance_id=? AND queue=?)"},

@@ -124,7 +124,9 @@ var (
 		WHERE instance_id = ? AND id IN (SELECT value FROM json_each(?))`)
 	qTaskByName = define(onWriter, `SELECT id FROM tasks WHERE instance_id = ? AND queue = ? AND name = ?`)
 	// qTaskUpdate stores every field a domain method may change.
-	qTaskUpdate = define(onWriter, `UPDATE tasks SET `+taskSetCols+` WHERE instance_id = ? AND id = ?`)
+	// qTaskUpdate stores what a domain method made of a task
+	// (taskUpdateArgs): the lifecycle's columns and the priority.
+	qTaskUpdate = define(onWriter, `UPDATE tasks SET `+taskSetCols+`, priority = ? WHERE instance_id = ? AND id = ?`)
 )
 
 // taskSetNames are the columns the lifecycle methods change; the others
@@ -143,6 +145,15 @@ func taskSetArgs(args []any, t *task.Task) ([]any, error) {
 	}
 	return append(args, string(t.State), t.Attempt, t.MaxAttempts, t.RunAt, t.StartedAt, t.DeadlineAt,
 		t.FinishedAt, t.LeaseID, t.LeaseExpiresAt, t.LastError, nullBytes(t.Result), attempts), nil
+}
+
+// taskUpdateArgs are qTaskUpdate's arguments for t.
+func taskUpdateArgs(t *task.Task) ([]any, error) {
+	args, err := taskSetArgs(make([]any, 0, len(taskSetNames)+3), t)
+	if err != nil {
+		return nil, err
+	}
+	return append(args, t.Priority, t.InstanceID, t.ID), nil
 }
 
 // taskInsertArgs appends the values of taskCols for t.
@@ -340,11 +351,11 @@ func (s *Store) TaskUpdate(ctx context.Context, ref store.TaskRef, fn func(*task
 			return err
 		}
 		t.InstanceID, t.ID = instanceID, id
-		args, err := taskSetArgs(make([]any, 0, len(taskSetNames)+2), t)
+		args, err := taskUpdateArgs(t)
 		if err != nil {
 			return err
 		}
-		if _, err := w.exec(qTaskUpdate, append(args, instanceID, id)...); err != nil {
+		if _, err := w.exec(qTaskUpdate, args...); err != nil {
 			return err
 		}
 		out = t

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/errandhq/errand/internal/store"
@@ -16,6 +17,42 @@ var updateCases = []testCase{
 	{"FnErrorWritesNothing", testUpdateFnError},
 	{"RetryAndRunNow", testUpdateRetryRunNow},
 	{"Extend", testUpdateExtend},
+	{"Priority", testUpdatePriority},
+}
+
+// testUpdatePriority: a priority a domain method sets is stored (by
+// TaskUpdate and by TaskUpdateMany), and the queue's claims follow it: a
+// waiting task raised above an earlier one is claimed first; one lowered
+// back to 0 waits its turn by runAt again.
+func testUpdatePriority(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "work", task.ModePull)
+	ts := e.addN(q, 3, T0, func(i int, in *task.AddInput) { in.RunAt = ptr(T0 + int64(i)) })
+	set := func(p int) func(*task.Task) error { return func(t *task.Task) error { return t.SetPriority(p) } }
+	got, err := e.s.TaskUpdate(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: ts[2].ID}, set(7))
+	if err != nil || got.Priority != 7 {
+		t.Fatalf("TaskUpdate(priority 7) = %+v, %v", got, err)
+	}
+	if stored := e.get(inst.ID, ts[2].ID); stored.Priority != 7 || stored.State != task.Pending {
+		t.Fatalf("stored after the change: priority %d, state %s", stored.Priority, stored.State)
+	}
+	if errs, err := e.s.TaskUpdateMany(e.ctx, &store.TaskUpdateManyParams{InstanceID: inst.ID, IDs: []string{ts[1].ID, ts[2].ID},
+		Fn: func(t *task.Task) error { return t.SetPriority(9 - t.Priority) }}); err != nil || errs[0] != nil || errs[1] != nil {
+		t.Fatalf("TaskUpdateMany = %v, %v", errs, err)
+	}
+	if a, b := e.get(inst.ID, ts[1].ID).Priority, e.get(inst.ID, ts[2].ID).Priority; a != 9 || b != 2 {
+		t.Fatalf("priorities after TaskUpdateMany: %d and %d, want 9 and 2", a, b)
+	}
+	if _, err := e.s.TaskUpdate(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: ts[2].ID}, set(0)); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, c := range e.claim(q, T0+10, 3, 60_000) {
+		order = append(order, c.ID)
+	}
+	if want := []string{ts[1].ID, ts[0].ID, ts[2].ID}; !slices.Equal(order, want) {
+		t.Fatalf("claim order %v, want %v (the raised task, then runAt order)", order, want)
+	}
 }
 
 func testGetForeign(t *testing.T, e *env) {
