@@ -79,6 +79,7 @@ type WorkerFrame struct {
 	// token for DeliveryHeader; Body what a webhook receives.
 	Function   string          `json:"function,omitempty"`
 	DeadlineAt int64           `json:"deadlineAt,omitempty"`
+	Priority   int             `json:"priority,omitempty"` // the task's (0–MaxPriority); absent for 0
 	Token      string          `json:"token,omitempty"`
 	Body       json.RawMessage `json:"body,omitempty"`
 
@@ -105,6 +106,7 @@ type wireFrame struct {
 	LeaseID          string          `json:"leaseId,omitempty"`
 	Function         string          `json:"function,omitempty"`
 	DeadlineAt       int64           `json:"deadlineAt,omitempty"`
+	Priority         int             `json:"priority,omitempty"`
 	Token            string          `json:"token,omitempty"`
 	Body             json.RawMessage `json:"body,omitempty"`
 	Result           json.RawMessage `json:"result,omitempty"`
@@ -120,7 +122,7 @@ type wireFrame struct {
 func (f WorkerFrame) MarshalJSON() ([]byte, error) {
 	w := wireFrame{Type: f.Type, Group: f.Group, Functions: f.Functions, Slots: f.Slots, SDK: f.SDK,
 		Worker: f.Worker, HeartbeatSeconds: f.HeartbeatSeconds, Drains: f.Drains, LeaseID: f.LeaseID, Function: f.Function,
-		DeadlineAt: f.DeadlineAt, Token: f.Token, Body: f.Body, Result: f.Result, Seconds: f.Seconds}
+		DeadlineAt: f.DeadlineAt, Priority: f.Priority, Token: f.Token, Body: f.Body, Result: f.Result, Seconds: f.Seconds}
 	var err error
 	switch {
 	case f.Refusal != nil:
@@ -155,7 +157,7 @@ func (f *WorkerFrame) UnmarshalJSON(b []byte) error {
 	}
 	*f = WorkerFrame{Type: w.Type, Group: w.Group, Functions: w.Functions, Slots: w.Slots, SDK: w.SDK,
 		Worker: w.Worker, HeartbeatSeconds: w.HeartbeatSeconds, Drains: w.Drains, LeaseID: w.LeaseID, Function: w.Function,
-		DeadlineAt: w.DeadlineAt, Token: w.Token, Body: w.Body, Result: w.Result, Seconds: w.Seconds}
+		DeadlineAt: w.DeadlineAt, Priority: w.Priority, Token: w.Token, Body: w.Body, Result: w.Result, Seconds: w.Seconds}
 	if len(w.Error) > 0 && string(w.Error) != "null" {
 		if w.Error[0] == '{' {
 			f.Refusal = &ErrorDetail{}

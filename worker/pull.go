@@ -159,7 +159,7 @@ func (p *puller) lease(ctx context.Context) ([]errandapi.LeasedTask, error) {
 // and answers it.
 func (p *puller) run(ctx context.Context, lt errandapi.LeasedTask) {
 	t := &Task{ID: lt.ID, Queue: lt.Queue, Attempt: lt.Attempts, RunAt: time.UnixMilli(lt.RunAt), CreatedAt: time.UnixMilli(lt.CreatedAt),
-		Source: lt.Source, Depth: lt.Depth, Payload: lt.Payload}
+		Source: lt.Source, Depth: lt.Depth, Priority: lt.Priority, Payload: lt.Payload}
 	t.setOptional(lt.Name, lt.DeadLetterOf, lt.Params)
 	// The answers and extends outlive ctx: a stop lets the task finish.
 	bg := context.WithoutCancel(ctx)

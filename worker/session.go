@@ -216,6 +216,7 @@ type attemptWire struct {
 	LeaseID    string `json:"leaseId"`
 	Function   string `json:"function"`
 	DeadlineAt int64  `json:"deadlineAt"`
+	Priority   int    `json:"priority"`
 	Token      string `json:"token"`
 	Body       *body  `json:"body"`
 }
@@ -229,7 +230,7 @@ func decodeFrame(b []byte) (attempt, error) {
 	var a attemptWire
 	if json.Unmarshal(b, &a) == nil && a.Type == errandapi.FrameAttempt && a.Body != nil {
 		return attempt{f: &errandapi.WorkerFrame{Type: a.Type, LeaseID: a.LeaseID, Function: a.Function,
-			DeadlineAt: a.DeadlineAt, Token: a.Token}, b: a.Body}, nil
+			DeadlineAt: a.DeadlineAt, Priority: a.Priority, Token: a.Token}, b: a.Body}, nil
 	}
 	var f errandapi.WorkerFrame
 	// The frame's own decoder (json.Unmarshal of the bytes, as
@@ -370,6 +371,7 @@ func (s *session) run(ctx context.Context, a attempt) *errandapi.WorkerFrame {
 		}
 	}
 	t := b.task(time.UnixMilli(f.DeadlineAt), f.Function)
+	t.Priority = f.Priority
 	hctx, cancel := context.WithDeadline(client.WithDelivery(ctx, f.Token), t.DeadlineAt)
 	defer cancel()
 	switch o := invoke(hctx, h, t, f.Function); {

@@ -82,7 +82,10 @@ type Task struct {
 	Depth        int
 	Params       json.RawMessage // nil when none
 	DeadLetterOf string          // the failed task this is a dead letter of, or ""
-	Payload      json.RawMessage
+	// Priority is the task's, 0–9 (higher goes first). A webhook
+	// delivery's body (the contract's) does not carry it: 0 there.
+	Priority int
+	Payload  json.RawMessage
 	// Function is the function's name within the group.
 	Function string
 }

@@ -9,7 +9,7 @@ import (
 // attemptFrame is the attempt frame of t for a worker's function (its name
 // within the group) with the attempt's delivery token: the bytes
 // errandapi.WorkerFrame's MarshalJSON gives for {type: attempt, leaseId,
-// function, deadlineAt, token, body: Body(t)}, encoded by hand. The body is
+// function, deadlineAt, priority, token, body: Body(t)}, encoded by hand. The body is
 // appended in place, not copied and scanned again, so its payload and
 // params reach the worker byte for byte as they were added, as a webhook
 // receives them (json.Marshal would compact them and escape <, > and &).
@@ -27,6 +27,10 @@ func attemptFrame(t *task.Task, function, token string) []byte {
 	if t.DeadlineAt != 0 {
 		b = append(b, `,"deadlineAt":`...)
 		b = strconv.AppendInt(b, t.DeadlineAt, 10)
+	}
+	if t.Priority != 0 {
+		b = append(b, `,"priority":`...)
+		b = strconv.AppendInt(b, int64(t.Priority), 10)
 	}
 	if token != "" {
 		b = append(b, `,"token":`...)

@@ -20,9 +20,10 @@ func FuzzAttemptFrameMatchesMarshal(f *testing.F) {
 	f.Add("\xff\xfe", "\xed\xa0\x80", "\x1f", "f\n", "\xc0", int64(-5), 8, "<script>")
 	f.Fuzz(func(t *testing.T, inst, id, lease, function, token string, deadline int64, depth int, payload string) {
 		p, _ := json.Marshal(payload)
-		tk := &task.Task{InstanceID: inst, ID: id, Queue: "q", LeaseID: lease, DeadlineAt: deadline, Depth: depth, Payload: p}
+		// The depth stands in for the priority too: the frame encodes any int.
+		tk := &task.Task{InstanceID: inst, ID: id, Queue: "q", LeaseID: lease, DeadlineAt: deadline, Depth: depth, Priority: depth, Payload: p}
 		want, err := errandapi.WorkerFrame{Type: errandapi.FrameAttempt, LeaseID: lease, Function: function,
-			DeadlineAt: deadline, Token: token, Body: Body(tk)}.MarshalJSON()
+			DeadlineAt: deadline, Priority: depth, Token: token, Body: Body(tk)}.MarshalJSON()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,13 +51,13 @@ func FuzzAttemptFrameMatchesMarshal(f *testing.F) {
 // HTML characters reach the worker as they were added, as they reach a
 // webhook, and the frame decodes to the attempt.
 func TestAttemptFrameKeepsRawBytes(t *testing.T) {
-	tk := &task.Task{InstanceID: "i1", ID: "t1", Queue: "q", LeaseID: "l1", DeadlineAt: 99,
+	tk := &task.Task{InstanceID: "i1", ID: "t1", Queue: "q", LeaseID: "l1", DeadlineAt: 99, Priority: 4,
 		Payload: []byte(`{ "html" : "<b>&</b>",  "n": [1, 2] }`), Params: []byte(`{"a" : 1}`)}
 	var f errandapi.WorkerFrame
 	if err := f.UnmarshalJSON(attemptFrame(tk, "resize", "tok")); err != nil {
 		t.Fatal(err)
 	}
-	if f.Type != errandapi.FrameAttempt || f.LeaseID != "l1" || f.Function != "resize" || f.DeadlineAt != 99 || f.Token != "tok" {
+	if f.Type != errandapi.FrameAttempt || f.LeaseID != "l1" || f.Function != "resize" || f.DeadlineAt != 99 || f.Priority != 4 || f.Token != "tok" {
 		t.Fatalf("frame %+v", f)
 	}
 	if !bytes.Equal(f.Body, Body(tk)) {
