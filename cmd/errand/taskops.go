@@ -20,29 +20,32 @@ type taskOp struct {
 	destructive bool
 	// fields names the command's own flags in the node's refusals.
 	fields fieldFlags
+	// line, if set, is what the command prints of a task it changed
+	// (else its id and state).
+	line func(t *errandapi.Task) string
 }
 
 var (
 	taskRun = taskOp{"run", "Make scheduled or retrying tasks due now",
 		`Make scheduled or retrying tasks due now: they are delivered (push) or can be leased
 (pull) at once. A finished task is refused with NOT_RUNNABLE.`,
-		"  errand run -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6", (*client.Client).RunTask, false, nil}
+		"  errand run -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6", (*client.Client).RunTask, false, nil, nil}
 	taskCancel = taskOp{"cancel", "Cancel tasks that have not started or are waiting for a retry",
 		`Cancel tasks that are scheduled or retrying (waiting for their next attempt). A task
 whose attempt is under way, delivered to its push target or leased by a worker, cannot be
 stopped: it is refused with RUNNING_NOT_CANCELLABLE and left running; a finished one is
 refused with NOT_CANCELLABLE.`,
-		"  errand cancel -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6 01J9Z3K1V8M2Q4R6T8W0Y2A4C7", (*client.Client).CancelTask, false, nil}
+		"  errand cancel -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6 01J9Z3K1V8M2Q4R6T8W0Y2A4C7", (*client.Client).CancelTask, false, nil, nil}
 	taskRetry = taskOp{"retry", "Give failed tasks a fresh budget and run them now",
 		`Give failed tasks a fresh budget of attempts and make them due now. Only a failed
 task can be retried (NOT_RETRYABLE otherwise).`,
-		"  errand list -i jobs -q emails --state failed --all --json | jq -r '.tasks[].id' | xargs -r errand retry -i jobs", (*client.Client).RetryTask, false, nil}
+		"  errand list -i jobs -q emails --state failed --all --json | jq -r '.tasks[].id' | xargs -r errand retry -i jobs", (*client.Client).RetryTask, false, nil, nil}
 	taskDelete = taskOp{"delete", "Remove tasks' records, freeing their names",
 		`Remove tasks' records at once (the key needs the full grant): a scheduled or retrying
 task will not run, a finished one's payload, result and attempts are gone, and its name is
 free for a new add. A task whose attempt is under way is refused with
 RUNNING_NOT_CANCELLABLE and left as it is. Needs --yes. Prints each task as it was.`,
-		"  errand delete -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6 --yes", (*client.Client).DeleteTask, true, nil}
+		"  errand delete -i jobs 01J9Z3K1V8M2Q4R6T8W0Y2A4C6 --yes", (*client.Client).DeleteTask, true, nil, nil}
 )
 
 // newPrioritizeCmd makes prioritize: PATCH …/tasks/{id} with --priority,
@@ -60,6 +63,9 @@ one.`,
 			return cl.UpdateTask(ctx, instance, id, errandapi.TaskPatchRequest{Priority: &priority})
 		},
 		fields: fieldFlags{"priority": {"priority"}},
+		line: func(t *errandapi.Task) string {
+			return fmt.Sprintf("%s %s, priority %d\n", t.ID, t.State, t.Priority)
+		},
 	}
 	c := newTaskOpCmd(op)
 	c.Flags().IntVar(&priority, "priority", 0, "the priority, 0–9 (higher goes first; 0 is the default)")
@@ -118,8 +124,8 @@ changed, {"task": {...}}, one a line.`,
 				continue
 			}
 			line := fmt.Sprintf("%s %s\n", t.ID, t.State)
-			if op.fields != nil { // prioritize
-				line = fmt.Sprintf("%s %s, priority %d\n", t.ID, t.State, t.Priority)
+			if op.line != nil {
+				line = op.line(t)
 			}
 			if op.destructive {
 				line = fmt.Sprintf("%s deleted (it was %s)\n", t.ID, t.State)

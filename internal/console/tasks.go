@@ -75,8 +75,8 @@ func (c *Console) confirmTaskDelete(w http.ResponseWriter, r *http.Request, s *s
 }
 
 // taskOp runs, cancels, retries, sets the priority of or (confirmed)
-// deletes a task; a refusal
-// (for example RUNNING_NOT_CANCELLABLE) is shown on the task's page at its
+// deletes a task; a refusal (for example RUNNING_NOT_CANCELLABLE, or a
+// priority that is not a whole number) is shown on the task's page at its
 // status. A deleted task's page is gone: the browser goes to its queue's.
 func (c *Console) taskOp(w http.ResponseWriter, r *http.Request, s *session) {
 	inst, id, op := r.PathValue("instance"), r.PathValue("id"), r.PathValue("op")
