@@ -112,6 +112,16 @@ var (
 		FROM ` + unnestSQL(1, "c", claimSpec) + `
 		WHERE t.ctid = c.row_ctid AND t.instance_id = c.instance_id AND t.id = c.id
 		AND t.state = ANY ((SELECT '{PENDING,RETRY_WAIT}'::text[])::text[])`
+	// sqlClaimSetAlike is sqlClaimSet for a claim whose tasks task.Claim
+	// left alike but for their key, attempt and lease (claimAlike): the
+	// columns they share travel once, as $5–$10, rather than as an array
+	// each (4 arrays against 10, less to encode and read inside the
+	// claim's locks).
+	sqlClaimSetAlike = `UPDATE tasks AS t SET state = $6, attempt = c.attempt, max_attempts = $7,
+		started_at = $8, deadline_at = $9, lease_id = c.lease_id, lease_expires_at = $10
+		FROM ` + unnestSQL(1, "c", []string{"row_ctid tid", "id text", "attempt int4", "lease_id text"}) + `
+		WHERE t.ctid = c.row_ctid AND t.instance_id = $5 AND t.id = c.id
+		AND t.state = ANY ((SELECT '{PENDING,RETRY_WAIT}'::text[])::text[])`
 )
 
 // claimDueSQL is a locking read of one queue's first due tasks in claim
@@ -335,9 +345,29 @@ func queueClaimSet(b *pgx.Batch, p *store.ClaimParams, tasks []*task.Task, ctids
 		set.leaseID = append(set.leaseID, t.LeaseID)
 		set.leaseExpiresAt = append(set.leaseExpiresAt, t.LeaseExpiresAt)
 	}
+	if t := tasks[0]; claimAlike(tasks) {
+		b.Queue(sqlClaimSetAlike, ctids, set.id, set.attempt, set.leaseID,
+			t.InstanceID, string(t.State), int32(t.MaxAttempts), t.StartedAt, t.DeadlineAt, t.LeaseExpiresAt)
+		return nil
+	}
 	b.Queue(sqlClaimSet, ctids, set.instanceID, set.id, set.state, set.attempt, set.maxAttempts, set.startedAt,
 		set.deadlineAt, set.leaseID, set.leaseExpiresAt)
 	return nil
+}
+
+// claimAlike reports whether tasks, as task.Claim left them, share every
+// column sqlClaimSetAlike writes once: the instance, state, budget, start,
+// deadline and lease expiry (a claim's usual tasks: one queue's, claimed
+// at one time; a task with a deadline of its own differs).
+func claimAlike(tasks []*task.Task) bool {
+	a := tasks[0]
+	for _, t := range tasks[1:] {
+		if t.InstanceID != a.InstanceID || t.State != a.State || t.MaxAttempts != a.MaxAttempts || t.StartedAt != a.StartedAt ||
+			t.DeadlineAt != a.DeadlineAt || t.LeaseExpiresAt != a.LeaseExpiresAt {
+			return false
+		}
+	}
+	return true
 }
 
 // errRolledBack is a claim's error when its COMMIT was answered ROLLBACK:

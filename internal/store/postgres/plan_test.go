@@ -279,6 +279,7 @@ func TestQueryPlans(t *testing.T) {
 		{"claim with limits", sqlClaimDue, []any{"inst-0", "q0", planNow, 100, 500, 50, 100.0, 10, true, int64(math.MinInt64), true, []string{}}, []string{"tasks_urgent", "tasks_due", "tasks_running"}, true},
 		{"claim in room", sqlClaimDueInRoom, []any{"inst-0", "q0", planNow, true, int64(math.MinInt64), true, []string{}}, []string{"tasks_urgent", "tasks_due"}, true},
 		{"claim set", sqlClaimSet, claimSet, []string{"Tid Scan"}, true},
+		{"claim set alike", sqlClaimSetAlike, []any{ctids100, ids100, n100, strs100, "inst-0", "RUNNING", 3, planNow, planNow, planNow}, []string{"Tid Scan"}, true},
 		{"finish", sqlFinish, finish, []string{"tasks_pkey"}, true},
 		{"finish success", sqlFinishSuccess, finishSuccess, []string{"tasks_pkey"}, true},
 		{"heartbeat", sqlHeartbeat, []any{insts100, ids100, strs100, planNow}, []string{"tasks_pkey"}, true},

@@ -16,6 +16,7 @@ var claimCases = []testCase{
 	{"OrderAndLimit", testClaimOrderAndLimit},
 	{"Priority", testClaimPriority},
 	{"Fields", testClaimFields},
+	{"FieldsAlike", testClaimFieldsAlike},
 	{"Scope", testClaimScope},
 	{"Concurrent", testClaimConcurrent},
 	{"MaxRunning", testClaimMaxRunning},
@@ -263,6 +264,43 @@ func testClaimPriority(t *testing.T, e *env) {
 	})
 	got = e.claim(q, T0+3000, 1, 60_000)
 	sameIDs(t, "claim after a large add", got, batch[69].ID)
+}
+
+// testClaimFieldsAlike: a claim of tasks that task.Claim leaves alike but
+// for their key, attempt and lease (one queue, one time, no deadline of
+// their own: a backend may write the rest once) stores each as Claim made
+// it, a retried task's attempt included.
+func testClaimFieldsAlike(t *testing.T, e *env) {
+	inst := e.instance("acme", "jobs")
+	q := e.queue(inst, "push", task.ModePush, func(q *task.Queue) { q.DeadlineSeconds = 45; q.MaxAttempts = 4 })
+	ts := e.addN(q, 3, T0, nil)
+	first := e.claim(q, T0, 1, 60_000)[0]
+	e.finish(q, first, T0+10, task.Outcome{Status: task.AttemptFailed, NoBackoff: true, Error: "again"})
+	before := make([]*task.Task, len(ts))
+	for i, tk := range ts {
+		before[i] = e.get(inst.ID, tk.ID)
+	}
+	now := T0 + 1000
+	got := e.claim(q, now, 5, 50_000)
+	if len(got) != 3 {
+		t.Fatalf("claimed %d tasks, want 3", len(got))
+	}
+	for _, c := range got {
+		var want *task.Task
+		for _, b := range before {
+			if b.ID == c.ID {
+				want = b
+			}
+		}
+		if err := want.Claim(q, now, c.LeaseID, 50_000); err != nil {
+			t.Fatal(err)
+		}
+		sameTask(t, "claimed", c, want)
+		sameTask(t, "stored", e.get(inst.ID, c.ID), want)
+		if c.ID == first.ID && c.Attempt != 2 {
+			t.Fatalf("the retried task claimed as attempt %d, want 2", c.Attempt)
+		}
+	}
 }
 
 func testClaimFields(t *testing.T, e *env) {
