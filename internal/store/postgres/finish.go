@@ -169,8 +169,8 @@ type batcher interface {
 // writes go out as set-based UPDATEs (queueFinish: a task that appears
 // twice in ps is written in order, in a later round), all in one
 // pipelined batch: one round trip, one transaction. With dead-letter
-// copies to add, the UPDATEs and the copies share it; a copy is added only with a write that applied, and only while
-// its queue exists.
+// copies to add, the UPDATEs and the copies share it; a copy is added
+// only with a write that applied, and only while its queue exists.
 //
 // The UPDATEs run without hash and merge joins, so that each entry's row
 // is sought by tasks_pkey. A connection's first five executions of a
