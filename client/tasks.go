@@ -163,9 +163,9 @@ func (c *Client) GetTaskWait(ctx context.Context, instance, id string, wait time
 	return c.taskCall(ctx, call{method: "GET", path: []string{"v1", "tasks", instance, "tasks", id}, query: q, repeatable: true})
 }
 
-// UpdateTask changes the fields of a task that patch sets (its priority:
-// errandapi.TaskPatchRequest) and returns the task. Repeating it changes
-// nothing more, so it is retried.
+// UpdateTask changes the fields of a task that patch sets (its priority; a
+// waiting task's due time: errandapi.TaskPatchRequest) and returns the
+// task. Repeating it changes nothing more, so it is retried.
 func (c *Client) UpdateTask(ctx context.Context, instance, id string, patch errandapi.TaskPatchRequest) (*errandapi.Task, error) {
 	return c.taskCall(ctx, call{method: "PATCH", path: []string{"v1", "tasks", instance, "tasks", id}, body: patch, repeatable: true})
 }

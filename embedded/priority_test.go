@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestPriority: a push queue delivers its due tasks from the highest
@@ -77,5 +78,36 @@ func TestSetPriority(t *testing.T) {
 		if want := []string{"last", "first", "second"}; !slices.Equal(order, want) {
 			t.Fatalf("delivered %v, want %v", order, want)
 		}
+	})
+}
+
+// TestReschedule: Reschedule moves a task due in an hour to now, and the
+// queue delivers it at once (the clock does not move); a past time means
+// now; a task whose attempt ran is refused NOT_RUNNABLE; a time more than
+// a year ahead is refused naming runAt.
+func TestReschedule(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, kind string) {
+		e, fc := open(t, kind)
+		ctx := context.Background()
+		ran := make(chan string, 2)
+		must(t, e.Handle("app/x", func(_ context.Context, tk *Task) (json.RawMessage, error) {
+			ran <- tk.Name
+			return nil, nil
+		}))
+		must(t, e.CreateQueue(ctx, "jobs", "q", QueueOptions{Function: "app/x"}))
+		ids := add(t, e, "q", NewTask{Name: "later", Delay: time.Hour})
+		_, err := e.Reschedule(ctx, "jobs", ids[0], fc.Now().Add(366*24*time.Hour))
+		wantCode(t, err, "INVALID_ARGUMENT", "runAt", "Reschedule past a year")
+		tk, err := e.Reschedule(ctx, "jobs", ids[0], fc.Now().Add(-time.Minute))
+		if err != nil || tk.RunAt.UnixMilli() != fc.Now().UnixMilli() {
+			t.Fatalf("Reschedule to a past time: %+v, %v; want due now", tk, err)
+		}
+		if name := <-ran; name != "later" {
+			t.Fatalf("delivered %q", name)
+		}
+		waitState(t, e, ids[0], "succeeded")
+		_, err = e.Reschedule(ctx, "jobs", ids[0], fc.Now())
+		wantCode(t, err, "NOT_RUNNABLE", "", "Reschedule(succeeded)")
 	})
 }

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"time"
 
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/task"
@@ -45,7 +46,20 @@ func (e *Engine) Delete(ctx context.Context, instance, id string) (*Task, error)
 // refused with INVALID_ARGUMENT naming priority.
 func (e *Engine) SetPriority(ctx context.Context, instance, id string, priority int) (*Task, error) {
 	return e.taskOp(ctx, instance, id, func(ctx context.Context, ref engine.TaskRef) (*task.Task, error) {
-		return e.eng.TaskSetPriority(ctx, ref, priority)
+		return e.eng.TaskChange(ctx, ref, task.Change{Priority: &priority})
+	})
+}
+
+// Reschedule moves a scheduled or retrying task's due time to at (a time
+// past means now; at most a year ahead), as the v1 API's PATCH
+// …/tasks/{id} with runAt does (BullMQ's changeDelay, Sidekiq's
+// reschedule), and returns the task; a retrying one stays retrying until
+// then. A running or leased task (its next wait is its backoff's) and a
+// finished one are refused with NOT_RUNNABLE.
+func (e *Engine) Reschedule(ctx context.Context, instance, id string, at time.Time) (*Task, error) {
+	ms := at.UnixMilli()
+	return e.taskOp(ctx, instance, id, func(ctx context.Context, ref engine.TaskRef) (*task.Task, error) {
+		return e.eng.TaskChange(ctx, ref, task.Change{RunAt: &ms})
 	})
 }
 

@@ -51,7 +51,7 @@ var (
 	ErrNotCancellable        = NewError(CodeNotCancellable, "the task is finished and cannot be cancelled")
 	ErrRunningNotCancellable = NewError(CodeRunningNotCancellable, "the task is running and cannot be cancelled")
 	ErrNotRetryable          = NewError(CodeNotRetryable, "only a failed task can be retried")
-	ErrNotRunnable           = NewError(CodeNotRunnable, "a finished task cannot be run")
+	ErrNotRunnable           = NewError(CodeNotRunnable, "the task is not waiting: it cannot be run now or rescheduled")
 	ErrConfirmRequired       = NewError(CodeConfirmRequired, "the call needs ?confirm=true")
 	ErrDepthExceeded         = NewError(CodeDepthExceeded, "the chain of adds is too deep")
 	ErrWrongMode             = NewError(CodeWrongMode, "the queue's mode does not allow this call")

@@ -112,12 +112,17 @@ type Attempt struct {
 }
 
 // TaskPatchRequest is the body of a task's PATCH: only the fields sent
-// change. Priority (0–MaxPriority) orders the task among its queue's due
-// tasks whenever it waits for a claim: at once for a scheduled or
-// retrying task, from its next retry for a running or leased one, after a
-// retry for a failed one.
+// change, all or (refused) none of them. Priority (0–MaxPriority) orders
+// the task among its queue's due tasks whenever it waits for a claim: at
+// once for a scheduled or retrying task, from its next retry for a
+// running or leased one, after a retry for a failed one. Delay (seconds
+// from now) or RunAt (epoch ms; a past time means now), as an add takes
+// them, reschedule a scheduled or retrying task (NOT_RUNNABLE for any
+// other).
 type TaskPatchRequest struct {
-	Priority *int `json:"priority,omitempty"`
+	Priority *int     `json:"priority,omitempty"`
+	Delay    *float64 `json:"delay,omitempty"`
+	RunAt    *int64   `json:"runAt,omitempty"`
 }
 
 // TaskResponse is the answer of GET, PATCH, run, cancel, retry, ack,

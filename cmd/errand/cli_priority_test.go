@@ -74,3 +74,37 @@ func leaseNamed(t *testing.T, c *cli, queue, want string) errandapi.LeaseRespons
 	}
 	return leased
 }
+
+// TestCLIReschedule: "reschedule --delay" moves a task later (a lease then
+// finds nothing) and "--run-at" with a past time makes it due now; a
+// leased task is refused NOT_RUNNABLE; a delay out of range names the
+// flag; neither flag, or both, is a usage error.
+func TestCLIReschedule(t *testing.T) {
+	c := devCLI(t)
+	c.ok("queues", "create", "inbox", "--mode", "pull")
+	var res errandapi.AddResponse
+	c.json(&res, "add", "-q", "inbox", "--payload", `{}`, "--name", "a")
+	id := res.Tasks[0].ID
+	if out := c.ok("reschedule", "--delay", "3600", id); !strings.Contains(out, id+" scheduled, due ") {
+		t.Fatalf("reschedule printed:\n%s", out)
+	}
+	var leased errandapi.LeaseResponse
+	if c.json(&leased, "lease", "-q", "inbox", "--count", "1"); len(leased.Tasks) != 0 {
+		t.Fatalf("leased %d tasks due in an hour", len(leased.Tasks))
+	}
+	c.ok("reschedule", "--run-at", "2020-01-01T00:00:00Z", id)
+	leaseNamed(t, c, "inbox", "a")
+	r := c.run("", "reschedule", "--delay", "60", id)
+	if r.code != exitRefused || !strings.Contains(r.errout, "NOT_RUNNABLE") {
+		t.Fatalf("a leased task: exit %d, stderr %s", r.code, r.errout)
+	}
+	r = c.run("", "reschedule", "--delay", "-1", id)
+	if r.code != exitRefused || !strings.Contains(r.errout, "--delay: must be 0–31536000 seconds") {
+		t.Fatalf("--delay -1: exit %d, stderr %s", r.code, r.errout)
+	}
+	for _, args := range [][]string{{"reschedule", id}, {"reschedule", "--delay", "1", "--run-at", "1", id}} {
+		if r := c.run("", args...); r.code != exitUsage {
+			t.Fatalf("%v: exit %d, stderr %s", args, r.code, r.errout)
+		}
+	}
+}

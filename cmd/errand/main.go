@@ -109,7 +109,7 @@ Exit codes: 0 done, 1 refused by the API (its code on stderr) or failed, 2 usage
 	}
 	for _, c := range []*cobra.Command{
 		newInstancesCmd(), newQueuesCmd(), newTriggersCmd(), newAddCmd(), newListCmd(), newGetCmd(),
-		newTaskOpCmd(taskRun), newTaskOpCmd(taskCancel), newTaskOpCmd(taskRetry), newTaskOpCmd(taskDelete), newPrioritizeCmd(),
+		newTaskOpCmd(taskRun), newTaskOpCmd(taskCancel), newTaskOpCmd(taskRetry), newTaskOpCmd(taskDelete), newPrioritizeCmd(), newRescheduleCmd(),
 		newLeaseCmd(), newAckCmd(), newReleaseCmd(), newExtendCmd(), newUsageCmd(), newFunctionsCmd(),
 		legacy("export", "Write the organization's configuration bundle as JSON (errand export --help)", runExport),
 		legacy("import", "Load a configuration bundle into a node (errand import --help)", runImport),

@@ -59,7 +59,7 @@ func TestMCPOnDevNode(t *testing.T) {
 	}
 	defer cs.Close()
 	tools, err := cs.ListTools(context.Background(), nil)
-	if err != nil || len(tools.Tools) != 27 {
+	if err != nil || len(tools.Tools) != 28 {
 		t.Fatalf("tools: %d %v", len(tools.Tools), err)
 	}
 	toolCall(t, cs, "tasks_set_queue", map[string]any{"instance": "jobs", "queue": "q", "mode": "pull"})

@@ -12,7 +12,7 @@ import (
 )
 
 // taskOp is one of the commands that change a task by id: run, cancel,
-// retry, delete, prioritize.
+// retry, delete, prioritize, reschedule.
 type taskOp struct {
 	verb, short, long, example string
 	call                       func(*client.Client, context.Context, string, string) (*errandapi.Task, error)
@@ -79,8 +79,56 @@ one.`,
 	return c
 }
 
-// newTaskOpCmd makes run, cancel, retry, delete or prioritize: each takes
-// one id or more and goes on past a refusal, exiting 1 if any was refused.
+// newRescheduleCmd makes reschedule: PATCH …/tasks/{id} with --delay or
+// --run-at, for each id.
+func newRescheduleCmd() *cobra.Command {
+	var delay float64
+	var runAt string
+	var patch errandapi.TaskPatchRequest
+	op := taskOp{verb: "reschedule", short: "Move waiting tasks' due time",
+		long: `Move scheduled or retrying tasks' due time: --delay seconds from now, or --run-at a time
+(RFC 3339 or epoch milliseconds; a time past means now), at most a year ahead, as errand add
+takes them. A retrying task stays retrying until then. A running or leased task (its next
+wait is its backoff's) and a finished one are refused with NOT_RUNNABLE; errand run makes a
+waiting task due now too.`,
+		example: "  errand reschedule -i jobs --delay 3600 01J9Z3K1V8M2Q4R6T8W0Y2A4C6\n" +
+			"  errand reschedule -i jobs --run-at 2026-12-24T09:00:00Z 01J9Z3K1V8M2Q4R6T8W0Y2A4C6",
+		call: func(cl *client.Client, ctx context.Context, instance, id string) (*errandapi.Task, error) {
+			return cl.UpdateTask(ctx, instance, id, patch)
+		},
+		fields: fieldFlags{"delay": {"delay"}, "runAt": {"run-at"}},
+		line: func(t *errandapi.Task) string {
+			return fmt.Sprintf("%s %s, due %s\n", t.ID, t.State, when(t.RunAt))
+		},
+	}
+	c := newTaskOpCmd(op)
+	c.Flags().Float64Var(&delay, "delay", 0, "seconds from now the tasks are due (fractions allowed)")
+	c.Flags().StringVar(&runAt, "run-at", "", "when the tasks are due: RFC 3339 (2026-01-02T15:04:05Z) or epoch milliseconds")
+	run := c.RunE
+	c.RunE = func(c *cobra.Command, args []string) error {
+		byDelay, byTime := c.Flags().Changed("delay"), c.Flags().Changed("run-at")
+		switch {
+		case byDelay && byTime:
+			return usageErrorf("--delay and --run-at are exclusive: give one")
+		case byDelay:
+			patch.Delay = &delay
+		case byTime:
+			ms, err := parseRunAt(runAt)
+			if err != nil {
+				return err
+			}
+			patch.RunAt = &ms
+		default:
+			return usageErrorf("--delay or --run-at is required: when the tasks are due")
+		}
+		return run(c, args)
+	}
+	return c
+}
+
+// newTaskOpCmd makes run, cancel, retry, delete, prioritize or
+// reschedule: each takes one id or more and goes on past a refusal,
+// exiting 1 if any was refused.
 func newTaskOpCmd(op taskOp) *cobra.Command {
 	c := &cobra.Command{
 		Use:   op.verb + " ID…",

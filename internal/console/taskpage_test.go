@@ -118,3 +118,32 @@ func TestTaskPriorityForm(t *testing.T) {
 	r.login(e.key(e.org, "read:jobs"))
 	r.get(page).want(t, http.StatusOK, `id="task-fields"`).lacks(t, "priority-form")
 }
+
+// TestTaskRescheduleForm: a waiting task's page reschedules it through the
+// API (Due in, seconds) and says when it is due; a delay out of range or
+// not a number is refused on the page, changing nothing; a leased task's
+// page has no form.
+func TestTaskRescheduleForm(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	u.login(e.full)
+	id := e.add("pull", errandapi.NewTask{Payload: json.RawMessage(`{}`), Delay: new(3600.0)})
+	page := "/console/i/jobs/t/" + id
+	u.get(page).want(t, http.StatusOK, `id="reschedule-form"`)
+	tok := u.csrf(page)
+	p := u.post(page+"/reschedule", url.Values{"csrf": {tok}, "delay": {"60"}})
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("reschedule: %d %s", p.status, p.body)
+	}
+	due := T0.Add(time.Minute).UTC().Format("2006-01-02 15:04:05.000 UTC")
+	u.get(p.header.Get("Location")).want(t, http.StatusOK, "The task is due at "+due+".")
+	u.post(page+"/reschedule", url.Values{"csrf": {tok}, "delay": {"-5"}}).want(t, http.StatusBadRequest, "INVALID_ARGUMENT", "delay: must be 0–31536000 seconds")
+	u.post(page+"/reschedule", url.Values{"csrf": {tok}, "delay": {"soon"}}).want(t, http.StatusBadRequest, "INVALID_ARGUMENT", "delay: ")
+	if got, err := e.api.GetTask(t.Context(), "jobs", id); err != nil || got.RunAt != T0.Add(time.Minute).UnixMilli() {
+		t.Fatalf("after the refusals: %+v, %v; want due in a minute", got, err)
+	}
+	leased := e.leased()
+	e.waitState(leased, errandapi.StateLeased)
+	u.get("/console/i/jobs/t/"+leased).want(t, http.StatusOK, `id="task-fields"`).lacks(t, "reschedule-form")
+}

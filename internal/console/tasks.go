@@ -37,6 +37,8 @@ func taskNotice(done string, t *errandapi.Task) string {
 		return "The task is queued again with a fresh budget of attempts."
 	case done == "add":
 		return "The task is added."
+	case done == "reschedule" && (t.State == errandapi.StateScheduled || t.State == errandapi.StateRetrying):
+		return "The task is due at " + fmtMillis(t.RunAt) + "."
 	case done == "priority":
 		return fmt.Sprintf("The task's priority is %d: it applies whenever the task waits for a claim.", t.Priority)
 	}
@@ -74,8 +76,8 @@ func (c *Console) confirmTaskDelete(w http.ResponseWriter, r *http.Request, s *s
 	})
 }
 
-// taskOp runs, cancels, retries, sets the priority of or (confirmed)
-// deletes a task; a refusal (for example RUNNING_NOT_CANCELLABLE, or a
+// taskOp runs, cancels, retries, sets the priority of, reschedules or
+// (confirmed) deletes a task; a refusal (for example RUNNING_NOT_CANCELLABLE, or a
 // priority that is not a whole number) is shown on the task's page at its
 // status. A deleted task's page is gone: the browser goes to its queue's.
 func (c *Console) taskOp(w http.ResponseWriter, r *http.Request, s *session) {
@@ -89,13 +91,13 @@ func (c *Console) taskOp(w http.ResponseWriter, r *http.Request, s *session) {
 		_, err = s.cl.CancelTask(r.Context(), inst, id)
 	case "retry":
 		_, err = s.cl.RetryTask(r.Context(), inst, id)
-	case "priority":
-		p, bad := parseWhole("priority", r.PostForm.Get("priority"))
+	case "priority", "reschedule":
+		patch, bad := taskPatchOf(op, r.PostForm)
 		if bad != nil {
 			c.showTask(w, r, s, bad, "")
 			return
 		}
-		_, err = s.cl.UpdateTask(r.Context(), inst, id, errandapi.TaskPatchRequest{Priority: &p})
+		_, err = s.cl.UpdateTask(r.Context(), inst, id, patch)
 	case "delete":
 		if err = confirmed(r, "deleting removes the task's record"); err == nil {
 			if t, err = s.cl.DeleteTask(r.Context(), inst, id); err == nil {
@@ -122,6 +124,19 @@ func (c *Console) taskOp(w http.ResponseWriter, r *http.Request, s *session) {
 		done += "-" + string(t.State)
 	}
 	http.Redirect(w, r, taskURL(inst, id)+"?done="+done, http.StatusSeeOther)
+}
+
+// taskPatchOf reads the task page's Set priority form (op "priority") or
+// Reschedule form ("reschedule", a delay in seconds) into the API's PATCH.
+// Only text that is not a number is refused here; every bound is the
+// API's.
+func taskPatchOf(op string, form url.Values) (errandapi.TaskPatchRequest, *errandapi.Error) {
+	if op == "priority" {
+		p, bad := parseWhole("priority", form.Get("priority"))
+		return errandapi.TaskPatchRequest{Priority: &p}, bad
+	}
+	d, bad := parseNumber("delay", form.Get("delay"))
+	return errandapi.TaskPatchRequest{Delay: &d}, bad
 }
 
 // addFields are the add form's fields, shown again with a refusal.

@@ -128,9 +128,10 @@ func (e *Engine) noteUnservedTask(ctx context.Context, t *task.Task) {
 	})
 }
 
-// TaskSetPriority changes a task's priority (task.SetPriority).
-func (e *Engine) TaskSetPriority(ctx context.Context, ref TaskRef, priority int) (*task.Task, error) {
-	return e.mutate(ctx, ref, func(t *task.Task) error { return t.SetPriority(priority) })
+// TaskChange changes a task's own fields after its add: its priority, its
+// due time (task.Task.Change).
+func (e *Engine) TaskChange(ctx context.Context, ref TaskRef, c task.Change) (*task.Task, error) {
+	return e.mutate(ctx, ref, func(t *task.Task) error { return t.Change(c, e.now()) })
 }
 
 // TaskRun makes a scheduled or retrying task due now.

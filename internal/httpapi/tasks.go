@@ -97,20 +97,20 @@ func (s *Server) deleteTask(w http.ResponseWriter, r *http.Request, c *call) {
 	s.taskOp(w, r, c, s.eng.TaskDelete)
 }
 
-// patchTask changes the fields the body sends (a priority); with none it
-// answers the task as it is.
+// patchTask changes the fields the body sends (a priority, a due time);
+// with none it answers the task as it is.
 func (s *Server) patchTask(w http.ResponseWriter, r *http.Request, c *call) {
 	var body errandapi.TaskPatchRequest
 	if err := decodePatch(r, &body); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if body.Priority == nil {
+	if body.Priority == nil && body.Delay == nil && body.RunAt == nil {
 		t, err := s.eng.TaskGet(r.Context(), c.task(r))
 		s.answerTask(w, r, t, err)
 		return
 	}
-	t, err := s.eng.TaskSetPriority(r.Context(), c.task(r), *body.Priority)
+	t, err := s.eng.TaskChange(r.Context(), c.task(r), task.Change{Priority: body.Priority, Delay: body.Delay, RunAt: body.RunAt})
 	s.answerTask(w, r, t, err)
 }
 

@@ -31,7 +31,7 @@ var next = map[errandapi.Code]string{
 	errandapi.CodeNotCancellable:        "the task has finished already: there is nothing to cancel.",
 	errandapi.CodeRunningNotCancellable: "an attempt is running now: wait for it to end (tasks_get), then cancel the task if it is still waiting.",
 	errandapi.CodeNotRetryable:          "only a failed task can be retried: tasks_get shows its state.",
-	errandapi.CodeNotRunnable:           "run now applies to a scheduled or retrying task; this one has finished (tasks_retry re-runs a failed one).",
+	errandapi.CodeNotRunnable:           "run now and a new due time apply to a scheduled or retrying task; this one is running or has finished (tasks_retry re-runs a failed one).",
 	errandapi.CodeConfirmRequired:       "this cannot be undone: ask the user to confirm, then call again with confirm: true.",
 	errandapi.CodeDepthExceeded:         "a chain of tasks adding tasks is more than 8 deep: stop adding from inside this chain.",
 	errandapi.CodeWrongMode:             "tasks_lease works on pull queues only; this queue delivers its tasks itself (tasks_list_queues shows each queue's mode).",

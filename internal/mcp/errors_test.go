@@ -53,6 +53,9 @@ func TestErrorsCarryCodes(t *testing.T) {
 		{"tasks_update_trigger", obj{"instance": "jobs", "id": "r", "priority": -1}, "INVALID_ARGUMENT", 400, "priority: must be at least 0"},
 		{"tasks_set_priority", obj{"instance": "jobs", "id": id, "priority": 10}, "INVALID_ARGUMENT", 400, "priority: must be at most 9"},
 		{"tasks_set_priority", obj{"instance": "jobs", "id": id}, "INVALID_ARGUMENT", 400, "priority: is required"},
+		{"tasks_reschedule", obj{"instance": "jobs", "id": id}, "INVALID_ARGUMENT", 400, "delay: send delay or runAt"},
+		{"tasks_reschedule", obj{"instance": "jobs", "id": id, "delay": -1}, "INVALID_ARGUMENT", 400, "delay: must be at least 0"},
+		{"tasks_reschedule", obj{"instance": "jobs", "id": id, "delay": 1, "runAt": 1}, "INVALID_ARGUMENT", 400, "delay: send delay or runAt, not both"},
 		// A tool that changes settings refuses a null that cannot clear
 		// one, as the API's PATCH does (a null that can clear, taken).
 		{"tasks_set_queue", obj{"instance": "jobs", "queue": "work", "maxAttempts": nil}, "INVALID_ARGUMENT", 400, "maxAttempts: cannot be null: leave it out to keep the current value"},
@@ -172,7 +175,7 @@ func TestSessionBoundToKey(t *testing.T) {
 			t.Errorf("key %q: %d with WWW-Authenticate %q", key, resp.StatusCode, got)
 		}
 	}
-	if got := s.tools(); len(got) != 27 {
+	if got := s.tools(); len(got) != 28 {
 		t.Fatalf("the session's own key: %v", got)
 	}
 }

@@ -90,6 +90,14 @@ func TestEveryTool(t *testing.T) {
 	if got.Task.Priority != 6 || !strings.HasPrefix(sum, "priority changed: ") {
 		t.Fatalf("set priority: %+v %q", got.Task, sum)
 	}
+	sum = s.ok("tasks_reschedule", obj{"instance": "jobs", "id": delayed, "delay": 30}, &got)
+	if got.Task.RunAt != t0.UnixMilli()+30_000 || !strings.HasPrefix(sum, "rescheduled: ") {
+		t.Fatalf("rescheduled: %+v %q", got.Task, sum)
+	}
+	s.ok("tasks_reschedule", obj{"instance": "jobs", "id": delayed, "runAt": 0}, &got)
+	if got.Task.RunAt != t0.UnixMilli() {
+		t.Fatalf("rescheduled to now: %+v", got.Task)
+	}
 
 	// The pull tools: lease both, extend one, ack it, release the other
 	// with an error (maxAttempts 1: it fails), retry it, cancel it.

@@ -26,6 +26,14 @@ type setPriorityIn struct {
 	Priority int `json:"priority" jsonschema:"The task's new priority, 0–9 (higher goes first; 0 is the default)."`
 }
 
+// rescheduleIn is tasks_reschedule's input: the task and its new due
+// time.
+type rescheduleIn struct {
+	taskArg
+	Delay *float64 `json:"delay,omitempty" jsonschema:"Seconds from now the task is due (0–31536000, fractions allowed); send delay or runAt."`
+	RunAt *int64   `json:"runAt,omitempty" jsonschema:"When the task is due, epoch milliseconds (a time in the past means now; at most a year ahead); send delay or runAt."`
+}
+
 // instanceArg names one instance; tools embed it.
 type instanceArg struct {
 	Instance string `json:"instance" jsonschema:"The tasks instance, e.g. \"jobs\"."`

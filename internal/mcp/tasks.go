@@ -133,6 +133,17 @@ var taskTools = []tool{
 		return c.UpdateTask(ctx, in.Instance, in.ID, errandapi.TaskPatchRequest{Priority: &in.Priority})
 	}, "priority changed: ")),
 	define(spec{
+		name: "tasks_reschedule", title: "Move a waiting task's due time", need: errandapi.RoleWrite, idempotent: true,
+		desc: "Move a scheduled or retrying task's due time: later, or (runAt in the past) due now. A retrying task stays retrying until then. " +
+			"A running or leased task (its next wait is its backoff's) and a finished one answer NOT_RUNNABLE.",
+		shape: func(s *jsonschema.Schema) { bounds(s, "delay", 0, 365*86400) },
+	}, oneTask(func(ctx context.Context, c *client.Client, in rescheduleIn) (*errandapi.Task, error) {
+		if in.Delay == nil && in.RunAt == nil {
+			return nil, refuse(errandapi.CodeInvalidArgument, "delay: send delay or runAt: when the task is due")
+		}
+		return c.UpdateTask(ctx, in.Instance, in.ID, errandapi.TaskPatchRequest{Delay: in.Delay, RunAt: in.RunAt})
+	}, "rescheduled: ")),
+	define(spec{
 		name: "tasks_cancel", title: "Cancel a task", need: errandapi.RoleWrite, idempotent: true,
 		desc: "Cancel a task that is scheduled or waiting to retry: it will not run. A task whose attempt is running answers RUNNING_NOT_CANCELLABLE; a finished one NOT_CANCELLABLE.",
 	}, oneTask(func(ctx context.Context, c *client.Client, in taskArg) (*errandapi.Task, error) {

@@ -36,7 +36,7 @@ func toolsFor(role errandapi.Role) []string {
 func TestToolsPerGrant(t *testing.T) {
 	n := startNode(t, false)
 	all := slices.Sorted(maps.Keys(errandmcp.ToolNames()))
-	if len(all) != 27 {
+	if len(all) != 28 {
 		t.Fatalf("%d tools: %v", len(all), all)
 	}
 	read := []string{"tasks_get", "tasks_get_trigger", "tasks_list", "tasks_list_functions", "tasks_list_queues", "tasks_list_triggers", "tasks_usage"}
@@ -66,7 +66,7 @@ func TestToolsPerGrant(t *testing.T) {
 			}
 		}
 	}
-	if w := toolsFor(errandapi.RoleWrite); slices.Contains(w, "tasks_set_queue") || !slices.Contains(w, "tasks_ack") || len(w) != 16 {
+	if w := toolsFor(errandapi.RoleWrite); slices.Contains(w, "tasks_set_queue") || !slices.Contains(w, "tasks_ack") || len(w) != 17 {
 		t.Fatalf("write tools %v", w)
 	}
 	for _, key := range []string{"", "errk_" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "not-a-key"} {

@@ -60,22 +60,9 @@ func NewTask(q *Queue, in AddInput, now int64, rules URLRules) (*Task, error) {
 			return nil, err
 		}
 	}
-	if in.Delay != nil && in.RunAt != nil {
-		return nil, FieldErrorf(CodeInvalidArgument, "delay", "send delay or runAt, not both")
-	}
-	runAt := now
-	if in.Delay != nil {
-		d := *in.Delay
-		if !(d >= 0) || d > 365*86400 {
-			return nil, FieldErrorf(CodeInvalidArgument, "delay", "must be 0–31536000 seconds")
-		}
-		runAt = now + int64(d*1000)
-	}
-	if in.RunAt != nil {
-		if *in.RunAt < 0 || *in.RunAt > now+365*86400*1000 {
-			return nil, FieldErrorf(CodeInvalidArgument, "runAt", "must be epoch milliseconds from 0 to a year from now (a time in the past means now)")
-		}
-		runAt = max(*in.RunAt, now)
+	runAt, err := dueTime(in.Delay, in.RunAt, now)
+	if err != nil {
+		return nil, err
 	}
 	if in.DeadlineSeconds != nil && (*in.DeadlineSeconds < 1 || *in.DeadlineSeconds > MaxDeadlineSeconds) {
 		return nil, FieldErrorf(CodeInvalidArgument, "deadlineSeconds", "must be 1–%d", MaxDeadlineSeconds)
@@ -337,6 +324,28 @@ func (t *Task) Retry(now int64) error {
 	return t.moveTo(Pending)
 }
 
+// dueTime is the due time delay (seconds from now) or runAt (epoch ms; a
+// past time means now) asks for, at most a year ahead; now for neither.
+func dueTime(delay *float64, runAt *int64, now int64) (int64, error) {
+	if delay != nil && runAt != nil {
+		return 0, FieldErrorf(CodeInvalidArgument, "delay", "send delay or runAt, not both")
+	}
+	if delay != nil {
+		d := *delay
+		if !(d >= 0) || d > 365*86400 {
+			return 0, FieldErrorf(CodeInvalidArgument, "delay", "must be 0–31536000 seconds")
+		}
+		return now + int64(d*1000), nil
+	}
+	if runAt != nil {
+		if *runAt < 0 || *runAt > now+365*86400*1000 {
+			return 0, FieldErrorf(CodeInvalidArgument, "runAt", "must be epoch milliseconds from 0 to a year from now (a time in the past means now)")
+		}
+		return max(*runAt, now), nil
+	}
+	return now, nil
+}
+
 // validPriority refuses a priority outside 0–MaxPriority.
 func validPriority(p int) error {
 	if p < 0 || p > MaxPriority {
@@ -345,16 +354,47 @@ func validPriority(p int) error {
 	return nil
 }
 
-// SetPriority changes the task's priority, in any state: it orders the
-// task among its queue's due tasks whenever it waits for a claim — at once
-// for a scheduled or retrying task, from its next retry for a running or
-// leased one, after a retry for a failed one. A succeeded or cancelled
-// task only keeps it on its record.
-func (t *Task) SetPriority(p int) error {
-	if err := validPriority(p); err != nil {
+// Change is a change of a task's own fields after its add (the v1 API's
+// PATCH of a task); nil fields stay as they are.
+type Change struct {
+	// Priority orders the task among its queue's due tasks whenever it
+	// waits for a claim.
+	Priority *int
+	// Delay (seconds from now) or RunAt (epoch ms) reschedule a waiting
+	// task, as an add's do.
+	Delay *float64
+	RunAt *int64
+}
+
+// Change applies c at now, all of it or, refused, none of it. A priority
+// may change in any state: it orders the task whenever it waits for a
+// claim — at once for a scheduled or retrying task, from its next retry
+// for a running or leased one, after a retry for a failed one (a
+// succeeded or cancelled task only keeps it on its record). A new due
+// time applies to a scheduled or retrying task only (one in RETRY_WAIT
+// stays there, waiting for the new time): a running or leased task's next
+// wait is its backoff's, and a finished one waits for nothing, so both are
+// refused NOT_RUNNABLE.
+func (t *Task) Change(c Change, now int64) error {
+	if c.Priority != nil {
+		if err := validPriority(*c.Priority); err != nil {
+			return err
+		}
+	}
+	reschedule := c.Delay != nil || c.RunAt != nil
+	runAt, err := dueTime(c.Delay, c.RunAt, now)
+	if err != nil {
 		return err
 	}
-	t.Priority = p
+	if reschedule && t.State != Pending && t.State != RetryWait {
+		return Errorf(CodeNotRunnable, "the task is %s; only a scheduled or retrying task can be rescheduled", t.State.V1(t.Pull))
+	}
+	if c.Priority != nil {
+		t.Priority = *c.Priority
+	}
+	if reschedule {
+		t.RunAt = runAt
+	}
 	return nil
 }
 

@@ -382,3 +382,52 @@ func TestAckedBy(t *testing.T) {
 		t.Fatal("a push attempt keeps its lease")
 	}
 }
+
+// TestChange: a change's priority applies in any state; a new due time
+// only to a scheduled or retrying task (which stays retrying), others
+// refused NOT_RUNNABLE naming the state; a refused change changes nothing,
+// its priority included; delay and runAt are an add's.
+func TestChange(t *testing.T) {
+	const now = 10_000
+	p := func(n int) *int { return &n }
+	delay := func(s float64) *float64 { return &s }
+	at := func(ms int64) *int64 { return &ms }
+	for _, s := range []State{Pending, RetryWait} {
+		tk := &Task{State: s, RunAt: 5}
+		if err := tk.Change(Change{Priority: p(3), Delay: delay(60)}, now); err != nil || tk.Priority != 3 || tk.RunAt != now+60_000 || tk.State != s {
+			t.Fatalf("%s: %v %+v", s, err, tk)
+		}
+		if err := tk.Change(Change{RunAt: at(2)}, now); err != nil || tk.RunAt != now {
+			t.Fatalf("%s, a past runAt: %v, runAt %d; want now", s, err, tk.RunAt)
+		}
+	}
+	for _, c := range []struct {
+		s    State
+		pull bool
+		word string
+	}{{Running, false, "running"}, {Running, true, "leased"}, {Succeeded, false, "succeeded"}, {Failed, false, "failed"}, {Cancelled, false, "cancelled"}} {
+		tk := &Task{State: c.s, Pull: c.pull, RunAt: 5}
+		err := tk.Change(Change{Priority: p(4), RunAt: at(now + 1)}, now)
+		if !IsCode(err, CodeNotRunnable) || !strings.Contains(err.Error(), "the task is "+c.word) || tk.Priority != 0 || tk.RunAt != 5 {
+			t.Fatalf("%s: %v %+v", c.word, err, tk)
+		}
+		if err := tk.Change(Change{Priority: p(4)}, now); err != nil || tk.Priority != 4 {
+			t.Fatalf("%s, the priority alone: %v %+v", c.word, err, tk)
+		}
+	}
+	for _, c := range []struct {
+		change Change
+		field  string
+	}{
+		{Change{Priority: p(10)}, "priority"}, {Change{Priority: p(-1)}, "priority"},
+		{Change{Delay: delay(-1)}, "delay"}, {Change{Delay: delay(400 * 86400)}, "delay"},
+		{Change{RunAt: at(now + 366*86400*1000)}, "runAt"}, {Change{Delay: delay(1), RunAt: at(now)}, "delay"},
+		{Change{Priority: p(2), RunAt: at(-1)}, "runAt"},
+	} {
+		tk := &Task{State: Pending, RunAt: 5}
+		err := tk.Change(c.change, now)
+		if !IsCode(err, CodeInvalidArgument) || !strings.Contains(err.Error(), ": "+c.field+": ") || tk.Priority != 0 || tk.RunAt != 5 {
+			t.Fatalf("%+v: %v, want INVALID_ARGUMENT naming %s, nothing changed (%+v)", c.change, err, c.field, tk)
+		}
+	}
+}

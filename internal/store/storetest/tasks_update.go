@@ -28,7 +28,9 @@ func testUpdatePriority(t *testing.T, e *env) {
 	inst := e.instance("acme", "jobs")
 	q := e.queue(inst, "work", task.ModePull)
 	ts := e.addN(q, 3, T0, func(i int, in *task.AddInput) { in.RunAt = ptr(T0 + int64(i)) })
-	set := func(p int) func(*task.Task) error { return func(t *task.Task) error { return t.SetPriority(p) } }
+	set := func(p int) func(*task.Task) error {
+		return func(t *task.Task) error { return t.Change(task.Change{Priority: &p}, T0) }
+	}
 	got, err := e.s.TaskUpdate(e.ctx, store.TaskRef{InstanceID: inst.ID, ID: ts[2].ID}, set(7))
 	if err != nil || got.Priority != 7 {
 		t.Fatalf("TaskUpdate(priority 7) = %+v, %v", got, err)
@@ -37,7 +39,7 @@ func testUpdatePriority(t *testing.T, e *env) {
 		t.Fatalf("stored after the change: priority %d, state %s", stored.Priority, stored.State)
 	}
 	if errs, err := e.s.TaskUpdateMany(e.ctx, &store.TaskUpdateManyParams{InstanceID: inst.ID, IDs: []string{ts[1].ID, ts[2].ID},
-		Fn: func(t *task.Task) error { return t.SetPriority(9 - t.Priority) }}); err != nil || errs[0] != nil || errs[1] != nil {
+		Fn: func(t *task.Task) error { return t.Change(task.Change{Priority: ptr(9 - t.Priority)}, T0) }}); err != nil || errs[0] != nil || errs[1] != nil {
 		t.Fatalf("TaskUpdateMany = %v, %v", errs, err)
 	}
 	if a, b := e.get(inst.ID, ts[1].ID).Priority, e.get(inst.ID, ts[2].ID).Priority; a != 9 || b != 2 {
