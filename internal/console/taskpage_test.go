@@ -94,7 +94,8 @@ func TestTaskDelete(t *testing.T) {
 
 // TestTaskPriorityForm: a write key's task page sets the task's priority
 // through the API and says so; a priority out of range or not whole is
-// refused on the page, changing nothing; a read key's page has no form.
+// refused on the page, changing nothing; a read key's page has no form,
+// nor has a cancelled task's (it will not wait again).
 func TestTaskPriorityForm(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	e.fixture()
@@ -117,6 +118,10 @@ func TestTaskPriorityForm(t *testing.T) {
 	r := e.user()
 	r.login(e.key(e.org, "read:jobs"))
 	r.get(page).want(t, http.StatusOK, `id="task-fields"`).lacks(t, "priority-form")
+	if _, err := e.api.CancelTask(t.Context(), "jobs", id); err != nil {
+		t.Fatal(err)
+	}
+	u.get(page).want(t, http.StatusOK, `id="task-actions"`).lacks(t, "priority-form")
 }
 
 // TestTaskRescheduleForm: a waiting task's page reschedules it through the
