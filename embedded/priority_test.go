@@ -17,22 +17,14 @@ func TestPriority(t *testing.T) {
 	eachStore(t, func(t *testing.T, kind string) {
 		e, _ := open(t, kind)
 		ctx := context.Background()
-		ran := make(chan string, 8)
-		must(t, e.Handle("app/x", func(_ context.Context, tk *Task) (json.RawMessage, error) {
-			ran <- tk.Name
-			return nil, nil
-		}))
-		must(t, e.CreateQueue(ctx, "jobs", "q", QueueOptions{Function: "app/x", Paused: true, MaxConcurrent: 1}))
+		ran := namesQueue(t, e, QueueOptions{Paused: true, MaxConcurrent: 1})
 		ids := add(t, e, "q", NewTask{Name: "plain-1"}, NewTask{Name: "low", Priority: 1}, NewTask{Name: "plain-2"},
 			NewTask{Name: "high", Priority: 9}, NewTask{Name: "mid", Priority: 4})
 		if tk, err := e.Get(ctx, "jobs", ids[3]); err != nil || tk.Priority != 9 {
 			t.Fatalf("Get: priority %v, %v", tk, err)
 		}
 		must(t, e.SetPaused(ctx, "jobs", "q", false))
-		var order []string
-		for range ids {
-			order = append(order, <-ran)
-		}
+		order := names(ran, len(ids))
 		if want := []string{"high", "mid", "low", "plain-1", "plain-2"}; !slices.Equal(order, want) {
 			t.Fatalf("delivered %v, want %v", order, want)
 		}
@@ -50,12 +42,7 @@ func TestSetPriority(t *testing.T) {
 	eachStore(t, func(t *testing.T, kind string) {
 		e, _ := open(t, kind)
 		ctx := context.Background()
-		ran := make(chan string, 4)
-		must(t, e.Handle("app/x", func(_ context.Context, tk *Task) (json.RawMessage, error) {
-			ran <- tk.Name
-			return nil, nil
-		}))
-		must(t, e.CreateQueue(ctx, "jobs", "q", QueueOptions{Function: "app/x", Paused: true, MaxConcurrent: 1}))
+		ran := namesQueue(t, e, QueueOptions{Paused: true, MaxConcurrent: 1})
 		ids := add(t, e, "q", NewTask{Name: "first"}, NewTask{Name: "second"}, NewTask{Name: "last"})
 		tk, err := e.SetPriority(ctx, "jobs", ids[2], 5)
 		if err != nil || tk.Priority != 5 || tk.ID != ids[2] {
@@ -71,10 +58,7 @@ func TestSetPriority(t *testing.T) {
 		_, err = e.SetPriority(ctx, "jobs", "no-such-task", 1)
 		wantCode(t, err, "NOT_FOUND", "", "SetPriority(missing)")
 		must(t, e.SetPaused(ctx, "jobs", "q", false))
-		var order []string
-		for range ids {
-			order = append(order, <-ran)
-		}
+		order := names(ran, len(ids))
 		if want := []string{"last", "first", "second"}; !slices.Equal(order, want) {
 			t.Fatalf("delivered %v, want %v", order, want)
 		}
@@ -90,12 +74,7 @@ func TestReschedule(t *testing.T) {
 	eachStore(t, func(t *testing.T, kind string) {
 		e, fc := open(t, kind)
 		ctx := context.Background()
-		ran := make(chan string, 2)
-		must(t, e.Handle("app/x", func(_ context.Context, tk *Task) (json.RawMessage, error) {
-			ran <- tk.Name
-			return nil, nil
-		}))
-		must(t, e.CreateQueue(ctx, "jobs", "q", QueueOptions{Function: "app/x"}))
+		ran := namesQueue(t, e, QueueOptions{})
 		ids := add(t, e, "q", NewTask{Name: "later", Delay: time.Hour})
 		_, err := e.Reschedule(ctx, "jobs", ids[0], fc.Now().Add(366*24*time.Hour))
 		wantCode(t, err, "INVALID_ARGUMENT", "runAt", "Reschedule past a year")
@@ -110,4 +89,28 @@ func TestReschedule(t *testing.T) {
 		_, err = e.Reschedule(ctx, "jobs", ids[0], fc.Now())
 		wantCode(t, err, "NOT_RUNNABLE", "", "Reschedule(succeeded)")
 	})
+}
+
+// namesQueue serves function app/x, which sends each task's name on the
+// channel it returns, and creates queue "q" of instance "jobs" with o
+// targeting it.
+func namesQueue(t *testing.T, e *Engine, o QueueOptions) <-chan string {
+	t.Helper()
+	ran := make(chan string, 8)
+	must(t, e.Handle("app/x", func(_ context.Context, tk *Task) (json.RawMessage, error) {
+		ran <- tk.Name
+		return nil, nil
+	}))
+	o.Function = "app/x"
+	must(t, e.CreateQueue(context.Background(), "jobs", "q", o))
+	return ran
+}
+
+// names reads n names from ran, in the order they come.
+func names(ran <-chan string, n int) []string {
+	out := make([]string, 0, n)
+	for range n {
+		out = append(out, <-ran)
+	}
+	return out
 }

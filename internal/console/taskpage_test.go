@@ -97,12 +97,7 @@ func TestTaskDelete(t *testing.T) {
 // refused on the page, changing nothing; a read key's page has no form,
 // nor has a cancelled task's (it will not wait again).
 func TestTaskPriorityForm(t *testing.T) {
-	e := newEnv(t, envOptions{})
-	e.fixture()
-	u := e.user()
-	u.login(e.full)
-	id := e.add("pull", errandapi.NewTask{Payload: json.RawMessage(`{}`), Delay: new(3600.0)})
-	page := "/console/i/jobs/t/" + id
+	e, u, id, page := waitingTaskPage(t)
 	u.get(page).want(t, http.StatusOK, `id="priority-form"`, `id="set-priority" name="priority" inputmode="numeric" size="2" value="0"`)
 	tok := u.csrf(page)
 	p := u.post(page+"/priority", url.Values{"csrf": {tok}, "priority": {"6"}})
@@ -129,12 +124,7 @@ func TestTaskPriorityForm(t *testing.T) {
 // not a number is refused on the page, changing nothing; a leased task's
 // page has no form.
 func TestTaskRescheduleForm(t *testing.T) {
-	e := newEnv(t, envOptions{})
-	e.fixture()
-	u := e.user()
-	u.login(e.full)
-	id := e.add("pull", errandapi.NewTask{Payload: json.RawMessage(`{}`), Delay: new(3600.0)})
-	page := "/console/i/jobs/t/" + id
+	e, u, id, page := waitingTaskPage(t)
 	u.get(page).want(t, http.StatusOK, `id="reschedule-form"`)
 	tok := u.csrf(page)
 	p := u.post(page+"/reschedule", url.Values{"csrf": {tok}, "delay": {"60"}})
@@ -151,4 +141,16 @@ func TestTaskRescheduleForm(t *testing.T) {
 	leased := e.leased()
 	e.waitState(leased, errandapi.StateLeased)
 	u.get("/console/i/jobs/t/"+leased).want(t, http.StatusOK, `id="task-fields"`).lacks(t, "reschedule-form")
+}
+
+// waitingTaskPage is a fixture with a pull task due in an hour, a user
+// logged in with the full grant, and the task's id and page.
+func waitingTaskPage(t *testing.T) (*env, *user, string, string) {
+	t.Helper()
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	u.login(e.full)
+	id := e.add("pull", errandapi.NewTask{Payload: json.RawMessage(`{}`), Delay: new(3600.0)})
+	return e, u, id, "/console/i/jobs/t/" + id
 }
