@@ -102,6 +102,7 @@ type Engine struct {
 	batcher    *finishBatcher
 	fin        *finisher
 	leased     *leasedTasks // the tasks this node leased out, for their acks
+	leaseGroup leaseGroups  // this node's lease claims, one at a time a queue
 	cleaner    *Cleaner
 	rescuer    *Rescuer
 	liveness   *Liveness

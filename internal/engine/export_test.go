@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 )
@@ -21,6 +22,7 @@ func WithSignals(e *Engine) *Signals {
 	e.scheduler.asleep = newProgress[sleepReport]()
 	e.chainer.asleep = newProgress[sleepReport]()
 	e.signals.parked = newProgress[int]()
+	e.leaseGroup.seen = newProgress[leaseReport]()
 	WatchOutcomes(e)
 	e.liveness.beats = newProgress[beatReport]()
 	if c, ok := e.store.(*cachedStore); ok {
@@ -139,6 +141,20 @@ func (s *Signals) SchedulerAsleepUntil(tb testing.TB, at time.Time) {
 func (s *Signals) Parked(tb testing.TB, n int) int {
 	tb.Helper()
 	return wait(tb, "a long poll to park", s.e.signals.parked, func(got int) bool { return got >= n })
+}
+
+// LeasesWaiting waits until n leases wait for a claim of their queue
+// under way on this node.
+func (s *Signals) LeasesWaiting(tb testing.TB, n int) {
+	tb.Helper()
+	wait(tb, "leases to wait for a claim", s.e.leaseGroup.seen, func(r leaseReport) bool { return r.Waiting == n })
+}
+
+// LeaseClaims waits until this node has made n lease claims, and returns
+// how many leases each served.
+func (s *Signals) LeaseClaims(tb testing.TB, n int) []int {
+	tb.Helper()
+	return slices.Clone(wait(tb, "lease claims", s.e.leaseGroup.seen, func(r leaseReport) bool { return len(r.Claims) >= n }).Claims)
 }
 
 // Outcomes returns how many attempt outcomes have been stored so far.

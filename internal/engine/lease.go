@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/errandhq/errand/internal/deliver"
-	"github.com/errandhq/errand/internal/id"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -103,11 +102,7 @@ func (e *Engine) lease(ctx context.Context, ref QueueRef, p LeaseParams) ([]*tas
 		}
 		var got []*task.Task
 		if !q.Paused {
-			now = e.now()
-			got, err = e.store.TaskClaim(ctx, &store.ClaimParams{
-				Queue: q, Now: now, Limit: p.Count, MaxBytes: LeaseMaxBytes,
-				LeaseMs: int64(p.LeaseSeconds) * 1000, NewLeaseID: id.Lease,
-			})
+			got, now, err = e.leaseGroup.claim(ctx, e, q, p.Count, int64(p.LeaseSeconds)*1000)
 			if err != nil {
 				return nil, nil, err
 			}
