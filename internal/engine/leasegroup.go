@@ -169,29 +169,33 @@ func (g *leaseGroups) handOff(k qkey) {
 // arrival order, each up to its count; a lease that got none of a claim
 // that took some asks again (the claim stopped at LeaseMaxBytes).
 func (g *leaseGroups) lead(ctx context.Context, e *Engine, q *task.Queue, k qkey, w *leaseWant) leaseReply {
-	batch, limit := g.take(k, w)
+	batch, limit := g.take(k, w) // w first
+	replies := make([]leaseReply, len(batch))
+	for i := range replies {
+		replies[i].retry = true // the others claim again should the claim never return (a panic)
+	}
+	defer func() {
+		g.handOff(k)
+		for i, b := range batch[1:] {
+			b.reply <- replies[i+1]
+		}
+	}()
 	now := e.now()
 	got, err := e.store.TaskClaim(ctx, &store.ClaimParams{
 		Queue: q, Now: now, Limit: limit, MaxBytes: LeaseMaxBytes,
 		LeaseMs: w.leaseMs, NewLeaseID: id.Lease,
 	})
-	replies, total := make([]leaseReply, len(batch)), len(got)
+	total := len(got)
 	for i, b := range batch {
 		switch {
-		case err != nil && ctx.Err() != nil && b != w:
-			replies[i] = leaseReply{retry: true} // not its ctx that ended
+		case err != nil && ctx.Err() != nil && i > 0:
+			// not its ctx that ended: it stays as it was, to claim again
 		case err != nil:
 			replies[i] = leaseReply{err: err}
 		default:
 			n := min(b.count, len(got))
 			replies[i] = leaseReply{tasks: got[:n:n], now: now, retry: n == 0 && total > 0}
 			got = got[n:] // the limit is the counts' sum: none is left over
-		}
-	}
-	g.handOff(k)
-	for i, b := range batch {
-		if b != w {
-			b.reply <- replies[i]
 		}
 	}
 	return replies[0]

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
@@ -23,6 +24,7 @@ type gatedLeases struct {
 	entered chan int
 	release chan struct{}
 	capTo   atomic.Int64
+	panics  atomic.Bool // the next released claim panics
 }
 
 func (g *gatedLeases) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Task, error) {
@@ -36,6 +38,9 @@ func (g *gatedLeases) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*t
 		case <-g.release:
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		}
+		if g.panics.Swap(false) {
+			panic("the store failed")
 		}
 		if c := g.capTo.Swap(0); c != 0 {
 			cp := *p
@@ -79,6 +84,11 @@ type leaseResult struct {
 func (r *leaseRig) lease(ctx context.Context, count, seconds int) <-chan leaseResult {
 	out := make(chan leaseResult, 1)
 	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				out <- leaseResult{err: fmt.Errorf("panic: %v", p)}
+			}
+		}()
 		ts, err := r.eng.Lease(ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "work"},
 			engine.LeaseParams{Count: count, LeaseSeconds: seconds})
 		out <- leaseResult{ts, err}
@@ -268,4 +278,22 @@ func TestLeaseLeaderGoneOthersClaimAgain(t *testing.T) {
 	}
 	r.claimed(1)
 	r.got(other, 1)
+}
+
+// TestLeaseClaimPanicFreesTheOthers: a shared claim that panics takes its
+// caller's request down only: the other leases it served claim again, and
+// the queue's leases go on.
+func TestLeaseClaimPanicFreesTheOthers(t *testing.T) {
+	t.Parallel()
+	r := newLeaseRig(t, 3)
+	first, w := r.queued(1, waiting{r.ctx, 1, 60}, waiting{r.ctx, 1, 60})
+	r.g.release <- struct{}{}
+	r.got(first, 1)
+	r.g.panics.Store(true)
+	r.claimed(2)
+	if res := r.answer(w[0]); res.err == nil || len(res.tasks) != 0 {
+		t.Fatalf("the lease whose claim panicked answered %d tasks, %v", len(res.tasks), res.err)
+	}
+	r.claimed(1)
+	r.got(w[1], 1)
 }
