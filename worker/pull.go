@@ -50,7 +50,8 @@ var ErrLeaseLost = errors.New("worker: the task's lease was lost; the node tries
 // the task's delivery token (the lease asks for it), so the tasks h adds
 // with a client.Client get depth = this task's + 1 and source "lease", and
 // a handler that adds to its own queue stops at errandapi.MaxDepth; the
-// token holds until a day past the lease's first expiry. Its ctx does not
+// token holds as long as the lease does (Pull extends it), and a day past
+// its first expiry in any case. Its ctx does not
 // end with Pull's: when ctx ends Pull leases nothing more, lets the
 // handlers running finish and answers them, then returns nil. It ends
 // with the cause ErrLeaseLost when an extend finds the lease lost. A

@@ -40,8 +40,9 @@ const (
 )
 
 // leaseTokenLate is how long past its lease's expiry at lease time a
-// leased task's token holds: extensions may keep a lease for longer than
-// it was first taken for, and the token, made once, must outlast them.
+// leased task's token holds by itself: extensions may keep a lease for
+// longer than it was first taken for. Past it the token is still taken
+// while its task's lease is held (engine.TaskAddFromDelivery).
 const leaseTokenLate = 24 * 60 * 60 * 1000
 
 // SignLeaseToken makes the delivery token of a task t just leased, of kind
@@ -88,7 +89,9 @@ func appendTokenJSON(b []byte, t *task.Task, kind string) []byte {
 // VerifyToken checks a delivery token against the instance's id and key at
 // now (epoch ms) and returns what it says. A token that is malformed,
 // signed with another key, made for another instance or expired is
-// INVALID_ARGUMENT naming field.
+// INVALID_ARGUMENT naming field; an expired one is returned with that
+// error, so that a caller may take it on other grounds (a lease's token
+// whose lease is still held).
 func VerifyToken(raw, instanceID, key string, now int64, field string) (*Token, error) {
 	bad := func(why string) error {
 		return task.FieldErrorf(task.CodeInvalidArgument, field, "is not a valid delivery token: %s", why)
@@ -112,10 +115,10 @@ func VerifyToken(raw, instanceID, key string, now int64, field string) (*Token, 
 	switch {
 	case tok.Instance != instanceID:
 		return nil, bad("it was made for another instance")
-	case now > tok.Expires:
-		return nil, bad("it expired with its attempt")
 	case tok.Depth < 0:
 		return nil, bad("malformed")
+	case now > tok.Expires:
+		return &tok, bad("it expired with its attempt")
 	}
 	return &tok, nil
 }

@@ -37,15 +37,19 @@ func TestDeliveryToken(t *testing.T) {
 	}
 }
 
-// TestSignLeaseToken: a leased task's token is of kind lease, holds until
-// a day past the lease's expiry, and verifies with the instance's key.
+// TestSignLeaseToken: a leased task's token is of kind lease, holds by
+// itself until a day past the lease's expiry, and verifies with the
+// instance's key.
 func TestSignLeaseToken(t *testing.T) {
 	tk := &task.Task{ID: "t1", InstanceID: "i1", Depth: 3, LeaseExpiresAt: 1_790_000_060_000}
 	tok, err := VerifyToken(SignLeaseToken(tk, katKey), "i1", katKey, 1_790_000_000_000, "X-Errand-Delivery")
 	if err != nil || *tok != (Token{Instance: "i1", Task: "t1", Depth: 3, Expires: 1_790_000_060_000 + leaseTokenLate, Kind: TokenLease}) {
 		t.Fatalf("%+v %v", tok, err)
 	}
-	if _, err := VerifyToken(SignLeaseToken(tk, katKey), "i1", katKey, 1_790_000_060_000+leaseTokenLate+1, "X-Errand-Delivery"); err == nil {
-		t.Fatal("a lease token a day past its lease still held")
+	// Expired, it is refused and returned with the refusal, for the
+	// engine to take while its task is still leased.
+	late, err := VerifyToken(SignLeaseToken(tk, katKey), "i1", katKey, 1_790_000_060_000+leaseTokenLate+1, "X-Errand-Delivery")
+	if err == nil || !task.IsCode(err, task.CodeInvalidArgument) || late == nil || late.Task != "t1" || late.Kind != TokenLease {
+		t.Fatalf("a lease token a day past its lease: %+v, %v", late, err)
 	}
 }
