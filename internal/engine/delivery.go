@@ -16,11 +16,11 @@ func (e *Engine) Wake() { e.waker.wake() }
 // attempt's delivery token (the header errandapi.DeliveryHeader), checked
 // against the instance's key. A pull lease's token holds a day past the
 // lease's first expiry, and after that for as long as its task is still
-// leased (extended): a worker may keep a task for days. The tasks get depth = the parent's + 1 and
-// source "function" (or "webhook", "lease", from a webhook delivery's or
-// a pull lease's token); past
-// task.MaxDepth the add is refused with DEPTH_EXCEEDED and logged, since
-// it is most likely a loop.
+// leased (extended): a worker may keep a task for days. The tasks get
+// depth = the parent's + 1 and source "function" (or "webhook", "lease",
+// from a webhook delivery's or a pull lease's token); past task.MaxDepth
+// the add is refused with DEPTH_EXCEEDED and logged, since it is most
+// likely a loop.
 func (e *Engine) TaskAddFromDelivery(ctx context.Context, ref QueueRef, ins []task.AddInput, token string, field string) ([]AddResult, error) {
 	inst, err := e.Instance(ctx, ref.Org, ref.Instance)
 	if err != nil {
