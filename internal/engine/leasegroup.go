@@ -42,10 +42,10 @@ func (g *leaseGroups) waiting(n int) {
 	g.seen.update(func(r *leaseReport) { r.Waiting += n })
 }
 
-// leaseGroup is one queue's leases: whether a claim is under way, and
-// the leases waiting for the next one, in arrival order.
+// leaseGroup is one queue's leases while a claim of it is under way (a
+// queue has a group exactly then): those waiting for the next claim, in
+// arrival order.
 type leaseGroup struct {
-	running bool
 	pending []*leaseWant
 }
 
@@ -112,11 +112,7 @@ func (g *leaseGroups) join(k qkey, w *leaseWant, front bool) bool {
 	}
 	gr := g.groups[k]
 	if gr == nil {
-		gr = &leaseGroup{}
-		g.groups[k] = gr
-	}
-	if !gr.running {
-		gr.running = true
+		g.groups[k] = &leaseGroup{}
 		return true
 	}
 	if front {

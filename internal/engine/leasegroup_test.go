@@ -154,6 +154,14 @@ func (r *leaseRig) answer(ch <-chan leaseResult) leaseResult {
 	}
 }
 
+// released lets the claim held at the gate go on, and reads the answer
+// of its lease (ch), which should hold n tasks.
+func (r *leaseRig) released(ch <-chan leaseResult, n int) []*task.Task {
+	r.t.Helper()
+	r.g.release <- struct{}{}
+	return r.got(ch, n)
+}
+
 // got reads a lease's answer and checks it holds n tasks.
 func (r *leaseRig) got(ch <-chan leaseResult, n int) []*task.Task {
 	r.t.Helper()
@@ -173,8 +181,7 @@ func TestLeasesWaitingShareOneClaim(t *testing.T) {
 	r := newLeaseRig(t, 10)
 	first, w := r.queued(2, waiting{r.ctx, 3, 60}, waiting{r.ctx, 1, 60}, waiting{r.ctx, 2, 120})
 	b, c, d := w[0], w[1], w[2]
-	r.g.release <- struct{}{}
-	all := r.got(first, 2)
+	all := r.released(first, 2)
 	r.claimed(4) // b and c together
 	r.claimed(2) // d's lease is longer: its own claim
 	bt, ct, dt := r.got(b, 3), r.got(c, 1), r.got(d, 2)
@@ -233,8 +240,7 @@ func TestWaitingLeaseMayLeave(t *testing.T) {
 		t.Fatalf("the lease that left answered %d tasks, %v", len(res.tasks), res.err)
 	}
 	r.sig.LeasesWaiting(t, 0)
-	r.g.release <- struct{}{}
-	r.got(first, 1)
+	r.released(first, 1)
 	next := r.lease(r.ctx, 2, 60)
 	r.claimed(2)
 	r.got(next, 2)
@@ -249,8 +255,7 @@ func TestLeaseShortOfAClaimAsksAgain(t *testing.T) {
 	r := newLeaseRig(t, 6)
 	first, w := r.queued(1, waiting{r.ctx, 2, 60}, waiting{r.ctx, 3, 60})
 	b, c := w[0], w[1]
-	r.g.release <- struct{}{}
-	r.got(first, 1)
+	r.released(first, 1)
 	r.g.capTo.Store(2)
 	r.claimed(5)
 	r.got(b, 2)
@@ -267,8 +272,7 @@ func TestLeaseLeaderGoneOthersClaimAgain(t *testing.T) {
 	ctx, cancel := context.WithCancel(r.ctx)
 	first, w := r.queued(1, waiting{ctx, 1, 60}, waiting{r.ctx, 1, 60})
 	leader, other := w[0], w[1]
-	r.g.release <- struct{}{}
-	r.got(first, 1)
+	r.released(first, 1)
 	if got := r.entered(); got != 2 {
 		t.Fatalf("the shared claim is for %d tasks, want 2", got)
 	}
@@ -287,8 +291,7 @@ func TestLeaseClaimPanicFreesTheOthers(t *testing.T) {
 	t.Parallel()
 	r := newLeaseRig(t, 3)
 	first, w := r.queued(1, waiting{r.ctx, 1, 60}, waiting{r.ctx, 1, 60})
-	r.g.release <- struct{}{}
-	r.got(first, 1)
+	r.released(first, 1)
 	r.g.panics.Store(true)
 	r.claimed(2)
 	if res := r.answer(w[0]); res.err == nil || len(res.tasks) != 0 {
