@@ -124,6 +124,9 @@ type call struct {
 	// bareOK: a 2xx answer may have no body (a hook's bare 200 to a
 	// Slack-signed form), which leaves out as it is.
 	bareOK bool
+	// decode, when set, decodes a 2xx answer instead of json.Unmarshal
+	// into out, as it would (a lease's: decodeLeased).
+	decode func(raw []byte) error
 }
 
 // do runs c with the client's retry policy.
@@ -219,7 +222,11 @@ func (c *Client) once(ctx context.Context, cl call, u string, body []byte) error
 		if cl.out == nil || cl.bareOK && len(raw) == 0 {
 			return nil
 		}
-		if err := json.Unmarshal(raw, cl.out); err != nil {
+		decode := cl.decode
+		if decode == nil {
+			decode = func(raw []byte) error { return json.Unmarshal(raw, cl.out) }
+		}
+		if err := decode(raw); err != nil {
 			return fmt.Errorf("client: decoding the answer to %s %s: %w", cl.method, u, err)
 		}
 		return nil

@@ -14,7 +14,8 @@ import (
 // their lease and count it as a failed attempt.
 func (c *Client) Lease(ctx context.Context, instance, queue string, req errandapi.LeaseRequest) ([]errandapi.LeasedTask, error) {
 	var out errandapi.LeaseResponse
-	err := c.do(ctx, call{method: "POST", path: []string{"v1", "tasks", instance, "queues", queue, "lease"}, body: req, out: &out})
+	err := c.do(ctx, call{method: "POST", path: []string{"v1", "tasks", instance, "queues", queue, "lease"}, body: req, out: &out,
+		decode: func(raw []byte) error { return decodeLeased(raw, &out) }})
 	return out.Tasks, err
 }
 

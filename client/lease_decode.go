@@ -1,0 +1,426 @@
+package client
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/errandhq/errand/errandapi"
+)
+
+// decodeLeased decodes a lease's answer into out as json.Unmarshal does,
+// faster: a lease hands a worker up to 1,000 tasks, and encoding/json's
+// reflection over each task's fields was most of what a pull worker spent
+// on a task it did nothing with. The answer errand sends (compact, its
+// known fields, plain strings, integers) is read in one pass; anything
+// else — an escape in a string, a number with a fraction, a field spelled
+// in another case, null where a value was expected — is left to
+// json.Unmarshal, so the result, and any error, is always the one
+// json.Unmarshal gives (TestDecodeLeasedAsUnmarshal, FuzzDecodeLeased).
+func decodeLeased(raw []byte, out *errandapi.LeaseResponse) error {
+	if tasks, ok := scanLeased(raw); ok {
+		out.Tasks = tasks
+		return nil
+	}
+	*out = errandapi.LeaseResponse{}
+	return json.Unmarshal(raw, out)
+}
+
+// scanLeased reads an answer in the shape errand sends; ok false: it is
+// not, and nothing of it is kept.
+func scanLeased(raw []byte) (tasks []errandapi.LeasedTask, ok bool) {
+	s := jscan{b: raw}
+	seen := false
+	for more := s.open('{'); more; {
+		key, ok := s.key()
+		if !ok {
+			return nil, false
+		}
+		switch {
+		case string(key) == "tasks" && !seen:
+			seen = true
+			if s.null() {
+				break
+			}
+			tasks = []errandapi.LeasedTask{} // [] is an empty list, not nil
+			for more := s.open('['); more; {
+				tasks = append(tasks, errandapi.LeasedTask{})
+				if !s.leased(&tasks[len(tasks)-1]) {
+					return nil, false
+				}
+				if more, ok = s.next(']'); !ok {
+					return nil, false
+				}
+			}
+		case strings.EqualFold(string(key), "tasks"):
+			// A second list (encoding/json decodes it into the first's
+			// elements), or the name in another case (which it matches).
+			return nil, false
+		default:
+			if !s.skip() {
+				return nil, false
+			}
+		}
+		if more, ok = s.next('}'); !ok {
+			return nil, false
+		}
+	}
+	if s.err || !s.end() {
+		return nil, false
+	}
+	return tasks, true
+}
+
+// leasedFields are LeasedTask's JSON names: a key equal to one of them but
+// for case is left to encoding/json, which matches it.
+var leasedFields = []string{"id", "queue", "name", "payload", "params", "attempts", "leaseId", "leaseExpiresAt",
+	"runAt", "createdAt", "source", "depth", "priority", "deadLetterOf", "deliveryToken"}
+
+// leased reads one task object into t.
+func (s *jscan) leased(t *errandapi.LeasedTask) bool {
+	for more := s.open('{'); more; {
+		key, ok := s.key()
+		if !ok {
+			return false
+		}
+		switch string(key) {
+		case "id":
+			t.ID, ok = s.str()
+		case "queue":
+			t.Queue, ok = s.str()
+		case "name":
+			t.Name, ok = s.strPtr()
+		case "payload":
+			t.Payload, ok = s.raw()
+		case "params":
+			t.Params, ok = s.raw()
+		case "attempts":
+			t.Attempts, ok = s.int()
+		case "leaseId":
+			t.LeaseID, ok = s.str()
+		case "leaseExpiresAt":
+			t.LeaseExpiresAt, ok = s.int64()
+		case "runAt":
+			t.RunAt, ok = s.int64()
+		case "createdAt":
+			t.CreatedAt, ok = s.int64()
+		case "source":
+			t.Source, ok = s.str()
+		case "depth":
+			t.Depth, ok = s.int()
+		case "priority":
+			t.Priority, ok = s.int()
+		case "deadLetterOf":
+			t.DeadLetterOf, ok = s.strPtr()
+		case "deliveryToken":
+			t.DeliveryToken, ok = s.str()
+		default:
+			for _, f := range leasedFields {
+				if strings.EqualFold(string(key), f) {
+					return false
+				}
+			}
+			ok = s.skip()
+		}
+		if !ok {
+			return false
+		}
+		if more, ok = s.next('}'); !ok {
+			return false
+		}
+	}
+	return !s.err
+}
+
+// jscan reads JSON from b at i. Each method reads one thing after any
+// white space and reports whether it was there and valid; a false leaves
+// i anywhere (the caller gives up).
+type jscan struct {
+	b   []byte
+	i   int
+	err bool // open did not find what it was to open
+}
+
+func (s *jscan) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// byte reads c.
+func (s *jscan) byte(c byte) bool {
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// peek is the next byte after white space (0 at the end).
+func (s *jscan) peek() byte {
+	s.ws()
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+// end reports whether only white space is left.
+func (s *jscan) end() bool {
+	s.ws()
+	return s.i == len(s.b)
+}
+
+// null reads a null if one is next.
+func (s *jscan) null() bool {
+	if s.peek() == 'n' && len(s.b)-s.i >= 4 && string(s.b[s.i:s.i+4]) == "null" {
+		s.i += 4
+		return true
+	}
+	return false
+}
+
+// open reads c, '{' or '[', and reports whether members follow: false
+// for an empty object or array, or when c is not there (s.err).
+func (s *jscan) open(c byte) bool {
+	if !s.byte(c) {
+		s.err = true
+		return false
+	}
+	return !s.byte(c + 2) // '}' is '{'+2, ']' is '['+2
+}
+
+// next reads what follows a member of an object or an array closed by
+// end: a comma (more) or end.
+func (s *jscan) next(end byte) (more, ok bool) {
+	if s.byte(',') {
+		return true, true
+	}
+	return false, s.byte(end)
+}
+
+// key reads an object's key and its colon.
+func (s *jscan) key() ([]byte, bool) {
+	k, ok := s.plain()
+	return k, ok && s.byte(':')
+}
+
+// plain reads a string without escapes, control characters or invalid
+// UTF-8 (json.Unmarshal would change those: they are left to it) and
+// returns its bytes.
+func (s *jscan) plain() ([]byte, bool) {
+	if !s.byte('"') {
+		return nil, false
+	}
+	start := s.i
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			v := s.b[start:s.i]
+			s.i++
+			return v, utf8.Valid(v)
+		case c == '\\' || c < 0x20:
+			return nil, false
+		}
+		s.i++
+	}
+	return nil, false
+}
+
+func (s *jscan) str() (string, bool) {
+	v, ok := s.plain()
+	return string(v), ok
+}
+
+// strPtr reads a string or null.
+func (s *jscan) strPtr() (*string, bool) {
+	if s.null() {
+		return nil, true
+	}
+	v, ok := s.str()
+	if !ok {
+		return nil, false
+	}
+	return &v, true
+}
+
+// int64 reads an integer as json.Unmarshal takes one into an int64: a
+// number without fraction or exponent, in range.
+func (s *jscan) int64() (int64, bool) {
+	s.ws()
+	start := s.i
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		s.i++
+	}
+	digits := s.i
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		s.i++
+	}
+	n := s.i - digits
+	if n == 0 || n > 1 && s.b[digits] == '0' {
+		return 0, false
+	}
+	if s.i < len(s.b) {
+		switch s.b[s.i] {
+		case '.', 'e', 'E':
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 64)
+	return v, err == nil
+}
+
+func (s *jscan) int() (int, bool) {
+	v, ok := s.int64()
+	if !ok || int64(int(v)) != v {
+		return 0, false
+	}
+	return int(v), true
+}
+
+// raw reads any valid JSON value and returns a copy of its bytes, as
+// json.RawMessage keeps it.
+func (s *jscan) raw() (json.RawMessage, bool) {
+	s.ws()
+	start := s.i
+	if !s.skip() {
+		return nil, false
+	}
+	return append(json.RawMessage(nil), s.b[start:s.i]...), true
+}
+
+// skip reads one valid JSON value, whatever it holds.
+func (s *jscan) skip() bool {
+	return s.value(0)
+}
+
+// maxDepth bounds the nesting skip follows (encoding/json's is 10,000);
+// deeper values are left to json.Unmarshal.
+const maxDepth = 1000
+
+func (s *jscan) value(depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	switch c := s.peek(); {
+	case c == '{':
+		for more := s.open('{'); more; {
+			var ok bool
+			if _, ok = s.key(); !ok || !s.value(depth+1) {
+				return false
+			}
+			if more, ok = s.next('}'); !ok {
+				return false
+			}
+		}
+		return true
+	case c == '[':
+		for more := s.open('['); more; {
+			var ok bool
+			if !s.value(depth + 1) {
+				return false
+			}
+			if more, ok = s.next(']'); !ok {
+				return false
+			}
+		}
+		return true
+	case c == '"':
+		return s.anyString()
+	case c == '-' || c >= '0' && c <= '9':
+		return s.number()
+	default:
+		for _, lit := range []string{"true", "false", "null"} {
+			if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
+				s.i += len(lit)
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// anyString reads a valid string, escapes included.
+func (s *jscan) anyString() bool {
+	s.i++ // the opening quote
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			s.i++
+			return true
+		case c < 0x20:
+			return false
+		case c == '\\':
+			if s.i+1 >= len(s.b) {
+				return false
+			}
+			switch s.b[s.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.i += 2
+			case 'u':
+				if s.i+6 > len(s.b) {
+					return false
+				}
+				for _, h := range s.b[s.i+2 : s.i+6] {
+					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+						return false
+					}
+				}
+				s.i += 6
+			default:
+				return false
+			}
+		default:
+			s.i++
+		}
+	}
+	return false
+}
+
+// number reads a valid JSON number.
+func (s *jscan) number() bool {
+	if s.b[s.i] == '-' {
+		s.i++
+	}
+	switch {
+	case s.i < len(s.b) && s.b[s.i] == '0':
+		s.i++
+	case s.i < len(s.b) && s.b[s.i] >= '1' && s.b[s.i] <= '9':
+		s.digits()
+	default:
+		return false
+	}
+	if s.i < len(s.b) && s.b[s.i] == '.' {
+		s.i++
+		if s.digits() == 0 {
+			return false
+		}
+	}
+	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
+			s.i++
+		}
+		if s.digits() == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *jscan) digits() int {
+	start := s.i
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		s.i++
+	}
+	return s.i - start
+}
