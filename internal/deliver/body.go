@@ -3,8 +3,8 @@ package deliver
 import (
 	"encoding/json"
 	"strconv"
-	"unicode/utf8"
 
+	"github.com/errandhq/errand/internal/jsonout"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -75,57 +75,7 @@ func appendStringOrNull(b []byte, s string) []byte {
 }
 
 // appendString appends s as a JSON string exactly as encoding/json's
-// Marshal does: ", \ and control characters escaped (\b \f \n \r \t
-// short, the others \u00XX), <, > and & as \u003c, \u003e, \u0026,
-// U+2028 and U+2029 as \u2028 and \u2029, and each byte of invalid UTF-8
-// as \ufffd.
+// Marshal does (<, > and & escaped).
 func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return jsonout.AppendString(b, s, true)
 }
-
-const hexDigits = "0123456789abcdef"

@@ -83,7 +83,7 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request, c *call) {
 			out.Tasks[i].DeliveryToken = tokens[i]
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeLeased(w, out)
 }
 
 func (s *Server) ack(w http.ResponseWriter, r *http.Request, c *call) {
