@@ -96,21 +96,21 @@ func (s *jscan) leased(t *errandapi.LeasedTask) bool {
 		case "params":
 			t.Params, ok = s.raw()
 		case "attempts":
-			t.Attempts, ok = s.int()
+			t.Attempts, ok = s.intValue()
 		case "leaseId":
 			t.LeaseID, ok = s.str()
 		case "leaseExpiresAt":
-			t.LeaseExpiresAt, ok = s.int64()
+			t.LeaseExpiresAt, ok = s.integer()
 		case "runAt":
-			t.RunAt, ok = s.int64()
+			t.RunAt, ok = s.integer()
 		case "createdAt":
-			t.CreatedAt, ok = s.int64()
+			t.CreatedAt, ok = s.integer()
 		case "source":
 			t.Source, ok = s.str()
 		case "depth":
-			t.Depth, ok = s.int()
+			t.Depth, ok = s.intValue()
 		case "priority":
-			t.Priority, ok = s.int()
+			t.Priority, ok = s.intValue()
 		case "deadLetterOf":
 			t.DeadLetterOf, ok = s.strPtr()
 		case "deliveryToken":
@@ -142,6 +142,7 @@ type jscan struct {
 	err bool // open did not find what it was to open
 }
 
+// ws skips white space.
 func (s *jscan) ws() {
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
@@ -153,8 +154,8 @@ func (s *jscan) ws() {
 	}
 }
 
-// byte reads c.
-func (s *jscan) byte(c byte) bool {
+// eat reads c.
+func (s *jscan) eat(c byte) bool {
 	s.ws()
 	if s.i < len(s.b) && s.b[s.i] == c {
 		s.i++
@@ -190,33 +191,33 @@ func (s *jscan) null() bool {
 // open reads c, '{' or '[', and reports whether members follow: false
 // for an empty object or array, or when c is not there (s.err).
 func (s *jscan) open(c byte) bool {
-	if !s.byte(c) {
+	if !s.eat(c) {
 		s.err = true
 		return false
 	}
-	return !s.byte(c + 2) // '}' is '{'+2, ']' is '['+2
+	return !s.eat(c + 2) // '}' is '{'+2, ']' is '['+2
 }
 
 // next reads what follows a member of an object or an array closed by
 // end: a comma (more) or end.
 func (s *jscan) next(end byte) (more, ok bool) {
-	if s.byte(',') {
+	if s.eat(',') {
 		return true, true
 	}
-	return false, s.byte(end)
+	return false, s.eat(end)
 }
 
 // key reads an object's key and its colon.
 func (s *jscan) key() ([]byte, bool) {
 	k, ok := s.plain()
-	return k, ok && s.byte(':')
+	return k, ok && s.eat(':')
 }
 
 // plain reads a string without escapes, control characters or invalid
 // UTF-8 (json.Unmarshal would change those: they are left to it) and
 // returns its bytes.
 func (s *jscan) plain() ([]byte, bool) {
-	if !s.byte('"') {
+	if !s.eat('"') {
 		return nil, false
 	}
 	start := s.i
@@ -235,6 +236,7 @@ func (s *jscan) plain() ([]byte, bool) {
 	return nil, false
 }
 
+// str reads a plain string (see plain).
 func (s *jscan) str() (string, bool) {
 	v, ok := s.plain()
 	return string(v), ok
@@ -252,9 +254,9 @@ func (s *jscan) strPtr() (*string, bool) {
 	return &v, true
 }
 
-// int64 reads an integer as json.Unmarshal takes one into an int64: a
+// integer reads an integer as json.Unmarshal takes one into an int64: a
 // number without fraction or exponent, in range.
-func (s *jscan) int64() (int64, bool) {
+func (s *jscan) integer() (int64, bool) {
 	s.ws()
 	start := s.i
 	if s.i < len(s.b) && s.b[s.i] == '-' {
@@ -278,8 +280,9 @@ func (s *jscan) int64() (int64, bool) {
 	return v, err == nil
 }
 
-func (s *jscan) int() (int, bool) {
-	v, ok := s.int64()
+// intValue reads an integer as json.Unmarshal takes one into an int.
+func (s *jscan) intValue() (int, bool) {
+	v, ok := s.integer()
 	if !ok || int64(int(v)) != v {
 		return 0, false
 	}
@@ -417,6 +420,7 @@ func (s *jscan) number() bool {
 	return true
 }
 
+// digits reads digits and returns how many.
 func (s *jscan) digits() int {
 	start := s.i
 	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
