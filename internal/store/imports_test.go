@@ -11,12 +11,12 @@ import (
 
 // TestImportsPointInward keeps the seam at the bottom: package store and its
 // backends (non-test files) import, of this module, only the domain
-// (internal/task), the small leaf packages (internal/clock, internal/id)
-// and the seam itself — never the engine, the HTTP layer, delivery, the
-// embedded engine or a command, which all sit above it.
+// (internal/task), the small leaf packages (internal/clock, internal/id,
+// internal/jsonout) and the seam itself — never the engine, the HTTP layer,
+// delivery, the embedded engine or a command, which all sit above it.
 func TestImportsPointInward(t *testing.T) {
 	const module = "github.com/errandhq/errand/"
-	allowed := []string{"internal/task", "internal/clock", "internal/id", "internal/store"}
+	allowed := []string{"internal/task", "internal/clock", "internal/id", "internal/jsonout", "internal/store"}
 	seen := 0
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {

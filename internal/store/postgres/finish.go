@@ -101,12 +101,8 @@ type successRows struct {
 }
 
 // add appends the successSpec columns of p's write.
-func (r *successRows) add(p *store.FinishParams) error {
+func (r *successRows) add(p *store.FinishParams) {
 	t := p.Task
-	last, err := attemptJSON(t.Attempts)
-	if err != nil {
-		return err
-	}
 	r.instanceID = append(r.instanceID, t.InstanceID)
 	r.id = append(r.id, t.ID)
 	r.fence = append(r.fence, p.LeaseID)
@@ -114,8 +110,7 @@ func (r *successRows) add(p *store.FinishParams) error {
 	r.finishedAt = append(r.finishedAt, t.FinishedAt)
 	r.result = append(r.result, nullBytes(t.Result))
 	r.nAttempts = append(r.nAttempts, int32(len(t.Attempts)))
-	r.lastAttempt = append(r.lastAttempt, last)
-	return nil
+	r.lastAttempt = append(r.lastAttempt, attemptJSON(t.Attempts))
 }
 
 // args returns the arrays in successSpec's order.
@@ -133,10 +128,8 @@ type finishRows struct {
 }
 
 // add appends the write of p.
-func (r *finishRows) add(p *store.FinishParams) error {
-	if err := r.successRows.add(p); err != nil {
-		return err
-	}
+func (r *finishRows) add(p *store.FinishParams) {
+	r.successRows.add(p)
 	t := p.Task
 	r.state = append(r.state, string(t.State))
 	r.attempt = append(r.attempt, int32(t.Attempt))
@@ -148,7 +141,6 @@ func (r *finishRows) add(p *store.FinishParams) error {
 	r.leaseExpiresAt = append(r.leaseExpiresAt, t.LeaseExpiresAt)
 	r.lastError = append(r.lastError, t.LastError)
 	r.chain = append(r.chain, store.ChainState(t.State))
-	return nil
 }
 
 // args returns the arrays in finishSpec's order.
@@ -202,11 +194,9 @@ func (s *Store) taskFinish(ctx context.Context, ps []*store.FinishParams) ([]err
 	}
 	b.Queue(`SET LOCAL enable_hashjoin = off`)
 	b.Queue(`SET LOCAL enable_mergejoin = off`)
-	stmts, err := queueFinish(b, ps)
-	if err != nil {
-		return nil, err
-	}
+	stmts := queueFinish(b, ps)
 	var applied [][]bool
+	var err error
 	if !dead {
 		b.Queue(`COMMIT`)
 		applied, err = finishBatch(ctx, s.pool, b, stmts, 3, 1)
@@ -235,21 +225,19 @@ func (s *Store) taskFinish(ctx context.Context, ps []*store.FinishParams) ([]err
 // each, in order: per round of store.FinishRounds, one sqlFinishSuccess
 // of its successes and one sqlFinish of the rest, each only when it has
 // entries.
-func queueFinish(b *pgx.Batch, ps []*store.FinishParams) ([][]int, error) {
+func queueFinish(b *pgx.Batch, ps []*store.FinishParams) [][]int {
 	var stmts [][]int
 	for _, round := range store.FinishRounds(ps) {
 		var ok successRows
 		var other finishRows
 		var okAt, otherAt []int
 		for _, i := range round {
-			var err error
 			if successShape(ps[i].Task) {
-				okAt, err = append(okAt, i), ok.add(ps[i])
+				okAt = append(okAt, i)
+				ok.add(ps[i])
 			} else {
-				otherAt, err = append(otherAt, i), other.add(ps[i])
-			}
-			if err != nil {
-				return nil, err
+				otherAt = append(otherAt, i)
+				other.add(ps[i])
 			}
 		}
 		if len(okAt) > 0 {
@@ -261,7 +249,7 @@ func queueFinish(b *pgx.Batch, ps []*store.FinishParams) ([][]int, error) {
 			stmts = append(stmts, otherAt)
 		}
 	}
-	return stmts, nil
+	return stmts
 }
 
 // finishBatch sends the UPDATEs queued for stmts, between lead statements

@@ -76,11 +76,7 @@ func TestLeaseRenewalsAreHOT(t *testing.T) {
 	if err := c.Extend(c.LeaseID, 2, 60); err != nil {
 		t.Fatal(err)
 	}
-	args, err := taskUpdateArgs(c, c.Result, c.Attempts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, sqlTaskUpdate, args...); err != nil {
+	if _, err := tx.Exec(ctx, sqlTaskUpdate, taskUpdateArgs(c, c.Result, c.Attempts)...); err != nil {
 		t.Fatal(err)
 	}
 	upd, hot := counts()

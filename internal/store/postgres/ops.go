@@ -78,11 +78,7 @@ func (s *Store) TaskUpdateMany(ctx context.Context, p *store.TaskUpdateManyParam
 				continue
 			}
 			t.InstanceID, t.ID = p.InstanceID, id
-			args, err := taskUpdateArgs(t, result, history)
-			if err != nil {
-				return err
-			}
-			b.Queue(sqlTaskUpdate, args...)
+			b.Queue(sqlTaskUpdate, taskUpdateArgs(t, result, history)...)
 		}
 		if b.Len() == 0 {
 			return nil

@@ -46,27 +46,19 @@ func targetJSON(t *task.Target) (string, error) {
 }
 
 // attemptsJSON encodes an attempt history as a JSON array ("[]" for none).
-func attemptsJSON(a []task.Attempt) (string, error) {
+func attemptsJSON(a []task.Attempt) string {
 	if len(a) == 0 {
-		return "[]", nil
+		return "[]"
 	}
-	b, err := json.Marshal(a)
-	if err != nil {
-		return "", task.Errorf(task.CodeInternal, "store: encode attempts: %v", err)
-	}
-	return string(b), nil
+	return store.AttemptsJSON(a)
 }
 
-// attemptJSON encodes one attempt, "" for none.
-func attemptJSON(a []task.Attempt) (string, error) {
+// attemptJSON encodes the last attempt of a, "" for none.
+func attemptJSON(a []task.Attempt) string {
 	if len(a) == 0 {
-		return "", nil
+		return ""
 	}
-	b, err := json.Marshal(a[len(a)-1])
-	if err != nil {
-		return "", task.Errorf(task.CodeInternal, "store: encode attempt: %v", err)
-	}
-	return string(b), nil
+	return store.AttemptJSON(&a[len(a)-1])
 }
 
 // nullBytes stores an empty byte slice as NULL.

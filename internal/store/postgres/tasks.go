@@ -31,15 +31,11 @@ var (
 
 // taskUpdateArgs are sqlTaskUpdate's arguments for t as a domain method
 // left it, read with result and history before the method ran.
-func taskUpdateArgs(t *task.Task, result []byte, history []task.Attempt) ([]any, error) {
-	attempts, err := attemptsJSON(t.Attempts)
-	if err != nil {
-		return nil, err
-	}
+func taskUpdateArgs(t *task.Task, result []byte, history []task.Attempt) []any {
 	return []any{t.InstanceID, t.ID, string(t.State), t.Attempt, t.MaxAttempts, t.RunAt,
 		t.StartedAt, t.DeadlineAt, t.FinishedAt, t.LeaseID, t.LeaseExpiresAt, t.LastError,
-		!bytes.Equal(result, t.Result), !slices.Equal(history, t.Attempts), nullBytes(t.Result), attempts,
-		t.Priority}, nil
+		!bytes.Equal(result, t.Result), !slices.Equal(history, t.Attempts), nullBytes(t.Result), attemptsJSON(t.Attempts),
+		t.Priority}
 }
 
 // TaskGet returns one task with payload, result and attempts.
@@ -79,11 +75,7 @@ func (s *Store) TaskUpdate(ctx context.Context, ref store.TaskRef, fn func(*task
 			return err
 		}
 		t.InstanceID, t.ID = instanceID, id
-		args, err := taskUpdateArgs(t, result, history)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, sqlTaskUpdate, args...); err != nil {
+		if _, err := tx.Exec(ctx, sqlTaskUpdate, taskUpdateArgs(t, result, history)...); err != nil {
 			return interpretError(err)
 		}
 		out = t

@@ -47,10 +47,7 @@ func (r *taskRows) add(t *task.Task) error {
 	if err != nil {
 		return err
 	}
-	attempts, err := attemptsJSON(t.Attempts)
-	if err != nil {
-		return err
-	}
+	attempts := attemptsJSON(t.Attempts)
 	r.instanceID = append(r.instanceID, t.InstanceID)
 	r.id = append(r.id, t.ID)
 	r.queue = append(r.queue, t.Queue)

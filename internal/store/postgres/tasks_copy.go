@@ -46,10 +46,7 @@ func copyTasks(ctx context.Context, pool *pgxpool.Pool, tasks []*task.Task) (boo
 		if err != nil {
 			return false, err
 		}
-		attempts, err := attemptsJSON(t.Attempts)
-		if err != nil {
-			return false, err
-		}
+		attempts := attemptsJSON(t.Attempts)
 		rows[i] = []any{
 			t.InstanceID, t.ID, t.Queue, nil, string(t.State), t.Pull, int32(t.Attempt), int32(t.MaxAttempts),
 			t.RunAt, t.CreatedAt, t.StartedAt, t.DeadlineAt, t.FinishedAt, t.LeaseID, t.LeaseExpiresAt,

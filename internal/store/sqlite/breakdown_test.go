@@ -150,9 +150,7 @@ func BenchmarkWriteBreakdown(b *testing.B) {
 					if _, err := t.Finish(q, now+5, task.Outcome{Status: task.AttemptSucceeded, HTTPStatus: 200}); err != nil {
 						b.Fatal(err)
 					}
-					if args, err = taskSetArgs(append(args, t.InstanceID, t.ID, fence, int64(math.MinInt64)), t); err != nil {
-						b.Fatal(err)
-					}
+					args = taskSetArgs(append(args, t.InstanceID, t.ID, fence, int64(math.MinInt64)), t)
 				}
 				finish += tx(func(w *wtx) error {
 					rows, err := w.query(qTaskFinishN[100], args...)

@@ -91,10 +91,7 @@ func TestFinishWritesWhatFinishMade(t *testing.T) {
 				}
 				ps[i] = &store.FinishParams{Task: tk, LeaseID: fence}
 			}
-			args, err := finishArgs(ps, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
-			if err != nil {
-				t.Fatal(err)
-			}
+			args := finishArgs(ps, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
 			if got := finishShared(args, 10); got != c.wantShared { // the first chunk's
 				t.Fatalf("finishShared = %v, want %v", got, c.wantShared)
 			}

@@ -76,11 +76,7 @@ func (s *Store) TaskUpdateMany(ctx context.Context, p *store.TaskUpdateManyParam
 				continue
 			}
 			t.InstanceID, t.ID = p.InstanceID, id
-			args, err := taskUpdateArgs(t)
-			if err != nil {
-				return err
-			}
-			if _, err := w.exec(qTaskUpdate, args...); err != nil {
+			if _, err := w.exec(qTaskUpdate, taskUpdateArgs(t)...); err != nil {
 				return err
 			}
 		}

@@ -61,15 +61,11 @@ func targetJSON(t *task.Target) (any, error) {
 }
 
 // attemptsJSON encodes an attempt history, an empty one as NULL.
-func attemptsJSON(a []task.Attempt) (any, error) {
+func attemptsJSON(a []task.Attempt) any {
 	if len(a) == 0 {
-		return nil, nil
+		return nil
 	}
-	b, err := json.Marshal(a)
-	if err != nil {
-		return nil, task.Errorf(task.CodeInternal, "store: encode attempts: %v", err)
-	}
-	return string(b), nil
+	return store.AttemptsJSON(a)
 }
 
 // boolInt stores a bool as 0 or 1.

@@ -138,22 +138,14 @@ var taskSetNames = []string{"state", "attempt", "max_attempts", "run_at", "start
 var taskSetCols = strings.Join(taskSetNames, " = ?, ") + " = ?"
 
 // taskSetArgs appends the values of taskSetNames for t.
-func taskSetArgs(args []any, t *task.Task) ([]any, error) {
-	attempts, err := attemptsJSON(t.Attempts)
-	if err != nil {
-		return nil, err
-	}
+func taskSetArgs(args []any, t *task.Task) []any {
 	return append(args, string(t.State), t.Attempt, t.MaxAttempts, t.RunAt, t.StartedAt, t.DeadlineAt,
-		t.FinishedAt, t.LeaseID, t.LeaseExpiresAt, t.LastError, nullBytes(t.Result), attempts), nil
+		t.FinishedAt, t.LeaseID, t.LeaseExpiresAt, t.LastError, nullBytes(t.Result), attemptsJSON(t.Attempts))
 }
 
 // taskUpdateArgs are qTaskUpdate's arguments for t.
-func taskUpdateArgs(t *task.Task) ([]any, error) {
-	args, err := taskSetArgs(make([]any, 0, len(taskSetNames)+3), t)
-	if err != nil {
-		return nil, err
-	}
-	return append(args, t.Priority, t.InstanceID, t.ID), nil
+func taskUpdateArgs(t *task.Task) []any {
+	return append(taskSetArgs(make([]any, 0, len(taskSetNames)+3), t), t.Priority, t.InstanceID, t.ID)
 }
 
 // taskInsertArgs appends the values of taskCols for t.
@@ -162,14 +154,10 @@ func taskInsertArgs(args []any, t *task.Task) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	attempts, err := attemptsJSON(t.Attempts)
-	if err != nil {
-		return nil, err
-	}
 	return append(args, t.InstanceID, t.ID, t.Queue, nullStr(t.Name), string(t.State), boolInt(t.Pull),
 		t.Attempt, t.MaxAttempts, t.RunAt, t.CreatedAt, t.StartedAt, t.DeadlineAt, t.FinishedAt, t.LeaseID,
 		t.LeaseExpiresAt, t.DeadlineSeconds, t.Source, t.Depth, t.Priority, nullStr(t.DeadLetterOf), t.LastError, target,
-		nullBytes(t.Params), attempts, payloadBytes(t.Payload), nullBytes(t.Result)), nil
+		nullBytes(t.Params), attemptsJSON(t.Attempts), payloadBytes(t.Payload), nullBytes(t.Result)), nil
 }
 
 // insertTasks stores tasks with as few statements as the chunk sizes allow
@@ -351,11 +339,7 @@ func (s *Store) TaskUpdate(ctx context.Context, ref store.TaskRef, fn func(*task
 			return err
 		}
 		t.InstanceID, t.ID = instanceID, id
-		args, err := taskUpdateArgs(t)
-		if err != nil {
-			return err
-		}
-		if _, err := w.exec(qTaskUpdate, args...); err != nil {
+		if _, err := w.exec(qTaskUpdate, taskUpdateArgs(t)...); err != nil {
 			return err
 		}
 		out = t
@@ -412,10 +396,7 @@ func (s *Store) taskFinish(ctx context.Context, ps []*store.FinishParams) ([]err
 	rounds := store.FinishRounds(ps)
 	args := make([][]any, len(rounds))
 	for r, round := range rounds {
-		var err error
-		if args[r], err = finishArgs(ps, round); err != nil {
-			return nil, err
-		}
+		args[r] = finishArgs(ps, round)
 	}
 	err := s.write(ctx, func(w *wtx) error {
 		var dead []*task.Task
@@ -476,16 +457,13 @@ var finishWidth = 4 + len(taskSetNames)
 
 // finishArgs are the arguments of the fenced updates of ps[round...], in
 // round's order, finishWidth a task.
-func finishArgs(ps []*store.FinishParams, round []int) ([]any, error) {
+func finishArgs(ps []*store.FinishParams, round []int) []any {
 	args := make([]any, 0, finishWidth*len(round))
 	for _, i := range round {
 		t := ps[i].Task
-		var err error
-		if args, err = taskSetArgs(append(args, t.InstanceID, t.ID, ps[i].LeaseID, ps[i].LiveAfter()), t); err != nil {
-			return nil, err
-		}
+		args = taskSetArgs(append(args, t.InstanceID, t.ID, ps[i].LeaseID, ps[i].LiveAfter()), t)
 	}
-	return args, nil
+	return args
 }
 
 // finishSharedAt and finishOwnAt are the positions in taskSetNames of
