@@ -24,7 +24,7 @@ func writeLeased(w http.ResponseWriter, out errandapi.LeaseResponse) {
 	b, ok := appendLeased((*buf)[:0], out)
 	*buf = b
 	if !ok {
-		writeJSON(w, http.StatusOK, out) // a raw value it could not append: encoding/json says why
+		writeJSON(w, http.StatusOK, out) // a raw value it cannot append: as before, encoding/json's answer
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
