@@ -82,7 +82,7 @@ func AppendRaw(b []byte, raw json.RawMessage) (_ []byte, ok bool) {
 		return append(b, "null"...), true
 	case len(raw) == 0:
 		return b, false
-	case bytes.IndexAny(raw, " \t\n\r") < 0:
+	case !bytes.ContainsAny(raw, " \t\n\r"):
 		return append(b, raw...), true
 	}
 	buf := bytes.NewBuffer(b)
