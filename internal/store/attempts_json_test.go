@@ -32,6 +32,7 @@ func FuzzAppendAttempts(f *testing.F) {
 	f.Add(1, "succeeded", int64(1796557107984), int64(1796557107990), 200, "", "", 2)
 	f.Add(-3, "fai<led>&", int64(0), int64(-1), 0, "timed out: \"x\"\n\x00\u2028\xff", "node-1.abc", 1)
 	f.Add(0, "", int64(9e18), int64(0), 503, "é€😀", "", 0)
+	f.Add(7, "x", int64(-9e18), int64(1), -1, "", "", 3) // omitempty omits only zeros
 	f.Fuzz(func(t *testing.T, n int, status string, started, ended int64, http int, errText, lease string, count int) {
 		a := task.Attempt{Attempt: n, Status: status, StartedAt: started, EndedAt: ended, HTTPStatus: http,
 			Error: errText, Lease: lease}
