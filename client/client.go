@@ -222,11 +222,12 @@ func (c *Client) once(ctx context.Context, cl call, u string, body []byte) error
 		if cl.out == nil || cl.bareOK && len(raw) == 0 {
 			return nil
 		}
-		decode := cl.decode
-		if decode == nil {
-			decode = func(raw []byte) error { return json.Unmarshal(raw, cl.out) }
+		if cl.decode != nil {
+			err = cl.decode(raw)
+		} else {
+			err = json.Unmarshal(raw, cl.out)
 		}
-		if err := decode(raw); err != nil {
+		if err != nil {
 			return fmt.Errorf("client: decoding the answer to %s %s: %w", cl.method, u, err)
 		}
 		return nil
