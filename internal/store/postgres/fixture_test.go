@@ -24,6 +24,22 @@ func workQueue(t testing.TB, s *Store) *task.Queue {
 	return q
 }
 
+// longQueue stores an instance whose id is as long as errand's own (21
+// characters) and its pull queue "work" on s.
+func longQueue(t testing.TB, s *Store) *task.Queue {
+	t.Helper()
+	const iid = "0kb2m3c4d5e6f7g8h9i0j"
+	inst := &task.Instance{ID: iid, Org: "acme", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}
+	if err := s.InstanceCreate(t.Context(), inst); err != nil {
+		t.Fatal(err)
+	}
+	q := task.NewQueue(iid, "work", task.ModePull)
+	if err := s.QueueCreate(t.Context(), q); err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
 // addRows adds n tasks of payload to q, due at runAt (0: when added), in
 // adds of 100, their ids t<from>, t<from+1>, ….
 func addRows(t *testing.T, s *Store, q *task.Queue, from, n int, payload string, runAt int64) {

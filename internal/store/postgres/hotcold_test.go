@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,26 +35,67 @@ import (
 // with a fillfactor of 45 every claim is a HOT update; it keeps one batch
 // claimed and unfinished, as a burn-down does, so each claim's read walks
 // past it, and is read beside "claim-in-sql-ahead", the same loop with
-// today's states. It reports PostgreSQL's CPU per task (the server's, as
+// today's states. "int-key-claim-in-sql" is "one-table-claim-in-sql" with
+// the state indexes keyed by an integer for the queue in place of
+// (instance_id, queue): qid, a hash of the two that PostgreSQL stores with
+// each row (a generated column), which the claim names and then checks the
+// strings on the row; "int-key-plain" the same with a constant key and no
+// check, the most such a key could give. The queue's instance has an id as
+// long as errand's own (longQueue). ERRAND_HOTCOLD=a,b runs only the
+// variants named. It reports PostgreSQL's CPU per task (the server's, as
 // BenchmarkWriteBreakdown reads it) by step and in all, the wall time of all
 // steps, and the share of the table's updates that were HOT.
 //
 //	go test -run '^$' -bench HotCold -benchtime 300x ./internal/store/postgres/
 func BenchmarkHotCold(b *testing.B) {
-	variants := []struct {
+	type variant = struct {
 		name                    string
 		split, oneClaim, cursor bool
 		hot, ahead              bool
-	}{{"one-table", false, false, false, false, false}, {"split", true, false, false, false, false},
-		{"one-table-claim-in-sql", false, true, false, false, false}, {"cursor-claim", false, false, true, false, false},
-		{"claim-in-sql-ahead", false, true, false, false, true}, {"hot-claim-ahead", false, false, false, true, true}}
+		intKey                  bool
+	}
+	variants := []variant{{"one-table", false, false, false, false, false, false}, {"split", true, false, false, false, false, false},
+		{"one-table-claim-in-sql", false, true, false, false, false, false}, {"cursor-claim", false, false, true, false, false, false},
+		{"claim-in-sql-ahead", false, true, false, false, true, false}, {"hot-claim-ahead", false, false, false, true, true, false},
+		{"int-key-claim-in-sql", false, true, false, false, false, true}, {"int-key-plain", false, true, false, false, false, true}}
+	if f := os.Getenv("ERRAND_HOTCOLD"); f != "" { // a comma-separated choice of variants
+		var keep []variant
+		for _, v := range variants {
+			if slices.Contains(strings.Split(f, ","), v.name) {
+				keep = append(keep, v)
+			}
+		}
+		variants = keep
+	}
 	for _, v := range append(variants, variants...) { // each twice, alternated
 		b.Run(v.name, func(b *testing.B) {
 			ctx := context.Background()
 			s := OpenTest(b)
 			defer s.Close()
 			cpu := serverCPU(ctx, b, s)
-			q := workQueue(b, s)
+			q := longQueue(b, s)
+			if v.intKey { // the queue's integer key in place of (instance_id, queue) in every index but the key
+				exec0 := func(sql string) {
+					if _, err := s.pool.Exec(ctx, sql); err != nil {
+						b.Fatalf("%s: %v", sql, err)
+					}
+				}
+				if v.name == "int-key-plain" { // one queue: its key a constant, no check of the strings
+					exec0(`ALTER TABLE tasks ADD COLUMN qid bigint NOT NULL DEFAULT 1`)
+				} else {
+					exec0(`ALTER TABLE tasks ADD COLUMN qid bigint GENERATED ALWAYS AS (hashtextextended(queue, hashtextextended(instance_id, 0))) STORED`)
+				}
+				for _, ix := range []string{"tasks_name", "tasks_due", "tasks_retry", "tasks_running", "tasks_done", "tasks_created", "tasks_urgent"} {
+					exec0(`DROP INDEX ` + ix)
+				}
+				exec0(`CREATE UNIQUE INDEX tasks_name ON tasks (qid, name) WHERE name IS NOT NULL`)
+				exec0(`CREATE INDEX tasks_due ON tasks (qid, run_at, id) INCLUDE (state) WHERE state IN ('PENDING', 'RETRY_WAIT')`)
+				exec0(`CREATE INDEX tasks_retry ON tasks (qid, run_at, id) WHERE state = 'RETRY_WAIT'`)
+				exec0(`CREATE INDEX tasks_running ON tasks (qid, run_at, id) WHERE state = 'RUNNING'`)
+				exec0(`CREATE INDEX tasks_done ON tasks (qid, state, finished_at, id) WHERE state IN ('SUCCEEDED', 'FAILED', 'CANCELLED')`)
+				exec0(`CREATE INDEX tasks_created ON tasks (qid, created_at, id) WHERE state <> 'RUNNING'`)
+				exec0(`CREATE INDEX tasks_urgent ON tasks (qid, priority DESC, run_at, id) WHERE state IN ('PENDING', 'RETRY_WAIT') AND priority > 0`)
+			}
 			next := 0
 			add := func(n int) { addNumbered(b, s, q, breakdownPayload, &next, n) }
 			if v.hot { // room on each page for each row's claimed version
@@ -70,7 +113,7 @@ func BenchmarkHotCold(b *testing.B) {
 			}
 			// The finished row's columns, in tasks' order.
 			rows, err := s.pool.Query(ctx, `SELECT column_name FROM information_schema.columns
-				WHERE table_name = 'tasks' AND table_schema = current_schema() ORDER BY ordinal_position`)
+				WHERE table_name = 'tasks' AND table_schema = current_schema() AND is_generated = 'NEVER' ORDER BY ordinal_position`)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -152,7 +195,7 @@ func BenchmarkHotCold(b *testing.B) {
 				if v.hot {
 					inFlight, err = claimHot(ctx, s, q, now)
 				} else {
-					inFlight, err = claimInSQL(ctx, s, q, now)
+					inFlight, err = claimInSQL(ctx, s, q, now, false, false)
 				}
 				if err != nil {
 					b.Fatal(err)
@@ -166,7 +209,7 @@ func BenchmarkHotCold(b *testing.B) {
 					if v.hot {
 						got, err = claimHot(ctx, s, q, now)
 					} else if v.oneClaim {
-						got, err = claimInSQL(ctx, s, q, now)
+						got, err = claimInSQL(ctx, s, q, now, v.intKey, v.name == "int-key-plain")
 					} else if v.cursor {
 						got, batch, err = claimByCursor(ctx, s, q, now)
 					} else {
@@ -230,11 +273,18 @@ func BenchmarkHotCold(b *testing.B) {
 // task.Claim's changes written in SQL (each lease id made of the row's ctid
 // and the claim's time): the variant that would spare the claim its second
 // statement, at the price of the rule's second implementation.
-func claimInSQL(ctx context.Context, s *Store, q *task.Queue, now int64) ([]*task.Task, error) {
+func claimInSQL(ctx context.Context, s *Store, q *task.Queue, now int64, byQid, plain bool) ([]*task.Task, error) {
+	where := "instance_id = $1 AND queue = $2"
+	if byQid { // the int-key variants' one queue
+		where = "qid = hashtextextended($2, hashtextextended($1, 0)) AND instance_id = $1 AND queue = $2"
+	}
+	if plain {
+		where = "qid = 1 AND $1::text <> $2::text"
+	}
 	rows, err := s.pool.Query(ctx, `UPDATE tasks AS t SET state = 'RUNNING', attempt = t.attempt + 1,
 		started_at = $3, lease_id = 'lease-' || c.ctid::text || '-' || $3::text, lease_expires_at = $3 + 60000,
 		deadline_at = CASE WHEN t.pull THEN 0 ELSE $3 + 1000 * t.deadline_seconds END
-		FROM (SELECT ctid FROM tasks WHERE instance_id = $1 AND queue = $2 AND state IN ('PENDING', 'RETRY_WAIT')
+		FROM (SELECT ctid FROM tasks WHERE `+where+` AND state IN ('PENDING', 'RETRY_WAIT')
 			AND run_at <= $3 ORDER BY run_at, id LIMIT 500 FOR UPDATE SKIP LOCKED) AS c
 		WHERE t.ctid = c.ctid
 		RETURNING `+cols("t", taskCols), q.InstanceID, q.Name, now)
