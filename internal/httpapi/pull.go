@@ -137,7 +137,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request, c *call) {
 // at least one was acked, 409 when none was (with error naming the first).
 func (s *Server) ackMany(w http.ResponseWriter, r *http.Request, c *call) {
 	var body errandapi.BatchAckRequest
-	if err := decodeBody(r, &body); err != nil {
+	if err := decodeAcks(r, &body); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
