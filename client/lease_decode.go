@@ -30,6 +30,15 @@ func decodeLeased(raw []byte, out *errandapi.LeaseResponse) error {
 // scanLeased reads an answer in the shape errand sends; ok false: it is
 // not, and nothing of it is kept.
 func scanLeased(raw []byte) (tasks []errandapi.LeasedTask, ok bool) {
+	return scanList(raw, "tasks", nil, (*jscan).leased)
+}
+
+// scanList reads an answer that holds one list of objects under name, or
+// null there, each object read by read; other keys are skipped. ok false:
+// it is not such an answer, or it has a key that json.Unmarshal would
+// match to a field — a second list, name in another case, or one of
+// others — and nothing of it is kept.
+func scanList[T any](raw []byte, name string, others []string, read func(*jscan, *T) bool) (list []T, ok bool) {
 	s := jscan{b: raw}
 	seen := false
 	for more := s.open('{'); more; {
@@ -38,24 +47,25 @@ func scanLeased(raw []byte) (tasks []errandapi.LeasedTask, ok bool) {
 			return nil, false
 		}
 		switch {
-		case string(key) == "tasks" && !seen:
+		case string(key) == name && !seen:
 			seen = true
 			if s.null() {
 				break
 			}
-			tasks = []errandapi.LeasedTask{} // [] is an empty list, not nil
+			list = []T{} // [] is an empty list, not nil
 			for more := s.open('['); more; {
-				tasks = append(tasks, errandapi.LeasedTask{})
-				if !s.leased(&tasks[len(tasks)-1]) {
+				list = append(list, *new(T))
+				if !read(&s, &list[len(list)-1]) {
 					return nil, false
 				}
 				if more, ok = s.next(']'); !ok {
 					return nil, false
 				}
 			}
-		case strings.EqualFold(string(key), "tasks"):
+		case fieldLike(key, name) || fieldLike(key, others...):
 			// A second list (encoding/json decodes it into the first's
-			// elements), or the name in another case (which it matches).
+			// elements), or a field's name, perhaps in another case (which
+			// it matches).
 			return nil, false
 		default:
 			if !s.skip() {
@@ -69,7 +79,41 @@ func scanLeased(raw []byte) (tasks []errandapi.LeasedTask, ok bool) {
 	if s.err || !s.end() {
 		return nil, false
 	}
-	return tasks, true
+	return list, true
+}
+
+// fieldLike reports whether key is one of names but for case.
+func fieldLike(key []byte, names ...string) bool {
+	for _, n := range names {
+		if strings.EqualFold(string(key), n) {
+			return true
+		}
+	}
+	return false
+}
+
+// object reads an object's members, each by field (which reports whether
+// it knew the key and read its value); a key field does not know is
+// skipped unless it is one of fields but for case, which encoding/json
+// would match: then object fails.
+func (s *jscan) object(fields []string, field func(key []byte) (known, ok bool)) bool {
+	for more := s.open('{'); more; {
+		key, ok := s.key()
+		if !ok {
+			return false
+		}
+		var known bool
+		if known, ok = field(key); !known {
+			ok = !fieldLike(key, fields...) && s.skip()
+		}
+		if !ok {
+			return false
+		}
+		if more, ok = s.next('}'); !ok {
+			return false
+		}
+	}
+	return !s.err
 }
 
 // leasedFields are LeasedTask's JSON names: a key equal to one of them but
@@ -79,11 +123,7 @@ var leasedFields = []string{"id", "queue", "name", "payload", "params", "attempt
 
 // leased reads one task object into t.
 func (s *jscan) leased(t *errandapi.LeasedTask) bool {
-	for more := s.open('{'); more; {
-		key, ok := s.key()
-		if !ok {
-			return false
-		}
+	return s.object(leasedFields, func(key []byte) (known, ok bool) {
 		switch string(key) {
 		case "id":
 			t.ID, ok = s.str()
@@ -116,21 +156,10 @@ func (s *jscan) leased(t *errandapi.LeasedTask) bool {
 		case "deliveryToken":
 			t.DeliveryToken, ok = s.str()
 		default:
-			for _, f := range leasedFields {
-				if strings.EqualFold(string(key), f) {
-					return false
-				}
-			}
-			ok = s.skip()
+			return false, false
 		}
-		if !ok {
-			return false
-		}
-		if more, ok = s.next('}'); !ok {
-			return false
-		}
-	}
-	return !s.err
+		return true, ok
+	})
 }
 
 // jscan reads JSON from b at i. Each method reads one thing after any

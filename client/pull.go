@@ -52,7 +52,8 @@ func (c *Client) leaseCall(ctx context.Context, instance, id, op string, body an
 func (c *Client) AckMany(ctx context.Context, instance, queue string, acks []errandapi.BatchAck) ([]errandapi.BatchAckResult, error) {
 	var out errandapi.BatchAckResponse
 	err := c.do(ctx, call{method: "POST", path: []string{"v1", "tasks", instance, "queues", queue, "ack"},
-		body: errandapi.BatchAckRequest{Acks: acks}, out: &out, repeatable: true, conflictOut: true})
+		body: errandapi.BatchAckRequest{Acks: acks}, out: &out, repeatable: true, conflictOut: true,
+		decode: func(raw []byte) error { return decodeAcked(raw, &out) }})
 	var e *Error
 	if err != nil && !errors.As(err, &e) {
 		return nil, err

@@ -1,0 +1,119 @@
+package client
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/errandhq/errand/errandapi"
+)
+
+// ackedAnswer is a batch ack's answer of n results as the server writes
+// it, every third refused.
+func ackedAnswer(t testing.TB, n int) []byte {
+	t.Helper()
+	out := errandapi.BatchAckResponse{Results: make([]errandapi.BatchAckResult, n)}
+	for i := range out.Results {
+		out.Results[i] = errandapi.BatchAckResult{OK: i%3 != 2, ID: fmt.Sprintf("01k95ibsog%011d", i)}
+		if i%3 == 2 {
+			out.Results[i].Code, out.Results[i].Message = errandapi.CodeLeaseLost, "the lease expired or was replaced"
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// ackedAsUnmarshal checks that decodeAcked gives what json.Unmarshal
+// gives for raw, and reports whether its own scan took it.
+func ackedAsUnmarshal(t *testing.T, raw []byte) (fast bool) {
+	t.Helper()
+	var want, got errandapi.BatchAckResponse
+	werr := json.Unmarshal(raw, &want)
+	gerr := decodeAcked(raw, &got)
+	if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+		t.Fatalf("%q: decodeAcked's error %v, json.Unmarshal's %v", raw, gerr, werr)
+	}
+	if werr == nil && !reflect.DeepEqual(want, got) {
+		t.Fatalf("%q: decodeAcked gave\n%#v\njson.Unmarshal\n%#v", raw, got, want)
+	}
+	_, fast = scanAcked(raw)
+	return fast
+}
+
+func TestDecodeAckedAsUnmarshal(t *testing.T) {
+	cases := []struct {
+		raw  string
+		fast bool // decodeAcked's own scan takes it
+	}{
+		{string(ackedAnswer(t, 3)), true},
+		{`{"results":[]}`, true},
+		{`{"results":null}`, true},
+		{`{}`, true},
+		{` { "results" : [ { "ok" : true , "id" : "a" } , { "ok" : false , "id" : "b" , "code" : "NOT_FOUND" , "message" : "é" } ] } `, true},
+		{`{"results":[{"ok":true,"extra":[{"a":1.5e-3}],"ok":false}]}`, true}, // the later value, as encoding/json
+		{`{"results":[],"more":{"a":[-0,"\\"]}}`, true},
+		{`{"error":{"code":"LEASE_LOST","message":"m"},"results":[{"ok":false,"id":"a"}]}`, false},
+		{`{"Error":null,"results":[]}`, false},
+		{`{"results":[{"id":"a\"b"}]}`, false},       // an escape
+		{"{\"results\":[{\"id\":\"\xff\"}]}", false}, // invalid UTF-8: encoding/json mends it
+		{`{"results":[{"OK":true}]}`, false},         // another case: encoding/json matches it
+		{`{"Results":[]}`, false},
+		{`{"results":[],"results":[{"ok":true}]}`, false}, // a second list
+		{`{"results":[{"ok":null}]}`, false},              // null leaves a bool as it is
+		{`{"results":[{"ok":1}]}`, false},
+		{`{"results":[{"ok":tru}]}`, false},
+		{`{"results":[{"code":7}]}`, false},
+		{`{"results":[null]}`, false},
+		{`{"results":{}}`, false},
+		{`{"results":[{"ok":true}]`, false},
+		{`{"results":[{"ok":true}]} x`, false},
+		{`{"results":[{"ok":true},]}`, false},
+		{`[]`, false},
+		{``, false},
+	}
+	for _, c := range cases {
+		if fast := ackedAsUnmarshal(t, []byte(c.raw)); fast != c.fast {
+			t.Errorf("%q: scanned %v, want %v", c.raw, fast, c.fast)
+		}
+	}
+}
+
+// FuzzDecodeAcked: for any answer, decodeAcked gives what json.Unmarshal
+// gives, errors included.
+func FuzzDecodeAcked(f *testing.F) {
+	f.Add(ackedAnswer(f, 3))
+	f.Add([]byte(`{"results":[{"ok":false,"id":"a","code":"LEASE_LOST","message":"m"}],"x":-0.5e+7}`))
+	f.Add([]byte(`{"error":{"code":"LEASE_LOST"},"results":null}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		ackedAsUnmarshal(t, raw)
+	})
+}
+
+// BenchmarkDecodeAcked decodes a batch ack's answer of 500 results, with
+// decodeAcked and with json.Unmarshal.
+//
+//	go test -run '^$' -bench DecodeAcked ./client/
+func BenchmarkDecodeAcked(b *testing.B) {
+	raw := ackedAnswer(b, 500)
+	for _, v := range []struct {
+		name   string
+		decode func([]byte, *errandapi.BatchAckResponse) error
+	}{{"decodeAcked", decodeAcked}, {"json.Unmarshal", func(raw []byte, out *errandapi.BatchAckResponse) error {
+		return json.Unmarshal(raw, out)
+	}}} {
+		b.Run(v.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var out errandapi.BatchAckResponse
+				if err := v.decode(raw, &out); err != nil || len(out.Results) != 500 {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/500, "ns/ack")
+		})
+	}
+}
