@@ -52,12 +52,12 @@ func BenchmarkHotCold(b *testing.B) {
 		name                    string
 		split, oneClaim, cursor bool
 		hot, ahead              bool
-		intKey                  bool
+		intKey, constKey        bool
 	}
-	variants := []variant{{"one-table", false, false, false, false, false, false}, {"split", true, false, false, false, false, false},
-		{"one-table-claim-in-sql", false, true, false, false, false, false}, {"cursor-claim", false, false, true, false, false, false},
-		{"claim-in-sql-ahead", false, true, false, false, true, false}, {"hot-claim-ahead", false, false, false, true, true, false},
-		{"int-key-claim-in-sql", false, true, false, false, false, true}, {"int-key-plain", false, true, false, false, false, true}}
+	variants := []variant{{"one-table", false, false, false, false, false, false, false}, {"split", true, false, false, false, false, false, false},
+		{"one-table-claim-in-sql", false, true, false, false, false, false, false}, {"cursor-claim", false, false, true, false, false, false, false},
+		{"claim-in-sql-ahead", false, true, false, false, true, false, false}, {"hot-claim-ahead", false, false, false, true, true, false, false},
+		{"int-key-claim-in-sql", false, true, false, false, false, true, false}, {"int-key-plain", false, true, false, false, false, true, true}}
 	if f := os.Getenv("ERRAND_HOTCOLD"); f != "" { // a comma-separated choice of variants
 		var keep []variant
 		for _, v := range variants {
@@ -74,27 +74,27 @@ func BenchmarkHotCold(b *testing.B) {
 			defer s.Close()
 			cpu := serverCPU(ctx, b, s)
 			q := longQueue(b, s)
-			if v.intKey { // the queue's integer key in place of (instance_id, queue) in every index but the key
-				exec0 := func(sql string) {
-					if _, err := s.pool.Exec(ctx, sql); err != nil {
-						b.Fatalf("%s: %v", sql, err)
-					}
+			exec := func(sql string, args ...any) {
+				if _, err := s.pool.Exec(ctx, sql, args...); err != nil {
+					b.Fatalf("%s: %v", sql, err)
 				}
-				if v.name == "int-key-plain" { // one queue: its key a constant, no check of the strings
-					exec0(`ALTER TABLE tasks ADD COLUMN qid bigint NOT NULL DEFAULT 1`)
+			}
+			if v.intKey { // the queue's integer key in place of (instance_id, queue) in every index but the key
+				if v.constKey { // one queue: its key a constant, no check of the strings
+					exec(`ALTER TABLE tasks ADD COLUMN qid bigint NOT NULL DEFAULT 1`)
 				} else {
-					exec0(`ALTER TABLE tasks ADD COLUMN qid bigint GENERATED ALWAYS AS (hashtextextended(queue, hashtextextended(instance_id, 0))) STORED`)
+					exec(`ALTER TABLE tasks ADD COLUMN qid bigint GENERATED ALWAYS AS (hashtextextended(queue, hashtextextended(instance_id, 0))) STORED`)
 				}
 				for _, ix := range []string{"tasks_name", "tasks_due", "tasks_retry", "tasks_running", "tasks_done", "tasks_created", "tasks_urgent"} {
-					exec0(`DROP INDEX ` + ix)
+					exec(`DROP INDEX ` + ix)
 				}
-				exec0(`CREATE UNIQUE INDEX tasks_name ON tasks (qid, name) WHERE name IS NOT NULL`)
-				exec0(`CREATE INDEX tasks_due ON tasks (qid, run_at, id) INCLUDE (state) WHERE state IN ('PENDING', 'RETRY_WAIT')`)
-				exec0(`CREATE INDEX tasks_retry ON tasks (qid, run_at, id) WHERE state = 'RETRY_WAIT'`)
-				exec0(`CREATE INDEX tasks_running ON tasks (qid, run_at, id) WHERE state = 'RUNNING'`)
-				exec0(`CREATE INDEX tasks_done ON tasks (qid, state, finished_at, id) WHERE state IN ('SUCCEEDED', 'FAILED', 'CANCELLED')`)
-				exec0(`CREATE INDEX tasks_created ON tasks (qid, created_at, id) WHERE state <> 'RUNNING'`)
-				exec0(`CREATE INDEX tasks_urgent ON tasks (qid, priority DESC, run_at, id) WHERE state IN ('PENDING', 'RETRY_WAIT') AND priority > 0`)
+				exec(`CREATE UNIQUE INDEX tasks_name ON tasks (qid, name) WHERE name IS NOT NULL`)
+				exec(`CREATE INDEX tasks_due ON tasks (qid, run_at, id) INCLUDE (state) WHERE state IN ('PENDING', 'RETRY_WAIT')`)
+				exec(`CREATE INDEX tasks_retry ON tasks (qid, run_at, id) WHERE state = 'RETRY_WAIT'`)
+				exec(`CREATE INDEX tasks_running ON tasks (qid, run_at, id) WHERE state = 'RUNNING'`)
+				exec(`CREATE INDEX tasks_done ON tasks (qid, state, finished_at, id) WHERE state IN ('SUCCEEDED', 'FAILED', 'CANCELLED')`)
+				exec(`CREATE INDEX tasks_created ON tasks (qid, created_at, id) WHERE state <> 'RUNNING'`)
+				exec(`CREATE INDEX tasks_urgent ON tasks (qid, priority DESC, run_at, id) WHERE state IN ('PENDING', 'RETRY_WAIT') AND priority > 0`)
 			}
 			next := 0
 			add := func(n int) { addNumbered(b, s, q, breakdownPayload, &next, n) }
@@ -105,11 +105,6 @@ func BenchmarkHotCold(b *testing.B) {
 			}
 			for range 40 {
 				add(500)
-			}
-			exec := func(sql string, args ...any) {
-				if _, err := s.pool.Exec(ctx, sql, args...); err != nil {
-					b.Fatalf("%s: %v", sql, err)
-				}
 			}
 			// The finished row's columns, in tasks' order.
 			rows, err := s.pool.Query(ctx, `SELECT column_name FROM information_schema.columns
@@ -209,7 +204,7 @@ func BenchmarkHotCold(b *testing.B) {
 					if v.hot {
 						got, err = claimHot(ctx, s, q, now)
 					} else if v.oneClaim {
-						got, err = claimInSQL(ctx, s, q, now, v.intKey, v.name == "int-key-plain")
+						got, err = claimInSQL(ctx, s, q, now, v.intKey, v.constKey)
 					} else if v.cursor {
 						got, batch, err = claimByCursor(ctx, s, q, now)
 					} else {
@@ -272,14 +267,16 @@ func BenchmarkHotCold(b *testing.B) {
 // claimInSQL is a claim of 500 due tasks of q in one statement, with
 // task.Claim's changes written in SQL (each lease id made of the row's ctid
 // and the claim's time): the variant that would spare the claim its second
-// statement, at the price of the rule's second implementation.
-func claimInSQL(ctx context.Context, s *Store, q *task.Queue, now int64, byQid, plain bool) ([]*task.Task, error) {
+// statement, at the price of the rule's second implementation. byQid finds
+// the queue's tasks by the int-key variants' qid, and constKey by their one
+// queue's constant key alone.
+func claimInSQL(ctx context.Context, s *Store, q *task.Queue, now int64, byQid, constKey bool) ([]*task.Task, error) {
 	where := "instance_id = $1 AND queue = $2"
-	if byQid { // the int-key variants' one queue
+	switch {
+	case constKey:
+		where = "qid = 1 AND $1::text <> $2::text" // $1 and $2 still typed
+	case byQid:
 		where = "qid = hashtextextended($2, hashtextextended($1, 0)) AND instance_id = $1 AND queue = $2"
-	}
-	if plain {
-		where = "qid = 1 AND $1::text <> $2::text"
 	}
 	rows, err := s.pool.Query(ctx, `UPDATE tasks AS t SET state = 'RUNNING', attempt = t.attempt + 1,
 		started_at = $3, lease_id = 'lease-' || c.ctid::text || '-' || $3::text, lease_expires_at = $3 + 60000,
