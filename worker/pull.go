@@ -39,11 +39,12 @@ var ErrLeaseLost = errors.New("worker: the task's lease was lost; the node tries
 // Pull serves a pull queue: it leases the queue's tasks through c, up to
 // o.Slots at once, runs h for each, extends a lease while its handler
 // runs (with no limit: a handler that never returns holds its task), and
-// answers as a connected worker's handler is answered: (result,
-// nil) acks the task with result; an error releases it as a failed attempt
-// (retried with the queue's backoff); Defer(d) releases it unharmed, to
-// come due after d; a panic fails it with the panic and its stack; a
-// result that is not JSON, or over 64 KiB, fails it.
+// answers as a connected worker's handler is answered: (result, nil)
+// acks the task with result (in batch acks: the first at once, those made
+// while a batch is on its way in the next); an error releases it as a
+// failed attempt (retried with the queue's backoff); Defer(d) releases it
+// unharmed, to come due after d; a panic fails it with the panic and its
+// stack; a result that is not JSON, or over 64 KiB, fails it.
 //
 // The handler's Task has no DeadlineAt or Function (a pull task has no
 // target); MaxAttempts is 0 (the lease does not say it). Its ctx carries
@@ -128,6 +129,7 @@ type puller struct {
 	log             *slog.Logger
 	sem             chan struct{} // a slot taken per task leased and not yet answered
 	wg              sync.WaitGroup
+	acks            acks
 }
 
 // lease waits for a free slot, takes every free one and leases as many
@@ -178,23 +180,29 @@ func (p *puller) run(ctx context.Context, lt errandapi.LeasedTask) {
 	if context.Cause(hctx) == ErrLeaseLost {
 		return // tried again by the server; no answer would be taken
 	}
-	actx, cancel := context.WithTimeout(bg, 30*time.Second)
-	defer cancel()
 	var err error
 	switch {
+	case o.deferBy == nil && o.failed == "":
+		err = p.ack(bg, lt, o.result)
 	case o.deferBy != nil:
 		// A release waits at most a day (a longer one would be refused,
 		// and the task would wait out its lease as a failed attempt).
 		delay := min(max(o.deferBy.Delay.Seconds(), 0.001), maxReleaseDelay)
-		_, err = p.c.Release(actx, p.instance, lt.ID, errandapi.ReleaseRequest{LeaseID: lt.LeaseID, DelaySeconds: delay})
-	case o.failed != "":
-		_, err = p.c.Release(actx, p.instance, lt.ID, errandapi.ReleaseRequest{LeaseID: lt.LeaseID, Error: o.failed})
+		err = p.release(bg, lt, errandapi.ReleaseRequest{LeaseID: lt.LeaseID, DelaySeconds: delay})
 	default:
-		_, err = p.c.Ack(actx, p.instance, lt.ID, errandapi.AckRequest{LeaseID: lt.LeaseID, Result: o.result})
+		err = p.release(bg, lt, errandapi.ReleaseRequest{LeaseID: lt.LeaseID, Error: o.failed})
 	}
 	if err != nil {
 		p.log.Warn("answering a leased task failed; it is tried again when its lease ends", "task", lt.ID, "err", err)
 	}
+}
+
+// release gives lt back as req says, in a call of its own.
+func (p *puller) release(ctx context.Context, lt errandapi.LeasedTask, req errandapi.ReleaseRequest) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err := p.c.Release(ctx, p.instance, lt.ID, req)
+	return err
 }
 
 // extend renews lt's lease every half lease until done; a lease found

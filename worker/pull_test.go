@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -50,7 +51,7 @@ func pullClient(t *testing.T, url string, x *extendWatch) *client.Client {
 }
 
 // pullQueue creates the pull queue name of jobs, retrying after 1 ms.
-func pullQueue(t *testing.T, c *client.Client, name string) {
+func pullQueue(t testing.TB, c *client.Client, name string) {
 	t.Helper()
 	mode, backoff := errandapi.ModePull, 0.001
 	if _, err := c.CreateQueue(context.Background(), "jobs", name, errandapi.QueueRequest{Mode: &mode, MinBackoffSeconds: &backoff, MaxBackoffSeconds: &backoff}); err != nil {
@@ -243,5 +244,132 @@ func TestPullAddsAreDeeper(t *testing.T) {
 	stop()
 	if err := <-ran; err != nil {
 		t.Fatalf("Pull after its stop: %v", err)
+	}
+}
+
+// ackCounter is a transport that counts the ack calls by kind and holds
+// the first batch ack until release closes.
+type ackCounter struct {
+	batches, singles atomic.Int64
+	release          chan struct{}
+}
+
+func (a *ackCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	switch {
+	case strings.Contains(r.URL.Path, "/queues/") && strings.HasSuffix(r.URL.Path, "/ack"):
+		if a.batches.Add(1) == 1 {
+			<-a.release
+		}
+	case strings.HasSuffix(r.URL.Path, "/ack"):
+		a.singles.Add(1)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestPullBatchesAcks: the acks of a Pull loop go out in batch acks: the
+// first alone and at once, and those made while it is on its way together
+// in the next call, each task acked with its own result.
+func TestPullBatchesAcks(t *testing.T) {
+	url, _, outcomes := node(t)
+	ac := &ackCounter{release: make(chan struct{})}
+	hc := &http.Client{Transport: ac}
+	t.Cleanup(hc.CloseIdleConnections)
+	c, err := client.New(url, client.Options{HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pullQueue(t, c, "busy")
+	const n = 20
+	ids := make([]string, n)
+	for i := range ids {
+		r, err := c.AddTask(context.Background(), "jobs", "busy", errandapi.NewTask{Payload: json.RawMessage(`{"n":` + strconv.Itoa(i) + `}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = r.ID
+	}
+	queued := make(chan struct{}, n)
+	defer worker.OnAckQueued(func() { queued <- struct{}{} })()
+	ctx, stop := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() {
+		ran <- worker.Pull(ctx, c, "jobs", "busy", worker.PullOptions{Slots: n, Logger: quietPull}, func(_ context.Context, tk *worker.Task) (json.RawMessage, error) {
+			return json.RawMessage(`{"echo":` + string(tk.Payload) + `}`), nil
+		})
+	}()
+	bound := time.After(10 * time.Second) // a failure's bound, not a wait for an event
+	for i := range n {                    // the first ack is held on its way; the others wait for it
+		select {
+		case <-queued:
+		case <-bound:
+			t.Fatalf("%d of %d acks queued for a batch (%d single acks)", i, n, ac.singles.Load())
+		}
+	}
+	close(ac.release)
+	for i, id := range ids {
+		if tk := wait(t, c, outcomes, id, errandapi.StateSucceeded); string(tk.Result) != `{"echo":{"n":`+strconv.Itoa(i)+`}}` {
+			t.Fatalf("task %d's result %s", i, tk.Result)
+		}
+	}
+	stop()
+	if err := <-ran; err != nil {
+		t.Fatalf("Pull after its stop: %v", err)
+	}
+	if b, s := ac.batches.Load(), ac.singles.Load(); b != 2 || s != 0 {
+		t.Fatalf("%d batch acks and %d single acks for %d tasks; want 2 and 0", b, s, n)
+	}
+}
+
+// BenchmarkPullAcks drains a pull queue of 2,000 tasks an iteration with
+// Pull (200 slots) on a node over loopback HTTP, its handler answering at
+// once, and reports tasks/s and the ack calls a task (batch and single).
+//
+//	go test -run '^$' -bench PullAcks ./worker/
+func BenchmarkPullAcks(b *testing.B) {
+	url, _, outcomes := nodeOn(b, nil)
+	ac := &ackCounter{release: make(chan struct{})}
+	close(ac.release)
+	hc := &http.Client{Transport: ac}
+	b.Cleanup(hc.CloseIdleConnections)
+	c, err := client.New(url, client.Options{HTTPClient: hc})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pullQueue(b, c, "drain")
+	ctx, stop := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() {
+		ran <- worker.Pull(ctx, c, "jobs", "drain", worker.PullOptions{Slots: 200, WaitSeconds: 1, Logger: quietPull},
+			func(context.Context, *worker.Task) (json.RawMessage, error) { return nil, nil })
+	}()
+	const n = 2000
+	batch := make([]errandapi.NewTask, 100)
+	done := 0
+	for b.Loop() {
+		for range n / len(batch) {
+			if _, err := c.AddTasks(context.Background(), "jobs", "drain", batch...); err != nil {
+				b.Fatal(err)
+			}
+		}
+		done += n
+		for {
+			seen := outcomes.Count()
+			q, err := c.GetQueue(context.Background(), "jobs", "drain")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if q.Counts[errandapi.StateSucceeded] >= done {
+				break
+			}
+			if _, err := outcomes.After(context.Background(), seen); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(done)/b.Elapsed().Seconds(), "tasks/s")
+	b.ReportMetric(float64(ac.batches.Load()+ac.singles.Load())/float64(done), "acks/task")
+	stop()
+	if err := <-ran; err != nil {
+		b.Fatal(err)
 	}
 }

@@ -36,7 +36,7 @@ func node(t *testing.T) (string, *client.Client, *engine.OutcomeWatch) {
 }
 
 // nodeOn is node on clk (nil for the real clock).
-func nodeOn(t *testing.T, clk clock.Clock) (string, *client.Client, *engine.OutcomeWatch) {
+func nodeOn(t testing.TB, clk clock.Clock) (string, *client.Client, *engine.OutcomeWatch) {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st := stores.Open(t, "sqlite")
