@@ -48,8 +48,12 @@ type Options struct {
 	// APIKey is sent as `Authorization: Bearer <key>` (errand serve needs
 	// one; errand dev none).
 	APIKey string
-	// HTTPClient sends the requests (default: a client of its own over
-	// http.DefaultTransport, without a timeout: contexts bound each call).
+	// HTTPClient sends the requests (default: a client of its own, without
+	// a timeout: contexts bound each call, over a copy of
+	// http.DefaultTransport that keeps up to 64 idle connections to the
+	// server rather than 2, so that a program calling from many goroutines
+	// at once reuses its connections instead of opening, and over TLS
+	// shaking hands on, one for most calls).
 	HTTPClient *http.Client
 	// Retry is the retry policy (see RetryPolicy for its defaults).
 	Retry RetryPolicy
@@ -74,6 +78,28 @@ type Client struct {
 	sleep func(ctx context.Context, d time.Duration) error
 }
 
+// maxIdlePerHost is how many idle connections to its server a Client
+// keeps on its default transport (http.DefaultTransport keeps 2).
+const maxIdlePerHost = 64
+
+// defaultTransport is a copy of http.DefaultTransport, as it is set when
+// the Client is made (proxy, TLS, timeouts), keeping maxIdlePerHost idle
+// connections a server; a DefaultTransport that is not an *http.Transport
+// is used as it is.
+func defaultTransport() http.RoundTripper {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
+	}
+	t = t.Clone()
+	t.MaxIdleConnsPerHost = maxIdlePerHost
+	return t
+}
+
+// CloseIdleConnections closes the client's idle connections (those kept
+// for the next calls); the next call opens one again.
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
+
 // New returns a Client for the server at baseURL (http or https, e.g.
 // http://127.0.0.1:9191). It makes no call.
 func New(baseURL string, o Options) (*Client, error) {
@@ -89,7 +115,7 @@ func New(baseURL string, o Options) (*Client, error) {
 	}
 	hc := o.HTTPClient
 	if hc == nil {
-		hc = &http.Client{}
+		hc = &http.Client{Transport: defaultTransport()}
 	}
 	agent := o.UserAgent
 	if agent == "" {
