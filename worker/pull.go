@@ -182,15 +182,15 @@ func (p *puller) run(ctx context.Context, lt errandapi.LeasedTask) {
 	}
 	var err error
 	switch {
-	case o.deferBy == nil && o.failed == "":
-		err = p.ack(bg, lt, o.result)
 	case o.deferBy != nil:
 		// A release waits at most a day (a longer one would be refused,
 		// and the task would wait out its lease as a failed attempt).
 		delay := min(max(o.deferBy.Delay.Seconds(), 0.001), maxReleaseDelay)
 		err = p.release(bg, lt, errandapi.ReleaseRequest{LeaseID: lt.LeaseID, DelaySeconds: delay})
-	default:
+	case o.failed != "":
 		err = p.release(bg, lt, errandapi.ReleaseRequest{LeaseID: lt.LeaseID, Error: o.failed})
+	default:
+		err = p.ack(bg, lt, o.result)
 	}
 	if err != nil {
 		p.log.Warn("answering a leased task failed; it is tried again when its lease ends", "task", lt.ID, "err", err)
