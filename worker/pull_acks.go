@@ -26,7 +26,7 @@ type acks struct {
 // ackWait is one task's ack waiting for its batch.
 type ackWait struct {
 	ack  errandapi.BatchAck
-	done chan ackAnswer // one answer, then perhaps a turn to send
+	done chan ackAnswer // perhaps a turn to send, then its answer
 }
 
 // ackAnswer is what a waiting ack is told: its outcome, or that it is to
