@@ -36,27 +36,30 @@ func FuzzAppendString(f *testing.F) {
 }
 
 // FuzzAppendRaw: AppendRaw is encoding/json's encoding of a RawMessage with
-// HTML escaping off, for any valid JSON, and refuses what encoding/json
-// cannot encode.
+// HTML escaping off, for any valid JSON; of what is not, it refuses, leaving
+// b as it was, the two its comment names (an empty value, and one with white
+// space, which it compacts); the rest is outside its precondition.
 func FuzzAppendRaw(f *testing.F) {
-	for _, s := range []string{`{"a":1}`, ` { "a" : [ 1 , "x y" , null ] } `, `"<&>\u2028"`, "\t-0.5e+3\n", `[]`, `{"a":}`, `"\n`} {
+	for _, s := range []string{`{"a":1}`, ` { "a" : [ 1 , "x y" , null ] } `, `"<&>\u2028"`, "\t-0.5e+3\n", `[]`, `{"a":}`, `"\n`, ``, `{"a": }`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		got, ok := AppendRaw([]byte("x"), raw)
+		if !json.Valid(raw) {
+			// (nil is null: TestAppendRawNil)
+			if raw != nil && (len(raw) == 0 || bytes.ContainsAny(raw, " \t\n\r")) && (ok || !bytes.Equal(got, []byte("x"))) {
+				t.Fatalf("%q: not JSON, yet AppendRaw gave %q, %v", raw, got, ok)
+			}
+			return
+		}
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
-		err := enc.Encode(json.RawMessage(raw))
-		switch {
-		case err == nil && !ok:
-			t.Fatalf("%q: refused; encoding/json gives %q", raw, buf.Bytes())
-		case err == nil && !bytes.Equal(got, append([]byte("x"), bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)):
-			t.Fatalf("%q: got %q, encoding/json %q", raw, got, buf.Bytes())
-		case err != nil && ok && json.Valid(raw):
-			t.Fatalf("%q: appended %q; encoding/json fails: %v", raw, got, err)
-		case !ok && !bytes.Equal(got, []byte("x")):
-			t.Fatalf("%q: refused but changed b to %q", raw, got)
+		if err := enc.Encode(json.RawMessage(raw)); err != nil {
+			t.Fatalf("%q: encoding/json fails a valid value: %v", raw, err)
+		}
+		if want := append([]byte("x"), bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...); !ok || !bytes.Equal(got, want) {
+			t.Fatalf("%q: got %q, %v; encoding/json %q", raw, got, ok, want)
 		}
 	})
 }
