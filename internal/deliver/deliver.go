@@ -21,6 +21,11 @@ type Request struct {
 	// Now stamps the attempt (the timestamp headers, and the base of an
 	// HTTP-date retry-after); zero means time.Now().
 	Now time.Time
+	// AttemptCtx, when set, ends at Task.DeadlineAt (and with the ctx
+	// Deliver is given): the engine makes one for the attempts of a claim
+	// that share a deadline, and Functions runs its handler with it rather
+	// than starting a timer of its own for each attempt.
+	AttemptCtx context.Context
 }
 
 // Result is how the attempt ended.

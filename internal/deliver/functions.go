@@ -69,9 +69,14 @@ func (f *Functions) Deliver(ctx context.Context, r *Request) (res Result) {
 	}
 	// The handler's ctx ends at the attempt's deadline. The dispatcher's
 	// ctx runs lateCap longer (a late webhook's answer is still recorded);
-	// a handler is told when its time is up. The time left is read in the
-	// engine's clock (DeadlineAt and Now), so a fake clock's is honoured.
-	if r.Task != nil && r.Task.DeadlineAt != 0 {
+	// a handler is told when its time is up. The engine hands the attempt's
+	// context in the request (one timer for a claim's attempts of one
+	// deadline); without it, the time left is read in the engine's clock
+	// (DeadlineAt and Now), so a fake clock's is honoured.
+	switch {
+	case r.AttemptCtx != nil:
+		ctx = r.AttemptCtx
+	case r.Task != nil && r.Task.DeadlineAt != 0:
 		now := r.Now
 		if now.IsZero() {
 			now = time.Now()

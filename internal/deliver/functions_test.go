@@ -121,3 +121,30 @@ func TestFunctionsCtxEndsAtDeadline(t *testing.T) {
 		t.Fatalf("outcome %+v; want the handler's error, a failure", r)
 	}
 }
+
+// TestFunctionsRunsWithAttemptCtx: a request that carries the attempt's
+// context (the engine's, shared by a claim's attempts of one deadline) runs
+// its handler with that context, starting no timer of its own.
+func TestFunctionsRunsWithAttemptCtx(t *testing.T) {
+	var f Functions
+	type key struct{}
+	got := make(chan any, 1)
+	if err := f.Handle("app/x", func(ctx context.Context, _ *task.Task) (json.RawMessage, error) {
+		_, ok := ctx.Deadline()
+		got <- [2]any{ctx.Value(key{}), ok}
+		return nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	attempt := context.WithValue(context.Background(), key{}, "attempt")
+	r := f.Deliver(context.Background(), &Request{
+		Task:   &task.Task{ID: "t1", DeadlineAt: time.Now().Add(time.Minute).UnixMilli()},
+		Target: task.Target{Function: "app/x"}, AttemptCtx: attempt,
+	})
+	if s := <-got; s != ([2]any{"attempt", false}) {
+		t.Fatalf("handler's ctx: value %v, deadline set %v; want the attempt's ctx as given (no deadline of its own)", s.([2]any)[0], s.([2]any)[1])
+	}
+	if r.Outcome.Status != task.AttemptSucceeded {
+		t.Fatalf("outcome %+v", r)
+	}
+}

@@ -77,9 +77,7 @@ func (d *Dispatcher) addClaim(ctx context.Context, ac store.AddClaimer, q *task.
 	if slots != nil {
 		slots.took(q, claimed) // before the deliveries look for them
 	}
-	for _, t := range claimed {
-		d.launch(run, t, q, inst, queues)
-	}
+	d.launchAll(run, claimed, q, inst, queues)
 	for _, r := range res {
 		if r.Err == nil && r.Task.State != task.Running { // stored, not claimed
 			d.dueAdded(q.InstanceID, q.Name)

@@ -385,9 +385,7 @@ func (d *Dispatcher) claimFrom(ctx context.Context, cp *claimPass, q *task.Queue
 	if err != nil {
 		return 0, err
 	}
-	for _, t := range ts {
-		d.launch(d.dctx, t, q, inst, cp.byKey)
-	}
+	d.launchAll(d.dctx, ts, q, inst, cp.byKey)
 	return len(ts), nil
 }
 
@@ -442,8 +440,20 @@ type attemptInFlight struct {
 	answered   bool // the target answered: never late again
 }
 
-// launch delivers one claimed task in its own goroutine.
-func (d *Dispatcher) launch(ctx context.Context, t *task.Task, q *task.Queue, inst *task.Instance, queues map[qkey]*task.Queue) {
+// launchAll delivers the tasks of one claim, each in its own goroutine.
+func (d *Dispatcher) launchAll(ctx context.Context, ts []*task.Task, q *task.Queue, inst *task.Instance, queues map[qkey]*task.Queue) {
+	if len(ts) == 0 {
+		return
+	}
+	gs := deadlineGroups(ctx, ts, d.clock.Now())
+	for i, t := range ts {
+		d.launch(ctx, gs[i], t, q, inst, queues)
+	}
+}
+
+// launch delivers one claimed task in its own goroutine, with the contexts
+// of its deadline group g.
+func (d *Dispatcher) launch(ctx context.Context, g *deadlineGroup, t *task.Task, q *task.Queue, inst *task.Instance, queues map[qkey]*task.Queue) {
 	d.wg.Add(1)
 	d.mu.Lock()
 	a := &attemptInFlight{LeaseRef: store.LeaseRef{InstanceID: t.InstanceID, ID: t.ID, LeaseID: t.LeaseID},
@@ -456,7 +466,8 @@ func (d *Dispatcher) launch(ctx context.Context, t *task.Task, q *task.Queue, in
 		defer d.metrics.InFlight.Dec()
 		defer d.release(t.ID, a)
 		began := d.clock.Now()
-		res := d.deliver(ctx, t, q, inst)
+		res := d.deliver(g, t, q, inst)
+		g.done()
 		d.answered(a)
 		now := d.clock.Now()
 		o := res.OutcomeFor(q.TargetControl)
@@ -485,7 +496,7 @@ func (d *Dispatcher) launch(ctx context.Context, t *task.Task, q *task.Queue, in
 // as timed out, but the target is not cut off: its slot stays taken and the
 // task is not tried again until it answers (or lateCap passes), and the late
 // answer is recorded on the timed-out attempt.
-func (d *Dispatcher) deliver(ctx context.Context, t *task.Task, q *task.Queue, inst *task.Instance) deliver.Result {
+func (d *Dispatcher) deliver(g *deadlineGroup, t *task.Task, q *task.Queue, inst *task.Instance) deliver.Result {
 	target := t.Target
 	if target == nil {
 		target = q.Target
@@ -498,13 +509,13 @@ func (d *Dispatcher) deliver(ctx context.Context, t *task.Task, q *task.Queue, i
 	}
 	d.usage.countDelivery(t.InstanceID, target)
 	now := d.clock.Now()
-	limit := time.Duration(t.DeadlineAt-now.UnixMilli()) * time.Millisecond
-	rctx, cancel := context.WithTimeout(ctx, limit+lateCap)
-	defer cancel()
 	// The target is called in this goroutine, and the deadline is read off
 	// the clock when it answers: nothing happens at the deadline itself
 	// (the slot stays taken, the request open), so nothing waits for it.
-	res := d.targets.Deliver(rctx, &deliver.Request{Task: t, Target: *target, Key: inst.WebhookKey, Now: now})
+	// g.cut ends lateCap after the deadline; g.attempt, an in-process
+	// handler's, at it.
+	rctx := g.cut
+	res := d.targets.Deliver(rctx, &deliver.Request{Task: t, Target: *target, Key: inst.WebhookKey, Now: now, AttemptCtx: g.attempt})
 	if res.OnTime || d.clock.Now().UnixMilli() < t.DeadlineAt {
 		return res
 	}

@@ -29,7 +29,9 @@ func TestDeliverCutAfterLateCap(t *testing.T) {
 	// Its deadline passed lateCap less 20 ms ago: the cut comes in 20 ms.
 	tk := &task.Task{InstanceID: "i1", ID: "t1", Target: &task.Target{Webhook: "https://example.com/h"},
 		DeadlineAt: clk.Now().Add(-lateCap + 20*time.Millisecond).UnixMilli()}
-	res := d.deliver(context.Background(), tk, q, &task.Instance{ID: "i1"})
+	g := deadlineGroups(context.Background(), []*task.Task{tk}, clk.Now())[0]
+	res := d.deliver(g, tk, q, &task.Instance{ID: "i1"})
+	g.done()
 	if res.Outcome.Status != task.AttemptTimedOut || !strings.Contains(res.Outcome.Error, "no answer came in the 10 minutes after it: the request was cut") {
 		t.Fatalf("%+v", res.Outcome)
 	}
