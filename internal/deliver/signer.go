@@ -103,13 +103,12 @@ func tokenCap(t *task.Task) int { return 2*(len(t.InstanceID)+len(t.ID)) + 200 }
 // tokenPrefix starts the message a delivery token's HMAC signs.
 var tokenPrefix = []byte("errand-delivery.")
 
-// appendToken appends the delivery token of a webhook attempt of t, as
-// SignToken makes a function's but of kind TokenWebhook, keyed with the
-// whole key string (the errand pool's key): its JSON's base64url, ".", and
-// the base64url HMAC of "errand-delivery." and the first part.
-func (ks *keySigner) appendToken(b []byte, t *task.Task) []byte {
+// appendToken appends the delivery token of kind (SignToken) of t, keyed
+// with the whole key string (the errand pool's key): its JSON's base64url,
+// ".", and the base64url HMAC of "errand-delivery." and the first part.
+func (ks *keySigner) appendToken(b []byte, t *task.Task, kind string) []byte {
 	start := len(b)
-	b = appendTokenJSON(b, t, TokenWebhook)
+	b = appendTokenJSON(b, t, kind)
 	js := len(b)
 	b = base64.RawURLEncoding.AppendEncode(b, b[start:js])
 	enc := len(b) - js

@@ -56,10 +56,15 @@ func SignLeaseToken(t *task.Task, key string) string { return signToken(t, key, 
 // A webhook delivery's token (keySigner.appendToken) has the same form.
 func SignToken(t *task.Task, key string) string { return signToken(t, key, "") }
 
-// signToken makes t's token of kind, signed with key.
+// tokenSigners keeps the keyed HMAC states of the function attempts' and
+// the leases' tokens, as a Webhook's signers keep its deliveries'.
+var tokenSigners signers
+
+// signToken makes t's token of kind, signed with key: written into one
+// buffer with a keyed HMAC state kept for key (once an attempt, and once a
+// leased task).
 func signToken(t *task.Task, key, kind string) string {
-	body := base64.RawURLEncoding.EncodeToString(appendTokenJSON(nil, t, kind))
-	return body + "." + base64.RawURLEncoding.EncodeToString(tokenMAC(key, body))
+	return string(tokenSigners.get(key).appendToken(make([]byte, 0, tokenCap(t)), t, kind))
 }
 
 // appendTokenJSON appends the JSON of t's Token of kind, byte for byte as

@@ -199,7 +199,7 @@ func (w *Webhook) sign(r *Request, now time.Time) signed {
 	secsEnd := len(buf)
 	buf = ks.appendStandard(buf, t.ID, secs, body)
 	stdEnd := len(buf)
-	buf = ks.appendToken(buf, t)
+	buf = ks.appendToken(buf, t, TokenWebhook)
 	// buf is complete and never written again: its tail is the header
 	// values' backing store (as strings.Builder makes its string).
 	all := unsafe.String(unsafe.SliceData(buf), len(buf))
