@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -221,14 +223,43 @@ type attemptWire struct {
 	Body       *body  `json:"body"`
 }
 
-// decodeFrame decodes a frame from the node. An attempt's body is decoded
-// in the same pass (one scan of its bytes instead of four: the frame's
-// check and decode, then the body's); any other frame, or an attempt that
-// does not decode so, goes through the frame's own decoder, and its body,
-// if any, is decoded when the attempt runs.
+// The heads of the frames a node writes (as errand's node writes them:
+// type first).
+var (
+	attemptHead  = []byte(`{"type":"attempt"`)
+	recordedHead = []byte(`{"type":"recorded","leaseId":"`)
+)
+
+// recordedFrame reads a recorded frame as errand's node writes it (the
+// answer to most answers: one a task), `{"type":"recorded","leaseId":"…"}`
+// with a lease id of plain characters, without a decoder; ok false: b is
+// not such a frame (any other spelling of one is decoded as usual).
+func recordedFrame(b []byte) (leaseID string, ok bool) {
+	if !bytes.HasPrefix(b, recordedHead) || !bytes.HasSuffix(b, []byte(`"}`)) || len(b) < len(recordedHead)+2 {
+		return "", false
+	}
+	id := b[len(recordedHead) : len(b)-2]
+	for _, c := range id {
+		if c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			return "", false
+		}
+	}
+	return string(id), true
+}
+
+// decodeFrame decodes a frame from the node. A recorded frame as errand
+// writes it is read without a decoder (recordedFrame); an attempt's body is
+// decoded in the same pass as the frame (one scan of its bytes instead of
+// four: the frame's check and decode, then the body's); any other frame,
+// or an attempt that does not decode so, goes through the frame's own
+// decoder (once: only a frame that begins as an attempt is tried as one),
+// and its body, if any, is decoded when the attempt runs.
 func decodeFrame(b []byte) (attempt, error) {
+	if id, ok := recordedFrame(b); ok {
+		return attempt{f: &errandapi.WorkerFrame{Type: errandapi.FrameRecorded, LeaseID: id}}, nil
+	}
 	var a attemptWire
-	if json.Unmarshal(b, &a) == nil && a.Type == errandapi.FrameAttempt && a.Body != nil {
+	if bytes.HasPrefix(b, attemptHead) && json.Unmarshal(b, &a) == nil && a.Type == errandapi.FrameAttempt && a.Body != nil {
 		return attempt{f: &errandapi.WorkerFrame{Type: a.Type, LeaseID: a.LeaseID, Function: a.Function,
 			DeadlineAt: a.DeadlineAt, Priority: a.Priority, Token: a.Token}, b: a.Body}, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -111,5 +112,38 @@ func TestWatchCutsASilentNode(t *testing.T) {
 		conn.CloseNow()
 		<-read
 		t.Fatal("a silent node was not cut")
+	}
+}
+
+// TestDecodeFrameAsDecoder: every frame decodeFrame reads on a shortcut
+// (a recorded frame as errand writes it, a frame that does not begin as an
+// attempt) comes out as the frame's own decoder reads it, and what is not
+// JSON is still refused.
+func TestDecodeFrameAsDecoder(t *testing.T) {
+	for _, raw := range []string{
+		`{"type":"recorded","leaseId":"n1.01JD3ZQ5W8Y2K4M6N8P0R2T4V6"}`,
+		`{"type":"recorded","leaseId":""}`,
+		`{"type":"recorded","leaseId":"a\"b"}`,
+		`{"type":"recorded","leaseId":"a\\u0041"}`,
+		`{"type":"recorded","leaseId":"é"}`,
+		`{"type":"recorded","leaseId":"a","x":"b"}`,
+		`{"type":"recorded","leaseId":"a"} `,
+		`{"type":"recorded","leaseId":"a"}}`,
+		`{"type":"recorded","leaseId":"`,
+		`{"type":"recorded","leaseId":"a` + "\x01" + `"}`,
+		`{"leaseId":"l","type":"recorded"}`,
+		`{"type":"ping"}`,
+		`{"type":"refused","leaseId":"l3","error":{"code":"LEASE_LOST","message":"gone"}}`,
+		`{"leaseId":"l1","type":"attempt","function":"f","body":{"task":{"id":"t"},"payload":1}}`,
+	} {
+		var want errandapi.WorkerFrame
+		werr := want.UnmarshalJSON([]byte(raw))
+		a, err := decodeFrame([]byte(raw))
+		if (err != nil) != (werr != nil) {
+			t.Fatalf("%s: decodeFrame's error %v, the decoder's %v", raw, err, werr)
+		}
+		if err == nil && (a.b != nil || !reflect.DeepEqual(*a.f, want)) {
+			t.Fatalf("%s: decodeFrame read %+v (body %v); the decoder %+v", raw, *a.f, a.b, want)
+		}
 	}
 }
