@@ -120,6 +120,9 @@ type wireFrame struct {
 // payload of <, > and & six times longer on the wire than the bytes its
 // bound counts (MaxPayloadBytes, MaxWorkerFrame).
 func (f WorkerFrame) MarshalJSON() ([]byte, error) {
+	if b, ok := f.appendBare(nil); ok {
+		return b, nil
+	}
 	w := wireFrame{Type: f.Type, Group: f.Group, Functions: f.Functions, Slots: f.Slots, SDK: f.SDK,
 		Worker: f.Worker, HeartbeatSeconds: f.HeartbeatSeconds, Drains: f.Drains, LeaseID: f.LeaseID, Function: f.Function,
 		DeadlineAt: f.DeadlineAt, Priority: f.Priority, Token: f.Token, Body: f.Body, Result: f.Result, Seconds: f.Seconds}
@@ -134,6 +137,37 @@ func (f WorkerFrame) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	return Marshal(w)
+}
+
+// appendBare appends a frame that holds a type and a lease id alone, of
+// plain characters (a recorded frame, the node's answer to nearly every
+// answer; a ping; draining), as MarshalJSON encodes it, without
+// encoding/json's reflection. ok false: the frame holds more, and nothing
+// is appended.
+func (f *WorkerFrame) appendBare(b []byte) (_ []byte, ok bool) {
+	if f.Group != "" || len(f.Functions) > 0 || f.Slots != 0 || f.SDK != "" || f.Worker != "" || f.HeartbeatSeconds != 0 ||
+		f.Drains || f.Function != "" || f.DeadlineAt != 0 || f.Priority != 0 || f.Token != "" || len(f.Body) > 0 ||
+		len(f.Result) > 0 || f.Error != "" || f.Refusal != nil || f.Seconds != 0 || !plainJSON(f.Type) || !plainJSON(f.LeaseID) {
+		return b, false
+	}
+	b = append(b, `{"type":"`...)
+	b = append(b, f.Type...)
+	if f.LeaseID != "" {
+		b = append(b, `","leaseId":"`...)
+		b = append(b, f.LeaseID...)
+	}
+	return append(b, `"}`...), true
+}
+
+// plainJSON reports whether s is written into a JSON string as it is:
+// printable ASCII without a quote or a backslash.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // Marshal is json.Marshal as errand's wire wants it: without the escaping

@@ -56,34 +56,20 @@ func scanAcks(raw []byte) (acks []errandapi.BatchAck, ok bool) {
 	return acks, true
 }
 
+// ackKeys are the keys of an ack's object scanAck reads.
+var ackKeys = []string{"id", "leaseId", "result"}
+
 // scanAck reads one ack's object into a.
 func scanAck(s *jsonstrict.Scanner, a *errandapi.BatchAck) bool {
-	var seen [3]bool
-	for more := s.Open('{'); more; {
-		key, ok := s.Key()
-		if !ok {
-			return false
-		}
-		var f int
-		switch string(key) {
-		case "id":
+	return s.Object(ackKeys, func(i int) (ok bool) {
+		switch i {
+		case 0:
 			a.ID, ok = s.Str()
-		case "leaseId":
-			f = 1
+		case 1:
 			a.LeaseID, ok = s.Str()
-		case "result":
-			f = 2
-			a.Result, ok = s.Raw()
 		default:
-			return false
+			a.Result, ok = s.Raw()
 		}
-		if !ok || seen[f] {
-			return false
-		}
-		seen[f] = true
-		if more, ok = s.Next('}'); !ok {
-			return false
-		}
-	}
-	return !s.Failed()
+		return ok
+	})
 }

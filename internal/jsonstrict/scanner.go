@@ -66,6 +66,37 @@ func (s *Scanner) Next(end byte) (more, ok bool) {
 	return false, s.eat(end)
 }
 
+// Object reads an object whose keys are each one of keys (at most 64),
+// none twice, reading each member's value with value(i), i the key's index
+// in keys. It reports whether the object was all that and each value was
+// read: another key (which json.Unmarshal would match to a field in
+// another case, or refuse) or a repeated one is a false, for the caller's
+// general path.
+func (s *Scanner) Object(keys []string, value func(i int) bool) bool {
+	var seen uint64
+	for more := s.Open('{'); more; {
+		key, ok := s.Key()
+		if !ok {
+			return false
+		}
+		i := -1
+		for j, k := range keys {
+			if string(key) == k {
+				i = j
+				break
+			}
+		}
+		if i < 0 || seen&(1<<i) != 0 || !value(i) {
+			return false
+		}
+		seen |= 1 << i
+		if more, ok = s.Next('}'); !ok {
+			return false
+		}
+	}
+	return !s.failed
+}
+
 // Key reads an object's key, a plain string (see Str), and its colon.
 func (s *Scanner) Key() ([]byte, bool) {
 	k, ok := s.plain()
