@@ -151,7 +151,8 @@ type call struct {
 	// Slack-signed form), which leaves out as it is.
 	bareOK bool
 	// decode, when set, decodes a 2xx answer instead of json.Unmarshal
-	// into out, as it would (a lease's: decodeLeased).
+	// into out, as it would (a lease's: LeaseResponse.UnmarshalJSON, which
+	// json.Unmarshal would call after a pass of its own over the bytes).
 	decode func(raw []byte) error
 }
 

@@ -15,7 +15,7 @@ import (
 func (c *Client) Lease(ctx context.Context, instance, queue string, req errandapi.LeaseRequest) ([]errandapi.LeasedTask, error) {
 	var out errandapi.LeaseResponse
 	err := c.do(ctx, call{method: "POST", path: []string{"v1", "tasks", instance, "queues", queue, "lease"}, body: req, out: &out,
-		decode: func(raw []byte) error { return decodeLeased(raw, &out) }})
+		decode: out.UnmarshalJSON})
 	return out.Tasks, err
 }
 
@@ -53,7 +53,7 @@ func (c *Client) AckMany(ctx context.Context, instance, queue string, acks []err
 	var out errandapi.BatchAckResponse
 	err := c.do(ctx, call{method: "POST", path: []string{"v1", "tasks", instance, "queues", queue, "ack"},
 		body: errandapi.BatchAckRequest{Acks: acks}, out: &out, repeatable: true, conflictOut: true,
-		decode: func(raw []byte) error { return decodeAcked(raw, &out) }})
+		decode: out.UnmarshalJSON})
 	var e *Error
 	if err != nil && !errors.As(err, &e) {
 		return nil, err

@@ -15,7 +15,8 @@ import (
 // no control character, valid UTF-8).
 //
 // The Go SDK reads a lease's answer with a scanner of its own
-// (client/lease_decode.go): the SDK imports nothing internal.
+// (errandapi/decode.go): the SDK and its wire types import nothing
+// internal.
 type Scanner struct {
 	b      []byte
 	i      int

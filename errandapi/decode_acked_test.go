@@ -1,23 +1,21 @@
-package client
+package errandapi
 
 import (
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"testing"
-
-	"github.com/errandhq/errand/errandapi"
 )
 
 // ackedAnswer is a batch ack's answer of n results as the server writes
 // it, every third refused.
 func ackedAnswer(t testing.TB, n int) []byte {
 	t.Helper()
-	out := errandapi.BatchAckResponse{Results: make([]errandapi.BatchAckResult, n)}
+	out := BatchAckResponse{Results: make([]BatchAckResult, n)}
 	for i := range out.Results {
-		out.Results[i] = errandapi.BatchAckResult{OK: i%3 != 2, ID: fmt.Sprintf("01k95ibsog%011d", i)}
+		out.Results[i] = BatchAckResult{OK: i%3 != 2, ID: fmt.Sprintf("01k95ibsog%011d", i)}
 		if i%3 == 2 {
-			out.Results[i].Code, out.Results[i].Message = errandapi.CodeLeaseLost, "the lease expired or was replaced"
+			out.Results[i].Code, out.Results[i].Message = CodeLeaseLost, "the lease expired or was replaced"
 		}
 	}
 	b, err := json.Marshal(out)
@@ -27,18 +25,18 @@ func ackedAnswer(t testing.TB, n int) []byte {
 	return b
 }
 
-// ackedAsUnmarshal checks that decodeAcked gives what json.Unmarshal
+// ackedAsUnmarshal checks that UnmarshalJSON gives what json.Unmarshal
 // gives for raw, and reports whether its own scan took it.
 func ackedAsUnmarshal(t *testing.T, raw []byte) (fast bool) {
 	t.Helper()
-	var want, got errandapi.BatchAckResponse
-	werr := json.Unmarshal(raw, &want)
-	gerr := decodeAcked(raw, &got)
+	var want, got BatchAckResponse
+	werr := json.Unmarshal(raw, (*batchAckResponse)(&want))
+	gerr := got.UnmarshalJSON(raw)
 	if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
-		t.Fatalf("%q: decodeAcked's error %v, json.Unmarshal's %v", raw, gerr, werr)
+		t.Fatalf("%q: UnmarshalJSON's error %v, json.Unmarshal's %v", raw, gerr, werr)
 	}
 	if werr == nil && !reflect.DeepEqual(want, got) {
-		t.Fatalf("%q: decodeAcked gave\n%#v\njson.Unmarshal\n%#v", raw, got, want)
+		t.Fatalf("%q: UnmarshalJSON gave\n%#v\njson.Unmarshal\n%#v", raw, got, want)
 	}
 	_, fast = scanAcked(raw)
 	return fast
@@ -47,7 +45,7 @@ func ackedAsUnmarshal(t *testing.T, raw []byte) (fast bool) {
 func TestDecodeAckedAsUnmarshal(t *testing.T) {
 	cases := []struct {
 		raw  string
-		fast bool // decodeAcked's own scan takes it
+		fast bool // UnmarshalJSON's own scan takes it
 	}{
 		{string(ackedAnswer(t, 3)), true},
 		{`{"results":[]}`, true},
@@ -82,7 +80,7 @@ func TestDecodeAckedAsUnmarshal(t *testing.T) {
 	}
 }
 
-// FuzzDecodeAcked: for any answer, decodeAcked gives what json.Unmarshal
+// FuzzDecodeAcked: for any answer, UnmarshalJSON gives what json.Unmarshal
 // gives, errors included.
 func FuzzDecodeAcked(f *testing.F) {
 	f.Add(ackedAnswer(f, 3))
@@ -94,21 +92,21 @@ func FuzzDecodeAcked(f *testing.F) {
 }
 
 // BenchmarkDecodeAcked decodes a batch ack's answer of 500 results, with
-// decodeAcked and with json.Unmarshal.
+// UnmarshalJSON and with json.Unmarshal.
 //
-//	go test -run '^$' -bench DecodeAcked ./client/
+//	go test -run '^$' -bench DecodeAcked ./errandapi/
 func BenchmarkDecodeAcked(b *testing.B) {
 	raw := ackedAnswer(b, 500)
 	for _, v := range []struct {
 		name   string
-		decode func([]byte, *errandapi.BatchAckResponse) error
-	}{{"decodeAcked", decodeAcked}, {"json.Unmarshal", func(raw []byte, out *errandapi.BatchAckResponse) error {
-		return json.Unmarshal(raw, out)
+		decode func([]byte, *BatchAckResponse) error
+	}{{"UnmarshalJSON", func(raw []byte, out *BatchAckResponse) error { return out.UnmarshalJSON(raw) }}, {"json.Unmarshal", func(raw []byte, out *BatchAckResponse) error {
+		return json.Unmarshal(raw, (*batchAckResponse)(out))
 	}}} {
 		b.Run(v.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				var out errandapi.BatchAckResponse
+				var out BatchAckResponse
 				if err := v.decode(raw, &out); err != nil || len(out.Results) != 500 {
 					b.Fatal(err)
 				}
@@ -117,3 +115,8 @@ func BenchmarkDecodeAcked(b *testing.B) {
 		})
 	}
 }
+
+// batchAckResponse is BatchAckResponse without its UnmarshalJSON (the name UnmarshalJSON
+// decodes into when it leaves an answer to encoding/json): encoding/json's
+// own decoding, which UnmarshalJSON must match.
+type batchAckResponse BatchAckResponse

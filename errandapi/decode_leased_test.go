@@ -1,21 +1,19 @@
-package client
+package errandapi
 
 import (
 	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/errandhq/errand/errandapi"
 )
 
 // leasedAnswer is a lease's answer of n tasks as the server writes it.
 func leasedAnswer(t testing.TB, n int) []byte {
 	t.Helper()
 	name, dlq := "nightly-report", "01k95ibno2egjvml7pfdr"
-	out := errandapi.LeaseResponse{Tasks: make([]errandapi.LeasedTask, n)}
+	out := LeaseResponse{Tasks: make([]LeasedTask, n)}
 	for i := range out.Tasks {
-		out.Tasks[i] = errandapi.LeasedTask{ID: "01k95ibsogforgbrotojv", Queue: "emails",
+		out.Tasks[i] = LeasedTask{ID: "01k95ibsogforgbrotojv", Queue: "emails",
 			Payload: json.RawMessage(`{"to":"a@example.com","lines":[{"sku":"A-1","qty":2}],"n":1.5e3}`),
 			Params:  json.RawMessage("null"), Attempts: 1, LeaseID: "8b10d43bb384010c2dcd38fde7d03c2e",
 			LeaseExpiresAt: 1796557167984, RunAt: 1796557107984, CreatedAt: 1796557107984, Source: "api",
@@ -31,18 +29,18 @@ func leasedAnswer(t testing.TB, n int) []byte {
 	return b
 }
 
-// sameAsUnmarshal checks that decodeLeased gives what json.Unmarshal gives
+// sameAsUnmarshal checks that UnmarshalJSON gives what json.Unmarshal gives
 // for raw, and reports whether its own scan took it.
 func sameAsUnmarshal(t *testing.T, raw []byte) (fast bool) {
 	t.Helper()
-	var want, got errandapi.LeaseResponse
-	werr := json.Unmarshal(raw, &want)
-	gerr := decodeLeased(raw, &got)
+	var want, got LeaseResponse
+	werr := json.Unmarshal(raw, (*leaseResponse)(&want))
+	gerr := got.UnmarshalJSON(raw)
 	if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
-		t.Fatalf("%q: decodeLeased's error %v, json.Unmarshal's %v", raw, gerr, werr)
+		t.Fatalf("%q: UnmarshalJSON's error %v, json.Unmarshal's %v", raw, gerr, werr)
 	}
 	if werr == nil && !reflect.DeepEqual(want, got) {
-		t.Fatalf("%q: decodeLeased gave\n%#v\njson.Unmarshal\n%#v", raw, got, want)
+		t.Fatalf("%q: UnmarshalJSON gave\n%#v\njson.Unmarshal\n%#v", raw, got, want)
 	}
 	_, fast = scanLeased(raw)
 	return fast
@@ -53,7 +51,7 @@ func TestDecodeLeasedAsUnmarshal(t *testing.T) {
 		`"leaseId":"l","leaseExpiresAt":-5,"runAt":0,"createdAt":7,"source":"api","depth":1,"priority":9,"deadLetterOf":"d"}`
 	cases := []struct {
 		raw  string
-		fast bool // decodeLeased's own scan takes it
+		fast bool // UnmarshalJSON's own scan takes it
 	}{
 		{`{"tasks":[]}`, true},
 		{`{"tasks":null}`, true},
@@ -108,21 +106,21 @@ func FuzzDecodeLeased(f *testing.F) {
 }
 
 // BenchmarkDecodeLeased decodes a lease's answer of 500 tasks, with
-// decodeLeased and with json.Unmarshal.
+// UnmarshalJSON and with json.Unmarshal.
 //
-//	go test -run '^$' -bench DecodeLeased ./client/
+//	go test -run '^$' -bench DecodeLeased ./errandapi/
 func BenchmarkDecodeLeased(b *testing.B) {
 	raw := leasedAnswer(b, 500)
 	for _, v := range []struct {
 		name   string
-		decode func([]byte, *errandapi.LeaseResponse) error
-	}{{"decodeLeased", decodeLeased}, {"json.Unmarshal", func(raw []byte, out *errandapi.LeaseResponse) error {
-		return json.Unmarshal(raw, out)
+		decode func([]byte, *LeaseResponse) error
+	}{{"UnmarshalJSON", func(raw []byte, out *LeaseResponse) error { return out.UnmarshalJSON(raw) }}, {"json.Unmarshal", func(raw []byte, out *LeaseResponse) error {
+		return json.Unmarshal(raw, (*leaseResponse)(out))
 	}}} {
 		b.Run(v.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				var out errandapi.LeaseResponse
+				var out LeaseResponse
 				if err := v.decode(raw, &out); err != nil || len(out.Tasks) != 500 {
 					b.Fatal(err)
 				}
@@ -131,3 +129,8 @@ func BenchmarkDecodeLeased(b *testing.B) {
 		})
 	}
 }
+
+// leaseResponse is LeaseResponse without its UnmarshalJSON (the name UnmarshalJSON
+// decodes into when it leaves an answer to encoding/json): encoding/json's
+// own decoding, which UnmarshalJSON must match.
+type leaseResponse LeaseResponse
