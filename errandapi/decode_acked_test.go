@@ -3,7 +3,6 @@ package errandapi
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"testing"
 )
 
@@ -32,12 +31,7 @@ func ackedAsUnmarshal(t *testing.T, raw []byte) (fast bool) {
 	var want, got BatchAckResponse
 	werr := json.Unmarshal(raw, (*batchAckResponse)(&want))
 	gerr := got.UnmarshalJSON(raw)
-	if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
-		t.Fatalf("%q: UnmarshalJSON's error %v, json.Unmarshal's %v", raw, gerr, werr)
-	}
-	if werr == nil && !reflect.DeepEqual(want, got) {
-		t.Fatalf("%q: UnmarshalJSON gave\n%#v\njson.Unmarshal\n%#v", raw, got, want)
-	}
+	sameDecoding(t, raw, got, want, gerr, werr)
 	_, fast = scanAcked(raw)
 	return fast
 }

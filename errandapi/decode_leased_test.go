@@ -2,7 +2,6 @@ package errandapi
 
 import (
 	"encoding/json"
-	"reflect"
 	"strings"
 	"testing"
 )
@@ -36,12 +35,7 @@ func sameAsUnmarshal(t *testing.T, raw []byte) (fast bool) {
 	var want, got LeaseResponse
 	werr := json.Unmarshal(raw, (*leaseResponse)(&want))
 	gerr := got.UnmarshalJSON(raw)
-	if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
-		t.Fatalf("%q: UnmarshalJSON's error %v, json.Unmarshal's %v", raw, gerr, werr)
-	}
-	if werr == nil && !reflect.DeepEqual(want, got) {
-		t.Fatalf("%q: UnmarshalJSON gave\n%#v\njson.Unmarshal\n%#v", raw, got, want)
-	}
+	sameDecoding(t, raw, got, want, gerr, werr)
 	_, fast = scanLeased(raw)
 	return fast
 }

@@ -183,8 +183,58 @@ func Marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// UnmarshalJSON decodes a frame (see MarshalJSON).
+// UnmarshalJSON decodes a frame (see MarshalJSON). A frame of the fields
+// an attempt or an answer holds (type, leaseId, function, deadlineAt,
+// priority, token, body, result; plain strings) is read in one pass
+// (scanFrame), the others by encoding/json, with the same result and the
+// same errors (TestWorkerFrameScanAsDecode, FuzzWorkerFrame).
 func (f *WorkerFrame) UnmarshalJSON(b []byte) error {
+	var v WorkerFrame // the frame is what b holds, nothing of *f before (as decode)
+	if scanFrame(b, &v) {
+		*f = v
+		return nil
+	}
+	return f.decode(b)
+}
+
+// frameFields are wireFrame's JSON names: a key equal to one of them but
+// for case, and not read by scanFrame, is left to encoding/json.
+var frameFields = []string{"type", "group", "functions", "slots", "sdk", "worker", "heartbeatSeconds", "drains",
+	"leaseId", "function", "deadlineAt", "priority", "token", "body", "result", "error", "seconds"}
+
+// scanFrame reads a frame of an attempt's or an answer's fields into v;
+// false: it holds another (or is not such a frame), and v may hold part
+// of it.
+func scanFrame(b []byte, v *WorkerFrame) bool {
+	s := jscan{b: b}
+	ok := s.object(frameFields, func(key []byte) (known, ok bool) {
+		switch string(key) {
+		case "type":
+			v.Type, ok = s.str()
+		case "leaseId":
+			v.LeaseID, ok = s.str()
+		case "function":
+			v.Function, ok = s.str()
+		case "deadlineAt":
+			v.DeadlineAt, ok = s.integer()
+		case "priority":
+			v.Priority, ok = s.intValue()
+		case "token":
+			v.Token, ok = s.str()
+		case "body":
+			v.Body, ok = s.raw()
+		case "result":
+			v.Result, ok = s.raw()
+		default:
+			return false, false
+		}
+		return true, ok
+	})
+	return ok && s.end()
+}
+
+// decode is UnmarshalJSON through encoding/json.
+func (f *WorkerFrame) decode(b []byte) error {
 	var w wireFrame
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err

@@ -146,7 +146,7 @@ type session struct {
 // attempt is an attempt frame and its body, decoded together (decodeFrame).
 type attempt struct {
 	f *errandapi.WorkerFrame
-	b *body // nil: decoded from f.Body when the attempt runs
+	b *errandapi.DeliveryBody // nil: decoded from f.Body when the attempt runs
 }
 
 // hello sends f, the hello, and reads the node's answer, each within 30 s.
@@ -211,22 +211,9 @@ func (s *session) read() (attempt, error) {
 	return decodeFrame(b)
 }
 
-// attemptWire is an attempt frame as the node sends it, its body decoded
-// with it.
-type attemptWire struct {
-	Type       string `json:"type"`
-	LeaseID    string `json:"leaseId"`
-	Function   string `json:"function"`
-	DeadlineAt int64  `json:"deadlineAt"`
-	Priority   int    `json:"priority"`
-	Token      string `json:"token"`
-	Body       *body  `json:"body"`
-}
-
 // The heads of the frames a node writes (as errand's node writes them:
 // type first).
 var (
-	attemptHead  = []byte(`{"type":"attempt"`)
 	recordedHead = []byte(`{"type":"recorded","leaseId":"`)
 )
 
@@ -248,28 +235,29 @@ func recordedFrame(b []byte) (leaseID string, ok bool) {
 }
 
 // decodeFrame decodes a frame from the node. A recorded frame as errand
-// writes it is read without a decoder (recordedFrame); an attempt's body is
-// decoded in the same pass as the frame (one scan of its bytes instead of
-// four: the frame's check and decode, then the body's); any other frame,
-// or an attempt that does not decode so, goes through the frame's own
-// decoder (once: only a frame that begins as an attempt is tried as one),
-// and its body, if any, is decoded when the attempt runs.
+// writes it is read without a decoder (recordedFrame); any other with the
+// frame's own, which reads an attempt's fields in one pass, and an
+// attempt's body then with DeliveryBody's (one pass too). An attempt whose
+// body does not decode arrives without it: running it fails the attempt,
+// not the connection.
 func decodeFrame(b []byte) (attempt, error) {
 	if id, ok := recordedFrame(b); ok {
 		return attempt{f: &errandapi.WorkerFrame{Type: errandapi.FrameRecorded, LeaseID: id}}, nil
 	}
-	var a attemptWire
-	if bytes.HasPrefix(b, attemptHead) && json.Unmarshal(b, &a) == nil && a.Type == errandapi.FrameAttempt && a.Body != nil {
-		return attempt{f: &errandapi.WorkerFrame{Type: a.Type, LeaseID: a.LeaseID, Function: a.Function,
-			DeadlineAt: a.DeadlineAt, Priority: a.Priority, Token: a.Token}, b: a.Body}, nil
-	}
 	var f errandapi.WorkerFrame
-	// The frame's own decoder (json.Unmarshal of the bytes, as
-	// json.Unmarshal(b, &f) would call it after a pass of its own).
+	// Not json.Unmarshal(b, &f): it would make a pass of its own over the
+	// bytes before calling the frame's decoder.
 	if err := f.UnmarshalJSON(b); err != nil {
 		return attempt{}, fmt.Errorf("worker: a frame from the node is not JSON: %w", err)
 	}
-	return attempt{f: &f}, nil
+	a := attempt{f: &f}
+	if f.Type == errandapi.FrameAttempt && len(f.Body) > 0 {
+		var d errandapi.DeliveryBody
+		if d.UnmarshalJSON(f.Body) == nil {
+			a.b = &d
+		}
+	}
+	return a, nil
 }
 
 func (s *session) heartbeat(ctx context.Context, every time.Duration) {
@@ -353,28 +341,10 @@ func (s *session) start(ctx context.Context, a attempt) {
 	}()
 }
 
-// body is an attempt frame's body: what a webhook receives.
-type body struct {
-	Task struct {
-		ID           string          `json:"id"`
-		Queue        string          `json:"queue"`
-		Name         *string         `json:"name"`
-		Attempt      int             `json:"attempt"`
-		MaxAttempts  int             `json:"maxAttempts"`
-		RunAt        int64           `json:"runAt"`
-		CreatedAt    int64           `json:"createdAt"`
-		DeadlineAt   int64           `json:"deadlineAt"`
-		Source       string          `json:"source"`
-		Depth        int             `json:"depth"`
-		Params       json.RawMessage `json:"params"`
-		DeadLetterOf *string         `json:"deadLetterOf"`
-	} `json:"task"`
-	Payload json.RawMessage `json:"payload"`
-}
-
-// task is the Task the body describes, with the attempt's deadline and
-// the function's name within its group ("" for a webhook delivery).
-func (b *body) task(deadline time.Time, function string) *Task {
+// taskOf is the Task delivery body b describes, with the attempt's
+// deadline and the function's name within its group ("" for a webhook
+// delivery).
+func taskOf(b *errandapi.DeliveryBody, deadline time.Time, function string) *Task {
 	t := &Task{ID: b.Task.ID, Queue: b.Task.Queue, Attempt: b.Task.Attempt, MaxAttempts: b.Task.MaxAttempts,
 		RunAt: time.UnixMilli(b.Task.RunAt), CreatedAt: time.UnixMilli(b.Task.CreatedAt), DeadlineAt: deadline,
 		Source: b.Task.Source, Depth: b.Task.Depth, Payload: b.Payload, Function: function}
@@ -396,12 +366,12 @@ func (s *session) run(ctx context.Context, a attempt) *errandapi.WorkerFrame {
 	}
 	b := a.b
 	if b == nil {
-		b = &body{}
+		b = &errandapi.DeliveryBody{}
 		if err := json.Unmarshal(f.Body, b); err != nil {
 			return fail("the attempt's body is not valid: " + err.Error())
 		}
 	}
-	t := b.task(time.UnixMilli(f.DeadlineAt), f.Function)
+	t := taskOf(b, time.UnixMilli(f.DeadlineAt), f.Function)
 	t.Priority = f.Priority
 	hctx, cancel := context.WithDeadline(client.WithDelivery(ctx, f.Token), t.DeadlineAt)
 	defer cancel()

@@ -115,10 +115,10 @@ func TestWatchCutsASilentNode(t *testing.T) {
 	}
 }
 
-// TestDecodeFrameAsDecoder: every frame decodeFrame reads on a shortcut
-// (a recorded frame as errand writes it, a frame that does not begin as an
-// attempt) comes out as the frame's own decoder reads it, and what is not
-// JSON is still refused.
+// TestDecodeFrameAsDecoder: every frame decodeFrame reads comes out as
+// the frame's own decoder reads it (a recorded frame as errand writes it
+// is read by its bytes), an attempt's body as DeliveryBody's decoder reads
+// it, and what is not JSON is still refused.
 func TestDecodeFrameAsDecoder(t *testing.T) {
 	for _, raw := range []string{
 		`{"type":"recorded","leaseId":"n1.01JD3ZQ5W8Y2K4M6N8P0R2T4V6"}`,
@@ -142,8 +142,14 @@ func TestDecodeFrameAsDecoder(t *testing.T) {
 		if (err != nil) != (werr != nil) {
 			t.Fatalf("%s: decodeFrame's error %v, the decoder's %v", raw, err, werr)
 		}
-		if err == nil && (a.b != nil || !reflect.DeepEqual(*a.f, want)) {
-			t.Fatalf("%s: decodeFrame read %+v (body %v); the decoder %+v", raw, *a.f, a.b, want)
+		if err == nil && !reflect.DeepEqual(*a.f, want) {
+			t.Fatalf("%s: decodeFrame read %+v; the decoder %+v", raw, *a.f, want)
+		}
+		if err == nil && a.b != nil {
+			var body errandapi.DeliveryBody
+			if want.Type != errandapi.FrameAttempt || json.Unmarshal(want.Body, &body) != nil || !reflect.DeepEqual(*a.b, body) {
+				t.Fatalf("%s: decodeFrame read the body %+v; a frame of type %s, its body decoded %+v", raw, *a.b, want.Type, body)
+			}
 		}
 	}
 }

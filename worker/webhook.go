@@ -121,12 +121,12 @@ func WebhookHandler(h Handler, o WebhookOptions) (http.Handler, error) {
 			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
 		}
-		var b body
+		var b errandapi.DeliveryBody
 		if err := json.Unmarshal(raw, &b); err != nil {
 			http.Error(w, "the delivery's body is not errand's: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		t := b.task(time.UnixMilli(b.Task.DeadlineAt), "")
+		t := taskOf(&b, time.UnixMilli(b.Task.DeadlineAt), "")
 		ctx := r.Context()
 		if tok := r.Header.Get(errandapi.DeliveryHeader); tok != "" {
 			ctx = client.WithDelivery(ctx, tok)

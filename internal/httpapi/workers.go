@@ -229,12 +229,10 @@ func (t *wsTransport) read() (*errandapi.WorkerFrame, error) {
 	if typ != websocket.MessageText {
 		return nil, task.Errorf(task.CodeInvalidArgument, "frames are JSON text, not binary")
 	}
-	if f, ok := scanAnswer(b); ok {
-		return f, nil
-	}
 	var f errandapi.WorkerFrame
-	// The frame's own decoder: json.Unmarshal(b, &f) would make a pass of
-	// its own over the bytes before calling it.
+	// The frame's own decoder (which reads an answer's fields in one pass):
+	// json.Unmarshal(b, &f) would make a pass of its own over the bytes
+	// before calling it.
 	if err := f.UnmarshalJSON(b); err != nil || f.Type == "" {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
