@@ -211,11 +211,8 @@ func (s *session) read() (attempt, error) {
 	return decodeFrame(b)
 }
 
-// The heads of the frames a node writes (as errand's node writes them:
-// type first).
-var (
-	recordedHead = []byte(`{"type":"recorded","leaseId":"`)
-)
+// recordedHead begins a recorded frame as errand's node writes it.
+var recordedHead = []byte(`{"type":"recorded","leaseId":"`)
 
 // recordedFrame reads a recorded frame as errand's node writes it (the
 // answer to most answers: one a task), `{"type":"recorded","leaseId":"…"}`
@@ -254,7 +251,7 @@ func decodeFrame(b []byte) (attempt, error) {
 	if f.Type == errandapi.FrameAttempt && len(f.Body) > 0 {
 		var d errandapi.DeliveryBody
 		if d.UnmarshalJSON(f.Body) == nil {
-			a.b = &d
+			a.b, f.Body = &d, nil // the payload is held once while the attempt runs
 		}
 	}
 	return a, nil

@@ -14,7 +14,8 @@ import (
 // handler's ctx). One pair of timers serves a claim's attempts rather than
 // two an attempt: in a burn-down of in-process functions the two were most
 // of a delivery's CPU. The contexts end when the last attempt of the group
-// has ended, so no attempt sees its context end because another's did.
+// has ended, so no attempt sees its context end because another's did (and
+// a handler's ctx no longer ends the moment it returns: docs/embedded.md).
 type deadlineGroup struct {
 	cut, attempt context.Context
 	cancelCut    context.CancelFunc
