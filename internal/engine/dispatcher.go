@@ -101,6 +101,10 @@ type Dispatcher struct {
 	runCtx context.Context
 	// dctx is runCtx for the loop's own launches (its goroutine only).
 	dctx context.Context
+	// held says the loop's last pass left a due task unclaimed (a cap, a
+	// rate, no free worker slot): only then does a finish that freed room
+	// (freed) wake the loop. The loop's goroutine only.
+	held bool
 	// slotMu is held by each claim of the pass, and by an add that claims
 	// a function queue's tasks (addClaim): each reads the function slots
 	// free and takes those it claims (slotView) while no other does, so no
@@ -224,7 +228,13 @@ func (d *Dispatcher) run(ctx context.Context, ready chan<- struct{}) {
 			continue
 		}
 		d.asleep.report(sleepReport{Seen: seen, Now: now, WakeAt: wakeAt})
-		if !sleep(ctx, d.clock, wakeAt, woken, d.freed) {
+		freed := d.freed
+		if !d.held {
+			// Nothing due waits for room: a finish frees none that
+			// matters, and a task that comes due wakes the loop itself.
+			freed = nil
+		}
+		if !sleep(ctx, d.clock, wakeAt, woken, freed) {
 			return
 		}
 	}
@@ -267,6 +277,7 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, time.Time, error
 	// later than the settings it read (a queue changed meanwhile wakes the
 	// next pass, which sees the change).
 	now := d.clock.Now()
+	d.held = true // until the pass knows better (a failed pass: as before)
 	queues, err := d.store.QueueListAll(ctx)
 	if err != nil {
 		return 0, now, time.Time{}, err
@@ -336,6 +347,7 @@ func (d *Dispatcher) pass(ctx context.Context) (int, time.Time, time.Time, error
 		if err != nil {
 			return 0, now, time.Time{}, err
 		}
+		d.held = runAt != 0 && runAt <= now.UnixMilli()
 		switch until := time.Duration(runAt-now.UnixMilli()) * time.Millisecond; {
 		case runAt == 0:
 		case until > 0:
