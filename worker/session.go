@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -211,36 +209,12 @@ func (s *session) read() (attempt, error) {
 	return decodeFrame(b)
 }
 
-// recordedHead begins a recorded frame as errand's node writes it.
-var recordedHead = []byte(`{"type":"recorded","leaseId":"`)
-
-// recordedFrame reads a recorded frame as errand's node writes it (the
-// answer to most answers: one a task), `{"type":"recorded","leaseId":"…"}`
-// with a lease id of plain characters, without a decoder; ok false: b is
-// not such a frame (any other spelling of one is decoded as usual).
-func recordedFrame(b []byte) (leaseID string, ok bool) {
-	if !bytes.HasPrefix(b, recordedHead) || !bytes.HasSuffix(b, []byte(`"}`)) || len(b) < len(recordedHead)+2 {
-		return "", false
-	}
-	id := b[len(recordedHead) : len(b)-2]
-	for _, c := range id {
-		if c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
-			return "", false
-		}
-	}
-	return string(id), true
-}
-
-// decodeFrame decodes a frame from the node. A recorded frame as errand
-// writes it is read without a decoder (recordedFrame); any other with the
-// frame's own, which reads an attempt's fields in one pass, and an
-// attempt's body then with DeliveryBody's (one pass too). An attempt whose
-// body does not decode arrives without it: running it fails the attempt,
-// not the connection.
+// decodeFrame decodes a frame from the node with the frame's own decoder,
+// which reads an attempt's and an answer's fields (a recorded frame's
+// too) in one pass, and an attempt's body then with DeliveryBody's (one
+// pass too). An attempt whose body does not decode arrives without it:
+// running it fails the attempt, not the connection.
 func decodeFrame(b []byte) (attempt, error) {
-	if id, ok := recordedFrame(b); ok {
-		return attempt{f: &errandapi.WorkerFrame{Type: errandapi.FrameRecorded, LeaseID: id}}, nil
-	}
 	var f errandapi.WorkerFrame
 	// Not json.Unmarshal(b, &f): it would make a pass of its own over the
 	// bytes before calling the frame's decoder.

@@ -116,9 +116,8 @@ func TestWatchCutsASilentNode(t *testing.T) {
 }
 
 // TestDecodeFrameAsDecoder: every frame decodeFrame reads comes out as
-// the frame's own decoder reads it (a recorded frame as errand writes it
-// is read by its bytes), an attempt's body as DeliveryBody's decoder reads
-// it, and what is not JSON is still refused.
+// the frame's own decoder reads it, an attempt's body as DeliveryBody's
+// decoder reads it, and what is not JSON is still refused.
 func TestDecodeFrameAsDecoder(t *testing.T) {
 	for _, raw := range []string{
 		`{"type":"recorded","leaseId":"n1.01JD3ZQ5W8Y2K4M6N8P0R2T4V6"}`,

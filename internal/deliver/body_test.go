@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -70,31 +71,16 @@ func FuzzBodyMatchesEncodingJSON(f *testing.F) {
 		if params != "" {
 			tk.Params, _ = json.Marshal(params)
 		}
-		type wireTask struct {
-			ID           string          `json:"id"`
-			Queue        string          `json:"queue"`
-			Name         *string         `json:"name"`
-			Attempt      int             `json:"attempt"`
-			MaxAttempts  int             `json:"maxAttempts"`
-			RunAt        int64           `json:"runAt"`
-			CreatedAt    int64           `json:"createdAt"`
-			DeadlineAt   int64           `json:"deadlineAt"`
-			Source       string          `json:"source"`
-			Depth        int             `json:"depth"`
-			Params       json.RawMessage `json:"params"`
-			DeadLetterOf *string         `json:"deadLetterOf"`
-		}
 		orNil := func(s string) *string {
 			if s == "" {
 				return nil
 			}
 			return &s
 		}
-		want, err := json.Marshal(struct {
-			Task    wireTask        `json:"task"`
-			Payload json.RawMessage `json:"payload"`
-		}{wireTask{tk.ID, tk.Queue, orNil(tk.Name), tk.Attempt, tk.MaxAttempts, tk.RunAt, tk.CreatedAt,
-			tk.DeadlineAt, tk.Source, tk.Depth, tk.Params, orNil(tk.DeadLetterOf)}, tk.Payload})
+		want, err := json.Marshal(errandapi.DeliveryBody{Task: errandapi.DeliveryTask{ID: tk.ID, Queue: tk.Queue,
+			Name: orNil(tk.Name), Attempt: tk.Attempt, MaxAttempts: tk.MaxAttempts, RunAt: tk.RunAt, CreatedAt: tk.CreatedAt,
+			DeadlineAt: tk.DeadlineAt, Source: tk.Source, Depth: tk.Depth, Params: tk.Params,
+			DeadLetterOf: orNil(tk.DeadLetterOf)}, Payload: tk.Payload})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -36,22 +36,12 @@ func (g *deadlineGroup) done() {
 // clock, as each attempt's time left is.
 func deadlineGroups(ctx context.Context, ts []*task.Task, now time.Time) []*deadlineGroup {
 	gs := make([]*deadlineGroup, len(ts))
-	var last *deadlineGroup
-	var lastAt int64
-	var byAt map[int64]*deadlineGroup // more than one deadline: rare
+	byAt := make(map[int64]*deadlineGroup, 1) // a claim's tasks nearly always share one
 	for i, t := range ts {
-		g := last
-		if g == nil || t.DeadlineAt != lastAt {
-			if last != nil && byAt == nil {
-				byAt = map[int64]*deadlineGroup{lastAt: last}
-			}
-			if g = byAt[t.DeadlineAt]; g == nil {
-				g = newDeadlineGroup(ctx, t.DeadlineAt, now)
-				if byAt != nil {
-					byAt[t.DeadlineAt] = g
-				}
-			}
-			last, lastAt = g, t.DeadlineAt
+		g := byAt[t.DeadlineAt]
+		if g == nil {
+			g = newDeadlineGroup(ctx, t.DeadlineAt, now)
+			byAt[t.DeadlineAt] = g
 		}
 		g.left.Add(1)
 		gs[i] = g
