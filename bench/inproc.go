@@ -308,6 +308,7 @@ func (s *inprocSystem) Steady(ctx context.Context, d time.Duration, maxBacklog i
 	}
 	p := s.p
 	before := p.finished.Load()
+	mark := markSelf(s.dbName)
 	start := time.Now()
 	end := start.Add(d)
 	p.recordLatencies(latencyCapacity(d), end)
@@ -336,6 +337,7 @@ func (s *inprocSystem) Steady(ctx context.Context, d time.Duration, maxBacklog i
 	<-pctx.Done()
 	worked := p.finished.Load() - before
 	elapsed := time.Since(start)
+	logf("  %s steady window: %s", s.Name(), selfCPUNote("errand and the harness", "task", int(max(worked, 1)), mark, elapsed, s.dbName))
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
