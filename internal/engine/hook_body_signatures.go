@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha1"
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
 	"hash"
@@ -23,6 +24,15 @@ type bodySignature struct {
 	prefix string           // before the digest ("sha256="), or none
 	hash   func() hash.Hash // sha256.New or sha1.New
 	base64 bool             // the digest in standard base64, else hex (either case)
+	// websub: the header is WebSub's "<method>=<hex digest>", the method
+	// (webSubHashes) naming the hash, rather than prefix and hash.
+	websub bool
+}
+
+// webSubHashes are the methods a WebSub signature (X-Hub-Signature) may
+// name: GitHub's older header and Intercom send sha1, Jira sha256.
+var webSubHashes = map[string]func() hash.Hash{
+	"sha1": sha1.New, "sha256": sha256.New, "sha384": sha512.New384, "sha512": sha512.New,
 }
 
 // bodySignatures are the body signatures verifyHook reads, by the
@@ -34,7 +44,10 @@ var bodySignatures = []bodySignature{
 	{form: "linear", header: "Linear-Signature", hash: sha256.New},
 	{form: "sentry", header: "Sentry-Hook-Signature", hash: sha256.New},
 	{form: "typeform", header: "Typeform-Signature", prefix: "sha256=", hash: sha256.New, base64: true},
-	{form: "x-hub-signature", header: "X-Hub-Signature", prefix: "sha1=", hash: sha1.New},
+	{form: "forgejo", header: "X-Forgejo-Signature", hash: sha256.New},
+	{form: "gitea", header: "X-Gitea-Signature", hash: sha256.New},
+	{form: "gogs", header: "X-Gogs-Signature", hash: sha256.New},
+	{form: "x-hub-signature", header: "X-Hub-Signature", websub: true},
 }
 
 // bodySignatureNamed is the body signature of the sender named form, or
@@ -51,7 +64,15 @@ func bodySignatureNamed(form string) *bodySignature {
 // verify checks c's signature.
 func (s *bodySignature) verify(secret string, c HookCall) error {
 	sig, ok := strings.CutPrefix(c.Header(s.header), s.prefix)
-	mac := deliver.SignBody(secret, c.Body, s.hash)
+	h := s.hash
+	if s.websub {
+		var method string
+		method, sig, ok = strings.Cut(sig, "=")
+		if h = webSubHashes[strings.ToLower(method)]; h == nil {
+			return task.Errorf(task.CodeUnauthenticated, "%s must be \"<method>=<hex digest>\" with the method sha1, sha256, sha384 or sha512", s.header)
+		}
+	}
+	mac := deliver.SignBody(secret, c.Body, h)
 	if s.base64 {
 		ok = ok && hmac.Equal([]byte(sig), []byte(base64.StdEncoding.EncodeToString(mac)))
 	} else {
@@ -59,6 +80,17 @@ func (s *bodySignature) verify(secret string, c HookCall) error {
 	}
 	if !ok {
 		return task.Errorf(task.CodeUnauthenticated, "%s does not match this hook's secret", s.header)
+	}
+	return nil
+}
+
+// verifyGitLabToken checks GitLab's X-Gitlab-Token, which carries the
+// webhook's secret token itself rather than a signature: it must be the
+// hook's whole secret string. (GitLab's signing token, a whsec_ key, signs
+// as Standard Webhooks does: such a call is read as one.)
+func verifyGitLabToken(secret string, c HookCall) error {
+	if !hmac.Equal([]byte(c.Header("X-Gitlab-Token")), []byte(secret)) {
+		return task.Errorf(task.CodeUnauthenticated, "X-Gitlab-Token is not this hook's secret")
 	}
 	return nil
 }

@@ -208,7 +208,7 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 // (errandapi.HookSenderOf; a Standard Webhooks call by its webhook-id or
 // -timestamp too), and returns the sender's name ("standard", a
 // bodySignature's form, "slack", "stripe", "calendly", "paddle", "zoom",
-// "twilio", "sendgrid", "hubspot" or "mailgun"). The sender's message id,
+// "twilio", "sendgrid", "hubspot", "gitlab" or "mailgun"). The sender's message id,
 // which names the task, is errandapi.HookMessageID's:
 //   - Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature;
 //     or svix-id, svix-timestamp, svix-signature, as Svix sends them for
@@ -217,11 +217,15 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 //     X-Hub-Signature-256, "sha256=" and the hex HMAC-SHA256 of the body
 //     keyed with the whole secret string (which the user gives GitHub as
 //     the webhook's secret); Shopify's X-Shopify-Hmac-Sha256 (base64, the
-//     app's client secret); WooCommerce's, Linear's, Sentry's, Typeform's
-//     and X-Hub-Signature (SHA-1: Intercom). None carries a time, so no
-//     replay window: the sender's delivery id (X-GitHub-Delivery,
-//     X-Shopify-Webhook-Id …) names the task, so a redelivery (or a replay
-//     with that id) adds nothing while the task is kept.
+//     app's client secret); WooCommerce's, Linear's, Sentry's, Typeform's,
+//     Forgejo's, Gitea's and Gogs's, and WebSub's X-Hub-Signature
+//     ("<method>=<hex>": SHA-1 from Intercom, SHA-256 from Jira). None
+//     carries a time, so no replay window: the sender's delivery id
+//     (X-GitHub-Delivery, X-Shopify-Webhook-Id, X-Gitea-Delivery, Jira's
+//     X-Atlassian-Webhook-Identifier …) names the task, so a redelivery (or
+//     a replay with that id) adds nothing while the task is kept.
+//   - GitLab's X-Gitlab-Token: the secret token itself, not a signature
+//     (verifyGitLabToken); GitLab's Idempotency-Key names the task.
 //   - Slack's X-Slack-Signature: "v0=" and the hex HMAC-SHA256 of
 //     "v0:<X-Slack-Request-Timestamp>:<body>" keyed with the whole secret
 //     string (the app's signing secret, given to errand), the timestamp
@@ -278,8 +282,8 @@ func verifyHook(secret string, c HookCall, now time.Time) (form string, err erro
 		}
 		return "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
 			"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Calendly's Calendly-Webhook-Signature, Paddle's Paddle-Signature, Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256, "+
-			"SendGrid's X-Twilio-Email-Event-Webhook-Signature, HubSpot's X-HubSpot-Signature-v3, Mailgun's signature in the body, "+
-			"or the body signature of WooCommerce, Linear, Sentry, Typeform or Intercom")
+			"SendGrid's X-Twilio-Email-Event-Webhook-Signature, HubSpot's X-HubSpot-Signature-v3, GitLab's X-Gitlab-Token, Mailgun's signature in the body, "+
+			"or the body signature of WooCommerce, Linear, Sentry, Typeform, Forgejo, Gitea, Gogs, Jira or Intercom (X-Hub-Signature)")
 	}
 	switch s.Name {
 	case "standard":
@@ -294,6 +298,8 @@ func verifyHook(secret string, c HookCall, now time.Time) (form string, err erro
 		err = verifySendGrid(secret, c, now)
 	case "hubspot":
 		err = verifyHubSpot(secret, c, now)
+	case "gitlab":
+		err = verifyGitLabToken(secret, c)
 	default:
 		if bs := bodySignatureNamed(s.Name); bs != nil {
 			err = bs.verify(secret, c)

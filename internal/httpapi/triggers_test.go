@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"crypto/sha1"
 	"crypto/sha256"
+	"crypto/sha512"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
@@ -771,6 +772,11 @@ func TestHookBodySignatures(t *testing.T) {
 		{"Typeform", "Typeform-Signature", "", func(k string, b []byte) string { return "sha256=" + b64(mac(k, sha256.New, b)) },
 			`{"event_id":"01HM3K8N2P9X","event_type":"form_response","form_response":{"form_id":"abc"}}`},
 		{"Intercom (X-Hub-Signature)", "X-Hub-Signature", "", func(k string, b []byte) string { return "sha1=" + hex.EncodeToString(mac(k, sha1.New, b)) }, ""},
+		{"Jira (X-Hub-Signature, SHA-256)", "X-Hub-Signature", "X-Atlassian-Webhook-Identifier", func(k string, b []byte) string { return "sha256=" + hex.EncodeToString(mac(k, sha256.New, b)) }, ""},
+		{"WebSub's SHA-512", "X-Hub-Signature", "", func(k string, b []byte) string { return "SHA512=" + hex.EncodeToString(mac(k, sha512.New, b)) }, ""},
+		{"Forgejo", "X-Forgejo-Signature", "X-Forgejo-Delivery", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha256.New, b)) }, ""},
+		{"Gitea", "X-Gitea-Signature", "X-Gitea-Delivery", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha256.New, b)) }, ""},
+		{"Gogs", "X-Gogs-Signature", "X-Gogs-Delivery", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha256.New, b)) }, ""},
 	} {
 		body := []byte(`{"sender":"` + c.name + `"}`)
 		if c.body != "" {
@@ -795,6 +801,71 @@ func TestHookBodySignatures(t *testing.T) {
 	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != added {
 		t.Fatalf("%d tasks, want %d", n, added)
 	}
+}
+
+// TestHookWebSubMethod: an X-Hub-Signature whose method is none of
+// WebSub's (sha1, sha256, sha384, sha512), or which has none, is refused
+// saying the form; an HMAC-SHA256 sent as sha1 does not match.
+func TestHookWebSubMethod(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	secret := "a-sender-secret-of-some-length"
+	path := b.hookRule(t, secret)
+	body := []byte(`{"webhookEvent":"jira:issue_created"}`)
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	digest := hex.EncodeToString(m.Sum(nil))
+	for _, sig := range []string{"md5=" + digest, digest} {
+		r := b.hookCall(path, body, map[string]string{"X-Hub-Signature": sig}).want(t, 401, "UNAUTHENTICATED")
+		if msg := r.message(); !strings.Contains(msg, `X-Hub-Signature must be "<method>=<hex digest>"`) {
+			t.Errorf("%s: %q", sig, msg)
+		}
+	}
+	r := b.hookCall(path, body, map[string]string{"X-Hub-Signature": "sha1=" + digest}).want(t, 401, "UNAUTHENTICATED")
+	if msg := r.message(); !strings.Contains(msg, "X-Hub-Signature does not match this hook's secret") {
+		t.Errorf("sha1 given SHA-256's digest: %q", msg)
+	}
+	b.hookCall(path, body, map[string]string{"X-Hub-Signature": "sha256=" + digest}).want(t, 202, "")
+}
+
+// TestHookGitLabToken: GitLab's X-Gitlab-Token carries the secret token
+// itself: the hook's secret is taken, another refused; GitLab's
+// Idempotency-Key names the task, so its retry adds nothing; and a call
+// GitLab also signs with a signing token (Standard Webhooks headers, to a
+// hook whose secret is the whsec_ key) is read as a Standard Webhooks one.
+func TestHookGitLabToken(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	secret := "gitlab-secret-token-0123"
+	path := b.hookRule(t, secret)
+	body := []byte(`{"object_kind":"push","ref":"refs/heads/main"}`)
+	h := map[string]string{"X-Gitlab-Token": secret, "X-Gitlab-Event": "Push Hook", "Idempotency-Key": "f0c2ef3b-8bd9-4ab0-a5b9-5e1d8b2f6c11"}
+	first := b.hookCall(path, body, h).want(t, 202, "")
+	again := b.hookCall(path, body, h).want(t, 202, "")
+	if again.body["duplicate"] != true || again.body["id"] != first.body["id"] {
+		t.Fatalf("GitLab's retry: %s (first %s)", again.raw, first.raw)
+	}
+	for _, token := range []string{"gitlab-secret-token-0124", strings.ToUpper(secret), secret[:len(secret)-1], ""} {
+		r := b.hookCall(path, body, map[string]string{"X-Gitlab-Token": token, "X-Gitlab-Event": "Push Hook"})
+		if token == "" {
+			r.want(t, 401, "UNAUTHENTICATED") // no sender's header at all
+			continue
+		}
+		if msg := r.want(t, 401, "UNAUTHENTICATED").message(); !strings.Contains(msg, "X-Gitlab-Token is not this hook's secret") {
+			t.Errorf("token %q: %q", token, msg)
+		}
+	}
+
+	key := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	signed := b.hookRule(t, key)
+	raw, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(key, "whsec_"))
+	ts := strconv.FormatInt(b.clock.Now().Unix(), 10)
+	sm := hmac.New(sha256.New, raw)
+	sm.Write([]byte("msg-gitlab-1." + ts + "." + string(body)))
+	b.hookCall(signed, body, map[string]string{"X-Gitlab-Token": "not-the-key-at-all", "webhook-id": "msg-gitlab-1",
+		"webhook-timestamp": ts, "webhook-signature": "v1," + base64.StdEncoding.EncodeToString(sm.Sum(nil))}).want(t, 202, "")
 }
 
 // TestHookZoom: a hook whose secret is a Zoom app's secret token takes
