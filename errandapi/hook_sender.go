@@ -1,6 +1,8 @@
 package errandapi
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/url"
 	"slices"
@@ -27,6 +29,11 @@ type HookSender struct {
 	// is a batch of them (a JSON array): the set of the batch's ids names
 	// the task (HookBatchID).
 	BatchID string
+	// BodyID: the body itself names the task (HookBodyID), for a sender
+	// that sends no id but retries with the same body, signed anew, whose
+	// event carries its time to the millisecond (Calendly's created_at,
+	// Zoom's event_ts), so that two events never send one body.
+	BodyID bool
 }
 
 // hookSenders are the senders in the order a hook reads them: a call that
@@ -49,9 +56,9 @@ var hookSenders = []HookSender{
 	{Name: "gitlab", Header: "X-Gitlab-Token"},
 	{Name: "slack", Header: "X-Slack-Signature", EventID: true},
 	{Name: "stripe", Header: "Stripe-Signature", EventID: true},
-	{Name: "calendly", Header: "Calendly-Webhook-Signature"},
+	{Name: "calendly", Header: "Calendly-Webhook-Signature", BodyID: true},
 	{Name: "paddle", Header: "Paddle-Signature", EventID: true},
-	{Name: "zoom", Header: "x-zm-signature"},
+	{Name: "zoom", Header: "x-zm-signature", BodyID: true},
 	{Name: "twilio", Header: "X-Twilio-Signature", IDHeader: "I-Twilio-Idempotency-Token"},
 	{Name: "sendgrid", Header: "X-Twilio-Email-Event-Webhook-Signature", BatchID: "sg_event_id"},
 	{Name: "hubspot", Header: "X-HubSpot-Signature-v3", BatchID: "eventId"},
@@ -77,7 +84,8 @@ func HookSenderOf(header func(name string) string) *HookSender {
 
 // HookMessageID is the sender's message id of a call to a hook with a
 // secret (HookSenderOf's IDHeader, the event id in the body, a batch's
-// ids: HookBatchID, or a Mailgun signature's token: HookMailgun), which
+// ids: HookBatchID, the body itself: HookBodyID, or a Mailgun signature's
+// token: HookMailgun), which
 // names the task once the call's signature is checked, unless an
 // Idempotency-Key does; "" for none. A Standard Webhooks call's is
 // webhook-id, else svix-id.
@@ -100,8 +108,20 @@ func HookMessageID(header func(name string) string, body []byte) string {
 		return HookEventID(body)
 	case s.BatchID != "":
 		return HookBatchID(body, s.BatchID)
+	case s.BodyID:
+		return HookBodyID(body)
 	}
 	return ""
+}
+
+// HookBodyID names a call by its body: "body-" and the first 16 bytes of
+// the body's SHA-256 in hex; "" for an empty body.
+func HookBodyID(body []byte) string {
+	if len(body) == 0 {
+		return ""
+	}
+	sum := sha256.Sum256(body)
+	return "body-" + hex.EncodeToString(sum[:16])
 }
 
 // HookBatchID names a batch of events — a JSON array of objects, each

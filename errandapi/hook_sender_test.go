@@ -1,6 +1,8 @@
 package errandapi_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"testing"
 
@@ -40,6 +42,7 @@ func TestHookEventID(t *testing.T) {
 // header whose body has Mailgun's signature is named by its token.
 func TestHookMessageID(t *testing.T) {
 	event := `{"id":"evt_1","object":"event"}`
+	eventSum := sha256.Sum256([]byte(event))
 	for _, c := range []struct {
 		name   string
 		header http.Header
@@ -58,7 +61,9 @@ func TestHookMessageID(t *testing.T) {
 		{"linear", http.Header{"Linear-Signature": {"x"}, "Linear-Delivery": {"l1"}}, "", "l1"},
 		{"stripe event", http.Header{"Stripe-Signature": {"t=1,v1=x"}}, event, "evt_1"},
 		{"stripe, no event", http.Header{"Stripe-Signature": {"t=1,v1=x"}}, `{"object":"invoice","id":"in_1"}`, ""},
-		{"calendly", http.Header{"Calendly-Webhook-Signature": {"t=1,v1=x"}}, event, ""},
+		{"calendly", http.Header{"Calendly-Webhook-Signature": {"t=1,v1=x"}}, event, "body-" + hex.EncodeToString(eventSum[:16])},
+		{"calendly, no body", http.Header{"Calendly-Webhook-Signature": {"t=1,v1=x"}}, "", ""},
+		{"zoom", http.Header{"X-Zm-Signature": {"v0=x"}}, event, "body-" + hex.EncodeToString(eventSum[:16])},
 		{"sentry", http.Header{"Sentry-Hook-Signature": {"x"}, "X-Github-Delivery": {"d1"}}, "", ""},
 		{"forgejo, with gitea's and gogs's headers too", http.Header{"X-Forgejo-Signature": {"x"}, "X-Forgejo-Delivery": {"f1"},
 			"X-Gitea-Signature": {"x"}, "X-Gitea-Delivery": {"g1"}, "X-Gogs-Signature": {"x"}, "X-Gogs-Delivery": {"o1"}}, "", "f1"},

@@ -238,14 +238,16 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 //     (errandapi.HookEventID): Stripe redelivers an event, newly signed,
 //     for days.
 //   - Calendly's Calendly-Webhook-Signature: Stripe's scheme under
-//     Calendly's header name, keyed with the webhook signing key.
+//     Calendly's header name, keyed with the webhook signing key. The
+//     body names the task (errandapi.HookBodyID): Calendly retries with
+//     the same body.
 //   - Paddle's Paddle-Signature: "ts=<seconds>;h1=<hex>", the HMAC-SHA256
 //     of "<ts>:<body>" keyed with the notification destination's secret
 //     key, ts within HookReplayWindow; the event_id in the body names the
 //     task (errandapi.HookEventID).
 //   - Zoom's x-zm-signature: Slack's scheme under Zoom's header names,
 //     keyed with the app's secret token, x-zm-request-timestamp within
-//     HookReplayWindow.
+//     HookReplayWindow; the body names the task, as Calendly's does.
 //   - Twilio's X-Twilio-Signature: the base64 HMAC-SHA1, keyed with the
 //     whole secret string (the account's auth token), of the URL Twilio
 //     called and a form's fields (deliver.SignTwilio), checked against

@@ -887,7 +887,13 @@ func TestHookZoom(t *testing.T) {
 			"x-zm-request-timestamp": strconv.FormatInt(ts, 10), "x-zm-signature": "v0=" + hex.EncodeToString(m.Sum(nil))})
 	}
 	event := `{"event":"meeting.ended","event_ts":1626230691572,"payload":{"object":{"id":"85012345678"}}}`
-	zoom(now, secret, event).want(t, 202, "")
+	first := zoom(now, secret, event).want(t, 202, "")
+	// Zoom's retry of a notification (the same body, signed anew) adds
+	// nothing; another event (another event_ts) adds its task.
+	if again := zoom(now-90, secret, event).want(t, 202, ""); again.body["duplicate"] != true || again.body["id"] != first.body["id"] {
+		t.Fatalf("Zoom's retry: %s (first %s)", again.raw, first.raw)
+	}
+	zoom(now, secret, strings.Replace(event, "1626230691572", "1626230691573", 1)).want(t, 202, "")
 	zoom(now-6*60, secret, event).want(t, 401, "UNAUTHENTICATED")
 	zoom(now, "another-secret-token-xx", event).want(t, 401, "UNAUTHENTICATED")
 
@@ -900,8 +906,8 @@ func TestHookZoom(t *testing.T) {
 	}
 	b.hookCall(path, []byte(check), nil).want(t, 401, "UNAUTHENTICATED")
 	zoom(now, "another-secret-token-xx", check).want(t, 401, "UNAUTHENTICATED")
-	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 1 {
-		t.Fatalf("%d tasks, want 1 (the event; the validation adds nothing)", n)
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 2 {
+		t.Fatalf("%d tasks, want 2 (the two events; the retry and the validation add nothing)", n)
 	}
 }
 
@@ -926,12 +932,16 @@ func TestHookCalendly(t *testing.T) {
 		t.Helper()
 		return b.hookCall(path, body, map[string]string{"Calendly-Webhook-Signature": sig})
 	}
-	call(sign(key, now)).want(t, 202, "")
+	first := call(sign(key, now)).want(t, 202, "")
 	call(sign(key, now-6*60)).want(t, 401, "UNAUTHENTICATED")
 	call(sign("another-signing-key-0123456789", now)).want(t, 401, "UNAUTHENTICATED")
 	r := call("v1=00").want(t, 401, "UNAUTHENTICATED")
 	if msg := r.body["error"].(map[string]any)["message"].(string); !strings.HasPrefix(msg, "Calendly-Webhook-Signature must be t=") {
 		t.Fatalf("a malformed signature: %s", msg)
+	}
+	// Calendly's retry: the same body, signed anew, adds nothing.
+	if again := call(sign(key, now-60)).want(t, 202, ""); again.body["duplicate"] != true || again.body["id"] != first.body["id"] {
+		t.Fatalf("Calendly's retry: %s (first %s)", again.raw, first.raw)
 	}
 	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 1 {
 		t.Fatalf("%d tasks, want 1", n)
