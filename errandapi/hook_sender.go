@@ -53,7 +53,6 @@ var hookSenders = []HookSender{
 	{Name: "gitea", Header: "X-Gitea-Signature", IDHeader: "X-Gitea-Delivery"},
 	{Name: "gogs", Header: "X-Gogs-Signature", IDHeader: "X-Gogs-Delivery"},
 	{Name: "x-hub-signature", Header: "X-Hub-Signature", IDHeader: "X-Atlassian-Webhook-Identifier"},
-	{Name: "gitlab", Header: "X-Gitlab-Token"},
 	{Name: "slack", Header: "X-Slack-Signature", EventID: true},
 	{Name: "stripe", Header: "Stripe-Signature", EventID: true},
 	{Name: "calendly", Header: "Calendly-Webhook-Signature", BodyID: true},
@@ -62,6 +61,9 @@ var hookSenders = []HookSender{
 	{Name: "twilio", Header: "X-Twilio-Signature", IDHeader: "I-Twilio-Idempotency-Token"},
 	{Name: "sendgrid", Header: "X-Twilio-Email-Event-Webhook-Signature", BatchID: "sg_event_id"},
 	{Name: "hubspot", Header: "X-HubSpot-Signature-v3", BatchID: "eventId"},
+	// GitLab's token is no signature: last, so that a call signed
+	// otherwise is read as that.
+	{Name: "gitlab", Header: "X-Gitlab-Token"},
 }
 
 // HookSenders returns the senders a hook with a secret reads, in the
