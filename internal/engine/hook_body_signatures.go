@@ -47,6 +47,13 @@ var bodySignatures = []bodySignature{
 	{form: "forgejo", header: "X-Forgejo-Signature", hash: sha256.New},
 	{form: "gitea", header: "X-Gitea-Signature", hash: sha256.New},
 	{form: "gogs", header: "X-Gogs-Signature", hash: sha256.New},
+	{form: "todoist", header: "X-Todoist-Hmac-SHA256", hash: sha256.New, base64: true},
+	{form: "razorpay", header: "X-Razorpay-Signature", hash: sha256.New},
+	{form: "cal", header: "X-Cal-Signature-256", hash: sha256.New},
+	{form: "coinbase", header: "X-CC-Webhook-Signature", hash: sha256.New},
+	{form: "vercel", header: "X-Vercel-Signature", hash: sha1.New},
+	{form: "notion", header: "X-Notion-Signature", prefix: "sha256=", hash: sha256.New},
+	{form: "x-signature", header: "X-Signature", hash: sha256.New}, // ClickUp, Lemon Squeezy
 	{form: "x-hub-signature", header: "X-Hub-Signature", websub: true},
 }
 

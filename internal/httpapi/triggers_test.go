@@ -777,6 +777,13 @@ func TestHookBodySignatures(t *testing.T) {
 		{"Forgejo", "X-Forgejo-Signature", "X-Forgejo-Delivery", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha256.New, b)) }, ""},
 		{"Gitea", "X-Gitea-Signature", "X-Gitea-Delivery", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha256.New, b)) }, ""},
 		{"Gogs", "X-Gogs-Signature", "X-Gogs-Delivery", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha256.New, b)) }, ""},
+		{"Todoist", "X-Todoist-Hmac-SHA256", "X-Todoist-Delivery-ID", func(k string, b []byte) string { return b64(mac(k, sha256.New, b)) }, ""},
+		{"Razorpay", "X-Razorpay-Signature", "X-Razorpay-Event-Id", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha256.New, b)) }, ""},
+		{"Cal.com", "X-Cal-Signature-256", "", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha256.New, b)) }, ""},
+		{"Coinbase Commerce", "X-CC-Webhook-Signature", "", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha256.New, b)) }, ""},
+		{"Vercel", "X-Vercel-Signature", "", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha1.New, b)) }, ""},
+		{"Notion", "X-Notion-Signature", "", func(k string, b []byte) string { return "sha256=" + hex.EncodeToString(mac(k, sha256.New, b)) }, ""},
+		{"ClickUp (X-Signature)", "X-Signature", "", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha256.New, b)) }, ""},
 	} {
 		body := []byte(`{"sender":"` + c.name + `"}`)
 		if c.body != "" {
@@ -785,7 +792,7 @@ func TestHookBodySignatures(t *testing.T) {
 		named := c.idHeader != "" || c.body != ""
 		h := map[string]string{c.header: c.sign(secret, body)}
 		if c.idHeader != "" {
-			h[c.idHeader] = "delivery-" + strconv.Itoa(len(c.name))
+			h[c.idHeader] = "delivery-of-" + strings.ToLower(c.idHeader) // one for each sender
 		}
 		first := b.hookCall(path, body, h).want(t, 202, "")
 		added++
