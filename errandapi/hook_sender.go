@@ -59,6 +59,7 @@ var hookSenders = []HookSender{
 	{Name: "vercel", Header: "X-Vercel-Signature"},
 	{Name: "notion", Header: "X-Notion-Signature"},
 	{Name: "x-signature", Header: "X-Signature"},
+	{Name: "pagerduty", Header: "X-PagerDuty-Signature"},
 	{Name: "x-hub-signature", Header: "X-Hub-Signature", IDHeader: "X-Atlassian-Webhook-Identifier"},
 	{Name: "slack", Header: "X-Slack-Signature", EventID: true},
 	{Name: "stripe", Header: "Stripe-Signature", EventID: true},

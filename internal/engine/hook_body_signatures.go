@@ -27,6 +27,10 @@ type bodySignature struct {
 	// websub: the header is WebSub's "<method>=<hex digest>", the method
 	// (webSubHashes) naming the hash, rather than prefix and hash.
 	websub bool
+	// list: the header holds one or more signatures, comma-separated,
+	// each prefix and digest; one matching is enough (PagerDuty signs
+	// with each of its secrets while one is rolled).
+	list bool
 }
 
 // webSubHashes are the methods a WebSub signature (X-Hub-Signature) may
@@ -54,6 +58,7 @@ var bodySignatures = []bodySignature{
 	{form: "vercel", header: "X-Vercel-Signature", hash: sha1.New},
 	{form: "notion", header: "X-Notion-Signature", prefix: "sha256=", hash: sha256.New},
 	{form: "x-signature", header: "X-Signature", hash: sha256.New}, // ClickUp, Lemon Squeezy
+	{form: "pagerduty", header: "X-PagerDuty-Signature", prefix: "v1=", hash: sha256.New, list: true},
 	{form: "x-hub-signature", header: "X-Hub-Signature", websub: true},
 }
 
@@ -70,6 +75,17 @@ func bodySignatureNamed(form string) *bodySignature {
 
 // verify checks c's signature.
 func (s *bodySignature) verify(secret string, c HookCall) error {
+	if s.list {
+		one := *s
+		one.list = false
+		for sig := range strings.SplitSeq(c.Header(s.header), ",") {
+			sig = strings.TrimSpace(sig)
+			if one.verify(secret, HookCall{Body: c.Body, Header: func(string) string { return sig }}) == nil {
+				return nil
+			}
+		}
+		return task.Errorf(task.CodeUnauthenticated, "%s does not match this hook's secret", s.header)
+	}
 	sig, ok := strings.CutPrefix(c.Header(s.header), s.prefix)
 	h := s.hash
 	if s.websub {

@@ -784,6 +784,9 @@ func TestHookBodySignatures(t *testing.T) {
 		{"Vercel", "X-Vercel-Signature", "", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha1.New, b)) }, ""},
 		{"Notion", "X-Notion-Signature", "", func(k string, b []byte) string { return "sha256=" + hex.EncodeToString(mac(k, sha256.New, b)) }, ""},
 		{"ClickUp (X-Signature)", "X-Signature", "", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha256.New, b)) }, ""},
+		{"PagerDuty, two secrets", "X-PagerDuty-Signature", "", func(k string, b []byte) string {
+			return "v1=" + hex.EncodeToString(mac("a-retired-secret-of-some-length", sha256.New, b)) + ", v1=" + hex.EncodeToString(mac(k, sha256.New, b))
+		}, ""},
 	} {
 		body := []byte(`{"sender":"` + c.name + `"}`)
 		if c.body != "" {
