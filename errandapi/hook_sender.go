@@ -59,7 +59,7 @@ var hookSenders = []HookSender{
 	{Name: "vercel", Header: "X-Vercel-Signature"},
 	{Name: "notion", Header: "X-Notion-Signature"},
 	{Name: "x-signature", Header: "X-Signature"},
-	{Name: "pagerduty", Header: "X-PagerDuty-Signature"},
+	{Name: "pagerduty", Header: "X-PagerDuty-Signature", EventID: true},
 	{Name: "x-hub-signature", Header: "X-Hub-Signature", IDHeader: "X-Atlassian-Webhook-Identifier"},
 	{Name: "slack", Header: "X-Slack-Signature", EventID: true},
 	{Name: "stripe", Header: "Stripe-Signature", EventID: true},
@@ -172,13 +172,15 @@ func HookNamesTask(header func(name string) string, body []byte) bool {
 	return header("Idempotency-Key") != "" || HookMessageID(header, body) != ""
 }
 
-// HookEventID is the event id a Stripe, Slack, Paddle or Typeform call
-// carries in its body rather than a header: a Stripe event's ({"object":
-// "event", "id": "evt_…"}), a Slack Events API callback's ({"type":
-// "event_callback", "event_id": "Ev…"}), a Paddle notification's
-// ({"event_id": "evt_…", "event_type": …, "notification_id": …}) or a
-// Typeform response's ({"event_id": "01H…", "event_type":
-// "form_response"}, or "form_response_partial"); "" for any other body. A
+// HookEventID is the event id a Stripe, Slack, Paddle, Typeform or
+// PagerDuty call carries in its body rather than a header: a Stripe
+// event's ({"object": "event", "id": "evt_…"}), a Slack Events API
+// callback's ({"type": "event_callback", "event_id": "Ev…"}), a Paddle
+// notification's ({"event_id": "evt_…", "event_type": …,
+// "notification_id": …}), a Typeform response's ({"event_id": "01H…",
+// "event_type": "form_response"}, or "form_response_partial") or a
+// PagerDuty v3 webhook's ({"event": {"id": "01…", "event_type": …,
+// "resource_type": …}}); "" for any other body. A
 // hook with a secret names the task of a call signed by that sender by it
 // (when no Idempotency-Key does), so the sender's redelivery of an event
 // adds nothing twice.
@@ -190,9 +192,20 @@ func HookEventID(body []byte) string {
 		EventID        string `json:"event_id"`
 		EventType      string `json:"event_type"`
 		NotificationID string `json:"notification_id"`
+		// Event is a PagerDuty event (elsewhere a string, or Slack's
+		// event, which has no id): read on its own, below.
+		Event json.RawMessage `json:"event"`
 	}
 	if json.Unmarshal(body, &v) != nil {
 		return ""
+	}
+	var pd struct {
+		ID           string `json:"id"`
+		EventType    string `json:"event_type"`
+		ResourceType string `json:"resource_type"`
+	}
+	if len(v.Event) > 0 && v.Event[0] == '{' && json.Unmarshal(v.Event, &pd) == nil && pd.EventType != "" && pd.ResourceType != "" {
+		return pd.ID
 	}
 	switch {
 	case v.Object == "event":

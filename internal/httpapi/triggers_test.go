@@ -786,7 +786,7 @@ func TestHookBodySignatures(t *testing.T) {
 		{"ClickUp (X-Signature)", "X-Signature", "", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha256.New, b)) }, ""},
 		{"PagerDuty, two secrets", "X-PagerDuty-Signature", "", func(k string, b []byte) string {
 			return "v1=" + hex.EncodeToString(mac("a-retired-secret-of-some-length", sha256.New, b)) + ", v1=" + hex.EncodeToString(mac(k, sha256.New, b))
-		}, ""},
+		}, `{"event":{"id":"01DEN5D5WM7UPBANQJ0EVLWQ0D","event_type":"incident.triggered","resource_type":"incident","data":{}}}`},
 	} {
 		body := []byte(`{"sender":"` + c.name + `"}`)
 		if c.body != "" {
