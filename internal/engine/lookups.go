@@ -58,13 +58,25 @@ func (e *Engine) TaskList(ctx context.Context, ref QueueRef, f ListFilter) (*Lis
 func (e *Engine) Ping(ctx context.Context) error { return e.store.Ping(ctx) }
 
 // RateLimit reads an instance's rateLimit setting (API calls per second, 0
-// for none). Unlike Instance it never creates the instance in dev mode: a
-// missing one is NOT_FOUND, and the call it was asked for answers for
-// itself.
-func (e *Engine) RateLimit(ctx context.Context, org, instance string) (float64, error) {
+// for none) and the instance's id. Unlike Instance it never creates the
+// instance in dev mode: a missing one is NOT_FOUND, and the call it was
+// asked for answers for itself.
+func (e *Engine) RateLimit(ctx context.Context, org, instance string) (float64, string, error) {
 	inst, err := e.store.InstanceGet(ctx, store.InstanceRef{Org: org, Name: instance})
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	return inst.Settings.RateLimit, nil
+	return inst.Settings.RateLimit, inst.ID, nil
+}
+
+// APICallGrant takes up to want calls of an instance's rateLimit (limit
+// calls a second, in a bucket of burst) from its bucket in the store, which
+// every node sharing the store pays from (store.APIRateStore), at the
+// engine's clock (the database's on a shared store). It returns how many
+// it took and what the bucket holds after.
+func (e *Engine) APICallGrant(ctx context.Context, instanceID string, want int, limit float64, burst int) (int, float64, error) {
+	g, err := e.store.APIRateTake(ctx, &store.APIRateParams{
+		InstanceID: instanceID, Want: want, Rate: limit, Burst: burst, Now: e.clock.Now().UnixMilli(),
+	})
+	return g.Took, g.Left, err
 }

@@ -84,7 +84,7 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request, c *call) 
 		s.writeError(w, r, err)
 		return
 	}
-	s.limits.set(c.p.Org, c.instance, inst.Settings.RateLimit, s.eng.Clock().Now())
+	s.limits.set(c.p.Org, c.instance, inst.Settings.RateLimit, inst.ID, s.eng.Clock().Now())
 	writeJSON(w, http.StatusOK, engine.SettingsJSON(inst.Settings))
 }
 

@@ -141,7 +141,7 @@ func New(cfg Config) *Server {
 	s := &Server{eng: cfg.Engine, auth: cfg.Auth, log: cfg.Logger, mux: http.NewServeMux(), hosts: newHostGuard(cfg.Hosts), workers: cfg.Workers}
 	s.handler = observe(s.guard(s.mux), cfg.Engine.Metrics().HTTPRequests, s.log)
 	s.channelAuth = auth.KeyOrChannelToken{Keys: cfg.Auth, Tokens: auth.ChannelTokens{Store: cfg.Engine.Store(), Clock: cfg.Engine.Clock()}}
-	s.limits = newLimiter(cfg.Engine.Clock(), cfg.Engine.RateLimit)
+	s.limits = newLimiter(cfg.Engine.Clock(), cfg.Engine.RateLimit, cfg.Engine.APICallGrant)
 	for _, rt := range Routes {
 		s.handle(rt.Method+" "+rt.Pattern, s.wrap(rt))
 	}

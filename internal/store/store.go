@@ -38,6 +38,7 @@ type Store interface {
 	OpsStore
 	TriggerStore
 	NodeStore
+	APIRateStore
 	UsageStore
 	ChannelStore
 

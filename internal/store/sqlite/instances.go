@@ -20,6 +20,7 @@ var (
 	qInstanceTasks  = define(onWriter, `DELETE FROM tasks WHERE instance_id = ?`)
 	qInstanceQueues = define(onWriter, `DELETE FROM queues WHERE instance_id = ?`)
 	qInstanceUsage  = define(onWriter, `DELETE FROM usage_days WHERE instance_id = ?`)
+	qInstanceRate   = define(onWriter, `DELETE FROM api_rate WHERE instance_id = ?`)
 )
 
 func scanInstance(sc scanner) (*task.Instance, error) {
@@ -102,7 +103,7 @@ func (s *Store) InstanceDelete(ctx context.Context, ref store.InstanceRef) error
 		if err != nil {
 			return err
 		}
-		for _, q := range []query{qInstanceTasks, qInstanceQueues, qInstanceUsage, qInstanceDelete} {
+		for _, q := range []query{qInstanceTasks, qInstanceQueues, qInstanceUsage, qInstanceRate, qInstanceDelete} {
 			if _, err := w.exec(q, inst.ID); err != nil {
 				return err
 			}

@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"TaskFinish", finishCases},
 		{"Maintenance", maintenanceCases},
 		{"Nodes", nodeCases},
+		{"APIRate", apiRateCases},
 		{"Keys", keyCases},
 		{"Context", contextCases},
 		{"Triggers", triggerCases},

@@ -1,0 +1,33 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/errandhq/errand/internal/store"
+)
+
+var (
+	qAPIRateGet = define(onWriter, `SELECT tokens, at FROM api_rate WHERE instance_id = ?`)
+	qAPIRateSet = define(onWriter, `INSERT INTO api_rate (instance_id, tokens, at) VALUES (?1, ?2, ?3)
+		ON CONFLICT (instance_id) DO UPDATE SET tokens = excluded.tokens, at = excluded.at`)
+)
+
+// APIRateTake takes up to p.Want calls from the instance's bucket in one
+// write transaction (store.TakeCalls).
+func (s *Store) APIRateTake(ctx context.Context, p *store.APIRateParams) (store.APIRateTaken, error) {
+	var g store.APIRateTaken
+	err := s.write(ctx, func(w *wtx) error {
+		tokens, at := -1.0, int64(0) // a bucket never used
+		if err := w.queryRow(qAPIRateGet, p.InstanceID).Scan(&tokens, &at); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return interpretError(err)
+		}
+		var t float64
+		var when int64
+		g, t, when = store.TakeCalls(tokens, at, p)
+		_, err := w.exec(qAPIRateSet, p.InstanceID, t, when)
+		return err
+	})
+	return g, err
+}
