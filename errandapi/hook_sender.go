@@ -58,7 +58,7 @@ var hookSenders = []HookSender{
 	{Name: "coinbase", Header: "X-CC-Webhook-Signature"},
 	{Name: "vercel", Header: "X-Vercel-Signature"},
 	{Name: "notion", Header: "X-Notion-Signature"},
-	{Name: "x-signature", Header: "X-Signature"},
+	{Name: "x-signature", Header: "X-Signature", EventID: true}, // Segment's events carry their messageId
 	{Name: "pagerduty", Header: "X-PagerDuty-Signature", EventID: true},
 	{Name: "x-hub-signature", Header: "X-Hub-Signature", IDHeader: "X-Atlassian-Webhook-Identifier"},
 	{Name: "slack", Header: "X-Slack-Signature", EventID: true},
@@ -172,15 +172,17 @@ func HookNamesTask(header func(name string) string, body []byte) bool {
 	return header("Idempotency-Key") != "" || HookMessageID(header, body) != ""
 }
 
-// HookEventID is the event id a Stripe, Slack, Paddle, Typeform or
-// PagerDuty call carries in its body rather than a header: a Stripe
+// HookEventID is the event id a Stripe, Slack, Paddle, Typeform,
+// PagerDuty or Segment call carries in its body rather than a header: a Stripe
 // event's ({"object": "event", "id": "evt_…"}), a Slack Events API
 // callback's ({"type": "event_callback", "event_id": "Ev…"}), a Paddle
 // notification's ({"event_id": "evt_…", "event_type": …,
 // "notification_id": …}), a Typeform response's ({"event_id": "01H…",
 // "event_type": "form_response"}, or "form_response_partial") or a
 // PagerDuty v3 webhook's ({"event": {"id": "01…", "event_type": …,
-// "resource_type": …}}); "" for any other body. A
+// "resource_type": …}}) or a Segment event's ({"type": "track",
+// "messageId": "…"}, or identify, page, screen, group or alias, which
+// Segment retries with the same messageId); "" for any other body. A
 // hook with a secret names the task of a call signed by that sender by it
 // (when no Idempotency-Key does), so the sender's redelivery of an event
 // adds nothing twice.
@@ -192,6 +194,7 @@ func HookEventID(body []byte) string {
 		EventID        string `json:"event_id"`
 		EventType      string `json:"event_type"`
 		NotificationID string `json:"notification_id"`
+		MessageID      string `json:"messageId"`
 		// Event is a PagerDuty event (elsewhere a string, or Slack's
 		// event, which has no id): read on its own, below.
 		Event json.RawMessage `json:"event"`
@@ -213,9 +216,14 @@ func HookEventID(body []byte) string {
 	case v.Type == "event_callback", v.EventType != "" && v.NotificationID != "",
 		v.EventType == "form_response", v.EventType == "form_response_partial":
 		return v.EventID
+	case segmentTypes[v.Type]:
+		return v.MessageID
 	}
 	return ""
 }
+
+// segmentTypes are the types of Segment's events (its Spec's calls).
+var segmentTypes = map[string]bool{"track": true, "identify": true, "page": true, "screen": true, "group": true, "alias": true}
 
 // MailgunSignature is the signature Mailgun puts in a webhook's body
 // rather than a header: the hex HMAC-SHA256, keyed with the HTTP webhook

@@ -150,7 +150,7 @@ Paddle's, Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopif
 SendGrid's, HubSpot's X-HubSpot-Signature-v3, GitLab's X-Gitlab-Token, Mailgun's (in the
 body), or WooCommerce's, Linear's, Sentry's, Typeform's, Forgejo's, Gitea's, Gogs's,
 Todoist's, Razorpay's, Cal.com's, Coinbase Commerce's, Vercel's, Notion's, X-Signature's
-(ClickUp, Lemon Squeezy), PagerDuty's or X-Hub-Signature's: Jira's, Bitbucket's,
+(ClickUp, Lemon Squeezy, Segment), PagerDuty's or X-Hub-Signature's: Jira's, Bitbucket's,
 Intercom's), or
 when a task of --on-queue ends (--on succeeded, failed or both). Its tasks take --payload
 as their payload (default: the request body, or the ended task's result), --params, and

@@ -24,6 +24,9 @@ type bodySignature struct {
 	prefix string           // before the digest ("sha256="), or none
 	hash   func() hash.Hash // sha256.New or sha1.New
 	base64 bool             // the digest in standard base64, else hex (either case)
+	// sha1Too: a hex digest of SHA-1's length is an HMAC-SHA1 (two
+	// senders share the header: ClickUp's SHA-256, Segment's SHA-1).
+	sha1Too bool
 	// websub: the header is WebSub's "<method>=<hex digest>", the method
 	// (webSubHashes) naming the hash, rather than prefix and hash.
 	websub bool
@@ -57,7 +60,7 @@ var bodySignatures = []bodySignature{
 	{form: "coinbase", header: "X-CC-Webhook-Signature", hash: sha256.New},
 	{form: "vercel", header: "X-Vercel-Signature", hash: sha1.New},
 	{form: "notion", header: "X-Notion-Signature", prefix: "sha256=", hash: sha256.New},
-	{form: "x-signature", header: "X-Signature", hash: sha256.New}, // ClickUp, Lemon Squeezy
+	{form: "x-signature", header: "X-Signature", hash: sha256.New, sha1Too: true}, // ClickUp, Lemon Squeezy; Segment's SHA-1
 	{form: "pagerduty", header: "X-PagerDuty-Signature", prefix: "v1=", hash: sha256.New, list: true},
 	{form: "x-hub-signature", header: "X-Hub-Signature", websub: true},
 }
@@ -87,6 +90,9 @@ func (s *bodySignature) verify(secret string, c HookCall) error {
 		if h = webSubHashes[strings.ToLower(method)]; h == nil || sigs[0] == "" {
 			return task.Errorf(task.CodeUnauthenticated, "%s must be \"<method>=<hex digest>\" with the method sha1, sha256, sha384 or sha512", s.header)
 		}
+	}
+	if s.sha1Too && len(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(sigs[0]), s.prefix))) == 2*sha1.Size {
+		h = sha1.New
 	}
 	mac := deliver.SignBody(secret, c.Body, h)
 	want := hex.EncodeToString(mac)

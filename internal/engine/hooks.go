@@ -220,7 +220,7 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 //     app's client secret); WooCommerce's, Linear's, Sentry's, Typeform's,
 //     Forgejo's, Gitea's, Gogs's, Todoist's, Razorpay's, Cal.com's,
 //     Coinbase Commerce's, Vercel's (SHA-1), Notion's, X-Signature
-//     (ClickUp, Lemon Squeezy), PagerDuty's (several, comma-separated,
+//     (ClickUp, Lemon Squeezy; Segment's SHA-1), PagerDuty's (several, comma-separated,
 //     one matching enough), and WebSub's X-Hub-Signature
 //     ("<method>=<hex>": SHA-1 from Intercom, SHA-256 from Jira). None
 //     carries a time, so no replay window: the sender's delivery id
@@ -289,7 +289,7 @@ func verifyHook(secret string, c HookCall, now time.Time) (form string, err erro
 			"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Calendly's Calendly-Webhook-Signature, Paddle's Paddle-Signature, Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256, "+
 			"SendGrid's X-Twilio-Email-Event-Webhook-Signature, HubSpot's X-HubSpot-Signature-v3, GitLab's X-Gitlab-Token, Mailgun's signature in the body, "+
 			"or the body signature of WooCommerce, Linear, Sentry, Typeform, Forgejo, Gitea, Gogs, Todoist, Razorpay, Cal.com, Coinbase Commerce, Vercel, Notion, "+
-			"ClickUp or Lemon Squeezy (X-Signature), PagerDuty, Jira, Bitbucket or Intercom (X-Hub-Signature)")
+			"ClickUp, Lemon Squeezy or Segment (X-Signature), PagerDuty, Jira, Bitbucket or Intercom (X-Hub-Signature)")
 	}
 	switch s.Name {
 	case "standard":

@@ -784,6 +784,9 @@ func TestHookBodySignatures(t *testing.T) {
 		{"Vercel", "X-Vercel-Signature", "", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha1.New, b)) }, ""},
 		{"Notion", "X-Notion-Signature", "", func(k string, b []byte) string { return "sha256=" + hex.EncodeToString(mac(k, sha256.New, b)) }, ""},
 		{"ClickUp (X-Signature)", "X-Signature", "", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha256.New, b)) }, ""},
+		{"Segment (X-Signature, SHA-1)", "X-Signature", "", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha1.New, b)) },
+			`{"type":"track","event":"Order Completed","messageId":"ajs-next-5ad1b0c1","userId":"u1","properties":{}}`},
+		{"Segment without a messageId", "X-Signature", "", func(k string, b []byte) string { return hex.EncodeToString(mac(k, sha1.New, b)) }, ""},
 		{"PagerDuty, two secrets", "X-PagerDuty-Signature", "", func(k string, b []byte) string {
 			return "v1=" + hex.EncodeToString(mac("a-retired-secret-of-some-length", sha256.New, b)) + ", v1=" + hex.EncodeToString(mac(k, sha256.New, b))
 		}, `{"event":{"id":"01DEN5D5WM7UPBANQJ0EVLWQ0D","event_type":"incident.triggered","resource_type":"incident","data":{}}}`},
