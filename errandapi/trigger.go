@@ -39,10 +39,26 @@ type TriggerScheduleSpec struct {
 
 // TriggerHookSpec is a hook rule's optional secret (a Standard Webhooks
 // key, "whsec_…", or 16–256 characters for GitHub's or Slack's signatures;
-// null removes it) and the request headers copied into params.
+// null removes it), the request headers copied into params, and its own
+// signature scheme (null removes it).
 type TriggerHookSpec struct {
-	Secret  Nullable[string] `json:"secret,omitzero"`
-	Headers *[]string        `json:"headers,omitempty"`
+	Secret    Nullable[string]        `json:"secret,omitzero"`
+	Headers   *[]string               `json:"headers,omitempty"`
+	Signature Nullable[HookSignature] `json:"signature,omitzero"`
+}
+
+// HookSignature is a hook's own signature scheme, for a sender errand does
+// not read by name: Header holds the HMAC of the raw body keyed with the
+// hook's whole secret string, after Prefix (matched in any case), in
+// Encoding. With one, a call is checked by it alone. IDHeader, when set,
+// names the task (as a sender's delivery id does), so a redelivery adds
+// nothing twice.
+type HookSignature struct {
+	Header   string `json:"header"`
+	Hash     string `json:"hash,omitempty"`     // sha1, sha256 (the default), sha384 or sha512
+	Encoding string `json:"encoding,omitempty"` // hex (the default) or base64
+	Prefix   string `json:"prefix,omitempty"`   // e.g. "sha256="; none by default
+	IDHeader string `json:"idHeader,omitempty"` // none by default
 }
 
 // TriggerTaskSpec is a task rule's watched queue ("<instance>/<queue>")
@@ -90,6 +106,9 @@ type TriggerHook struct {
 	Path      string   `json:"path,omitempty"`
 	HasSecret bool     `json:"hasSecret"`
 	Headers   []string `json:"headers"`
+	// Signature is the hook's own signature scheme, with its defaults
+	// filled in; nil (null) for the senders errand reads by name.
+	Signature *HookSignature `json:"signature"`
 }
 
 // TriggerOnTask is a task rule's watched queue and outcomes.

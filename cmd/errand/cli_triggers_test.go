@@ -75,6 +75,25 @@ func TestCLITriggers(t *testing.T) {
 		t.Fatalf("payload after --payload none: %s", p)
 	}
 
+	// A hook's own signature scheme: set with the secret, shown by get,
+	// cleared with none.
+	hid := hook.Trigger.ID
+	upd = errandapi.TriggerResponse{}
+	c.json(&upd, "triggers", "update", hid, "--secret", "acme-shared-secret-123", "--signature", "header=x-acme-signature,hash=sha512,prefix=v1=,id-header=X-Acme-Delivery")
+	if s := upd.Trigger.Hook.Signature; s == nil || *s != (errandapi.HookSignature{Header: "X-Acme-Signature", Hash: "sha512", Encoding: "hex", Prefix: "v1=", IDHeader: "X-Acme-Delivery"}) {
+		t.Fatalf("signature after --signature: %+v", upd.Trigger.Hook)
+	}
+	if out := c.ok("triggers", "get", hid); !strings.Contains(out, `X-Acme-Signature: hex HMAC-SHA512 of the body after "v1="; X-Acme-Delivery names the task`) {
+		t.Fatalf("triggers get of a signed hook:\n%s", out)
+	}
+	upd = errandapi.TriggerResponse{}
+	c.json(&upd, "triggers", "update", hid, "--signature", "none", "--secret", "none")
+	if upd.Trigger.Hook.Signature != nil || upd.Trigger.Hook.HasSecret {
+		t.Fatalf("after --signature none: %+v", upd.Trigger.Hook)
+	}
+	c.usage("--signature: unknown key", "triggers", "update", hid, "--signature", "header=X-A,algo=sha1")
+	c.usage("--signature: \"sha1\" is not key=value", "triggers", "update", hid, "--signature", "header=X-A,sha1")
+
 	// Refusals.
 	c.usage("give the rule's kind", "triggers", "create", "--queue", "reports")
 	c.usage("a rule has one kind", "triggers", "create", "--queue", "reports", "--cron", "@hourly", "--hook")
@@ -91,6 +110,8 @@ func TestCLITriggers(t *testing.T) {
 		{"--on", []string{"triggers", "create", "--queue", "reports", "--on-queue", "default", "--on", "done"}},
 		{"--header", []string{"triggers", "create", "--queue", "reports", "--hook", "--header", "X-Event", "--header", "Authorization"}},
 		{"--priority", []string{"triggers", "update", id, "--priority", "12"}},
+		{"--signature", []string{"triggers", "create", "--queue", "reports", "--hook", "--secret", "acme-shared-secret-123", "--signature", "header=X-A,hash=md5"}},
+		{"--signature", []string{"triggers", "create", "--queue", "reports", "--hook", "--signature", "header=X-A"}},
 	} {
 		r := c.run("", cs.args...)
 		if r.code != exitRefused || !strings.Contains(r.errout, "INVALID_ARGUMENT: "+cs.flag+":") {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -116,8 +117,15 @@ func showTrigger(c *cobra.Command, f *apiFlags, tr *errandapi.Trigger, err error
 		t.row("lastTick", whenPtr(tr.Schedule.LastTickAt))
 	}
 	if tr.Hook != nil {
-		t.row("hook secret", map[bool]string{true: "set (signed calls required: Standard Webhooks, GitHub, Slack or Stripe)", false: "none"}[tr.Hook.HasSecret])
+		secret := map[bool]string{true: "set (signed calls required: Standard Webhooks, GitHub, Slack, Stripe …)", false: "none"}[tr.Hook.HasSecret]
+		if tr.Hook.HasSecret && tr.Hook.Signature != nil {
+			secret = "set (signed calls required: the hook's own signature, below)"
+		}
+		t.row("hook secret", secret)
 		t.row("hook headers", strings.Join(tr.Hook.Headers, ", "))
+		if s := tr.Hook.Signature; s != nil {
+			t.row("hook signature", hookSignatureWords(s))
+		}
 	}
 	t.row("payload template", rawOr(tr.Payload, "-"))
 	t.row("params", rawOr(tr.Params, "-"))
@@ -151,7 +159,8 @@ SendGrid's, HubSpot's X-HubSpot-Signature-v3, GitLab's X-Gitlab-Token, Mailgun's
 body), or WooCommerce's, Linear's, Sentry's, Typeform's, Forgejo's, Gitea's, Gogs's,
 Todoist's, Razorpay's, Cal.com's, Coinbase Commerce's, Vercel's, Notion's, X-Signature's
 (ClickUp, Lemon Squeezy, Segment), PagerDuty's or X-Hub-Signature's: Jira's, Bitbucket's,
-Intercom's), or
+Intercom's; or, with --signature, the hook's own scheme alone: a header holding the HMAC of
+the body in hex or base64, after a prefix), or
 when a task of --on-queue ends (--on succeeded, failed or both). Its tasks take --payload
 as their payload (default: the request body, or the ended task's result), --params, and
 --priority (0–9, default 0: a queue's due tasks of a higher priority go first). The node
@@ -247,6 +256,7 @@ be undone, so --yes is required.`,
 // is checked by the node, which names the field it refuses.
 type triggerFlags struct {
 	id, queue, cron, timeZone, secret, onQueue, payload, params string
+	signature                                                   string
 	headers, on                                                 []string
 	hook, enabled                                               bool
 	priority                                                    int
@@ -267,6 +277,9 @@ func addTriggerFlags(c *cobra.Command, update bool) *triggerFlags {
 	fs.StringVar(&t.timeZone, "time-zone", "", "the schedule's IANA time zone (default UTC)")
 	fs.StringVar(&t.secret, "secret", "", "a hook's secret (whsec_…, or 16–256 characters for GitHub or Slack): its calls must be signed"+clear)
 	fs.StringSliceVar(&t.headers, "header", nil, "a request header a hook copies into the task's params (repeat for more)"+clear)
+	fs.StringVar(&t.signature, "signature", "", "a hook's own signature scheme, for a sender errand does not read by name (needs --secret): "+
+		"header=NAME[,hash=sha1|sha256|sha384|sha512][,encoding=hex|base64][,prefix=TEXT][,id-header=NAME], "+
+		"e.g. header=X-Acme-Signature,prefix=sha256=,id-header=X-Acme-Delivery"+clear)
 	fs.StringVar(&t.onQueue, "on-queue", "", "a chain rule: the queue whose tasks' ends fire it")
 	fs.StringSliceVar(&t.on, "on", nil, "a chain rule's outcomes: succeeded, failed or both (default succeeded)")
 	fs.StringVar(&t.payload, "payload", "", "the payload template of the tasks it adds, any JSON"+clear)
@@ -299,8 +312,15 @@ func (t *triggerFlags) request(c *cobra.Command, instance string) (errandapi.Tri
 			r.Schedule.TimeZone = &t.timeZone
 		}
 	}
-	if t.hook || set("secret") || set("header") {
+	if t.hook || set("secret") || set("header") || set("signature") {
 		r.Hook = &errandapi.TriggerHookSpec{}
+		if set("signature") {
+			sig, err := parseHookSignature(t.signature)
+			if err != nil {
+				return r, err
+			}
+			r.Hook.Signature = sig
+		}
 		if set("secret") {
 			r.Hook.Secret = nullableString(t.secret)
 		}
@@ -322,7 +342,7 @@ func (t *triggerFlags) request(c *cobra.Command, instance string) (errandapi.Tri
 		}
 	}
 	if kinds := countTrue(r.Schedule != nil, r.Hook != nil, r.Task != nil); kinds > 1 {
-		return r, usageErrorf("a rule has one kind: give the flags of a schedule (--cron, --time-zone), a hook (--hook, --secret, --header) or a chain (--on-queue, --on), not of several")
+		return r, usageErrorf("a rule has one kind: give the flags of a schedule (--cron, --time-zone), a hook (--hook, --secret, --header, --signature) or a chain (--on-queue, --on), not of several")
 	}
 	for _, js := range []struct {
 		flag, val string
@@ -350,6 +370,49 @@ func (t *triggerFlags) request(c *cobra.Command, instance string) (errandapi.Tri
 }
 
 // nullableString is a flag's value, "none" being null.
+// parseHookSignature reads --signature: "none" removes the scheme, else
+// comma-separated key=value pairs (header, hash, encoding, prefix,
+// id-header); the node checks the values.
+func parseHookSignature(v string) (errandapi.Nullable[errandapi.HookSignature], error) {
+	if v == "none" {
+		return errandapi.Null[errandapi.HookSignature](), nil
+	}
+	var s errandapi.HookSignature
+	for _, kv := range strings.Split(v, ",") {
+		k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return errandapi.Nullable[errandapi.HookSignature]{}, usageErrorf("--signature: %q is not key=value (keys: header, hash, encoding, prefix, id-header)", short(kv, 40))
+		}
+		switch k {
+		case "header":
+			s.Header = val
+		case "hash":
+			s.Hash = val
+		case "encoding":
+			s.Encoding = val
+		case "prefix":
+			s.Prefix = val
+		case "id-header", "idHeader":
+			s.IDHeader = val
+		default:
+			return errandapi.Nullable[errandapi.HookSignature]{}, usageErrorf("--signature: unknown key %q (keys: header, hash, encoding, prefix, id-header)", short(k, 40))
+		}
+	}
+	return errandapi.Value(s), nil
+}
+
+// hookSignatureWords is a hook's own signature scheme in words.
+func hookSignatureWords(s *errandapi.HookSignature) string {
+	w := fmt.Sprintf("%s: %s HMAC-%s of the body", s.Header, s.Encoding, strings.ToUpper(s.Hash))
+	if s.Prefix != "" {
+		w += fmt.Sprintf(" after %q", s.Prefix)
+	}
+	if s.IDHeader != "" {
+		w += "; " + s.IDHeader + " names the task"
+	}
+	return w
+}
+
 func nullableString(s string) errandapi.Nullable[string] {
 	if s == "none" {
 		return errandapi.Null[string]()
@@ -377,7 +440,9 @@ func isEmptyTriggerRequest(r errandapi.TriggerRequest) bool {
 // API's fields (see fieldFlags).
 var triggerFields = fieldFlags{
 	"id": {"id"}, "queue": {"queue"}, "schedule": {"cron", "time-zone"}, "schedule.cron": {"cron"},
-	"schedule.timeZone": {"time-zone"}, "hook": {"hook", "secret", "header"}, "hook.secret": {"secret"},
+	"schedule.timeZone": {"time-zone"}, "hook": {"hook", "secret", "header", "signature"}, "hook.secret": {"secret"},
+	"hook.signature": {"signature"}, "hook.signature.header": {"signature"}, "hook.signature.hash": {"signature"},
+	"hook.signature.encoding": {"signature"}, "hook.signature.prefix": {"signature"}, "hook.signature.idHeader": {"signature"},
 	"hook.headers": {"header"}, "task": {"on-queue", "on"}, "task.queue": {"on-queue"}, "task.on": {"on"},
 	"payload": {"payload"}, "params": {"params"}, "priority": {"priority"}, "enabled": {"enabled"},
 }

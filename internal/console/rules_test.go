@@ -37,10 +37,13 @@ func TestRulesPage(t *testing.T) {
 	hook := rule(e.api.CreateTrigger(ctx, "jobs", errandapi.TriggerRequest{Queue: &q,
 		Hook: &errandapi.TriggerHookSpec{Secret: errandapi.Value("my-github-secret"), Headers: &[]string{"X-GitHub-Event"}}}))
 	chain := rule(e.api.CreateTrigger(ctx, "jobs", errandapi.TriggerRequest{Queue: &q, Task: &errandapi.TriggerTaskSpec{Queue: &on, On: &[]string{"failed"}}}))
+	own := rule(e.api.CreateTrigger(ctx, "jobs", errandapi.TriggerRequest{Queue: &q,
+		Hook: &errandapi.TriggerHookSpec{Secret: errandapi.Value("acme-shared-secret-123"), Signature: errandapi.Value(errandapi.HookSignature{Header: "X-Acme-Signature"})}}))
 
 	p := u.get("/console/i/jobs/rules").want(t, http.StatusOK, `id="rule-`+cron.ID+`"`, "schedule <code>0 6 * * *</code> (Europe/Paris), next ",
 		"hook <code class=\"hook-path\">POST "+hook.Hook.Path+"</code>, signed, copies X-Github-Event",
-		`when a task of <a href="/console/i/jobs/q/flaky/">flaky</a> ends failed`, `id="switch-`+chain.ID+`"`)
+		`when a task of <a href="/console/i/jobs/q/flaky/">flaky</a> ends failed`, `id="switch-`+chain.ID+`"`,
+		"hook <code class=\"hook-path\">POST "+own.Hook.Path+"</code>, signed with its own scheme (X-Acme-Signature)")
 	p.lacks(t, `id="no-rules"`, "my-github-secret")
 
 	tok := u.csrf("/console/i/jobs/rules")

@@ -33,11 +33,13 @@ type BundleSchedule struct {
 	TimeZone string `json:"timeZone"`
 }
 
-// BundleHook is a hook rule's copied headers, and whether it has a secret
-// (the secret itself never leaves the store in a bundle).
+// BundleHook is a hook rule's copied headers, whether it has a secret
+// (the secret itself never leaves the store in a bundle), and its own
+// signature scheme (no secret: kept).
 type BundleHook struct {
-	Headers   []string `json:"headers"`
-	HasSecret bool     `json:"hasSecret"`
+	Headers   []string                 `json:"headers"`
+	HasSecret bool                     `json:"hasSecret"`
+	Signature *errandapi.HookSignature `json:"signature,omitempty"`
 }
 
 // bundleTrigger is tr as a bundle holds it; instance is its instance's name.
@@ -48,7 +50,7 @@ func bundleTrigger(tr *task.Trigger, instance string) BundleTrigger {
 	case task.TriggerSchedule:
 		bt.Schedule = &BundleSchedule{Cron: tr.Cron, TimeZone: tr.TimeZone}
 	case task.TriggerHook:
-		bt.Hook = &BundleHook{Headers: append([]string{}, tr.HookHeaders...), HasSecret: tr.HookSecret != ""}
+		bt.Hook = &BundleHook{Headers: append([]string{}, tr.HookHeaders...), HasSecret: tr.HookSecret != "", Signature: HookSignatureJSON(tr.HookSignature)}
 	case task.TriggerTask:
 		bt.Task = &errandapi.TriggerOnTask{Queue: instance + "/" + tr.OnQueue, On: tr.OnStates()}
 	}
@@ -64,7 +66,7 @@ func BundleTriggerOf(tr errandapi.Trigger) BundleTrigger {
 	case tr.Schedule != nil:
 		bt.Schedule = &BundleSchedule{Cron: tr.Schedule.Cron, TimeZone: tr.Schedule.TimeZone}
 	case tr.Hook != nil:
-		bt.Hook = &BundleHook{Headers: append([]string{}, tr.Hook.Headers...), HasSecret: tr.Hook.HasSecret}
+		bt.Hook = &BundleHook{Headers: append([]string{}, tr.Hook.Headers...), HasSecret: tr.Hook.HasSecret, Signature: tr.Hook.Signature}
 	case tr.Task != nil:
 		bt.Task = &errandapi.TriggerOnTask{Queue: tr.Task.Queue, On: append([]string{}, tr.Task.On...)}
 	}
@@ -100,7 +102,10 @@ func (bt BundleTrigger) Request(create bool) errandapi.TriggerRequest {
 		r.Schedule = &errandapi.TriggerScheduleSpec{Cron: &cron, TimeZone: &tz}
 	case bt.Hook != nil:
 		hs := append([]string{}, bt.Hook.Headers...)
-		r.Hook = &errandapi.TriggerHookSpec{Headers: &hs}
+		r.Hook = &errandapi.TriggerHookSpec{Headers: &hs, Signature: errandapi.Null[errandapi.HookSignature]()}
+		if bt.Hook.Signature != nil {
+			r.Hook.Signature = errandapi.Value(*bt.Hook.Signature)
+		}
 	case bt.Task != nil:
 		wq, on := bt.Task.Queue, append([]string{}, bt.Task.On...)
 		r.Task = &errandapi.TriggerTaskSpec{Queue: &wq, On: &on}
@@ -117,7 +122,7 @@ func (bt BundleTrigger) patch(create bool) *task.TriggerPatch {
 	case r.Schedule != nil:
 		p.Schedule = &task.SchedulePatch{Cron: r.Schedule.Cron, TimeZone: r.Schedule.TimeZone}
 	case r.Hook != nil:
-		p.Hook = &task.HookPatch{Headers: r.Hook.Headers}
+		p.Hook = &task.HookPatch{Headers: r.Hook.Headers, Signature: hookSignaturePatch(r.Hook.Signature)}
 	case r.Task != nil:
 		p.Task = &task.TaskOnPatch{Queue: r.Task.Queue, On: r.Task.On}
 	}
@@ -143,6 +148,9 @@ func (bt BundleTrigger) check(bi *BundleInstance, field string, seen map[string]
 	}
 	seen[bt.ID] = true
 	tr := &task.Trigger{}
+	if bt.Hook != nil && bt.Hook.HasSecret {
+		bt.Enabled = false // as imported (PlanTrigger): disabled until it has a secret again
+	}
 	if err := bt.patch(true).Apply(tr, bi.Name, true); err != nil {
 		return prefixed(err, field)
 	}

@@ -28,7 +28,7 @@ type bodySignature struct {
 	// senders share the header: ClickUp's SHA-256, Segment's SHA-1).
 	sha1Too bool
 	// websub: the header is WebSub's "<method>=<hex digest>", the method
-	// (webSubHashes) naming the hash, rather than prefix and hash.
+	// (hmacHashes) naming the hash, rather than prefix and hash.
 	websub bool
 	// list: the header holds one or more signatures, comma-separated,
 	// each prefix and digest; one matching is enough (PagerDuty signs
@@ -36,9 +36,11 @@ type bodySignature struct {
 	list bool
 }
 
-// webSubHashes are the methods a WebSub signature (X-Hub-Signature) may
-// name: GitHub's older header and Intercom send sha1, Jira sha256.
-var webSubHashes = map[string]func() hash.Hash{
+// hmacHashes are the hashes by name that a WebSub signature
+// (X-Hub-Signature) may name — GitHub's older header and Intercom send
+// sha1, Jira sha256 — and a rule's own signature scheme may
+// (task.HookSignatureHashes).
+var hmacHashes = map[string]func() hash.Hash{
 	"sha1": sha1.New, "sha256": sha256.New, "sha384": sha512.New384, "sha512": sha512.New,
 }
 
@@ -87,7 +89,7 @@ func (s *bodySignature) verify(secret string, c HookCall) error {
 	if s.websub {
 		var method string
 		method, sigs[0], _ = strings.Cut(sigs[0], "=")
-		if h = webSubHashes[strings.ToLower(method)]; h == nil || sigs[0] == "" {
+		if h = hmacHashes[strings.ToLower(method)]; h == nil || sigs[0] == "" {
 			return task.Errorf(task.CodeUnauthenticated, "%s must be \"<method>=<hex digest>\" with the method sha1, sha256, sha384 or sha512", s.header)
 		}
 	}
@@ -106,6 +108,45 @@ func (s *bodySignature) verify(secret string, c HookCall) error {
 		}
 	}
 	return task.Errorf(task.CodeUnauthenticated, "%s does not match this hook's secret", s.header)
+}
+
+// verifyOwnSignature checks c against a rule's own signature scheme: its
+// header, after its prefix (in any case), holds the HMAC of the body keyed
+// with the whole secret string, in hex (either case) or base64 (standard
+// or URL alphabet, padded or not), compared in constant time.
+func verifyOwnSignature(secret string, s *task.HookSignature, c HookCall) error {
+	h := hmacHashes[s.Hash]
+	if h == nil {
+		return task.Errorf(task.CodeInternal, "hook signature: unknown hash %q", s.Hash)
+	}
+	v := strings.TrimSpace(c.Header(s.Header))
+	if v == "" {
+		return task.Errorf(task.CodeUnauthenticated, "this hook is signed with its own scheme: send %s", s)
+	}
+	if len(v) < len(s.Prefix) || !strings.EqualFold(v[:len(s.Prefix)], s.Prefix) {
+		return task.Errorf(task.CodeUnauthenticated, "%s must begin with %q: this hook expects %s", s.Header, s.Prefix, s)
+	}
+	v = v[len(s.Prefix):]
+	var got []byte
+	var err error
+	if s.Encoding == "base64" {
+		got, err = decodeAnyBase64(v)
+	} else {
+		got, err = hex.DecodeString(v)
+	}
+	if err != nil || !hmac.Equal(got, deliver.SignBody(secret, c.Body, h)) {
+		return task.Errorf(task.CodeUnauthenticated, "%s does not match this hook's secret (it expects %s)", s.Header, s)
+	}
+	return nil
+}
+
+// decodeAnyBase64 decodes standard or URL-alphabet base64, padded or not.
+func decodeAnyBase64(v string) ([]byte, error) {
+	v = strings.TrimRight(v, "=")
+	if strings.ContainsAny(v, "-_") {
+		return base64.RawURLEncoding.DecodeString(v)
+	}
+	return base64.RawStdEncoding.DecodeString(v)
 }
 
 // verifyGitLabToken checks GitLab's X-Gitlab-Token, which carries the

@@ -99,3 +99,14 @@ func TestVerifySendGrid(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnSignatureHashes: every hash a rule's own signature scheme may
+// name (task.HookSignatureHashes) has an HMAC here, so a saved scheme is
+// never refused as unknown when a call comes.
+func TestOwnSignatureHashes(t *testing.T) {
+	for _, h := range task.HookSignatureHashes {
+		if hmacHashes[h] == nil {
+			t.Errorf("hash %q has no HMAC", h)
+		}
+	}
+}

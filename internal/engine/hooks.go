@@ -108,7 +108,15 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 	tr := h.Rule
 	var msgID string
 	var ack bool
-	if tr.HookSecret != "" {
+	if own := tr.HookSignature; tr.HookSecret != "" && own != nil {
+		// The rule's own scheme alone: no sender's header is read.
+		if err := verifyOwnSignature(tr.HookSecret, own, c); err != nil {
+			return nil, err
+		}
+		if own.IDHeader != "" {
+			msgID = c.Header(own.IDHeader)
+		}
+	} else if tr.HookSecret != "" {
 		var form string
 		var err error
 		if form, err = verifyHook(tr.HookSecret, c, e.clock.Now()); err != nil {

@@ -112,12 +112,35 @@ func TriggerPatchOf(b *errandapi.TriggerRequest) *task.TriggerPatch {
 		p.Schedule = &task.SchedulePatch{Cron: b.Schedule.Cron, TimeZone: b.Schedule.TimeZone}
 	}
 	if b.Hook != nil {
-		p.Hook = &task.HookPatch{Secret: b.Hook.Secret.Ptr(), Headers: b.Hook.Headers}
+		p.Hook = &task.HookPatch{Secret: b.Hook.Secret.Ptr(), Headers: b.Hook.Headers, Signature: hookSignaturePatch(b.Hook.Signature)}
 	}
 	if b.Task != nil {
 		p.Task = &task.TaskOnPatch{Queue: b.Task.Queue, On: b.Task.On}
 	}
 	return p
+}
+
+// hookSignaturePatch is a request's hook.signature as the domain's patch:
+// nil when absent, a pointer to nil when null.
+func hookSignaturePatch(n errandapi.Nullable[errandapi.HookSignature]) **task.HookSignaturePatch {
+	if !n.Set {
+		return nil
+	}
+	var p *task.HookSignaturePatch
+	if !n.Null {
+		v := n.Value
+		p = &task.HookSignaturePatch{Header: v.Header, Hash: v.Hash, Encoding: v.Encoding, Prefix: v.Prefix, IDHeader: v.IDHeader}
+	}
+	return &p
+}
+
+// HookSignatureJSON is a hook's own signature scheme in v1 JSON; nil for
+// none.
+func HookSignatureJSON(s *task.HookSignature) *errandapi.HookSignature {
+	if s == nil {
+		return nil
+	}
+	return &errandapi.HookSignature{Header: s.Header, Hash: s.Hash, Encoding: s.Encoding, Prefix: s.Prefix, IDHeader: s.IDHeader}
 }
 
 // TriggerJSON renders a rule of the instance named instance as the v1 API
@@ -136,7 +159,7 @@ func TriggerJSON(tr *task.Trigger, instance string, withPath bool) *errandapi.Tr
 	case task.TriggerSchedule:
 		out.Schedule = &errandapi.TriggerSchedule{Cron: tr.Cron, TimeZone: tr.TimeZone, LastTickAt: nonZero(tr.LastTickAt), NextTickAt: nonZero(tr.NextTickAt)}
 	case task.TriggerHook:
-		out.Hook = &errandapi.TriggerHook{HasSecret: tr.HookSecret != "", Headers: tr.HookHeaders}
+		out.Hook = &errandapi.TriggerHook{HasSecret: tr.HookSecret != "", Headers: tr.HookHeaders, Signature: HookSignatureJSON(tr.HookSignature)}
 		if withPath {
 			out.Hook.Path = HookPathPrefix + instance + "/" + tr.HookToken
 		}

@@ -57,7 +57,8 @@ func TestOpsExportImport(t *testing.T) {
 		secret := id.WebhookKey()
 		sched := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/dead","schedule":{"cron":"@every 1m"},"params":{"team": "ops"},"payload":{"r":1},"priority":3}`).want(t, 201, "").obj("trigger")
 		open := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/dead","hook":{"headers":["x-event"]}}`).want(t, 201, "").obj("trigger")
-		signed := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/dead","hook":{"secret":"`+secret+`"}}`).want(t, 201, "").obj("trigger")
+		signed := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/dead","hook":{"secret":"`+secret+`",
+			"signature":{"header":"X-Acme-Signature","idHeader":"X-Acme-Delivery"}}}`).want(t, 201, "").obj("trigger")
 		chain := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/mail","task":{"queue":"jobs/dead","on":["succeeded","failed"]},"enabled":false}`).want(t, 201, "").obj("trigger")
 		b.start()
 		res, raw := b.exportJob(t)
@@ -118,7 +119,12 @@ func TestOpsExportImport(t *testing.T) {
 		want2.Instances[1].Triggers = slices.Clone(bun.Instances[1].Triggers)
 		for i, bt := range want2.Instances[1].Triggers {
 			if bt.ID == signed["id"] {
-				bt.Enabled, bt.Hook = false, &engine.BundleHook{Headers: []string{}, HasSecret: false}
+				// Its own signature scheme (no secret) travels with it.
+				sig := &errandapi.HookSignature{Header: "X-Acme-Signature", Hash: "sha256", Encoding: "hex", IDHeader: "X-Acme-Delivery"}
+				if !reflect.DeepEqual(bt.Hook.Signature, sig) {
+					t.Fatalf("the bundle's signature scheme: %+v", bt.Hook.Signature)
+				}
+				bt.Enabled, bt.Hook = false, &engine.BundleHook{Headers: []string{}, HasSecret: false, Signature: sig}
 				want2.Instances[1].Triggers[i] = bt
 			}
 		}

@@ -74,6 +74,18 @@ func TestTriggerRoutesRefuseBadInput(t *testing.T) {
 		{`{"queue":"jobs/out","hook":{},"colour":1}`, "INVALID_ARGUMENT", "colour"},
 		{`{"queue":"jobs/out","hook":{},"params":[1]}`, "INVALID_ARGUMENT", "params"},
 		{`{"queue":"jobs/out","task":{"queue":"jobs/out","on":["done"]}}`, "INVALID_ARGUMENT", "task.on"},
+		{`{"queue":"jobs/out","hook":{"signature":{"header":"X-Sig"}}}`, "INVALID_ARGUMENT", "hook.signature: a hook's own signature needs its secret"},
+		{`{"queue":"jobs/out","hook":{"secret":"s-of-sixteen-chars","signature":{}}}`, "INVALID_ARGUMENT", "hook.signature.header: is required"},
+		{`{"queue":"jobs/out","hook":{"secret":"s-of-sixteen-chars","signature":{"header":"X Sig"}}}`, "INVALID_ARGUMENT", "hook.signature.header: \"X Sig\" is not a header name"},
+		{`{"queue":"jobs/out","hook":{"secret":"s-of-sixteen-chars","signature":{"header":"authorization"}}}`, "INVALID_ARGUMENT", "hook.signature.header: Authorization cannot hold"},
+		{`{"queue":"jobs/out","hook":{"secret":"s-of-sixteen-chars","signature":{"header":"X-Sig","hash":"md5"}}}`, "INVALID_ARGUMENT", "hook.signature.hash: must be one of sha1, sha256, sha384, sha512"},
+		{`{"queue":"jobs/out","hook":{"secret":"s-of-sixteen-chars","signature":{"header":"X-Sig","hash":"SHA256"}}}`, "INVALID_ARGUMENT", "hook.signature.hash: must be one of"},
+		{`{"queue":"jobs/out","hook":{"secret":"s-of-sixteen-chars","signature":{"header":"X-Sig","encoding":"base32"}}}`, "INVALID_ARGUMENT", "hook.signature.encoding: must be hex or base64"},
+		{`{"queue":"jobs/out","hook":{"secret":"s-of-sixteen-chars","signature":{"header":"X-Sig","prefix":"a b"}}}`, "INVALID_ARGUMENT", "hook.signature.prefix: "},
+		{`{"queue":"jobs/out","hook":{"secret":"s-of-sixteen-chars","signature":{"header":"X-Sig","prefix":"` + strings.Repeat("p", 33) + `"}}}`, "INVALID_ARGUMENT", "hook.signature.prefix: at most 32"},
+		{`{"queue":"jobs/out","hook":{"secret":"s-of-sixteen-chars","signature":{"header":"X-Sig","idHeader":"x-sig"}}}`, "INVALID_ARGUMENT", "hook.signature.idHeader: is the signature's header"},
+		{`{"queue":"jobs/out","hook":{"secret":"s-of-sixteen-chars","signature":{"header":"X-Sig","idHeader":"Idempotency-Key"}}}`, "INVALID_ARGUMENT", "hook.signature.idHeader: Idempotency-Key cannot"},
+		{`{"queue":"jobs/out","hook":{"secret":"s-of-sixteen-chars","signature":{"header":"X-Sig","algo":"sha1"}}}`, "INVALID_ARGUMENT", "hook.signature.algo"},
 		{`{"queue":"jobs/default","hook":{}}`, "NO_TARGET", ""},
 	} {
 		r := a.do("POST", "/v1/tasks/jobs/triggers", c.body)
@@ -1195,5 +1207,72 @@ func TestHookMailgun(t *testing.T) {
 	}
 	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 3 {
 		t.Fatalf("%d tasks, want 3 (one event, one subaccount's, one form)", n)
+	}
+}
+
+// TestHookOwnSignature: a hook rule's own signature scheme (header, hash,
+// encoding, prefix, id header) checks its calls alone — a sender's header
+// errand reads by name is not read then —, its id header names the task,
+// and null removes the scheme (the rule then reads the senders again).
+func TestHookOwnSignature(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	secret := "acme-shared-secret-123"
+	tr := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+secret+`",
+		"signature":{"header":"x-acme-signature","hash":"sha512","encoding":"base64","prefix":"v1=","idHeader":"x-acme-delivery"}}}`).
+		want(t, 201, "").obj("trigger")
+	hook := tr["hook"].(map[string]any)
+	if got, _ := json.Marshal(hook["signature"]); string(got) != `{"encoding":"base64","hash":"sha512","header":"X-Acme-Signature","idHeader":"X-Acme-Delivery","prefix":"v1="}` {
+		t.Fatalf("signature shown as %s", got)
+	}
+	path := hook["path"].(string)
+	body := []byte(`{"order":42}`)
+	mac := func(key string, h func() hash.Hash) []byte {
+		m := hmac.New(h, []byte(key))
+		m.Write(body)
+		return m.Sum(nil)
+	}
+	good := base64.StdEncoding.EncodeToString(mac(secret, sha512.New))
+	first := b.hookCall(path, body, map[string]string{"X-Acme-Signature": "v1=" + good, "X-Acme-Delivery": "d-1"}).want(t, 202, "")
+	// The URL alphabet, no padding, the prefix in another case; the same
+	// delivery id: the same task.
+	again := b.hookCall(path, body, map[string]string{"X-Acme-Signature": "V1=" + base64.RawURLEncoding.EncodeToString(mac(secret, sha512.New)), "X-Acme-Delivery": "d-1"}).want(t, 202, "")
+	if again.body["duplicate"] != true || again.body["id"] != first.body["id"] {
+		t.Fatalf("a redelivery: %s (first %s)", again.raw, first.raw)
+	}
+	for name, h := range map[string]map[string]string{
+		"no signature":       {"X-Acme-Delivery": "d-2"},
+		"no prefix":          {"X-Acme-Signature": good},
+		"another secret":     {"X-Acme-Signature": "v1=" + base64.StdEncoding.EncodeToString(mac("another-secret-123456", sha512.New))},
+		"another hash":       {"X-Acme-Signature": "v1=" + base64.StdEncoding.EncodeToString(mac(secret, sha256.New))},
+		"hex, not base64":    {"X-Acme-Signature": "v1=" + hex.EncodeToString(mac(secret, sha512.New))},
+		"GitHub's, not ours": {"X-Hub-Signature-256": "sha256=" + hex.EncodeToString(mac(secret, sha256.New))},
+	} {
+		r := b.hookCall(path, body, h)
+		r.want(t, 401, "UNAUTHENTICATED")
+		if !strings.Contains(r.message(), "X-Acme-Signature") {
+			t.Errorf("%s: the refusal does not name the header: %s", name, r.message())
+		}
+	}
+	// Without an id header each call adds a task; hex in either case.
+	rule := "/v1/tasks/jobs/triggers/" + tr["id"].(string)
+	b.do("PATCH", rule, `{"hook":{"signature":{"header":"X-Acme-Signature"}}}`).want(t, 200, "")
+	sig := strings.ToUpper(hex.EncodeToString(mac(secret, sha256.New)))
+	b.hookCall(path, body, map[string]string{"X-Acme-Signature": sig}).want(t, 202, "")
+	if r := b.hookCall(path, body, map[string]string{"X-Acme-Signature": sig}).want(t, 202, ""); r.body["duplicate"] == true {
+		t.Fatalf("no id header, yet a duplicate: %s", r.raw)
+	}
+	// Removing the secret alone is refused (the scheme needs it); null
+	// removes the scheme, and GitHub's signature is read again.
+	b.do("PATCH", rule, `{"hook":{"secret":null}}`).want(t, 400, "INVALID_ARGUMENT").names(t, "hook.secret")
+	got := b.do("PATCH", rule, `{"hook":{"signature":null}}`).want(t, 200, "").obj("trigger")["hook"].(map[string]any)
+	if got["signature"] != nil || got["hasSecret"] != true {
+		t.Fatalf("after null: %v", got)
+	}
+	b.hookCall(path, body, map[string]string{"X-Hub-Signature-256": "sha256=" + hex.EncodeToString(mac(secret, sha256.New))}).want(t, 202, "")
+	b.hookCall(path, body, map[string]string{"X-Acme-Signature": sig}).want(t, 401, "UNAUTHENTICATED")
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 4 {
+		t.Fatalf("%d tasks, want 4", n)
 	}
 }

@@ -19,13 +19,19 @@ var typeSchemas = func() map[reflect.Type]*jsonschema.Schema {
 	target := mustSchema[errandapi.Target](nil)
 	target.Types = []string{"object", "null"}
 	target.Type = ""
+	signature := mustSchema[hookSignatureDoc](nil)
+	signature.Types = []string{"object", "null"}
+	signature.Type = ""
+	enum(signature, "hash", "sha1", "sha256", "sha384", "sha512")
+	enum(signature, "encoding", "hex", "base64")
 	return map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[json.RawMessage]():                      {},
-		reflect.TypeFor[errandapi.Nullable[float64]]():          {Types: []string{"number", "null"}},
-		reflect.TypeFor[errandapi.Nullable[int]]():              {Types: []string{"integer", "null"}},
-		reflect.TypeFor[errandapi.Nullable[int64]]():            {Types: []string{"integer", "null"}},
-		reflect.TypeFor[errandapi.Nullable[string]]():           {Types: []string{"string", "null"}},
-		reflect.TypeFor[errandapi.Nullable[errandapi.Target]](): target,
+		reflect.TypeFor[json.RawMessage]():                             {},
+		reflect.TypeFor[errandapi.Nullable[float64]]():                 {Types: []string{"number", "null"}},
+		reflect.TypeFor[errandapi.Nullable[int]]():                     {Types: []string{"integer", "null"}},
+		reflect.TypeFor[errandapi.Nullable[int64]]():                   {Types: []string{"integer", "null"}},
+		reflect.TypeFor[errandapi.Nullable[string]]():                  {Types: []string{"string", "null"}},
+		reflect.TypeFor[errandapi.Nullable[errandapi.Target]]():        target,
+		reflect.TypeFor[errandapi.Nullable[errandapi.HookSignature]](): signature,
 	}
 }()
 

@@ -160,7 +160,7 @@ func TestChangeToolsAdvertiseOnlyClearingNulls(t *testing.T) {
 	clears := map[string][]string{
 		"tasks_set_queue":       {"target", "ratePerSecond", "maxConcurrent", "maxAgeSeconds", "deadLetterQueue"},
 		"patch_instance_config": {"rateLimit"},
-		"tasks_update_trigger":  {"params", "payload", "hook.secret"},
+		"tasks_update_trigger":  {"params", "payload", "hook.secret", "hook.signature"},
 	}
 	for _, tl := range res.Tools {
 		want, ok := clears[tl.Name]

@@ -31,6 +31,19 @@ type scheduleIn struct {
 type hookIn struct {
 	Secret  errandapi.Nullable[string] `json:"secret,omitzero" jsonschema:"Optional secret: calls must then be signed. A Standard Webhooks key (\"whsec_\" + base64 of 24–64 bytes) checks Standard Webhooks signatures (webhook-id, webhook-timestamp, webhook-signature) and the others; any other 16–256 printable characters (a secret given to GitHub, Slack's signing secret, Twilio's auth token, a Shopify app's client secret) check GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature (give Stripe's whsec_ signing secret here), Calendly's Calendly-Webhook-Signature, Paddle's Paddle-Signature, Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256 GitLab's X-Gitlab-Token (the token itself) and the body signatures of WooCommerce, Linear, Sentry, Typeform, Forgejo, Gitea, Gogs, Todoist, Razorpay, Cal.com, Coinbase Commerce, Vercel, Notion, X-Signature (ClickUp, Lemon Squeezy; Segment's SHA-1), PagerDuty's X-PagerDuty-Signature and X-Hub-Signature (Jira's and Bitbucket's sha256, Intercom's sha1). Never shown again; null removes it."`
 	Headers *[]string                  `json:"headers,omitempty" jsonschema:"Request headers (up to 20, e.g. \"X-GitHub-Event\") copied into the task's params as params.headers."`
+	// Signature's schema is hookSignatureDoc's (typeSchemas).
+	Signature errandapi.Nullable[errandapi.HookSignature] `json:"signature,omitzero"`
+}
+
+// hookSignatureDoc describes errandapi.HookSignature for the tools'
+// schemas: a hook's own signature scheme, for a sender errand does not
+// read by name.
+type hookSignatureDoc struct {
+	Header   string `json:"header" jsonschema:"The hook's own signature scheme (needs secret; null removes it): the header holding the HMAC of the raw body keyed with the whole secret string. With it a call is checked by this scheme alone."`
+	Hash     string `json:"hash,omitempty" jsonschema:"The HMAC's hash: sha1, sha256 (default), sha384 or sha512."`
+	Encoding string `json:"encoding,omitempty" jsonschema:"The digest's encoding: hex (default, either case) or base64 (standard or URL alphabet, padded or not)."`
+	Prefix   string `json:"prefix,omitempty" jsonschema:"What comes before the digest, e.g. \"sha256=\" (matched in any case); none by default."`
+	IDHeader string `json:"idHeader,omitempty" jsonschema:"The header whose value (the sender's delivery id) names the task, so a redelivery adds nothing twice; none by default."`
 }
 
 type onTaskIn struct {
@@ -186,7 +199,7 @@ func (f ruleFields) request(instance string) errandapi.TriggerRequest {
 		req.Schedule = &errandapi.TriggerScheduleSpec{Cron: f.Schedule.Cron, TimeZone: f.Schedule.TimeZone}
 	}
 	if f.Hook != nil {
-		req.Hook = &errandapi.TriggerHookSpec{Secret: f.Hook.Secret, Headers: f.Hook.Headers}
+		req.Hook = &errandapi.TriggerHookSpec{Secret: f.Hook.Secret, Headers: f.Hook.Headers, Signature: f.Hook.Signature}
 	}
 	if f.Task != nil {
 		req.Task = &errandapi.TriggerTaskSpec{On: f.Task.On}
@@ -241,6 +254,9 @@ func triggerText(tr *errandapi.Trigger) string {
 		}
 		if tr.Hook.HasSecret {
 			b.WriteString(", signed")
+		}
+		if s := tr.Hook.Signature; s != nil {
+			fmt.Fprintf(&b, " with %s", s.Header)
 		}
 		b.WriteString(")")
 	case tr.Task != nil:

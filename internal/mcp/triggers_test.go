@@ -68,6 +68,19 @@ func TestTriggerTools(t *testing.T) {
 			t.Errorf("update %v of a hook rule: %v", args, data)
 		}
 	}
+	// A hook's own signature scheme: refused without a secret; set with
+	// one (shown with its defaults); null removes both.
+	if data := s.refused("tasks_update_trigger", obj{"instance": "jobs", "id": hook.ID, "hook": obj{"signature": obj{"header": "X-Acme-Signature"}}}, "INVALID_ARGUMENT"); !strings.HasPrefix(data["message"].(string), "hook.signature: a hook's own signature needs its secret") {
+		t.Errorf("signature without a secret: %v", data)
+	}
+	s.ok("tasks_update_trigger", obj{"instance": "jobs", "id": hook.ID, "hook": obj{"secret": "acme-shared-secret-123", "signature": obj{"header": "x-acme-signature", "prefix": "v1="}}}, &tr)
+	if sig := tr.Trigger.Hook.Signature; sig == nil || *sig != (errandapi.HookSignature{Header: "X-Acme-Signature", Hash: "sha256", Encoding: "hex", Prefix: "v1="}) {
+		t.Fatalf("signature set: %+v", tr.Trigger.Hook)
+	}
+	s.ok("tasks_update_trigger", obj{"instance": "jobs", "id": hook.ID, "hook": obj{"secret": nil, "signature": nil}}, &tr)
+	if tr.Trigger.Hook.Signature != nil || tr.Trigger.Hook.HasSecret {
+		t.Fatalf("signature and secret removed: %+v", tr.Trigger.Hook)
+	}
 	s.refused("tasks_update_trigger", obj{"instance": "jobs", "id": "nosuch", "enabled": false}, "NOT_FOUND")
 	s.ok("tasks_create_trigger", obj{"instance": "jobs", "queue": "work", "task": obj{"queue": "work"}}, &tr)
 	chain := *tr.Trigger

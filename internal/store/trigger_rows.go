@@ -13,7 +13,7 @@ var TriggerColumns = []string{
 	"instance_id", "id", "kind", "queue", "enabled", "params", "payload", "cron", "time_zone",
 	"last_tick_at", "next_tick_at", "hook_token", "hook_secret", "hook_headers", "on_queue",
 	"on_succeeded", "on_failed", "fired", "error_count", "last_error", "last_error_at",
-	"created_at", "updated_at", "priority",
+	"created_at", "updated_at", "priority", "hook_signature",
 }
 
 // TriggerArgs returns tr's values in TriggerColumns' order.
@@ -26,11 +26,19 @@ func TriggerArgs(tr *task.Trigger) ([]any, error) {
 		}
 		headers = string(b)
 	}
+	signature := ""
+	if tr.HookSignature != nil {
+		b, err := json.Marshal(tr.HookSignature)
+		if err != nil {
+			return nil, task.Errorf(task.CodeInternal, "store: encode hook signature: %v", err)
+		}
+		signature = string(b)
+	}
 	return []any{
 		tr.InstanceID, tr.ID, string(tr.Kind), tr.Queue, tr.Enabled, nilIfEmpty(tr.Params), nilIfEmpty(tr.Payload),
 		tr.Cron, tr.TimeZone, tr.LastTickAt, tr.NextTickAt, nullString(tr.HookToken), tr.HookSecret, headers,
 		nullString(tr.OnQueue), tr.OnSucceeded, tr.OnFailed, tr.Fired, tr.ErrorCount, tr.LastError,
-		tr.LastErrorAt, tr.CreatedAt, tr.UpdatedAt, tr.Priority,
+		tr.LastErrorAt, tr.CreatedAt, tr.UpdatedAt, tr.Priority, signature,
 	}, nil
 }
 
@@ -41,13 +49,14 @@ func ScanTrigger(scan func(dest ...any) error) (*task.Trigger, error) {
 	tr := &task.Trigger{}
 	var (
 		kind, headers   string
+		signature       string
 		token, onQueue  sql.NullString
 		params, payload []byte
 	)
 	if err := scan(&tr.InstanceID, &tr.ID, &kind, &tr.Queue, &tr.Enabled, &params, &payload, &tr.Cron,
 		&tr.TimeZone, &tr.LastTickAt, &tr.NextTickAt, &token, &tr.HookSecret, &headers, &onQueue,
 		&tr.OnSucceeded, &tr.OnFailed, &tr.Fired, &tr.ErrorCount, &tr.LastError, &tr.LastErrorAt,
-		&tr.CreatedAt, &tr.UpdatedAt, &tr.Priority); err != nil {
+		&tr.CreatedAt, &tr.UpdatedAt, &tr.Priority, &signature); err != nil {
 		return nil, err
 	}
 	tr.Kind = task.TriggerKind(kind)
@@ -61,6 +70,12 @@ func ScanTrigger(scan func(dest ...any) error) (*task.Trigger, error) {
 	if headers != "" && headers != "[]" {
 		if err := json.Unmarshal([]byte(headers), &tr.HookHeaders); err != nil {
 			return nil, task.Errorf(task.CodeInternal, "store: rule %s: unreadable hook headers: %v", tr.ID, err)
+		}
+	}
+	if signature != "" {
+		tr.HookSignature = &task.HookSignature{}
+		if err := json.Unmarshal([]byte(signature), tr.HookSignature); err != nil {
+			return nil, task.Errorf(task.CodeInternal, "store: rule %s: unreadable hook signature: %v", tr.ID, err)
 		}
 	}
 	return tr, nil

@@ -68,6 +68,9 @@ type Trigger struct {
 	HookToken   string   // the {hook} path segment: the hook's capability
 	HookSecret  string   // whsec_… Standard Webhooks key; "" for none
 	HookHeaders []string // canonical header names copied into params.headers
+	// HookSignature is the rule's own signature scheme (with a secret);
+	// nil: the senders errand reads by name.
+	HookSignature *HookSignature
 
 	// task
 	OnQueue     string // the watched queue
@@ -119,11 +122,12 @@ type SchedulePatch struct {
 	TimeZone *string
 }
 
-// HookPatch holds a hook rule's fields. Secret uses a double pointer so that
-// `"secret": null` removes it.
+// HookPatch holds a hook rule's fields. Secret and Signature use a double
+// pointer so that `"secret": null` and `"signature": null` remove them.
 type HookPatch struct {
-	Secret  **string
-	Headers *[]string
+	Secret    **string
+	Headers   *[]string
+	Signature **HookSignaturePatch
 }
 
 // TaskOnPatch holds a task rule's fields: the watched queue and the
@@ -243,6 +247,9 @@ func (p *TriggerPatch) Apply(tr *Trigger, instance string, create bool) error {
 	if err != nil {
 		return err
 	}
+	if err := tr.checkOwnSignature(p); err != nil {
+		return err
+	}
 	if tr.Kind == TriggerTask && len(tr.Payload) > maxChainTemplate {
 		return FieldErrorf(CodePayloadTooLarge, "payload", "is %d bytes; a task rule's template is at most %d: its tasks' payload holds it beside the finished task's fields, within %d",
 			len(tr.Payload), maxChainTemplate, MaxPayloadBytes)
@@ -256,6 +263,24 @@ func (p *TriggerPatch) Apply(tr *Trigger, instance string, create bool) error {
 		return tr.checkCopiedHeaders("hook.headers")
 	}
 	return nil
+}
+
+// checkOwnSignature refuses an enabled hook rule with its own signature
+// scheme but no secret (the HMAC's key), naming what p changed: the
+// scheme, the secret, or enabled. A disabled one may wait for its secret
+// (an import creates a rule so: a bundle carries no secret).
+func (tr *Trigger) checkOwnSignature(p *TriggerPatch) error {
+	if tr.Kind != TriggerHook || tr.HookSignature == nil || tr.HookSecret != "" || !tr.Enabled {
+		return nil
+	}
+	field := "enabled"
+	switch {
+	case p.Hook != nil && p.Hook.Signature != nil:
+		field = "hook.signature"
+	case p.Hook != nil && p.Hook.Secret != nil:
+		field = "hook.secret"
+	}
+	return FieldErrorf(CodeInvalidArgument, field, "a hook's own signature needs its secret (the HMAC's key): send hook.secret, or remove hook.signature with null, or keep the rule disabled")
 }
 
 // OtherKind refuses field when it is, or lies inside, the block of a kind
@@ -310,6 +335,16 @@ func (p *HookPatch) apply(tr *Trigger) error {
 				return err
 			}
 			tr.HookSecret = **p.Secret
+		}
+	}
+	if p.Signature != nil {
+		tr.HookSignature = nil
+		if *p.Signature != nil {
+			s, err := (*p.Signature).build()
+			if err != nil {
+				return err
+			}
+			tr.HookSignature = s
 		}
 	}
 	if p.Headers != nil {

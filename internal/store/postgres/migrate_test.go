@@ -179,6 +179,7 @@ func TestMigrateCreatedNotRunning(t *testing.T) {
 	// Back to schema 7, as a store written by the previous errand.
 	for _, stmt := range []string{
 		`DROP TABLE api_rate`,
+		`ALTER TABLE triggers DROP COLUMN hook_signature`,
 		`ALTER TABLE triggers DROP COLUMN priority`,
 		`DROP INDEX tasks_urgent`,
 		`ALTER TABLE tasks DROP COLUMN priority`,

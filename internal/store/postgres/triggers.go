@@ -27,7 +27,7 @@ var (
 	qTriggerUpdate = `UPDATE triggers SET queue = $3, enabled = $4, params = $5, payload = $6, cron = $7,
 		time_zone = $8, last_tick_at = $9, next_tick_at = $10, hook_secret = $11, hook_headers = $12, on_queue = $13,
 		on_succeeded = $14, on_failed = $15, fired = $16, error_count = $17, last_error = $18, last_error_at = $19,
-		updated_at = $20, priority = $21
+		updated_at = $20, priority = $21, hook_signature = $22
 		WHERE instance_id = $1 AND id = $2`
 	qTriggerDelete = `DELETE FROM triggers WHERE instance_id = $1 AND id = $2`
 	qTriggerDue    = `SELECT ` + triggerCols + ` FROM triggers
@@ -174,10 +174,10 @@ func (s *Store) TriggerUpdate(ctx context.Context, ref store.TriggerRef, fn func
 		if err != nil {
 			return err
 		}
-		// TriggerColumns: queue (3) … priority (23), without kind,
+		// TriggerColumns: queue (3) … hook_signature (24), without kind,
 		// hook_token and created_at, after the key.
 		if _, err := tx.Exec(ctx, qTriggerUpdate, ref.InstanceID, ref.ID, a[3], a[4], a[5], a[6], a[7], a[8], a[9],
-			a[10], a[12], a[13], a[14], a[15], a[16], a[17], a[18], a[19], a[20], a[22], a[23]); err != nil {
+			a[10], a[12], a[13], a[14], a[15], a[16], a[17], a[18], a[19], a[20], a[22], a[23], a[24]); err != nil {
 			return interpretError(err)
 		}
 		out = tr

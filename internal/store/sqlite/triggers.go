@@ -20,7 +20,7 @@ var (
 	qTriggerUpdate  = define(onWriter, `UPDATE triggers SET queue = ?, enabled = ?, params = ?, payload = ?, cron = ?,
 		time_zone = ?, last_tick_at = ?, next_tick_at = ?, hook_secret = ?, hook_headers = ?, on_queue = ?,
 		on_succeeded = ?, on_failed = ?, fired = ?, error_count = ?, last_error = ?, last_error_at = ?, updated_at = ?,
-		priority = ?
+		priority = ?, hook_signature = ?
 		WHERE instance_id = ? AND id = ?`)
 	qTriggerDelete = define(onWriter, `DELETE FROM triggers WHERE instance_id = ? AND id = ?`)
 	qTriggerDue    = define(onReader, `SELECT `+triggerCols+` FROM triggers INDEXED BY triggers_due
@@ -143,11 +143,11 @@ func (s *Store) TriggerUpdate(ctx context.Context, ref store.TriggerRef, fn func
 		if err != nil {
 			return err
 		}
-		// TriggerColumns: queue (3) … priority (23), without kind,
+		// TriggerColumns: queue (3) … hook_signature (24), without kind,
 		// hook_token and created_at, then the key.
 		if _, err := w.exec(qTriggerUpdate, args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10],
 			args[12], args[13], args[14], args[15], args[16], args[17], args[18], args[19], args[20], args[22],
-			args[23], ref.InstanceID, ref.ID); err != nil {
+			args[23], args[24], ref.InstanceID, ref.ID); err != nil {
 			return err
 		}
 		out = tr

@@ -64,7 +64,7 @@ func testTriggerCRUD(t *testing.T, e *env) {
 	tr := e.rule(inst, task.TriggerSchedule, "out", func(tr *task.Trigger) {
 		tr.Params, tr.Payload, tr.Priority = json.RawMessage(`{"a": 1}`), json.RawMessage(`[1, 2]`), 4
 	})
-	e.rule(inst, task.TriggerHook, "out", func(tr *task.Trigger) { tr.HookHeaders = []string{"X-Event"}; tr.HookSecret = "whsec_x" })
+	hook := e.rule(inst, task.TriggerHook, "out", func(tr *task.Trigger) { tr.HookHeaders = []string{"X-Event"}; tr.HookSecret = "whsec_x" })
 	got, err := e.s.TriggerGet(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: tr.ID})
 	if err != nil {
 		t.Fatal(err)
@@ -80,6 +80,20 @@ func testTriggerCRUD(t *testing.T, e *env) {
 	}
 	if list, _ := e.s.TriggerList(e.ctx, &store.TriggerListParams{InstanceID: other.ID}); len(list) != 0 {
 		t.Fatalf("other instance lists %d", len(list))
+	}
+	// A hook's own signature scheme is kept, and removed.
+	sig := &task.HookSignature{Header: "X-Acme-Signature", Hash: "sha512", Encoding: "base64", Prefix: "v1=", IDHeader: "X-Acme-Delivery"}
+	for _, want := range []*task.HookSignature{sig, nil} {
+		if _, err := e.s.TriggerUpdate(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: hook.ID}, func(tr *task.Trigger) error {
+			tr.HookSignature = want
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.s.TriggerGetHook(e.ctx, store.HookRef{Token: hook.HookToken})
+		if err != nil || show(got.HookSignature) != show(want) {
+			t.Fatalf("hook signature: %s, want %s (%v)", show(got.HookSignature), show(want), err)
+		}
 	}
 	up, err := e.s.TriggerUpdate(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: tr.ID}, func(tr *task.Trigger) error {
 		tr.Enabled, tr.Cron, tr.Kind, tr.Params, tr.UpdatedAt, tr.Priority = false, "@hourly", task.TriggerHook, nil, T0+5, 7
