@@ -38,8 +38,9 @@ var unlimitedRoutes = map[string]bool{
 // store's (store.APIRateStore), shared by every node: each node takes
 // calls from it in grants of a tenth of a second's calls (grantOf) and
 // spends them locally, so the instance gets at most rateLimit across all
-// nodes, and a node asks the store about ten times a second at most while
-// calls flow, and not at all while they are refused.
+// nodes, and a node asks the store at most about ten times a second while
+// calls flow (once a call under a limit below 10), and not at all while
+// they are refused.
 type limiter struct {
 	clock clock.Clock
 	// load reads an instance's rateLimit (0 = unlimited) and its id;
