@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,21 +13,23 @@ import (
 )
 
 // limiterOn is a limiter on a real SQLite store's bucket for one instance
-// whose rateLimit is *limit, with the store's grants counted.
-func limiterOn(t *testing.T, limit *float64) (*limiter, *clock.Fake, store.Store, *int) {
+// whose rateLimit is *limit, with the store's grants counted; closeStore
+// closes the store (once, whether the test or its cleanup asks first).
+func limiterOn(t *testing.T, limit *float64) (l *limiter, fc *clock.Fake, closeStore func() error, asked *int) {
 	t.Helper()
 	st := stores.Open(t, "sqlite")
-	t.Cleanup(func() { _ = st.Close() })
-	fc := clock.NewFake(time.UnixMilli(1_700_000_000_000))
-	asked := 0
-	l := newLimiter(fc,
+	closeStore = sync.OnceValue(st.Close)
+	t.Cleanup(func() { _ = closeStore() })
+	fc = clock.NewFake(time.UnixMilli(1_700_000_000_000))
+	asked = new(int)
+	l = newLimiter(fc,
 		func(context.Context, string, string) (float64, string, error) { return *limit, "inst-1", nil },
 		func(ctx context.Context, id string, want int, limit float64, burst int) (int, float64, error) {
-			asked++
+			*asked++
 			g, err := st.APIRateTake(ctx, &store.APIRateParams{InstanceID: id, Want: want, Rate: limit, Burst: burst, Now: fc.Now().UnixMilli()})
 			return g.Took, g.Left, err
 		})
-	return l, fc, st, &asked
+	return l, fc, closeStore, asked
 }
 
 // passes counts which of n calls pass.
@@ -51,7 +54,7 @@ func passes(t *testing.T, l *limiter, n int) int {
 // grantTTL; a store that cannot answer lets calls through for openTTL.
 func TestLimiterGrants(t *testing.T) {
 	limit := 100.0
-	l, fc, st, asked := limiterOn(t, &limit)
+	l, fc, closeStore, asked := limiterOn(t, &limit)
 	if got := passes(t, l, 100); got != 100 || *asked != 10 {
 		t.Fatalf("100 calls of a full bucket of 100: %d passed, %d grants asked; want 100 and 10", got, *asked)
 	}
@@ -77,7 +80,7 @@ func TestLimiterGrants(t *testing.T) {
 		t.Fatalf("after grantTTL: %d passed, %d asked; want a new grant", got, *asked-before)
 	}
 	// The store gone: calls pass, without asking it again, for openTTL.
-	if err := st.Close(); err != nil {
+	if err := closeStore(); err != nil {
 		t.Fatal(err)
 	}
 	passes(t, l, 9) // the grant's rest
