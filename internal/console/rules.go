@@ -30,7 +30,8 @@ type rulesData struct {
 
 // newRuleFields are the new-rule form's fields shown again with a
 // refusal: not the hook secret, which a page never shows.
-var newRuleFields = []string{"kind", "queue", "cron", "timeZone", "watch", "on", "payload", "priority"}
+var newRuleFields = []string{"kind", "queue", "cron", "timeZone", "watch", "on", "payload", "priority",
+	"sigHeader", "sigHash", "sigEncoding", "sigPrefix", "sigIdHeader"}
 
 // showRules renders the rules page, with the API's refusal of a change and
 // the form as sent.
@@ -95,6 +96,10 @@ func ruleRequest(inst string, f url.Values) (errandapi.TriggerRequest, *errandap
 		req.Hook = &errandapi.TriggerHookSpec{}
 		if secret := f.Get("secret"); secret != "" {
 			req.Hook.Secret = errandapi.Value(secret)
+		}
+		if h := strings.TrimSpace(f.Get("sigHeader")); h != "" {
+			req.Hook.Signature = errandapi.Value(errandapi.HookSignature{Header: h, Hash: f.Get("sigHash"), Encoding: f.Get("sigEncoding"),
+				Prefix: strings.TrimSpace(f.Get("sigPrefix")), IDHeader: strings.TrimSpace(f.Get("sigIdHeader"))})
 		}
 	case "task":
 		watch := inst + "/" + strings.TrimSpace(f.Get("watch"))

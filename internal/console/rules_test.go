@@ -119,6 +119,23 @@ func TestRulesCreateAndDelete(t *testing.T) {
 	u.get("/console/i/jobs/rules?done=created&rule="+hook).want(t, http.StatusOK, "each POST to "+got.Hook.Path+" on this server adds a task").
 		lacks(t, "a-hook-secret-of-length")
 
+	own := created(create(url.Values{"kind": {"hook"}, "queue": {"pull"}, "secret": {"a-hook-secret-of-length"},
+		"sigHeader": {"x-acme-signature"}, "sigHash": {"sha512"}, "sigEncoding": {"base64"}, "sigPrefix": {"v1="}, "sigIdHeader": {"X-Acme-Delivery"}}))
+	got, err = e.api.GetTrigger(ctx, "jobs", own)
+	if err != nil || got.Hook == nil || got.Hook.Signature == nil ||
+		*got.Hook.Signature != (errandapi.HookSignature{Header: "X-Acme-Signature", Hash: "sha512", Encoding: "base64", Prefix: "v1=", IDHeader: "X-Acme-Delivery"}) {
+		t.Fatalf("hook with its own signature made by the form: %+v %v", got.Hook, err)
+	}
+	u.get("/console/i/jobs/rules").want(t, http.StatusOK, "signed with its own scheme (X-Acme-Signature)")
+	// Its refusals name the field, the form kept (the secret aside).
+	create(url.Values{"kind": {"hook"}, "queue": {"pull"}, "sigHeader": {"X-Acme-Signature"}, "sigPrefix": {"v2="}}).
+		want(t, http.StatusBadRequest, "hook.signature: a hook&#39;s own signature needs its secret", `value="X-Acme-Signature"`, `value="v2="`)
+	create(url.Values{"kind": {"hook"}, "queue": {"pull"}, "secret": {"a-hook-secret-of-length"}, "sigHeader": {"X-Acme-Signature"}, "sigHash": {"md5"}}).
+		want(t, http.StatusBadRequest, "hook.signature.hash").lacks(t, "a-hook-secret-of-length")
+	if err := e.api.DeleteTrigger(ctx, "jobs", own); err != nil {
+		t.Fatal(err)
+	}
+
 	onFail := created(create(url.Values{"kind": {"task"}, "queue": {"pull"}, "watch": {"flaky"}, "on": {"failed"}, "priority": {"4"}}))
 	if got, err = e.api.GetTrigger(ctx, "jobs", onFail); err != nil || got.Task == nil || got.Task.Queue != "jobs/flaky" || len(got.Task.On) != 1 ||
 		got.Task.On[0] != "failed" || got.Priority != 4 {
