@@ -216,7 +216,14 @@ func TestWorkerBadInput(t *testing.T) {
 
 	// Draining: the welcome says the node takes it; a worker holding an
 	// attempt is closed (1000) once it has answered it, one holding none
-	// at once.
+	// at once. The connection that answered attempt 4 drains first, so
+	// that the next attempt can only go to the next connection (it was
+	// left open, and took that attempt once in a loaded CI run: the new
+	// connection then waited for it until the node closed it as silent).
+	w.send(errandapi.WorkerFrame{Type: errandapi.FrameDraining})
+	if _, err := w.read(); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+		t.Fatalf("the idle worker of attempt 4 draining: %v, want a normal close at once", err)
+	}
 	if _, err = c.AddTask(ctx, "jobs", "work", errandapi.NewTask{}); err != nil {
 		t.Fatal(err)
 	}
