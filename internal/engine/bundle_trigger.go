@@ -148,8 +148,8 @@ func (bt BundleTrigger) check(bi *BundleInstance, field string, seen map[string]
 	}
 	seen[bt.ID] = true
 	tr := &task.Trigger{}
-	if bt.Hook != nil && bt.Hook.HasSecret {
-		bt.Enabled = false // as imported (PlanTrigger): disabled until it has a secret again
+	if bt.hadSecret() {
+		bt.Enabled = false // as an import creates it (PlanTrigger)
 	}
 	if err := bt.patch(true).Apply(tr, bi.Name, true); err != nil {
 		return prefixed(err, field)
@@ -204,7 +204,7 @@ func PlanTrigger(instance string, want BundleTrigger, cur *BundleTrigger) (Trigg
 	if cur != nil && (cur.Schedule == nil) != (want.Schedule == nil) || cur != nil && (cur.Hook == nil) != (want.Hook == nil) {
 		return TriggerImport{}, task.Errorf(task.CodeInvalidArgument, "%s exists as a %s rule; a rule's kind cannot change", item, cur.kind())
 	}
-	needsSecret := want.Hook != nil && want.Hook.HasSecret && (cur == nil || cur.Hook == nil || !cur.Hook.HasSecret)
+	needsSecret := want.hadSecret() && (cur == nil || !cur.hadSecret())
 	note := ""
 	if needsSecret {
 		if want.Enabled {
@@ -225,6 +225,10 @@ func PlanTrigger(instance string, want BundleTrigger, cur *BundleTrigger) (Trigg
 	}
 	return TriggerImport{Action: "changed", Want: want, Note: note}, nil
 }
+
+// hadSecret reports whether bt is a hook rule that had a secret, which a
+// bundle does not carry: an import creates it disabled until it has one.
+func (bt *BundleTrigger) hadSecret() bool { return bt.Hook != nil && bt.Hook.HasSecret }
 
 func (bt *BundleTrigger) kind() task.TriggerKind {
 	switch {

@@ -93,7 +93,7 @@ func (s *bodySignature) verify(secret string, c HookCall) error {
 			return task.Errorf(task.CodeUnauthenticated, "%s must be \"<method>=<hex digest>\" with the method sha1, sha256, sha384 or sha512", s.header)
 		}
 	}
-	if s.sha1Too && len(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(sigs[0]), s.prefix))) == 2*sha1.Size {
+	if s.sha1Too && len(strings.TrimPrefix(strings.TrimSpace(sigs[0]), s.prefix)) == 2*sha1.Size {
 		h = sha1.New
 	}
 	mac := deliver.SignBody(secret, c.Body, h)

@@ -122,14 +122,14 @@ func TriggerPatchOf(b *errandapi.TriggerRequest) *task.TriggerPatch {
 
 // hookSignaturePatch is a request's hook.signature as the domain's patch:
 // nil when absent, a pointer to nil when null.
-func hookSignaturePatch(n errandapi.Nullable[errandapi.HookSignature]) **task.HookSignaturePatch {
+func hookSignaturePatch(n errandapi.Nullable[errandapi.HookSignature]) **task.HookSignature {
 	if !n.Set {
 		return nil
 	}
-	var p *task.HookSignaturePatch
+	var p *task.HookSignature
 	if !n.Null {
 		v := n.Value
-		p = &task.HookSignaturePatch{Header: v.Header, Hash: v.Hash, Encoding: v.Encoding, Prefix: v.Prefix, IDHeader: v.IDHeader}
+		p = &task.HookSignature{Header: v.Header, Hash: v.Hash, Encoding: v.Encoding, Prefix: v.Prefix, IDHeader: v.IDHeader}
 	}
 	return &p
 }

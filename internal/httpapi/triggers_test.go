@@ -1275,4 +1275,9 @@ func TestHookOwnSignature(t *testing.T) {
 	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 4 {
 		t.Fatalf("%d tasks, want 4", n)
 	}
+	// A disabled hook may hold a scheme without its secret (as an import
+	// makes it); enabling it so is refused, naming enabled.
+	waiting := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","enabled":false,"hook":{"signature":{"header":"X-Acme-Signature"}}}`).
+		want(t, 201, "").obj("trigger")["id"].(string)
+	b.do("PATCH", "/v1/tasks/jobs/triggers/"+waiting, `{"enabled":true}`).want(t, 400, "INVALID_ARGUMENT").names(t, "enabled")
 }

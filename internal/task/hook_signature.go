@@ -27,15 +27,11 @@ var HookSignatureHashes = []string{"sha1", "sha256", "sha384", "sha512"}
 // MaxHookSignaturePrefix bounds a HookSignature's prefix.
 const MaxHookSignaturePrefix = 32
 
-// HookSignaturePatch is a hook rule's signature as a create or PATCH sends
-// it: the whole scheme, its omitted fields at their defaults.
-type HookSignaturePatch struct {
-	Header, Hash, Encoding, Prefix, IDHeader string
-}
-
-// build validates p and returns the scheme, each refusal naming its field
-// under hook.signature.
-func (p *HookSignaturePatch) build() (*HookSignature, error) {
+// build validates p, a scheme as a create or PATCH sends it (whole, its
+// omitted fields ""), and returns it with its defaults filled in and its
+// headers in canonical form, each refusal naming its field under
+// hook.signature.
+func (p *HookSignature) build() (*HookSignature, error) {
 	s := &HookSignature{Hash: "sha256", Encoding: "hex", Prefix: p.Prefix}
 	header := func(v, field string) (string, error) {
 		if v == "" || len(v) > 100 || !headerToken(v) {

@@ -127,7 +127,7 @@ type SchedulePatch struct {
 type HookPatch struct {
 	Secret    **string
 	Headers   *[]string
-	Signature **HookSignaturePatch
+	Signature **HookSignature // as sent: checked and completed by Apply
 }
 
 // TaskOnPatch holds a task rule's fields: the watched queue and the
