@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/errandhq/errand/internal/clock"
@@ -17,25 +16,20 @@ import (
 // waits for its own result; a lone caller is written at once. Up to writers
 // batches are written at once (the engine's Config.Writers).
 type finishBatcher struct {
-	store   store.Store
-	log     *slog.Logger
-	writers int
-	// stored, if set, is told of each batch written (the chainer's wake).
-	stored func(ps []*store.FinishParams)
-	mu     sync.Mutex
-	queue  []*finishReq
-	busy   int // batches being written
+	g groupCommit[*store.FinishParams, error]
 }
 
 // newFinishBatcher returns a batcher of up to writers transactions at once;
-// stored, if not nil, is told of each batch written.
+// stored, if not nil, is told of each batch written (the chainer's wake).
 func newFinishBatcher(st store.Store, writers int, log *slog.Logger, stored func(ps []*store.FinishParams)) *finishBatcher {
-	return &finishBatcher{store: st, writers: writers, log: log, stored: stored}
-}
-
-type finishReq struct {
-	fp   *store.FinishParams
-	done chan error
+	write := func(ctx context.Context, ps []*store.FinishParams) ([]error, error) {
+		errs, err := storeOutcomes(ctx, st, ps, log, clock.Real{}, callerDeadline)
+		if err == nil && stored != nil {
+			stored(ps)
+		}
+		return errs, err
+	}
+	return &finishBatcher{g: groupCommit[*store.FinishParams, error]{write: write, max: maxFinishBatch, writers: writers}}
 }
 
 // maxFinishBatch bounds one group commit.
@@ -49,63 +43,13 @@ func (b *finishBatcher) finish(ctx context.Context, fp *store.FinishParams) erro
 // finishMany stores fps with whatever else is waiting, and returns the
 // result of each, in order.
 func (b *finishBatcher) finishMany(ctx context.Context, fps []*store.FinishParams) []error {
-	reqs := make([]*finishReq, len(fps))
-	for i, fp := range fps {
-		reqs[i] = &finishReq{fp: fp, done: make(chan error, 1)}
-	}
-	b.mu.Lock()
-	b.queue = append(b.queue, reqs...)
-	lead := b.busy < max(b.writers, 1)
-	if lead {
-		b.busy++
-	}
-	b.mu.Unlock()
-	if lead {
-		// This caller writes batches until nothing is waiting; callers that
-		// arrive meanwhile join the next batch.
-		b.drain(ctx)
-	}
-	errs := make([]error, len(reqs))
-	for i, r := range reqs {
-		select {
-		case errs[i] = <-r.done:
-		case <-ctx.Done():
-			errs[i] = ctx.Err()
+	rs, errs := b.g.do(ctx, fps)
+	for i, err := range errs {
+		if err == nil {
+			errs[i] = rs[i]
 		}
 	}
 	return errs
-}
-
-func (b *finishBatcher) drain(ctx context.Context) {
-	for {
-		b.mu.Lock()
-		n := min(len(b.queue), maxFinishBatch)
-		if n == 0 {
-			b.busy--
-			b.mu.Unlock()
-			return
-		}
-		batch := b.queue[:n:n]
-		b.queue = b.queue[n:]
-		b.mu.Unlock()
-		ps := make([]*store.FinishParams, n)
-		for i, r := range batch {
-			ps[i] = r.fp
-		}
-		// The batch is written even if the leading caller gives up: other
-		// callers wait for it.
-		errs, err := storeOutcomes(context.WithoutCancel(ctx), b.store, ps, b.log, clock.Real{}, callerDeadline)
-		if err == nil && b.stored != nil {
-			b.stored(ps)
-		}
-		for i, r := range batch {
-			if err != nil {
-				r.done <- err
-			} else {
-				r.done <- errs[i]
-			}
-		}
-	}
 }
 
 // Patience of an outcome's writer with a store that answers UNAVAILABLE:

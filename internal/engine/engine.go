@@ -100,6 +100,7 @@ type Engine struct {
 
 	metrics    *metrics.Metrics
 	batcher    *finishBatcher
+	hookAdds   *groupCommit[*store.TriggerHookAddParams, store.TriggerFireResult]
 	fin        *finisher
 	leased     *leasedTasks // the tasks this node leased out, for their acks
 	leaseGroup leaseGroups  // this node's lease claims, one at a time a queue
@@ -189,6 +190,8 @@ func New(cfg Config) *Engine {
 	}
 	e.usage = newUsage(usageDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "usage"), every: cfg.UsageEvery})
 	e.batcher = newFinishBatcher(cfg.Store, cfg.Writers, cfg.Logger.With("service", "finisher"), e.outcomesStored)
+	e.hookAdds = &groupCommit[*store.TriggerHookAddParams, store.TriggerFireResult]{
+		write: cfg.Store.TriggerHookAdd, max: maxHookBatch, writers: cfg.Writers}
 	e.fin = &finisher{store: cfg.Store, clock: e.clock, batch: e.batcher, metrics: cfg.Metrics, log: e.log, changed: e.changed}
 	e.leased = newLeasedTasks(leasedMaxEntries, leasedMaxBytes)
 	e.cleaner = newCleaner(cleanerDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "cleaner"), every: cfg.CleanEvery})

@@ -213,3 +213,7 @@ func LeasedLen(e *Engine) int { return e.leased.len() }
 // SetLeasedBounds gives e an empty map of leased tasks with these bounds;
 // call it before e leases anything.
 func SetLeasedBounds(e *Engine, entries int, bytes int64) { e.leased = newLeasedTasks(entries, bytes) }
+
+// OnHookQueued tells f how many hook calls wait to be written each time
+// one joins them (the hook calls' group commit).
+func OnHookQueued(e *Engine, f func(waiting int)) { e.hookAdds.queued = f }

@@ -17,6 +17,10 @@ import (
 	"github.com/errandhq/errand/internal/task"
 )
 
+// maxHookBatch bounds one group commit of hook calls' tasks (at most 64
+// KiB of payload each).
+const maxHookBatch = 100
+
 // HookReplayWindow is how far a signed hook call's timestamp may be from now
 // (Standard Webhooks): an older (or newer) call is refused as a replay.
 const HookReplayWindow = 5 * time.Minute
@@ -160,16 +164,19 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 		return nil, e.hookLog(h, err)
 	}
 	t.ID = e.newID()
-	// The task and the rule's fired count go in one transaction; a name
-	// taken by a task that left before we could read its id is tried again.
-	var res *store.TriggerFireResult
+	// The task and the rule's fired count go in one transaction, with the
+	// calls of any hook that arrive while another batch is written (a
+	// rule's count is one row: calls written one at a time would each wait
+	// for the last one's commit); a name taken by a task that left before
+	// we could read its id is tried again.
+	var res store.TriggerFireResult
 	for try := 0; try < 3; try++ {
-		res, err = e.store.TriggerHookAdd(ctx, &store.TriggerHookAddParams{
-			Ref: store.TriggerRef{InstanceID: tr.InstanceID, ID: tr.ID}, Task: t, Now: e.now()})
-		if err != nil {
-			return nil, err
+		rs, errs := e.hookAdds.do(ctx, []*store.TriggerHookAddParams{{
+			Ref: store.TriggerRef{InstanceID: tr.InstanceID, ID: tr.ID}, Task: t, Now: e.now()}})
+		if errs[0] != nil {
+			return nil, errs[0]
 		}
-		if res.Err != "" || res.TaskID != "" {
+		if res = rs[0]; res.Err != "" || res.TaskID != "" {
 			break
 		}
 	}

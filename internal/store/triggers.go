@@ -52,12 +52,14 @@ type TriggerStore interface {
 	// the rule, as p.Err does when p.Task is nil.
 	TriggerFire(ctx context.Context, ps []*TriggerFireParams) ([]TriggerFireResult, error)
 
-	// TriggerHookAdd adds p.Task, a hook call's task, for hook rule p.Ref
-	// and counts it on the rule (Fired) in one transaction. A task whose
-	// name is taken (a sender's retry) adds and counts nothing: Added is
-	// true and TaskID is the holder's. A queue that is gone is recorded on
-	// the rule as its last error (Err) and adds nothing.
-	TriggerHookAdd(ctx context.Context, p *TriggerHookAddParams) (*TriggerFireResult, error)
+	// TriggerHookAdd adds each p.Task, a hook call's task, for hook rule
+	// p.Ref and counts it on the rule (Fired), all in one transaction, and
+	// returns one result per p, in order. A task whose name is taken (a
+	// sender's retry), by a task stored before or by an earlier p of the
+	// same call, adds and counts nothing: Added is true and TaskID is the
+	// holder's. A queue that is gone is recorded on the rule as its last
+	// error (Err) and adds nothing.
+	TriggerHookAdd(ctx context.Context, ps []*TriggerHookAddParams) ([]TriggerFireResult, error)
 
 	// TriggerEventList returns up to p.Limit pending chain events of every
 	// instance, oldest first.

@@ -255,13 +255,6 @@ func (s *Store) TriggerFire(ctx context.Context, ps []*store.TriggerFireParams) 
 	return res, nil
 }
 
-// addForRule adds t (when set) for rule ref and records the outcome on the
-// rule: fired once more, or errMsg (or a queue that is gone) as its last
-// error. A name already taken in the queue means the task was added before.
-func (s *Store) addForRule(ctx context.Context, tx pgx.Tx, ref store.TriggerRef, t *task.Task, errMsg string, now int64, res *store.TriggerFireResult) error {
-	return addForRules(ctx, tx, []ruleAdd{{ref: ref, task: t, err: errMsg, now: now, res: res}})
-}
-
 // ruleAdd is one rule's add for addForRules: its task (or nil), the
 // refusal to record when there is none (at now), and where its result goes.
 type ruleAdd struct {
@@ -279,9 +272,13 @@ type ruleTally struct {
 	lastErrAt     int64
 }
 
-// addForRules does addForRule for each add in one insert of their tasks and
-// one update per rule, sent in one round trip in the rules' key order (so
-// two transactions that record on the same rules lock them in one order).
+// addForRules adds each add's task (when set) for its rule and records the
+// outcome on the rule — fired once more, or the add's refusal (or a queue
+// that is gone) as its last error; a name already taken in the queue, by a
+// task stored before or one added earlier in adds, means the task was added
+// before — in one insert of the tasks and one update per rule, sent in one
+// round trip in the rules' key order (so two transactions that record on
+// the same rules lock them in one order).
 func addForRules(ctx context.Context, tx pgx.Tx, adds []ruleAdd) error {
 	var tasks []*task.Task
 	for _, a := range adds {

@@ -6,13 +6,18 @@ import (
 	"github.com/errandhq/errand/internal/store"
 )
 
-// TriggerHookAdd adds a hook call's task and counts it on its rule, in one
-// transaction.
-func (s *Store) TriggerHookAdd(ctx context.Context, p *store.TriggerHookAddParams) (*store.TriggerFireResult, error) {
-	res := &store.TriggerFireResult{}
+// TriggerHookAdd adds hook calls' tasks and counts them on their rules, in
+// one transaction.
+func (s *Store) TriggerHookAdd(ctx context.Context, ps []*store.TriggerHookAddParams) ([]store.TriggerFireResult, error) {
+	res := make([]store.TriggerFireResult, len(ps))
 	err := s.write(ctx, func(w *wtx) error {
-		*res = store.TriggerFireResult{Applied: true}
-		return w.addForRule(p.Ref, p.Task, "", p.Now, res)
+		for i, p := range ps {
+			res[i] = store.TriggerFireResult{Applied: true}
+			if err := w.addForRule(p.Ref, p.Task, "", p.Now, &res[i]); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	return res, err
 }

@@ -17,6 +17,7 @@ var triggerCases = []testCase{
 	{"CRUD", testTriggerCRUD},
 	{"Hook", testTriggerHook},
 	{"HookAdd", testTriggerHookAdd},
+	{"HookAddMany", testTriggerHookAddMany},
 	{"DueAndFire", testTriggerDueAndFire},
 	{"FireMany", testTriggerFireMany},
 	{"FireQueueGone", testTriggerFireQueueGone},
