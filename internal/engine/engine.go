@@ -190,8 +190,14 @@ func New(cfg Config) *Engine {
 	}
 	e.usage = newUsage(usageDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "usage"), every: cfg.UsageEvery})
 	e.batcher = newFinishBatcher(cfg.Store, cfg.Writers, cfg.Logger.With("service", "finisher"), e.outcomesStored)
+	// One writer of hook calls, not Config.Writers: the calls of one rule
+	// all update its row, so a second transaction beside the first would
+	// only wait for its lock, as a batch of its own, where the first's
+	// successor takes it whole (16 senders to one hook on PostgreSQL: 4
+	// writers 2,750 calls/s, 1 writer 5,060-5,328). The calls of several
+	// rules share the one transaction too.
 	e.hookAdds = &groupCommit[*store.TriggerHookAddParams, store.TriggerFireResult]{
-		write: cfg.Store.TriggerHookAdd, max: maxHookBatch, writers: cfg.Writers}
+		write: cfg.Store.TriggerHookAdd, max: maxHookBatch, writers: 1}
 	e.fin = &finisher{store: cfg.Store, clock: e.clock, batch: e.batcher, metrics: cfg.Metrics, log: e.log, changed: e.changed}
 	e.leased = newLeasedTasks(leasedMaxEntries, leasedMaxBytes)
 	e.cleaner = newCleaner(cleanerDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "cleaner"), every: cfg.CleanEvery})

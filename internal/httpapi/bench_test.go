@@ -25,6 +25,7 @@ func benchAddOn(b *testing.B, kind, body string, perCall int) {
 	bb.do("POST", "/v1/tasks/jobs/queues", `{"name":"q","mode":"pull"}`).want(b, 201, "")
 	url := bb.srv.URL + "/v1/tasks/jobs/queues/q/tasks"
 	raw := []byte(body)
+	b.SetParallelism(8) // 8 callers per core, as BenchmarkHookCalls's senders
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
