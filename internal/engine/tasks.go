@@ -30,7 +30,16 @@ func (e *Engine) addDue(ctx context.Context, q *task.Queue, tasks []*task.Task) 
 			return res, err
 		}
 	}
-	res, err := e.store.TaskAdd(ctx, tasks)
+	var res []AddResult
+	var err error
+	if len(tasks) == 1 {
+		// A call of one task joins the other such calls being written
+		// (addOne): concurrent single adds share a transaction.
+		rs, errs := e.addOne.do(ctx, [][]*task.Task{tasks})
+		res, err = rs[0], errs[0]
+	} else {
+		res, err = e.store.TaskAdd(ctx, tasks)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -41,6 +50,33 @@ func (e *Engine) addDue(ctx context.Context, q *task.Queue, tasks []*task.Task) 
 		}
 	}
 	return res, nil
+}
+
+// maxAddOneBatch bounds one group commit of single adds (addOne).
+const maxAddOneBatch = 100
+
+// newAddOne is the group commit of calls that add one task each: the calls
+// waiting while another batch is written are stored in one TaskAdd, one
+// transaction (each task independent of the others, as in any TaskAdd), and
+// each call answered with its own task's result. A call of several tasks
+// is its own transaction, as its caller asked, and writes alone.
+func newAddOne(st store.Store, writers int) *groupCommit[[]*task.Task, []AddResult] {
+	write := func(ctx context.Context, calls [][]*task.Task) ([][]AddResult, error) {
+		all := make([]*task.Task, 0, len(calls))
+		for _, ts := range calls {
+			all = append(all, ts...)
+		}
+		res, err := st.TaskAdd(ctx, all)
+		if err != nil {
+			return nil, err
+		}
+		out := make([][]AddResult, len(calls))
+		for i, ts := range calls {
+			out[i], res = res[:len(ts):len(ts)], res[len(ts):]
+		}
+		return out, nil
+	}
+	return &groupCommit[[]*task.Task, []AddResult]{write: write, max: maxAddOneBatch, writers: writers}
 }
 
 // TaskAddWith is TaskAdd storing the tasks with add (store.Store.TaskAdd's
