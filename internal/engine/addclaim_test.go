@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/store"
@@ -263,4 +264,95 @@ func TestAddClaimWaitsForThePassClaim(t *testing.T) {
 	}
 	r.release <- true
 	rcv.next(t)
+}
+
+// heldAddClaims is a real SQLite store (an AddClaimer) whose first add
+// that claims waits for release, and which counts the adds that claim and
+// those that do not.
+type heldAddClaims struct {
+	*sqlite.Store
+	entered, release chan struct{}
+	mu               sync.Mutex
+	addClaims, adds  int
+}
+
+func (h *heldAddClaims) TaskAddClaim(ctx context.Context, tasks []*task.Task, p *store.ClaimParams) ([]store.AddResult, []*task.Task, error) {
+	h.mu.Lock()
+	h.addClaims++
+	first := h.addClaims == 1
+	h.mu.Unlock()
+	if first {
+		close(h.entered)
+		<-h.release
+	}
+	return h.Store.TaskAddClaim(ctx, tasks, p)
+}
+
+func (h *heldAddClaims) TaskAdd(ctx context.Context, tasks []*task.Task) ([]store.AddResult, error) {
+	h.mu.Lock()
+	h.adds++
+	h.mu.Unlock()
+	return h.Store.TaskAdd(ctx, tasks)
+}
+
+// TestSingleAddsBesideAnAddClaim: a call of one task that arrives while
+// another is under way on the node does not claim in its add (that would
+// wait for the other's claim lock): it is added alone, answered at once
+// though the other's claim is still held, and the dispatcher delivers it.
+// A lone single add still claims in its add.
+func TestSingleAddsBesideAnAddClaim(t *testing.T) {
+	t.Parallel()
+	raw, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "errand.db"), sqlite.Options{Logger: discardLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &heldAddClaims{Store: raw, entered: make(chan struct{}), release: make(chan struct{})}
+	b := start(t, st, func() { _ = raw.Close() })
+	rcv := newReceiver(t)
+	b.queue("emails", &task.QueuePatch{Target: targetPtr(rcv.URL + "/hook")})
+	ref := engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "emails"}
+
+	first := make(chan []engine.AddResult, 1)
+	go func() {
+		res, err := b.eng.TaskAdd(b.ctx, ref, []task.AddInput{{}})
+		if err != nil {
+			t.Error(err)
+		}
+		first <- res
+	}()
+	<-st.entered // the first add claims, holding its claim
+	release := sync.OnceFunc(func() { close(st.release) })
+	defer release() // a failing test lets the first go, so that it can end
+	second := make(chan []engine.AddResult, 1)
+	go func() {
+		res, err := b.eng.TaskAdd(b.ctx, ref, []task.AddInput{{}})
+		if err != nil {
+			t.Error(err)
+		}
+		second <- res
+	}()
+	var res []engine.AddResult
+	select {
+	case res = <-second:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a single add beside another waited for the other's claim")
+	}
+	if res == nil || res[0].Err != nil || res[0].Task.State != task.Pending {
+		t.Fatalf("a single add beside another: %+v", res)
+	}
+	st.mu.Lock()
+	addClaims, adds := st.addClaims, st.adds
+	st.mu.Unlock()
+	if addClaims != 1 || adds != 1 {
+		t.Fatalf("adds that claimed %d, that did not %d; want 1 and 1", addClaims, adds)
+	}
+	release()
+	other := <-first
+	if other == nil || other[0].Err != nil || other[0].Task.State != task.Running {
+		t.Fatalf("the lone add: %+v; want it claimed in its add", other)
+	}
+	rcv.next(t)
+	rcv.next(t)
+	b.waitState(res[0].Task.ID, task.Succeeded)
+	b.waitState(other[0].Task.ID, task.Succeeded)
 }

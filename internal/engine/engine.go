@@ -19,6 +19,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/errandhq/errand/internal/channels"
@@ -102,6 +103,7 @@ type Engine struct {
 	batcher    *finishBatcher
 	hookAdds   *groupCommit[*store.TriggerHookAddParams, store.TriggerFireResult]
 	addOne     *groupCommit[[]*task.Task, []AddResult] // calls that add one task
+	singleAdds atomic.Int64                            // calls of one task under way in addDue
 	fin        *finisher
 	leased     *leasedTasks // the tasks this node leased out, for their acks
 	leaseGroup leaseGroups  // this node's lease claims, one at a time a queue

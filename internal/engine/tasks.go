@@ -21,11 +21,20 @@ func (e *Engine) TaskAdd(ctx context.Context, ref QueueRef, ins []task.AddInput)
 // points the dispatcher at the queue if any is due now: its next pass, which
 // TaskAddWith wakes, claims them without first reading which queues have a
 // task due. On a store.AddClaimer the dispatcher claims them in the add's
-// own transaction instead, when it can (Dispatcher.addClaim). (AddTx's
-// tasks are committed later, by the application: no hint; the dispatcher
-// finds them as any other.)
+// own transaction instead, when it can (Dispatcher.addClaim) — but not a
+// call of one task while another such call is under way on this node: an
+// add that claims holds the instance's claim lock to its commit, so
+// concurrent single adds would each wait for the last one's; they are
+// group-committed instead (addOne), and the dispatcher's pass claims them.
+// (AddTx's tasks are committed later, by the application: no hint; the
+// dispatcher finds them as any other.)
 func (e *Engine) addDue(ctx context.Context, q *task.Queue, tasks []*task.Task) ([]AddResult, error) {
-	if e.addClaimer != nil {
+	alone := true
+	if len(tasks) == 1 {
+		alone = e.singleAdds.Add(1) == 1
+		defer e.singleAdds.Add(-1)
+	}
+	if e.addClaimer != nil && alone {
 		if res, ok, err := e.dispatcher.addClaim(ctx, e.addClaimer, q, tasks); ok {
 			return res, err
 		}
