@@ -200,7 +200,7 @@ func New(cfg Config) *Engine {
 	// writers 2,750 calls/s, 1 writer 5,060-5,328). The calls of several
 	// rules share the one transaction too.
 	e.hookAdds = &groupCommit[*store.TriggerHookAddParams, store.TriggerFireResult]{
-		write: cfg.Store.TriggerHookAdd, max: maxHookBatch, writers: 1}
+		write: cfg.Store.TriggerHookAdd, max: maxHookBatch, writers: 1, alone: true}
 	// Two writers of single adds at most (Config.Writers is 1 on SQLite):
 	// 16 callers adding one task each over HTTP on PostgreSQL got 6,880-
 	// 7,369 tasks/s with 4, 8,413-8,792 with 2 and 11,239-12,149 with 1,

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"sync"
+
+	"github.com/errandhq/errand/internal/task"
 )
 
 // groupCommit writes the items of concurrent callers together: a caller
@@ -17,6 +19,11 @@ type groupCommit[P, R any] struct {
 	write   func(ctx context.Context, ps []P) ([]R, error)
 	max     int
 	writers int
+	// alone, if set, has a batch of several items that fails (but for
+	// UNAVAILABLE: the store itself failing) written again an item at a
+	// time, so that one caller's item that the store cannot take fails
+	// that caller alone, not the others it was batched with.
+	alone bool
 	mu      sync.Mutex
 	queue   []*groupItem[P, R]
 	busy    int // batches being written
@@ -91,6 +98,13 @@ func (g *groupCommit[P, R]) drain(ctx context.Context) {
 			ps[i] = it.p
 		}
 		rs, err := g.write(ctx, ps)
+		if err != nil && g.alone && n > 1 && !task.IsCode(err, task.CodeUnavailable) {
+			for i, it := range batch {
+				r, err := g.write(ctx, ps[i:i+1])
+				it.done <- result(r, err)
+			}
+			continue
+		}
 		for i, it := range batch {
 			if err != nil {
 				it.done <- groupResult[R]{err: err}
@@ -99,4 +113,12 @@ func (g *groupCommit[P, R]) drain(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// result is the one result of a write of one item, or its error.
+func result[R any](rs []R, err error) groupResult[R] {
+	if err != nil {
+		return groupResult[R]{err: err}
+	}
+	return groupResult[R]{r: rs[0]}
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/errandhq/errand/internal/task"
 )
 
 // TestGroupCommit: callers that arrive while the one writer is busy are
@@ -97,5 +99,40 @@ func TestGroupCommit(t *testing.T) {
 	want := [][]int{{1}, {2, 3, 4}, {5, 13, 6}}
 	if !slices.EqualFunc(batches, want, slices.Equal) {
 		t.Fatalf("batches %v, want %v", batches, want)
+	}
+}
+
+// TestGroupCommitAlone: with alone set, a batch the store refuses is
+// written again an item at a time, so that the item it cannot take fails
+// alone; a batch that fails UNAVAILABLE (the store itself) is not.
+func TestGroupCommitAlone(t *testing.T) {
+	var batches [][]int
+	g := &groupCommit[int, string]{max: 10, writers: 1, alone: true,
+		write: func(_ context.Context, ps []int) ([]string, error) {
+			batches = append(batches, slices.Clone(ps))
+			switch {
+			case slices.Contains(ps, 13):
+				return nil, errors.New("thirteen")
+			case slices.Contains(ps, 503):
+				return nil, task.Errorf(task.CodeUnavailable, "the store is down")
+			}
+			rs := make([]string, len(ps))
+			for i, p := range ps {
+				rs[i] = fmt.Sprint("r", p)
+			}
+			return rs, nil
+		}}
+	// One caller's three items make one batch: the write is one call.
+	rs, errs := g.do(context.Background(), []int{5, 13, 6})
+	if !slices.Equal(rs, []string{"r5", "", "r6"}) || errs[0] != nil || errs[1] == nil || errs[2] != nil {
+		t.Fatalf("results %q, errors %v", rs, errs)
+	}
+	_, errs = g.do(context.Background(), []int{7, 503})
+	if !task.IsCode(errs[0], task.CodeUnavailable) || !task.IsCode(errs[1], task.CodeUnavailable) {
+		t.Fatalf("an unavailable store's batch: %v", errs)
+	}
+	want := [][]int{{5, 13, 6}, {5}, {13}, {6}, {7, 503}}
+	if !slices.EqualFunc(batches, want, slices.Equal) {
+		t.Fatalf("writes %v, want %v", batches, want)
 	}
 }

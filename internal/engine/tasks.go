@@ -67,8 +67,10 @@ const maxAddOneBatch = 100
 // newAddOne is the group commit of calls that add one task each: the calls
 // waiting while another batch is written are stored in one TaskAdd, one
 // transaction (each task independent of the others, as in any TaskAdd), and
-// each call answered with its own task's result. A call of several tasks
-// is its own transaction, as its caller asked, and writes alone.
+// each call answered with its own task's result; a batch the store refuses
+// is written again a call at a time, so that a task it cannot take fails
+// its own call alone. A call of several tasks is its own transaction, as
+// its caller asked, and writes alone.
 func newAddOne(st store.Store, writers int) *groupCommit[[]*task.Task, []AddResult] {
 	write := func(ctx context.Context, calls [][]*task.Task) ([][]AddResult, error) {
 		all := make([]*task.Task, 0, len(calls))
@@ -85,7 +87,7 @@ func newAddOne(st store.Store, writers int) *groupCommit[[]*task.Task, []AddResu
 		}
 		return out, nil
 	}
-	return &groupCommit[[]*task.Task, []AddResult]{write: write, max: maxAddOneBatch, writers: writers}
+	return &groupCommit[[]*task.Task, []AddResult]{write: write, max: maxAddOneBatch, writers: writers, alone: true}
 }
 
 // TaskAddWith is TaskAdd storing the tasks with add (store.Store.TaskAdd's
