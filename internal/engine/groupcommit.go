@@ -24,9 +24,9 @@ type groupCommit[P, R any] struct {
 	// time, so that one caller's item that the store cannot take fails
 	// that caller alone, not the others it was batched with.
 	alone bool
-	mu      sync.Mutex
-	queue   []*groupItem[P, R]
-	busy    int // batches being written
+	mu    sync.Mutex
+	queue []*groupItem[P, R]
+	busy  int // batches being written
 	// queued, if set, is told how many items wait after a caller's joined
 	// them (tests).
 	queued func(n int)
