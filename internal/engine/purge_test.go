@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/task"
@@ -20,6 +21,11 @@ func TestPurgeKeepsThePushAttemptsSlot(t *testing.T) {
 	b.queue("q", &task.QueuePatch{Target: targetPtr(g.URL), MaxConcurrent: ptr(ptr(1))})
 	ref := engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "q"}
 	first := b.add("q", task.AddInput{Name: "once"})
+	// The second task due a millisecond later, so that the first is the
+	// one a claim takes: with one runAt, ids made in one millisecond of
+	// the fake clock sort as made only while no other test's clock made
+	// an id of another millisecond in between (a parallel test's).
+	b.clock.Advance(time.Millisecond)
 	b.add("q", task.AddInput{})
 	g.waitFor(t, "the first attempt", func() bool { n, _, _ := g.counts(); return n == 1 })
 	if n, err := b.eng.QueuePurge(b.ctx, ref); err != nil || n != 2 {
