@@ -27,12 +27,12 @@ func (e *env) appendTo(instance, channel, payload string) {
 	}
 	taskID := id.New(e.clock.Now())
 	ref := store.ChannelRef{InstanceID: inst.ID, Channel: channel}
-	m, err := e.st.ChannelAppend(context.Background(), &store.ChannelAppendParams{Ref: ref, TaskID: taskID,
-		Body: []byte(`{"task":{"id":"` + taskID + `"},"payload":` + payload + `}`), Now: e.clock.Now().UnixMilli()})
+	ms, err := e.st.ChannelAppend(context.Background(), []*store.ChannelAppendParams{{Ref: ref, TaskID: taskID,
+		Body: []byte(`{"task":{"id":"` + taskID + `"},"payload":` + payload + `}`), Now: e.clock.Now().UnixMilli()}})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.eng.ChannelAppended(ref, m)
+	e.eng.ChannelAppended(ref, ms[0])
 }
 
 // TestSubscribe: the SDK's subscription gets typed events in order, with

@@ -59,13 +59,13 @@ func TestEveryMessageOnceInOrder(t *testing.T) {
 	go func() {
 		defer close(appended)
 		for i := range total {
-			m, err := st.ChannelAppend(ctx, &store.ChannelAppendParams{Ref: ref, TaskID: fmt.Sprint("t", i), Body: []byte(fmt.Sprintf(`{"n":%d}`, i)), Now: 1})
+			ms, err := st.ChannelAppend(ctx, []*store.ChannelAppendParams{{Ref: ref, TaskID: fmt.Sprint("t", i), Body: []byte(fmt.Sprintf(`{"n":%d}`, i)), Now: 1}})
 			if err != nil {
 				t.Error(err)
 				return
 			}
 			h.Appended(ref)
-			appended <- m.Seq
+			appended <- ms[0].Seq
 		}
 	}()
 	var wg sync.WaitGroup
@@ -128,7 +128,7 @@ func TestLiveHeadIsWhereTheStreamStarts(t *testing.T) {
 	}
 	defer first.Close()
 	for i := range 3 { // in the log, not yet told to the hub
-		if _, err := st.ChannelAppend(ctx, &store.ChannelAppendParams{Ref: ref, TaskID: fmt.Sprint("t", i), Body: []byte(`1`), Now: 1}); err != nil {
+		if _, err := st.ChannelAppend(ctx, []*store.ChannelAppendParams{{Ref: ref, TaskID: fmt.Sprint("t", i), Body: []byte(`1`), Now: 1}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -44,7 +44,7 @@ func TestQuietChannelIsNotLag(t *testing.T) {
 		t.Helper()
 		for range n {
 			next++
-			if _, err := st.ChannelAppend(ctx, &store.ChannelAppendParams{Ref: ref, TaskID: fmt.Sprint("t", next), Body: []byte(`{}`), Now: 1}); err != nil {
+			if _, err := st.ChannelAppend(ctx, []*store.ChannelAppendParams{{Ref: ref, TaskID: fmt.Sprint("t", next), Body: []byte(`{}`), Now: 1}}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -2,7 +2,10 @@ package deliver
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,5 +47,82 @@ func TestChannelDeliver(t *testing.T) {
 	res := c.Deliver(context.Background(), req)
 	if res.Outcome.Status != task.AttemptFailed || !strings.HasPrefix(res.Outcome.Error, `appending to channel "room-1": `) {
 		t.Fatalf("on a closed store: %+v", res.Outcome)
+	}
+}
+
+// heldAppends is a real channel store whose first append waits for
+// release, and which records how many messages each append wrote.
+type heldAppends struct {
+	store.ChannelStore
+	entered, release chan struct{}
+	mu               sync.Mutex
+	sizes            []int
+}
+
+func (h *heldAppends) ChannelAppend(ctx context.Context, ps []*store.ChannelAppendParams) ([]*store.ChannelMessage, error) {
+	h.mu.Lock()
+	h.sizes = append(h.sizes, len(ps))
+	first := len(h.sizes) == 1
+	h.mu.Unlock()
+	if first {
+		close(h.entered)
+		<-h.release
+	}
+	return h.ChannelStore.ChannelAppend(ctx, ps)
+}
+
+// TestChannelAppendsShareATransaction: attempts that append while another
+// append is being written are written together in the next one, each
+// answered with its own event id, in the order they arrived.
+func TestChannelAppendsShareATransaction(t *testing.T) {
+	raw := stores.Open(t, "sqlite")
+	defer raw.Close()
+	inst := &task.Instance{ID: "inst-1", Org: "acme", Name: "jobs", Settings: task.DefaultSettings(), WebhookKey: "whsec_x"}
+	if err := raw.InstanceCreate(context.Background(), inst); err != nil {
+		t.Fatal(err)
+	}
+	st := &heldAppends{ChannelStore: raw, entered: make(chan struct{}), release: make(chan struct{})}
+	c := &Channel{Store: st}
+	queued := make(chan int, 8)
+	c.appends().Queued = func(n int) { queued <- n }
+	joined := func() int {
+		t.Helper()
+		select {
+		case n := <-queued:
+			return n
+		case <-time.After(10 * time.Second):
+			t.Fatal("no append joined the group commit")
+			return 0
+		}
+	}
+	results := make(chan string, 4)
+	deliver := func(id string) {
+		tk := &task.Task{ID: id, InstanceID: inst.ID, Queue: "default", Attempt: 1, MaxAttempts: 10, Payload: []byte(`{"n":1}`)}
+		res := c.Deliver(context.Background(), &Request{Task: tk, Target: task.Target{Channel: "room-1"}, Now: time.UnixMilli(1_790_000_000_000)})
+		results <- id + " " + string(res.Outcome.Result)
+	}
+	go deliver("t1")
+	joined()
+	<-st.entered // the first append's transaction is being written
+	for i, id := range []string{"t2", "t3", "t4"} {
+		go deliver(id)
+		if n := joined(); n != i+1 {
+			t.Fatalf("%d appends waiting, want %d", n, i+1)
+		}
+	}
+	close(st.release)
+	got := map[string]bool{}
+	for range 4 {
+		got[<-results] = true
+	}
+	for i, id := range []string{"t1", "t2", "t3", "t4"} {
+		if want := fmt.Sprintf(`%s {"channel":"room-1","eventId":"%d"}`, id, i+1); !got[want] {
+			t.Fatalf("results %v, want %s", got, want)
+		}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !slices.Equal(st.sizes, []int{1, 3}) {
+		t.Fatalf("appends wrote %v messages, want [1 3]", st.sizes)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/errandhq/errand/internal/clock"
+	"github.com/errandhq/errand/internal/groupcommit"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -16,7 +17,7 @@ import (
 // waits for its own result; a lone caller is written at once. Up to writers
 // batches are written at once (the engine's Config.Writers).
 type finishBatcher struct {
-	g groupCommit[*store.FinishParams, error]
+	g groupcommit.Group[*store.FinishParams, error]
 }
 
 // newFinishBatcher returns a batcher of up to writers transactions at once;
@@ -29,7 +30,7 @@ func newFinishBatcher(st store.Store, writers int, log *slog.Logger, stored func
 		}
 		return errs, err
 	}
-	return &finishBatcher{g: groupCommit[*store.FinishParams, error]{write: write, max: maxFinishBatch, writers: writers}}
+	return &finishBatcher{g: groupcommit.Group[*store.FinishParams, error]{Write: write, Max: maxFinishBatch, Writers: writers}}
 }
 
 // maxFinishBatch bounds one group commit.
@@ -43,7 +44,7 @@ func (b *finishBatcher) finish(ctx context.Context, fp *store.FinishParams) erro
 // finishMany stores fps with whatever else is waiting, and returns the
 // result of each, in order.
 func (b *finishBatcher) finishMany(ctx context.Context, fps []*store.FinishParams) []error {
-	rs, errs := b.g.do(ctx, fps)
+	rs, errs := b.g.Do(ctx, fps)
 	for i, err := range errs {
 		if err == nil {
 			errs[i] = rs[i]

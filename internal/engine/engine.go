@@ -25,6 +25,7 @@ import (
 	"github.com/errandhq/errand/internal/channels"
 	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/deliver"
+	"github.com/errandhq/errand/internal/groupcommit"
 	"github.com/errandhq/errand/internal/id"
 	"github.com/errandhq/errand/internal/metrics"
 	"github.com/errandhq/errand/internal/store"
@@ -101,9 +102,9 @@ type Engine struct {
 
 	metrics    *metrics.Metrics
 	batcher    *finishBatcher
-	hookAdds   *groupCommit[*store.TriggerHookAddParams, store.TriggerFireResult]
-	addOne     *groupCommit[[]*task.Task, []AddResult] // calls that add one task
-	singleAdds atomic.Int64                            // calls of one task under way in addDue
+	hookAdds   *groupcommit.Group[*store.TriggerHookAddParams, store.TriggerFireResult]
+	addOne     *groupcommit.Group[[]*task.Task, []AddResult] // calls that add one task
+	singleAdds atomic.Int64                                  // calls of one task under way in addDue
 	fin        *finisher
 	leased     *leasedTasks // the tasks this node leased out, for their acks
 	leaseGroup leaseGroups  // this node's lease claims, one at a time a queue
@@ -199,8 +200,8 @@ func New(cfg Config) *Engine {
 	// successor takes it whole (16 senders to one hook on PostgreSQL: 4
 	// writers 2,750 calls/s, 1 writer 5,060-5,328). The calls of several
 	// rules share the one transaction too.
-	e.hookAdds = &groupCommit[*store.TriggerHookAddParams, store.TriggerFireResult]{
-		write: cfg.Store.TriggerHookAdd, max: maxHookBatch, writers: 1, alone: true}
+	e.hookAdds = &groupcommit.Group[*store.TriggerHookAddParams, store.TriggerFireResult]{
+		Write: cfg.Store.TriggerHookAdd, Max: maxHookBatch, Writers: 1, Alone: true}
 	// Two writers of single adds at most (Config.Writers is 1 on SQLite):
 	// 16 callers adding one task each over HTTP on PostgreSQL got 6,880-
 	// 7,369 tasks/s with 4, 8,413-8,792 with 2 and 11,239-12,149 with 1,

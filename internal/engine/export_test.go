@@ -216,8 +216,8 @@ func SetLeasedBounds(e *Engine, entries int, bytes int64) { e.leased = newLeased
 
 // OnHookQueued tells f how many hook calls wait to be written each time
 // one joins them (the hook calls' group commit).
-func OnHookQueued(e *Engine, f func(waiting int)) { e.hookAdds.queued = f }
+func OnHookQueued(e *Engine, f func(waiting int)) { e.hookAdds.Queued = f }
 
 // OnAddOneQueued tells f how many single-task adds wait to be written each
 // time one joins them (the single adds' group commit).
-func OnAddOneQueued(e *Engine, f func(waiting int)) { e.addOne.queued = f }
+func OnAddOneQueued(e *Engine, f func(waiting int)) { e.addOne.Queued = f }

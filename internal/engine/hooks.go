@@ -171,7 +171,7 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 	// we could read its id is tried again.
 	var res store.TriggerFireResult
 	for try := 0; try < 3; try++ {
-		rs, errs := e.hookAdds.do(ctx, []*store.TriggerHookAddParams{{
+		rs, errs := e.hookAdds.Do(ctx, []*store.TriggerHookAddParams{{
 			Ref: store.TriggerRef{InstanceID: tr.InstanceID, ID: tr.ID}, Task: t, Now: e.now()}})
 		if errs[0] != nil {
 			return nil, errs[0]

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/errandhq/errand/internal/groupcommit"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/task"
 )
@@ -44,7 +45,7 @@ func (e *Engine) addDue(ctx context.Context, q *task.Queue, tasks []*task.Task) 
 	if len(tasks) == 1 {
 		// A call of one task joins the other such calls being written
 		// (addOne): concurrent single adds share a transaction.
-		rs, errs := e.addOne.do(ctx, [][]*task.Task{tasks})
+		rs, errs := e.addOne.Do(ctx, [][]*task.Task{tasks})
 		res, err = rs[0], errs[0]
 	} else {
 		res, err = e.store.TaskAdd(ctx, tasks)
@@ -71,7 +72,7 @@ const maxAddOneBatch = 100
 // is written again a call at a time, so that a task it cannot take fails
 // its own call alone. A call of several tasks is its own transaction, as
 // its caller asked, and writes alone.
-func newAddOne(st store.Store, writers int) *groupCommit[[]*task.Task, []AddResult] {
+func newAddOne(st store.Store, writers int) *groupcommit.Group[[]*task.Task, []AddResult] {
 	write := func(ctx context.Context, calls [][]*task.Task) ([][]AddResult, error) {
 		all := make([]*task.Task, 0, len(calls))
 		for _, ts := range calls {
@@ -87,7 +88,7 @@ func newAddOne(st store.Store, writers int) *groupCommit[[]*task.Task, []AddResu
 		}
 		return out, nil
 	}
-	return &groupCommit[[]*task.Task, []AddResult]{write: write, max: maxAddOneBatch, writers: writers, alone: true}
+	return &groupcommit.Group[[]*task.Task, []AddResult]{Write: write, Max: maxAddOneBatch, Writers: writers, Alone: true}
 }
 
 // TaskAddWith is TaskAdd storing the tasks with add (store.Store.TaskAdd's

@@ -282,11 +282,12 @@ func (b *bundle) appendDirect(instanceID, channel, payload string, hint bool) {
 	taskID := id.New(b.clock.Now())
 	body := `{"task":{"id":"` + taskID + `","queue":"default"},"payload":` + payload + `}`
 	ref := store.ChannelRef{InstanceID: instanceID, Channel: channel}
-	m, err := b.eng.Store().ChannelAppend(context.Background(), &store.ChannelAppendParams{
-		Ref: ref, TaskID: taskID, Body: []byte(body), Now: b.clock.Now().UnixMilli()})
+	ms, err := b.eng.Store().ChannelAppend(context.Background(), []*store.ChannelAppendParams{{
+		Ref: ref, TaskID: taskID, Body: []byte(body), Now: b.clock.Now().UnixMilli()}})
 	if err != nil {
 		b.t.Fatal(err)
 	}
+	m := ms[0]
 	if hint {
 		b.eng.ChannelAppended(ref, m)
 	}

@@ -75,8 +75,8 @@ func TestChannelAcrossNodes(t *testing.T) {
 	if err != nil || len(insts) != 1 {
 		t.Fatalf("instances %v %v", insts, err)
 	}
-	if _, err := sts[0].ChannelAppend(ctx, &store.ChannelAppendParams{Ref: store.ChannelRef{InstanceID: insts[0].ID, Channel: "room-1"},
-		TaskID: "direct", Body: []byte(`{"task":{"id":"direct"},"payload":{"n":3}}`), Now: 1}); err != nil {
+	if _, err := sts[0].ChannelAppend(ctx, []*store.ChannelAppendParams{{Ref: store.ChannelRef{InstanceID: insts[0].ID, Channel: "room-1"},
+		TaskID: "direct", Body: []byte(`{"task":{"id":"direct"},"payload":{"n":3}}`), Now: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	if l := next(); l != "id: 3" {

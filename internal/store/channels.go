@@ -8,13 +8,16 @@ import "context"
 // window (the last N messages or the last D of time, whichever keeps
 // more), and a sequence number is never reused, even once pruned.
 type ChannelStore interface {
-	// ChannelAppend appends p's message to its channel and returns it with
-	// its sequence number, one more than the channel's last. A message of
+	// ChannelAppend appends each p's message to its channel, in order, and
+	// returns each with its sequence number, one more than its channel's
+	// last before it, all in one transaction (PostgreSQL: unless one meets
+	// a message of its task, when each is appended alone). A message of
 	// the same task already in the channel's log is returned instead and
 	// nothing is appended (an attempt tried again after its append had
-	// committed). On a store several nodes share, the append is announced
-	// at its commit to every node's ChannelListen.
-	ChannelAppend(ctx context.Context, p *ChannelAppendParams) (*ChannelMessage, error)
+	// committed). On a store
+	// several nodes share, the appends are announced at their commit to
+	// every node's ChannelListen.
+	ChannelAppend(ctx context.Context, ps []*ChannelAppendParams) ([]*ChannelMessage, error)
 	// ChannelRead returns, in one snapshot, up to p.Limit messages with a
 	// sequence number above p.After in order, the channel's last sequence
 	// number (0 for a channel never appended to) and its oldest retained

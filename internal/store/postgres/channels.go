@@ -1,8 +1,10 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -46,9 +48,67 @@ const (
 	qInstanceDeleteChannelHeads    = `DELETE FROM channel_heads WHERE instance_id = $1`
 )
 
-// ChannelAppend appends in one transaction of one round trip, with the
-// NOTIFY that every node's ChannelListen hears at commit.
-func (s *Store) ChannelAppend(ctx context.Context, p *store.ChannelAppendParams) (*store.ChannelMessage, error) {
+// ChannelAppend appends in one transaction of one round trip, with a
+// NOTIFY per channel that every node's ChannelListen hears at commit. The
+// appends go in the order of their channels' keys — the head rows they
+// lock —, each channel's in the order given, so that two transactions
+// never wait for each other's heads in opposite orders. A task already in
+// its channel's log violates channel_messages_task, which aborts the
+// transaction: the appends are then made one at a time, each in its own
+// transaction, where such a repeat is answered from the log.
+func (s *Store) ChannelAppend(ctx context.Context, ps []*store.ChannelAppendParams) ([]*store.ChannelMessage, error) {
+	out := make([]*store.ChannelMessage, len(ps))
+	if len(ps) == 0 {
+		return out, nil
+	}
+	order := make([]int, len(ps))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Or(strings.Compare(ps[a].Ref.InstanceID, ps[b].Ref.InstanceID), strings.Compare(ps[a].Ref.Channel, ps[b].Ref.Channel))
+	})
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		for k, i := range order {
+			p := ps[i]
+			m := &store.ChannelMessage{TaskID: p.TaskID, Body: p.Body, CreatedAt: p.Now}
+			out[i] = m
+			b.Queue(qChannelAppend, p.Ref.InstanceID, p.Ref.Channel, p.TaskID, p.Body, p.Now).QueryRow(func(row pgx.Row) error {
+				return row.Scan(&m.Seq)
+			})
+			if next := k + 1; next == len(order) || ps[order[next]].Ref != p.Ref {
+				b.Queue(`SELECT pg_notify('`+channelNotify+`', $1)`, p.Ref.InstanceID+"/"+p.Ref.Channel)
+			}
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if !taskInLog(err) {
+		if err != nil {
+			return nil, interpretError(err)
+		}
+		return out, nil
+	}
+	for i, p := range ps {
+		m, err := s.channelAppendOne(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = m
+	}
+	return out, nil
+}
+
+// taskInLog reports whether err is an append's of a task already in its
+// channel's log.
+func taskInLog(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == sqlUniqueViolation && pe.ConstraintName == "channel_messages_task"
+}
+
+// channelAppendOne appends p's message in a transaction of its own, or
+// answers the message of its task already in the log.
+func (s *Store) channelAppendOne(ctx context.Context, p *store.ChannelAppendParams) (*store.ChannelMessage, error) {
 	m := &store.ChannelMessage{TaskID: p.TaskID, Body: p.Body, CreatedAt: p.Now}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
@@ -58,8 +118,7 @@ func (s *Store) ChannelAppend(ctx context.Context, p *store.ChannelAppendParams)
 		b.Queue(`SELECT pg_notify('`+channelNotify+`', $1)`, p.Ref.InstanceID+"/"+p.Ref.Channel)
 		return tx.SendBatch(ctx, b).Close()
 	})
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == sqlUniqueViolation && pe.ConstraintName == "channel_messages_task" {
+	if taskInLog(err) {
 		m = &store.ChannelMessage{TaskID: p.TaskID, Repeat: true}
 		err = s.pool.QueryRow(ctx, qChannelByTask, p.Ref.InstanceID, p.Ref.Channel, p.TaskID).Scan(&m.Seq, &m.Body, &m.CreatedAt)
 	}

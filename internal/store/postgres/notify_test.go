@@ -88,7 +88,7 @@ func TestChannelListen(t *testing.T) {
 		t.Fatal("ChannelListen did not connect")
 	}
 	ref := store.ChannelRef{InstanceID: "inst-" + t.Name(), Channel: "room-1"}
-	if _, err := a.ChannelAppend(ctx, &store.ChannelAppendParams{Ref: ref, TaskID: "t1", Body: []byte(`{}`), Now: 1}); err != nil {
+	if _, err := a.ChannelAppend(ctx, []*store.ChannelAppendParams{{Ref: ref, TaskID: "t1", Body: []byte(`{}`), Now: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	for {

@@ -33,31 +33,47 @@ var (
 	qInstanceChannelHeads    = define(onWriter, `DELETE FROM channel_heads WHERE instance_id = ?`)
 )
 
-// ChannelAppend appends in one write transaction: the task's message if
-// the log has it, else a raised head and the new message.
-func (s *Store) ChannelAppend(ctx context.Context, p *store.ChannelAppendParams) (*store.ChannelMessage, error) {
-	var out *store.ChannelMessage
+// ChannelAppend appends in one write transaction, each message in turn:
+// the task's message if the log has it, else a raised head and the new
+// message.
+func (s *Store) ChannelAppend(ctx context.Context, ps []*store.ChannelAppendParams) ([]*store.ChannelMessage, error) {
+	out := make([]*store.ChannelMessage, len(ps))
 	err := s.write(ctx, func(w *wtx) error {
-		m := &store.ChannelMessage{TaskID: p.TaskID}
-		err := w.queryRow(qChannelByTask, p.Ref.InstanceID, p.Ref.Channel, p.TaskID).Scan(&m.Seq, &m.Body, &m.CreatedAt)
-		if err == nil {
-			m.Repeat, out = true, m
-			return nil
+		for i, p := range ps {
+			m, err := w.channelAppend(p)
+			if err != nil {
+				return err
+			}
+			out[i] = m
 		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return interpretError(err)
-		}
-		if err := w.queryRow(qChannelBump, p.Ref.InstanceID, p.Ref.Channel).Scan(&m.Seq); err != nil {
-			return interpretError(err)
-		}
-		m.Body, m.CreatedAt = p.Body, p.Now
-		if _, err := w.exec(qChannelInsert, p.Ref.InstanceID, p.Ref.Channel, m.Seq, p.TaskID, p.Body, p.Now); err != nil {
-			return err
-		}
-		out = m
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// channelAppend appends p's message in w: the task's message if the log
+// has it, else a raised head and the new message.
+func (w *wtx) channelAppend(p *store.ChannelAppendParams) (*store.ChannelMessage, error) {
+	m := &store.ChannelMessage{TaskID: p.TaskID}
+	err := w.queryRow(qChannelByTask, p.Ref.InstanceID, p.Ref.Channel, p.TaskID).Scan(&m.Seq, &m.Body, &m.CreatedAt)
+	if err == nil {
+		m.Repeat = true
+		return m, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, interpretError(err)
+	}
+	if err := w.queryRow(qChannelBump, p.Ref.InstanceID, p.Ref.Channel).Scan(&m.Seq); err != nil {
+		return nil, interpretError(err)
+	}
+	m.Body, m.CreatedAt = p.Body, p.Now
+	if _, err := w.exec(qChannelInsert, p.Ref.InstanceID, p.Ref.Channel, m.Seq, p.TaskID, p.Body, p.Now); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // ChannelRead reads a page with the head and the oldest retained message.

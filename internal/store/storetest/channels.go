@@ -10,6 +10,7 @@ import (
 var channelCases = []testCase{
 	{"AppendRead", testChannelAppendRead},
 	{"AppendSameTask", testChannelAppendSameTask},
+	{"AppendMany", testChannelAppendMany},
 	{"Prune", testChannelPrune},
 	{"InstanceDelete", testChannelInstanceDelete},
 }
@@ -17,11 +18,12 @@ var channelCases = []testCase{
 // appendMsg appends task's message to ref at now and returns its number.
 func (e *env) appendMsg(ref store.ChannelRef, taskID string, now int64) int64 {
 	e.t.Helper()
-	m, err := e.s.ChannelAppend(e.ctx, &store.ChannelAppendParams{Ref: ref, TaskID: taskID,
-		Body: []byte(fmt.Sprintf(`{"task":{"id":%q},"payload":{"n":%d}}`, taskID, now)), Now: now})
-	if err != nil {
-		e.t.Fatalf("ChannelAppend(%s, %s): %v", ref.Channel, taskID, err)
+	ms, err := e.s.ChannelAppend(e.ctx, []*store.ChannelAppendParams{{Ref: ref, TaskID: taskID,
+		Body: []byte(fmt.Sprintf(`{"task":{"id":%q},"payload":{"n":%d}}`, taskID, now)), Now: now}})
+	if err != nil || len(ms) != 1 {
+		e.t.Fatalf("ChannelAppend(%s, %s): %v %v", ref.Channel, taskID, ms, err)
 	}
+	m := ms[0]
 	if m.Repeat {
 		e.t.Fatalf("ChannelAppend(%s, %s): a first append is marked Repeat", ref.Channel, taskID)
 	}
@@ -92,16 +94,56 @@ func testChannelAppendSameTask(t *testing.T, e *env) {
 	room := store.ChannelRef{InstanceID: a.ID, Channel: "room-1"}
 	e.appendMsg(room, "t1", T0)
 	e.appendMsg(room, "t2", T0+1)
-	m, err := e.s.ChannelAppend(e.ctx, &store.ChannelAppendParams{Ref: room, TaskID: "t1", Body: []byte(`{"again":true}`), Now: T0 + 5})
-	if err != nil {
-		t.Fatal(err)
+	ms, err := e.s.ChannelAppend(e.ctx, []*store.ChannelAppendParams{{Ref: room, TaskID: "t1", Body: []byte(`{"again":true}`), Now: T0 + 5}})
+	if err != nil || len(ms) != 1 {
+		t.Fatal(ms, err)
 	}
-	if m.Seq != 1 || m.CreatedAt != T0 || !m.Repeat || string(m.Body) != `{"task":{"id":"t1"},"payload":{"n":1700000000000}}` {
+	if m := ms[0]; m.Seq != 1 || m.CreatedAt != T0 || !m.Repeat || string(m.Body) != `{"task":{"id":"t1"},"payload":{"n":1700000000000}}` {
 		t.Fatalf("a retried append answered %+v %s, want the first message", m, m.Body)
 	}
 	wantPage(t, "after a retried append", e.read(room, 0, 10), 2, 1, 1, 2)
 	if n := e.appendMsg(room, "t3", T0+6); n != 3 {
 		t.Fatalf("the next append got %d, want 3 (no number used by the retry)", n)
+	}
+}
+
+// testChannelAppendMany: one call's appends to two channels are numbered
+// in the order given within each channel and answered in that order; a
+// task already in its log (a retry batched with others) answers its first
+// message, uses no number, and the others are appended all the same.
+func testChannelAppendMany(t *testing.T, e *env) {
+	a := e.instance("acme", "jobs")
+	one, two := store.ChannelRef{InstanceID: a.ID, Channel: "room-1"}, store.ChannelRef{InstanceID: a.ID, Channel: "room-0"}
+	e.appendMsg(one, "t1", T0)
+	for _, retry := range []bool{false, true} {
+		ps := []*store.ChannelAppendParams{
+			{Ref: one, TaskID: "a", Body: []byte(`{"n":"a"}`), Now: T0 + 1},
+			{Ref: two, TaskID: "b", Body: []byte(`{"n":"b"}`), Now: T0 + 1},
+			{Ref: one, TaskID: "c", Body: []byte(`{"n":"c"}`), Now: T0 + 1},
+		}
+		want := []int64{2, 1, 3}
+		if retry {
+			ps = append(ps, &store.ChannelAppendParams{Ref: one, TaskID: "t1", Body: []byte(`{"again":true}`), Now: T0 + 2},
+				&store.ChannelAppendParams{Ref: two, TaskID: "d", Body: []byte(`{"n":"d"}`), Now: T0 + 2})
+			for i := range 3 {
+				ps[i].TaskID += "2"
+			}
+			want = []int64{4, 2, 5, 1, 3}
+		}
+		ms, err := e.s.ChannelAppend(e.ctx, ps)
+		if err != nil || len(ms) != len(ps) {
+			t.Fatalf("ChannelAppend of %d: %v %v", len(ps), ms, err)
+		}
+		for i, m := range ms {
+			if m.Seq != want[i] || m.TaskID != ps[i].TaskID || m.Repeat != (ps[i].TaskID == "t1") {
+				t.Fatalf("append %d (%s) answered %+v, want number %d", i, ps[i].TaskID, m, want[i])
+			}
+		}
+	}
+	wantPage(t, "room-1", e.read(one, 0, 10), 5, 1, 1, 2, 3, 4, 5)
+	wantPage(t, "room-0", e.read(two, 0, 10), 3, 1, 1, 2, 3)
+	if page := e.read(one, 1, 1); string(page.Messages[0].Body) != `{"n":"a"}` {
+		t.Fatalf("room-1's message 2: %s, want a's", page.Messages[0].Body)
 	}
 }
 

@@ -1,4 +1,4 @@
-package engine
+package groupcommit
 
 import (
 	"context"
@@ -20,8 +20,8 @@ func TestGroupCommit(t *testing.T) {
 	gate, entered := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	var batches [][]int
-	g := &groupCommit[int, string]{max: 3, writers: 1,
-		write: func(_ context.Context, ps []int) ([]string, error) {
+	g := &Group[int, string]{Max: 3, Writers: 1,
+		Write: func(_ context.Context, ps []int) ([]string, error) {
 			mu.Lock()
 			batches = append(batches, slices.Clone(ps))
 			first := len(batches) == 1
@@ -40,7 +40,7 @@ func TestGroupCommit(t *testing.T) {
 			return rs, nil
 		}}
 	queued := make(chan int, 16)
-	g.queued = func(n int) { queued <- n }
+	g.Queued = func(n int) { queued <- n }
 
 	type answer struct {
 		rs   []string
@@ -49,7 +49,7 @@ func TestGroupCommit(t *testing.T) {
 	call := func(ctx context.Context, ps ...int) chan answer {
 		c := make(chan answer, 1)
 		go func() {
-			rs, errs := g.do(ctx, ps)
+			rs, errs := g.Do(ctx, ps)
 			c <- answer{rs, errs}
 		}()
 		return c
@@ -107,8 +107,8 @@ func TestGroupCommit(t *testing.T) {
 // alone; a batch that fails UNAVAILABLE (the store itself) is not.
 func TestGroupCommitAlone(t *testing.T) {
 	var batches [][]int
-	g := &groupCommit[int, string]{max: 10, writers: 1, alone: true,
-		write: func(_ context.Context, ps []int) ([]string, error) {
+	g := &Group[int, string]{Max: 10, Writers: 1, Alone: true,
+		Write: func(_ context.Context, ps []int) ([]string, error) {
 			batches = append(batches, slices.Clone(ps))
 			switch {
 			case slices.Contains(ps, 13):
@@ -123,11 +123,11 @@ func TestGroupCommitAlone(t *testing.T) {
 			return rs, nil
 		}}
 	// One caller's three items make one batch: the write is one call.
-	rs, errs := g.do(context.Background(), []int{5, 13, 6})
+	rs, errs := g.Do(context.Background(), []int{5, 13, 6})
 	if !slices.Equal(rs, []string{"r5", "", "r6"}) || errs[0] != nil || errs[1] == nil || errs[2] != nil {
 		t.Fatalf("results %q, errors %v", rs, errs)
 	}
-	_, errs = g.do(context.Background(), []int{7, 503})
+	_, errs = g.Do(context.Background(), []int{7, 503})
 	if !task.IsCode(errs[0], task.CodeUnavailable) || !task.IsCode(errs[1], task.CodeUnavailable) {
 		t.Fatalf("an unavailable store's batch: %v", errs)
 	}
