@@ -150,7 +150,7 @@ func (e *errandSystem) settings(workload string, tuned bool) string {
 	t := e.tun
 	switch workload {
 	case "insert":
-		return fmt.Sprintf("%s; POST arrays of 100 from %d concurrent HTTP clients into a paused push queue", e.storeNote(), t.InsertClients)
+		return fmt.Sprintf("%s; POST arrays of %d from %d concurrent HTTP clients into a paused push queue", e.storeNote(), insertCallSize, t.InsertClients)
 	case "burndown":
 		if t.BatchAck > 0 {
 			return fmt.Sprintf("pull queue; preload %d clients × 100; %d workers × lease {count %d, leaseSeconds 60}, each acking its batch in one batch-ack call; done = last ack answered",

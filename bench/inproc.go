@@ -78,7 +78,7 @@ func (s *inprocSystem) Settings(workload string, tuned bool) string {
 	w := fmt.Sprintf("push queue → in-process function worker (target {\"function\": %q}), instance maxInFlight %d", inprocFunction, s.o.ErrandTuning.MaxInFlight)
 	switch workload {
 	case "insert":
-		return st + "; Engine.Add of 100 from " + strconv.Itoa(inprocClients) + " concurrent callers into a paused queue"
+		return st + "; Engine.Add of " + strconv.Itoa(insertCallSize) + " from " + strconv.Itoa(inprocClients) + " concurrent callers into a paused queue"
 	case "burndown":
 		return st + "; preload into a paused queue, then resume; " + w + "; done = queue counts show nothing scheduled, running or retrying"
 	case "steady", "backlog":

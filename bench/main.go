@@ -114,6 +114,10 @@ var backlogCheckpointURL string
 // says otherwise.
 const defaultRounds = 2
 
+// insertCallSize is the insert workload's tasks per call, for the systems'
+// settings lines (sizes.insertBatch, or --insert-batch).
+var insertCallSize = 100
+
 var allWorkloads = []string{"insert", "burndown", "push", "steady", "idle", "backlog", "nodes"}
 
 // result is one run of one workload on one system.
@@ -176,6 +180,7 @@ func main() {
 		idleDef    = flag.Bool("idle-defaults", false, "quick mode: also run idle with default settings (full mode always does)")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of this process to `FILE`")
 		pushN      = flag.Int("push-n", 0, "override the push workload's size")
+		insBatch   = flag.Int("insert-batch", 0, "override the insert workload's tasks per call (default 100; 1: one task a call, as a web handler adds its work)")
 		errandBin  = flag.String("errand-bin", "", "use this errand `binary` instead of building ../cmd/errand (e.g. a profiling build)")
 		errandSrc  = flag.String("errand-src", "..", "the errand repository `DIR` whose ./cmd/errand is built")
 		errandTun  = flag.String("errand-tuning", "", "override errand's settings: `key=value,…` of insertClients, leaseWorkers, leaseCount, ackConcurrency, batchAck, maxInFlight, steadyMode (push|pull)")
@@ -210,6 +215,10 @@ func main() {
 	if *burnN > 0 {
 		sz.burnDown, sz.burnDownCap = *burnN, nil
 	}
+	if *insBatch > 0 {
+		sz.insertBatch = *insBatch
+	}
+	insertCallSize = sz.insertBatch
 	if *pushN > 0 {
 		sz.push = *pushN
 	}

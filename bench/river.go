@@ -78,7 +78,7 @@ func (s *riverSystem[TTx]) Store() string { return s.store }
 func (s *riverSystem[TTx]) Settings(workload string, tuned bool) string {
 	switch workload {
 	case "insert":
-		return fmt.Sprintf("River v0.51.2 InsertMany, %d concurrent callers; %s", s.insertWorkers, s.storeNote)
+		return fmt.Sprintf("River v0.51.2 InsertMany of %d, %d concurrent callers; %s", insertCallSize, s.insertWorkers, s.storeNote)
 	case "burndown":
 		return fmt.Sprintf("preload InsertManyFast ×5000; %s; done = completion event (persisted)", s.throughput)
 	case "steady":
