@@ -14,20 +14,23 @@ import (
 	"github.com/errandhq/errand/internal/task"
 )
 
-// heldWrites is a real store whose first hook add (or task add) waits for
-// release, and which records how many calls (tasks) each one wrote.
+// heldWrites is a real store that records how many calls (tasks) each hook
+// add (task add) wrote, and whose first write of the kind held waits for
+// release.
 type heldWrites struct {
 	store.Store
+	held             *[]int // &hooks or &adds: the kind whose first write waits
 	entered, release chan struct{}
 	mu               sync.Mutex
 	hooks, adds      []int
 }
 
-// hold records a write of n, and holds the first of its kind.
+// hold records a write of n in sizes, and holds it if it is the first of
+// the kind held.
 func (h *heldWrites) hold(sizes *[]int, n int) {
 	h.mu.Lock()
 	*sizes = append(*sizes, n)
-	first := len(*sizes) == 1
+	first := len(*sizes) == 1 && sizes == h.held
 	h.mu.Unlock()
 	if first {
 		close(h.entered)
@@ -52,14 +55,19 @@ func (h *heldWrites) TaskAdd(ctx context.Context, ts []*task.Task) ([]store.AddR
 	return h.Store.TaskAdd(ctx, ts)
 }
 
-// heldSetup starts an engine on a real SQLite file behind heldWrites.
-func heldSetup(t *testing.T) (*bundle, *heldWrites) {
+// heldSetup starts an engine on a real SQLite file behind heldWrites,
+// holding the first hook add (hooks) or the first task add.
+func heldSetup(t *testing.T, hooks bool) (*bundle, *heldWrites) {
 	t.Helper()
 	raw, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "errand.db"), sqlite.Options{Logger: discardLog})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := &heldWrites{Store: raw, entered: make(chan struct{}), release: make(chan struct{})}
+	st.held = &st.adds
+	if hooks {
+		st.held = &st.hooks
+	}
 	return start(t, st, func() { _ = raw.Close() }), st
 }
 
@@ -82,7 +90,7 @@ func joined(t *testing.T, c <-chan int) int {
 // wait for the last one's commit), and each is answered with its own task
 // and counted on the rule.
 func TestHookCallsShareATransaction(t *testing.T) {
-	b, st := heldSetup(t)
+	b, st := heldSetup(t, true)
 	b.queue("in", &task.QueuePatch{Mode: new(task.ModePull)})
 	tr, err := b.eng.TriggerCreate(b.ctx, "dev", "jobs", &task.TriggerPatch{Queue: new("jobs/in"), Hook: &task.HookPatch{}})
 	if err != nil {
@@ -147,7 +155,7 @@ func TestHookCallsShareATransaction(t *testing.T) {
 // TASK_EXISTS with that call's task); a call of several tasks writes alone,
 // in a transaction of its own.
 func TestSingleAddsShareATransaction(t *testing.T) {
-	b, st := heldSetup(t)
+	b, st := heldSetup(t, false)
 	b.queue("in", &task.QueuePatch{Mode: new(task.ModePull)})
 	queued := make(chan int, 8)
 	engine.OnAddOneQueued(b.eng, func(n int) { queued <- n })
