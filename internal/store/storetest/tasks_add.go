@@ -17,6 +17,7 @@ var addCases = []testCase{
 	{"DuplicateName", testAddDuplicateName},
 	{"DuplicateNameInBatch", testAddDuplicateNameInBatch},
 	{"MissingQueueOrDuplicateID", testAddMissingQueueOrDuplicateID},
+	{"ManyQueuesAndInstances", testAddManyQueuesAndInstances},
 	{"MissingQueueWholeBatch", testAddMissingQueueWholeBatch},
 	{"TakenIDAmongMany", testAddTakenIDAmongMany},
 	{"NameScope", testAddNameScope},
@@ -310,6 +311,32 @@ func testAddMissingQueueOrDuplicateID(t *testing.T, e *env) {
 		t.Fatalf("stored id again: %+v, %v", res, err)
 	}
 	wantExists(t, res[0], c.ID)
+}
+
+// testAddManyQueuesAndInstances: one TaskAdd of tasks of two instances and
+// three queues (as the engine's group commit of single adds makes) stores
+// each in its own queue, a name taken in one queue free in the others and
+// taken again in its own, answered in order.
+func testAddManyQueuesAndInstances(t *testing.T, e *env) {
+	a, b := e.instance("acme", "jobs"), e.instance("other", "jobs")
+	qa, qa2, qb := e.queue(a, "work", task.ModePull), e.queue(a, "mail", task.ModePush), e.queue(b, "work", task.ModePull)
+	named := func(q *task.Queue, name string) *task.Task {
+		return e.newTask(q, T0, func(in *task.AddInput) { in.Name = name })
+	}
+	batch := []*task.Task{named(qa, "n"), named(qb, "n"), named(qa2, "n"), named(qa, "n"), e.newTask(qb, T0)}
+	res, err := e.s.TaskAdd(e.ctx, batch)
+	if err != nil || len(res) != len(batch) {
+		t.Fatalf("TaskAdd: %+v, %v", res, err)
+	}
+	for _, i := range []int{0, 1, 2, 4} {
+		if res[i].Err != nil || res[i].Task == nil || res[i].Task.ID != batch[i].ID {
+			t.Fatalf("task %d: %+v", i, res[i])
+		}
+		if got := e.get(batch[i].InstanceID, batch[i].ID); got.Queue != batch[i].Queue {
+			t.Fatalf("task %d stored in %s/%s, want %s", i, got.InstanceID, got.Queue, batch[i].Queue)
+		}
+	}
+	wantExists(t, res[3], batch[0].ID)
 }
 
 // testAddMissingQueueWholeBatch: a batch whose tasks are all of one queue
