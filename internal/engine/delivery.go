@@ -10,7 +10,7 @@ import (
 
 // Wake wakes this node's dispatcher: a connected worker came or a slot of
 // one came free, so a function's waiting tasks may be claimable now.
-func (e *Engine) Wake() { e.waker.wake() }
+func (e *Engine) Wake() { e.dispatch.wake(); e.waker.wake() }
 
 // TaskAddFromDelivery adds tasks from inside an attempt: token is the
 // attempt's delivery token (the header errandapi.DeliveryHeader), checked

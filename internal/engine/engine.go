@@ -93,7 +93,8 @@ type Engine struct {
 	dev      bool
 	node     string
 	rules    task.URLRules
-	waker    *waker // tasks became due or queues changed: dispatcher, long polls
+	waker    *waker // tasks became due or queues changed: long polls, the console
+	dispatch *waker // the same, and push slots freed: the dispatcher (a pull queue's add rings only waker)
 	leases   *waker // new lease expiries: rescuer
 	ruleWake *waker // trigger rules changed: scheduler
 	chains   *waker // a finish may have written chain events: chainer
@@ -184,7 +185,7 @@ func New(cfg Config) *Engine {
 		}
 	}
 	e := &Engine{store: cfg.Store, addClaimer: addClaimer, clock: cfg.Clock, log: cfg.Logger, dev: cfg.Dev, node: cfg.Node, rules: cfg.URLRules, instanceDeleted: cfg.InstanceDeleted,
-		waker: newWaker(), leases: newWaker(), ruleWake: newWaker(), chains: newWaker(), metrics: cfg.Metrics,
+		waker: newWaker(), dispatch: newWaker(), leases: newWaker(), ruleWake: newWaker(), chains: newWaker(), metrics: cfg.Metrics,
 		pollsEnd: make(chan struct{})}
 	if sc, ok := cfg.Store.(store.ServerClock); ok && cfg.DatabaseClock {
 		// First, so that every other service starts on the database's time.
@@ -219,7 +220,7 @@ func New(cfg Config) *Engine {
 	// cfg.Deliverer.
 	e.ops = newOpsState(e, cfg.Ops)
 	e.dispatcher = newDispatcher(dispatcherDeps{store: cfg.Store, clock: e.clock, log: cfg.Logger.With("service", "dispatcher"),
-		node: cfg.Node, targets: e.ops.router(cfg.Deliverer), metrics: cfg.Metrics, usage: e.usage, wake: e.waker, dev: cfg.Dev, writers: cfg.Writers, backstop: cfg.Backstop, stored: e.outcomesStored,
+		node: cfg.Node, targets: e.ops.router(cfg.Deliverer), metrics: cfg.Metrics, usage: e.usage, wake: e.dispatch, dev: cfg.Dev, writers: cfg.Writers, backstop: cfg.Backstop, stored: e.outcomesStored,
 		stopGrace: cfg.StopGrace})
 	td := TriggerDeps{Store: cfg.Store, Clock: e.clock, Logger: cfg.Logger, Rules: cfg.URLRules, Added: e.changed, NewID: e.newID,
 		Counted: func(instanceID string) {
@@ -250,7 +251,7 @@ func New(cfg Config) *Engine {
 	if n, ok := cfg.Store.(store.Notifier); ok {
 		// Other nodes' changes wake the dispatcher and long polls, the
 		// rescuer and the scheduler here.
-		e.notifier = newNotifierService(n, cfg.Logger.With("service", "notifier"), e.waker, e.leases, e.ruleWake)
+		e.notifier = newNotifierService(n, cfg.Logger.With("service", "notifier"), e.waker, e.dispatch, e.leases, e.ruleWake)
 		e.services = append(e.services, e.notifier)
 	}
 	return e

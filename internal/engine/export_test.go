@@ -109,8 +109,8 @@ func (s *Signals) BeatAt(tb testing.TB, at time.Time) ([]string, int) {
 // it, whatever the dispatcher would start by now has been claimed.
 func (s *Signals) Settle(tb testing.TB) time.Time {
 	tb.Helper()
-	s.e.waker.wake()
-	seen, now := s.e.waker.wakes(), s.e.clock.Now()
+	s.e.dispatch.wake()
+	seen, now := s.e.dispatch.wakes(), s.e.clock.Now()
 	r := wait(tb, "the dispatcher to settle", s.e.dispatcher.asleep, func(r sleepReport) bool {
 		return r.Seen >= seen && !r.Now.Before(now)
 	})
@@ -221,3 +221,9 @@ func OnHookQueued(e *Engine, f func(waiting int)) { e.hookAdds.Queued = f }
 // OnAddOneQueued tells f how many single-task adds wait to be written each
 // time one joins them (the single adds' group commit).
 func OnAddOneQueued(e *Engine, f func(waiting int)) { e.addOne.Queued = f }
+
+// DispatchWakes is how many times e's dispatcher has been woken.
+func DispatchWakes(e *Engine) uint64 { return e.dispatch.wakes() }
+
+// Wakes is how many times e's long polls and console have been woken.
+func Wakes(e *Engine) uint64 { return e.waker.wakes() }

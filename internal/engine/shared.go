@@ -12,6 +12,16 @@ import (
 // changed wakes this node's services and, on a store shared by several
 // nodes, every other node's too (through the store's Notifier).
 func (e *Engine) changed() {
+	e.dispatch.wake()
+	e.pullChanged()
+}
+
+// pullChanged is changed for a change the dispatcher has nothing to do
+// with (tasks added to a pull queue, which no pass claims from): the long
+// polls and the console are woken, and other nodes as by changed. (Other
+// nodes wake their dispatchers too: a notification does not say what
+// changed.)
+func (e *Engine) pullChanged() {
 	e.waker.wake()
 	if e.notifier != nil {
 		e.notifier.send()

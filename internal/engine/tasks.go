@@ -138,9 +138,21 @@ func (e *Engine) TaskAddWith(ctx context.Context, ref QueueRef, ins []task.AddIn
 			e.usage.count(q.InstanceID, usageAdded, 1)
 		}
 	}
-	e.changed()
+	e.addedTo(q)
 	e.logUnserved(ctx, q, res)
 	return res, nil
+}
+
+// addedTo wakes what tasks added to q concern: a pull queue's, the long
+// polls (no dispatcher pass claims from it); a paused push queue's, the
+// same (its resume wakes the dispatcher, on every node); a push queue's,
+// the dispatcher too.
+func (e *Engine) addedTo(q *task.Queue) {
+	if q.Mode == task.ModePull || q.Paused {
+		e.pullChanged()
+		return
+	}
+	e.changed()
 }
 
 // indexed prefixes the field of a batch item's error with tasks[i]

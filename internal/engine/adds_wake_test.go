@@ -1,0 +1,38 @@
+package engine_test
+
+import (
+	"testing"
+
+	"github.com/errandhq/errand/internal/engine"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// TestAddsWakeWhatTheyConcern: an add to a pull queue, or to a paused push
+// queue, wakes the long polls but not the dispatcher, which no pass of
+// would claim the task; an add to a push queue wakes both.
+func TestAddsWakeWhatTheyConcern(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.queue("pulled", &task.QueuePatch{Mode: new(task.ModePull)})
+	b.queue("paused", &task.QueuePatch{Target: targetPtr("http://127.0.0.1:1/hook"), Paused: ptr(true)})
+	b.queue("pushed", &task.QueuePatch{Target: targetPtr("http://127.0.0.1:1/hook"), Paused: ptr(true)})
+	for _, c := range []struct {
+		queue    string
+		dispatch bool
+	}{{"pulled", false}, {"paused", false}} {
+		d, w := engine.DispatchWakes(b.eng), engine.Wakes(b.eng)
+		b.add(c.queue, task.AddInput{})
+		if engine.DispatchWakes(b.eng) != d || engine.Wakes(b.eng) == w {
+			t.Fatalf("an add to %s: dispatcher woken %d times, long polls %d; want 0 and some",
+				c.queue, engine.DispatchWakes(b.eng)-d, engine.Wakes(b.eng)-w)
+		}
+	}
+	if _, err := b.eng.QueuePatch(b.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "pushed"}, &task.QueuePatch{Paused: ptr(false)}); err != nil {
+		t.Fatal(err)
+	}
+	d, w := engine.DispatchWakes(b.eng), engine.Wakes(b.eng)
+	b.add("pushed", task.AddInput{Delay: ptr(3600.0)})
+	if engine.DispatchWakes(b.eng) == d || engine.Wakes(b.eng) == w {
+		t.Fatal("an add to a push queue did not wake the dispatcher and the long polls")
+	}
+}
