@@ -144,11 +144,12 @@ func (e *Engine) TaskAddWith(ctx context.Context, ref QueueRef, ins []task.AddIn
 }
 
 // addedTo wakes what tasks added to q concern: a pull queue's, the long
-// polls (no dispatcher pass claims from it); a paused push queue's, the
-// same (its resume wakes the dispatcher, on every node); a push queue's,
-// the dispatcher too.
+// polls (no dispatcher pass claims from it, and a queue's mode never
+// changes); a push queue's, the dispatcher too — even a paused one's, read
+// as paused before the add: a resume that woke the dispatcher before the
+// add committed would otherwise leave the task to the backstop.
 func (e *Engine) addedTo(q *task.Queue) {
-	if q.Mode == task.ModePull || q.Paused {
+	if q.Mode == task.ModePull {
 		e.pullChanged()
 		return
 	}
