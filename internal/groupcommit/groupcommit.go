@@ -107,24 +107,20 @@ func (g *Group[P, R]) drain(ctx context.Context) {
 		if err != nil && g.Alone && n > 1 && !task.IsCode(err, task.CodeUnavailable) {
 			for i, it := range batch {
 				r, err := g.Write(ctx, ps[i:i+1])
-				it.done <- result(r, err)
+				it.done <- result(r, 0, err)
 			}
 			continue
 		}
 		for i, it := range batch {
-			if err != nil {
-				it.done <- outcome[R]{err: err}
-			} else {
-				it.done <- outcome[R]{r: rs[i]}
-			}
+			it.done <- result(rs, i, err)
 		}
 	}
 }
 
-// result is the one result of a write of one item, or its error.
-func result[R any](rs []R, err error) outcome[R] {
+// result is item i's outcome of a write that returned rs, or err.
+func result[R any](rs []R, i int, err error) outcome[R] {
 	if err != nil {
 		return outcome[R]{err: err}
 	}
-	return outcome[R]{r: rs[0]}
+	return outcome[R]{r: rs[i]}
 }

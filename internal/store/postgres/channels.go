@@ -48,19 +48,44 @@ const (
 	qInstanceDeleteChannelHeads    = `DELETE FROM channel_heads WHERE instance_id = $1`
 )
 
-// ChannelAppend appends in one transaction of one round trip, with a
-// NOTIFY per channel that every node's ChannelListen hears at commit. The
-// appends go in the order of their channels' keys — the head rows they
-// lock —, each channel's in the order given, so that two transactions
-// never wait for each other's heads in opposite orders. A task already in
-// its channel's log violates channel_messages_task, which aborts the
-// transaction: the appends are then made one at a time, each in its own
-// transaction, where such a repeat is answered from the log.
+// ChannelAppend appends in one transaction of one round trip
+// (appendAll). A task already in its channel's log violates
+// channel_messages_task, which aborts the transaction: the appends are
+// then made one at a time, each in its own transaction, where such a
+// repeat is answered from the log.
 func (s *Store) ChannelAppend(ctx context.Context, ps []*store.ChannelAppendParams) ([]*store.ChannelMessage, error) {
-	out := make([]*store.ChannelMessage, len(ps))
-	if len(ps) == 0 {
+	if len(ps) == 1 {
+		m, err := s.channelAppendOne(ctx, ps[0])
+		if err != nil {
+			return nil, err
+		}
+		return []*store.ChannelMessage{m}, nil
+	}
+	out, err := s.appendAll(ctx, ps)
+	if !taskInLog(err) {
+		if err != nil {
+			return nil, interpretError(err)
+		}
 		return out, nil
 	}
+	for i, p := range ps {
+		m, err := s.channelAppendOne(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = m
+	}
+	return out, nil
+}
+
+// appendAll appends ps in one transaction of one round trip, with a NOTIFY
+// per channel that every node's ChannelListen hears at commit, and returns
+// the store's error as it is. The appends go in the order of their
+// channels' keys — the head rows they lock —, each channel's in the order
+// given, so that two transactions never wait for each other's heads in
+// opposite orders.
+func (s *Store) appendAll(ctx context.Context, ps []*store.ChannelAppendParams) ([]*store.ChannelMessage, error) {
+	out := make([]*store.ChannelMessage, len(ps))
 	order := make([]int, len(ps))
 	for i := range order {
 		order[i] = i
@@ -83,20 +108,7 @@ func (s *Store) ChannelAppend(ctx context.Context, ps []*store.ChannelAppendPara
 		}
 		return tx.SendBatch(ctx, b).Close()
 	})
-	if !taskInLog(err) {
-		if err != nil {
-			return nil, interpretError(err)
-		}
-		return out, nil
-	}
-	for i, p := range ps {
-		m, err := s.channelAppendOne(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = m
-	}
-	return out, nil
+	return out, err
 }
 
 // taskInLog reports whether err is an append's of a task already in its
@@ -109,17 +121,12 @@ func taskInLog(err error) bool {
 // channelAppendOne appends p's message in a transaction of its own, or
 // answers the message of its task already in the log.
 func (s *Store) channelAppendOne(ctx context.Context, p *store.ChannelAppendParams) (*store.ChannelMessage, error) {
-	m := &store.ChannelMessage{TaskID: p.TaskID, Body: p.Body, CreatedAt: p.Now}
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		b.Queue(qChannelAppend, p.Ref.InstanceID, p.Ref.Channel, p.TaskID, p.Body, p.Now).QueryRow(func(row pgx.Row) error {
-			return row.Scan(&m.Seq)
-		})
-		b.Queue(`SELECT pg_notify('`+channelNotify+`', $1)`, p.Ref.InstanceID+"/"+p.Ref.Channel)
-		return tx.SendBatch(ctx, b).Close()
-	})
+	ms, err := s.appendAll(ctx, []*store.ChannelAppendParams{p})
+	if err == nil {
+		return ms[0], nil
+	}
+	m := &store.ChannelMessage{TaskID: p.TaskID, Repeat: true}
 	if taskInLog(err) {
-		m = &store.ChannelMessage{TaskID: p.TaskID, Repeat: true}
 		err = s.pool.QueryRow(ctx, qChannelByTask, p.Ref.InstanceID, p.Ref.Channel, p.TaskID).Scan(&m.Seq, &m.Body, &m.CreatedAt)
 	}
 	if err != nil {
