@@ -21,7 +21,7 @@ import (
 // up to the room, in runAt order (store.AddClaimPicks), as TaskClaim would
 // had the tasks been added first; the second round trip carries the UPDATE
 // of the earlier tasks it took (claimSet's), the insert of the tasks added
-// (qTaskInsertOneQueue), those it took already RUNNING, the bucket and the
+// (oneQueueInsert), those it took already RUNNING, the bucket and the
 // COMMIT. A task added to an idle queue then waits for one commit's WAL
 // flush before its delivery, not two, and is written once, not inserted
 // and then updated by a claim: one row version and its index entries
@@ -145,7 +145,8 @@ func addClaimCommit(ctx context.Context, conn *pgxpool.Conn, p *store.ClaimParam
 			return nil, nil, errClaimRefused
 		}
 	}
-	b.Queue(qTaskInsertOneQueue, append(r.args(), q.InstanceID, q.Name)...)
+	sql, args := r.oneQueueInsert(q.InstanceID, q.Name)
+	b.Queue(sql, args...)
 	bucket := p.Rate > 0 && len(picks) > 0
 	if bucket {
 		b.Queue(sqlBucketSet, q.InstanceID, q.Name, tokens-float64(len(claimed)), p.Now)

