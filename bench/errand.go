@@ -162,9 +162,9 @@ func (e *errandSystem) settings(workload string, tuned bool) string {
 		return fmt.Sprintf("push queue → loopback webhook receiver in the harness; maxInFlight %d; preload into the paused queue, then PATCH paused=false; done = receiver saw all and the queue's counts show none scheduled/running/retrying", t.MaxInFlight)
 	case "steady":
 		if t.SteadyMode == "pull" {
-			return fmt.Sprintf("pull queue; producers %d × add 100; %d workers × lease {count 100, waitSeconds 1}, %d concurrent acks each; latency = add → lease answer; done = ack answered", t.InsertClients, t.LeaseWorkers, t.AckConcurrency)
+			return fmt.Sprintf("pull queue; producers %d × add %d; %d workers × lease {count 100, waitSeconds 1}, %d concurrent acks each; latency = add → lease answer; done = ack answered", producers(t.InsertClients), steadyCallSize, t.LeaseWorkers, t.AckConcurrency)
 		}
-		return fmt.Sprintf("push queue, maxInFlight %d; producers %d × add 100; latency = add → webhook arrives; done = webhook answered 2xx (store checked after the window)", t.MaxInFlight, t.InsertClients)
+		return fmt.Sprintf("push queue, maxInFlight %d; producers %d × add %d; latency = add → webhook arrives; done = webhook answered 2xx (store checked after the window)", t.MaxInFlight, producers(t.InsertClients), steadyCallSize)
 	case "backlog":
 		return fmt.Sprintf(`preload POST arrays of 100 with "delay": %d from %d concurrent HTTP clients into the steady queue; then steady: %s`,
 			int(futureDelay.Seconds()), t.InsertClients, e.settings("steady", tuned))

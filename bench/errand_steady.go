@@ -121,13 +121,13 @@ func (e *errandSystem) Steady(ctx context.Context, d time.Duration, maxBacklog i
 	var mu sync.Mutex
 	var ids []string
 	var wg sync.WaitGroup
-	errs := make(chan error, e.tun.InsertClients)
-	for range e.tun.InsertClients {
+	errs := make(chan error, producers(e.tun.InsertClients))
+	for range producers(e.tun.InsertClients) {
 		wg.Go(func() {
 			// The window closes the gate; a batch under way finishes.
 			for backlogGate(pctx, &added, p, int64(maxBacklog)) {
-				added.Add(100)
-				got, err := e.add(ctx, q, 100)
+				added.Add(int64(steadyCallSize))
+				got, err := e.add(ctx, q, steadyCallSize)
 				if err != nil {
 					errs <- err
 					return

@@ -44,13 +44,15 @@ func newInprocSystem(o Options, store string) System { return &inprocSystem{o: o
 
 // Supports: the in-process function worker runs burn-down and idle in the
 // default run (the "later the in-process function worker too");
-// steady and backlog, 30 s windows each, only when --systems names it, to
-// keep the full run within its 20 minutes.
+// steady and backlog, 30 s windows each, and insert (Engine.Add, beside
+// River's in-process insert; the default run's insert is errand's over
+// HTTP) only when --systems names it, to keep the full run within its 20
+// minutes.
 func (s *inprocSystem) Supports(workload string) bool {
 	switch workload {
 	case "burndown", "idle":
 		return true
-	case "steady", "backlog":
+	case "steady", "backlog", "insert":
 		return slices.Contains(s.o.Named, s.Name())
 	}
 	return false
@@ -82,7 +84,7 @@ func (s *inprocSystem) Settings(workload string, tuned bool) string {
 	case "burndown":
 		return st + "; preload into a paused queue, then resume; " + w + "; done = queue counts show nothing scheduled, running or retrying"
 	case "steady", "backlog":
-		return st + "; " + w + "; producers " + strconv.Itoa(inprocClients) + " × Add 100; done = handler returned"
+		return st + "; " + w + "; producers " + strconv.Itoa(producers(inprocClients)) + " × Add " + strconv.Itoa(steadyCallSize) + "; done = handler returned"
 	case "idle":
 		return st + "; " + w + "; no poll: the dispatcher wakes on the add"
 	}
@@ -317,12 +319,12 @@ func (s *inprocSystem) Steady(ctx context.Context, d time.Duration, maxBacklog i
 	var added atomic.Int64
 	added.Store(p.started.Load())
 	var wg sync.WaitGroup
-	errs := make(chan error, inprocClients)
-	for range inprocClients {
+	errs := make(chan error, producers(inprocClients))
+	for range producers(inprocClients) {
 		wg.Go(func() {
-			ts := make([]embedded.NewTask, 100)
+			ts := make([]embedded.NewTask, steadyCallSize)
 			for backlogGate(pctx, &added, p, int64(maxBacklog)) {
-				added.Add(100)
+				added.Add(int64(steadyCallSize))
 				at := time.Now().UnixNano()
 				for i := range ts {
 					ts[i] = embedded.NewTask{Payload: payloadOf(at)}

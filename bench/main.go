@@ -118,6 +118,23 @@ const defaultRounds = 2
 // settings lines (sizes.insertBatch, or --insert-batch).
 var insertCallSize = 100
 
+// steadyCallSize is the steady workload's tasks per add call (--steady-batch),
+// and steadyProducers its concurrent producers when set (--steady-producers;
+// 0: each system's own, 4 but for River on SQLite's 1).
+var (
+	steadyCallSize  = 100
+	steadyProducers = 0
+)
+
+// producers is how many producers a steady window runs: steadyProducers
+// when set, otherwise the system's own n.
+func producers(n int) int {
+	if steadyProducers > 0 {
+		return steadyProducers
+	}
+	return n
+}
+
 var allWorkloads = []string{"insert", "burndown", "push", "steady", "idle", "backlog", "nodes"}
 
 // result is one run of one workload on one system.
@@ -181,6 +198,8 @@ func main() {
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of this process to `FILE`")
 		pushN      = flag.Int("push-n", 0, "override the push workload's size")
 		insBatch   = flag.Int("insert-batch", 0, "override the insert workload's tasks per call (default 100; 1: one task a call, as a web handler adds its work)")
+		stBatch    = flag.Int("steady-batch", 100, "the steady and backlog windows' tasks per add call (1: one task a call, as web handlers add their work)")
+		stProd     = flag.Int("steady-producers", 0, "the steady and backlog windows' concurrent producers (default: each system's own, 4; River on SQLite 1)")
 		errandBin  = flag.String("errand-bin", "", "use this errand `binary` instead of building ../cmd/errand (e.g. a profiling build)")
 		errandSrc  = flag.String("errand-src", "..", "the errand repository `DIR` whose ./cmd/errand is built")
 		errandTun  = flag.String("errand-tuning", "", "override errand's settings: `key=value,…` of insertClients, leaseWorkers, leaseCount, ackConcurrency, batchAck, maxInFlight, steadyMode (push|pull)")
@@ -219,6 +238,11 @@ func main() {
 		sz.insertBatch = *insBatch
 	}
 	insertCallSize = sz.insertBatch
+	if *stBatch < 1 || *stProd < 0 {
+		fmt.Fprintln(os.Stderr, "bench: --steady-batch must be at least 1 and --steady-producers at least 0")
+		os.Exit(2)
+	}
+	steadyCallSize, steadyProducers = *stBatch, *stProd
 	if *pushN > 0 {
 		sz.push = *pushN
 	}

@@ -82,7 +82,7 @@ func (s *riverSystem[TTx]) Settings(workload string, tuned bool) string {
 	case "burndown":
 		return fmt.Sprintf("preload InsertManyFast ×5000; %s; done = completion event (persisted)", s.throughput)
 	case "steady":
-		return fmt.Sprintf("%s; producers: %d × InsertMany of 100; done = completion event", s.throughput, s.insertWorkers)
+		return fmt.Sprintf("%s; producers: %d × InsertMany of %d; done = completion event", s.throughput, producers(s.insertWorkers), steadyCallSize)
 	case "backlog":
 		return fmt.Sprintf("preload InsertManyFast ×5000 from %d callers with ScheduledAt (state scheduled); then steady: %s", s.insertWorkers, s.Settings("steady", tuned))
 	case "idle":
@@ -342,13 +342,13 @@ func (s *riverSystem[TTx]) Steady(ctx context.Context, d time.Duration, maxBackl
 	defer cancel()
 	var added atomic.Int64
 	var wg sync.WaitGroup
-	errs := make(chan error, s.insertWorkers)
-	for range s.insertWorkers {
+	errs := make(chan error, producers(s.insertWorkers))
+	for range producers(s.insertWorkers) {
 		wg.Go(func() {
 			// The window closes the gate; a batch under way finishes.
 			for backlogGate(pctx, &added, p, int64(maxBacklog)) {
-				added.Add(100)
-				if _, err := c.InsertMany(ctx, batchParams(100, time.Now().UnixNano())); err != nil {
+				added.Add(int64(steadyCallSize))
+				if _, err := c.InsertMany(ctx, batchParams(steadyCallSize, time.Now().UnixNano())); err != nil {
 					errs <- err
 					return
 				}
