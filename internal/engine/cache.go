@@ -240,12 +240,12 @@ func (c *cachedStore) NotifyConfig(ctx context.Context) error { return c.n.Notif
 
 // Listen passes through; a config notification (or a reconnect) drops
 // every copy before fn hears it.
-func (c *cachedStore) Listen(ctx context.Context, fn func(config bool)) error {
-	return c.n.Listen(ctx, func(config bool) {
-		if config {
+func (c *cachedStore) Listen(ctx context.Context, fn func(store.Heard)) error {
+	return c.n.Listen(ctx, func(h store.Heard) {
+		if h.Config() {
 			c.drop()
 		}
-		fn(config)
+		fn(h)
 	})
 }
 

@@ -253,6 +253,7 @@ func New(cfg Config) *Engine {
 		// rescuer and the scheduler here.
 		e.notifier = newNotifierService(n, cfg.Logger.With("service", "notifier"), e.waker, e.dispatch, e.leases, e.ruleWake)
 		e.services = append(e.services, e.notifier)
+		e.liveness.peers = e.notifier
 	}
 	return e
 }

@@ -36,7 +36,35 @@ func WithSignals(e *Engine) *Signals {
 	if e.vacuum != nil {
 		e.vacuum.ran = newProgress[int]()
 	}
+	if e.notifier != nil {
+		e.notifier.skipped = newProgress[int]()
+		e.notifier.heardAll = newProgress[int]()
+		e.notifier.asked = newProgress[int]()
+	}
 	return &Signals{e: e}
+}
+
+// NotifyHeard waits until the node has heard n change notifications or
+// connects of its LISTEN in all.
+func (s *Signals) NotifyHeard(tb testing.TB, n int) {
+	tb.Helper()
+	wait(tb, "notifications heard", s.e.notifier.heardAll, func(got int) bool { return got >= n })
+}
+
+// NotifyAsked returns how many NOTIFYs the node has asked for so far
+// (several pending at once are sent as one).
+func (s *Signals) NotifyAsked() int {
+	p := s.e.notifier.asked
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
+}
+
+// NotifySkipped waits until n changes in all went unannounced because the
+// node was alone on its store, and returns how many have.
+func (s *Signals) NotifySkipped(tb testing.TB, n int) int {
+	tb.Helper()
+	return wait(tb, "changes unannounced, the node alone", s.e.notifier.skipped, func(got int) bool { return got >= n })
 }
 
 // Draining waits until a stop of the dispatcher has begun its grace, and

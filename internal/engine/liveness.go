@@ -38,6 +38,9 @@ type livenessDeps struct {
 	every     time.Duration
 	deadAfter time.Duration
 	metrics   *metrics.Metrics
+	// peers learns from each beat whether other nodes share the store
+	// (nil on a store no other node shares: nothing to tell them).
+	peers *notifierService
 }
 
 // Liveness keeps this node's row of the store's nodes table beating and
@@ -94,13 +97,22 @@ func (l *Liveness) RunOnce(ctx context.Context) ([]string, int, error) {
 
 func (l *Liveness) beat(ctx context.Context, now time.Time) ([]string, int, error) {
 	deadBefore := now.Add(-l.deadAfter).UnixMilli()
-	dead, err := l.store.NodeBeat(ctx, &store.NodeBeatParams{Node: l.node, Now: now.UnixMilli(), DeadBefore: deadBefore})
+	mark := l.peers.mark()
+	seen, err := l.store.NodeBeat(ctx, &store.NodeBeatParams{Node: l.node, Now: now.UnixMilli(), DeadBefore: deadBefore})
+	l.peers.beat(mark, seen.Others, err)
 	if err != nil {
 		if l.lostAt.IsZero() {
 			l.lostAt = now
 		}
 		return nil, 0, err
 	}
+	if l.lastOK.IsZero() {
+		// This node's row is stored: the nodes already on the store learn
+		// from this notification that they are no longer alone (their
+		// next beats would tell them within a second).
+		l.peers.announce()
+	}
+	dead := seen.Dead
 	// The beat is the node's one write every second: the first to land
 	// after failures says the store is back (the failures' warnings are
 	// written once in 30 s, so without it an outage's end went unseen).

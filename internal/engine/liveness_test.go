@@ -28,9 +28,9 @@ type partitioned struct {
 	cut atomic.Bool
 }
 
-func (p *partitioned) NodeBeat(ctx context.Context, bp *store.NodeBeatParams) ([]string, error) {
+func (p *partitioned) NodeBeat(ctx context.Context, bp *store.NodeBeatParams) (store.NodeBeatResult, error) {
 	if p.cut.Load() {
-		return nil, task.Errorf(task.CodeUnavailable, "test: heartbeat cut")
+		return store.NodeBeatResult{}, task.Errorf(task.CodeUnavailable, "test: heartbeat cut")
 	}
 	return p.Store.NodeBeat(ctx, bp)
 }
@@ -265,16 +265,16 @@ func TestNodeLeavesOnStop(t *testing.T) {
 	}
 	target.next(t)
 	probe := &store.NodeBeatParams{Node: "probe", Now: T0.UnixMilli(), DeadBefore: math.MaxInt64}
-	if nodes, err := st.NodeBeat(ctx, probe); err != nil || len(nodes) != 1 || nodes[0] != "cccc" {
-		t.Fatalf("nodes before stop: %v %v", nodes, err)
+	if seen, err := st.NodeBeat(ctx, probe); err != nil || len(seen.Dead) != 1 || seen.Dead[0] != "cccc" {
+		t.Fatalf("nodes before stop: %+v %v", seen, err)
 	}
 	eng.Stop()
 	tk, _ := st.TaskGet(ctx, store.TaskRef{InstanceID: res[0].Task.InstanceID, ID: res[0].Task.ID})
 	if tk.State != task.RetryWait || tk.Attempt != 0 || len(tk.Attempts) != 1 || tk.Attempts[0].Status != task.AttemptReleased {
 		t.Fatalf("after stop: %s attempt %d %+v", tk.State, tk.Attempt, tk.Attempts)
 	}
-	if nodes, err := st.NodeBeat(ctx, probe); err != nil || len(nodes) != 0 {
-		t.Fatalf("nodes after stop: %v %v (the node's row should be gone)", nodes, err)
+	if seen, err := st.NodeBeat(ctx, probe); err != nil || seen.Others != 0 {
+		t.Fatalf("nodes after stop: %+v %v (the node's row should be gone)", seen, err)
 	}
 }
 

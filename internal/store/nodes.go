@@ -16,9 +16,9 @@ import (
 // finish is the lease id the store already checks.
 type NodeStore interface {
 	// NodeBeat records that p.Node is alive at p.Now (its row is made on
-	// its first beat) and returns the other nodes whose last beat was at or
-	// before p.DeadBefore, in one statement on a shared store.
-	NodeBeat(ctx context.Context, p *NodeBeatParams) ([]string, error)
+	// its first beat) and returns what it saw of the other nodes' rows, in
+	// one statement on a shared store.
+	NodeBeat(ctx context.Context, p *NodeBeatParams) (NodeBeatResult, error)
 	// NodeForget removes the rows of p.Nodes whose last beat was at or
 	// before p.DeadBefore; a node that beat again meanwhile keeps its row.
 	// A node leaving (graceful shutdown) forgets itself.
@@ -33,6 +33,17 @@ type NodeBeatParams struct {
 	Node       string
 	Now        int64
 	DeadBefore int64 // other nodes silent since this time or earlier are returned
+}
+
+// NodeBeatResult is what a beat saw of the other nodes' rows.
+type NodeBeatResult struct {
+	// Dead are the other nodes whose last beat was at or before
+	// DeadBefore, by id.
+	Dead []string
+	// Others counts the other nodes' rows, Dead's included: a node that
+	// sees none is alone on the store, and its changes need no
+	// notification.
+	Others int
 }
 
 // NodeForgetParams names nodes whose rows go.

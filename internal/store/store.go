@@ -385,12 +385,30 @@ type Notifier interface {
 	// engine's cache; a lost one is stale for at most the cache's
 	// lifetime).
 	NotifyConfig(ctx context.Context) error
-	// Listen calls fn for every notification, config true for
-	// NotifyConfig's, and once after each reconnect with config true
+	// Listen calls fn for every notification, HeardConfig for
+	// NotifyConfig's, and once after each (re)connect with HeardConnect
 	// (notifications may have been missed meanwhile), until ctx ends; it
 	// reconnects by itself.
-	Listen(ctx context.Context, fn func(config bool)) error
+	Listen(ctx context.Context, fn func(Heard)) error
 }
+
+// Heard is what a Notifier's Listen heard.
+type Heard int
+
+const (
+	// HeardChange is another node's Notify (or the notification of an
+	// application's transaction that added tasks): tasks or queues changed.
+	HeardChange Heard = iota
+	// HeardConfig is a NotifyConfig, this node's own or another's.
+	HeardConfig
+	// HeardConnect is a (re)connect of the LISTEN: anything may have
+	// changed meanwhile, the configuration too.
+	HeardConnect
+)
+
+// Config reports whether h may follow a configuration change: cached
+// copies of instances, queues and keys are dropped.
+func (h Heard) Config() bool { return h != HeardChange }
 
 // StatsKeeper is implemented by a store whose query planner plans from
 // statistics of the tasks table that the database refreshes on a timing of

@@ -11,14 +11,15 @@ import (
 
 var (
 	// sqlNodeBeat upserts the node's row (a HOT update: beat_at is not
-	// indexed) and reads the other nodes silent since $3, in one statement
-	// and one round trip. The SELECT sees the table as the statement began,
-	// without this beat: the node's own row is left out by id.
+	// indexed) and reads the other nodes' rows, each with whether it has
+	// been silent since $3, in one statement and one round trip. The
+	// SELECT sees the table as the statement began, without this beat: the
+	// node's own row is left out by id. The table holds a row a node.
 	sqlNodeBeat = `WITH beat AS (
 			INSERT INTO nodes (id, started_at, beat_at) VALUES ($1, $2, $2)
 			ON CONFLICT (id) DO UPDATE SET beat_at = greatest(nodes.beat_at, excluded.beat_at)
 		)
-		SELECT id FROM nodes WHERE beat_at <= $3 AND id <> $1 ORDER BY id`
+		SELECT id, beat_at <= $3 FROM nodes WHERE id <> $1 ORDER BY id`
 	sqlNodeForget = `DELETE FROM nodes WHERE id = ANY ($1::text[]) AND beat_at <= $2`
 	// sqlHeldBy finds the RUNNING push tasks whose lease names one of the
 	// nodes: per push queue, its RUNNING rows through tasks_running (the
@@ -35,18 +36,26 @@ var (
 		LIMIT $2`
 )
 
-// NodeBeat records p.Node's beat and returns the silent nodes, in one
-// statement.
-func (s *Store) NodeBeat(ctx context.Context, p *store.NodeBeatParams) ([]string, error) {
+// NodeBeat records p.Node's beat and returns the other nodes' rows, the
+// silent ones by id, in one statement.
+func (s *Store) NodeBeat(ctx context.Context, p *store.NodeBeatParams) (store.NodeBeatResult, error) {
+	var r store.NodeBeatResult
 	rows, err := s.pool.Query(ctx, sqlNodeBeat, p.Node, p.Now, p.DeadBefore)
 	if err != nil {
-		return nil, interpretError(err)
+		return r, interpretError(err)
 	}
-	dead, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	return dead, nil
+	var (
+		id     string
+		silent bool
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &silent}, func() error {
+		r.Others++
+		if silent {
+			r.Dead = append(r.Dead, id)
+		}
+		return nil
+	})
+	return r, interpretError(err)
 }
 
 // NodeForget removes the rows of p.Nodes still silent since p.DeadBefore.

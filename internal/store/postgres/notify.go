@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"time"
+
+	"github.com/errandhq/errand/internal/store"
 )
 
 // wakeChannel is the LISTEN/NOTIFY channel of every errand node on a
@@ -43,12 +45,16 @@ func (s *Store) NotifyConfig(ctx context.Context) error {
 // (re)connect, since notifications sent while it was away are lost. Its own
 // NotifyConfig and the notification TaskAddTx queues (empty payload, sent
 // at the application's commit) are passed on. It returns when ctx ends.
-func (s *Store) Listen(ctx context.Context, fn func(config bool)) error {
+func (s *Store) Listen(ctx context.Context, fn func(store.Heard)) error {
 	return s.listen(ctx, wakeChannel, func(payload string, connected bool) {
-		if !connected && payload == s.origin {
-			return
+		switch {
+		case connected:
+			fn(store.HeardConnect)
+		case payload == configPayload:
+			fn(store.HeardConfig)
+		case payload != s.origin:
+			fn(store.HeardChange)
 		}
-		fn(connected || payload == configPayload)
 	})
 }
 

@@ -10,29 +10,30 @@ import (
 )
 
 // TestNotifyListen: a NOTIFY from one store reaches the LISTEN of another
-// on the same database, config or not as it was sent; Listen calls fn once
-// on connecting too, as a config change (anything may have changed).
+// on the same database, a change or a config change as it was sent;
+// Listen calls fn once on connecting too, as a connect (anything may have
+// changed, the configuration too).
 func TestNotifyListen(t *testing.T) {
 	a := postgres.OpenTest(t)
 	b := postgres.OpenTest(t)
 	t.Cleanup(func() { a.Close(); b.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
-	heard := make(chan bool, 16)
+	heard := make(chan store.Heard, 16)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = b.Listen(ctx, func(config bool) { heard <- config })
+		_ = b.Listen(ctx, func(h store.Heard) { heard <- h })
 	}()
 	defer func() { cancel(); <-done }()
 	// Other tests on the same database notify on the same channel: a
 	// check waits for the notification it expects and lets others pass.
-	until := func(what string, want func(config bool) bool) {
+	until := func(what string, want store.Heard) {
 		t.Helper()
 		deadline := time.After(10 * time.Second)
 		for {
 			select {
-			case config := <-heard:
-				if want(config) {
+			case h := <-heard:
+				if h == want {
 					return
 				}
 			case <-deadline:
@@ -40,15 +41,18 @@ func TestNotifyListen(t *testing.T) {
 			}
 		}
 	}
-	until("the connect call, as a config change", func(config bool) bool { return config })
+	until("the connect call", store.HeardConnect)
+	if !store.HeardConnect.Config() || !store.HeardConfig.Config() || store.HeardChange.Config() {
+		t.Fatal("a connect and a config notification drop cached configuration; a change does not")
+	}
 	if err := a.Notify(ctx); err != nil {
 		t.Fatal(err)
 	}
-	until("the notification", func(bool) bool { return true })
+	until("the notification", store.HeardChange)
 	if err := a.NotifyConfig(ctx); err != nil {
 		t.Fatal(err)
 	}
-	until("the config notification", func(config bool) bool { return config })
+	until("the config notification", store.HeardConfig)
 }
 
 // TestServerNow: the database's clock is readable and close to ours here.
@@ -125,7 +129,7 @@ func TestListenSkipsOwnNotify(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = b.Listen(ctx, func(config bool) { heard <- config })
+		_ = b.Listen(ctx, func(h store.Heard) { heard <- h.Config() })
 	}()
 	defer func() { cancel(); <-done }()
 	next := func(what string) bool {

@@ -11,7 +11,7 @@ import (
 var (
 	qNodeBeat = define(onWriter, `INSERT INTO nodes (id, started_at, beat_at) VALUES (?1, ?2, ?2)
 		ON CONFLICT (id) DO UPDATE SET beat_at = max(beat_at, excluded.beat_at)`)
-	qNodesDead  = define(onWriter, `SELECT id FROM nodes WHERE beat_at <= ? AND id <> ? ORDER BY id`)
+	qNodesOther = define(onWriter, `SELECT id, beat_at <= ? FROM nodes WHERE id <> ? ORDER BY id`)
 	qNodeForget = define(onWriter, `DELETE FROM nodes
 		WHERE id IN (SELECT value FROM json_each(?)) AND beat_at <= ?`)
 	// qHeldBy finds the RUNNING push tasks whose lease names one of the
@@ -25,33 +25,36 @@ var (
 		LIMIT ?`)
 )
 
-// NodeBeat writes p.Node's beat and reads the silent nodes in one write
-// transaction.
-func (s *Store) NodeBeat(ctx context.Context, p *store.NodeBeatParams) ([]string, error) {
-	var dead []string
+// NodeBeat writes p.Node's beat and reads the other nodes' rows, the
+// silent ones by id, in one write transaction.
+func (s *Store) NodeBeat(ctx context.Context, p *store.NodeBeatParams) (store.NodeBeatResult, error) {
+	var r store.NodeBeatResult
 	err := s.write(ctx, func(w *wtx) error {
 		if _, err := w.exec(qNodeBeat, p.Node, p.Now); err != nil {
 			return err
 		}
-		rows, err := w.query(qNodesDead, p.DeadBefore, p.Node)
+		rows, err := w.query(qNodesOther, p.DeadBefore, p.Node)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		dead = dead[:0]
+		r = store.NodeBeatResult{}
 		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
+			var (
+				id     string
+				silent bool
+			)
+			if err := rows.Scan(&id, &silent); err != nil {
 				return interpretError(err)
 			}
-			dead = append(dead, id)
+			r.Others++
+			if silent {
+				r.Dead = append(r.Dead, id)
+			}
 		}
 		return interpretError(rows.Err())
 	})
-	if err != nil {
-		return nil, err
-	}
-	return dead, nil
+	return r, err
 }
 
 // NodeForget removes the rows of p.Nodes still silent since p.DeadBefore.

@@ -17,28 +17,40 @@ var nodeCases = []testCase{
 // deadBefore.
 func (e *env) beat(node string, now, deadBefore int64) []string {
 	e.t.Helper()
-	dead, err := e.s.NodeBeat(e.ctx, &store.NodeBeatParams{Node: node, Now: now, DeadBefore: deadBefore})
+	return e.beatSeen(node, now, deadBefore).Dead
+}
+
+// beatSeen is beat's whole result.
+func (e *env) beatSeen(node string, now, deadBefore int64) store.NodeBeatResult {
+	e.t.Helper()
+	r, err := e.s.NodeBeat(e.ctx, &store.NodeBeatParams{Node: node, Now: now, DeadBefore: deadBefore})
 	if err != nil {
 		e.t.Fatalf("NodeBeat(%s): %v", node, err)
 	}
-	return dead
+	return r
 }
 
 // testNodeBeat checks that a node silent since DeadBefore is reported to
-// the others (never to itself), that a beat revives it, and that
-// NodeForget spares a node that beat again.
+// the others (never to itself), that a beat revives it, that NodeForget
+// spares a node that beat again, and that each beat counts the other
+// nodes' rows, silent or not.
 func testNodeBeat(t *testing.T, e *env) {
-	if dead := e.beat("a", T0, T0); len(dead) != 0 {
-		t.Fatalf("first beat: dead %v", dead)
+	if r := e.beatSeen("a", T0, T0); len(r.Dead) != 0 || r.Others != 0 {
+		t.Fatalf("first beat: %+v, want no other node", r)
 	}
-	e.beat("b", T0+1_000, T0)
+	if r := e.beatSeen("a", T0+500, T0); r.Others != 0 {
+		t.Fatalf("a's second beat counts %d others, want 0 (its own row is not another's)", r.Others)
+	}
+	if r := e.beatSeen("b", T0+1_000, T0); len(r.Dead) != 0 || r.Others != 1 {
+		t.Fatalf("b's first beat: %+v, want a live other node (a)", r)
+	}
 	e.beat("c", T0+1_000, T0)
 	// a beats late; its own old row is never reported to it.
 	if dead := e.beat("a", T0+3_999, T0+999); len(dead) != 0 {
 		t.Fatalf("before the threshold: dead %v", dead)
 	}
-	if dead := e.beat("a", T0+4_000, T0+1_000); !slices.Equal(dead, []string{"b", "c"}) {
-		t.Fatalf("at the threshold: dead %v, want [b c]", dead)
+	if r := e.beatSeen("a", T0+4_000, T0+1_000); !slices.Equal(r.Dead, []string{"b", "c"}) || r.Others != 2 {
+		t.Fatalf("at the threshold: %+v, want dead [b c] of 2 others", r)
 	}
 	// b was only paused: it beats again before being forgotten, and keeps
 	// its row; c is forgotten.
@@ -61,8 +73,8 @@ func testNodeBeat(t *testing.T, e *env) {
 	if err := e.s.NodeForget(e.ctx, &store.NodeForgetParams{Nodes: []string{"b"}, DeadBefore: T0 + 1_000_000}); err != nil {
 		t.Fatalf("NodeForget(self): %v", err)
 	}
-	if dead := e.beat("a", T0+6_000, T0+1_000_000); len(dead) != 0 {
-		t.Fatalf("after b left: dead %v", dead)
+	if r := e.beatSeen("a", T0+6_000, T0+1_000_000); len(r.Dead) != 0 || r.Others != 0 {
+		t.Fatalf("after b left: %+v, want a alone", r)
 	}
 }
 
