@@ -82,7 +82,7 @@ func TestLoneNodeSendsNoNotify(t *testing.T) {
 	for range 3 {
 		add(now)
 	}
-	skipped = sigA.NotifySkipped(t, skipped+3)
+	sigA.NotifySkipped(t, skipped+3)
 	if got := sigA.NotifyAsked(); got != asked {
 		t.Fatalf("A, alone, asked for %d NOTIFYs for its adds", got-asked)
 	}
