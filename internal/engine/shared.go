@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/errandhq/errand/internal/clock"
@@ -54,9 +55,9 @@ type notifierService struct {
 	rings []*waker
 	asks  chan struct{} // a change to announce; one pending covers many
 
-	mu    sync.Mutex
-	heard uint64 // notifications heard (and reconnects), for mark and beat
-	alone bool   // no other node on the store, as last seen
+	mu    sync.Mutex  // held to change alone, and for heard
+	heard uint64      // notifications heard (and reconnects), for mark and beat
+	alone atomic.Bool // no other node on the store, as last seen (read without mu)
 
 	skipped  *progress[int] // tests only: changes not announced, alone
 	heardAll *progress[int] // tests only: heardOne's calls
@@ -69,10 +70,7 @@ func newNotifierService(n store.Notifier, log *slog.Logger, rings ...*waker) *no
 
 // send asks for one NOTIFY, unless this node is alone; it never blocks.
 func (s *notifierService) send() {
-	s.mu.Lock()
-	alone := s.alone
-	s.mu.Unlock()
-	if alone {
+	if s.alone.Load() {
 		s.skipped.update(func(n *int) { *n++ })
 		return
 	}
@@ -121,7 +119,7 @@ func (s *notifierService) beat(mark uint64, others int, err error) {
 		// A notification heard since the beat began may come from a node
 		// whose row the beat's snapshot did not see yet.
 		if s.heard == mark {
-			s.alone = true
+			s.alone.Store(true)
 		}
 	default:
 		s.joined()
@@ -142,8 +140,7 @@ func (s *notifierService) heardOne() {
 // joined ends this node's being alone; the first time, it sends the
 // NOTIFY that covers the changes it did not announce. s.mu is held.
 func (s *notifierService) joined() {
-	if s.alone {
-		s.alone = false
+	if s.alone.Swap(false) {
 		s.ask()
 	}
 }
