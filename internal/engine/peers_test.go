@@ -2,11 +2,14 @@ package engine_test
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/engine"
+	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/store/postgres"
 	"github.com/errandhq/errand/internal/task"
 	"github.com/errandhq/errand/internal/testkit/stores"
@@ -146,4 +149,127 @@ func TestLoneNodeSendsNoNotify(t *testing.T) {
 	if got := sigA.NotifyAsked(); got != asked {
 		t.Fatalf("A, alone again, asked for %d NOTIFYs", got-asked)
 	}
+}
+
+// TestLoneNodeSeesAnotherAtItsBeat: a node that counts itself alone learns
+// of another from a beat that sees its row, even when it heard nothing
+// from it (its announcement lost: here a row written behind the engine's
+// back, with no notification at all), and then asks for a NOTIFY at once
+// and announces every change after.
+func TestLoneNodeSeesAnotherAtItsBeat(t *testing.T) {
+	t.Parallel()
+	open := stores.OpenPostgresShared(t)
+	raw := open()
+	t.Cleanup(func() { raw.Close() })
+	fc := clock.NewFake(T0)
+	ctx := context.Background()
+	sig, add := aloneNode(t, raw, fc)
+	skipped := sig.NotifySkipped(t, 0)
+
+	// Another node's row, and no word from it.
+	if _, err := raw.NodeBeat(ctx, &store.NodeBeatParams{Node: "zzzz", Now: T0.Add(engine.NodeBeatEvery).UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	asked := sig.NotifyAsked()
+	fc.Advance(engine.NodeBeatEvery)
+	sig.BeatAt(t, T0.Add(2*engine.NodeBeatEvery))
+	if got := sig.NotifyAsked(); got != asked+1 {
+		t.Fatalf("after a beat that saw another node: %d NOTIFYs asked for, want the 1 that covers the unannounced add", got-asked)
+	}
+	add()
+	if got := sig.NotifyAsked(); got != asked+2 {
+		t.Fatalf("an add with another node there: %d NOTIFYs asked for in all, want 2", got-asked)
+	}
+	if got := sig.NotifySkipped(t, 0); got != skipped {
+		t.Fatalf("%d adds skipped with another node there", got-skipped)
+	}
+}
+
+// heldBeatPG holds a heartbeat's answer, once asked to: the beat has read
+// the nodes table when read is closed, and returns when release is.
+type heldBeatPG struct {
+	*postgres.Store
+	hold          atomic.Bool
+	read, release chan struct{}
+}
+
+func (h *heldBeatPG) NodeBeat(ctx context.Context, p *store.NodeBeatParams) (store.NodeBeatResult, error) {
+	r, err := h.Store.NodeBeat(ctx, p)
+	if h.hold.CompareAndSwap(true, false) {
+		close(h.read)
+		<-h.release
+	}
+	return r, err
+}
+
+// TestArrivalDuringABeat: a node's arrival heard while a beat of a lone
+// node is under way — a beat whose read of the nodes table came before the
+// newcomer's row — leaves the lone node counting the newcomer: that beat
+// does not set it alone again, and its changes are announced.
+func TestArrivalDuringABeat(t *testing.T) {
+	t.Parallel()
+	open := stores.OpenPostgresShared(t)
+	rawA, rawB := open(), open()
+	t.Cleanup(func() { rawA.Close(); rawB.Close() })
+	stA := &heldBeatPG{Store: rawA, read: make(chan struct{}), release: make(chan struct{})}
+	fc := clock.NewFake(T0)
+	ctx := context.Background()
+	release := sync.OnceFunc(func() { close(stA.release) })
+	sigA, add := aloneNode(t, stA, fc)
+	t.Cleanup(release) // before A stops: a failed test leaves no beat held
+
+	// A's next beat reads the table (no one else there) and is held.
+	stA.hold.Store(true)
+	fc.Advance(engine.NodeBeatEvery)
+	<-stA.read
+	// B arrives; A hears its announcement, then its beat returns.
+	engB := engine.New(engine.Config{Store: rawB, Clock: fc, Dev: true, Logger: discardLog, Node: "bbbb"})
+	sigB := engine.WithSignals(engB)
+	if err := engB.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(engB.Stop)
+	sigB.BeatAt(t, T0.Add(2*engine.NodeBeatEvery))
+	sigA.NotifyHeard(t, 2)
+	release()
+	sigA.BeatAt(t, T0.Add(2*engine.NodeBeatEvery))
+
+	asked := sigA.NotifyAsked()
+	add()
+	if got := sigA.NotifyAsked(); got != asked+1 {
+		t.Fatalf("A's add after B arrived asked for %d NOTIFYs, want 1 (the beat that began before B must not leave A alone)", got-asked)
+	}
+}
+
+// aloneNode starts node "aaaa" on st (a PostgreSQL store no other node
+// uses yet) and returns once it counts itself alone (its second beat, the
+// first after its LISTEN connected, has found no other node) and one add
+// to its pull queue went unannounced; add adds one task more.
+func aloneNode(t *testing.T, st store.Store, fc *clock.Fake) (*engine.Signals, func()) {
+	t.Helper()
+	ctx := context.Background()
+	eng := engine.New(engine.Config{Store: st, Clock: fc, Dev: true, Logger: discardLog, Node: "aaaa"})
+	sig := engine.WithSignals(eng)
+	if err := eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(eng.Stop)
+	sig.NotifyHeard(t, 1)
+	sig.BeatAt(t, T0)
+	fc.Advance(engine.NodeBeatEvery)
+	sig.BeatAt(t, T0.Add(engine.NodeBeatEvery))
+	ref := engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "q"}
+	if _, err := eng.QueueCreate(ctx, ref, &task.QueuePatch{Mode: ptr(task.ModePull)}); err != nil {
+		t.Fatal(err)
+	}
+	add := func() {
+		t.Helper()
+		if res, err := eng.TaskAdd(ctx, ref, []task.AddInput{{}}); err != nil || res[0].Err != nil {
+			t.Fatalf("add: %v %+v", err, res)
+		}
+	}
+	skipped := sig.NotifySkipped(t, 0)
+	add()
+	sig.NotifySkipped(t, skipped+1)
+	return sig, add
 }
