@@ -57,37 +57,16 @@ func TestLoneNodeSendsNoNotify(t *testing.T) {
 	stA := &notifyingPG{Store: rawA, sent: make(chan struct{}, 100)}
 	fc := clock.NewFake(T0)
 	ctx := context.Background()
-	engA := engine.New(engine.Config{Store: stA, Clock: fc, Dev: true, Logger: discardLog, Node: "aaaa"})
-	sigA := engine.WithSignals(engA)
-	if err := engA.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(engA.Stop)
-	sigA.NotifyHeard(t, 1) // A listens (its connect counts as heard)
-	sigA.BeatAt(t, T0)
+	engA, sigA, add := aloneNode(t, stA, fc)
 	stA.next(t, "A's arrival")
-	// Its LISTEN may have connected after that first beat (a connect counts
-	// as a notification heard): the next beat, with nothing heard since it
-	// began, finds it alone.
-	fc.Advance(engine.NodeBeatEvery)
-	sigA.BeatAt(t, T0.Add(engine.NodeBeatEvery))
 
-	now := engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "now"}
 	later := engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "later"}
-	for _, ref := range []engine.QueueRef{now, later} {
-		if _, err := engA.QueueCreate(ctx, ref, &task.QueuePatch{Mode: ptr(task.ModePull)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	add := func(ref engine.QueueRef) {
-		t.Helper()
-		if res, err := engA.TaskAdd(ctx, ref, []task.AddInput{{}}); err != nil || res[0].Err != nil {
-			t.Fatalf("add: %v %+v", err, res)
-		}
+	if _, err := engA.QueueCreate(ctx, later, &task.QueuePatch{Mode: ptr(task.ModePull)}); err != nil {
+		t.Fatal(err)
 	}
 	skipped, asked := sigA.NotifySkipped(t, 0), sigA.NotifyAsked()
 	for range 3 {
-		add(now)
+		add()
 	}
 	sigA.NotifySkipped(t, skipped+3)
 	if got := sigA.NotifyAsked(); got != asked {
@@ -122,7 +101,9 @@ func TestLoneNodeSendsNoNotify(t *testing.T) {
 		leased <- got
 	}()
 	sigB.Parked(t, parked+1)
-	add(later)
+	if res, err := engA.TaskAdd(ctx, later, []task.AddInput{{}}); err != nil || res[0].Err != nil {
+		t.Fatalf("add: %v %+v", err, res)
+	}
 	stA.next(t, "A's add with B there")
 	select {
 	case got := <-leased:
@@ -145,7 +126,7 @@ func TestLoneNodeSendsNoNotify(t *testing.T) {
 		fc.Advance(engine.NodeBeatEvery)
 		sigA.BeatAt(t, T0.Add(time.Duration(i)*engine.NodeBeatEvery))
 		skipped, asked = sigA.NotifySkipped(t, 0), sigA.NotifyAsked()
-		add(now)
+		add()
 		if sigA.NotifySkipped(t, 0) > skipped {
 			break
 		}
@@ -167,7 +148,7 @@ func TestLoneNodeSeesAnotherAtItsBeat(t *testing.T) {
 	t.Cleanup(func() { raw.Close() })
 	fc := clock.NewFake(T0)
 	ctx := context.Background()
-	sig, add := aloneNode(t, raw, fc)
+	_, sig, add := aloneNode(t, raw, fc)
 	skipped := sig.NotifySkipped(t, 0)
 
 	// Another node's row, and no word from it.
@@ -219,7 +200,7 @@ func TestArrivalDuringABeat(t *testing.T) {
 	fc := clock.NewFake(T0)
 	ctx := context.Background()
 	release := sync.OnceFunc(func() { close(stA.release) })
-	sigA, add := aloneNode(t, stA, fc)
+	_, sigA, add := aloneNode(t, stA, fc)
 	t.Cleanup(release) // before A stops: a failed test leaves no beat held
 
 	// A's next beat reads the table (no one else there) and is held.
@@ -246,10 +227,11 @@ func TestArrivalDuringABeat(t *testing.T) {
 }
 
 // aloneNode starts node "aaaa" on st (a PostgreSQL store no other node
-// uses yet) and returns once it counts itself alone (its second beat, the
-// first after its LISTEN connected, has found no other node) and one add
-// to its pull queue went unannounced; add adds one task more.
-func aloneNode(t *testing.T, st store.Store, fc *clock.Fake) (*engine.Signals, func()) {
+// uses yet) and returns once it counts itself alone (its LISTEN connected
+// — a connect counts as a notification heard — and a beat begun after it
+// found no other node) and one add to its pull queue "q" went unannounced;
+// add adds one task more there.
+func aloneNode(t *testing.T, st store.Store, fc *clock.Fake) (*engine.Engine, *engine.Signals, func()) {
 	t.Helper()
 	ctx := context.Background()
 	eng := engine.New(engine.Config{Store: st, Clock: fc, Dev: true, Logger: discardLog, Node: "aaaa"})
@@ -275,5 +257,5 @@ func aloneNode(t *testing.T, st store.Store, fc *clock.Fake) (*engine.Signals, f
 	skipped := sig.NotifySkipped(t, 0)
 	add()
 	sig.NotifySkipped(t, skipped+1)
-	return sig, add
+	return eng, sig, add
 }
