@@ -83,7 +83,12 @@ func (e *errandSystem) add(ctx context.Context, queue string, k int) ([]string, 
 
 // addWith is add with a delay (seconds) on every task.
 func (e *errandSystem) addWith(ctx context.Context, queue string, k int, delay *float64) ([]string, error) {
-	res, err := e.api.AddTasks(ctx, errandInstance, queue, newTasks(k, time.Now().UnixNano(), delay)...)
+	return addVia(ctx, e.api, queue, k, delay)
+}
+
+// addVia is addWith through the client api (of one node).
+func addVia(ctx context.Context, api *client.Client, queue string, k int, delay *float64) ([]string, error) {
+	res, err := api.AddTasks(ctx, errandInstance, queue, newTasks(k, time.Now().UnixNano(), delay)...)
 	if err != nil {
 		return nil, err
 	}
@@ -101,21 +106,25 @@ func (e *errandSystem) addWith(ctx context.Context, queue string, k int, delay *
 }
 
 // addMany adds n tasks in batches of batch from clients concurrent callers
-// and returns every id the server answered.
+// and returns every id the server answered. With several nodes (the nodes
+// workload) the callers are spread over them round-robin: caller i talks
+// to node i mod k.
 func (e *errandSystem) addMany(ctx context.Context, queue string, n, batch, clients int) ([]string, error) {
 	var next atomic.Int64
 	var mu sync.Mutex
 	all := make([]string, 0, n)
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
-	for range clients {
+	conns := e.conns()
+	for i := range clients {
+		api := conns[i%len(conns)].api
 		wg.Go(func() {
 			for {
 				from := next.Add(int64(batch)) - int64(batch)
 				if from >= int64(n) {
 					return
 				}
-				ids, err := e.add(ctx, queue, int(min(int64(batch), int64(n)-from)))
+				ids, err := addVia(ctx, api, queue, int(min(int64(batch), int64(n)-from)), nil)
 				if err != nil {
 					errs <- err
 					return

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -22,6 +23,30 @@ var nodeCounts = []int{1, 2, 3}
 // nodeWorkloads are the nodes workload's two measurements per node count:
 // errand-pg's burn-down (a pull queue) and its push workload.
 var nodeWorkloads = []string{"pull", "push"}
+
+// setNodeCells sets nodeCounts and nodeWorkloads from the flags' lists
+// (--nodes-counts, --nodes-workloads).
+func setNodeCells(counts, workloads string) error {
+	var ks []int
+	for _, f := range splitList(counts) {
+		k, err := strconv.Atoi(f)
+		if err != nil || k < 1 || k > 9 {
+			return fmt.Errorf("--nodes-counts: %q is not a node count from 1 to 9", f)
+		}
+		ks = append(ks, k)
+	}
+	wls := splitList(workloads)
+	for _, wl := range wls {
+		if wl != "pull" && wl != "push" && wl != "add" {
+			return fmt.Errorf("--nodes-workloads: %q is not pull, push or add", wl)
+		}
+	}
+	if len(ks) == 0 || len(wls) == 0 {
+		return fmt.Errorf("--nodes-counts and --nodes-workloads need at least one entry each")
+	}
+	nodeCounts, nodeWorkloads = ks, wls
+	return nil
+}
 
 // nodeCell is one measurement of the nodes workload: k nodes, one workload.
 type nodeCell struct {
@@ -76,6 +101,8 @@ func (e *errandSystem) Nodes(ctx context.Context, n int) ([]nodeCell, error) {
 				d, err = e.BurnDown(ctx, n)
 			case "push":
 				d, err = e.Push(ctx, n)
+			case "add":
+				d, err = e.adds(ctx, n)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("%d nodes, %s: %w", k, wl, err)
@@ -93,6 +120,25 @@ func (e *errandSystem) Nodes(ctx context.Context, n int) ([]nodeCell, error) {
 		}
 	}
 	return cells, nil
+}
+
+// adds is the nodes workload's add cell: n single adds (one task a call,
+// as web handlers add their work) from the insert workload's callers,
+// spread over the nodes, to a pull queue no worker leases from: what a
+// node's add costs the others (their wake-ups) shows here.
+func (e *errandSystem) adds(ctx context.Context, n int) (time.Duration, error) {
+	if err := e.createQueue(ctx, "adds", "pull", false); err != nil {
+		return 0, err
+	}
+	mark := e.markCPU()
+	start := time.Now()
+	ids, err := e.addMany(ctx, "adds", n, 1, e.tun.InsertClients)
+	d := time.Since(start)
+	if err != nil {
+		return 0, err
+	}
+	logf("  %s adds: %s", e.Name(), e.cpuNote(n, mark, d))
+	return d, e.expectAll(ctx, "adds", "scheduled", ids)
 }
 
 // renew tears the run down (every node stopped, the database dropped) and

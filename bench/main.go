@@ -205,6 +205,8 @@ func main() {
 		errandTun  = flag.String("errand-tuning", "", "override errand's settings: `key=value,…` of insertClients, leaseWorkers, leaseCount, ackConcurrency, batchAck, maxInFlight, steadyMode (push|pull)")
 		rawConc    = flag.Int("raw-concurrency", 64, "raw-http: concurrent POSTs to the receiver")
 		nodesN     = flag.Int("nodes-n", 0, "override the nodes workload's size (tasks per node count and workload)")
+		nodesK     = flag.String("nodes-counts", "1,2,3", "the nodes workload's node counts, `k,…`")
+		nodesWL    = flag.String("nodes-workloads", "pull,push", "the nodes workload's measurements per node count, of pull, push and add (single adds to a pull queue): `list`")
 	)
 	flag.Parse()
 	defer runAtExit()
@@ -260,6 +262,9 @@ func main() {
 	}
 	if *idleDef {
 		sz.idleDefaults = true
+	}
+	if err := setNodeCells(*nodesK, *nodesWL); err != nil {
+		fatalf("%v", err)
 	}
 	if *nodesN > 0 {
 		sz.nodesN = *nodesN
