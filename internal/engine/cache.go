@@ -233,7 +233,7 @@ func (c *cachedStore) KeyRevoke(ctx context.Context, ref store.KeyRef, now int64
 }
 
 // Notify passes through.
-func (c *cachedStore) Notify(ctx context.Context) error { return c.n.Notify(ctx) }
+func (c *cachedStore) Notify(ctx context.Context, ch store.Change) error { return c.n.Notify(ctx, ch) }
 
 // NotifyConfig passes through.
 func (c *cachedStore) NotifyConfig(ctx context.Context) error { return c.n.NotifyConfig(ctx) }

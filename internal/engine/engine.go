@@ -250,8 +250,8 @@ func New(cfg Config) *Engine {
 	cfg.Metrics.SetBacklog(e.readBacklog, e.clock.Now)
 	if n, ok := cfg.Store.(store.Notifier); ok {
 		// Other nodes' changes wake the dispatcher and long polls, the
-		// rescuer and the scheduler here.
-		e.notifier = newNotifierService(n, cfg.Logger.With("service", "notifier"), e.waker, e.dispatch, e.leases, e.ruleWake)
+		// rescuer and the scheduler here; their pull adds, the long polls.
+		e.notifier = newNotifierService(n, cfg.Logger.With("service", "notifier"), e.waker, e.waker, e.dispatch, e.leases, e.ruleWake)
 		e.services = append(e.services, e.notifier)
 		e.liveness.peers = e.notifier
 	}
@@ -307,7 +307,7 @@ func (e *Engine) Stop() {
 		// notifier service, stopped first, sent nothing for them).
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := n.Notify(ctx); err != nil {
+		if err := n.Notify(ctx, store.ChangeAny); err != nil {
 			e.log.Warn("telling the other nodes of the attempts handed back failed; they find them within their backstop", "err", err)
 		}
 	}

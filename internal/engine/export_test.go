@@ -45,10 +45,17 @@ func WithSignals(e *Engine) *Signals {
 }
 
 // NotifyHeard waits until the node has heard n change notifications or
-// connects of its LISTEN in all.
-func (s *Signals) NotifyHeard(tb testing.TB, n int) {
+// connects of its LISTEN in all, and rung its wakers for them, and returns
+// how many it has.
+func (s *Signals) NotifyHeard(tb testing.TB, n int) int {
 	tb.Helper()
-	wait(tb, "notifications heard", s.e.notifier.heardAll, func(got int) bool { return got >= n })
+	return wait(tb, "notifications heard", s.e.notifier.heardAll, func(got int) bool { return got >= n })
+}
+
+// Wakes returns how many times the node's dispatcher, rescuer, scheduler
+// and long polls have been woken so far, in that order.
+func (s *Signals) Wakes() [4]uint64 {
+	return [4]uint64{s.e.dispatch.wakes(), s.e.leases.wakes(), s.e.ruleWake.wakes(), s.e.waker.wakes()}
 }
 
 // NotifyAsked returns how many NOTIFYs the node has asked for so far

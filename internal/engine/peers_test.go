@@ -15,29 +15,39 @@ import (
 	"github.com/errandhq/errand/internal/testkit/stores"
 )
 
-// notifyingPG reports each NOTIFY a node sends for its changes.
+// notifyingPG reports each NOTIFY a node sends for its changes, and its
+// kind.
 type notifyingPG struct {
 	*postgres.Store
-	sent chan struct{}
+	sent chan store.Change
 }
 
-func (n *notifyingPG) Notify(ctx context.Context) error {
-	err := n.Store.Notify(ctx)
+func (n *notifyingPG) Notify(ctx context.Context, c store.Change) error {
+	err := n.Store.Notify(ctx, c)
 	select {
-	case n.sent <- struct{}{}:
+	case n.sent <- c:
 	default: // the test has stopped counting: never hold the notifier
 	}
 	return err
 }
 
-// next waits for the next NOTIFY.
-func (n *notifyingPG) next(t *testing.T, what string) {
+// next waits for the next NOTIFY and returns its kind.
+func (n *notifyingPG) next(t *testing.T, what string) store.Change {
+	t.Helper()
+	return nextNotify(t, n.sent, what)
+}
+
+// nextNotify waits for the next NOTIFY reported on sent and returns its
+// kind.
+func nextNotify(t *testing.T, sent <-chan store.Change, what string) store.Change {
 	t.Helper()
 	select {
-	case <-n.sent:
+	case c := <-sent:
+		return c
 	case <-time.After(10 * time.Second):
 		t.Fatalf("no NOTIFY: %s", what)
 	}
+	return 0
 }
 
 // TestLoneNodeSendsNoNotify: on a shared PostgreSQL, a node whose
@@ -54,7 +64,7 @@ func TestLoneNodeSendsNoNotify(t *testing.T) {
 	open := stores.OpenPostgresShared(t)
 	rawA, rawB := open(), open()
 	t.Cleanup(func() { rawA.Close(); rawB.Close() })
-	stA := &notifyingPG{Store: rawA, sent: make(chan struct{}, 100)}
+	stA := &notifyingPG{Store: rawA, sent: make(chan store.Change, 100)}
 	fc := clock.NewFake(T0)
 	ctx := context.Background()
 	engA, sigA, add := aloneNode(t, stA, fc)
@@ -224,6 +234,196 @@ func TestArrivalDuringABeat(t *testing.T) {
 	if got := sigA.NotifyAsked(); got != asked+1 {
 		t.Fatalf("A's add after B arrived asked for %d NOTIFYs, want 1 (the beat that began before B must not leave A alone)", got-asked)
 	}
+}
+
+// heardPG reports each notification its node heard, with the node's wake
+// counts (engine.Signals.Wakes) just before and after the node took it.
+type heardPG struct {
+	*postgres.Store
+	wakes func() [4]uint64
+	heard chan heardWakes
+}
+
+// heardWakes is one notification heardPG reported.
+type heardWakes struct {
+	h             store.Heard
+	before, after [4]uint64
+}
+
+func (s *heardPG) Listen(ctx context.Context, fn func(store.Heard)) error {
+	return s.Store.Listen(ctx, func(h store.Heard) {
+		before := s.wakes()
+		fn(h)
+		select {
+		case s.heard <- heardWakes{h: h, before: before, after: s.wakes()}:
+		default: // the test has stopped reading: never hold the LISTEN
+		}
+	})
+}
+
+// until returns the next notification of kind h, passing the others.
+func (s *heardPG) until(t *testing.T, h store.Heard) heardWakes {
+	t.Helper()
+	for {
+		select {
+		case got := <-s.heard:
+			if got.h == h {
+				return got
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no notification of kind %d heard", h)
+		}
+	}
+}
+
+// TestPullAddWakesOnlyLongPolls: a task added to a pull queue on one node
+// wakes only the long polls (and the console's watchers) of another: its
+// dispatcher, rescuer and scheduler have nothing to do with it. Any other
+// change wakes them all.
+func TestPullAddWakesOnlyLongPolls(t *testing.T) {
+	t.Parallel()
+	open := stores.OpenPostgresShared(t)
+	rawA, rawB := open(), open()
+	t.Cleanup(func() { rawA.Close(); rawB.Close() })
+	stA := &notifyingPG{Store: rawA, sent: make(chan store.Change, 100)}
+	stB := &heardPG{Store: rawB, heard: make(chan heardWakes, 256)}
+	fc := clock.NewFake(T0)
+	ctx := context.Background()
+	engA, _, add := aloneNode(t, stA, fc)
+	stA.next(t, "A's arrival")
+
+	engB := engine.New(engine.Config{Store: stB, Clock: fc, Dev: true, Logger: discardLog, Node: "bbbb"})
+	sigB := engine.WithSignals(engB)
+	stB.wakes = sigB.Wakes
+	if err := engB.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(engB.Stop)
+	sigB.NotifyHeard(t, 1) // its LISTEN is connected
+	sigB.BeatAt(t, T0.Add(engine.NodeBeatEvery))
+
+	// A's NOTIFY of an add may be shared with one still on its way (its
+	// answer to B's arrival), and then be of any change: A adds until one
+	// goes out as a pull add's own.
+	for i := 0; ; i++ {
+		if i == 10 {
+			t.Fatal("A's adds never went out as a pull add's NOTIFY")
+		}
+		add()
+		if stA.next(t, "A's add") == store.ChangePull {
+			break
+		}
+	}
+	got := stB.until(t, store.HeardPull)
+	if got.after[3] == got.before[3] {
+		t.Fatal("A's pull add did not wake B's long polls")
+	}
+	for i, name := range []string{"dispatcher", "rescuer", "scheduler"} {
+		if got.after[i] != got.before[i] {
+			t.Errorf("A's pull add woke B's %s", name)
+		}
+	}
+
+	if _, err := engA.QueueCreate(ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "other"}, &task.QueuePatch{}); err != nil {
+		t.Fatal(err)
+	}
+	got = stB.until(t, store.HeardChange)
+	for i, name := range []string{"dispatcher", "rescuer", "scheduler", "long polls"} {
+		if got.after[i] == got.before[i] {
+			t.Errorf("A's queue create did not wake B's %s", name)
+		}
+	}
+}
+
+// gatedPG holds each NOTIFY its node sends until the test lets it go
+// (gate), and reports its kind first.
+type gatedPG struct {
+	*postgres.Store
+	sent chan store.Change
+	gate chan struct{}
+}
+
+func (g *gatedPG) Notify(ctx context.Context, c store.Change) error {
+	select {
+	case g.sent <- c:
+	default:
+	}
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.Store.Notify(ctx, c)
+}
+
+// TestCoalescedNotifyIsTheWider: changes asked for while a NOTIFY is on
+// its way share the next one, which is of any change if one of them was,
+// though the last was a pull add.
+func TestCoalescedNotifyIsTheWider(t *testing.T) {
+	t.Parallel()
+	open := stores.OpenPostgresShared(t)
+	raw := open()
+	t.Cleanup(func() { raw.Close() })
+	ctx := context.Background()
+	// Another node's row: the node never counts itself alone.
+	if _, err := raw.NodeBeat(ctx, &store.NodeBeatParams{Node: "zzzz", Now: T0.UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	st := &gatedPG{Store: raw, sent: make(chan store.Change, 100), gate: make(chan struct{})}
+	fc := clock.NewFake(T0)
+	eng := engine.New(engine.Config{Store: st, Clock: fc, Dev: true, Logger: discardLog, Node: "aaaa"})
+	sig := engine.WithSignals(eng)
+	if err := eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(eng.Stop)
+	opened := false
+	t.Cleanup(func() {
+		if !opened {
+			close(st.gate) // before Stop (cleanups run last first): its own NOTIFY passes
+		}
+	})
+	next := func(what string) store.Change {
+		t.Helper()
+		return nextNotify(t, st.sent, what)
+	}
+	pass := func() { st.gate <- struct{}{} }
+	sig.BeatAt(t, T0)
+	next("the node's arrival")
+	pass()
+	ref := engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "q"}
+	if _, err := eng.QueueCreate(ctx, ref, &task.QueuePatch{Mode: ptr(task.ModePull)}); err != nil {
+		t.Fatal(err)
+	}
+	next("the queue create")
+	add := func() {
+		t.Helper()
+		if res, err := eng.TaskAdd(ctx, ref, []task.AddInput{{}}); err != nil || res[0].Err != nil {
+			t.Fatalf("add: %v %+v", err, res)
+		}
+	}
+	// The queue create's NOTIFY is held; a pull add and a queue create
+	// meet while it is, then a pull add.
+	asked := sig.NotifyAsked()
+	add()
+	if _, err := eng.QueueCreate(ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "other"}, &task.QueuePatch{}); err != nil {
+		t.Fatal(err)
+	}
+	add()
+	if got := sig.NotifyAsked(); got != asked+3 {
+		t.Fatalf("%d NOTIFYs asked for, want 3", got-asked)
+	}
+	pass()
+	if c := next("the three changes'"); c != store.ChangeAny {
+		t.Fatalf("the NOTIFY of a pull add, a queue create and a pull add is of %d, want any change (%d)", c, store.ChangeAny)
+	}
+	pass()
+	add()
+	if c := next("a pull add's"); c != store.ChangePull {
+		t.Fatalf("a lone pull add's NOTIFY is of %d, want a pull add (%d)", c, store.ChangePull)
+	}
+	opened = true
+	close(st.gate)
 }
 
 // aloneNode starts node "aaaa" on st (a PostgreSQL store no other node

@@ -15,24 +15,27 @@ import (
 // nodes, every other node's too (through the store's Notifier).
 func (e *Engine) changed() {
 	e.dispatch.wake()
-	e.pullChanged()
+	e.waker.wake()
+	if e.notifier != nil {
+		e.notifier.send(store.ChangeAny)
+	}
 }
 
-// pullChanged is changed for a change the dispatcher has nothing to do
-// with (tasks added to a pull queue, which no pass claims from): the long
-// polls and the console are woken, and other nodes as by changed. (Other
-// nodes wake their dispatchers too: a notification does not say what
-// changed.)
+// pullChanged is changed for tasks added to a pull queue, which no
+// dispatcher pass claims from: the long polls and the console are woken,
+// here and on the other nodes, and nothing else.
 func (e *Engine) pullChanged() {
 	e.waker.wake()
 	if e.notifier != nil {
-		e.notifier.send()
+		e.notifier.send(store.ChangePull)
 	}
 }
 
 // notifierService sends the NOTIFYs that changed asks for, and turns every
 // notification heard (other nodes' changes) into a local wake-up of the
-// wakers it rings.
+// wakers it rings: all of them for any change, only the long polls' for
+// another node's pull add (store.HeardPull). Asks that meet while a NOTIFY
+// is pending share it, as the wider of their kinds (wide).
 //
 // A node alone on its store sends none: its own services are woken
 // without one, and a NOTIFY cost PostgreSQL ~80 µs a task of single adds
@@ -52,34 +55,42 @@ type notifierService struct {
 	runner
 	n     store.Notifier
 	log   *slog.Logger
-	rings []*waker
+	pull  *waker        // rung for another node's pull add
+	rings []*waker      // rung for any other change
 	asks  chan struct{} // a change to announce; one pending covers many
+	wide  atomic.Bool   // an ask since the last NOTIFY was of store.ChangeAny
 
 	mu    sync.Mutex  // held to change alone, and for heard
 	heard uint64      // notifications heard (and reconnects), for mark and beat
 	alone atomic.Bool // no other node on the store, as last seen (read without mu)
 
 	skipped  *progress[int] // tests only: changes not announced, alone
-	heardAll *progress[int] // tests only: heardOne's calls
+	heardAll *progress[int] // tests only: heardOne's calls, each counted once its wakers rang
 	asked    *progress[int] // tests only: ask's calls
 }
 
-func newNotifierService(n store.Notifier, log *slog.Logger, rings ...*waker) *notifierService {
-	return &notifierService{n: n, log: log, rings: rings, asks: make(chan struct{}, 1)}
+func newNotifierService(n store.Notifier, log *slog.Logger, pull *waker, rings ...*waker) *notifierService {
+	return &notifierService{n: n, log: log, pull: pull, rings: rings, asks: make(chan struct{}, 1)}
 }
 
-// send asks for one NOTIFY, unless this node is alone; it never blocks.
-func (s *notifierService) send() {
+// send asks for one NOTIFY of c, unless this node is alone; it never
+// blocks.
+func (s *notifierService) send(c store.Change) {
 	if s.alone.Load() {
 		s.skipped.update(func(n *int) { *n++ })
 		return
 	}
-	s.ask()
+	s.ask(c)
 }
 
-// ask queues a NOTIFY whether or not this node is alone.
-func (s *notifierService) ask() {
+// ask queues a NOTIFY of c whether or not this node is alone. The flag is
+// set before the ask is queued and taken after it is received (run), so a
+// wide ask that finds another pending is sent wide with it.
+func (s *notifierService) ask(c store.Change) {
 	s.asked.update(func(n *int) { *n++ })
+	if c != store.ChangePull {
+		s.wide.Store(true)
+	}
 	select {
 	case s.asks <- struct{}{}:
 	default: // one is pending: it covers this change too
@@ -90,7 +101,7 @@ func (s *notifierService) ask() {
 // the nodes that thought themselves alone learn that they are not.
 func (s *notifierService) announce() {
 	if s != nil {
-		s.ask()
+		s.ask(store.ChangeAny)
 	}
 }
 
@@ -134,14 +145,13 @@ func (s *notifierService) heardOne() {
 	s.heard++
 	s.joined()
 	s.mu.Unlock()
-	s.heardAll.update(func(n *int) { *n++ })
 }
 
 // joined ends this node's being alone; the first time, it sends the
 // NOTIFY that covers the changes it did not announce. s.mu is held.
 func (s *notifierService) joined() {
 	if s.alone.Swap(false) {
-		s.ask()
+		s.ask(store.ChangeAny)
 	}
 }
 
@@ -155,6 +165,11 @@ func (s *notifierService) run(ctx context.Context) {
 		_ = s.n.Listen(ctx, func(h store.Heard) {
 			if h != store.HeardConfig {
 				s.heardOne()
+				defer s.heardAll.update(func(n *int) { *n++ })
+			}
+			if h == store.HeardPull {
+				s.pull.wake()
+				return
 			}
 			for _, w := range s.rings {
 				w.wake()
@@ -167,7 +182,11 @@ func (s *notifierService) run(ctx context.Context) {
 			<-done
 			return
 		case <-s.asks:
-			if err := s.n.Notify(ctx); err != nil && ctx.Err() == nil {
+			c := store.ChangePull
+			if s.wide.Swap(false) {
+				c = store.ChangeAny
+			}
+			if err := s.n.Notify(ctx, c); err != nil && ctx.Err() == nil {
 				s.log.Warn("notify failed; other nodes find the change within their backstop", "err", err)
 			}
 		}

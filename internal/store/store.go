@@ -376,10 +376,10 @@ type Grant struct {
 // for work another node wrote. A lost notification only delays work until
 // the services' backstop.
 type Notifier interface {
-	// Notify tells the other nodes that tasks or queues changed. The
-	// store's own Listen need not pass it on: the engine that sends it has
-	// woken its own services for the change.
-	Notify(ctx context.Context) error
+	// Notify tells the other nodes that tasks or queues changed, as c
+	// says what changed. The store's own Listen need not pass it on: the
+	// engine that sends it has woken its own services for the change.
+	Notify(ctx context.Context, c Change) error
 	// NotifyConfig tells every node listening that instances, queues or
 	// API keys changed, so that each drops its cached copies of them (the
 	// engine's cache; a lost one is stale for at most the cache's
@@ -391,6 +391,20 @@ type Notifier interface {
 	// reconnects by itself.
 	Listen(ctx context.Context, fn func(Heard)) error
 }
+
+// Change is what a Notifier's Notify announces.
+type Change int
+
+const (
+	// ChangeAny is any change of tasks or queues: every service of a node
+	// may have work.
+	ChangeAny Change = iota
+	// ChangePull is tasks added to pull queues and nothing else: only a
+	// node's long polls (and the console's watchers, which share their
+	// waker) have anything new; its dispatcher, rescuer and scheduler do
+	// not.
+	ChangePull
+)
 
 // Heard is what a Notifier's Listen heard.
 type Heard int
@@ -404,11 +418,14 @@ const (
 	// HeardConnect is a (re)connect of the LISTEN: anything may have
 	// changed meanwhile, the configuration too.
 	HeardConnect
+	// HeardPull is another node's Notify of ChangePull: tasks were added
+	// to pull queues.
+	HeardPull
 )
 
 // Config reports whether h may follow a configuration change: cached
 // copies of instances, queues and keys are dropped.
-func (h Heard) Config() bool { return h != HeardChange }
+func (h Heard) Config() bool { return h == HeardConfig || h == HeardConnect }
 
 // StatsKeeper is implemented by a store whose query planner plans from
 // statistics of the tasks table that the database refreshes on a timing of

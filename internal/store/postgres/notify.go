@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/errandhq/errand/internal/store"
@@ -12,15 +13,20 @@ import (
 const wakeChannel = "errand_wake"
 
 // Notify tells every other listening node that tasks or queues changed.
-// The payload is this store's origin: its own Listen skips it, as the
-// sender woke its own services when it made the change (an idle node
-// would otherwise run a second pass of its dispatcher, rescuer and
-// scheduler beside the claim of every task it adds). Nodes of earlier
-// versions take any payload but configPayload as a plain wake. Each node
-// opens its own Store: two engines on one Store value would not hear each
-// other's Notify.
-func (s *Store) Notify(ctx context.Context) error {
-	if _, err := s.pool.Exec(ctx, "SELECT pg_notify('"+wakeChannel+"', $1)", s.origin); err != nil {
+// The payload is this store's origin, followed by pullSuffix for
+// store.ChangePull: its own Listen skips it, as the sender woke its own
+// services when it made the change (an idle node would otherwise run a
+// second pass of its dispatcher, rescuer and scheduler beside the claim of
+// every task it adds). Nodes of earlier versions take any payload but
+// configPayload as a plain wake (a pull change too: they wake more than
+// they need, as before). Each node opens its own Store: two engines on one
+// Store value would not hear each other's Notify.
+func (s *Store) Notify(ctx context.Context, c store.Change) error {
+	payload := s.origin
+	if c == store.ChangePull {
+		payload += pullSuffix
+	}
+	if _, err := s.pool.Exec(ctx, "SELECT pg_notify('"+wakeChannel+"', $1)", payload); err != nil {
 		return interpretError(err)
 	}
 	return nil
@@ -30,6 +36,10 @@ func (s *Store) Notify(ctx context.Context) error {
 // instances, queues or API keys changed. It wakes the services as any notification
 // does.
 const configPayload = "config"
+
+// pullSuffix ends the payload of a Notify of store.ChangePull, after the
+// sender's origin.
+const pullSuffix = "/pull"
 
 // NotifyConfig sends a notification that instances, queues or API keys
 // changed.
@@ -41,7 +51,8 @@ func (s *Store) NotifyConfig(ctx context.Context) error {
 }
 
 // Listen holds one connection with LISTEN errand_wake and calls fn for every
-// notification but this store's own Notify, and once after each
+// notification but this store's own Notify (store.HeardPull for another
+// node's of store.ChangePull), and once after each
 // (re)connect, since notifications sent while it was away are lost. Its own
 // NotifyConfig and the notification TaskAddTx queues (empty payload, sent
 // at the application's commit) are passed on. It returns when ctx ends.
@@ -52,7 +63,10 @@ func (s *Store) Listen(ctx context.Context, fn func(store.Heard)) error {
 			fn(store.HeardConnect)
 		case payload == configPayload:
 			fn(store.HeardConfig)
-		case payload != s.origin:
+		case payload == s.origin || payload == s.origin+pullSuffix:
+		case strings.HasSuffix(payload, pullSuffix):
+			fn(store.HeardPull)
+		default:
 			fn(store.HeardChange)
 		}
 	})

@@ -45,10 +45,14 @@ func TestNotifyListen(t *testing.T) {
 	if !store.HeardConnect.Config() || !store.HeardConfig.Config() || store.HeardChange.Config() {
 		t.Fatal("a connect and a config notification drop cached configuration; a change does not")
 	}
-	if err := a.Notify(ctx); err != nil {
+	if err := a.Notify(ctx, store.ChangeAny); err != nil {
 		t.Fatal(err)
 	}
 	until("the notification", store.HeardChange)
+	if err := a.Notify(ctx, store.ChangePull); err != nil {
+		t.Fatal(err)
+	}
+	until("the pull notification", store.HeardPull)
 	if err := a.NotifyConfig(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -109,9 +113,10 @@ func TestChannelListen(t *testing.T) {
 }
 
 // TestListenSkipsOwnNotify: a store's Listen does not pass on its own
-// Notify (its node woke its own services), but passes on its own
-// NotifyConfig and a notification with an empty payload (TaskAddTx's, sent
-// at the application's commit). On a database of its own, so that no other
+// Notify of either kind (its node woke its own services), but passes on its
+// own NotifyConfig and a notification with an empty payload (TaskAddTx's,
+// sent at the application's commit); another store's Notify of a pull add
+// arrives as such, and drops no cached configuration. On a database of its own, so that no other
 // test's notification comes between: notifications arrive in commit order.
 func TestListenSkipsOwnNotify(t *testing.T) {
 	url := postgres.FreshDatabase(t)
@@ -125,56 +130,56 @@ func TestListenSkipsOwnNotify(t *testing.T) {
 	}
 	a, b := open(), open()
 	ctx, cancel := context.WithCancel(context.Background())
-	heard := make(chan bool, 16)
+	heard := make(chan store.Heard, 16)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = b.Listen(ctx, func(h store.Heard) { heard <- h.Config() })
+		_ = b.Listen(ctx, func(h store.Heard) { heard <- h })
 	}()
 	defer func() { cancel(); <-done }()
-	next := func(what string) bool {
+	next := func(what string, want store.Heard) {
 		t.Helper()
 		select {
-		case config := <-heard:
-			return config
+		case h := <-heard:
+			if h != want {
+				t.Fatalf("%s: heard %d, want %d", what, h, want)
+			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%s did not arrive", what)
 		}
-		return false
 	}
-	if !next("the connect call") {
-		t.Fatal("the connect call is not a config change")
-	}
-	// b's own Notify, then a's config notification: the first that
-	// arrives is a's (notifications arrive in commit order).
-	if err := b.Notify(ctx); err != nil {
-		t.Fatal(err)
+	next("the connect call", store.HeardConnect)
+	// b's own Notify of each kind, then a's config notification: the
+	// first that arrives is a's (notifications arrive in commit order).
+	for _, c := range []store.Change{store.ChangeAny, store.ChangePull} {
+		if err := b.Notify(ctx, c); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := a.NotifyConfig(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !next("a's config notification") {
-		t.Fatal("b heard its own Notify")
-	}
-	// a's Notify arrives, as a plain wake; b's own NotifyConfig arrives
-	// (its node's cache dropped already: harmless), and so does an empty
-	// payload such as TaskAddTx queues.
-	if err := a.Notify(ctx); err != nil {
+	next("a's config notification (b's own Notify skipped)", store.HeardConfig)
+	// a's Notify arrives, as a plain wake, and its pull add as one; b's
+	// own NotifyConfig arrives (its node's cache dropped already:
+	// harmless), and so does an empty payload such as TaskAddTx queues.
+	if err := a.Notify(ctx, store.ChangeAny); err != nil {
 		t.Fatal(err)
 	}
-	if next("a's notification") {
-		t.Fatal("a's Notify arrived as a config change")
+	next("a's notification", store.HeardChange)
+	if err := a.Notify(ctx, store.ChangePull); err != nil {
+		t.Fatal(err)
+	}
+	next("a's pull notification", store.HeardPull)
+	if store.HeardPull.Config() {
+		t.Fatal("a pull add drops cached configuration")
 	}
 	if err := b.NotifyConfig(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !next("b's own config notification") {
-		t.Fatal("b's NotifyConfig arrived as a plain wake")
-	}
+	next("b's own config notification", store.HeardConfig)
 	if err := postgres.NotifyEmpty(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	if next("an empty notification") {
-		t.Fatal("an empty notification arrived as a config change")
-	}
+	next("an empty notification", store.HeardChange)
 }
