@@ -40,6 +40,7 @@ func WithSignals(e *Engine) *Signals {
 		e.notifier.skipped = newProgress[int]()
 		e.notifier.heardAll = newProgress[int]()
 		e.notifier.asked = newProgress[int]()
+		e.notifier.covered = newProgress[int]()
 	}
 	return &Signals{e: e}
 }
@@ -60,12 +61,19 @@ func (s *Signals) Wakes() [4]uint64 {
 
 // NotifyAsked returns how many NOTIFYs the node has asked for so far
 // (several pending at once are sent as one).
-func (s *Signals) NotifyAsked() int {
-	p := s.e.notifier.asked
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.last
+func (s *Signals) NotifyAsked() int { return s.e.notifier.asked.value() }
+
+// NotifyCovered waits until the NOTIFYs the node has sent cover every
+// change it has asked one for so far.
+func (s *Signals) NotifyCovered(tb testing.TB) {
+	tb.Helper()
+	n := s.e.notifier.asked.value()
+	wait(tb, "NOTIFYs that cover every change asked for", s.e.notifier.covered, func(got int) bool { return got >= n })
 }
+
+// SetPullNotifyGap sets the least time from the node's last NOTIFY to
+// one for pull adds alone; call it before Start.
+func SetPullNotifyGap(e *Engine, d time.Duration) { e.notifier.pullGap = d }
 
 // NotifySkipped waits until n changes in all went unannounced because the
 // node was alone on its store, and returns how many have.

@@ -335,11 +335,12 @@ func TestPullAddWakesOnlyLongPolls(t *testing.T) {
 	}
 }
 
-// gatedPG holds each NOTIFY its node sends until the test lets it go
-// (gate), and reports its kind first.
+// gatedPG reports the kind of each NOTIFY its node sends and, while hold
+// is set, holds it until the test lets it go (pass).
 type gatedPG struct {
 	*postgres.Store
 	sent chan store.Change
+	hold atomic.Bool
 	gate chan struct{}
 }
 
@@ -348,24 +349,37 @@ func (g *gatedPG) Notify(ctx context.Context, c store.Change) error {
 	case g.sent <- c:
 	default:
 	}
-	select {
-	case <-g.gate:
-	case <-ctx.Done():
-		return ctx.Err()
+	if g.hold.Load() {
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	return g.Store.Notify(ctx, c)
 }
 
-// TestCoalescedNotifyIsTheWider: changes asked for while a NOTIFY is on
-// its way share the next one, which is of any change if one of them was,
-// though the last was a pull add.
-func TestCoalescedNotifyIsTheWider(t *testing.T) {
-	t.Parallel()
+// pass lets the NOTIFY held go.
+func (g *gatedPG) pass(t *testing.T) {
+	t.Helper()
+	select {
+	case g.gate <- struct{}{}:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no NOTIFY held")
+	}
+}
+
+// heldNode starts a node on a fresh PostgreSQL store where another node's
+// row keeps it from ever counting itself alone, with pullGap as the least
+// time before a NOTIFY for pull adds alone, and returns once every NOTIFY
+// of its start (and of its pull queue "q"'s creation) is sent, with the
+// ones from then on held; add adds one task to "q".
+func heldNode(t *testing.T, pullGap time.Duration) (*gatedPG, *engine.Engine, *engine.Signals, func()) {
+	t.Helper()
 	open := stores.OpenPostgresShared(t)
 	raw := open()
 	t.Cleanup(func() { raw.Close() })
 	ctx := context.Background()
-	// Another node's row: the node never counts itself alone.
 	if _, err := raw.NodeBeat(ctx, &store.NodeBeatParams{Node: "zzzz", Now: T0.UnixMilli()}); err != nil {
 		t.Fatal(err)
 	}
@@ -373,57 +387,93 @@ func TestCoalescedNotifyIsTheWider(t *testing.T) {
 	fc := clock.NewFake(T0)
 	eng := engine.New(engine.Config{Store: st, Clock: fc, Dev: true, Logger: discardLog, Node: "aaaa"})
 	sig := engine.WithSignals(eng)
+	engine.SetPullNotifyGap(eng, pullGap)
 	if err := eng.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(eng.Stop)
-	opened := false
-	t.Cleanup(func() {
-		if !opened {
-			close(st.gate) // before Stop (cleanups run last first): its own NOTIFY passes
-		}
-	})
-	next := func(what string) store.Change {
-		t.Helper()
-		return nextNotify(t, st.sent, what)
-	}
-	pass := func() { st.gate <- struct{}{} }
+	t.Cleanup(func() { st.hold.Store(false); close(st.gate) }) // before Stop: cleanups run last first
 	sig.BeatAt(t, T0)
-	next("the node's arrival")
-	pass()
 	ref := engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "q"}
 	if _, err := eng.QueueCreate(ctx, ref, &task.QueuePatch{Mode: ptr(task.ModePull)}); err != nil {
 		t.Fatal(err)
 	}
-	next("the queue create")
+	sig.NotifyCovered(t)
+	for len(st.sent) > 0 {
+		<-st.sent
+	}
+	st.hold.Store(true)
 	add := func() {
 		t.Helper()
 		if res, err := eng.TaskAdd(ctx, ref, []task.AddInput{{}}); err != nil || res[0].Err != nil {
 			t.Fatalf("add: %v %+v", err, res)
 		}
 	}
-	// The queue create's NOTIFY is held; a pull add and a queue create
-	// meet while it is, then a pull add.
+	return st, eng, sig, add
+}
+
+// TestCoalescedNotifyIsTheWider: changes asked for while a NOTIFY is on
+// its way share the next one, which is of any change if one of them was,
+// though the last was a pull add.
+func TestCoalescedNotifyIsTheWider(t *testing.T) {
+	t.Parallel()
+	st, eng, sig, add := heldNode(t, 0)
+	ctx := context.Background()
+	other := func(name string) {
+		t.Helper()
+		if _, err := eng.QueueCreate(ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: name}, &task.QueuePatch{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other("held")
+	if c := nextNotify(t, st.sent, "the queue create's"); c != store.ChangeAny {
+		t.Fatalf("a queue create's NOTIFY is of %d, want any change (%d)", c, store.ChangeAny)
+	}
+	// The queue create's NOTIFY is held; a pull add, a queue create and a
+	// pull add meet while it is.
 	asked := sig.NotifyAsked()
 	add()
-	if _, err := eng.QueueCreate(ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "other"}, &task.QueuePatch{}); err != nil {
-		t.Fatal(err)
-	}
+	other("other")
 	add()
 	if got := sig.NotifyAsked(); got != asked+3 {
 		t.Fatalf("%d NOTIFYs asked for, want 3", got-asked)
 	}
-	pass()
-	if c := next("the three changes'"); c != store.ChangeAny {
+	st.pass(t)
+	if c := nextNotify(t, st.sent, "the three changes'"); c != store.ChangeAny {
 		t.Fatalf("the NOTIFY of a pull add, a queue create and a pull add is of %d, want any change (%d)", c, store.ChangeAny)
 	}
-	pass()
+	st.pass(t)
 	add()
-	if c := next("a pull add's"); c != store.ChangePull {
+	if c := nextNotify(t, st.sent, "a pull add's"); c != store.ChangePull {
 		t.Fatalf("a lone pull add's NOTIFY is of %d, want a pull add (%d)", c, store.ChangePull)
 	}
-	opened = true
-	close(st.gate)
+	st.pass(t)
+	sig.NotifyCovered(t)
+}
+
+// TestPullAddsWaitOutTheGap: pull adds asked for within the gap after a
+// NOTIFY wait for it to pass (here an hour, on real time) and share one;
+// a change of any other kind asked for meanwhile is sent at once and
+// covers them.
+func TestPullAddsWaitOutTheGap(t *testing.T) {
+	t.Parallel()
+	st, eng, sig, add := heldNode(t, time.Hour)
+	ctx := context.Background()
+	asked := sig.NotifyAsked()
+	for range 3 {
+		add()
+	}
+	if got := sig.NotifyAsked(); got != asked+3 {
+		t.Fatalf("%d NOTIFYs asked for, want 3", got-asked)
+	}
+	if _, err := eng.QueueCreate(ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "other"}, &task.QueuePatch{}); err != nil {
+		t.Fatal(err)
+	}
+	if c := nextNotify(t, st.sent, "the queue create's"); c != store.ChangeAny {
+		t.Fatalf("the first NOTIFY after three pull adds and a queue create is of %d, want any change (%d)", c, store.ChangeAny)
+	}
+	st.pass(t)
+	sig.NotifyCovered(t)
 }
 
 // aloneNode starts node "aaaa" on st (a PostgreSQL store no other node

@@ -125,6 +125,18 @@ func (p *progress[T]) update(fn func(*T)) {
 	p.mu.Unlock()
 }
 
+// value returns the last report (T's zero value when p is nil: signals
+// off).
+func (p *progress[T]) value() T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
+}
+
 // wait blocks until the last report satisfies ok, or ctx ends.
 func (p *progress[T]) wait(ctx context.Context, ok func(T) bool) (T, error) {
 	for {

@@ -67,10 +67,12 @@ type notifierService struct {
 	skipped  *progress[int] // tests only: changes not announced, alone
 	heardAll *progress[int] // tests only: heardOne's calls, each counted once its wakers rang
 	asked    *progress[int] // tests only: ask's calls
+	covered  *progress[int] // tests only: of asked, those the NOTIFYs sent so far covered
+	pullGap  time.Duration  // pullNotifyGap; tests may set it before Start
 }
 
 func newNotifierService(n store.Notifier, log *slog.Logger, pull *waker, rings ...*waker) *notifierService {
-	return &notifierService{n: n, log: log, pull: pull, rings: rings, asks: make(chan struct{}, 1)}
+	return &notifierService{n: n, log: log, pull: pull, rings: rings, asks: make(chan struct{}, 1), pullGap: pullNotifyGap}
 }
 
 // send asks for one NOTIFY of c, unless this node is alone; it never
@@ -87,10 +89,10 @@ func (s *notifierService) send(c store.Change) {
 // set before the ask is queued and taken after it is received (run), so a
 // wide ask that finds another pending is sent wide with it.
 func (s *notifierService) ask(c store.Change) {
-	s.asked.update(func(n *int) { *n++ })
 	if c != store.ChangePull {
 		s.wide.Store(true)
 	}
+	s.asked.update(func(n *int) { *n++ }) // after the flag: see covered
 	select {
 	case s.asks <- struct{}{}:
 	default: // one is pending: it covers this change too
@@ -176,22 +178,62 @@ func (s *notifierService) run(ctx context.Context) {
 			}
 		})
 	}()
+	var last time.Time // the last NOTIFY's end
 	for {
 		select {
 		case <-ctx.Done():
 			<-done
 			return
 		case <-s.asks:
-			c := store.ChangePull
-			if s.wide.Swap(false) {
-				c = store.ChangeAny
+		}
+		// Pull adds only: wait out the gap, unless a wider change is asked
+		// for meanwhile (each ask meanwhile queues a token: it ends this
+		// wait, and the loop waits on for a pull add's).
+		for !s.wide.Load() {
+			wait := s.pullGap - time.Since(last)
+			if wait <= 0 {
+				break
 			}
-			if err := s.n.Notify(ctx, c); err != nil && ctx.Err() == nil {
-				s.log.Warn("notify failed; other nodes find the change within their backstop", "err", err)
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				<-done
+				return
+			case <-t.C:
+			case <-s.asks:
+				t.Stop()
 			}
 		}
+		// Every ask counted by now set its flag before it was counted, so
+		// the kind taken next covers it.
+		n := s.asked.value()
+		c := store.ChangePull
+		if s.wide.Swap(false) {
+			c = store.ChangeAny
+		}
+		if err := s.n.Notify(ctx, c); err != nil && ctx.Err() == nil {
+			s.log.Warn("notify failed; other nodes find the change within their backstop", "err", err)
+		}
+		last = time.Now()
+		s.covered.report(n)
 	}
 }
+
+// pullNotifyGap is the least time from a node's last NOTIFY to one for
+// pull adds alone: pull adds asked for within it share one, sent when it
+// has passed (or with a change of any kind asked for meanwhile, which is
+// sent at once, as ever). A NOTIFY costs PostgreSQL its sender's
+// statement and a wake-up of every node's LISTEN connection (signals and
+// context switches): ~400 µs of its CPU for three nodes on the two-core
+// machine of BENCHMARKS.md's forty-eighth session, where a NOTIFY for each
+// of three nodes' single adds to a pull queue took more of PostgreSQL than
+// the adds themselves. A pull add after a quiet moment is announced at
+// once; under a stream of them another node's long polls hear of them at
+// most this much later (they lease what is there when they wake), and
+// hear at most 1/pullNotifyGap such NOTIFYs a second from a node. It is
+// real time (the database's cost is), not the engine's clock.
+const pullNotifyGap = 20 * time.Millisecond
 
 // clockSync keeps the engine's clock on the store's (the database's) clock,
 // so that nodes with drifting clocks agree on leases and deadlines. It
