@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -37,8 +38,8 @@ func setNodeCells(counts, workloads string) error {
 	}
 	wls := splitList(workloads)
 	for _, wl := range wls {
-		if wl != "pull" && wl != "push" && wl != "add" {
-			return fmt.Errorf("--nodes-workloads: %q is not pull, push or add", wl)
+		if !slices.Contains([]string{"pull", "push", "add", "push-add"}, wl) {
+			return fmt.Errorf("--nodes-workloads: %q is not pull, push, add or push-add", wl)
 		}
 	}
 	if len(ks) == 0 || len(wls) == 0 {
@@ -103,6 +104,8 @@ func (e *errandSystem) Nodes(ctx context.Context, n int) ([]nodeCell, error) {
 				d, err = e.Push(ctx, n)
 			case "add":
 				d, err = e.adds(ctx, n)
+			case "push-add":
+				d, err = e.pushAdds(ctx, n)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("%d nodes, %s: %w", k, wl, err)
@@ -139,6 +142,28 @@ func (e *errandSystem) adds(ctx context.Context, n int) (time.Duration, error) {
 	}
 	logf("  %s adds: %s", e.Name(), e.cpuNote(n, mark, d))
 	return d, e.expectAll(ctx, "adds", "scheduled", ids)
+}
+
+// pushAdds is the nodes workload's push-add cell: n single adds from the
+// insert workload's callers, spread over the nodes, to a push queue
+// delivering to the loopback receiver, timed to the last delivery and the
+// queue settled: a web handler's add on one of several nodes, end to end.
+func (e *errandSystem) pushAdds(ctx context.Context, n int) (time.Duration, error) {
+	if err := e.createQueue(ctx, "adds", "push", false); err != nil {
+		return 0, err
+	}
+	mark := e.markCPU()
+	start := time.Now()
+	ids, err := e.addMany(ctx, "adds", n, 1, e.tun.InsertClients)
+	if err != nil {
+		return 0, err
+	}
+	done, err := e.delivered(ctx, "adds", ids)
+	if err != nil {
+		return 0, err
+	}
+	logf("  %s push-adds: %s", e.Name(), e.cpuNote(n, mark, done.Sub(start)))
+	return done.Sub(start), nil
 }
 
 // renew tears the run down (every node stopped, the database dropped) and

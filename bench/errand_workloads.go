@@ -153,16 +153,25 @@ func (e *errandSystem) Push(ctx context.Context, n int) (time.Duration, error) {
 	if _, err := e.api.UpdateQueue(ctx, errandInstance, "push", errandapi.QueueRequest{Paused: new(false)}); err != nil {
 		return 0, err
 	}
-	if err := waitCount(ctx, &e.p.finished, int64(n), 15*time.Minute); err != nil {
-		return 0, fmt.Errorf("%w (%d of %d delivered)", err, e.p.finished.Load(), n)
-	}
-	done, err := e.waitSettled(ctx, "push", time.Millisecond, time.Minute)
+	done, err := e.delivered(ctx, "push", ids)
 	if err != nil {
-		return 0, err
-	}
-	if err := sameIDs("receiver", e.hook.ids(), ids); err != nil {
 		return 0, err
 	}
 	logf("  %s push: %s; the receiver accepted %d connections", e.Name(), e.cpuNote(n, mark, done.Sub(start)), e.hook.conns.Load())
 	return done.Sub(start), nil
+}
+
+// delivered waits until the receiver has had as many tasks as ids holds
+// and queue has settled, checks that the receiver had exactly ids, and
+// returns when the queue settled.
+func (e *errandSystem) delivered(ctx context.Context, queue string, ids []string) (time.Time, error) {
+	n := len(ids)
+	if err := waitCount(ctx, &e.p.finished, int64(n), 15*time.Minute); err != nil {
+		return time.Time{}, fmt.Errorf("%w (%d of %d delivered)", err, e.p.finished.Load(), n)
+	}
+	done, err := e.waitSettled(ctx, queue, time.Millisecond, time.Minute)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return done, sameIDs("receiver", e.hook.ids(), ids)
 }

@@ -206,7 +206,7 @@ func main() {
 		rawConc    = flag.Int("raw-concurrency", 64, "raw-http: concurrent POSTs to the receiver")
 		nodesN     = flag.Int("nodes-n", 0, "override the nodes workload's size (tasks per node count and workload)")
 		nodesK     = flag.String("nodes-counts", "1,2,3", "the nodes workload's node counts, `k,…`")
-		nodesWL    = flag.String("nodes-workloads", "pull,push", "the nodes workload's measurements per node count, of pull, push and add (single adds to a pull queue): `list`")
+		nodesWL    = flag.String("nodes-workloads", "pull,push", "the nodes workload's measurements per node count, of pull, push, add (single adds to a pull queue) and push-add (single adds to a push queue, delivered): `list`")
 	)
 	flag.Parse()
 	defer runAtExit()

@@ -71,7 +71,8 @@ func printNodes(w io.Writer, rows []*row) {
 		tw.Flush()
 		fmt.Fprint(w, `pull: burndown's lease workers spread round-robin over the nodes' addresses; push: a paused push
 queue to the loopback receiver unpaused, every node's dispatcher delivering; add (--nodes-workloads):
-single adds to a pull queue from the insert workload's callers spread over the nodes, no one leasing.
+single adds to a pull queue from the insert workload's callers spread over the nodes, no one leasing;
+push-add (--nodes-workloads): the same single adds to a push queue, timed to the last delivery.
 errand µs/task: the CPU
 of all the serve processes over the timed window. PG µs/task: the CPU of every process named postgres
 on this machine — the whole server, otherwise idle during the run — including backends that exited

@@ -71,9 +71,9 @@ func (s *Signals) NotifyCovered(tb testing.TB) {
 	wait(tb, "NOTIFYs that cover every change asked for", s.e.notifier.covered, func(got int) bool { return got >= n })
 }
 
-// SetPullNotifyGap sets the least time from the node's last NOTIFY to
+// SetWaitersNotifyGap sets the least time from the node's last NOTIFY to
 // one for pull adds alone; call it before Start.
-func SetPullNotifyGap(e *Engine, d time.Duration) { e.notifier.pullGap = d }
+func SetWaitersNotifyGap(e *Engine, d time.Duration) { e.notifier.waitersGap = d }
 
 // NotifySkipped waits until n changes in all went unannounced because the
 // node was alone on its store, and returns how many have.

@@ -191,7 +191,7 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 	}
 	e.metrics.TasksAdded.Inc()
 	e.usage.count(tr.InstanceID, usageAdded, 1)
-	e.addedTo(q)
+	e.addedTo(q, []AddResult{{Task: t}})
 	return &HookAdded{TaskID: t.ID, Ack: ack}, nil
 }
 

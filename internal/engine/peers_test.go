@@ -2,12 +2,14 @@ package engine_test
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/errandhq/errand/internal/clock"
+	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/engine"
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/store/postgres"
@@ -276,11 +278,14 @@ func (s *heardPG) until(t *testing.T, h store.Heard) heardWakes {
 	}
 }
 
-// TestPullAddWakesOnlyLongPolls: a task added to a pull queue on one node
-// wakes only the long polls (and the console's watchers) of another: its
-// dispatcher, rescuer and scheduler have nothing to do with it. Any other
-// change wakes them all.
-func TestPullAddWakesOnlyLongPolls(t *testing.T) {
+// TestAddsWakeOtherNodesAsTheyMust: a task added to a pull queue on one
+// node wakes only the long polls (and the console's watchers) of another:
+// its dispatcher, rescuer and scheduler have nothing to do with it. So
+// does a task added to a webhook's push queue, which the adding node
+// delivers itself. A function's task (its workers may be connected to the
+// other node), a paused queue's (the other node may resume it) and any
+// other change wake them all.
+func TestAddsWakeOtherNodesAsTheyMust(t *testing.T) {
 	t.Parallel()
 	open := stores.OpenPostgresShared(t)
 	rawA, rawB := open(), open()
@@ -289,7 +294,7 @@ func TestPullAddWakesOnlyLongPolls(t *testing.T) {
 	stB := &heardPG{Store: rawB, heard: make(chan heardWakes, 256)}
 	fc := clock.NewFake(T0)
 	ctx := context.Background()
-	engA, _, add := aloneNode(t, stA, fc)
+	engA, sigA, add := aloneNode(t, stA, fc)
 	stA.next(t, "A's arrival")
 
 	engB := engine.New(engine.Config{Store: stB, Clock: fc, Dev: true, Logger: discardLog, Node: "bbbb"})
@@ -310,11 +315,11 @@ func TestPullAddWakesOnlyLongPolls(t *testing.T) {
 			t.Fatal("A's adds never went out as a pull add's NOTIFY")
 		}
 		add()
-		if stA.next(t, "A's add") == store.ChangePull {
+		if stA.next(t, "A's add") == store.ChangeWaiters {
 			break
 		}
 	}
-	got := stB.until(t, store.HeardPull)
+	got := stB.until(t, store.HeardWaiters)
 	if got.after[3] == got.before[3] {
 		t.Fatal("A's pull add did not wake B's long polls")
 	}
@@ -331,6 +336,58 @@ func TestPullAddWakesOnlyLongPolls(t *testing.T) {
 	for i, name := range []string{"dispatcher", "rescuer", "scheduler", "long polls"} {
 		if got.after[i] == got.before[i] {
 			t.Errorf("A's queue create did not wake B's %s", name)
+		}
+	}
+
+	// Adds to push queues. The receiver holds A's deliveries, so that no
+	// finish asks for a NOTIFY of its own.
+	release := make(chan struct{})
+	rcv := newReceiver(t)
+	rcv.answer.Store(func(w http.ResponseWriter) { <-release; w.WriteHeader(200) })
+	t.Cleanup(func() { close(release) }) // before the receiver closes
+	fn := &task.Target{Function: "img/resize"}
+	for _, c := range []struct {
+		queue string
+		patch *task.QueuePatch
+		want  store.Change
+	}{
+		{"hooks", &task.QueuePatch{Target: targetPtr(rcv.URL)}, store.ChangeWaiters},
+		{"resize", &task.QueuePatch{Target: &fn}, store.ChangeAny},
+		{"held", &task.QueuePatch{Target: targetPtr(rcv.URL), Paused: ptr(true)}, store.ChangeAny},
+	} {
+		ref := engine.QueueRef{Org: "dev", Instance: "jobs", Queue: c.queue}
+		if _, err := engA.QueueCreate(ctx, ref, c.patch); err != nil {
+			t.Fatal(err)
+		}
+		sigA.NotifyCovered(t)
+		for len(stA.sent) > 0 {
+			<-stA.sent
+		}
+		wakes := sigA.Wakes()[0]
+		res, err := engA.TaskAdd(ctx, ref, []task.AddInput{{}})
+		if err != nil || res[0].Err != nil {
+			t.Fatalf("add to %s: %v %+v", c.queue, err, res)
+		}
+		if c.queue == "hooks" {
+			// Claimed by its add, delivered by A: A's dispatcher has
+			// nothing to look for either.
+			if res[0].Task.State != task.Running {
+				t.Fatalf("A's add to %s left its task %s, want it claimed by the add", c.queue, res[0].Task.State)
+			}
+			if got := sigA.Wakes()[0]; got != wakes {
+				t.Errorf("A's add to %s, claimed by the add, woke A's dispatcher", c.queue)
+			}
+		}
+		if got := stA.next(t, c.queue+"'s add"); got != c.want {
+			t.Errorf("A's add to %s is a NOTIFY of %d, want %d", c.queue, got, c.want)
+			continue
+		}
+		if c.want == store.ChangeWaiters {
+			got := stB.until(t, store.HeardWaiters)
+			if got.after[0] != got.before[0] || got.after[3] == got.before[3] {
+				t.Errorf("A's add to %s woke B's dispatcher (%d → %d) or not its long polls (%d → %d)",
+					c.queue, got.before[0], got.after[0], got.before[3], got.after[3])
+			}
 		}
 	}
 }
@@ -370,11 +427,11 @@ func (g *gatedPG) pass(t *testing.T) {
 }
 
 // heldNode starts a node on a fresh PostgreSQL store where another node's
-// row keeps it from ever counting itself alone, with pullGap as the least
+// row keeps it from ever counting itself alone, with waitersGap as the least
 // time before a NOTIFY for pull adds alone, and returns once every NOTIFY
 // of its start (and of its pull queue "q"'s creation) is sent, with the
 // ones from then on held; add adds one task to "q".
-func heldNode(t *testing.T, pullGap time.Duration) (*gatedPG, *engine.Engine, *engine.Signals, func()) {
+func heldNode(t *testing.T, waitersGap time.Duration) (*gatedPG, *engine.Engine, *engine.Signals, func()) {
 	t.Helper()
 	open := stores.OpenPostgresShared(t)
 	raw := open()
@@ -387,7 +444,7 @@ func heldNode(t *testing.T, pullGap time.Duration) (*gatedPG, *engine.Engine, *e
 	fc := clock.NewFake(T0)
 	eng := engine.New(engine.Config{Store: st, Clock: fc, Dev: true, Logger: discardLog, Node: "aaaa"})
 	sig := engine.WithSignals(eng)
-	engine.SetPullNotifyGap(eng, pullGap)
+	engine.SetWaitersNotifyGap(eng, waitersGap)
 	if err := eng.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -444,8 +501,8 @@ func TestCoalescedNotifyIsTheWider(t *testing.T) {
 	}
 	st.pass(t)
 	add()
-	if c := nextNotify(t, st.sent, "a pull add's"); c != store.ChangePull {
-		t.Fatalf("a lone pull add's NOTIFY is of %d, want a pull add (%d)", c, store.ChangePull)
+	if c := nextNotify(t, st.sent, "a pull add's"); c != store.ChangeWaiters {
+		t.Fatalf("a lone pull add's NOTIFY is of %d, want a pull add (%d)", c, store.ChangeWaiters)
 	}
 	st.pass(t)
 	sig.NotifyCovered(t)
@@ -484,7 +541,8 @@ func TestPullAddsWaitOutTheGap(t *testing.T) {
 func aloneNode(t *testing.T, st store.Store, fc *clock.Fake) (*engine.Engine, *engine.Signals, func()) {
 	t.Helper()
 	ctx := context.Background()
-	eng := engine.New(engine.Config{Store: st, Clock: fc, Dev: true, Logger: discardLog, Node: "aaaa"})
+	eng := engine.New(engine.Config{Store: st, Clock: fc, Dev: true, Logger: discardLog, Node: "aaaa",
+		URLRules: task.URLRules{AllowHTTP: true}, Deliverer: &deliver.Mux{Webhook: deliver.NewWebhook(deliver.WebhookOptions{})}})
 	sig := engine.WithSignals(eng)
 	if err := eng.Start(ctx); err != nil {
 		t.Fatal(err)

@@ -21,21 +21,22 @@ func (e *Engine) changed() {
 	}
 }
 
-// pullChanged is changed for tasks added to a pull queue, which no
-// dispatcher pass claims from: the long polls and the console are woken,
-// here and on the other nodes, and nothing else.
-func (e *Engine) pullChanged() {
+// waitersChanged is changed for tasks added that no other node's
+// dispatcher need look for (addedTo): the long polls and the console's
+// watchers are woken, here and on the other nodes, and nothing else.
+func (e *Engine) waitersChanged() {
 	e.waker.wake()
 	if e.notifier != nil {
-		e.notifier.send(store.ChangePull)
+		e.notifier.send(store.ChangeWaiters)
 	}
 }
 
 // notifierService sends the NOTIFYs that changed asks for, and turns every
 // notification heard (other nodes' changes) into a local wake-up of the
 // wakers it rings: all of them for any change, only the long polls' for
-// another node's pull add (store.HeardPull). Asks that meet while a NOTIFY
-// is pending share it, as the wider of their kinds (wide).
+// another node's adds that concern only them (store.HeardWaiters). Asks
+// that meet while a NOTIFY is pending share it, as the wider of their
+// kinds (wide); a NOTIFY for the waiters alone waits out waitersNotifyGap.
 //
 // A node alone on its store sends none: its own services are woken
 // without one, and a NOTIFY cost PostgreSQL ~80 µs a task of single adds
@@ -68,11 +69,12 @@ type notifierService struct {
 	heardAll *progress[int] // tests only: heardOne's calls, each counted once its wakers rang
 	asked    *progress[int] // tests only: ask's calls
 	covered  *progress[int] // tests only: of asked, those the NOTIFYs sent so far covered
-	pullGap  time.Duration  // pullNotifyGap; tests may set it before Start
+
+	waitersGap time.Duration // waitersNotifyGap; tests may set it before Start
 }
 
 func newNotifierService(n store.Notifier, log *slog.Logger, pull *waker, rings ...*waker) *notifierService {
-	return &notifierService{n: n, log: log, pull: pull, rings: rings, asks: make(chan struct{}, 1), pullGap: pullNotifyGap}
+	return &notifierService{n: n, log: log, pull: pull, rings: rings, asks: make(chan struct{}, 1), waitersGap: waitersNotifyGap}
 }
 
 // send asks for one NOTIFY of c, unless this node is alone; it never
@@ -89,7 +91,7 @@ func (s *notifierService) send(c store.Change) {
 // set before the ask is queued and taken after it is received (run), so a
 // wide ask that finds another pending is sent wide with it.
 func (s *notifierService) ask(c store.Change) {
-	if c != store.ChangePull {
+	if c != store.ChangeWaiters {
 		s.wide.Store(true)
 	}
 	s.asked.update(func(n *int) { *n++ }) // after the flag: see covered
@@ -169,7 +171,7 @@ func (s *notifierService) run(ctx context.Context) {
 				s.heardOne()
 				defer s.heardAll.update(func(n *int) { *n++ })
 			}
-			if h == store.HeardPull {
+			if h == store.HeardWaiters {
 				s.pull.wake()
 				return
 			}
@@ -186,11 +188,11 @@ func (s *notifierService) run(ctx context.Context) {
 			return
 		case <-s.asks:
 		}
-		// Pull adds only: wait out the gap, unless a wider change is asked
-		// for meanwhile (each ask meanwhile queues a token: it ends this
-		// wait, and the loop waits on for a pull add's).
+		// For the waiters alone: wait out the gap, unless a wider change
+		// is asked for meanwhile (each ask meanwhile queues a token: it
+		// ends this wait, and the loop waits on for a waiters' one).
 		for !s.wide.Load() {
-			wait := s.pullGap - time.Since(last)
+			wait := s.waitersGap - time.Since(last)
 			if wait <= 0 {
 				break
 			}
@@ -208,7 +210,7 @@ func (s *notifierService) run(ctx context.Context) {
 		// Every ask counted by now set its flag before it was counted, so
 		// the kind taken next covers it.
 		n := s.asked.value()
-		c := store.ChangePull
+		c := store.ChangeWaiters
 		if s.wide.Swap(false) {
 			c = store.ChangeAny
 		}
@@ -220,20 +222,21 @@ func (s *notifierService) run(ctx context.Context) {
 	}
 }
 
-// pullNotifyGap is the least time from a node's last NOTIFY to one for
-// pull adds alone: pull adds asked for within it share one, sent when it
-// has passed (or with a change of any kind asked for meanwhile, which is
-// sent at once, as ever). A NOTIFY costs PostgreSQL its sender's
-// statement and a wake-up of every node's LISTEN connection (signals and
-// context switches): ~400 µs of its CPU for three nodes on the two-core
-// machine of BENCHMARKS.md's forty-eighth session, where a NOTIFY for each
-// of three nodes' single adds to a pull queue took more of PostgreSQL than
-// the adds themselves. A pull add after a quiet moment is announced at
-// once; under a stream of them another node's long polls hear of them at
-// most this much later (they lease what is there when they wake), and
-// hear at most 1/pullNotifyGap such NOTIFYs a second from a node. It is
-// real time (the database's cost is), not the engine's clock.
-const pullNotifyGap = 20 * time.Millisecond
+// waitersNotifyGap is the least time from a node's last NOTIFY to one for
+// the waiters alone (store.ChangeWaiters): adds asked for within it share
+// one, sent when it has passed (or with a change of any kind asked for
+// meanwhile, which is sent at once, as ever). A NOTIFY costs PostgreSQL
+// its sender's statement and a wake-up of every node's LISTEN connection
+// (signals and context switches): ~400 µs of its CPU for three nodes on
+// the two-core machine of BENCHMARKS.md's forty-eighth session, where a
+// NOTIFY for each of three nodes' single adds to a pull queue took more of
+// PostgreSQL than the adds themselves. An add after a quiet moment is
+// announced at once; under a stream of them another node's long polls
+// hear of them at most this much later (they lease what is there when
+// they wake), and hear at most 1/waitersNotifyGap such NOTIFYs a second
+// from a node. It is real time (the database's cost is), not the engine's
+// clock.
+const waitersNotifyGap = 20 * time.Millisecond
 
 // clockSync keeps the engine's clock on the store's (the database's) clock,
 // so that nodes with drifting clocks agree on leases and deadlines. It

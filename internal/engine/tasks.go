@@ -138,22 +138,58 @@ func (e *Engine) TaskAddWith(ctx context.Context, ref QueueRef, ins []task.AddIn
 			e.usage.count(q.InstanceID, usageAdded, 1)
 		}
 	}
-	e.addedTo(q)
+	e.addedTo(q, res)
 	e.logUnserved(ctx, q, res)
 	return res, nil
 }
 
-// addedTo wakes what tasks added to q concern: a pull queue's, the long
-// polls (no dispatcher pass claims from it, and a queue's mode never
-// changes); a push queue's, the dispatcher too — even a paused one's, read
-// as paused before the add: a resume that woke the dispatcher before the
-// add committed would otherwise leave the task to the backstop.
-func (e *Engine) addedTo(q *task.Queue) {
+// addedTo wakes what the tasks res added to q concern. A pull queue's
+// concern the long polls alone (no dispatcher pass claims from it, and a
+// queue's mode never changes). A push queue's concern this node's
+// dispatcher, unless the add claimed them all (its deliveries are under
+// way) — even a paused queue's, read as paused before the add: a resume
+// that woke the dispatcher before the add committed would otherwise leave
+// the task to the backstop. Other nodes' dispatchers are woken only for a
+// task this node may not deliver itself: a function's (its workers may be
+// connected elsewhere) or a paused queue's (the node that resumes it
+// claims it); any node delivers to a webhook or a channel, so for those
+// the others wake their waiters alone (store.ChangeWaiters: a NOTIFY for
+// each of several nodes' single adds woke every node's dispatcher for
+// nothing and cost PostgreSQL more than the add). A due task a limit holds
+// back (the instance's cap, the queue's concurrency or rate) is claimed
+// when room is made: a finish wakes its own node's dispatcher, and a
+// node's pass knows when the rate lets it claim.
+func (e *Engine) addedTo(q *task.Queue, res []AddResult) {
 	if q.Mode == task.ModePull {
-		e.pullChanged()
+		e.waitersChanged()
 		return
 	}
-	e.changed()
+	if q.Paused || anyFunction(q, res) {
+		e.changed()
+		return
+	}
+	for _, r := range res {
+		if r.Err == nil && r.Task.State != task.Running {
+			e.dispatch.wake()
+			break
+		}
+	}
+	e.waitersChanged()
+}
+
+// anyFunction reports whether a task res stored has a function for its
+// target (its own, or q's when it has none).
+func anyFunction(q *task.Queue, res []AddResult) bool {
+	queueFn := q.Target != nil && q.Target.Function != ""
+	for _, r := range res {
+		if r.Err != nil {
+			continue
+		}
+		if t := r.Task.Target; t != nil && t.Function != "" || t == nil && queueFn {
+			return true
+		}
+	}
+	return false
 }
 
 // indexed prefixes the field of a batch item's error with tasks[i]

@@ -399,11 +399,12 @@ const (
 	// ChangeAny is any change of tasks or queues: every service of a node
 	// may have work.
 	ChangeAny Change = iota
-	// ChangePull is tasks added to pull queues and nothing else: only a
-	// node's long polls (and the console's watchers, which share their
-	// waker) have anything new; its dispatcher, rescuer and scheduler do
-	// not.
-	ChangePull
+	// ChangeWaiters is tasks added that no other node's dispatcher need
+	// look for (added to pull queues, or to push queues whose adding node
+	// delivers them itself) and nothing else: only the other nodes' long
+	// polls and the console's watchers (which share their waker) have
+	// anything new; their dispatchers, rescuers and schedulers do not.
+	ChangeWaiters
 )
 
 // Heard is what a Notifier's Listen heard.
@@ -418,9 +419,9 @@ const (
 	// HeardConnect is a (re)connect of the LISTEN: anything may have
 	// changed meanwhile, the configuration too.
 	HeardConnect
-	// HeardPull is another node's Notify of ChangePull: tasks were added
-	// to pull queues.
-	HeardPull
+	// HeardWaiters is another node's Notify of ChangeWaiters: tasks were
+	// added for the long polls and watchers alone.
+	HeardWaiters
 )
 
 // Config reports whether h may follow a configuration change: cached

@@ -13,8 +13,8 @@ import (
 const wakeChannel = "errand_wake"
 
 // Notify tells every other listening node that tasks or queues changed.
-// The payload is this store's origin, followed by pullSuffix for
-// store.ChangePull: its own Listen skips it, as the sender woke its own
+// The payload is this store's origin, followed by waitersSuffix for
+// store.ChangeWaiters: its own Listen skips it, as the sender woke its own
 // services when it made the change (an idle node would otherwise run a
 // second pass of its dispatcher, rescuer and scheduler beside the claim of
 // every task it adds). Nodes of earlier versions take any payload but
@@ -23,8 +23,8 @@ const wakeChannel = "errand_wake"
 // Store value would not hear each other's Notify.
 func (s *Store) Notify(ctx context.Context, c store.Change) error {
 	payload := s.origin
-	if c == store.ChangePull {
-		payload += pullSuffix
+	if c == store.ChangeWaiters {
+		payload += waitersSuffix
 	}
 	if _, err := s.pool.Exec(ctx, "SELECT pg_notify('"+wakeChannel+"', $1)", payload); err != nil {
 		return interpretError(err)
@@ -37,9 +37,9 @@ func (s *Store) Notify(ctx context.Context, c store.Change) error {
 // does.
 const configPayload = "config"
 
-// pullSuffix ends the payload of a Notify of store.ChangePull, after the
+// waitersSuffix ends the payload of a Notify of store.ChangeWaiters, after the
 // sender's origin.
-const pullSuffix = "/pull"
+const waitersSuffix = "/waiters"
 
 // NotifyConfig sends a notification that instances, queues or API keys
 // changed.
@@ -51,8 +51,8 @@ func (s *Store) NotifyConfig(ctx context.Context) error {
 }
 
 // Listen holds one connection with LISTEN errand_wake and calls fn for every
-// notification but this store's own Notify (store.HeardPull for another
-// node's of store.ChangePull), and once after each
+// notification but this store's own Notify (store.HeardWaiters for another
+// node's of store.ChangeWaiters), and once after each
 // (re)connect, since notifications sent while it was away are lost. Its own
 // NotifyConfig and the notification TaskAddTx queues (empty payload, sent
 // at the application's commit) are passed on. It returns when ctx ends.
@@ -63,9 +63,9 @@ func (s *Store) Listen(ctx context.Context, fn func(store.Heard)) error {
 			fn(store.HeardConnect)
 		case payload == configPayload:
 			fn(store.HeardConfig)
-		case payload == s.origin || payload == s.origin+pullSuffix:
-		case strings.HasSuffix(payload, pullSuffix):
-			fn(store.HeardPull)
+		case payload == s.origin || payload == s.origin+waitersSuffix:
+		case strings.HasSuffix(payload, waitersSuffix):
+			fn(store.HeardWaiters)
 		default:
 			fn(store.HeardChange)
 		}

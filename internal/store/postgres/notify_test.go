@@ -49,10 +49,10 @@ func TestNotifyListen(t *testing.T) {
 		t.Fatal(err)
 	}
 	until("the notification", store.HeardChange)
-	if err := a.Notify(ctx, store.ChangePull); err != nil {
+	if err := a.Notify(ctx, store.ChangeWaiters); err != nil {
 		t.Fatal(err)
 	}
-	until("the pull notification", store.HeardPull)
+	until("the pull notification", store.HeardWaiters)
 	if err := a.NotifyConfig(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestListenSkipsOwnNotify(t *testing.T) {
 	next("the connect call", store.HeardConnect)
 	// b's own Notify of each kind, then a's config notification: the
 	// first that arrives is a's (notifications arrive in commit order).
-	for _, c := range []store.Change{store.ChangeAny, store.ChangePull} {
+	for _, c := range []store.Change{store.ChangeAny, store.ChangeWaiters} {
 		if err := b.Notify(ctx, c); err != nil {
 			t.Fatal(err)
 		}
@@ -167,11 +167,11 @@ func TestListenSkipsOwnNotify(t *testing.T) {
 		t.Fatal(err)
 	}
 	next("a's notification", store.HeardChange)
-	if err := a.Notify(ctx, store.ChangePull); err != nil {
+	if err := a.Notify(ctx, store.ChangeWaiters); err != nil {
 		t.Fatal(err)
 	}
-	next("a's pull notification", store.HeardPull)
-	if store.HeardPull.Config() {
+	next("a's pull notification", store.HeardWaiters)
+	if store.HeardWaiters.Config() {
 		t.Fatal("a pull add drops cached configuration")
 	}
 	if err := b.NotifyConfig(ctx); err != nil {
