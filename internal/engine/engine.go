@@ -250,7 +250,8 @@ func New(cfg Config) *Engine {
 	cfg.Metrics.SetBacklog(e.readBacklog, e.clock.Now)
 	if n, ok := cfg.Store.(store.Notifier); ok {
 		// Other nodes' changes wake the dispatcher and long polls, the
-		// rescuer and the scheduler here; their pull adds, the long polls.
+		// rescuer and the scheduler here; their adds for the waiters alone
+		// (store.ChangeWaiters), the long polls.
 		e.notifier = newNotifierService(n, cfg.Logger.With("service", "notifier"), e.waker, e.waker, e.dispatch, e.leases, e.ruleWake)
 		e.services = append(e.services, e.notifier)
 		e.liveness.peers = e.notifier

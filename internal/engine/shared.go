@@ -54,12 +54,12 @@ func (e *Engine) waitersChanged() {
 // configuration changes as it reports others'.
 type notifierService struct {
 	runner
-	n     store.Notifier
-	log   *slog.Logger
-	pull  *waker        // rung for another node's pull add
-	rings []*waker      // rung for any other change
-	asks  chan struct{} // a change to announce; one pending covers many
-	wide  atomic.Bool   // an ask since the last NOTIFY was of store.ChangeAny
+	n       store.Notifier
+	log     *slog.Logger
+	waiters *waker        // rung for another node's adds for the waiters alone
+	rings   []*waker      // rung for any other change
+	asks    chan struct{} // a change to announce; one pending covers many
+	wide    atomic.Bool   // an ask since the last NOTIFY was of store.ChangeAny
 
 	mu    sync.Mutex  // held to change alone, and for heard
 	heard uint64      // notifications heard (and reconnects), for mark and beat
@@ -73,8 +73,8 @@ type notifierService struct {
 	waitersGap time.Duration // waitersNotifyGap; tests may set it before Start
 }
 
-func newNotifierService(n store.Notifier, log *slog.Logger, pull *waker, rings ...*waker) *notifierService {
-	return &notifierService{n: n, log: log, pull: pull, rings: rings, asks: make(chan struct{}, 1), waitersGap: waitersNotifyGap}
+func newNotifierService(n store.Notifier, log *slog.Logger, waiters *waker, rings ...*waker) *notifierService {
+	return &notifierService{n: n, log: log, waiters: waiters, rings: rings, asks: make(chan struct{}, 1), waitersGap: waitersNotifyGap}
 }
 
 // send asks for one NOTIFY of c, unless this node is alone; it never
@@ -172,7 +172,7 @@ func (s *notifierService) run(ctx context.Context) {
 				defer s.heardAll.update(func(n *int) { *n++ })
 			}
 			if h == store.HeardWaiters {
-				s.pull.wake()
+				s.waiters.wake()
 				return
 			}
 			for _, w := range s.rings {

@@ -18,8 +18,8 @@ const wakeChannel = "errand_wake"
 // services when it made the change (an idle node would otherwise run a
 // second pass of its dispatcher, rescuer and scheduler beside the claim of
 // every task it adds). Nodes of earlier versions take any payload but
-// configPayload as a plain wake (a pull change too: they wake more than
-// they need, as before). Each node opens its own Store: two engines on one
+// configPayload as a plain wake (a change for the waiters too: they wake
+// more than they need, as before). Each node opens its own Store: two engines on one
 // Store value would not hear each other's Notify.
 func (s *Store) Notify(ctx context.Context, c store.Change) error {
 	payload := s.origin
@@ -37,8 +37,8 @@ func (s *Store) Notify(ctx context.Context, c store.Change) error {
 // does.
 const configPayload = "config"
 
-// waitersSuffix ends the payload of a Notify of store.ChangeWaiters, after the
-// sender's origin.
+// waitersSuffix ends the payload of a Notify of store.ChangeWaiters, after
+// the sender's origin.
 const waitersSuffix = "/waiters"
 
 // NotifyConfig sends a notification that instances, queues or API keys
