@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"net/http"
 	"testing"
 
 	"github.com/errandhq/errand/internal/engine"
@@ -9,7 +10,8 @@ import (
 
 // TestAddsWakeWhatTheyConcern: an add to a pull queue wakes the long polls
 // but not the dispatcher, no pass of which would claim the task; an add to
-// a push queue, paused or not, wakes both.
+// a push queue, paused or not, wakes both, unless the add claimed its task
+// (its delivery is under way: nothing of it is left due).
 func TestAddsWakeWhatTheyConcern(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -34,5 +36,24 @@ func TestAddsWakeWhatTheyConcern(t *testing.T) {
 	b.add("pushed", task.AddInput{Delay: ptr(3600.0)})
 	if engine.DispatchWakes(b.eng) == d || engine.Wakes(b.eng) == w {
 		t.Fatal("an add to a push queue did not wake the dispatcher and the long polls")
+	}
+
+	// The receiver holds the delivery, so that no outcome wakes anything.
+	release := make(chan struct{})
+	rcv := newReceiver(t)
+	rcv.answer.Store(func(w http.ResponseWriter) { <-release; w.WriteHeader(200) })
+	t.Cleanup(func() { close(release) }) // before the receiver closes
+	b.queue("claimed", &task.QueuePatch{Target: targetPtr(rcv.URL)})
+	d, w = engine.DispatchWakes(b.eng), engine.Wakes(b.eng)
+	res, err := b.eng.TaskAdd(b.ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "claimed"}, []task.AddInput{{}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("add: %v %+v", err, res)
+	}
+	if res[0].Task.State != task.Running {
+		t.Fatalf("a lone due add to an idle webhook queue left its task %s, want it claimed by the add", res[0].Task.State)
+	}
+	if engine.DispatchWakes(b.eng) != d || engine.Wakes(b.eng) == w {
+		t.Fatalf("an add that claimed its task: dispatcher woken %d times, long polls %d; want 0 and some",
+			engine.DispatchWakes(b.eng)-d, engine.Wakes(b.eng)-w)
 	}
 }
