@@ -25,7 +25,9 @@ import (
 // COMMIT. A task added to an idle queue then waits for one commit's WAL
 // flush before its delivery, not two, and is written once, not inserted
 // and then updated by a claim: one row version and its index entries
-// fewer.
+// fewer. The claim does not wait for its locks: when another claim holds
+// one (another node's add, or a dispatcher's pass), it takes nothing and
+// the tasks are only added (sqlClaimTryLock).
 //
 // Only a batch of unnamed tasks, all of p's queue, is claimed with; any
 // other is added by TaskAdd alone, as is a batch whose transaction was not

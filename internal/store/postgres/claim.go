@@ -67,7 +67,11 @@ var (
 	// of those it adds (TaskAddClaim). It keeps the figure for the rest of
 	// the transaction in claimRoomSetting, where sqlClaimDueInRoom, sent in
 	// the same round trip, reads it.
-	sqlClaimRoom = `SELECT set_config('` + claimRoomSetting + `', (` + sqlClaimLimit + `)::text, true)::bigint`
+	//
+	// The add's claim does not wait for its locks (sqlClaimTryLock): when
+	// one was not had, the room is 0 and the add only adds.
+	sqlClaimRoom = `SELECT set_config('` + claimRoomSetting + `', (CASE WHEN current_setting('` + claimBusySetting + `', true) = 'on'
+		THEN 0 ELSE ` + sqlClaimLimit + ` END)::text, true)::bigint`
 	// sqlRefill is store.Refill of queue q's bucket at $3 (now), for rate
 	// $7 and burst $8.
 	sqlRefill = `CASE WHEN q.rate_tokens < 0 THEN greatest($8::int, 1)::float8
@@ -78,6 +82,18 @@ var (
 	// lock is held in memory only (no row is written to hold it) and ends
 	// with the transaction. The instance's is always taken first.
 	sqlClaimLock = `SELECT pg_advisory_xact_lock($1)`
+	// sqlClaimTryLock is sqlClaimLock for an add's claim, which does not
+	// wait: it tries the lock only while the ones before it in the
+	// transaction were had, and records in claimBusySetting that one was
+	// not, so that sqlClaimRoom reads no room and the add only adds (the
+	// dispatcher, woken by an add that claimed nothing, claims its tasks
+	// in a batch). An add that waited for another claim's lock held it
+	// across its two round trips and its commit: three nodes' single adds
+	// queued behind each other for ~6 ms a task (BENCHMARKS.md, the
+	// forty-eighth session). CASE tries its branches in order.
+	sqlClaimTryLock = `SELECT CASE WHEN current_setting('` + claimBusySetting + `', true) = 'on' THEN NULL
+		WHEN pg_try_advisory_xact_lock($1) THEN NULL
+		ELSE set_config('` + claimBusySetting + `', 'on', true) END`
 	// sqlClaimAny asks whether a claim would find anything due: it takes
 	// the queue's earliest waiting task from tasks_due (in run_at order, so
 	// a backlog of future tasks is never read) and compares its run_at.
@@ -155,6 +171,10 @@ func routeSQL(n int) string {
 // claimRoomSetting is the transaction-local setting in which an add's
 // claim keeps its room (sqlClaimRoom, sqlClaimDueInRoom).
 const claimRoomSetting = "errand.claim_room"
+
+// claimBusySetting is the transaction-local setting that is "on" once an
+// add's claim did not have one of its locks (sqlClaimTryLock).
+const claimBusySetting = "errand.claim_busy"
 
 // routeArgs are routeSQL's parameters for p.
 func routeArgs(p *store.ClaimParams) []any {
@@ -259,12 +279,16 @@ func queueClaim(b *pgx.Batch, p *store.ClaimParams) int {
 func queueClaimWith(b *pgx.Batch, p *store.ClaimParams, room bool) int {
 	q := p.Queue
 	locks := 0
+	lock := sqlClaimLock
+	if room {
+		lock = sqlClaimTryLock
+	}
 	if p.InstanceMaxRunning > 0 {
-		b.Queue(sqlClaimLock, claimLockKey(q.InstanceID, ""))
+		b.Queue(lock, claimLockKey(q.InstanceID, ""))
 		locks++
 	}
 	if p.MaxRunning > 0 || p.Rate > 0 {
-		b.Queue(sqlClaimLock, claimLockKey(q.InstanceID, q.Name))
+		b.Queue(lock, claimLockKey(q.InstanceID, q.Name))
 		locks++
 	}
 	limits := []any{q.InstanceID, q.Name, p.Now, p.Limit, max(p.MaxRunning, 0), max(p.InstanceMaxRunning, 0),

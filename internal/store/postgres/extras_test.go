@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/errandhq/errand/internal/store"
 	"github.com/errandhq/errand/internal/store/postgres"
 	"github.com/errandhq/errand/internal/task"
@@ -365,5 +367,74 @@ func TestClaimAbortedMidway(t *testing.T) {
 		NewLeaseID: func() string { return fmt.Sprint("L", time.Now().UnixNano()) }})
 	if err != nil || len(got) != 5 {
 		t.Fatalf("claim after aborted ones: %d, %v", len(got), err)
+	}
+}
+
+// TestAddClaimDoesNotWaitForALock: an add's claim whose instance or queue
+// lock another claim holds (here another session) does not wait for it:
+// it claims nothing and adds its tasks PENDING, at once. With the locks
+// free, the next add claims what it adds.
+func TestAddClaimDoesNotWaitForALock(t *testing.T) {
+	schema := postgres.FreshSchema(t)
+	s := postgres.OpenTestSchema(t, schema)
+	defer s.Close()
+	ctx := t.Context()
+	other, err := pgx.Connect(ctx, postgres.DatabaseURL(t)) // advisory locks are the database's
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(context.Background())
+	inst := &task.Instance{ID: "i1", Org: "acme", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}
+	if err := s.InstanceCreate(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	q := newQueue(t, s, "work", func(q *task.Queue) {
+		q.Mode, q.Target = task.ModePush, &task.Target{Webhook: "https://example.com/h"}
+	})
+	n := 0
+	addClaim := func(set func(*store.ClaimParams)) ([]store.AddResult, []*task.Task) {
+		t.Helper()
+		n++
+		tk := pullTask(t, q, fmt.Sprint("t", n))
+		p := &store.ClaimParams{Queue: q, Now: 1, Limit: 10, LeaseMs: 60_000, Due: true,
+			NewLeaseID: func() string { return fmt.Sprint("l", n) }}
+		set(p)
+		// A claim that waited for the lock held below would wait for ever:
+		// the deadline bounds the test's failure, not its pace.
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		res, claimed, err := s.TaskAddClaim(actx, []*task.Task{tk}, p)
+		if err != nil || len(res) != 1 || res[0].Err != nil {
+			t.Fatalf("TaskAddClaim: %v %+v", err, res)
+		}
+		return res, claimed
+	}
+	for _, c := range []struct {
+		name string
+		lock int64
+		set  func(*store.ClaimParams)
+	}{
+		{"the instance's", postgres.ClaimLockKey("i1", ""), func(p *store.ClaimParams) { p.InstanceMaxRunning = 50 }},
+		{"the queue's", postgres.ClaimLockKey("i1", "work"), func(p *store.ClaimParams) { p.MaxRunning = 5 }},
+	} {
+		tx, err := other.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, c.lock); err != nil {
+			t.Fatal(err)
+		}
+		res, claimed := addClaim(c.set)
+		if len(claimed) != 0 || res[0].Task.State != task.Pending {
+			t.Errorf("%s lock held elsewhere: claimed %d, the task %s; want none claimed, the task PENDING", c.name, len(claimed), res[0].Task.State)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Free again: this add claims the one before and its own.
+		res, claimed = addClaim(c.set)
+		if len(claimed) != 2 || res[0].Task.State != task.Running {
+			t.Errorf("%s lock free: claimed %d, the task %s; want 2 claimed, the task RUNNING", c.name, len(claimed), res[0].Task.State)
+		}
 	}
 }

@@ -108,3 +108,7 @@ func OpenTestSchema(tb testing.TB, schema string) *Store {
 	}
 	return s
 }
+
+// ClaimLockKey is the advisory lock of an instance's claims (queue "") or
+// of one queue's.
+func ClaimLockKey(instanceID, queue string) int64 { return claimLockKey(instanceID, queue) }
