@@ -180,12 +180,8 @@ func (e *Engine) addedTo(q *task.Queue, res []AddResult) {
 // anyFunction reports whether a task res stored has a function for its
 // target (its own, or q's when it has none).
 func anyFunction(q *task.Queue, res []AddResult) bool {
-	queueFn := q.Target != nil && q.Target.Function != ""
 	for _, r := range res {
-		if r.Err != nil {
-			continue
-		}
-		if t := r.Task.Target; t != nil && t.Function != "" || t == nil && queueFn {
+		if r.Err == nil && r.Task.EffectiveFunction(q) != "" {
 			return true
 		}
 	}

@@ -31,12 +31,11 @@ func (e *Engine) noteUnserved(ctx context.Context, ts []*task.Task, queue func()
 		if (t.State != task.Pending && t.State != task.RetryWait) || t.RunAt > now || t.Pull {
 			continue
 		}
-		fn := ""
-		if t.Target != nil {
-			fn = t.Target.Function
-		} else if q := queue(); q != nil && q.Target != nil {
-			fn = q.Target.Function
+		var q *task.Queue
+		if t.Target == nil {
+			q = queue() // asked only for a task without a target of its own
 		}
+		fn := t.EffectiveFunction(q)
 		if fn == "" {
 			continue
 		}

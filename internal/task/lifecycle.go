@@ -146,6 +146,19 @@ func (t *Task) EffectiveDeadline(q *Queue) int {
 	return q.DeadlineSeconds
 }
 
+// EffectiveFunction is the function t's push attempts call: its own
+// target's, or q's when it has none of its own; "" when that target is not
+// a function.
+func (t *Task) EffectiveFunction(q *Queue) string {
+	if t.Target != nil {
+		return t.Target.Function
+	}
+	if q != nil && q.Target != nil {
+		return q.Target.Function
+	}
+	return ""
+}
+
 // CheckLease is the fence: it accepts only the current lease of a leased
 // task, strictly before it expires. The lease of a task purged during the
 // attempt is refused as ErrPurged.

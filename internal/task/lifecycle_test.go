@@ -431,3 +431,28 @@ func TestChange(t *testing.T) {
 		}
 	}
 }
+
+// TestEffectiveFunction: a task's own target wins over its queue's, a
+// webhook's is no function, and a task without a target takes its
+// queue's.
+func TestEffectiveFunction(t *testing.T) {
+	fnQ := NewQueue("inst", "resize", ModePush)
+	fnQ.Target = &Target{Function: "img/resize"}
+	for _, c := range []struct {
+		name   string
+		target *Target
+		q      *Queue
+		want   string
+	}{
+		{"the queue's function", nil, fnQ, "img/resize"},
+		{"its own webhook in a function queue", &Target{Webhook: "https://example.com/h"}, fnQ, ""},
+		{"its own function in a webhook queue", &Target{Function: "app/send"}, pushQueue(), "app/send"},
+		{"the queue's webhook", nil, pushQueue(), ""},
+		{"no queue", nil, nil, ""},
+	} {
+		tk := &Task{Target: c.target}
+		if got := tk.EffectiveFunction(c.q); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
