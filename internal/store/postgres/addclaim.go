@@ -25,9 +25,10 @@ import (
 // COMMIT. A task added to an idle queue then waits for one commit's WAL
 // flush before its delivery, not two, and is written once, not inserted
 // and then updated by a claim: one row version and its index entries
-// fewer. The claim does not wait for its locks: when another claim holds
-// one (another node's add, or a dispatcher's pass), it takes nothing and
-// the tasks are only added (sqlClaimTryLock).
+// fewer. The claim of a single task's add does not wait for its locks:
+// when another claim holds one (another node's add, or a dispatcher's
+// pass), it takes nothing and the task is only added (sqlClaimTryLock); a
+// batch's waits for them, as every other claim does.
 //
 // Only a batch of unnamed tasks, all of p's queue, is claimed with; any
 // other is added by TaskAdd alone, as is a batch whose transaction was not
@@ -49,7 +50,9 @@ func (s *Store) TaskAddClaim(ctx context.Context, tasks []*task.Task, p *store.C
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`) // the insert's and the claim's reason
-	locks := queueClaimWith(b, p, true)
+	// A single task's add tries the claim's locks, a batch's waits for them
+	// (sqlClaimTryLock says why).
+	locks := queueClaimWith(b, p, true, len(tasks) == 1)
 	var room int
 	due, ctids, tokens, err := func() ([]*task.Task, []pgtype.TID, float64, error) {
 		br := conn.SendBatch(ctx, b)

@@ -68,8 +68,9 @@ var (
 	// the transaction in claimRoomSetting, where sqlClaimDueInRoom, sent in
 	// the same round trip, reads it.
 	//
-	// The add's claim does not wait for its locks (sqlClaimTryLock): when
-	// one was not had, the room is 0 and the add only adds.
+	// A single task's add does not wait for the claim's locks
+	// (sqlClaimTryLock): when one was not had, the room is 0 and the add
+	// only adds.
 	sqlClaimRoom = `SELECT set_config('` + claimRoomSetting + `', (CASE WHEN current_setting('` + claimBusySetting + `', true) = 'on'
 		THEN 0 ELSE ` + sqlClaimLimit + ` END)::text, true)::bigint`
 	// sqlRefill is store.Refill of queue q's bucket at $3 (now), for rate
@@ -82,15 +83,24 @@ var (
 	// lock is held in memory only (no row is written to hold it) and ends
 	// with the transaction. The instance's is always taken first.
 	sqlClaimLock = `SELECT pg_advisory_xact_lock($1)`
-	// sqlClaimTryLock is sqlClaimLock for an add's claim, which does not
-	// wait: it tries the lock only while the ones before it in the
-	// transaction were had, and records in claimBusySetting that one was
-	// not, so that sqlClaimRoom reads no room and the add only adds (the
-	// dispatcher, woken by an add that claimed nothing, claims its tasks
-	// in a batch). An add that waited for another claim's lock held it
-	// across its two round trips and its commit: three nodes' single adds
-	// queued behind each other for ~6 ms a task (BENCHMARKS.md, the
-	// forty-eighth session). CASE tries its branches in order.
+	// sqlClaimTryLock is sqlClaimLock for the claim of a single task's
+	// add, which does not wait: it tries the lock only while the ones
+	// before it in the transaction were had, and records in
+	// claimBusySetting that one was not, so that sqlClaimRoom reads no
+	// room and the add only adds (the dispatcher, woken by an add that
+	// claimed nothing, claims its tasks in a batch). An add that waited
+	// for another claim's lock held it across its two round trips and its
+	// commit: three nodes' single adds queued behind each other for ~6 ms
+	// a task (BENCHMARKS.md, the forty-eighth session). CASE tries its
+	// branches in order.
+	//
+	// A batch's add waits for the locks (sqlClaimLock), as the
+	// dispatcher's claims do: its claim saves a row version for each task
+	// it takes, and the wait paces its caller. Batches that gave way sent
+	// nearly every task of the steady window over HTTP (adds of 100 beside
+	// a busy dispatcher) through the dispatcher's claim instead, three row
+	// versions rather than two: 10% fewer tasks a second at twice the
+	// latency (BENCHMARKS.md, the forty-ninth session).
 	sqlClaimTryLock = `SELECT CASE WHEN current_setting('` + claimBusySetting + `', true) = 'on' THEN NULL
 		WHEN pg_try_advisory_xact_lock($1) THEN NULL
 		ELSE set_config('` + claimBusySetting + `', 'on', true) END`
@@ -270,17 +280,18 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.ClaimParams) ([]*task.Ta
 // when the queue has a rate, and the locking read of the due tasks
 // (claimDue reads their results). It returns how many locks it queued.
 func queueClaim(b *pgx.Batch, p *store.ClaimParams) int {
-	return queueClaimWith(b, p, false)
+	return queueClaimWith(b, p, false, false)
 }
 
 // queueClaimWith is queueClaim, with the read of the claim's room
 // (sqlClaimRoom) between the locks and the bucket when room is set, and
-// the due tasks then read within that room (sqlClaimDueInRoom).
-func queueClaimWith(b *pgx.Batch, p *store.ClaimParams, room bool) int {
+// the due tasks then read within that room (sqlClaimDueInRoom); with try
+// set the locks are tried, not waited for (sqlClaimTryLock).
+func queueClaimWith(b *pgx.Batch, p *store.ClaimParams, room, try bool) int {
 	q := p.Queue
 	locks := 0
 	lock := sqlClaimLock
-	if room {
+	if try {
 		lock = sqlClaimTryLock
 	}
 	if p.InstanceMaxRunning > 0 {

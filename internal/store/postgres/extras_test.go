@@ -370,20 +370,28 @@ func TestClaimAbortedMidway(t *testing.T) {
 	}
 }
 
+// storeAndSession opens a store on a fresh schema and another session on
+// its database, in which a test holds the claims' advisory locks (they are
+// the database's, not a schema's); both are closed when the test ends.
+func storeAndSession(t *testing.T) (*postgres.Store, *pgx.Conn) {
+	t.Helper()
+	s := postgres.OpenTestSchema(t, postgres.FreshSchema(t))
+	t.Cleanup(func() { s.Close() })
+	other, err := pgx.Connect(t.Context(), postgres.DatabaseURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close(context.Background()) })
+	return s, other
+}
+
 // TestAddClaimDoesNotWaitForALock: an add's claim whose instance or queue
 // lock another claim holds (here another session) does not wait for it:
 // it claims nothing and adds its tasks PENDING, at once. With the locks
 // free, the next add claims what it adds.
 func TestAddClaimDoesNotWaitForALock(t *testing.T) {
-	schema := postgres.FreshSchema(t)
-	s := postgres.OpenTestSchema(t, schema)
-	defer s.Close()
+	s, other := storeAndSession(t)
 	ctx := t.Context()
-	other, err := pgx.Connect(ctx, postgres.DatabaseURL(t)) // advisory locks are the database's
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close(context.Background())
 	inst := &task.Instance{ID: "i1", Org: "acme", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}
 	if err := s.InstanceCreate(ctx, inst); err != nil {
 		t.Fatal(err)
@@ -436,5 +444,70 @@ func TestAddClaimDoesNotWaitForALock(t *testing.T) {
 		if len(claimed) != 2 || res[0].Task.State != task.Running {
 			t.Errorf("%s lock free: claimed %d, the task %s; want 2 claimed, the task RUNNING", c.name, len(claimed), res[0].Task.State)
 		}
+	}
+}
+
+// TestBatchAddClaimWaitsForItsLock: the add of a batch waits for the
+// claim's lock another claim holds (here another session), then claims
+// its tasks; it does not give them up to the dispatcher as a single task's
+// add does (TestAddClaimDoesNotWaitForALock).
+func TestBatchAddClaimWaitsForItsLock(t *testing.T) {
+	s, other := storeAndSession(t)
+	ctx := t.Context()
+	// An instance of its own: its lock's key is no other test's.
+	const inst = "i-batch-wait"
+	if err := s.InstanceCreate(ctx, &task.Instance{ID: inst, Org: "acme", Name: "batchwait", CreatedAt: 1, Settings: task.DefaultSettings()}); err != nil {
+		t.Fatal(err)
+	}
+	q := task.NewQueue(inst, "work", task.ModePush)
+	q.Target = &task.Target{Webhook: "https://example.com/h"}
+	if err := s.QueueCreate(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	key := postgres.ClaimLockKey(inst, "")
+	tx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, key); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		res     []store.AddResult
+		claimed []*task.Task
+		err     error
+	}
+	batch := []*task.Task{pullTask(t, q, "b1"), pullTask(t, q, "b2")}
+	done := make(chan result, 1)
+	go func() {
+		leases := 0
+		p := &store.ClaimParams{Queue: q, Now: 1, Limit: 10, LeaseMs: 60_000, Due: true, InstanceMaxRunning: 50,
+			NewLeaseID: func() string { leases++; return fmt.Sprint("l", leases) }}
+		var r result
+		r.res, r.claimed, r.err = s.TaskAddClaim(ctx, batch, p)
+		done <- r
+	}()
+	// The add waits: its request for the lock is in pg_locks, not granted.
+	for waiting := false; !waiting; {
+		if err := other.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+			AND (classid::int8 << 32 | objid::int8) = $1)`, key).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("the batch's add returned while the lock was held elsewhere: claimed %d, err %v", len(r.claimed), r.err)
+		default:
+		}
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || len(r.res) != 2 || r.res[0].Err != nil || r.res[1].Err != nil {
+		t.Fatalf("TaskAddClaim: %v %+v", r.err, r.res)
+	}
+	if len(r.claimed) != 2 || r.res[0].Task.State != task.Running || r.res[1].Task.State != task.Running {
+		t.Errorf("lock freed: claimed %d, the tasks %s and %s; want both claimed, RUNNING", len(r.claimed), r.res[0].Task.State, r.res[1].Task.State)
 	}
 }
