@@ -489,10 +489,14 @@ func TestBatchAddClaimWaitsForItsLock(t *testing.T) {
 		done <- r
 	}()
 	// The add waits: its request for the lock is in pg_locks, not granted.
+	// The deadline bounds the test's failure (an add that never asks for
+	// the lock), not its pace.
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	for waiting := false; !waiting; {
-		if err := other.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+		if err := other.QueryRow(wctx, `SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
 			AND (classid::int8 << 32 | objid::int8) = $1)`, key).Scan(&waiting); err != nil {
-			t.Fatal(err)
+			t.Fatalf("waiting for the batch's add to ask for the lock: %v", err)
 		}
 		select {
 		case r := <-done:
