@@ -72,7 +72,7 @@ func (s *Signals) NotifyCovered(tb testing.TB) {
 }
 
 // SetWaitersNotifyGap sets the least time from the node's last NOTIFY to
-// one for pull adds alone; call it before Start.
+// one for the waiters alone (store.ChangeWaiters); call it before Start.
 func SetWaitersNotifyGap(e *Engine, d time.Duration) { e.notifier.waitersGap = d }
 
 // NotifySkipped waits until n changes in all went unannounced because the

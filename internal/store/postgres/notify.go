@@ -19,8 +19,8 @@ const wakeChannel = "errand_wake"
 // second pass of its dispatcher, rescuer and scheduler beside the claim of
 // every task it adds). Nodes of earlier versions take any payload but
 // configPayload as a plain wake (a change for the waiters too: they wake
-// more than they need, as before). Each node opens its own Store: two engines on one
-// Store value would not hear each other's Notify.
+// more than they need, as before). Each node opens its own Store: two
+// engines on one Store value would not hear each other's Notify.
 func (s *Store) Notify(ctx context.Context, c store.Change) error {
 	payload := s.origin
 	if c == store.ChangeWaiters {
