@@ -13,13 +13,18 @@ import (
 )
 
 // limiterOn is a limiter on a real SQLite store's bucket for one instance
-// whose rateLimit is *limit, with the store's grants counted; closeStore
+// ("inst-1", made in the store) whose rateLimit is *limit, with the store's grants counted; closeStore
 // closes the store (once, whether the test or its cleanup asks first).
 func limiterOn(t *testing.T, limit *float64) (l *limiter, fc *clock.Fake, closeStore func() error, asked *int) {
 	t.Helper()
 	st := stores.Open(t, "sqlite")
 	closeStore = sync.OnceValue(st.Close)
 	t.Cleanup(func() { _ = closeStore() })
+	// The bucket is the instance's: a grant for an instance that does not
+	// exist is NOT_FOUND.
+	if err := st.InstanceCreate(t.Context(), &task.Instance{ID: "inst-1", Org: "acme", Name: "jobs", CreatedAt: 1, Settings: task.DefaultSettings()}); err != nil {
+		t.Fatal(err)
+	}
 	fc = clock.NewFake(time.UnixMilli(1_700_000_000_000))
 	asked = new(int)
 	l = newLimiter(fc,

@@ -15,9 +15,11 @@ type APIRateStore interface {
 	// APIRateTake refills p.InstanceID's bucket to p.Now (TakeCalls) and
 	// takes up to p.Want calls from it, in one transaction under the
 	// bucket's row lock: no two nodes take the same call. A bucket never
-	// used starts full. The write need not survive a crash (a lost one
-	// only gives calls back), so a backend may commit it without waiting
-	// for its log's flush.
+	// used starts full. An instance that does not exist (deleted, while
+	// a node still held its id) is NOT_FOUND, and keeps no bucket: an
+	// instance's bucket goes with it, whichever comes first. The write need
+	// not survive a crash (a lost one only gives calls back), so a backend
+	// may commit it without waiting for its log's flush.
 	APIRateTake(ctx context.Context, p *APIRateParams) (APIRateTaken, error)
 }
 

@@ -11,7 +11,10 @@ import (
 var (
 	// sqlAPIRateRow makes an instance's bucket row on its first grant, as
 	// never used (full): concurrent first grants of several nodes wait on
-	// the key for the first one's row instead of each starting full.
+	// the key for the first one's row instead of each starting full. The
+	// row's foreign key (migration 0013) refuses it for an instance that
+	// is gone, and holds the instance's row against a delete until the
+	// grant commits; the delete then removes the row with the instance.
 	sqlAPIRateRow = `INSERT INTO api_rate (instance_id, tokens, at) VALUES ($1, -1, 0) ON CONFLICT (instance_id) DO NOTHING`
 	sqlAPIRateGet = `SELECT tokens, at FROM api_rate WHERE instance_id = $1 FOR UPDATE`
 	sqlAPIRateSet = `UPDATE api_rate SET tokens = $2, at = $3 WHERE instance_id = $1`

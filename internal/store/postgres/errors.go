@@ -16,8 +16,9 @@ import (
 
 // SQLSTATE codes the backend tells apart.
 const (
-	sqlUniqueViolation  = "23505"
-	sqlNotNullViolation = "23502"
+	sqlUniqueViolation     = "23505"
+	sqlNotNullViolation    = "23502"
+	sqlForeignKeyViolation = "23503"
 )
 
 // interpretError is the one place where PostgreSQL's and pgx's errors become
@@ -25,6 +26,8 @@ const (
 //   - a missing row is task.ErrNotFound;
 //   - a unique violation is INSTANCE_EXISTS, QUEUE_EXISTS or TASK_EXISTS
 //     after its constraint (INTERNAL for an API key's id or digest);
+//   - a bucket of API calls refused for an instance that is gone is
+//     NOT_FOUND;
 //   - a server that cannot be reached, a dropped connection, a server
 //     shutting down or out of connections, a serialization failure or
 //     deadlock, and a statement or idle-transaction timeout are UNAVAILABLE
@@ -79,6 +82,10 @@ func interpretPgError(pe *pgconn.PgError) error {
 		// task carries exactly one more than the row; anything else is a
 		// caller that did not end the attempt through task.Finish.
 		return task.Errorf(task.CodeInternal, "store: a finished task's attempt history does not follow the stored one")
+	case pe.Code == sqlForeignKeyViolation && pe.ConstraintName == "api_rate_instance":
+		// A grant of API calls asked for an instance deleted meanwhile
+		// (migration 0013): the row it would have added is refused.
+		return task.Errorf(task.CodeNotFound, "the instance does not exist")
 	case retryable(pe.Code):
 		return task.Unavailable("the store is unavailable; try again", pe)
 	}

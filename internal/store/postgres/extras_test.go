@@ -371,18 +371,44 @@ func TestClaimAbortedMidway(t *testing.T) {
 }
 
 // storeAndSession opens a store on a fresh schema and another session on
-// its database, in which a test holds the claims' advisory locks (they are
-// the database's, not a schema's); both are closed when the test ends.
+// its database, its search path the schema, in which a test holds the
+// claims' advisory locks (they are the database's, not a schema's) or the
+// schema's rows; both are closed when the test ends.
 func storeAndSession(t *testing.T) (*postgres.Store, *pgx.Conn) {
 	t.Helper()
-	s := postgres.OpenTestSchema(t, postgres.FreshSchema(t))
+	schema := postgres.FreshSchema(t)
+	s := postgres.OpenTestSchema(t, schema)
 	t.Cleanup(func() { s.Close() })
 	other, err := pgx.Connect(t.Context(), postgres.DatabaseURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { other.Close(context.Background()) })
+	if _, err := other.Exec(t.Context(), `SELECT set_config('search_path', $1, false)`, schema); err != nil {
+		t.Fatal(err)
+	}
 	return s, other
+}
+
+// awaitWaiting polls, on session other, the query asking whether what the
+// test started (called what) waits for a lock, until it does; it fails the
+// test when done receives first (it returned instead of waiting), or after
+// 10 s: the deadline bounds a failure (a call that never waits), not the
+// test's pace.
+func awaitWaiting[T any](t *testing.T, other *pgx.Conn, what string, done <-chan T, query string, arg any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for waiting := false; !waiting; {
+		if err := other.QueryRow(ctx, query, arg).Scan(&waiting); err != nil {
+			t.Fatalf("waiting for %s to wait for its lock: %v", what, err)
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("%s returned while its lock was held elsewhere: %+v", what, r)
+		default:
+		}
+	}
 }
 
 // TestAddClaimDoesNotWaitForALock: an add's claim whose instance or queue
@@ -489,21 +515,8 @@ func TestBatchAddClaimWaitsForItsLock(t *testing.T) {
 		done <- r
 	}()
 	// The add waits: its request for the lock is in pg_locks, not granted.
-	// The deadline bounds the test's failure (an add that never asks for
-	// the lock), not its pace.
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	for waiting := false; !waiting; {
-		if err := other.QueryRow(wctx, `SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-			AND (classid::int8 << 32 | objid::int8) = $1)`, key).Scan(&waiting); err != nil {
-			t.Fatalf("waiting for the batch's add to ask for the lock: %v", err)
-		}
-		select {
-		case r := <-done:
-			t.Fatalf("the batch's add returned while the lock was held elsewhere: claimed %d, err %v", len(r.claimed), r.err)
-		default:
-		}
-	}
+	awaitWaiting(t, other, "the batch's add", done, `SELECT EXISTS (SELECT FROM pg_locks
+		WHERE locktype = 'advisory' AND NOT granted AND (classid::int8 << 32 | objid::int8) = $1)`, key)
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -513,5 +526,60 @@ func TestBatchAddClaimWaitsForItsLock(t *testing.T) {
 	}
 	if len(r.claimed) != 2 || r.res[0].Task.State != task.Running || r.res[1].Task.State != task.Running {
 		t.Errorf("lock freed: claimed %d, the tasks %s and %s; want both claimed, RUNNING", len(r.claimed), r.res[0].Task.State, r.res[1].Task.State)
+	}
+}
+
+// TestAPIRateGrantRacesInstanceDelete: a node's first grant of an
+// instance's API calls, asked while the instance is being deleted (another
+// session holds the instance's row as InstanceDelete does), waits for the
+// delete; it then answers NOT_FOUND and leaves no bucket behind.
+func TestAPIRateGrantRacesInstanceDelete(t *testing.T) {
+	s, other := storeAndSession(t)
+	ctx := t.Context()
+	const inst = "i-rate-race"
+	if err := s.InstanceCreate(ctx, &task.Instance{ID: inst, Org: "acme", Name: "raterace", CreatedAt: 1, Settings: task.DefaultSettings()}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	var xid string
+	if err := tx.QueryRow(ctx, `SELECT id FROM instances WHERE id = $1 FOR UPDATE`, inst).Scan(new(string)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text`).Scan(&xid); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		g   store.APIRateTaken
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		g, err := s.APIRateTake(ctx, &store.APIRateParams{InstanceID: inst, Want: 1, Rate: 2, Burst: 5, Now: 1})
+		done <- result{g, err}
+	}()
+	// The grant waits for the delete's transaction.
+	awaitWaiting(t, other, "the grant", done, `SELECT EXISTS (SELECT FROM pg_locks
+		WHERE locktype = 'transactionid' AND NOT granted AND transactionid::text = $1)`, xid)
+	for _, stmt := range []string{`DELETE FROM api_rate WHERE instance_id = $1`, `DELETE FROM instances WHERE id = $1`} {
+		if _, err := tx.Exec(ctx, stmt, inst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; !task.IsCode(r.err, task.CodeNotFound) || r.g.Took != 0 {
+		t.Fatalf("the grant after the delete: took %d, %v; want NOT_FOUND", r.g.Took, r.err)
+	}
+	var n int
+	if err := other.QueryRow(ctx, `SELECT count(*) FROM api_rate WHERE instance_id = $1`, inst).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("%d bucket rows outlived the instance", n)
 	}
 }

@@ -32,7 +32,6 @@ var (
 	qInstanceDeleteQueues = `DELETE FROM queues WHERE instance_id = $1`
 	qInstanceDeleteTasks  = `DELETE FROM tasks WHERE instance_id = $1`
 	qInstanceDeleteUsage  = `DELETE FROM usage_days WHERE instance_id = $1`
-	qInstanceDeleteRate   = `DELETE FROM api_rate WHERE instance_id = $1`
 	qInstanceDelete       = `DELETE FROM instances WHERE id = $1`
 )
 
@@ -121,7 +120,7 @@ func (s *Store) InstanceDelete(ctx context.Context, ref store.InstanceRef) error
 			return err
 		}
 		b := &pgx.Batch{}
-		for _, q := range []string{qInstanceDeleteQueues, qInstanceDeleteTasks, qInstanceDeleteUsage, qInstanceDeleteRate, qInstanceDeleteChannelMessages, qInstanceDeleteChannelHeads, qInstanceDelete} {
+		for _, q := range []string{qInstanceDeleteQueues, qInstanceDeleteTasks, qInstanceDeleteUsage, qInstanceDeleteChannelMessages, qInstanceDeleteChannelHeads, qInstanceDelete} {
 			b.Queue(q, id)
 		}
 		return interpretError(tx.SendBatch(ctx, b).Close())

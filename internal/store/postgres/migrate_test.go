@@ -220,3 +220,47 @@ func TestMigrateCreatedNotRunning(t *testing.T) {
 		t.Fatalf("states after the upgrade: %v", states)
 	}
 }
+
+// TestMigrateAPIRateInstance upgrades a store from schema 12, whose
+// api_rate could hold the bucket of an instance already deleted, to 13:
+// that row is removed, the live instance's bucket is kept, and the foreign
+// key then removes a bucket with its instance.
+func TestMigrateAPIRateInstance(t *testing.T) {
+	ctx := t.Context()
+	schema := FreshSchema(t)
+	s := OpenTestSchema(t, schema)
+	if err := s.InstanceCreate(ctx, &task.Instance{ID: "i-live", Org: "acme", Name: "live", CreatedAt: 1, Settings: task.DefaultSettings()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`ALTER TABLE api_rate DROP CONSTRAINT api_rate_instance`,
+		`INSERT INTO api_rate (instance_id, tokens, at) VALUES ('i-live', 3, 7), ('i-gone', 1, 7)`,
+		`DELETE FROM schema_migrations WHERE version >= 13`,
+	} {
+		if _, err := s.pool.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+
+	s = OpenTestSchema(t, schema)
+	defer s.Close()
+	rows := func() string {
+		t.Helper()
+		var got string
+		if err := s.pool.QueryRow(ctx, `SELECT coalesce(string_agg(instance_id || '=' || tokens, ' ' ORDER BY instance_id), '')
+			FROM api_rate`).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := rows(); got != "i-live=3" {
+		t.Fatalf("api_rate after the upgrade: %q, want the live instance's bucket only", got)
+	}
+	if err := s.InstanceDelete(ctx, store.InstanceRef{Org: "acme", Name: "live"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := rows(); got != "" {
+		t.Fatalf("api_rate after the instance's delete: %q", got)
+	}
+}
