@@ -13,8 +13,9 @@ import (
 )
 
 // limiterOn is a limiter on a real SQLite store's bucket for one instance
-// ("inst-1", made in the store) whose rateLimit is *limit, with the store's grants counted; closeStore
-// closes the store (once, whether the test or its cleanup asks first).
+// ("inst-1", made in the store) whose rateLimit is *limit, with the store's
+// grants counted; closeStore closes the store (once, whether the test or
+// its cleanup asks first).
 func limiterOn(t *testing.T, limit *float64) (l *limiter, fc *clock.Fake, closeStore func() error, asked *int) {
 	t.Helper()
 	st := stores.Open(t, "sqlite")
