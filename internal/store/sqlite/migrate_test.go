@@ -161,3 +161,42 @@ func TestMigrateTasksRebuilt(t *testing.T) {
 		t.Errorf("an unknown state after the migration: %v, want the CHECK constraint to refuse it", err)
 	}
 }
+
+// TestMigrateAPIRateOrphans upgrades a store from schema 14, whose
+// api_rate could hold the bucket of an instance already deleted, to 15:
+// that row is removed and the live instance's bucket kept.
+func TestMigrateAPIRateOrphans(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "old.db")
+	s, err := Open(ctx, path, Options{Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.InstanceCreate(ctx, &task.Instance{ID: "i-live", Org: "acme", Name: "live", CreatedAt: 1, Settings: task.DefaultSettings()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`INSERT INTO api_rate (instance_id, tokens, at) VALUES ('i-live', 3, 7), ('i-gone', 1, 7)`,
+		`DELETE FROM schema_migrations WHERE version >= 15`,
+	} {
+		if _, err := s.w.ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(ctx, path, Options{Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var got string
+	if err := s.w.QueryRowContext(ctx, `SELECT coalesce(group_concat(instance_id || '=' || tokens, ' '), '')
+		FROM (SELECT * FROM api_rate ORDER BY instance_id)`).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != "i-live=3.0" {
+		t.Fatalf("api_rate after the upgrade: %q, want the live instance's bucket only", got)
+	}
+}
