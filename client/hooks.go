@@ -13,8 +13,9 @@ import (
 // and headers (Idempotency-Key, the signature headers of a hook with a
 // secret, those the rule copies into params). hook is the token, the last
 // segment of the rule's hook.path. No API key is sent: the URL is the
-// capability. The answer is the task added (its ID "" when a Slack-signed
-// form is answered with the bare 200 Slack wants), or with Duplicate the
+// capability. The answer is the task added (its ID "" when the call is
+// answered as its sender wants: a Slack-signed form with a bare 200, a
+// Discord-signed one with Discord's answer or 204), or with Duplicate the
 // one an earlier call with the same Idempotency-Key (or, to a hook with a
 // secret, the same sender's message id: errandapi.HookMessageID) added.
 // A call that names its task so (errandapi.HookNamesTask) is retried like

@@ -34,6 +34,9 @@ type HookSender struct {
 	// event carries its time to the millisecond (Calendly's created_at,
 	// Zoom's event_ts), so that two events never send one body.
 	BodyID bool
+	// IDField, when not "", is the body's top-level string field that
+	// names the task (a Discord interaction's id): HookBodyField.
+	IDField string
 }
 
 // hookSenders are the senders in the order a hook reads them: a call that
@@ -69,6 +72,7 @@ var hookSenders = []HookSender{
 	{Name: "twilio", Header: "X-Twilio-Signature", IDHeader: "I-Twilio-Idempotency-Token"},
 	{Name: "sendgrid", Header: "X-Twilio-Email-Event-Webhook-Signature", BatchID: "sg_event_id"},
 	{Name: "hubspot", Header: "X-HubSpot-Signature-v3", BatchID: "eventId"},
+	{Name: "discord", Header: "X-Signature-Ed25519", IDField: "id"},
 	// GitLab's token is no signature: last, so that a call signed
 	// otherwise is read as that.
 	{Name: "gitlab", Header: "X-Gitlab-Token"},
@@ -94,7 +98,8 @@ func HookSenderOf(header func(name string) string) *HookSender {
 
 // HookMessageID is the sender's message id of a call to a hook with a
 // secret (HookSenderOf's IDHeader, the event id in the body, a batch's
-// ids: HookBatchID, the body itself: HookBodyID, or a Mailgun signature's
+// ids: HookBatchID, the body itself: HookBodyID, a body's field:
+// HookBodyField, or a Mailgun signature's
 // token: HookMailgun), which
 // names the task once the call's signature is checked, unless an
 // Idempotency-Key does; "" for none. A Standard Webhooks call's is
@@ -120,8 +125,21 @@ func HookMessageID(header func(name string) string, body []byte) string {
 		return HookBatchID(body, s.BatchID)
 	case s.BodyID:
 		return HookBodyID(body)
+	case s.IDField != "":
+		return HookBodyField(body, s.IDField)
 	}
 	return ""
+}
+
+// HookBodyField is the string in a JSON object body's top-level field;
+// "" when the body is no such object or the field no string.
+func HookBodyField(body []byte, field string) string {
+	var v map[string]json.RawMessage
+	var text string
+	if json.Unmarshal(body, &v) != nil || json.Unmarshal(v[field], &text) != nil {
+		return ""
+	}
+	return text
 }
 
 // HookBodyID names a call by its body: "body-" and the first 16 bytes of

@@ -149,6 +149,24 @@ type HookChallenge struct {
 	Challenge string `json:"challenge"`
 }
 
+// HookDiscordResponse is a hook's answer (200) to a call of Discord's
+// interactions endpoint, signed with the hook's key (Discord's Ed25519
+// signature): to its PING (type 1) a PONG (Type 1), nothing added; to an
+// application command or a modal's submit, added, a deferred message
+// (Type 5), and to a message component's use, added, a deferred update
+// (Type 6), which the task follows up through Discord's API with the
+// interaction's token; to an autocomplete, nothing added, no choices
+// (Type 8 with Data), since its choices must be the answer itself.
+type HookDiscordResponse struct {
+	Type int                      `json:"type"`
+	Data *HookDiscordResponseData `json:"data,omitempty"`
+}
+
+// HookDiscordResponseData is an autocomplete's answer: no choices.
+type HookDiscordResponseData struct {
+	Choices []struct{} `json:"choices"`
+}
+
 // HookZoomValidation is the answer (200) of a hook with a secret to Zoom's
 // endpoint.url_validation request, signed with that secret: the plain
 // token echoed and its hex HMAC-SHA256 keyed with the secret (Zoom's

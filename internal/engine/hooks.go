@@ -96,6 +96,17 @@ type HookAdded struct {
 	// interactive component's payload), for which Slack shows its user an
 	// error on any other answer, and posts a body it gets as a message.
 	Ack bool
+	// Answer, when set, is the body of a 200 answer to a call whose task
+	// was added (TaskID, Duplicate), for a sender that takes only its own
+	// answer as received: a Discord interaction's deferred response.
+	Answer any
+	// OK: the task was added and the answer is the usual body with 200,
+	// not 202, as a sender that takes only a 200 as received wants (Meta's
+	// notifications).
+	OK bool
+	// Empty: the answer is 204 with no body, whether a task was added or
+	// not (Discord's webhook events).
+	Empty bool
 }
 
 // HookFire turns a call into a task of the hook's queue. With a secret the
@@ -112,6 +123,7 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 	tr := h.Rule
 	var msgID string
 	var ack bool
+	var answer *HookAdded // how a sender's own call is answered once added
 	if own := tr.HookSignature; tr.HookSecret != "" && own != nil {
 		// The rule's own scheme alone: no sender's header is read.
 		if err := verifyOwnSignature(tr.HookSecret, own, c); err != nil {
@@ -135,6 +147,15 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 		case "zoom":
 			if v := zoomValidation(tr.HookSecret, c.Body); v != nil {
 				return &HookAdded{Reply: v}, nil
+			}
+		case "discord":
+			var add bool
+			if add, answer = discordCall(c.Body); !add {
+				return answer, nil
+			}
+		case "github":
+			if metaNotification(c) {
+				answer = &HookAdded{OK: true}
 			}
 		}
 		ack = form == "slack" && task.IsForm(c.Header("Content-Type"))
@@ -187,12 +208,21 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 	case res.TaskID == "":
 		return nil, task.Errorf(task.CodeUnavailable, "task name %q is being released: call again", t.Name)
 	case res.TaskID != t.ID:
-		return &HookAdded{TaskID: res.TaskID, Duplicate: true, Ack: ack}, nil
+		return answered(answer, &HookAdded{TaskID: res.TaskID, Duplicate: true, Ack: ack}), nil
 	}
 	e.metrics.TasksAdded.Inc()
 	e.usage.count(tr.InstanceID, usageAdded, 1)
 	e.addedTo(q, []AddResult{{Task: t}})
-	return &HookAdded{TaskID: t.ID, Ack: ack}, nil
+	return answered(answer, &HookAdded{TaskID: t.ID, Ack: ack}), nil
+}
+
+// answered is added, answered as a sender's call wants (answer's Answer,
+// OK and Empty; nil for the usual 202).
+func answered(answer, added *HookAdded) *HookAdded {
+	if answer != nil {
+		added.Answer, added.OK, added.Empty = answer.Answer, answer.OK, answer.Empty
+	}
+	return added
 }
 
 // hookRefused records on the rule (errorCount, lastError) a call it could
@@ -302,7 +332,7 @@ func verifyHook(secret string, c HookCall, now time.Time) (form string, err erro
 		}
 		return "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
 			"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Calendly's Calendly-Webhook-Signature, Paddle's Paddle-Signature, Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256, "+
-			"SendGrid's X-Twilio-Email-Event-Webhook-Signature, HubSpot's X-HubSpot-Signature-v3, GitLab's X-Gitlab-Token, Mailgun's signature in the body, "+
+			"SendGrid's X-Twilio-Email-Event-Webhook-Signature, HubSpot's X-HubSpot-Signature-v3, Discord's X-Signature-Ed25519, GitLab's X-Gitlab-Token, Mailgun's signature in the body, "+
 			"or the body signature of WooCommerce, Linear, Sentry, Typeform, Forgejo, Gitea, Gogs, Todoist, Razorpay, Cal.com, Coinbase Commerce, Vercel, Notion, "+
 			"ClickUp, Lemon Squeezy or Segment (X-Signature), PagerDuty, Jira, Bitbucket or Intercom (X-Hub-Signature)")
 	}
@@ -321,6 +351,8 @@ func verifyHook(secret string, c HookCall, now time.Time) (form string, err erro
 		err = verifyHubSpot(secret, c, now)
 	case "gitlab":
 		err = verifyGitLabToken(secret, c)
+	case "discord":
+		err = verifyDiscord(secret, c, now)
 	default:
 		if bs := bodySignatureNamed(s.Name); bs != nil {
 			err = bs.verify(secret, c)

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -18,19 +19,14 @@ const hookPrefix = engine.HookPathPrefix
 
 // hook serves POST /v1/hooks/{instance}/{hook}: it turns the request into a
 // task of the hook rule's queue and answers 202 {id} (a bare 200 to a
-// Slack-signed form, a 200 with the answer to a sender's URL check). It needs no API key:
+// Slack-signed form, a 200 with the answer to a sender's URL check, or as
+// Discord and Meta want theirs answered: engine.HookAdded). It needs no API key:
 // the hook's URL (its random token) is the capability, and a hook with a
 // secret also needs a valid Standard Webhooks signature. Calls count
 // against the instance's rateLimit like any other call.
 func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
-	h, err := s.eng.HookFind(r.Context(), r.PathValue("instance"), r.PathValue("hook"))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if wait, err := s.limits.allow(r.Context(), h.Instance.Org, h.Instance.Name); err != nil {
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
-		s.writeError(w, r, err)
+	h := s.hookCalled(w, r)
+	if h == nil {
 		return
 	}
 	// A gzip body is read decompressed, as the API's are: its signature is
@@ -50,8 +46,18 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if res.Reply != nil { // a sender's check of the URL: nothing was added
+	switch {
+	case res.Empty: // Discord's webhook events, added or not
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case res.Reply != nil: // a sender's check of the URL: nothing was added
 		writeJSON(w, http.StatusOK, res.Reply)
+		return
+	case res.Answer != nil: // added, answered as the sender wants
+		writeJSON(w, http.StatusOK, res.Answer)
+		return
+	case res.OK:
+		writeJSON(w, http.StatusOK, errandapi.HookResponse{ID: res.TaskID, Duplicate: res.Duplicate})
 		return
 	}
 	if res.Ack { // a bare 200, as Slack's slash commands want: added
@@ -60,6 +66,43 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, errandapi.HookResponse{ID: res.TaskID, Duplicate: res.Duplicate})
+}
+
+// hookSubscribe serves GET /v1/hooks/{instance}/{hook}: Meta's Webhooks
+// check of a callback URL (engine.HookSubscribe), answered 200 with the
+// challenge as plain text; nothing is added. Like a call, it needs no
+// key and counts against the instance's rateLimit.
+func (s *Server) hookSubscribe(w http.ResponseWriter, r *http.Request) {
+	h := s.hookCalled(w, r)
+	if h == nil {
+		return
+	}
+	challenge, err := s.eng.HookSubscribe(h, r.URL.Query())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, challenge)
+}
+
+// hookCalled finds the enabled hook a request's path names and counts the
+// call against its instance's rateLimit; nil when it answered the
+// request with the refusal.
+func (s *Server) hookCalled(w http.ResponseWriter, r *http.Request) *engine.Hook {
+	h, err := s.eng.HookFind(r.Context(), r.PathValue("instance"), r.PathValue("hook"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return nil
+	}
+	if wait, err := s.limits.allow(r.Context(), h.Instance.Org, h.Instance.Name); err != nil {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
+		s.writeError(w, r, err)
+		return nil
+	}
+	return h
 }
 
 // headerValues reads a header a hook copies: a header sent more than once

@@ -86,6 +86,7 @@ type res struct {
 	status int
 	body   map[string]any
 	raw    []byte
+	header http.Header
 }
 
 func (b *bundle) do(method, path string, body any) res {
@@ -119,7 +120,7 @@ func (b *bundle) send(req *http.Request) res {
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	r := res{status: resp.StatusCode, raw: raw}
+	r := res{status: resp.StatusCode, raw: raw, header: resp.Header}
 	if len(raw) > 0 && raw[0] == '{' {
 		if err := json.Unmarshal(raw, &r.body); err != nil {
 			b.t.Fatalf("%s %s: bad JSON %q", req.Method, req.URL.Path, raw)
