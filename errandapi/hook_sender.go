@@ -64,6 +64,8 @@ var hookSenders = []HookSender{
 	{Name: "x-signature", Header: "X-Signature", EventID: true}, // Segment's events carry their messageId
 	{Name: "pagerduty", Header: "X-PagerDuty-Signature", EventID: true},
 	{Name: "x-hub-signature", Header: "X-Hub-Signature", IDHeader: "X-Atlassian-Webhook-Identifier"},
+	{Name: "dropbox", Header: "X-Dropbox-Signature"},
+	{Name: "x", Header: "X-Twitter-Webhooks-Signature"},
 	{Name: "slack", Header: "X-Slack-Signature", EventID: true},
 	{Name: "stripe", Header: "Stripe-Signature", EventID: true},
 	{Name: "calendly", Header: "Calendly-Webhook-Signature", BodyID: true},

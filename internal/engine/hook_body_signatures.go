@@ -65,6 +65,8 @@ var bodySignatures = []bodySignature{
 	{form: "x-signature", header: "X-Signature", hash: sha256.New, sha1Too: true}, // ClickUp, Lemon Squeezy; Segment's SHA-1
 	{form: "pagerduty", header: "X-PagerDuty-Signature", prefix: "v1=", hash: sha256.New, list: true},
 	{form: "x-hub-signature", header: "X-Hub-Signature", websub: true},
+	{form: "dropbox", header: "X-Dropbox-Signature", hash: sha256.New},
+	{form: "x", header: "X-Twitter-Webhooks-Signature", prefix: "sha256=", hash: sha256.New, base64: true},
 }
 
 // bodySignatureNamed is the body signature of the sender named form, or

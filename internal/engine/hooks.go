@@ -102,7 +102,7 @@ type HookAdded struct {
 	Answer any
 	// OK: the task was added and the answer is the usual body with 200,
 	// not 202, as a sender that takes only a 200 as received wants (Meta's
-	// notifications).
+	// notifications, Dropbox's, X's).
 	OK bool
 	// Empty: the answer is 204 with no body, whether a task was added or
 	// not (Discord's webhook events).
@@ -157,6 +157,8 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 			if metaNotification(c) {
 				answer = &HookAdded{OK: true}
 			}
+		case "dropbox", "x": // each retries any answer but a 200
+			answer = &HookAdded{OK: true}
 		}
 		ack = form == "slack" && task.IsForm(c.Header("Content-Type"))
 	}
@@ -334,7 +336,7 @@ func verifyHook(secret string, c HookCall, now time.Time) (form string, err erro
 			"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Calendly's Calendly-Webhook-Signature, Paddle's Paddle-Signature, Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256, "+
 			"SendGrid's X-Twilio-Email-Event-Webhook-Signature, HubSpot's X-HubSpot-Signature-v3, Discord's X-Signature-Ed25519, GitLab's X-Gitlab-Token, Mailgun's signature in the body, "+
 			"or the body signature of WooCommerce, Linear, Sentry, Typeform, Forgejo, Gitea, Gogs, Todoist, Razorpay, Cal.com, Coinbase Commerce, Vercel, Notion, "+
-			"ClickUp, Lemon Squeezy or Segment (X-Signature), PagerDuty, Jira, Bitbucket or Intercom (X-Hub-Signature)")
+			"ClickUp, Lemon Squeezy or Segment (X-Signature), PagerDuty, Jira, Bitbucket or Intercom (X-Hub-Signature), Dropbox or X (X-Twitter-Webhooks-Signature)")
 	}
 	switch s.Name {
 	case "standard":

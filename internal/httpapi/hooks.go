@@ -20,7 +20,7 @@ const hookPrefix = engine.HookPathPrefix
 // hook serves POST /v1/hooks/{instance}/{hook}: it turns the request into a
 // task of the hook rule's queue and answers 202 {id} (a bare 200 to a
 // Slack-signed form, a 200 with the answer to a sender's URL check, or as
-// Discord and Meta want theirs answered: engine.HookAdded). It needs no API key:
+// Discord, Meta, Dropbox and X want theirs answered: engine.HookAdded). It needs no API key:
 // the hook's URL (its random token) is the capability, and a hook with a
 // secret also needs a valid Standard Webhooks signature. Calls count
 // against the instance's rateLimit like any other call.
@@ -68,24 +68,29 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, errandapi.HookResponse{ID: res.TaskID, Duplicate: res.Duplicate})
 }
 
-// hookSubscribe serves GET /v1/hooks/{instance}/{hook}: Meta's Webhooks
-// check of a callback URL (engine.HookSubscribe), answered 200 with the
-// challenge as plain text; nothing is added. Like a call, it needs no
-// key and counts against the instance's rateLimit.
-func (s *Server) hookSubscribe(w http.ResponseWriter, r *http.Request) {
+// hookCheck serves GET /v1/hooks/{instance}/{hook}: a sender's check of
+// the URL — Meta's, X's or Dropbox's (engine.HookCheck) —, answered 200
+// with the challenge as plain text (nosniff: the text is the caller's) or
+// X's JSON; nothing is added. Like a call, it needs no key and counts
+// against the instance's rateLimit.
+func (s *Server) hookCheck(w http.ResponseWriter, r *http.Request) {
 	h := s.hookCalled(w, r)
 	if h == nil {
 		return
 	}
-	challenge, err := s.eng.HookSubscribe(h, r.URL.Query())
+	ans, err := s.eng.HookCheck(h, r.URL.Query())
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if ans.Reply != nil {
+		writeJSON(w, http.StatusOK, ans.Reply)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
-	_, _ = io.WriteString(w, challenge)
+	_, _ = io.WriteString(w, ans.Text)
 }
 
 // hookCalled finds the enabled hook a request's path names and counts the

@@ -148,9 +148,9 @@ func New(cfg Config) *Server {
 	for _, rt := range OpsRoutes {
 		s.handle(rt.Method+" "+rt.Pattern, s.wrapOps(rt))
 	}
-	s.handle("POST /v1/hooks/{instance}/{hook}", http.HandlerFunc(s.hook))         // no key: see hooks.go
-	s.handle("GET /v1/hooks/{instance}/{hook}", http.HandlerFunc(s.hookSubscribe)) // no key: Meta's check of the URL
-	s.handle("GET "+OpenAPIPath, http.HandlerFunc(serveOpenAPI))                   // no key: see openapi.go
+	s.handle("POST /v1/hooks/{instance}/{hook}", http.HandlerFunc(s.hook))     // no key: see hooks.go
+	s.handle("GET /v1/hooks/{instance}/{hook}", http.HandlerFunc(s.hookCheck)) // no key: a sender's check of the URL
+	s.handle("GET "+OpenAPIPath, http.HandlerFunc(serveOpenAPI))               // no key: see openapi.go
 	// GET /livez asks nothing of the store: a liveness probe that restarts
 	// the node on a failure must not restart every node in a database
 	// outage, which they ride out. GET /healthz is readiness.

@@ -1,6 +1,10 @@
 package httpapi_test
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"net/http"
 	"net/url"
 	"strings"
@@ -84,4 +88,64 @@ func mustRequest(t *testing.T, method, url string) *http.Request {
 		t.Fatal(err)
 	}
 	return req
+}
+
+// TestHookDropboxAndX: Dropbox checks a hook's URL with a GET echoing its
+// challenge, X with its CRC (crc_token, answered with the token's
+// HMAC-SHA256 keyed with the app's consumer secret, the hook's secret);
+// both sign their notifications with the app's secret (Dropbox's
+// X-Dropbox-Signature in hex, X's X-Twitter-Webhooks-Signature "sha256="
+// and base64) and take only a 200 as received. A GET that is no sender's
+// check, an unprintable challenge or X's check of a hook without a secret
+// is 400 naming the parameter; a wrong signature 401; nothing is added but
+// the signed notifications.
+func TestHookDropboxAndX(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	secret := "app-secret-of-the-dropbox-and-x-app"
+	path := b.hookRule(t, secret)
+	get := func(path string, q url.Values) res {
+		t.Helper()
+		return b.send(mustRequest(t, "GET", b.srv.URL+path+"?"+q.Encode()))
+	}
+	mac := func(msg string) []byte {
+		m := hmac.New(sha256.New, []byte(secret))
+		m.Write([]byte(msg))
+		return m.Sum(nil)
+	}
+
+	r := get(path, url.Values{"challenge": {"aBc123-_x"}}).want(t, 200, "")
+	if string(r.raw) != "aBc123-_x" || r.header.Get("X-Content-Type-Options") != "nosniff" || r.header.Get("Content-Type") != "text/plain; charset=utf-8" {
+		t.Fatalf("Dropbox's check answered %q (%v)", r.raw, r.header)
+	}
+	get(path, url.Values{"challenge": {"a b"}}).want(t, 400, "INVALID_ARGUMENT").names(t, "challenge")
+	r = get(path, url.Values{"crc_token": {"FKPxyCSYu1vDTm8Ep0dmKQbRrpy3cyZpnh9D8Q1R7Rg="}, "nonce": {"MTUxMjAx"}}).want(t, 200, "")
+	if want := "sha256=" + base64.StdEncoding.EncodeToString(mac("FKPxyCSYu1vDTm8Ep0dmKQbRrpy3cyZpnh9D8Q1R7Rg=")); r.body["response_token"] != want {
+		t.Fatalf("X's CRC answered %s, want response_token %s", r.raw, want)
+	}
+	get(path, url.Values{"crc_token": {""}}).want(t, 400, "INVALID_ARGUMENT").names(t, "crc_token")
+	if msg := get(path, url.Values{}).want(t, 400, "INVALID_ARGUMENT").names(t, "hub.mode").message(); !strings.Contains(msg, "crc_token") || !strings.Contains(msg, "POST") {
+		t.Fatalf("a bare GET: %s", msg)
+	}
+	// X's check of a hook without a secret: nothing to answer it with.
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"open","mode":"pull"}`).want(t, 201, "")
+	open := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/open","hook":{}}`).want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	if msg := get(open, url.Values{"crc_token": {"abc"}}).want(t, 400, "INVALID_ARGUMENT").names(t, "crc_token").message(); !strings.Contains(msg, "consumer secret") {
+		t.Fatalf("X's check of a hook without a secret: %s", msg)
+	}
+
+	// Their notifications, signed: added, answered 200.
+	body := []byte(`{"list_folder":{"accounts":["dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc"]},"delta":{"users":[12345678]}}`)
+	b.hookCall(path, body, map[string]string{"X-Dropbox-Signature": hex.EncodeToString(mac(string(body)))}).want(t, 200, "")
+	b.hookCall(path, body, map[string]string{"X-Dropbox-Signature": hex.EncodeToString(mac("another body"))}).want(t, 401, "UNAUTHENTICATED")
+	event := []byte(`{"for_user_id":"2244994945","tweet_create_events":[{"id_str":"1"}]}`)
+	x := b.hookCall(path, event, map[string]string{"X-Twitter-Webhooks-Signature": "sha256=" + base64.StdEncoding.EncodeToString(mac(string(event)))}).want(t, 200, "")
+	if id, _ := x.body["id"].(string); id == "" {
+		t.Fatalf("X's event answered %s", x.raw)
+	}
+	b.hookCall(path, event, map[string]string{"X-Twitter-Webhooks-Signature": "sha256=" + base64.StdEncoding.EncodeToString(mac("x"))}).want(t, 401, "UNAUTHENTICATED")
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 2 {
+		t.Fatalf("%d tasks, want 2 (the checks add none)", n)
+	}
 }

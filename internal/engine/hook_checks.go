@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"net/url"
+
+	"github.com/errandhq/errand/errandapi"
+	"github.com/errandhq/errand/internal/task"
+)
+
+// maxHookChallenge bounds the challenge a hook answers a GET with: Meta's
+// is a number of ten digits or so, Dropbox's and X's tokens are short.
+const maxHookChallenge = 256
+
+// HookCheckAnswer is a hook's answer (200) to a sender's GET check of its
+// URL: Text as plain text, or Reply as JSON.
+type HookCheckAnswer struct {
+	Text  string
+	Reply any
+}
+
+// HookCheck answers a GET of a hook's URL, which is only ever a sender's
+// check of the URL before it sends anything, told by its query; nothing
+// is added:
+//   - Meta's Webhooks (WhatsApp, Messenger, Instagram, Facebook pages):
+//     hub.mode=subscribe, a hub.challenge to echo, and the
+//     hub.verify_token the user typed in Meta's App Dashboard, which must
+//     be the hook's token (the last segment of its URL), else
+//     UNAUTHENTICATED.
+//   - X's CRC (its Account Activity API, now and then again): crc_token,
+//     answered {"response_token": "sha256=<base64 HMAC-SHA256 of the
+//     token>"} keyed with the hook's secret (the app's consumer secret),
+//     which only a hook with a secret can give.
+//   - Dropbox's: a challenge to echo.
+//
+// A challenge or token is 1–maxHookChallenge printable ASCII characters;
+// anything else is INVALID_ARGUMENT naming the query parameter (a hook
+// takes its calls by POST).
+func (e *Engine) HookCheck(h *Hook, q url.Values) (*HookCheckAnswer, error) {
+	switch {
+	case q.Has("hub.mode"):
+		if m := q.Get("hub.mode"); m != "subscribe" {
+			return nil, task.FieldErrorf(task.CodeInvalidArgument, "hub.mode", "must be subscribe (Meta's check of a hook's URL), not %s", task.Quote(m))
+		}
+		ch, err := hookChallenge(q, "hub.challenge")
+		if err != nil {
+			return nil, err
+		}
+		if subtle.ConstantTimeCompare([]byte(q.Get("hub.verify_token")), []byte(h.Rule.HookToken)) != 1 {
+			return nil, task.Errorf(task.CodeUnauthenticated, "hub.verify_token must be this hook's token, the last segment of its URL: give it to Meta as the Verify Token")
+		}
+		return &HookCheckAnswer{Text: ch}, nil
+	case q.Has("crc_token"):
+		token, err := hookChallenge(q, "crc_token")
+		if err != nil {
+			return nil, err
+		}
+		if h.Rule.HookSecret == "" {
+			return nil, task.FieldErrorf(task.CodeInvalidArgument, "crc_token", "this hook has no secret to answer X's check with: give the rule the X app's consumer secret as hook.secret")
+		}
+		mac := hmac.New(sha256.New, []byte(h.Rule.HookSecret))
+		mac.Write([]byte(token))
+		return &HookCheckAnswer{Reply: errandapi.HookCRCResponse{ResponseToken: "sha256=" + base64.StdEncoding.EncodeToString(mac.Sum(nil))}}, nil
+	case q.Has("challenge"):
+		ch, err := hookChallenge(q, "challenge")
+		if err != nil {
+			return nil, err
+		}
+		return &HookCheckAnswer{Text: ch}, nil
+	}
+	return nil, task.FieldErrorf(task.CodeInvalidArgument, "hub.mode", "a GET of a hook is a sender's check of its URL — Meta's (hub.mode=subscribe, hub.challenge, "+
+		"hub.verify_token), X's (crc_token) or Dropbox's (challenge) —, and this one is none: send the hook's calls with POST")
+}
+
+// hookChallenge is the query's challenge or token param: 1–maxHookChallenge
+// printable ASCII characters without spaces.
+func hookChallenge(q url.Values, param string) (string, error) {
+	ch := q.Get(param)
+	if ch == "" || len(ch) > maxHookChallenge || !printable(ch) {
+		return "", task.FieldErrorf(task.CodeInvalidArgument, param, "must be 1–%d printable ASCII characters without spaces", maxHookChallenge)
+	}
+	return ch, nil
+}
+
+// printable reports whether s is printable ASCII without spaces.
+func printable(s string) bool {
+	for _, c := range []byte(s) {
+		if c <= ' ' || c > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// metaNotification reports whether a call signed as GitHub signs
+// (X-Hub-Signature-256, the HMAC-SHA256 of the body keyed with the app's
+// secret) is a Meta Webhooks event notification — {"object": "page",
+// "entry": […]}, or whatsapp_business_account, instagram … — and not
+// GitHub's (which sends X-GitHub-Event): Meta takes only a 200 as
+// received, and retries anything else.
+func metaNotification(c HookCall) bool {
+	if c.Header("X-GitHub-Event") != "" {
+		return false
+	}
+	var v struct {
+		Object string          `json:"object"`
+		Entry  json.RawMessage `json:"entry"`
+	}
+	return json.Unmarshal(c.Body, &v) == nil && v.Object != "" && len(v.Entry) > 0 && v.Entry[0] == '['
+}
