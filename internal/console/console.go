@@ -19,6 +19,7 @@ import (
 
 	"github.com/errandhq/errand/internal/clock"
 	"github.com/errandhq/errand/internal/id"
+	"github.com/errandhq/errand/internal/store"
 )
 
 //go:embed templates/*.html
@@ -48,6 +49,10 @@ type Config struct {
 	Logger    *slog.Logger
 	// SessionTTL is how long a login lasts (default 12 h).
 	SessionTTL time.Duration
+	// Sessions keeps the logins of serve (unused in dev): the store every
+	// node shares, so a login holds on every node and a logout ends it on
+	// all of them.
+	Sessions store.ConsoleSessionStore
 }
 
 // Console serves the console's pages.

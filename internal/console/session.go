@@ -15,13 +15,17 @@ import (
 	"github.com/errandhq/errand/client"
 	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/inproc"
+	"github.com/errandhq/errand/internal/store"
+	"github.com/errandhq/errand/internal/task"
 )
 
-// cookieName is the session cookie. It holds the API key the user pasted:
-// HttpOnly (no script can read it), SameSite=Strict, Secure on TLS, scoped
-// to /console/. The key is checked by the API on every request, so a
-// revoked key's session ends at its next request, on every node, with no
-// session state kept on the server.
+// cookieName is the session cookie. It holds the session's id, a random
+// secret (seal.go), never the API key: HttpOnly (no script can read it),
+// SameSite=Strict, Secure on TLS, scoped to /console/. The store keeps the
+// session (Config.Sessions): the id's hash and the key sealed with a key
+// derived from the id, until the session expires or logs out, on every
+// node at once. The key is checked by the API on every request, so a
+// revoked key's session ends at its next request too.
 const cookieName = "errand_console"
 
 // csrfField is the form field every state-changing request carries.
@@ -78,9 +82,9 @@ func (c *Console) self(ctx context.Context, key string) (*client.Client, *errand
 }
 
 // csrfToken is the token of a session's forms: an HMAC of a fixed label
-// keyed with the session's API key (a per-process secret in dev). It needs
-// no server state, holds on every node that sees the same key, and cannot
-// be made without the key, which no script can read.
+// keyed with the session's cookie (a per-process secret in dev). It holds
+// on every node, and cannot be made without the cookie, which no script
+// can read.
 func csrfToken(secret string) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write([]byte("errand-console-csrf-v1"))
@@ -98,11 +102,21 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) *session {
 			c.toLogin(w, r, "")
 			return nil
 		}
-		key, secret = ck.Value, ck.Value
+		key, err = c.sessionKey(r.Context(), ck.Value)
+		if errors.Is(err, errSessionGone) {
+			c.clearCookie(w, r)
+			c.toLogin(w, r, "expired")
+			return nil
+		}
+		if err != nil {
+			c.fail(w, r, nil, err)
+			return nil
+		}
+		secret = ck.Value
 	}
 	cl, self, err := c.self(r.Context(), key)
 	if errors.Is(err, client.ErrUnauthenticated) {
-		c.clearCookie(w, r)
+		c.endSession(w, r)
 		c.toLogin(w, r, "expired")
 		return nil
 	}
@@ -111,6 +125,55 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) *session {
 		return nil
 	}
 	return &session{cl: cl, csrf: csrfToken(secret), dev: c.cfg.Dev, self: self}
+}
+
+// errSessionGone: the cookie names no session the store keeps (logged
+// out, expired, or a cookie of an earlier version, which held the key).
+var errSessionGone = errors.New("console: no such session")
+
+// sessionKey is the API key of the session a cookie's value names, opened
+// from the store's sealed copy; errSessionGone when there is none, an
+// UNAVAILABLE error when the store cannot say.
+func (c *Console) sessionKey(ctx context.Context, cookie string) (string, error) {
+	id, ok := decodeSessionID(cookie)
+	if !ok {
+		return "", errSessionGone
+	}
+	cs, err := c.cfg.Sessions.ConsoleSessionGet(ctx, sessionHash(id), c.cfg.Clock.Now().UnixMilli())
+	if task.IsCode(err, task.CodeNotFound) {
+		return "", errSessionGone
+	}
+	if err != nil {
+		return "", &errandapi.Error{Code: errandapi.CodeUnavailable, Status: http.StatusServiceUnavailable,
+			Message: "the console's sessions could not be read: try again"}
+	}
+	key, err := openKey(id, cs.Sealed)
+	if err != nil {
+		return "", errSessionGone
+	}
+	return key, nil
+}
+
+// endSession removes the session of the request's cookie from the store,
+// on every node (dropSession), and clears the cookie.
+func (c *Console) endSession(w http.ResponseWriter, r *http.Request) {
+	c.dropSession(r)
+	c.clearCookie(w, r)
+}
+
+// dropSession removes the session of the request's cookie, if any, from
+// the store. A store that fails to remove it leaves it to its expiry
+// (logged).
+func (c *Console) dropSession(r *http.Request) {
+	ck, err := r.Cookie(cookieName)
+	if err != nil {
+		return
+	}
+	if id, ok := decodeSessionID(ck.Value); ok {
+		if err := c.cfg.Sessions.ConsoleSessionDelete(r.Context(), sessionHash(id)); err != nil {
+			c.cfg.Logger.Warn("console session not removed; it ends at its expiry", "reason", err)
+		}
+	}
 }
 
 // toLogin sends the browser to the login page (why "expired" says the
@@ -213,7 +276,7 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, Prefix, http.StatusSeeOther)
 			return
 		}
-		v.Notice = "Your session ended: the key is no longer accepted. Log in again."
+		v.Notice = "Your session ended: it expired or was logged out, or its key is no longer accepted. Log in again."
 	case "out":
 		v.Notice = "You are logged out."
 	}
@@ -233,18 +296,27 @@ func (c *Console) sessionHolds(w http.ResponseWriter, r *http.Request) bool {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	_, self, err := c.self(ctx, ck.Value)
+	key, err := c.sessionKey(ctx, ck.Value)
+	if errors.Is(err, errSessionGone) {
+		c.clearCookie(w, r)
+		return false
+	}
+	if err != nil {
+		return false
+	}
+	_, self, err := c.self(ctx, key)
 	if err == nil && self.Strongest() != "" {
 		return true
 	}
 	if err == nil || errors.Is(err, client.ErrUnauthenticated) {
-		c.clearCookie(w, r)
+		c.endSession(w, r)
 	}
 	return false
 }
 
 // login checks the pasted key with the API (GET /v1/keys/self) and, when
-// it is accepted, sets the session cookie.
+// it is accepted, stores a new session (the key sealed under its id) and
+// sets the session cookie to the id. A session the browser had is ended.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	if c.cfg.Dev {
 		http.Redirect(w, r, Prefix, http.StatusSeeOther)
@@ -271,20 +343,35 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, v.Err.Status, "login", v)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: key, Path: Prefix, HttpOnly: true, Secure: r.TLS != nil,
+	id := newSessionID()
+	sealed, err := sealKey(id, key)
+	if err == nil {
+		now := c.cfg.Clock.Now().UnixMilli()
+		err = c.cfg.Sessions.ConsoleSessionCreate(ctx, &store.ConsoleSession{IDHash: sessionHash(id), Sealed: sealed,
+			CreatedAt: now, ExpiresAt: now + c.cfg.SessionTTL.Milliseconds()})
+	}
+	if err != nil {
+		v := &view{Title: "Log in", Data: next}
+		v.Err = &errandapi.Error{Code: errandapi.CodeUnavailable, Status: http.StatusServiceUnavailable, Message: "the session could not be stored: try again"}
+		c.render(w, r, v.Err.Status, "login", v)
+		return
+	}
+	c.dropSession(r)
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: encodeSessionID(id), Path: Prefix, HttpOnly: true, Secure: r.TLS != nil,
 		SameSite: http.SameSiteStrictMode, MaxAge: int(c.cfg.SessionTTL.Seconds())})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// logout clears the cookie. It needs the CSRF token, so a page elsewhere
-// cannot log the user out.
+// logout ends the session on every node (its row goes) and clears the
+// cookie. It needs the CSRF token, so a page elsewhere cannot log the user
+// out.
 func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 	ck, err := r.Cookie(cookieName)
 	if err == nil && !hmac.Equal([]byte(r.PostFormValue(csrfField)), []byte(csrfToken(ck.Value))) {
 		http.Error(w, "the form's CSRF token is missing or wrong", http.StatusForbidden)
 		return
 	}
-	c.clearCookie(w, r)
+	c.endSession(w, r)
 	http.Redirect(w, r, Prefix+"login?why=out", http.StatusSeeOther)
 }
 

@@ -1,10 +1,14 @@
 package console_test
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestExpiredLoginClearsCookie: the live stream's "logout" sends the page
@@ -64,4 +68,78 @@ func TestLoginReturnsToThePageAsked(t *testing.T) {
 		t.Fatalf("logout: %d to %q", p.status, p.header.Get("Location"))
 	}
 	u.get("/console/login?why=out").want(t, http.StatusOK, "You are logged out.")
+}
+
+// TestSessionKeptOnTheServer: the cookie holds a random session id, never
+// the key, and the store holds the key only sealed; a copy of the cookie
+// works while the session lives, and no longer once the session logs out
+// (its row goes, for every node), nor after SessionTTL on the node's
+// clock; a cookie of an earlier version (the key itself) is no session.
+// Each ended session's request clears its cookie and goes to the login
+// page, saying why.
+func TestSessionKeptOnTheServer(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	u.login(e.full)
+	base, _ := url.Parse(e.srv.URL + "/console/")
+	cookie := func(jar http.CookieJar) *http.Cookie {
+		for _, c := range jar.Cookies(base) {
+			if c.Name == "errand_console" {
+				return c
+			}
+		}
+		t.Fatal("no session cookie")
+		return nil
+	}
+	ck := cookie(u.hc.Jar)
+	id, err := base64.RawURLEncoding.DecodeString(ck.Value)
+	if err != nil || len(id) != 32 || strings.Contains(ck.Value, e.full) || strings.Contains(ck.Value, strings.TrimPrefix(e.full, "errk_")) {
+		t.Fatalf("the cookie %q is no random session id (%v)", ck.Value, err)
+	}
+	h := sha256.Sum256(id)
+	cs, err := e.st.ConsoleSessionGet(t.Context(), h[:], e.clock.Now().UnixMilli())
+	if err != nil {
+		t.Fatalf("the session in the store: %v", err)
+	}
+	if bytes.Contains(cs.Sealed, []byte(e.full)) || bytes.Contains(cs.Sealed, []byte(strings.TrimPrefix(e.full, "errk_"))) {
+		t.Fatal("the store holds the key in the clear")
+	}
+	if got := cs.ExpiresAt - cs.CreatedAt; got != (12 * time.Hour).Milliseconds() {
+		t.Fatalf("the session lasts %d ms, want 12 h", got)
+	}
+
+	// A copy of the cookie (another browser) works while the session lives.
+	copied := e.user()
+	copied.hc.Jar.SetCookies(base, []*http.Cookie{{Name: "errand_console", Value: ck.Value, Path: "/console/"}})
+	copied.get("/console/").want(t, http.StatusOK, "Log out")
+	// The logout ends it for the copy too.
+	if p := u.post("/console/logout", url.Values{"csrf": {u.csrf("/console/")}}); p.status != http.StatusSeeOther {
+		t.Fatalf("logout: %d", p.status)
+	}
+	ended := func(who *user) {
+		t.Helper()
+		p := who.get("/console/i/jobs/")
+		if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/login?next=%2Fconsole%2Fi%2Fjobs%2F&why=expired" ||
+			!strings.Contains(p.header.Get("Set-Cookie"), "Max-Age=0") {
+			t.Fatalf("an ended session: %d %s %q", p.status, p.header.Get("Location"), p.header.Get("Set-Cookie"))
+		}
+	}
+	ended(copied)
+	if _, err := e.st.ConsoleSessionGet(t.Context(), h[:], e.clock.Now().UnixMilli()); err == nil {
+		t.Fatal("the session is still stored after the logout")
+	}
+
+	// A session ends at its expiry, on the node's clock.
+	u.login(e.full)
+	u.get("/console/").want(t, http.StatusOK, "Log out")
+	e.clock.Advance(12*time.Hour - time.Millisecond)
+	u.get("/console/").want(t, http.StatusOK, "Log out")
+	e.clock.Advance(time.Millisecond)
+	ended(u)
+
+	// The key itself, as an earlier version's cookie held it, is no session.
+	old := e.user()
+	old.hc.Jar.SetCookies(base, []*http.Cookie{{Name: "errand_console", Value: e.full, Path: "/console/"}})
+	ended(old)
 }

@@ -118,7 +118,7 @@ func New(cfg Config) *Node {
 			}
 			http.NotFound(w, r)
 		}),
-		Dev: cfg.Dev, Changes: n.Engine.Changes, Clock: n.Engine.Clock(), Logger: cfg.Logger,
+		Dev: cfg.Dev, Changes: n.Engine.Changes, Clock: n.Engine.Clock(), Logger: cfg.Logger, Sessions: cfg.Store,
 	})
 	channel.Appended = n.Engine.ChannelAppended
 	n.Workers.OnFree = n.Engine.Wake

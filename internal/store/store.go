@@ -41,6 +41,7 @@ type Store interface {
 	APIRateStore
 	UsageStore
 	ChannelStore
+	ConsoleSessionStore
 
 	// Close releases the backend; it is safe to call once.
 	Close() error

@@ -178,6 +178,7 @@ func TestMigrateCreatedNotRunning(t *testing.T) {
 	}
 	// Back to schema 7, as a store written by the previous errand.
 	for _, stmt := range []string{
+		`DROP TABLE console_sessions`,
 		`DROP TABLE api_rate`,
 		`ALTER TABLE triggers DROP COLUMN hook_signature`,
 		`ALTER TABLE triggers DROP COLUMN priority`,
@@ -233,6 +234,7 @@ func TestMigrateAPIRateInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, stmt := range []string{
+		`DROP TABLE console_sessions`,
 		`ALTER TABLE api_rate DROP CONSTRAINT api_rate_instance`,
 		`INSERT INTO api_rate (instance_id, tokens, at) VALUES ('i-live', 3, 7), ('i-gone', 1, 7)`,
 		`DELETE FROM schema_migrations WHERE version >= 13`,

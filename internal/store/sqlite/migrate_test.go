@@ -177,6 +177,7 @@ func TestMigrateAPIRateOrphans(t *testing.T) {
 	}
 	for _, stmt := range []string{
 		`INSERT INTO api_rate (instance_id, tokens, at) VALUES ('i-live', 3, 7), ('i-gone', 1, 7)`,
+		`DROP TABLE console_sessions`,
 		`DELETE FROM schema_migrations WHERE version >= 15`,
 	} {
 		if _, err := s.w.ExecContext(ctx, stmt); err != nil {

@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Ops", opsCases},
 		{"Usage", usageCases},
 		{"Channels", channelCases},
+		{"ConsoleSessions", sessionCases},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
