@@ -36,6 +36,8 @@ type HookCheckAnswer struct {
 //     token>"} keyed with the hook's secret (the app's consumer secret),
 //     which only a hook with a secret can give.
 //   - Dropbox's: a challenge to echo.
+//   - Microsoft Graph's (a POST, which the hook's handler sends here):
+//     validationToken, echoed as plain text (graphValidation).
 //
 // A challenge or token is 1–maxHookChallenge printable ASCII characters;
 // anything else is INVALID_ARGUMENT naming the query parameter (a hook
@@ -65,6 +67,8 @@ func (e *Engine) HookCheck(h *Hook, q url.Values) (*HookCheckAnswer, error) {
 		mac := hmac.New(sha256.New, []byte(h.Rule.HookSecret))
 		mac.Write([]byte(token))
 		return &HookCheckAnswer{Reply: errandapi.HookCRCResponse{ResponseToken: "sha256=" + base64.StdEncoding.EncodeToString(mac.Sum(nil))}}, nil
+	case q.Has("validationToken"):
+		return graphValidation(q.Get("validationToken"))
 	case q.Has("challenge"):
 		ch, err := hookChallenge(q, "challenge")
 		if err != nil {
@@ -74,6 +78,13 @@ func (e *Engine) HookCheck(h *Hook, q url.Values) (*HookCheckAnswer, error) {
 	}
 	return nil, task.FieldErrorf(task.CodeInvalidArgument, "hub.mode", "a GET of a hook is a sender's check of its URL — Meta's (hub.mode=subscribe, hub.challenge, "+
 		"hub.verify_token), X's (crc_token) or Dropbox's (challenge) —, and this one is none: send the hook's calls with POST")
+}
+
+// IsHookCheck reports whether a POST of a hook is a sender's check of its
+// URL rather than a call, by its query: Microsoft Graph's validationToken.
+// HookCheck answers it.
+func IsHookCheck(q url.Values) bool {
+	return q.Has("validationToken")
 }
 
 // hookChallenge is the query's challenge or token param: 1–maxHookChallenge

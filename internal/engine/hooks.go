@@ -332,9 +332,13 @@ func verifyHook(secret string, c HookCall, now time.Time) (form string, err erro
 		if m := errandapi.HookMailgun(c.Header, c.Body); m != nil {
 			return "mailgun", verifyMailgun(secret, m, now)
 		}
+		if states := graphClientStates(c.Body); states != nil {
+			return "graph", verifyGraph(secret, states)
+		}
 		return "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
 			"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Calendly's Calendly-Webhook-Signature, Paddle's Paddle-Signature, Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256, "+
 			"SendGrid's X-Twilio-Email-Event-Webhook-Signature, HubSpot's X-HubSpot-Signature-v3, Discord's X-Signature-Ed25519, GitLab's X-Gitlab-Token, Mailgun's signature in the body, "+
+			"Microsoft Graph's clientState, "+
 			"or the body signature of WooCommerce, Linear, Sentry, Typeform, Forgejo, Gitea, Gogs, Todoist, Razorpay, Cal.com, Coinbase Commerce, Vercel, Notion, "+
 			"ClickUp, Lemon Squeezy or Segment (X-Signature), PagerDuty, Jira, Bitbucket or Intercom (X-Hub-Signature), Dropbox or X (X-Twitter-Webhooks-Signature)")
 	}

@@ -29,6 +29,10 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 	if h == nil {
 		return
 	}
+	if engine.IsHookCheck(r.URL.Query()) { // Microsoft Graph's check of the URL
+		s.answerCheck(w, r, h)
+		return
+	}
 	// A gzip body is read decompressed, as the API's are: its signature is
 	// over the body the sender compressed.
 	body, err := readBodyUpTo(r, task.MaxPayloadBytes)
@@ -74,10 +78,13 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 // X's JSON; nothing is added. Like a call, it needs no key and counts
 // against the instance's rateLimit.
 func (s *Server) hookCheck(w http.ResponseWriter, r *http.Request) {
-	h := s.hookCalled(w, r)
-	if h == nil {
-		return
+	if h := s.hookCalled(w, r); h != nil {
+		s.answerCheck(w, r, h)
 	}
+}
+
+// answerCheck answers a sender's check of hook h's URL (engine.HookCheck).
+func (s *Server) answerCheck(w http.ResponseWriter, r *http.Request, h *engine.Hook) {
 	ans, err := s.eng.HookCheck(h, r.URL.Query())
 	if err != nil {
 		s.writeError(w, r, err)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -147,5 +148,47 @@ func TestHookDropboxAndX(t *testing.T) {
 	b.hookCall(path, event, map[string]string{"X-Twitter-Webhooks-Signature": "sha256=" + base64.StdEncoding.EncodeToString(mac("x"))}).want(t, 401, "UNAUTHENTICATED")
 	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 2 {
 		t.Fatalf("%d tasks, want 2 (the checks add none)", n)
+	}
+}
+
+// TestHookMicrosoftGraph: Microsoft Graph checks a notification URL with
+// a POST of ?validationToken=…, answered 200 with the token as plain text
+// and adding nothing, whatever the hook's secret; it signs nothing, so a
+// hook with a secret takes a batch of notifications only when each
+// carries the secret as its clientState. A token with a control character
+// is 400 naming validationToken.
+func TestHookMicrosoftGraph(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	secret := "graph-client-state-of-the-subscription"
+	path := b.hookRule(t, secret)
+	token := "Validation: Testing client application reachability for subscription Request-Id: 4a3f9f2c-90a6-4ba4-a5d8-a9e2bf6b7f4e"
+	validate := func(tok string) res {
+		t.Helper()
+		req := mustRequest(t, "POST", b.srv.URL+path+"?"+url.Values{"validationToken": {tok}}.Encode())
+		req.Header.Set("Content-Type", "text/plain; charset=utf-8")
+		return b.send(req)
+	}
+	r := validate(token).want(t, 200, "")
+	if string(r.raw) != token || r.header.Get("Content-Type") != "text/plain; charset=utf-8" || r.header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Fatalf("Graph's validation answered %q (%v)", r.raw, r.header)
+	}
+	validate("line\nbreak").want(t, 400, "INVALID_ARGUMENT").names(t, "validationToken")
+
+	batch := func(states ...string) []byte {
+		var items []string
+		for i, s := range states {
+			items = append(items, fmt.Sprintf(`{"subscriptionId":"sub-%d","changeType":"created","resource":"Users/u/Messages/m%d","clientState":%q,"tenantId":"t"}`, i, i, s))
+		}
+		return []byte(`{"value":[` + strings.Join(items, ",") + `]}`)
+	}
+	b.hookCall(path, batch(secret, secret), map[string]string{"Content-Type": "application/json"}).want(t, 202, "")
+	if msg := b.hookCall(path, batch(secret, "another-client-state-value"), nil).want(t, 401, "UNAUTHENTICATED").message(); !strings.Contains(msg, "clientState") {
+		t.Fatalf("a batch with another clientState: %s", msg)
+	}
+	b.hookCall(path, []byte(`{"value":[{"subscriptionId":"s","changeType":"created"}]}`), nil).want(t, 401, "UNAUTHENTICATED")
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 1 {
+		t.Fatalf("%d tasks, want 1 (the validation adds none)", n)
 	}
 }
