@@ -76,8 +76,8 @@ func (e *Engine) HookCheck(h *Hook, q url.Values) (*HookCheckAnswer, error) {
 		}
 		return &HookCheckAnswer{Text: ch}, nil
 	}
-	return nil, task.FieldErrorf(task.CodeInvalidArgument, "hub.mode", "a GET of a hook is a sender's check of its URL — Meta's (hub.mode=subscribe, hub.challenge, "+
-		"hub.verify_token), X's (crc_token) or Dropbox's (challenge) —, and this one is none: send the hook's calls with POST")
+	return nil, task.FieldErrorf(task.CodeInvalidArgument, "hub.mode", "a GET of a hook answers only a sender's check of its URL: Meta's (hub.mode=subscribe "+
+		"with hub.challenge and hub.verify_token), X's (crc_token) or Dropbox's (challenge); send the hook's calls with POST")
 }
 
 // IsHookCheck reports whether a POST of a hook is a sender's check of its
