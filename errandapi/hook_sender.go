@@ -66,6 +66,7 @@ var hookSenders = []HookSender{
 	{Name: "x-hub-signature", Header: "X-Hub-Signature", IDHeader: "X-Atlassian-Webhook-Identifier"},
 	{Name: "dropbox", Header: "X-Dropbox-Signature"},
 	{Name: "x", Header: "X-Twitter-Webhooks-Signature"},
+	{Name: "asana", Header: "X-Hook-Signature"},
 	{Name: "slack", Header: "X-Slack-Signature", EventID: true},
 	{Name: "stripe", Header: "Stripe-Signature", EventID: true},
 	{Name: "calendly", Header: "Calendly-Webhook-Signature", BodyID: true},

@@ -160,7 +160,8 @@ key as --secret), GitLab's X-Gitlab-Token, Mailgun's (in the
 body), or WooCommerce's, Linear's, Sentry's, Typeform's, Forgejo's, Gitea's, Gogs's,
 Todoist's, Razorpay's, Cal.com's, Coinbase Commerce's, Vercel's, Notion's, X-Signature's
 (ClickUp, Lemon Squeezy, Segment), PagerDuty's, Dropbox's, X's or X-Hub-Signature's: Jira's,
-Bitbucket's, Intercom's; or Microsoft Graph's clientState; or, with --signature, the hook's own scheme alone: a header holding the HMAC of
+Bitbucket's, Intercom's; Asana's (a hook without --secret takes the secret of Asana's
+handshake); or Microsoft Graph's clientState; or, with --signature, the hook's own scheme alone: a header holding the HMAC of
 the body in hex or base64, after a prefix), or
 when a task of --on-queue ends (--on succeeded, failed or both). Its tasks take --payload
 as their payload (default: the request body, or the ended task's result), --params, and

@@ -67,6 +67,7 @@ var bodySignatures = []bodySignature{
 	{form: "x-hub-signature", header: "X-Hub-Signature", websub: true},
 	{form: "dropbox", header: "X-Dropbox-Signature", hash: sha256.New},
 	{form: "x", header: "X-Twitter-Webhooks-Signature", prefix: "sha256=", hash: sha256.New, base64: true},
+	{form: "asana", header: "X-Hook-Signature", hash: sha256.New},
 }
 
 // bodySignatureNamed is the body signature of the sender named form, or

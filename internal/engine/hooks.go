@@ -107,6 +107,9 @@ type HookAdded struct {
 	// Empty: the answer is 204 with no body, whether a task was added or
 	// not (Discord's webhook events).
 	Empty bool
+	// EchoSecret, when set, answers Asana's handshake: 200 with it as
+	// X-Hook-Secret and no body; nothing was added.
+	EchoSecret string
 }
 
 // HookFire turns a call into a task of the hook's queue. With a secret the
@@ -121,6 +124,9 @@ type HookAdded struct {
 // answered bare (HookAdded.Ack).
 func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded, error) {
 	tr := h.Rule
+	if secret := c.Header(asanaSecretHeader); secret != "" {
+		return e.asanaHandshake(ctx, h, secret)
+	}
 	var msgID string
 	var ack bool
 	var answer *HookAdded // how a sender's own call is answered once added
@@ -157,7 +163,7 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 			if metaNotification(c) {
 				answer = &HookAdded{OK: true}
 			}
-		case "dropbox", "x": // each retries any answer but a 200
+		case "dropbox", "x", "asana": // each retries any answer but a 200
 			answer = &HookAdded{OK: true}
 		}
 		ack = form == "slack" && task.IsForm(c.Header("Content-Type"))
@@ -340,7 +346,7 @@ func verifyHook(secret string, c HookCall, now time.Time) (form string, err erro
 			"SendGrid's X-Twilio-Email-Event-Webhook-Signature, HubSpot's X-HubSpot-Signature-v3, Discord's X-Signature-Ed25519, GitLab's X-Gitlab-Token, Mailgun's signature in the body, "+
 			"Microsoft Graph's clientState, "+
 			"or the body signature of WooCommerce, Linear, Sentry, Typeform, Forgejo, Gitea, Gogs, Todoist, Razorpay, Cal.com, Coinbase Commerce, Vercel, Notion, "+
-			"ClickUp, Lemon Squeezy or Segment (X-Signature), PagerDuty, Jira, Bitbucket or Intercom (X-Hub-Signature), Dropbox or X (X-Twitter-Webhooks-Signature)")
+			"ClickUp, Lemon Squeezy or Segment (X-Signature), PagerDuty, Jira, Bitbucket or Intercom (X-Hub-Signature), Dropbox, X (X-Twitter-Webhooks-Signature) or Asana (X-Hook-Signature)")
 	}
 	switch s.Name {
 	case "standard":

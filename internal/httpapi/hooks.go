@@ -51,6 +51,11 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case res.EchoSecret != "": // Asana's handshake: nothing was added
+		w.Header().Set("X-Hook-Secret", res.EchoSecret)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		return
 	case res.Empty: // Discord's webhook events, added or not
 		w.WriteHeader(http.StatusNoContent)
 		return

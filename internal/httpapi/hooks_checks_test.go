@@ -192,3 +192,46 @@ func TestHookMicrosoftGraph(t *testing.T) {
 		t.Fatalf("%d tasks, want 1 (the validation adds none)", n)
 	}
 }
+
+// TestHookAsana: Asana's handshake (a POST carrying X-Hook-Secret, which
+// its API makes while creating a webhook) is answered 200 with the secret
+// echoed and adds nothing; a hook without a secret takes it as its secret,
+// so Asana's events, signed with it (X-Hook-Signature, the hex HMAC-SHA256
+// of the body), are added (200) and an unsigned call is refused from then
+// on. The same handshake again is echoed; another secret is 401; a secret
+// that is no hook secret is 400 naming the header.
+func TestHookAsana(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	rule := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{}}`).want(t, 201, "").obj("trigger")
+	path := rule["hook"].(map[string]any)["path"].(string)
+	secret := "7f3c0a9e5b2d4c6e8a1f3b5d7c9e0a2b"
+	shake := func(s string) res {
+		t.Helper()
+		return b.hookCall(path, nil, map[string]string{"X-Hook-Secret": s})
+	}
+	if r := shake(secret).want(t, 200, ""); r.header.Get("X-Hook-Secret") != secret || len(r.raw) != 0 {
+		t.Fatalf("the handshake answered %q, X-Hook-Secret %q", r.raw, r.header.Get("X-Hook-Secret"))
+	}
+	if hook := b.do("GET", "/v1/tasks/jobs/triggers/"+rule["id"].(string), nil).want(t, 200, "").obj("trigger")["hook"].(map[string]any); hook["hasSecret"] != true {
+		t.Fatalf("after the handshake the hook is %v", hook)
+	}
+	if r := shake(secret).want(t, 200, ""); r.header.Get("X-Hook-Secret") != secret {
+		t.Fatalf("the handshake again: %q", r.header.Get("X-Hook-Secret"))
+	}
+	shake("another-secret-of-another-app").want(t, 401, "UNAUTHENTICATED")
+
+	event := []byte(`{"events":[{"action":"changed","resource":{"gid":"1","resource_type":"task"}}]}`)
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(event)
+	b.hookCall(path, event, map[string]string{"X-Hook-Signature": hex.EncodeToString(m.Sum(nil))}).want(t, 200, "")
+	b.hookCall(path, event, map[string]string{"X-Hook-Signature": strings.Repeat("0", 64)}).want(t, 401, "UNAUTHENTICATED")
+	b.hookCall(path, event, nil).want(t, 401, "UNAUTHENTICATED")
+
+	other := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{}}`).want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	b.hookCall(other, nil, map[string]string{"X-Hook-Secret": "short"}).want(t, 400, "INVALID_ARGUMENT").names(t, "X-Hook-Secret")
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 1 {
+		t.Fatalf("%d tasks, want 1 (the handshakes add none)", n)
+	}
+}
