@@ -570,24 +570,7 @@ func TestDevLiveMakesNoInstance(t *testing.T) {
 	e := newEnv(t, envOptions{dev: true})
 	u := e.user()
 	u.get("/console/i/jobs/").want(t, http.StatusOK, "default")
-	resp, err := u.hc.Get(e.srv.URL + "/console/i/jobs/live")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	events := bufio.NewReader(resp.Body)
-	next := func() string {
-		t.Helper()
-		for {
-			line, err := events.ReadString('\n')
-			if err != nil {
-				t.Fatalf("stream ended: %v", err)
-			}
-			if name, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "event: "); ok {
-				return name
-			}
-		}
-	}
+	next := u.eventNames("/console/i/jobs/live")
 	if name := next(); name != "counts" {
 		t.Fatalf("first event %s", name)
 	}

@@ -30,8 +30,9 @@ type liveQueue struct {
 // live streams an instance's counts by state as server-sent events: an
 // event "counts" at once, then after each change the engine sees (at most
 // every liveMinGap) and every LiveEvery. Each send is a call of the API
-// with the session's key: a key revoked meanwhile ends the stream with an
-// event "logout", and the page goes to the login. A read the API refuses
+// with the session's key: a key revoked meanwhile, or the session's end
+// (a logout, anywhere; its expiry), ends the stream with an event
+// "logout", and the page goes to the login. A read the API refuses
 // otherwise (the instance's rateLimit, a store that does not answer) is an
 // event "stale" with its words, and the read is tried again after the
 // answer's Retry-After (else LiveEvery): the page says its counts are not
@@ -98,7 +99,11 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request, s *session) {
 			}
 		case <-tick:
 		}
-		qs, err = s.cl.ListQueues(ctx, inst)
+		if !c.sessionLives(ctx, s) {
+			err = client.ErrUnauthenticated
+		} else {
+			qs, err = s.cl.ListQueues(ctx, inst)
+		}
 		if loggedOut(err) {
 			fmt.Fprint(w, "event: logout\ndata: {}\n\n")
 			_ = rc.Flush()

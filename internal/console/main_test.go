@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -257,6 +258,31 @@ func (e *env) user() *user {
 	hc := &http.Client{Jar: jar, Transport: e.srv.Client().Transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	return &user{e: e, hc: hc}
+}
+
+// eventNames opens a server-sent event stream at path and returns a
+// function that reads the name of its next event (the stream is closed at
+// the test's end).
+func (u *user) eventNames(path string) func() string {
+	t := u.e.t
+	resp, err := u.hc.Get(u.e.srv.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	events := bufio.NewReader(resp.Body)
+	return func() string {
+		t.Helper()
+		for {
+			line, err := events.ReadString('\n')
+			if err != nil {
+				t.Fatalf("stream ended: %v", err)
+			}
+			if name, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "event: "); ok {
+				return name
+			}
+		}
+	}
 }
 
 // page is an answer of the console.

@@ -39,6 +39,9 @@ type session struct {
 	self *errandapi.KeySelf
 	csrf string
 	dev  bool
+	// idHash is the stored session's key (nil in dev): a live stream asks
+	// the store again before each send (Console.sessionLives).
+	idHash []byte
 }
 
 // roleOn is the session's role on an instance: its grant there or on
@@ -96,6 +99,7 @@ func csrfToken(secret string) string {
 // is cleared at once).
 func (c *Console) session(w http.ResponseWriter, r *http.Request) *session {
 	key, secret := "", c.devSecret
+	var idHash []byte
 	if !c.cfg.Dev {
 		ck, err := r.Cookie(cookieName)
 		if err != nil || ck.Value == "" {
@@ -113,6 +117,8 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) *session {
 			return nil
 		}
 		secret = ck.Value
+		id, _ := decodeSessionID(ck.Value)
+		idHash = sessionHash(id)
 	}
 	cl, self, err := c.self(r.Context(), key)
 	if errors.Is(err, client.ErrUnauthenticated) {
@@ -124,7 +130,20 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) *session {
 		c.fail(w, r, nil, err)
 		return nil
 	}
-	return &session{cl: cl, csrf: csrfToken(secret), dev: c.cfg.Dev, self: self}
+	return &session{cl: cl, csrf: csrfToken(secret), dev: c.cfg.Dev, self: self, idHash: idHash}
+}
+
+// sessionLives reports whether s is still a stored, unexpired session (a
+// dev session always is): a live stream, which outlives the request that
+// checked its session, asks before each send, so a logout or the expiry
+// ends it too. A store that cannot say keeps it (the stream's own read
+// says what is wrong).
+func (c *Console) sessionLives(ctx context.Context, s *session) bool {
+	if s.idHash == nil {
+		return true
+	}
+	_, err := c.cfg.Sessions.ConsoleSessionGet(ctx, s.idHash, c.cfg.Clock.Now().UnixMilli())
+	return !task.IsCode(err, task.CodeNotFound)
 }
 
 // errSessionGone: the cookie names no session the store keeps (logged

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"net/http"
@@ -142,4 +143,35 @@ func TestSessionKeptOnTheServer(t *testing.T) {
 	old := e.user()
 	old.hc.Jar.SetCookies(base, []*http.Cookie{{Name: "errand_console", Value: e.full, Path: "/console/"}})
 	ended(old)
+}
+
+// TestLogoutEndsLiveStream: a live stream outlives the request that
+// checked its session, so it asks the store before each send: once the
+// session logs out (here, from another browser sharing the cookie) its
+// next send is the event "logout".
+func TestLogoutEndsLiveStream(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.fixture()
+	u := e.user()
+	u.login(e.full)
+	next := u.eventNames("/console/i/jobs/live")
+	if name := next(); name != "counts" {
+		t.Fatalf("first event %s", name)
+	}
+	// Another browser with the same cookie logs out.
+	base, _ := url.Parse(e.srv.URL + "/console/")
+	other := e.user()
+	other.hc.Jar.SetCookies(base, u.hc.Jar.Cookies(base))
+	if p := other.post("/console/logout", url.Values{"csrf": {other.csrf("/console/")}}); p.status != http.StatusSeeOther {
+		t.Fatalf("logout: %d", p.status)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := e.clock.WaitForSleeperAt(ctx, e.clock.Now().Add(2*time.Second)); err != nil {
+		t.Fatal("the stream never waited for its next send")
+	}
+	e.clock.Advance(2 * time.Second)
+	if name := next(); name != "logout" {
+		t.Fatalf("after the logout: %s, want logout", name)
+	}
 }
