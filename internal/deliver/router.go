@@ -21,6 +21,38 @@ func (f *Functions) Free(string) map[string]int {
 	return out
 }
 
+// FunctionServer is implemented by a deliverer that can tell whether this
+// node serves any function now: a node that serves none claims no
+// function task (its Router offers no slot), so another node's add of one
+// need not wake its dispatcher.
+type FunctionServer interface {
+	ServesFunctions() bool
+}
+
+// ServesFunctions implements FunctionServer: a handler is registered.
+func (f *Functions) ServesFunctions() bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return len(f.handlers) > 0
+}
+
+// ServesFunctions implements FunctionServer: an in-process handler or a
+// connected worker.
+func (f *FunctionRoutes) ServesFunctions() bool {
+	return f.InProcess != nil && f.InProcess.ServesFunctions() || f.Workers != nil && f.Workers.ServesFunctions()
+}
+
+// ServesFunctions implements FunctionServer when the mux's function
+// deliverer does; one that cannot tell counts as serving, and a mux
+// without one serves none.
+func (m *Mux) ServesFunctions() bool {
+	if m.Function == nil {
+		return false
+	}
+	fs, ok := m.Function.(FunctionServer)
+	return !ok || fs.ServesFunctions()
+}
+
 // Free implements Router when the mux's function deliverer does; a mux
 // without one serves no function.
 func (m *Mux) Free(instanceID string) map[string]int {

@@ -233,6 +233,14 @@ func (w *Workers) CloseInstance(instanceID, reason string) {
 	}
 }
 
+// ServesFunctions implements FunctionServer: a worker is connected, ready
+// or about to be.
+func (w *Workers) ServesFunctions() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.conns) > 0
+}
+
 // Free implements Router.
 func (w *Workers) Free(instanceID string) map[string]int {
 	w.mu.Lock()

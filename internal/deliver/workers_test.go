@@ -2,6 +2,7 @@ package deliver
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/errandhq/errand/errandapi"
@@ -197,5 +198,32 @@ func TestWorkersFailedErrorObject(t *testing.T) {
 		if r, te := outcomeOf(&f); te != nil || r.Outcome.Status != task.AttemptFailed || r.Outcome.Error != want {
 			t.Errorf("%s: %+v %v; want failed %q", raw, r.Outcome, te, want)
 		}
+	}
+}
+
+// TestServesFunctions: a node serves functions while an in-process handler
+// is registered or a worker is connected, and a mux says what its
+// function deliverer says (none: no function).
+func TestServesFunctions(t *testing.T) {
+	var fns Functions
+	w := &Workers{}
+	routes := &FunctionRoutes{InProcess: &fns, Workers: w}
+	mux := &Mux{Function: routes}
+	if fns.ServesFunctions() || w.ServesFunctions() || routes.ServesFunctions() || mux.ServesFunctions() || (&Mux{}).ServesFunctions() {
+		t.Fatal("nothing registered, nothing connected, yet a function is served")
+	}
+	c, _ := connect(t, w, "i1", 1, "f")
+	if !w.ServesFunctions() || !routes.ServesFunctions() || !mux.ServesFunctions() {
+		t.Fatal("a connected worker serves no function")
+	}
+	c.Close("done")
+	if w.ServesFunctions() || mux.ServesFunctions() {
+		t.Fatal("a worker gone still serves")
+	}
+	if err := fns.Handle("app/g", func(context.Context, *task.Task) (json.RawMessage, error) { return nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !fns.ServesFunctions() || !mux.ServesFunctions() {
+		t.Fatal("an in-process handler serves no function")
 	}
 }

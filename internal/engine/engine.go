@@ -252,7 +252,7 @@ func New(cfg Config) *Engine {
 		// Other nodes' changes wake the dispatcher and long polls, the
 		// rescuer and the scheduler here; their adds for the waiters alone
 		// (store.ChangeWaiters), the long polls.
-		e.notifier = newNotifierService(n, cfg.Logger.With("service", "notifier"), e.waker, e.waker, e.dispatch, e.leases, e.ruleWake)
+		e.notifier = newNotifierService(n, cfg.Logger.With("service", "notifier"), servesFunctions(cfg.Deliverer), e.waker, e.waker, e.dispatch, e.leases, e.ruleWake)
 		e.services = append(e.services, e.notifier)
 		e.liveness.peers = e.notifier
 	}

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -282,9 +283,10 @@ func (s *heardPG) until(t *testing.T, h store.Heard) heardWakes {
 // node wakes only the long polls (and the console's watchers) of another:
 // its dispatcher, rescuer and scheduler have nothing to do with it. So
 // does a task added to a webhook's push queue, which the adding node
-// delivers itself. A function's task (its workers may be connected to the
-// other node), a paused queue's (the other node may resume it) and any
-// other change wake them all.
+// delivers itself. A function's task wakes the other node's dispatcher
+// only once that node serves a function (its workers may be connected
+// there; a node that serves none claims none). A paused queue's task (the
+// other node may resume it) and any other change wake them all.
 func TestAddsWakeOtherNodesAsTheyMust(t *testing.T) {
 	t.Parallel()
 	open := stores.OpenPostgresShared(t)
@@ -297,7 +299,9 @@ func TestAddsWakeOtherNodesAsTheyMust(t *testing.T) {
 	engA, sigA, add := aloneNode(t, stA, fc)
 	stA.next(t, "A's arrival")
 
-	engB := engine.New(engine.Config{Store: stB, Clock: fc, Dev: true, Logger: discardLog, Node: "bbbb"})
+	fnsB := &deliver.Functions{} // B serves no function until one is registered
+	engB := engine.New(engine.Config{Store: stB, Clock: fc, Dev: true, Logger: discardLog, Node: "bbbb",
+		Deliverer: &deliver.Mux{Function: &deliver.FunctionRoutes{InProcess: fnsB, Workers: &deliver.Workers{}}}})
 	sigB := engine.WithSignals(engB)
 	stB.wakes = sigB.Wakes
 	if err := engB.Start(ctx); err != nil {
@@ -350,14 +354,22 @@ func TestAddsWakeOtherNodesAsTheyMust(t *testing.T) {
 		queue string
 		patch *task.QueuePatch
 		want  store.Change
+		serve bool // B serves a function from then on
 	}{
-		{"hooks", &task.QueuePatch{Target: targetPtr(rcv.URL)}, store.ChangeWaiters},
-		{"resize", &task.QueuePatch{Target: &fn}, store.ChangeAny},
-		{"held", &task.QueuePatch{Target: targetPtr(rcv.URL), Paused: ptr(true)}, store.ChangeAny},
+		{"hooks", &task.QueuePatch{Target: targetPtr(rcv.URL)}, store.ChangeWaiters, false},
+		{"resize", &task.QueuePatch{Target: &fn}, store.ChangeFunctions, false},
+		{"resize2", &task.QueuePatch{Target: &fn}, store.ChangeFunctions, true},
+		{"held", &task.QueuePatch{Target: targetPtr(rcv.URL), Paused: ptr(true)}, store.ChangeAny, true},
 	} {
 		ref := engine.QueueRef{Org: "dev", Instance: "jobs", Queue: c.queue}
 		if _, err := engA.QueueCreate(ctx, ref, c.patch); err != nil {
 			t.Fatal(err)
+		}
+		if c.serve {
+			// A function other than the tasks': B is woken, and claims none.
+			if err := fnsB.Handle("other/fn", func(context.Context, *task.Task) (json.RawMessage, error) { return nil, nil }); err != nil {
+				t.Fatal(err)
+			}
 		}
 		sigA.NotifyCovered(t)
 		for len(stA.sent) > 0 {
@@ -370,10 +382,21 @@ func TestAddsWakeOtherNodesAsTheyMust(t *testing.T) {
 			t.Errorf("A's add to %s is a NOTIFY of %d, want %d", c.queue, got, c.want)
 			continue
 		}
-		if c.want == store.ChangeWaiters {
-			got := stB.until(t, store.HeardWaiters)
+		switch {
+		case c.want == store.ChangeWaiters, c.want == store.ChangeFunctions && !c.serve:
+			heard := store.HeardWaiters
+			if c.want == store.ChangeFunctions {
+				heard = store.HeardFunctions
+			}
+			got := stB.until(t, heard)
 			if got.after[0] != got.before[0] || got.after[3] == got.before[3] {
 				t.Errorf("A's add to %s woke B's dispatcher (%d → %d) or not its long polls (%d → %d)",
+					c.queue, got.before[0], got.after[0], got.before[3], got.after[3])
+			}
+		case c.want == store.ChangeFunctions:
+			got := stB.until(t, store.HeardFunctions)
+			if got.after[0] == got.before[0] || got.after[3] == got.before[3] {
+				t.Errorf("A's add to %s did not wake B's dispatcher (%d → %d) or its long polls (%d → %d), B serving a function",
 					c.queue, got.before[0], got.after[0], got.before[3], got.after[3])
 			}
 		}
@@ -491,6 +514,45 @@ func TestCoalescedNotifyIsTheWider(t *testing.T) {
 	add()
 	if c := nextNotify(t, st.sent, "a pull add's"); c != store.ChangeWaiters {
 		t.Fatalf("a lone pull add's NOTIFY is of %d, want a pull add (%d)", c, store.ChangeWaiters)
+	}
+	st.pass(t)
+
+	// A function's add met by pull adds is sent as the function's (it
+	// wakes the dispatchers of the nodes that serve a function, and every
+	// node's waiters); met by any other change, as that.
+	fn := &task.Target{Function: "img/resize"}
+	fnRef := engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "resize"}
+	if _, err := eng.QueueCreate(ctx, fnRef, &task.QueuePatch{Target: &fn}); err != nil {
+		t.Fatal(err)
+	}
+	if c := nextNotify(t, st.sent, "the function queue's create"); c != store.ChangeAny {
+		t.Fatalf("a queue create's NOTIFY is of %d, want any change (%d)", c, store.ChangeAny)
+	}
+	addFn := func() {
+		t.Helper()
+		if res, err := eng.TaskAdd(ctx, fnRef, []task.AddInput{{}}); err != nil || res[0].Err != nil {
+			t.Fatalf("a function's add: %v %+v", err, res)
+		}
+	}
+	for _, c := range []struct {
+		what string
+		asks []func()
+		want store.Change
+	}{
+		{"a pull add, a function's add, a pull add", []func(){add, addFn, add}, store.ChangeFunctions},
+		{"a function's add, a queue create", []func(){addFn, func() { other("third") }}, store.ChangeAny},
+	} {
+		asked := sig.NotifyAsked()
+		for _, ask := range c.asks {
+			ask()
+		}
+		if got := sig.NotifyAsked(); got != asked+len(c.asks) {
+			t.Fatalf("%s: %d NOTIFYs asked for, want %d", c.what, got-asked, len(c.asks))
+		}
+		st.pass(t) // the NOTIFY held meanwhile
+		if got := nextNotify(t, st.sent, c.what); got != c.want {
+			t.Fatalf("the NOTIFY of %s is of %d, want %d", c.what, got, c.want)
+		}
 	}
 	st.pass(t)
 	sig.NotifyCovered(t)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/errandhq/errand/internal/clock"
+	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/store"
 )
 
@@ -18,6 +19,29 @@ func (e *Engine) changed() {
 	e.waker.wake()
 	if e.notifier != nil {
 		e.notifier.send(store.ChangeAny)
+	}
+}
+
+// functionsChanged is changed for tasks added whose target is a function:
+// this node's dispatcher and waiters are woken, and the other nodes'
+// waiters; their dispatchers only on the nodes that serve a function now
+// (store.ChangeFunctions), as one that serves none claims none of them. A
+// worker that connects later wakes its node's dispatcher itself.
+func (e *Engine) functionsChanged() {
+	e.dispatch.wake()
+	e.waker.wake()
+	if e.notifier != nil {
+		e.notifier.send(store.ChangeFunctions)
+	}
+}
+
+// servesFunctions is the notifier's test of whether this node serves any
+// function now (deliver.FunctionServer): a deliverer that cannot tell
+// counts as serving.
+func servesFunctions(d deliver.Deliverer) func() bool {
+	return func() bool {
+		fs, ok := d.(deliver.FunctionServer)
+		return !ok || fs.ServesFunctions()
 	}
 }
 
@@ -60,6 +84,10 @@ type notifierService struct {
 	rings   []*waker      // rung for any other change
 	asks    chan struct{} // a change to announce; one pending covers many
 	wide    atomic.Bool   // an ask since the last NOTIFY was of store.ChangeAny
+	fns     atomic.Bool   // an ask since the last NOTIFY was of store.ChangeFunctions
+	// serves reports whether this node serves any function now: another
+	// node's add of a function's task wakes only its waiters otherwise.
+	serves func() bool
 
 	mu    sync.Mutex  // held to change alone, and for heard
 	heard uint64      // notifications heard (and reconnects), for mark and beat
@@ -73,8 +101,8 @@ type notifierService struct {
 	waitersGap time.Duration // waitersNotifyGap; tests may set it before Start
 }
 
-func newNotifierService(n store.Notifier, log *slog.Logger, waiters *waker, rings ...*waker) *notifierService {
-	return &notifierService{n: n, log: log, waiters: waiters, rings: rings, asks: make(chan struct{}, 1), waitersGap: waitersNotifyGap}
+func newNotifierService(n store.Notifier, log *slog.Logger, serves func() bool, waiters *waker, rings ...*waker) *notifierService {
+	return &notifierService{n: n, log: log, serves: serves, waiters: waiters, rings: rings, asks: make(chan struct{}, 1), waitersGap: waitersNotifyGap}
 }
 
 // send asks for one NOTIFY of c, unless this node is alone; it never
@@ -91,7 +119,11 @@ func (s *notifierService) send(c store.Change) {
 // set before the ask is queued and taken after it is received (run), so a
 // wide ask that finds another pending is sent wide with it.
 func (s *notifierService) ask(c store.Change) {
-	if c != store.ChangeWaiters {
+	switch c {
+	case store.ChangeWaiters:
+	case store.ChangeFunctions:
+		s.fns.Store(true)
+	default:
 		s.wide.Store(true)
 	}
 	s.asked.update(func(n *int) { *n++ }) // after the flag: see covered
@@ -171,7 +203,7 @@ func (s *notifierService) run(ctx context.Context) {
 				s.heardOne()
 				defer s.heardAll.update(func(n *int) { *n++ })
 			}
-			if h == store.HeardWaiters {
+			if h == store.HeardWaiters || h == store.HeardFunctions && !s.serves() {
 				s.waiters.wake()
 				return
 			}
@@ -191,7 +223,7 @@ func (s *notifierService) run(ctx context.Context) {
 		// For the waiters alone: wait out the gap, unless a wider change
 		// is asked for meanwhile (each ask meanwhile queues a token: it
 		// ends this wait, and the loop waits on for a waiters' one).
-		for !s.wide.Load() {
+		for !s.wide.Load() && !s.fns.Load() {
 			wait := s.waitersGap - time.Since(last)
 			if wait <= 0 {
 				break
@@ -211,6 +243,9 @@ func (s *notifierService) run(ctx context.Context) {
 		// the kind taken next covers it.
 		n := s.asked.value()
 		c := store.ChangeWaiters
+		if s.fns.Swap(false) {
+			c = store.ChangeFunctions
+		}
 		if s.wide.Swap(false) {
 			c = store.ChangeAny
 		}

@@ -155,7 +155,8 @@ func (e *Engine) TaskAddWith(ctx context.Context, ref QueueRef, ins []task.AddIn
 // claims it); any node delivers to a webhook or a channel, so for those
 // the others wake their waiters alone (store.ChangeWaiters: a NOTIFY for
 // each of several nodes' single adds woke every node's dispatcher for
-// nothing and cost PostgreSQL more than the add). A due task a limit holds
+// nothing and cost PostgreSQL more than the add). A function's task wakes
+// the dispatchers of the nodes that serve a function (functionsChanged). A due task a limit holds
 // back (the instance's cap, the queue's concurrency or rate) is claimed
 // when room is made: a finish wakes its own node's dispatcher, and a
 // node's pass knows when the rate lets it claim.
@@ -164,8 +165,12 @@ func (e *Engine) addedTo(q *task.Queue, res []AddResult) {
 		e.waitersChanged()
 		return
 	}
-	if q.Paused || anyFunction(q, res) {
+	if q.Paused {
 		e.changed()
+		return
+	}
+	if anyFunction(q, res) {
+		e.functionsChanged()
 		return
 	}
 	for _, r := range res {

@@ -406,6 +406,11 @@ const (
 	// polls and the console's watchers (which share their waker) have
 	// anything new; their dispatchers, rescuers and schedulers do not.
 	ChangeWaiters
+	// ChangeFunctions is tasks added whose target is a function, and
+	// nothing else: a node that serves no function (no connected worker,
+	// no in-process handler) claims none of them, so only its waiters need
+	// it; one that serves any takes it as ChangeAny.
+	ChangeFunctions
 )
 
 // Heard is what a Notifier's Listen heard.
@@ -423,6 +428,9 @@ const (
 	// HeardWaiters is another node's Notify of ChangeWaiters: tasks were
 	// added for the long polls and watchers alone.
 	HeardWaiters
+	// HeardFunctions is another node's Notify of ChangeFunctions: tasks
+	// whose target is a function were added.
+	HeardFunctions
 )
 
 // Config reports whether h may follow a configuration change: cached

@@ -14,7 +14,8 @@ const wakeChannel = "errand_wake"
 
 // Notify tells every other listening node that tasks or queues changed.
 // The payload is this store's origin, followed by waitersSuffix for
-// store.ChangeWaiters: its own Listen skips it, as the sender woke its own
+// store.ChangeWaiters and functionsSuffix for store.ChangeFunctions: its
+// own Listen skips it, as the sender woke its own
 // services when it made the change (an idle node would otherwise run a
 // second pass of its dispatcher, rescuer and scheduler beside the claim of
 // every task it adds). Nodes of earlier versions take any payload but
@@ -23,8 +24,11 @@ const wakeChannel = "errand_wake"
 // engines on one Store value would not hear each other's Notify.
 func (s *Store) Notify(ctx context.Context, c store.Change) error {
 	payload := s.origin
-	if c == store.ChangeWaiters {
+	switch c {
+	case store.ChangeWaiters:
 		payload += waitersSuffix
+	case store.ChangeFunctions:
+		payload += functionsSuffix
 	}
 	if _, err := s.pool.Exec(ctx, "SELECT pg_notify('"+wakeChannel+"', $1)", payload); err != nil {
 		return interpretError(err)
@@ -38,8 +42,11 @@ func (s *Store) Notify(ctx context.Context, c store.Change) error {
 const configPayload = "config"
 
 // waitersSuffix ends the payload of a Notify of store.ChangeWaiters, after
-// the sender's origin.
-const waitersSuffix = "/waiters"
+// the sender's origin; functionsSuffix one of store.ChangeFunctions.
+const (
+	waitersSuffix   = "/waiters"
+	functionsSuffix = "/functions"
+)
 
 // NotifyConfig sends a notification that instances, queues or API keys
 // changed.
@@ -52,7 +59,8 @@ func (s *Store) NotifyConfig(ctx context.Context) error {
 
 // Listen holds one connection with LISTEN errand_wake and calls fn for every
 // notification but this store's own Notify (store.HeardWaiters for another
-// node's of store.ChangeWaiters), and once after each
+// node's of store.ChangeWaiters, store.HeardFunctions for one of
+// store.ChangeFunctions), and once after each
 // (re)connect, since notifications sent while it was away are lost. Its own
 // NotifyConfig and the notification TaskAddTx queues (empty payload, sent
 // at the application's commit) are passed on. It returns when ctx ends.
@@ -63,9 +71,11 @@ func (s *Store) Listen(ctx context.Context, fn func(store.Heard)) error {
 			fn(store.HeardConnect)
 		case payload == configPayload:
 			fn(store.HeardConfig)
-		case payload == s.origin || payload == s.origin+waitersSuffix:
+		case payload == s.origin || payload == s.origin+waitersSuffix || payload == s.origin+functionsSuffix:
 		case strings.HasSuffix(payload, waitersSuffix):
 			fn(store.HeardWaiters)
+		case strings.HasSuffix(payload, functionsSuffix):
+			fn(store.HeardFunctions)
 		default:
 			fn(store.HeardChange)
 		}

@@ -151,7 +151,7 @@ func TestListenSkipsOwnNotify(t *testing.T) {
 	next("the connect call", store.HeardConnect)
 	// b's own Notify of each kind, then a's config notification: the
 	// first that arrives is a's (notifications arrive in commit order).
-	for _, c := range []store.Change{store.ChangeAny, store.ChangeWaiters} {
+	for _, c := range []store.Change{store.ChangeAny, store.ChangeWaiters, store.ChangeFunctions} {
 		if err := b.Notify(ctx, c); err != nil {
 			t.Fatal(err)
 		}
@@ -173,6 +173,13 @@ func TestListenSkipsOwnNotify(t *testing.T) {
 	next("a's pull notification", store.HeardWaiters)
 	if store.HeardWaiters.Config() {
 		t.Fatal("a pull add drops cached configuration")
+	}
+	if err := a.Notify(ctx, store.ChangeFunctions); err != nil {
+		t.Fatal(err)
+	}
+	next("a's function notification", store.HeardFunctions)
+	if store.HeardFunctions.Config() {
+		t.Fatal("a function's add drops cached configuration")
 	}
 	if err := b.NotifyConfig(ctx); err != nil {
 		t.Fatal(err)
