@@ -149,14 +149,6 @@ type HookChallenge struct {
 	Challenge string `json:"challenge"`
 }
 
-// HookCRCResponse is a hook's answer (200) to X's CRC, a GET of its URL
-// with a crc_token: "sha256=" and the base64 HMAC-SHA256 of the token,
-// keyed with the hook's secret (the X app's consumer secret). No task is
-// added.
-type HookCRCResponse struct {
-	ResponseToken string `json:"response_token"`
-}
-
 // HookDiscordResponse is a hook's answer (200) to a call of Discord's
 // interactions endpoint, signed with the hook's key (Discord's Ed25519
 // signature): to its PING (type 1) a PONG (Type 1), nothing added; to an

@@ -1,26 +1,21 @@
 package engine
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
 	"encoding/json"
 	"net/url"
 
-	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/task"
 )
 
 // maxHookChallenge bounds the challenge a hook answers a GET with: Meta's
-// is a number of ten digits or so, Dropbox's and X's tokens are short.
+// is a number of ten digits or so, Dropbox's a short token.
 const maxHookChallenge = 256
 
-// HookCheckAnswer is a hook's answer (200) to a sender's GET check of its
-// URL: Text as plain text, or Reply as JSON.
+// HookCheckAnswer is a hook's answer (200) to a sender's check of its URL:
+// Text, as plain text.
 type HookCheckAnswer struct {
-	Text  string
-	Reply any
+	Text string
 }
 
 // HookCheck answers a GET of a hook's URL, which is only ever a sender's
@@ -31,17 +26,18 @@ type HookCheckAnswer struct {
 //     hub.verify_token the user typed in Meta's App Dashboard, which must
 //     be the hook's token (the last segment of its URL), else
 //     UNAUTHENTICATED.
-//   - X's CRC (its Account Activity API, now and then again): crc_token,
-//     answered {"response_token": "sha256=<base64 HMAC-SHA256 of the
-//     token>"} keyed with the hook's secret (the app's consumer secret),
-//     which only a hook with a secret can give.
 //   - Dropbox's: a challenge to echo.
 //   - Microsoft Graph's (a POST, which the hook's handler sends here):
 //     validationToken, echoed as plain text (graphValidation).
 //
-// A challenge or token is 1–maxHookChallenge printable ASCII characters;
-// anything else is INVALID_ARGUMENT naming the query parameter (a hook
-// takes its calls by POST).
+// X's CRC (crc_token) is refused, INVALID_ARGUMENT naming it: its answer
+// is the HMAC-SHA256 of the caller's token keyed with the hook's secret,
+// which would sign, for whoever holds the URL, the short bodies of every
+// scheme that signs the body so with the same secret (X's own events,
+// Shopify's, WooCommerce's, Typeform's, Todoist's). A challenge or token
+// is 1–maxHookChallenge printable ASCII characters; anything else is
+// INVALID_ARGUMENT naming the query parameter (a hook takes its calls by
+// POST).
 func (e *Engine) HookCheck(h *Hook, q url.Values) (*HookCheckAnswer, error) {
 	switch {
 	case q.Has("hub.mode"):
@@ -57,16 +53,8 @@ func (e *Engine) HookCheck(h *Hook, q url.Values) (*HookCheckAnswer, error) {
 		}
 		return &HookCheckAnswer{Text: ch}, nil
 	case q.Has("crc_token"):
-		token, err := hookChallenge(q, "crc_token")
-		if err != nil {
-			return nil, err
-		}
-		if h.Rule.HookSecret == "" {
-			return nil, task.FieldErrorf(task.CodeInvalidArgument, "crc_token", "this hook has no secret to answer X's check with: give the rule the X app's consumer secret as hook.secret")
-		}
-		mac := hmac.New(sha256.New, []byte(h.Rule.HookSecret))
-		mac.Write([]byte(token))
-		return &HookCheckAnswer{Reply: errandapi.HookCRCResponse{ResponseToken: "sha256=" + base64.StdEncoding.EncodeToString(mac.Sum(nil))}}, nil
+		return nil, task.FieldErrorf(task.CodeInvalidArgument, "crc_token", "errand does not answer X's CRC: the answer signs the caller's token with the hook's secret, "+
+			"which would let anyone holding the hook's URL sign bodies with it; answer the CRC in a relay in front of the hook")
 	case q.Has("validationToken"):
 		return graphValidation(q.Get("validationToken"))
 	case q.Has("challenge"):
@@ -77,7 +65,7 @@ func (e *Engine) HookCheck(h *Hook, q url.Values) (*HookCheckAnswer, error) {
 		return &HookCheckAnswer{Text: ch}, nil
 	}
 	return nil, task.FieldErrorf(task.CodeInvalidArgument, "hub.mode", "a GET of a hook answers only a sender's check of its URL: Meta's (hub.mode=subscribe "+
-		"with hub.challenge and hub.verify_token), X's (crc_token) or Dropbox's (challenge); send the hook's calls with POST")
+		"with hub.challenge and hub.verify_token) or Dropbox's (challenge); send the hook's calls with POST")
 }
 
 // IsHookCheck reports whether a POST of a hook is a sender's check of its

@@ -92,14 +92,14 @@ func mustRequest(t *testing.T, method, url string) *http.Request {
 }
 
 // TestHookDropboxAndX: Dropbox checks a hook's URL with a GET echoing its
-// challenge, X with its CRC (crc_token, answered with the token's
-// HMAC-SHA256 keyed with the app's consumer secret, the hook's secret);
-// both sign their notifications with the app's secret (Dropbox's
+// challenge; X's CRC (a GET with crc_token, whose answer would be the
+// token's HMAC-SHA256 keyed with the hook's secret: a signing oracle for
+// whoever holds the URL) is refused, 400 naming crc_token, and signs
+// nothing. Both sign their notifications with the app's secret (Dropbox's
 // X-Dropbox-Signature in hex, X's X-Twitter-Webhooks-Signature "sha256="
 // and base64) and take only a 200 as received. A GET that is no sender's
-// check, an unprintable challenge or X's check of a hook without a secret
-// is 400 naming the parameter; a wrong signature 401; nothing is added but
-// the signed notifications.
+// check, or an unprintable challenge, is 400 naming the parameter; a wrong
+// signature 401; nothing is added but the signed notifications.
 func TestHookDropboxAndX(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -121,19 +121,15 @@ func TestHookDropboxAndX(t *testing.T) {
 		t.Fatalf("Dropbox's check answered %q (%v)", r.raw, r.header)
 	}
 	get(path, url.Values{"challenge": {"a b"}}).want(t, 400, "INVALID_ARGUMENT").names(t, "challenge")
-	r = get(path, url.Values{"crc_token": {"FKPxyCSYu1vDTm8Ep0dmKQbRrpy3cyZpnh9D8Q1R7Rg="}, "nonce": {"MTUxMjAx"}}).want(t, 200, "")
-	if want := "sha256=" + base64.StdEncoding.EncodeToString(mac("FKPxyCSYu1vDTm8Ep0dmKQbRrpy3cyZpnh9D8Q1R7Rg=")); r.body["response_token"] != want {
-		t.Fatalf("X's CRC answered %s, want response_token %s", r.raw, want)
+	// X's CRC would sign the caller's string: refused, and what it would
+	// have signed is no signature the hook gives away.
+	crc := `{"id":1}`
+	r = get(path, url.Values{"crc_token": {crc}, "nonce": {"MTUxMjAx"}}).want(t, 400, "INVALID_ARGUMENT").names(t, "crc_token")
+	if sig := base64.StdEncoding.EncodeToString(mac(crc)); strings.Contains(string(r.raw), sig) || !strings.Contains(r.message(), "relay") {
+		t.Fatalf("X's CRC answered %s", r.raw)
 	}
-	get(path, url.Values{"crc_token": {""}}).want(t, 400, "INVALID_ARGUMENT").names(t, "crc_token")
-	if msg := get(path, url.Values{}).want(t, 400, "INVALID_ARGUMENT").names(t, "hub.mode").message(); !strings.Contains(msg, "crc_token") || !strings.Contains(msg, "POST") {
+	if msg := get(path, url.Values{}).want(t, 400, "INVALID_ARGUMENT").names(t, "hub.mode").message(); !strings.Contains(msg, "challenge") || !strings.Contains(msg, "POST") {
 		t.Fatalf("a bare GET: %s", msg)
-	}
-	// X's check of a hook without a secret: nothing to answer it with.
-	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"open","mode":"pull"}`).want(t, 201, "")
-	open := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/open","hook":{}}`).want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
-	if msg := get(open, url.Values{"crc_token": {"abc"}}).want(t, 400, "INVALID_ARGUMENT").names(t, "crc_token").message(); !strings.Contains(msg, "consumer secret") {
-		t.Fatalf("X's check of a hook without a secret: %s", msg)
 	}
 
 	// Their notifications, signed: added, answered 200.
@@ -198,8 +194,10 @@ func TestHookMicrosoftGraph(t *testing.T) {
 // echoed and adds nothing; a hook without a secret takes it as its secret,
 // so Asana's events, signed with it (X-Hook-Signature, the hex HMAC-SHA256
 // of the body), are added (200) and an unsigned call is refused from then
-// on. The same handshake again is echoed; another secret is 401; a secret
-// that is no hook secret is 400 naming the header.
+// on. The same handshake again is echoed; another secret is 401, and so is
+// any handshake to a hook that has added tasks without a secret (its
+// senders are not locked out); a secret that is no hook secret is 400
+// naming the header.
 func TestHookAsana(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -231,7 +229,14 @@ func TestHookAsana(t *testing.T) {
 
 	other := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{}}`).want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
 	b.hookCall(other, nil, map[string]string{"X-Hook-Secret": "short"}).want(t, 400, "INVALID_ARGUMENT").names(t, "X-Hook-Secret")
-	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 1 {
-		t.Fatalf("%d tasks, want 1 (the handshakes add none)", n)
+	// A hook in use without a secret is not locked by whoever holds its
+	// URL: a handshake there is refused, and its senders go on unsigned.
+	b.hookCall(other, []byte(`{"n":1}`), nil).want(t, 202, "")
+	if msg := b.hookCall(other, nil, map[string]string{"X-Hook-Secret": secret}).want(t, 401, "UNAUTHENTICATED").message(); !strings.Contains(msg, "of its own") {
+		t.Fatalf("a handshake to a hook in use: %s", msg)
+	}
+	b.hookCall(other, []byte(`{"n":2}`), nil).want(t, 202, "")
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 3 {
+		t.Fatalf("%d tasks, want 3 (the handshakes add none)", n)
 	}
 }
