@@ -149,6 +149,13 @@ type HookChallenge struct {
 	Challenge string `json:"challenge"`
 }
 
+// HookOktaVerification is a hook's answer (200) to Okta's one-time check
+// of an event hook's URL, a GET carrying X-Okta-Verification-Challenge:
+// its value echoed. No task is added.
+type HookOktaVerification struct {
+	Verification string `json:"verification"`
+}
+
 // HookDiscordResponse is a hook's answer (200) to a call of Discord's
 // interactions endpoint, signed with the hook's key (Discord's Ed25519
 // signature): to its PING (type 1) a PONG (Type 1), nothing added; to an

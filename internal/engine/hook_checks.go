@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/url"
 
+	"github.com/errandhq/errand/errandapi"
 	"github.com/errandhq/errand/internal/task"
 )
 
@@ -13,10 +14,14 @@ import (
 const maxHookChallenge = 256
 
 // HookCheckAnswer is a hook's answer (200) to a sender's check of its URL:
-// Text, as plain text.
+// Text as plain text, or Reply as JSON.
 type HookCheckAnswer struct {
-	Text string
+	Text  string
+	Reply any
 }
+
+// oktaChallengeHeader carries Okta's one-time check of an event hook's URL.
+const oktaChallengeHeader = "X-Okta-Verification-Challenge"
 
 // HookCheck answers a GET of a hook's URL, which is only ever a sender's
 // check of the URL before it sends anything, told by its query; nothing
@@ -27,6 +32,8 @@ type HookCheckAnswer struct {
 //     be the hook's token (the last segment of its URL), else
 //     UNAUTHENTICATED.
 //   - Dropbox's: a challenge to echo.
+//   - Okta's (event hooks): the header X-Okta-Verification-Challenge,
+//     answered {"verification": <its value>}.
 //   - Microsoft Graph's (a POST, which the hook's handler sends here):
 //     validationToken, echoed as plain text (graphValidation).
 //
@@ -38,7 +45,7 @@ type HookCheckAnswer struct {
 // is 1–maxHookChallenge printable ASCII characters; anything else is
 // INVALID_ARGUMENT naming the query parameter (a hook takes its calls by
 // POST).
-func (e *Engine) HookCheck(h *Hook, q url.Values) (*HookCheckAnswer, error) {
+func (e *Engine) HookCheck(h *Hook, q url.Values, header func(string) string) (*HookCheckAnswer, error) {
 	switch {
 	case q.Has("hub.mode"):
 		if m := q.Get("hub.mode"); m != "subscribe" {
@@ -63,9 +70,15 @@ func (e *Engine) HookCheck(h *Hook, q url.Values) (*HookCheckAnswer, error) {
 			return nil, err
 		}
 		return &HookCheckAnswer{Text: ch}, nil
+	case header(oktaChallengeHeader) != "":
+		ch := header(oktaChallengeHeader)
+		if len(ch) > maxHookChallenge || !printable(ch) {
+			return nil, task.FieldErrorf(task.CodeInvalidArgument, oktaChallengeHeader, "must be 1–%d printable ASCII characters without spaces", maxHookChallenge)
+		}
+		return &HookCheckAnswer{Reply: errandapi.HookOktaVerification{Verification: ch}}, nil
 	}
 	return nil, task.FieldErrorf(task.CodeInvalidArgument, "hub.mode", "a GET of a hook answers only a sender's check of its URL: Meta's (hub.mode=subscribe "+
-		"with hub.challenge and hub.verify_token) or Dropbox's (challenge); send the hook's calls with POST")
+		"with hub.challenge and hub.verify_token), Dropbox's (challenge) or Okta's (the header "+oktaChallengeHeader+"); send the hook's calls with POST")
 }
 
 // IsHookCheck reports whether a POST of a hook is a sender's check of its

@@ -78,9 +78,9 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 }
 
 // hookCheck serves GET /v1/hooks/{instance}/{hook}: a sender's check of
-// the URL — Meta's or Dropbox's (engine.HookCheck) —, answered 200 with
-// the challenge as plain text (nosniff: the text is the caller's); nothing
-// is added. Like a call, it needs no key and counts
+// the URL — Meta's, Dropbox's or Okta's (engine.HookCheck) —, answered 200
+// with the challenge as plain text (nosniff: the text is the caller's) or
+// Okta's JSON; nothing is added. Like a call, it needs no key and counts
 // against the instance's rateLimit.
 func (s *Server) hookCheck(w http.ResponseWriter, r *http.Request) {
 	if h := s.hookCalled(w, r); h != nil {
@@ -90,9 +90,13 @@ func (s *Server) hookCheck(w http.ResponseWriter, r *http.Request) {
 
 // answerCheck answers a sender's check of hook h's URL (engine.HookCheck).
 func (s *Server) answerCheck(w http.ResponseWriter, r *http.Request, h *engine.Hook) {
-	ans, err := s.eng.HookCheck(h, r.URL.Query())
+	ans, err := s.eng.HookCheck(h, r.URL.Query(), r.Header.Get)
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if ans.Reply != nil {
+		writeJSON(w, http.StatusOK, ans.Reply)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

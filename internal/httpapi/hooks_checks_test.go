@@ -240,3 +240,29 @@ func TestHookAsana(t *testing.T) {
 		t.Fatalf("%d tasks, want 3 (the handshakes add none)", n)
 	}
 }
+
+// TestHookOkta: Okta checks an event hook's URL once with a GET carrying
+// X-Okta-Verification-Challenge, answered {"verification": <its value>}
+// and adding nothing; a value with a space is 400 naming the header. Its
+// events (authenticated by a header Okta sends as configured, not a
+// signature) reach a hook without a secret as any call does.
+func TestHookOkta(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	path := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{}}`).want(t, 201, "").obj("trigger")["hook"].(map[string]any)["path"].(string)
+	check := func(v string) res {
+		t.Helper()
+		req := mustRequest(t, "GET", b.srv.URL+path)
+		req.Header.Set("X-Okta-Verification-Challenge", v)
+		return b.send(req)
+	}
+	if r := check("VGhpcyBpcyBhIGNoYWxsZW5nZQ").want(t, 200, ""); r.body["verification"] != "VGhpcyBpcyBhIGNoYWxsZW5nZQ" || len(r.body) != 1 {
+		t.Fatalf("Okta's check answered %s", r.raw)
+	}
+	check("a b").want(t, 400, "INVALID_ARGUMENT").names(t, "X-Okta-Verification-Challenge")
+	b.hookCall(path, []byte(`{"eventType":"com.okta.event_hook","data":{"events":[]}}`), nil).want(t, 202, "")
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 1 {
+		t.Fatalf("%d tasks, want 1 (the check adds none)", n)
+	}
+}
