@@ -139,6 +139,19 @@ func TestSessionKeptOnTheServer(t *testing.T) {
 	e.clock.Advance(time.Millisecond)
 	ended(u)
 
+	// A login from a browser that has a session ends that one.
+	u.login(e.full)
+	first := cookie(u.hc.Jar).Value
+	u.login(e.full)
+	if again := cookie(u.hc.Jar).Value; again == first {
+		t.Fatal("a second login kept the session id")
+	}
+	firstID, _ := base64.RawURLEncoding.DecodeString(first)
+	fh := sha256.Sum256(firstID)
+	if _, err := e.st.ConsoleSessionGet(t.Context(), fh[:], e.clock.Now().UnixMilli()); err == nil {
+		t.Fatal("the session a second login replaced is still stored")
+	}
+
 	// The key itself, as an earlier version's cookie held it, is no session.
 	old := e.user()
 	old.hc.Jar.SetCookies(base, []*http.Cookie{{Name: "errand_console", Value: e.full, Path: "/console/"}})
