@@ -76,6 +76,7 @@ var hookSenders = []HookSender{
 	{Name: "sendgrid", Header: "X-Twilio-Email-Event-Webhook-Signature", BatchID: "sg_event_id"},
 	{Name: "hubspot", Header: "X-HubSpot-Signature-v3", BatchID: "eventId"},
 	{Name: "discord", Header: "X-Signature-Ed25519", IDField: "id"},
+	{Name: "twitch", Header: "Twitch-Eventsub-Message-Signature", IDHeader: "Twitch-Eventsub-Message-Id"},
 	// GitLab's token is no signature: last, so that a call signed
 	// otherwise is read as that.
 	{Name: "gitlab", Header: "X-Gitlab-Token"},

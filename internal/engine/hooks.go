@@ -110,6 +110,9 @@ type HookAdded struct {
 	// EchoSecret, when set, answers Asana's handshake: 200 with it as
 	// X-Hook-Secret and no body; nothing was added.
 	EchoSecret string
+	// Text, when set, answers a sender's signed check of the URL with it
+	// as plain text (200); nothing was added (Twitch's challenge).
+	Text string
 }
 
 // HookFire turns a call into a task of the hook's queue. With a secret the
@@ -153,6 +156,10 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 		case "zoom":
 			if v := zoomValidation(tr.HookSecret, c.Body); v != nil {
 				return &HookAdded{Reply: v}, nil
+			}
+		case "twitch":
+			if ch := twitchChallenge(c); ch != "" {
+				return &HookAdded{Text: ch}, nil
 			}
 		case "discord":
 			var add bool
@@ -343,7 +350,8 @@ func verifyHook(secret string, c HookCall, now time.Time) (form string, err erro
 		}
 		return "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
 			"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Calendly's Calendly-Webhook-Signature, Paddle's Paddle-Signature, Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256, "+
-			"SendGrid's X-Twilio-Email-Event-Webhook-Signature, HubSpot's X-HubSpot-Signature-v3, Discord's X-Signature-Ed25519, GitLab's X-Gitlab-Token, Mailgun's signature in the body, "+
+			"SendGrid's X-Twilio-Email-Event-Webhook-Signature, HubSpot's X-HubSpot-Signature-v3, Discord's X-Signature-Ed25519, Twitch's Twitch-Eventsub-Message-Signature, "+
+			"GitLab's X-Gitlab-Token, Mailgun's signature in the body, "+
 			"Microsoft Graph's clientState, "+
 			"or the body signature of WooCommerce, Linear, Sentry, Typeform, Forgejo, Gitea, Gogs, Todoist, Razorpay, Cal.com, Coinbase Commerce, Vercel, Notion, "+
 			"ClickUp, Lemon Squeezy or Segment (X-Signature), PagerDuty, Jira, Bitbucket or Intercom (X-Hub-Signature), Dropbox, X (X-Twitter-Webhooks-Signature) or Asana (X-Hook-Signature)")
@@ -365,6 +373,8 @@ func verifyHook(secret string, c HookCall, now time.Time) (form string, err erro
 		err = verifyGitLabToken(secret, c)
 	case "discord":
 		err = verifyDiscord(secret, c, now)
+	case "twitch":
+		err = verifyTwitch(secret, c, now)
 	default:
 		if bs := bodySignatureNamed(s.Name); bs != nil {
 			err = bs.verify(secret, c)

@@ -56,6 +56,12 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusOK)
 		return
+	case res.Text != "": // a signed check of the URL (Twitch's): nothing was added
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, res.Text)
+		return
 	case res.Empty: // Discord's webhook events, added or not
 		w.WriteHeader(http.StatusNoContent)
 		return

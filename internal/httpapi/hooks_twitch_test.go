@@ -1,0 +1,58 @@
+package httpapi_test
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"testing"
+	"time"
+)
+
+// TestHookTwitch: a hook whose secret is a Twitch EventSub subscription's
+// takes Twitch's signature ("sha256=" and the hex HMAC-SHA256 of the
+// message id, the RFC 3339 timestamp and the body); the subscription's
+// callback verification, signed, is answered with its challenge as plain
+// text and adds nothing; a notification is added and named by its message
+// id (Twitch's retry adds nothing); a timestamp more than 10 minutes old,
+// another secret or a changed body is 401.
+func TestHookTwitch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	secret := "twitch-subscription-secret-0123"
+	path := b.hookRule(t, secret)
+	call := func(key, id, kind string, at time.Time, body string) res {
+		t.Helper()
+		ts := at.UTC().Format(time.RFC3339Nano)
+		m := hmac.New(sha256.New, []byte(key))
+		m.Write([]byte(id + ts + body))
+		return b.hookCall(path, []byte(body), map[string]string{"Content-Type": "application/json",
+			"Twitch-Eventsub-Message-Id": id, "Twitch-Eventsub-Message-Timestamp": ts, "Twitch-Eventsub-Message-Type": kind,
+			"Twitch-Eventsub-Message-Signature": "sha256=" + hex.EncodeToString(m.Sum(nil))})
+	}
+	now := b.clock.Now()
+	verify := `{"challenge":"pogchamp-kappa-360noscope-vohiyo","subscription":{"id":"f1c2a387","type":"channel.follow","version":"2","status":"webhook_callback_verification_pending"}}`
+	r := call(secret, "e76c6bd4", "webhook_callback_verification", now, verify).want(t, 200, "")
+	if string(r.raw) != "pogchamp-kappa-360noscope-vohiyo" || r.header.Get("Content-Type") != "text/plain; charset=utf-8" {
+		t.Fatalf("the verification answered %q (%s)", r.raw, r.header.Get("Content-Type"))
+	}
+	call("another-subscription-secret", "e76c6bd4", "webhook_callback_verification", now, verify).want(t, 401, "UNAUTHENTICATED")
+
+	note := `{"subscription":{"id":"f1c2a387","type":"channel.follow"},"event":{"user_id":"1234","user_login":"cool_user"}}`
+	first := call(secret, "befa7b53", "notification", now, note).want(t, 202, "")
+	if again := call(secret, "befa7b53", "notification", now.Add(time.Minute), note).want(t, 202, ""); again.body["id"] != first.body["id"] || again.body["duplicate"] != true {
+		t.Fatalf("Twitch's retry: %s, first %s", again.raw, first.raw)
+	}
+	call(secret, "c0ffee01", "notification", now.Add(-11*time.Minute), note).want(t, 401, "UNAUTHENTICATED")
+	call(secret, "c0ffee02", "notification", now.Add(-9*time.Minute), note).want(t, 202, "")
+	// The signature of one body on another: refused.
+	ts := now.UTC().Format(time.RFC3339Nano)
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("c0ffee03" + ts + note))
+	b.hookCall(path, []byte(`{"event":{"user_id":"666"}}`), map[string]string{"Twitch-Eventsub-Message-Id": "c0ffee03",
+		"Twitch-Eventsub-Message-Timestamp": ts, "Twitch-Eventsub-Message-Signature": "sha256=" + hex.EncodeToString(m.Sum(nil))}).
+		want(t, 401, "UNAUTHENTICATED")
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 2 {
+		t.Fatalf("%d tasks, want 2 (the verification adds none, the retry none)", n)
+	}
+}
