@@ -32,7 +32,8 @@ type HookSender struct {
 	// BodyID: the body itself names the task (HookBodyID), for a sender
 	// that sends no id but retries with the same body, signed anew, whose
 	// event carries its time to the millisecond (Calendly's created_at,
-	// Zoom's event_ts), so that two events never send one body.
+	// Zoom's event_ts, a Webflow form submission's submittedAt), so that
+	// two events never send one body.
 	BodyID bool
 	// IDField, when not "", is the body's top-level string field that
 	// names the task (a Discord interaction's id): HookBodyField.
@@ -77,6 +78,7 @@ var hookSenders = []HookSender{
 	{Name: "hubspot", Header: "X-HubSpot-Signature-v3", BatchID: "eventId"},
 	{Name: "discord", Header: "X-Signature-Ed25519", IDField: "id"},
 	{Name: "twitch", Header: "Twitch-Eventsub-Message-Signature", IDHeader: "Twitch-Eventsub-Message-Id"},
+	{Name: "webflow", Header: "X-Webflow-Signature", BodyID: true},
 	// GitLab's token is no signature: last, so that a call signed
 	// otherwise is read as that.
 	{Name: "gitlab", Header: "X-Gitlab-Token"},

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"crypto/hmac"
-	"strconv"
 	"strings"
 	"time"
 
@@ -32,13 +31,9 @@ var hubSpotURIDecoder = strings.NewReplacer(
 // HookReplayWindow), checked against each of HookCall.URLs as Twilio's
 // is: behind a proxy, the URL HubSpot called is not the node's own.
 func verifyHubSpot(secret string, c HookCall, now time.Time) error {
-	raw := c.Header(hubSpotTimestamp)
-	ms, err := strconv.ParseInt(raw, 10, 64)
+	ms, err := hookTimeMillis(c.Header(hubSpotTimestamp), hubSpotTimestamp, now)
 	if err != nil {
-		return task.Errorf(task.CodeUnauthenticated, "%s must be milliseconds since the epoch", hubSpotTimestamp)
-	}
-	if d := now.Sub(time.UnixMilli(ms)); d > HookReplayWindow || d < -HookReplayWindow {
-		return task.Errorf(task.CodeUnauthenticated, "%s is more than 5 minutes from now: refused as a replay", hubSpotTimestamp)
+		return err
 	}
 	sig := c.Header(hubSpotSignature)
 	for _, u := range c.urls() {

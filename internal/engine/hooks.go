@@ -350,7 +350,7 @@ func verifyHook(secret string, c HookCall, now time.Time) (form string, err erro
 		}
 		return "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
 			"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Calendly's Calendly-Webhook-Signature, Paddle's Paddle-Signature, Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256, "+
-			"SendGrid's X-Twilio-Email-Event-Webhook-Signature, HubSpot's X-HubSpot-Signature-v3, Discord's X-Signature-Ed25519, Twitch's Twitch-Eventsub-Message-Signature, "+
+			"SendGrid's X-Twilio-Email-Event-Webhook-Signature, HubSpot's X-HubSpot-Signature-v3, Discord's X-Signature-Ed25519, Twitch's Twitch-Eventsub-Message-Signature, Webflow's X-Webflow-Signature, "+
 			"GitLab's X-Gitlab-Token, Mailgun's signature in the body, "+
 			"Microsoft Graph's clientState, "+
 			"or the body signature of WooCommerce, Linear, Sentry, Typeform, Forgejo, Gitea, Gogs, Todoist, Razorpay, Cal.com, Coinbase Commerce, Vercel, Notion, "+
@@ -375,6 +375,8 @@ func verifyHook(secret string, c HookCall, now time.Time) (form string, err erro
 		err = verifyDiscord(secret, c, now)
 	case "twitch":
 		err = verifyTwitch(secret, c, now)
+	case "webflow":
+		err = verifyWebflow(secret, c, now)
 	default:
 		if bs := bodySignatureNamed(s.Name); bs != nil {
 			err = bs.verify(secret, c)
@@ -479,6 +481,19 @@ func hookTime(v, name string, now time.Time) (int64, error) {
 		return 0, task.Errorf(task.CodeUnauthenticated, "%s is more than 5 minutes from now: refused as a replay", name)
 	}
 	return sec, nil
+}
+
+// hookTimeMillis is hookTime for a header of milliseconds since the epoch
+// (HubSpot's, Webflow's).
+func hookTimeMillis(v, name string, now time.Time) (int64, error) {
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, task.Errorf(task.CodeUnauthenticated, "%s must be milliseconds since the epoch", name)
+	}
+	if d := now.Sub(time.UnixMilli(ms)); d > HookReplayWindow || d < -HookReplayWindow {
+		return 0, task.Errorf(task.CodeUnauthenticated, "%s is more than 5 minutes from now: refused as a replay", name)
+	}
+	return ms, nil
 }
 
 // stamped is a signature scheme whose header holds a time and one or more

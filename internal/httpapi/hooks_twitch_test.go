@@ -4,6 +4,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -54,5 +56,38 @@ func TestHookTwitch(t *testing.T) {
 		want(t, 401, "UNAUTHENTICATED")
 	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 2 {
 		t.Fatalf("%d tasks, want 2 (the verification adds none, the retry none)", n)
+	}
+}
+
+// TestHookWebflow: a hook whose secret is a Webflow webhook's takes
+// X-Webflow-Signature, the hex HMAC-SHA256 of X-Webflow-Timestamp
+// (milliseconds), ":" and the body; Webflow's retry of the same body adds
+// nothing (the body names the task); a timestamp more than 5 minutes old,
+// another secret or another body is 401.
+func TestHookWebflow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	secret := "webflow-webhook-secret-0123456789"
+	path := b.hookRule(t, secret)
+	call := func(key string, at time.Time, signed, sent string) res {
+		t.Helper()
+		ts := strconv.FormatInt(at.UnixMilli(), 10)
+		m := hmac.New(sha256.New, []byte(key))
+		m.Write([]byte(ts + ":" + signed))
+		return b.hookCall(path, []byte(sent), map[string]string{"Content-Type": "application/json",
+			"X-Webflow-Timestamp": ts, "X-Webflow-Signature": hex.EncodeToString(m.Sum(nil))})
+	}
+	now := b.clock.Now()
+	form := `{"triggerType":"form_submission","payload":{"name":"Contact","data":{"email":"a@example.com"},"submittedAt":"2026-12-07T12:00:00.117Z","id":"6321ca84df3949bfc6752327"}}`
+	first := call(secret, now, form, form).want(t, 202, "")
+	if again := call(secret, now.Add(time.Minute), form, form).want(t, 202, ""); again.body["id"] != first.body["id"] || again.body["duplicate"] != true {
+		t.Fatalf("Webflow's retry: %s, first %s", again.raw, first.raw)
+	}
+	call(secret, now.Add(-6*time.Minute), form, form).want(t, 401, "UNAUTHENTICATED")
+	call("another-webflow-secret-0123456789", now, form, form).want(t, 401, "UNAUTHENTICATED")
+	call(secret, now, form, strings.Replace(form, "a@example.com", "b@example.com", 1)).want(t, 401, "UNAUTHENTICATED")
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 1 {
+		t.Fatalf("%d tasks, want 1", n)
 	}
 }
