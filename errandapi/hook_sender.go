@@ -79,6 +79,8 @@ var hookSenders = []HookSender{
 	{Name: "discord", Header: "X-Signature-Ed25519", IDField: "id"},
 	{Name: "twitch", Header: "Twitch-Eventsub-Message-Signature", IDHeader: "Twitch-Eventsub-Message-Id"},
 	{Name: "webflow", Header: "X-Webflow-Signature", BodyID: true},
+	{Name: "mux", Header: "Mux-Signature", IDField: "id"},
+	{Name: "frameio", Header: "X-Frameio-Signature"},
 	// GitLab's token is no signature: last, so that a call signed
 	// otherwise is read as that.
 	{Name: "gitlab", Header: "X-Gitlab-Token"},

@@ -21,6 +21,7 @@ func TestHookSendersChecked(t *testing.T) {
 		h.Set(s.Header, "t=1700000000,v1=00;ts=1700000000;h1=00")
 		h.Set("X-Slack-Request-Timestamp", "1700000000")
 		h.Set("x-zm-request-timestamp", "1700000000")
+		h.Set("X-Frameio-Request-Timestamp", "1700000000")
 		secret := "a-sender-secret-of-some-length"
 		if s.Name == "standard" {
 			secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

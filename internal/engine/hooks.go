@@ -350,7 +350,7 @@ func verifyHook(secret string, c HookCall, now time.Time) (form string, err erro
 		}
 		return "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
 			"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Calendly's Calendly-Webhook-Signature, Paddle's Paddle-Signature, Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256, "+
-			"SendGrid's X-Twilio-Email-Event-Webhook-Signature, HubSpot's X-HubSpot-Signature-v3, Discord's X-Signature-Ed25519, Twitch's Twitch-Eventsub-Message-Signature, Webflow's X-Webflow-Signature, "+
+			"SendGrid's X-Twilio-Email-Event-Webhook-Signature, HubSpot's X-HubSpot-Signature-v3, Discord's X-Signature-Ed25519, Twitch's Twitch-Eventsub-Message-Signature, Webflow's X-Webflow-Signature, Mux's Mux-Signature, Frame.io's X-Frameio-Signature, "+
 			"GitLab's X-Gitlab-Token, Mailgun's signature in the body, "+
 			"Microsoft Graph's clientState, "+
 			"or the body signature of WooCommerce, Linear, Sentry, Typeform, Forgejo, Gitea, Gogs, Todoist, Razorpay, Cal.com, Coinbase Commerce, Vercel, Notion, "+
@@ -363,6 +363,8 @@ func verifyHook(secret string, c HookCall, now time.Time) (form string, err erro
 		err = verifyV0(secret, c, "X-Slack-Signature", "X-Slack-Request-Timestamp", now)
 	case "zoom":
 		err = verifyV0(secret, c, "x-zm-signature", "x-zm-request-timestamp", now)
+	case "frameio":
+		err = verifyV0(secret, c, "X-Frameio-Signature", "X-Frameio-Request-Timestamp", now)
 	case "twilio":
 		err = verifyTwilio(secret, c)
 	case "sendgrid":
@@ -512,6 +514,7 @@ var stampedSchemes = []stamped{
 	{form: "stripe", header: "Stripe-Signature", sep: ",", tsKey: "t", sigKey: "v1", joiner: "."},
 	{form: "calendly", header: "Calendly-Webhook-Signature", sep: ",", tsKey: "t", sigKey: "v1", joiner: "."},
 	{form: "paddle", header: "Paddle-Signature", sep: ";", tsKey: "ts", sigKey: "h1", joiner: ":"},
+	{form: "mux", header: "Mux-Signature", sep: ",", tsKey: "t", sigKey: "v1", joiner: "."},
 }
 
 // stampedNamed is the stamped scheme of the sender named form, or nil.

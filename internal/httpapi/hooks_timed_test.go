@@ -1,5 +1,8 @@
 package httpapi_test
 
+// The senders of this file sign a time with the body: Twitch, Webflow,
+// Mux, Frame.io.
+
 import (
 	"crypto/hmac"
 	"crypto/sha256"
@@ -8,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/errandhq/errand/internal/deliver"
 )
 
 // TestHookTwitch: a hook whose secret is a Twitch EventSub subscription's
@@ -89,5 +94,43 @@ func TestHookWebflow(t *testing.T) {
 	call(secret, now, form, strings.Replace(form, "a@example.com", "b@example.com", 1)).want(t, 401, "UNAUTHENTICATED")
 	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 1 {
 		t.Fatalf("%d tasks, want 1", n)
+	}
+}
+
+// TestHookMuxAndFrameio: Mux signs as Stripe does under Mux-Signature
+// ("t=<seconds>,v1=<hex HMAC-SHA256 of <t>.<body>>"), its event's id naming
+// the task; Frame.io as Slack does under X-Frameio-Signature and
+// X-Frameio-Request-Timestamp ("v0=<hex HMAC-SHA256 of v0:<t>:<body>>").
+// Another secret, or a time more than 5 minutes off, is 401.
+func TestHookMuxAndFrameio(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	secret := "mux-and-frameio-signing-secret-01"
+	path := b.hookRule(t, secret)
+	now := b.clock.Now().Unix()
+	event := []byte(`{"type":"video.asset.ready","id":"3a56ac3d-33da-4366-855b-f592d898409d","object":{"type":"asset","id":"a1"}}`)
+	mux := func(key string, ts int64) res {
+		t.Helper()
+		return b.hookCall(path, event, map[string]string{"Mux-Signature": deliver.SignStripe(key, ts, event)})
+	}
+	first := mux(secret, now).want(t, 202, "")
+	if again := mux(secret, now+60).want(t, 202, ""); again.body["id"] != first.body["id"] || again.body["duplicate"] != true {
+		t.Fatalf("Mux's retry of an event: %s, first %s", again.raw, first.raw)
+	}
+	mux("another-mux-signing-secret-012345", now).want(t, 401, "UNAUTHENTICATED")
+	mux(secret, now-6*60).want(t, 401, "UNAUTHENTICATED")
+
+	asset := []byte(`{"type":"asset.created","resource":{"type":"asset","id":"f1"}}`)
+	frameio := func(key string, ts int64) res {
+		t.Helper()
+		return b.hookCall(path, asset, map[string]string{"X-Frameio-Request-Timestamp": strconv.FormatInt(ts, 10),
+			"X-Frameio-Signature": deliver.SignSlack(key, ts, asset)})
+	}
+	frameio(secret, now).want(t, 202, "")
+	frameio("another-frameio-secret-0123456789", now).want(t, 401, "UNAUTHENTICATED")
+	frameio(secret, now-6*60).want(t, 401, "UNAUTHENTICATED")
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 2 {
+		t.Fatalf("%d tasks, want 2", n)
 	}
 }
