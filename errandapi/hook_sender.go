@@ -81,6 +81,7 @@ var hookSenders = []HookSender{
 	{Name: "webflow", Header: "X-Webflow-Signature", BodyID: true},
 	{Name: "mux", Header: "Mux-Signature", IDField: "id"},
 	{Name: "frameio", Header: "X-Frameio-Signature"},
+	{Name: "square", Header: "X-Square-Hmacsha256-Signature", IDField: "event_id"},
 	// GitLab's token is no signature: last, so that a call signed
 	// otherwise is read as that.
 	{Name: "gitlab", Header: "X-Gitlab-Token"},

@@ -157,7 +157,7 @@ X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Calen
 Paddle's, Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256,
 SendGrid's, HubSpot's X-HubSpot-Signature-v3, Discord's X-Signature-Ed25519 (its public
 key as --secret), Twitch's EventSub signature, Webflow's X-Webflow-Signature, Mux's,
-Frame.io's, GitLab's X-Gitlab-Token, Mailgun's (in the
+Frame.io's, Square's, GitLab's X-Gitlab-Token, Mailgun's (in the
 body), or WooCommerce's, Linear's, Sentry's, Typeform's, Forgejo's, Gitea's, Gogs's,
 Todoist's, Razorpay's, Cal.com's, Coinbase Commerce's, Vercel's, Notion's, X-Signature's
 (ClickUp, Lemon Squeezy, Segment), PagerDuty's, Dropbox's, X's or X-Hub-Signature's: Jira's,

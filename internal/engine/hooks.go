@@ -350,7 +350,7 @@ func verifyHook(secret string, c HookCall, now time.Time) (form string, err erro
 		}
 		return "", task.Errorf(task.CodeUnauthenticated, "this hook is signed: send a Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature), "+
 			"GitHub's X-Hub-Signature-256, Slack's X-Slack-Signature, Stripe's Stripe-Signature, Calendly's Calendly-Webhook-Signature, Paddle's Paddle-Signature, Zoom's x-zm-signature, Twilio's X-Twilio-Signature, Shopify's X-Shopify-Hmac-Sha256, "+
-			"SendGrid's X-Twilio-Email-Event-Webhook-Signature, HubSpot's X-HubSpot-Signature-v3, Discord's X-Signature-Ed25519, Twitch's Twitch-Eventsub-Message-Signature, Webflow's X-Webflow-Signature, Mux's Mux-Signature, Frame.io's X-Frameio-Signature, "+
+			"SendGrid's X-Twilio-Email-Event-Webhook-Signature, HubSpot's X-HubSpot-Signature-v3, Discord's X-Signature-Ed25519, Twitch's Twitch-Eventsub-Message-Signature, Webflow's X-Webflow-Signature, Mux's Mux-Signature, Frame.io's X-Frameio-Signature, Square's X-Square-Hmacsha256-Signature, "+
 			"GitLab's X-Gitlab-Token, Mailgun's signature in the body, "+
 			"Microsoft Graph's clientState, "+
 			"or the body signature of WooCommerce, Linear, Sentry, Typeform, Forgejo, Gitea, Gogs, Todoist, Razorpay, Cal.com, Coinbase Commerce, Vercel, Notion, "+
@@ -379,6 +379,8 @@ func verifyHook(secret string, c HookCall, now time.Time) (form string, err erro
 		err = verifyTwitch(secret, c, now)
 	case "webflow":
 		err = verifyWebflow(secret, c, now)
+	case "square":
+		err = verifySquare(secret, c)
 	default:
 		if bs := bodySignatureNamed(s.Name); bs != nil {
 			err = bs.verify(secret, c)

@@ -266,3 +266,37 @@ func TestHookOkta(t *testing.T) {
 		t.Fatalf("%d tasks, want 1 (the check adds none)", n)
 	}
 }
+
+// TestHookSquare: a hook whose secret is a Square subscription's signature
+// key takes x-square-hmacsha256-signature, the base64 HMAC-SHA256 of the
+// URL Square called followed by the body (as the node saw it, or as a
+// proxy in front was called); the event's event_id names the task, so
+// Square's retry adds nothing; another URL, key or body is 401.
+func TestHookSquare(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	secret := "square-signature-key-0123456789ab"
+	path := b.hookRule(t, secret)
+	body := []byte(`{"merchant_id":"6SSW7HV8K2ST5","type":"payment.created","event_id":"13b867cf-db3d-4b1c-90b6-2f32a9d78124","data":{"type":"payment","id":"KkAkhdMs"}}`)
+	sign := func(key, u string, body []byte) map[string]string {
+		m := hmac.New(sha256.New, []byte(key))
+		m.Write([]byte(u))
+		m.Write(body)
+		return map[string]string{"X-Square-Hmacsha256-Signature": base64.StdEncoding.EncodeToString(m.Sum(nil))}
+	}
+	first := b.hookCall(path, body, sign(secret, b.srv.URL+path, body)).want(t, 202, "")
+	if again := b.hookCall(path, body, sign(secret, b.srv.URL+path, body)).want(t, 202, ""); again.body["id"] != first.body["id"] || again.body["duplicate"] != true {
+		t.Fatalf("Square's retry: %s, first %s", again.raw, first.raw)
+	}
+	// As a proxy in front was called: https, its host.
+	proxied := sign(secret, "https://hooks.example.com"+path, body)
+	proxied["X-Forwarded-Host"] = "hooks.example.com"
+	b.hookCall(path, body, proxied).want(t, 202, "")
+	b.hookCall(path, body, sign(secret, "https://elsewhere.example.com"+path, body)).want(t, 401, "UNAUTHENTICATED")
+	b.hookCall(path, body, sign("another-square-signature-key-0123", b.srv.URL+path, body)).want(t, 401, "UNAUTHENTICATED")
+	b.hookCall(path, []byte(`{"event_id":"x"}`), sign(secret, b.srv.URL+path, body)).want(t, 401, "UNAUTHENTICATED")
+	if n := len(b.do("GET", "/v1/tasks/jobs/queues/out/tasks", nil).want(t, 200, "").list("tasks")); n != 1 {
+		t.Fatalf("%d tasks, want 1 (one event, sent three times)", n)
+	}
+}
