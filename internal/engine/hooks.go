@@ -123,8 +123,11 @@ type HookAdded struct {
 // (task.Trigger.HookInput), so a sender's retry adds nothing twice. Each
 // task added counts on the rule's Fired (a duplicate does not). Slack's
 // url_verification and Zoom's endpoint.url_validation, signed, add
-// nothing: HookAdded.Reply answers them; a Slack-signed form is added and
-// answered bare (HookAdded.Ack).
+// nothing: HookAdded.Reply answers them, as it answers Discord's PING
+// (and Text Twitch's verification); a Slack-signed form is added and
+// answered bare (HookAdded.Ack); Asana's handshake (asanaHandshake) adds
+// nothing either. Senders that take only their own answer, or a 200, are
+// answered so (HookAdded.Answer, OK, Empty).
 func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded, error) {
 	tr := h.Rule
 	if secret := c.Header(asanaSecretHeader); secret != "" {
@@ -267,8 +270,9 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 // in the form of the first sender whose header it sends
 // (errandapi.HookSenderOf; a Standard Webhooks call by its webhook-id or
 // -timestamp too), and returns the sender's name ("standard", a
-// bodySignature's form, "slack", "stripe", "calendly", "paddle", "zoom",
-// "twilio", "sendgrid", "hubspot", "gitlab" or "mailgun"). The sender's message id,
+// bodySignature's form, a stamped scheme's, "slack", "zoom", "frameio",
+// "twilio", "sendgrid", "hubspot", "discord", "twitch", "webflow",
+// "square", "gitlab", "mailgun" or "graph"). The sender's message id,
 // which names the task, is errandapi.HookMessageID's:
 //   - Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature;
 //     or svix-id, svix-timestamp, svix-signature, as Svix sends them for
@@ -332,6 +336,14 @@ func (e *Engine) hookLog(h *Hook, err error) error {
 //     hex HMAC-SHA256 of the timestamp and the token, keyed with the HTTP
 //     webhook signing key, the timestamp within HookReplayWindow:
 //     verifyMailgun. It does not cover the event: the token names the task.
+//   - Discord's X-Signature-Ed25519 (verifyDiscord: the secret is a public
+//     key), Twitch's EventSub signature (verifyTwitch), Webflow's
+//     (verifyWebflow), Square's (verifySquare: the URL and the body),
+//     Frame.io's (Slack's scheme), Mux's (Stripe's), and Dropbox's, X's
+//     and Asana's body signatures.
+//   - Microsoft Graph's batch, which carries the secret as each
+//     notification's clientState rather than a signature (a call with no
+//     sender's header whose body is one): verifyGraph.
 //
 // A secret that is not a whsec_ key (task.ValidateHookSecret) checks all
 // but Standard Webhooks signatures.
