@@ -73,6 +73,9 @@ type envOptions struct {
 	dev       bool
 	tls       bool
 	realClock bool
+	// store, when set, is the node's store (the env closes it), and the
+	// node is told other nodes share it: SQLite otherwise.
+	store store.Store
 }
 
 // T0 is where the fake clock starts.
@@ -82,7 +85,10 @@ func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
 	e := &env{t: t, dev: o.dev, org: "acme"}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e.st = stores.Open(t, "sqlite")
+	e.st = o.store
+	if e.st == nil {
+		e.st = stores.Open(t, "sqlite")
+	}
 	fns := &deliver.Functions{}
 	if err := fns.Handle("app/flaky", func(context.Context, *task.Task) (json.RawMessage, error) {
 		if e.flakyCalls.Add(1) == 1 {
@@ -97,7 +103,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 		e.clock = clock.NewFake(T0)
 		clk = e.clock
 	}
-	e.n = node.New(node.Config{Store: e.st, Logger: log, Dev: o.dev, Functions: fns, Clock: clk})
+	e.n = node.New(node.Config{Store: e.st, Logger: log, Dev: o.dev, Functions: fns, Clock: clk, Shared: o.store != nil})
 	e.outcomes = engine.WatchOutcomes(e.n.Engine)
 	if err := e.n.Start(context.Background()); err != nil {
 		t.Fatal(err)
