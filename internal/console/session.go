@@ -106,7 +106,7 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) *session {
 			c.toLogin(w, r, "")
 			return nil
 		}
-		key, err = c.sessionKey(r.Context(), ck.Value)
+		key, idHash, err = c.sessionKey(r.Context(), ck.Value)
 		if errors.Is(err, errSessionGone) {
 			c.clearCookie(w, r)
 			c.toLogin(w, r, "expired")
@@ -117,8 +117,6 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) *session {
 			return nil
 		}
 		secret = ck.Value
-		id, _ := decodeSessionID(ck.Value)
-		idHash = sessionHash(id)
 	}
 	cl, self, err := c.self(r.Context(), key)
 	if errors.Is(err, client.ErrUnauthenticated) {
@@ -151,26 +149,26 @@ func (c *Console) sessionLives(ctx context.Context, s *session) bool {
 var errSessionGone = errors.New("console: no such session")
 
 // sessionKey is the API key of the session a cookie's value names, opened
-// from the store's sealed copy; errSessionGone when there is none, an
-// UNAVAILABLE error when the store cannot say.
-func (c *Console) sessionKey(ctx context.Context, cookie string) (string, error) {
+// from the store's sealed copy, and the session's key in the store (its
+// id's hash); errSessionGone when there is none, an UNAVAILABLE error when
+// the store cannot say.
+func (c *Console) sessionKey(ctx context.Context, cookie string) (key string, idHash []byte, err error) {
 	id, ok := decodeSessionID(cookie)
 	if !ok {
-		return "", errSessionGone
+		return "", nil, errSessionGone
 	}
 	cs, err := c.cfg.Sessions.ConsoleSessionGet(ctx, sessionHash(id), c.cfg.Clock.Now().UnixMilli())
 	if task.IsCode(err, task.CodeNotFound) {
-		return "", errSessionGone
+		return "", nil, errSessionGone
 	}
 	if err != nil {
-		return "", &errandapi.Error{Code: errandapi.CodeUnavailable, Status: http.StatusServiceUnavailable,
+		return "", nil, &errandapi.Error{Code: errandapi.CodeUnavailable, Status: http.StatusServiceUnavailable,
 			Message: "the console's sessions could not be read: try again"}
 	}
-	key, err := openKey(id, cs.Sealed)
-	if err != nil {
-		return "", errSessionGone
+	if key, err = openKey(id, cs.Sealed); err != nil {
+		return "", nil, errSessionGone
 	}
-	return key, nil
+	return key, cs.IDHash, nil
 }
 
 // endSession removes the session of the request's cookie from the store,
@@ -315,7 +313,7 @@ func (c *Console) sessionHolds(w http.ResponseWriter, r *http.Request) bool {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	key, err := c.sessionKey(ctx, ck.Value)
+	key, _, err := c.sessionKey(ctx, ck.Value)
 	if errors.Is(err, errSessionGone) {
 		c.clearCookie(w, r)
 		return false

@@ -54,6 +54,7 @@ func (e *Engine) asanaHandshake(ctx context.Context, h *Hook, secret string) (*H
 	if err != nil {
 		return nil, err
 	}
-	e.rulesChanged()
+	// No wake-up: hook rules are read from the store on every call, and
+	// no service of any node has work from a hook's secret.
 	return &HookAdded{EchoSecret: secret}, nil
 }

@@ -51,7 +51,7 @@ func (e *Engine) HookCheck(h *Hook, q url.Values, header func(string) string) (*
 		if m := q.Get("hub.mode"); m != "subscribe" {
 			return nil, task.FieldErrorf(task.CodeInvalidArgument, "hub.mode", "must be subscribe (Meta's check of a hook's URL), not %s", task.Quote(m))
 		}
-		ch, err := hookChallenge(q, "hub.challenge")
+		ch, err := checkToken(q.Get("hub.challenge"), "hub.challenge", maxHookChallenge, false)
 		if err != nil {
 			return nil, err
 		}
@@ -65,15 +65,15 @@ func (e *Engine) HookCheck(h *Hook, q url.Values, header func(string) string) (*
 	case q.Has("validationToken"):
 		return graphValidation(q.Get("validationToken"))
 	case q.Has("challenge"):
-		ch, err := hookChallenge(q, "challenge")
+		ch, err := checkToken(q.Get("challenge"), "challenge", maxHookChallenge, false)
 		if err != nil {
 			return nil, err
 		}
 		return &HookCheckAnswer{Text: ch}, nil
 	case header(oktaChallengeHeader) != "":
-		ch := header(oktaChallengeHeader)
-		if len(ch) > maxHookChallenge || !printable(ch) {
-			return nil, task.FieldErrorf(task.CodeInvalidArgument, oktaChallengeHeader, "must be 1–%d printable ASCII characters without spaces", maxHookChallenge)
+		ch, err := checkToken(header(oktaChallengeHeader), oktaChallengeHeader, maxHookChallenge, false)
+		if err != nil {
+			return nil, err
 		}
 		return &HookCheckAnswer{Reply: errandapi.HookOktaVerification{Verification: ch}}, nil
 	}
@@ -88,24 +88,24 @@ func IsHookCheck(q url.Values) bool {
 	return q.Has("validationToken")
 }
 
-// hookChallenge is the query's challenge or token param: 1–maxHookChallenge
-// printable ASCII characters without spaces.
-func hookChallenge(q url.Values, param string) (string, error) {
-	ch := q.Get(param)
-	if ch == "" || len(ch) > maxHookChallenge || !printable(ch) {
-		return "", task.FieldErrorf(task.CodeInvalidArgument, param, "must be 1–%d printable ASCII characters without spaces", maxHookChallenge)
-	}
-	return ch, nil
-}
-
-// printable reports whether s is printable ASCII without spaces.
-func printable(s string) bool {
-	for _, c := range []byte(s) {
-		if c <= ' ' || c > '~' {
-			return false
+// checkToken checks a challenge or token a sender's check of a URL sends,
+// named field: 1–max printable ASCII characters, spaces among them only
+// when spaces is set; else INVALID_ARGUMENT naming field.
+func checkToken(v, field string, max int, spaces bool) (string, error) {
+	ok := v != "" && len(v) <= max
+	for _, c := range []byte(v) {
+		if c < ' ' || c > '~' || c == ' ' && !spaces {
+			ok = false
 		}
 	}
-	return true
+	if !ok {
+		without := " without spaces"
+		if spaces {
+			without = ""
+		}
+		return "", task.FieldErrorf(task.CodeInvalidArgument, field, "must be 1–%d printable ASCII characters%s", max, without)
+	}
+	return v, nil
 }
 
 // metaNotification reports whether a call signed as GitHub signs

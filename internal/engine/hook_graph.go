@@ -53,13 +53,9 @@ func verifyGraph(secret string, states []string) error {
 // within 10 seconds; nothing is added. The token is a sentence (spaces
 // allowed) of printable ASCII.
 func graphValidation(token string) (*HookCheckAnswer, error) {
-	if token == "" || len(token) > maxGraphValidationToken {
-		return nil, task.FieldErrorf(task.CodeInvalidArgument, "validationToken", "must be 1–%d printable ASCII characters", maxGraphValidationToken)
-	}
-	for _, c := range []byte(token) {
-		if c < ' ' || c > '~' {
-			return nil, task.FieldErrorf(task.CodeInvalidArgument, "validationToken", "must be 1–%d printable ASCII characters", maxGraphValidationToken)
-		}
+	token, err := checkToken(token, "validationToken", maxGraphValidationToken, true)
+	if err != nil {
+		return nil, err
 	}
 	return &HookCheckAnswer{Text: token}, nil
 }

@@ -156,10 +156,10 @@ func (e *Engine) TaskAddWith(ctx context.Context, ref QueueRef, ins []task.AddIn
 // the others wake their waiters alone (store.ChangeWaiters: a NOTIFY for
 // each of several nodes' single adds woke every node's dispatcher for
 // nothing and cost PostgreSQL more than the add). A function's task wakes
-// the dispatchers of the nodes that serve a function (functionsChanged). A due task a limit holds
-// back (the instance's cap, the queue's concurrency or rate) is claimed
-// when room is made: a finish wakes its own node's dispatcher, and a
-// node's pass knows when the rate lets it claim.
+// the dispatchers of the nodes that serve a function (functionsChanged). A
+// due task a limit holds back (the instance's cap, the queue's concurrency
+// or rate) is claimed when room is made: a finish wakes its own node's
+// dispatcher, and a node's pass knows when the rate lets it claim.
 func (e *Engine) addedTo(q *task.Queue, res []AddResult) {
 	if q.Mode == task.ModePull {
 		e.waitersChanged()

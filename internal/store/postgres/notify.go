@@ -15,10 +15,10 @@ const wakeChannel = "errand_wake"
 // Notify tells every other listening node that tasks or queues changed.
 // The payload is this store's origin, followed by waitersSuffix for
 // store.ChangeWaiters and functionsSuffix for store.ChangeFunctions: its
-// own Listen skips it, as the sender woke its own
-// services when it made the change (an idle node would otherwise run a
-// second pass of its dispatcher, rescuer and scheduler beside the claim of
-// every task it adds). Nodes of earlier versions take any payload but
+// own Listen skips it, as the sender woke its own services when it made
+// the change (an idle node would otherwise run a second pass of its
+// dispatcher, rescuer and scheduler beside the claim of every task it
+// adds). Nodes of earlier versions take any payload but
 // configPayload as a plain wake (a change for the waiters too: they wake
 // more than they need, as before). Each node opens its own Store: two
 // engines on one Store value would not hear each other's Notify.
