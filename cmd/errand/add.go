@@ -49,14 +49,14 @@ DEPTH_EXCEEDED).`,
 	f := apiCmd(c, true, true)
 	var file, payload, params, name, webhook, function, channel, runAt string
 	var headers []string
-	var delay float64
+	var delay seconds
 	var deadline, priority int
 	fs := c.Flags()
 	fs.StringVar(&file, "file", "", "add every task of this JSON Lines file (- for stdin)")
 	fs.StringVar(&payload, "payload", "", "the task's payload, any JSON (default null)")
 	fs.StringVar(&params, "params", "", "the task's params, any JSON (as a webhook's body carries them)")
 	fs.StringVar(&name, "name", "", "the task's name: a second add of the name answers TASK_EXISTS")
-	fs.Float64Var(&delay, "delay", 0, "seconds before the task is due (fractions allowed)")
+	fs.Var(&delay, "delay", "seconds before the task is due (fractions allowed), or a duration: 90s, 5m, 1h30m")
 	fs.StringVar(&runAt, "run-at", "", "when the task is due: RFC 3339 (2026-01-02T15:04:05Z) or epoch milliseconds")
 	addTargetFlags(fs, &webhook, &function, &channel, &headers, "the task's own target (a push queue without a target needs one): ", "")
 	fs.IntVar(&deadline, "deadline", 0, "deadlineSeconds of each attempt")
@@ -99,7 +99,8 @@ DEPTH_EXCEEDED).`,
 			*js.dst = json.RawMessage(js.val)
 		}
 		if c.Flags().Changed("delay") {
-			t.Delay = &delay
+			d := float64(delay)
+			t.Delay = &d
 		}
 		if runAt != "" {
 			ms, err := parseRunAt(runAt)

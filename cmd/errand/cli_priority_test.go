@@ -88,6 +88,12 @@ func TestCLIReschedule(t *testing.T) {
 	if out := c.ok("reschedule", "--delay", "3600", id); !strings.Contains(out, id+" scheduled, due ") {
 		t.Fatalf("reschedule printed:\n%s", out)
 	}
+	// A duration is as many seconds: due 90 minutes after the add.
+	var got errandapi.TaskResponse
+	c.ok("reschedule", "--delay", "90m", id)
+	if c.json(&got, "get", id); got.Task == nil || got.Task.RunAt-got.Task.CreatedAt < 5400_000 || got.Task.RunAt-got.Task.CreatedAt > 5460_000 {
+		t.Fatalf("after --delay 90m: %+v", got.Task)
+	}
 	var leased errandapi.LeaseResponse
 	if c.json(&leased, "lease", "-q", "inbox", "--count", "1"); len(leased.Tasks) != 0 {
 		t.Fatalf("leased %d tasks due in an hour", len(leased.Tasks))

@@ -164,6 +164,11 @@ func TestCLIHelp(t *testing.T) {
 	c.usage("add --yes", "queues", "delete", "q", "-i", "jobs")
 	c.usage("--payload is not JSON", "add", "-i", "jobs", "-q", "q", "--payload", "{nope")
 	c.usage("--rate", "queues", "update", "q", "-i", "jobs", "--rate", "fast")
+	// NaN parses as a float but JSON cannot carry it: refused before any call.
+	c.usage(`--rate: "NaN" is not a number`, "queues", "update", "q", "-i", "jobs", "--rate", "NaN")
+	c.usage(`"NaN" is not a number of seconds`, "add", "-i", "jobs", "-q", "q", "--delay", "NaN")
+	c.usage(`"1x" is neither seconds (90, 1.5) nor a duration`, "add", "-i", "jobs", "-q", "q", "--delay", "1x")
+	c.usage(`--max-age: "1.5s" is not whole seconds or a duration (24h)`, "queues", "update", "q", "-i", "jobs", "--max-age", "1.5s")
 	// help of a topic that is not one is a usage error, not the root's help.
 	c.usage(`no help topic "nosuch"`, "help", "nosuch")
 	c.usage(`no help topic "queues nosuch"`, "help", "queues", "nosuch")
@@ -254,6 +259,12 @@ func TestCLIVerbs(t *testing.T) {
 	c.json(&qr, "queues", "update", "emails", "--rate", "none", "--paused=false")
 	if q := qr.Queue; q == nil || q.RatePerSecond != nil || q.Paused {
 		t.Fatalf("cleared queue %+v", qr)
+	}
+	// Durations where a setting is seconds.
+	qr = errandapi.QueueResponse{}
+	c.json(&qr, "queues", "update", "emails", "--min-backoff", "30s", "--max-backoff", "1h", "--max-age", "72h")
+	if q := qr.Queue; q == nil || q.MinBackoffSeconds != 30 || q.MaxBackoffSeconds != 3600 || q.MaxAgeSeconds == nil || *q.MaxAgeSeconds != 259200 {
+		t.Fatalf("queue with durations %+v", qr)
 	}
 	qr = errandapi.QueueResponse{}
 	c.json(&qr, "queues", "get", "emails")

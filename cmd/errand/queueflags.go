@@ -17,7 +17,7 @@ type queueFlags struct {
 	mode, webhook, function, channel, rate, maxConcurrent, maxAge, deadLetter string
 	headers                                                                   []string
 	maxAttempts, maxDoublings, deadline                                       int
-	minBackoff, maxBackoff                                                    float64
+	minBackoff, maxBackoff                                                    seconds
 	paused, targetControl                                                     bool
 }
 
@@ -34,13 +34,13 @@ func addQueueFlags(c *cobra.Command, update bool) *queueFlags {
 	addTargetFlags(fs, &q.webhook, &q.function, &q.channel, &q.headers, "target: ", clear)
 	fs.StringVar(&q.rate, "rate", "", "ratePerSecond: deliveries started per second at most"+clear)
 	fs.StringVar(&q.maxConcurrent, "max-concurrent", "", "maxConcurrent: deliveries in flight at most"+clear)
-	fs.StringVar(&q.maxAge, "max-age", "", "maxAgeSeconds: a task older than this is not retried"+clear)
+	fs.StringVar(&q.maxAge, "max-age", "", "maxAgeSeconds: a task older than this is not retried (or a duration: 72h)"+clear)
 	fs.StringVar(&q.deadLetter, "dead-letter-queue", "", "deadLetterQueue: where a failed task's copy goes"+clear)
 	fs.IntVar(&q.maxAttempts, "max-attempts", 0, "maxAttempts: attempts of a task, the first included")
 	fs.IntVar(&q.maxDoublings, "max-doublings", 0, "maxDoublings: how many times the backoff doubles")
 	fs.IntVar(&q.deadline, "deadline", 0, "deadlineSeconds: how long one attempt may take")
-	fs.Float64Var(&q.minBackoff, "min-backoff", 0, "minBackoffSeconds: the first wait before a retry")
-	fs.Float64Var(&q.maxBackoff, "max-backoff", 0, "maxBackoffSeconds: the longest wait before a retry")
+	fs.Var(&q.minBackoff, "min-backoff", "minBackoffSeconds: the first wait before a retry (or a duration: 30s, 5m)")
+	fs.Var(&q.maxBackoff, "max-backoff", "maxBackoffSeconds: the longest wait before a retry (or a duration: 1h)")
 	fs.BoolVar(&q.paused, "paused", false, "paused: no delivery or lease while set")
 	fs.BoolVar(&q.targetControl, "target-control", false, "targetControl: the target's answer may delay the retry")
 	return q
@@ -75,16 +75,16 @@ func (q *queueFlags) request(c *cobra.Command) (errandapi.QueueRequest, error) {
 		return r, usageErrorf("--header goes with --webhook: give the target's URL too")
 	}
 	if set("rate") {
-		r.RatePerSecond = nullable(q.rate, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }, &err, "rate")
+		r.RatePerSecond = nullable(q.rate, finite, &err, "rate", "a number")
 	}
 	if set("max-concurrent") {
-		r.MaxConcurrent = nullable(q.maxConcurrent, strconv.Atoi, &err, "max-concurrent")
+		r.MaxConcurrent = nullable(q.maxConcurrent, strconv.Atoi, &err, "max-concurrent", "a whole number")
 	}
 	if set("max-age") {
-		r.MaxAgeSeconds = nullable(q.maxAge, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }, &err, "max-age")
+		r.MaxAgeSeconds = nullable(q.maxAge, wholeSeconds, &err, "max-age", "whole seconds or a duration (24h)")
 	}
 	if set("dead-letter-queue") {
-		r.DeadLetterQueue = nullable(q.deadLetter, func(s string) (string, error) { return s, nil }, &err, "dead-letter-queue")
+		r.DeadLetterQueue = nullable(q.deadLetter, func(s string) (string, error) { return s, nil }, &err, "dead-letter-queue", "")
 	}
 	if set("max-attempts") {
 		r.MaxAttempts = &q.maxAttempts
@@ -96,10 +96,12 @@ func (q *queueFlags) request(c *cobra.Command) (errandapi.QueueRequest, error) {
 		r.DeadlineSeconds = &q.deadline
 	}
 	if set("min-backoff") {
-		r.MinBackoffSeconds = &q.minBackoff
+		v := float64(q.minBackoff)
+		r.MinBackoffSeconds = &v
 	}
 	if set("max-backoff") {
-		r.MaxBackoffSeconds = &q.maxBackoff
+		v := float64(q.maxBackoff)
+		r.MaxBackoffSeconds = &v
 	}
 	if set("paused") {
 		r.Paused = &q.paused
@@ -175,14 +177,14 @@ func targetOf(name, value string, headers []string) (errandapi.Target, error) {
 
 // nullable parses a nullable setting's flag: "none" is null, anything else
 // its value. A value that does not parse sets *errp (the first one wins).
-func nullable[T any](s string, parse func(string) (T, error), errp *error, flag string) errandapi.Nullable[T] {
+func nullable[T any](s string, parse func(string) (T, error), errp *error, flag, what string) errandapi.Nullable[T] {
 	if s == "none" {
 		return errandapi.Null[T]()
 	}
 	v, err := parse(s)
 	if err != nil {
 		if *errp == nil {
-			*errp = usageErrorf("--%s: %q is not a number (or none)", flag, s)
+			*errp = usageErrorf("--%s: %q is not %s (or none)", flag, s, what)
 		}
 		return errandapi.Nullable[T]{}
 	}

@@ -26,10 +26,10 @@ API answers.`,
 	}
 	f := apiCmd(c, true, false)
 	var lease, msg string
-	var delay float64
+	var delay seconds
 	c.Flags().StringVar(&lease, "lease", "", "the lease id the lease gave (required)")
 	c.Flags().StringVar(&msg, "error", "", "why the attempt failed: makes the release a failed attempt")
-	c.Flags().Float64Var(&delay, "delay", 0, "seconds before the task is due again, 0–86400 (fractions allowed)")
+	c.Flags().Var(&delay, "delay", "seconds before the task is due again, 0–86400 (fractions allowed), or a duration: 90s, 5m, 24h")
 	f.fields = fieldFlags{"leaseId": {"lease"}, "error": {"error"}, "delaySeconds": {"delay"}}
 	c.RunE = f.run(func(c *cobra.Command, cl *client.Client, args []string) error {
 		if lease == "" {
@@ -38,7 +38,7 @@ API answers.`,
 		if c.Flags().Changed("error") && msg == "" {
 			return usageErrorf("--error is empty: say why the attempt failed, or leave --error out to give the task back unharmed")
 		}
-		t, err := cl.Release(c.Context(), f.instance, args[0], errandapi.ReleaseRequest{LeaseID: lease, Error: msg, DelaySeconds: delay})
+		t, err := cl.Release(c.Context(), f.instance, args[0], errandapi.ReleaseRequest{LeaseID: lease, Error: msg, DelaySeconds: float64(delay)})
 		return f.answerTask(c, t, err, func() string { return ", due " + when(t.RunAt) })
 	})
 	return c

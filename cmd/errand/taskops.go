@@ -82,7 +82,7 @@ one.`,
 // newRescheduleCmd makes reschedule: PATCH …/tasks/{id} with --delay or
 // --run-at, for each id.
 func newRescheduleCmd() *cobra.Command {
-	var delay float64
+	var delay seconds
 	var runAt string
 	var patch errandapi.TaskPatchRequest
 	op := taskOp{verb: "reschedule", short: "Move waiting tasks' due time",
@@ -102,7 +102,7 @@ waiting task due now too.`,
 		},
 	}
 	c := newTaskOpCmd(op)
-	c.Flags().Float64Var(&delay, "delay", 0, "seconds from now the tasks are due (fractions allowed)")
+	c.Flags().Var(&delay, "delay", "seconds from now the tasks are due (fractions allowed), or a duration: 90s, 5m, 1h30m")
 	c.Flags().StringVar(&runAt, "run-at", "", "when the tasks are due: RFC 3339 (2026-01-02T15:04:05Z) or epoch milliseconds")
 	run := c.RunE
 	c.RunE = func(c *cobra.Command, args []string) error {
@@ -111,7 +111,8 @@ waiting task due now too.`,
 		case byDelay && byTime:
 			return usageErrorf("--delay and --run-at are exclusive: give one")
 		case byDelay:
-			patch.Delay = &delay
+			d := float64(delay)
+			patch.Delay = &d
 		case byTime:
 			ms, err := parseRunAt(runAt)
 			if err != nil {
