@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -295,5 +296,115 @@ func TestWorkerBadInput(t *testing.T) {
 		if !strings.HasPrefix(got[i], want[i]) {
 			t.Fatalf("attempt %d: %q; want %q…", i+1, got[i], want[i])
 		}
+	}
+}
+
+// TestWorkerOversizedAnswer: an answer frame past 256 KiB (a non-SDK
+// worker returning a result far past 64 KiB) is refused with
+// PAYLOAD_TOO_LARGE and fails only its own attempt: the connection and
+// the other attempt it holds go on, and the retry comes on the same
+// connection. A hello that large closes the connection naming the
+// reason, and a frame past 8 MiB closes it with 1009.
+func TestWorkerOversizedAnswer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	ctx := context.Background()
+	_, url, _ := startMode(t, buildErrand(t), "dev", "--data", t.TempDir())
+	c, err := client.New(url, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	functionQueue(t, c, "work", 0)
+	o := watchOutcomes(t, c, "work")
+	var ids []string
+	for range 2 {
+		res, err := c.AddTask(ctx, "jobs", "work", errandapi.NewTask{Payload: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.ID)
+	}
+	w := dialWorker(t, url)
+	h := hello("work")
+	h.Slots = 2
+	w.send(h)
+	w.want(errandapi.FrameWelcome)
+	a, b := w.want(errandapi.FrameAttempt), w.want(errandapi.FrameAttempt)
+	taskOf := func(f *errandapi.WorkerFrame) string {
+		for _, id := range ids {
+			if strings.Contains(string(f.Body), id) {
+				return id
+			}
+		}
+		t.Fatalf("attempt %s of no task added", f.Body)
+		return ""
+	}
+	aID, bID := taskOf(a), taskOf(b)
+	// 300 KiB of result, the lease named after it.
+	big := `{"type":"done","result":{"x":"` + strings.Repeat("a", 300<<10) + `"},"leaseId":"` + a.LeaseID + `"}`
+	w.send([]byte(big))
+	f := w.want(errandapi.FrameRefused)
+	if f.LeaseID != a.LeaseID || f.Refusal == nil || f.Refusal.Code != errandapi.CodePayloadTooLarge ||
+		!strings.Contains(f.Refusal.Message, fmt.Sprintf(`the "done" frame is %d bytes`, len(big))) {
+		t.Fatalf("a 300 KiB answer: %+v %+v", f, f.Refusal)
+	}
+	w.send(errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: b.LeaseID, Result: json.RawMessage(`{"b":1}`)})
+	w.want(errandapi.FrameRecorded)
+	retry := w.want(errandapi.FrameAttempt) // on the same connection
+	if retry.LeaseID == a.LeaseID || taskOf(retry) != aID {
+		t.Fatalf("the retry %+v", retry)
+	}
+	w.send(errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: retry.LeaseID, Result: json.RawMessage(`{"a":1}`)})
+	w.want(errandapi.FrameRecorded)
+	tasks := waitTasks(t, o, c, ids, 30*time.Second)
+	ta := tasks[aID]
+	if ta == nil || len(ta.Attempts) != 2 || ta.Attempts[0].Status != "failed" ||
+		!strings.HasPrefix(derefStr(ta.Attempts[0].Error), `the worker's answer was refused: the "done" frame is`) || string(ta.Result) != `{"a":1}` {
+		t.Fatalf("the task of the oversized answer: %+v", ta)
+	}
+	if tb := tasks[bID]; tb == nil || len(tb.Attempts) != 1 {
+		t.Fatalf("the other task: %+v", tb)
+	}
+	// This worker leaves, so that the attempts below go to the next ones.
+	w.send(errandapi.WorkerFrame{Type: errandapi.FrameDraining})
+	if _, err := w.read(); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+		t.Fatalf("the worker draining: %v, want a normal close", err)
+	}
+
+	// A hello that large closes the connection, naming the reason.
+	w = dialWorker(t, url)
+	w.send([]byte(`{"type":"hello","group":"app","functions":["work"],"slots":1,"sdk":"` + strings.Repeat("s", 300<<10) + `"}`))
+	_, err = w.read()
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.StatusMessageTooBig || !strings.Contains(ce.Reason, `"code":"PAYLOAD_TOO_LARGE"`) {
+		t.Fatalf("a 300 KiB hello: %v, want a close with 1009 and PAYLOAD_TOO_LARGE", err)
+	}
+	// Past 8 MiB: closed with 1009, the attempt held failed saying why.
+	res, err := c.AddTask(ctx, "jobs", "work", errandapi.NewTask{Payload: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids = []string{res.ID}
+	w = dialWorker(t, url)
+	w.send(hello("work"))
+	w.want(errandapi.FrameWelcome)
+	a = w.want(errandapi.FrameAttempt)
+	// The node stops reading at 8 MiB, sends its close (1009) and closes
+	// the connection with the frame's rest unread: the write is reset, and
+	// the close frame may be lost with it.
+	_ = w.conn.Write(ctx, websocket.MessageText, []byte(`{"type":"done","leaseId":"`+a.LeaseID+`","result":"`+strings.Repeat("a", 9<<20)+`"}`))
+	if _, err := w.read(); err == nil || (websocket.CloseStatus(err) != websocket.StatusMessageTooBig && websocket.CloseStatus(err) != -1) {
+		t.Fatalf("a 9 MiB frame: %v, want the connection closed (1009)", err)
+	}
+	w = dialWorker(t, url)
+	w.send(hello("work"))
+	w.want(errandapi.FrameWelcome)
+	retry = w.want(errandapi.FrameAttempt)
+	w.send(errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: retry.LeaseID})
+	w.want(errandapi.FrameRecorded)
+	tk := waitTasks(t, o, c, ids, 30*time.Second)[res.ID]
+	if len(tk.Attempts) != 2 || !strings.Contains(derefStr(tk.Attempts[0].Error), "the worker sent a frame past 8 MiB: the node closed the connection (1009)") {
+		t.Fatalf("the attempt of the 9 MiB frame: %+v", tk.Attempts)
 	}
 }

@@ -382,22 +382,42 @@ func (c *WorkerConn) abandon(leaseID string) {
 // PAYLOAD_TOO_LARGE or INVALID_ARGUMENT for a bad answer, which then fails
 // the attempt so that it is retried).
 func (c *WorkerConn) Answer(f *errandapi.WorkerFrame) *errandapi.WorkerFrame {
+	return c.answer(f.LeaseID, f, nil)
+}
+
+// AnswerRefused takes a worker's answer for the attempt of leaseID that
+// the node could not read whole (a frame past errandapi.MaxWorkerFrame):
+// the attempt fails with bad as its reason, so that it is retried, and
+// the frame to send back is bad's refusal (LEASE_LOST instead, as for
+// Answer, when the connection holds no such attempt or it timed out).
+func (c *WorkerConn) AnswerRefused(leaseID string, bad *task.Error) *errandapi.WorkerFrame {
+	return c.answer(leaseID, nil, bad)
+}
+
+// answer is Answer of f, or, with bad set, AnswerRefused.
+func (c *WorkerConn) answer(leaseID string, f *errandapi.WorkerFrame, bad *task.Error) *errandapi.WorkerFrame {
 	refuse := func(err *task.Error) *errandapi.WorkerFrame {
-		return &errandapi.WorkerFrame{Type: errandapi.FrameRefused, LeaseID: f.LeaseID,
+		return &errandapi.WorkerFrame{Type: errandapi.FrameRefused, LeaseID: leaseID,
 			Refusal: &errandapi.ErrorDetail{Code: err.Code, Message: err.Message}}
 	}
 	w := c.w
 	w.mu.Lock()
-	h := c.held[f.LeaseID]
+	h := c.held[leaseID]
 	if h != nil {
-		delete(c.held, f.LeaseID)
+		delete(c.held, leaseID)
 	}
 	w.mu.Unlock()
 	if h == nil {
-		return refuse(task.Errorf(task.CodeLeaseLost, "this connection holds no attempt with lease %q", f.LeaseID))
+		return refuse(task.Errorf(task.CodeLeaseLost, "this connection holds no attempt with lease %q", leaseID))
 	}
 	defer w.freed()
-	res, rerr := outcomeOf(f)
+	var res Result
+	var rerr *task.Error
+	if bad != nil {
+		res, rerr = failed(0, "the worker's answer was refused: "+bad.Message), bad
+	} else {
+		res, rerr = outcomeOf(f)
+	}
 	if h.abandoned {
 		return refuse(task.Errorf(task.CodeLeaseLost, "the attempt ended before this answer: it was recorded as timed out and will be retried"))
 	}
@@ -416,7 +436,7 @@ func (c *WorkerConn) Answer(f *errandapi.WorkerFrame) *errandapi.WorkerFrame {
 	if rerr != nil {
 		return refuse(rerr)
 	}
-	return &errandapi.WorkerFrame{Type: errandapi.FrameRecorded, LeaseID: f.LeaseID}
+	return &errandapi.WorkerFrame{Type: errandapi.FrameRecorded, LeaseID: leaseID}
 }
 
 // outcomeOf reads a worker's answer. A bad answer is a failed attempt and

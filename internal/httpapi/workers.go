@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -54,7 +56,7 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 	if err != nil {
 		return // Accept answered
 	}
-	conn.SetReadLimit(errandapi.MaxWorkerFrame)
+	conn.SetReadLimit(frameReadLimit)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
 	tr := &wsTransport{conn: conn}
@@ -119,6 +121,21 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 	}()
 	for {
 		f, err := tr.read()
+		if big := tooLargeAnswer(err); big != nil {
+			// An answer too large to take fails its own attempt; the
+			// connection and the other attempts it holds go on.
+			if err := wc.Send(wc.AnswerRefused(big.leaseID, big.err)); err != nil {
+				reason = "sending an answer failed: " + err.Error()
+				conn.CloseNow()
+				return
+			}
+			if wc.Drained() {
+				reason = "the worker drained"
+				_ = conn.Close(websocket.StatusNormalClosure, "drained")
+				return
+			}
+			continue
+		}
 		if err != nil {
 			var te *task.Error
 			if errors.As(err, &te) {
@@ -207,6 +224,9 @@ func (t *wsTransport) ended(err error) string {
 	if why, ok := t.closed.Load().(string); ok {
 		return why
 	}
+	if errors.Is(err, websocket.ErrMessageTooBig) {
+		return fmt.Sprintf("the worker sent a frame past %d MiB: the node closed the connection (1009)", frameReadLimit>>20)
+	}
 	var ce websocket.CloseError
 	if errors.As(err, &ce) {
 		if ce.Reason == "" {
@@ -220,15 +240,32 @@ func (t *wsTransport) ended(err error) string {
 // read reads one JSON text frame. A frame that is not a JSON object with
 // a type is an INVALID_ARGUMENT *task.Error; a broken connection, or one
 // watch cut, is another error.
+//
+// A frame past errandapi.MaxWorkerFrame (up to frameReadLimit) is read
+// through to its end, a JSON token at a time, and answered by a
+// *frameTooLarge error (a PAYLOAD_TOO_LARGE *task.Error) that carries its
+// type and leaseId.
 func (t *wsTransport) read() (*errandapi.WorkerFrame, error) {
-	typ, b, err := t.conn.Read(context.Background())
+	typ, r, err := t.conn.Reader(context.Background())
 	if err != nil {
 		return nil, err
 	}
-	t.heard.Store(t.ticks.Load())
+	b, err := io.ReadAll(io.LimitReader(r, errandapi.MaxWorkerFrame+1))
+	if err != nil {
+		return nil, err
+	}
 	if typ != websocket.MessageText {
 		return nil, task.Errorf(task.CodeInvalidArgument, "frames are JSON text, not binary")
 	}
+	if len(b) > errandapi.MaxWorkerFrame {
+		big, err := skimFrame(io.MultiReader(bytes.NewReader(b), r))
+		t.heard.Store(t.ticks.Load())
+		if err != nil {
+			return nil, err
+		}
+		return nil, big
+	}
+	t.heard.Store(t.ticks.Load())
 	var f errandapi.WorkerFrame
 	// The frame's own decoder (which reads an answer's fields in one pass):
 	// json.Unmarshal(b, &f) would make a pass of its own over the bytes
@@ -270,6 +307,9 @@ func (t *wsTransport) closeWith(code websocket.StatusCode, err error) {
 	if !errors.As(err, &te) {
 		_ = t.conn.Close(websocket.StatusProtocolError, closeReason(errandapi.CodeInvalidArgument, err.Error()))
 		return
+	}
+	if te.Code == task.CodePayloadTooLarge {
+		code = websocket.StatusMessageTooBig
 	}
 	_ = t.conn.Close(code, closeReason(te.Code, te.Message))
 }
