@@ -1,8 +1,10 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"path"
 	"sort"
 	"strconv"
@@ -73,4 +75,35 @@ func Pending(ms []Migration, applied map[int]bool) (*Migration, error) {
 // NewerSchemaError is the refusal of a store written by a newer errand.
 func NewerSchemaError(current, latest int) error {
 	return fmt.Errorf("store schema version %d is newer than this errand (%d); upgrade errand", current, latest)
+}
+
+// MigrationLog reports the migrations a store applies as it opens. A store
+// made from nothing (its first migration applied now) says so in one line
+// once it is done, each migration at debug: a new `errand dev` prints no
+// list of every schema change the project ever made. A store upgraded
+// logs each migration it gets, at info.
+type MigrationLog struct {
+	Log         *slog.Logger
+	Attrs       []any // added to each line (PostgreSQL: its schema)
+	first, last *Migration
+}
+
+// Applied records m, just committed.
+func (l *MigrationLog) Applied(m *Migration) {
+	if l.first == nil {
+		l.first = m
+	}
+	l.last = m
+	level := slog.LevelInfo
+	if l.first.Version == 1 {
+		level = slog.LevelDebug
+	}
+	l.Log.Log(context.Background(), level, "store migrated", append([]any{"version", m.Version, "migration", m.Name}, l.Attrs...)...)
+}
+
+// Done ends the migrations: a store made from nothing says so.
+func (l *MigrationLog) Done() {
+	if l.first != nil && l.first.Version == 1 {
+		l.Log.Info("store created", append([]any{"version", l.last.Version}, l.Attrs...)...)
+	}
 }

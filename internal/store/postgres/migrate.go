@@ -44,47 +44,53 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, log *slog.L
 	if err != nil {
 		return err
 	}
+	ml := &store.MigrationLog{Log: log}
+	if schema != "" {
+		ml.Attrs = []any{"schema", schema}
+	}
 	for {
-		applied, err := migrateNext(ctx, pool, ms, schema, log)
+		m, err := migrateNext(ctx, pool, ms, schema, log)
 		if err != nil {
 			return err
 		}
-		if !applied {
+		if m == nil {
+			ml.Done()
 			return nil
 		}
+		ml.Applied(m)
 	}
 }
 
 // migrateNext applies the first migration the database lacks, in its own
 // transaction under a transaction-level advisory lock, so that nodes
 // starting together apply each migration once and a node never sees a
-// half-migrated schema. It reports whether it applied one.
-func migrateNext(ctx context.Context, pool *pgxpool.Pool, ms []store.Migration, schema string, log *slog.Logger) (bool, error) {
+// half-migrated schema. It returns the one it applied (nil for none).
+func migrateNext(ctx context.Context, pool *pgxpool.Pool, ms []store.Migration, schema string, log *slog.Logger) (*store.Migration, error) {
 	fail := func(what string, err error) error {
 		return fmt.Errorf("store migration: %s: %w", what, interpretError(err))
 	}
 	tx, err := pool.Begin(ctx)
 	if err != nil {
-		return false, fail("begin", err)
+		return nil, fail("begin", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
 
 	// A migration may rebuild an index over many rows, and waits for
 	// another node's migration: neither is bounded by statement_timeout.
 	if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0`); err != nil {
-		return false, fail("settings", err)
+		return nil, fail("settings", err)
 	}
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey(schema)); err != nil {
-		return false, fail("lock", err)
+		return nil, fail("lock", err)
 	}
 	if schema != "" {
 		var exists bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&exists); err != nil {
-			return false, fail("schema", err)
+			return nil, fail("schema", err)
 		}
 		if !exists {
 			if _, err := tx.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize()); err != nil {
-				return false, fail("create schema "+schema, err)
+				return nil, fail("create schema "+schema, err)
 			}
 			log.Info("store schema created", "schema", schema)
 		}
@@ -93,7 +99,7 @@ func migrateNext(ctx context.Context, pool *pgxpool.Pool, ms []store.Migration, 
 	// can still run an errand whose schema is up to date.
 	var table *string
 	if err := tx.QueryRow(ctx, `SELECT to_regclass('schema_migrations')::text`).Scan(&table); err != nil {
-		return false, fail("schema_migrations", err)
+		return nil, fail("schema_migrations", err)
 	}
 	if table == nil {
 		if _, err := tx.Exec(ctx, `CREATE TABLE schema_migrations (
@@ -101,16 +107,16 @@ func migrateNext(ctx context.Context, pool *pgxpool.Pool, ms []store.Migration, 
 			name       text        NOT NULL,
 			applied_at timestamptz NOT NULL DEFAULT now()
 		)`); err != nil {
-			return false, fail("create schema_migrations", err)
+			return nil, fail("create schema_migrations", err)
 		}
 	}
 	rows, err := tx.Query(ctx, `SELECT version FROM schema_migrations`)
 	if err != nil {
-		return false, fail("version", err)
+		return nil, fail("version", err)
 	}
 	versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
 	if err != nil {
-		return false, fail("version", err)
+		return nil, fail("version", err)
 	}
 	applied := make(map[int]bool, len(versions))
 	for _, v := range versions {
@@ -118,20 +124,19 @@ func migrateNext(ctx context.Context, pool *pgxpool.Pool, ms []store.Migration, 
 	}
 	m, err := store.Pending(ms, applied)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	if m == nil {
-		return false, interpretError(tx.Commit(ctx))
+		return nil, interpretError(tx.Commit(ctx))
 	}
 	if _, err := tx.Exec(ctx, m.SQL); err != nil {
-		return false, fail(m.Name, err)
+		return nil, fail(m.Name, err)
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
-		return false, fail(m.Name, err)
+		return nil, fail(m.Name, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return false, fail(m.Name, err)
+		return nil, fail(m.Name, err)
 	}
-	log.Info("store migrated", "version", m.Version, "migration", m.Name, "schema", schema)
-	return true, nil
+	return m, nil
 }

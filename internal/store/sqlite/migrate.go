@@ -34,25 +34,28 @@ func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	ml := &store.MigrationLog{Log: log}
 	for {
-		applied, err := migrateNext(ctx, db, ms, log)
+		m, err := migrateNext(ctx, db, ms)
 		if err != nil {
 			return err
 		}
-		if !applied {
+		if m == nil {
+			ml.Done()
 			return nil
 		}
+		ml.Applied(m)
 	}
 }
 
 // migrateNext applies the first migration the database lacks, in its own
 // write transaction (BEGIN IMMEDIATE, so two processes opening the same
 // file at once apply each migration once). It reports whether it applied
-// one.
-func migrateNext(ctx context.Context, db *sql.DB, ms []store.Migration, log *slog.Logger) (bool, error) {
+// one (nil when there was none to apply).
+func migrateNext(ctx context.Context, db *sql.DB, ms []store.Migration) (*store.Migration, error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return false, fmt.Errorf("store migration: %w", err)
+		return nil, fmt.Errorf("store migration: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -60,32 +63,31 @@ func migrateNext(ctx context.Context, db *sql.DB, ms []store.Migration, log *slo
 		name       TEXT    NOT NULL,
 		applied_at INTEGER NOT NULL
 	) STRICT`); err != nil {
-		return false, fmt.Errorf("store migration: %w", err)
+		return nil, fmt.Errorf("store migration: %w", err)
 	}
 	applied, err := appliedVersions(ctx, tx)
 	if err != nil {
-		return false, fmt.Errorf("store migration: %w", err)
+		return nil, fmt.Errorf("store migration: %w", err)
 	}
 	m, err := store.Pending(ms, applied)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	if m == nil {
-		return false, tx.Commit()
+		return nil, tx.Commit()
 	}
 	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-		return false, fmt.Errorf("store migration %s: %w", m.Name, err)
+		return nil, fmt.Errorf("store migration %s: %w", m.Name, err)
 	}
 	// applied_at is for the operator's eyes only; it is not a task time.
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
 		m.Version, m.Name, time.Now().UnixMilli()); err != nil {
-		return false, fmt.Errorf("store migration %s: %w", m.Name, err)
+		return nil, fmt.Errorf("store migration %s: %w", m.Name, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("store migration %s: %w", m.Name, err)
+		return nil, fmt.Errorf("store migration %s: %w", m.Name, err)
 	}
-	log.Info("store migrated", "version", m.Version, "migration", m.Name)
-	return true, nil
+	return m, nil
 }
 
 // appliedVersions reads the versions recorded in schema_migrations.

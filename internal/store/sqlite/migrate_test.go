@@ -37,11 +37,11 @@ func TestMigrateTasksRebuilt(t *testing.T) {
 		}
 	}
 	for {
-		applied, err := migrateNext(ctx, db, old, quietLog)
+		applied, err := migrateNext(ctx, db, old)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !applied {
+		if applied == nil {
 			break
 		}
 	}
