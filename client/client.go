@@ -103,11 +103,10 @@ func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 // New returns a Client for the server at baseURL (http or https, e.g.
 // http://127.0.0.1:9191). It makes no call.
 func New(baseURL string, o Options) (*Client, error) {
+	// "127.0.0.1:9191", without its scheme, does not parse at all: it gets
+	// the same answer as any other URL that is not a base URL.
 	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
-	if err != nil {
-		return nil, fmt.Errorf("client: base URL: %w", err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("client: base URL %q: want http(s)://host[:port][/prefix]", baseURL)
 	}
 	if err := errandapi.CheckAPIKey(o.APIKey); err != nil {

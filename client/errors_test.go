@@ -296,8 +296,8 @@ func TestAnswersWithoutAnErrandBody(t *testing.T) {
 // TestNewRefusesABadBaseURL: only http(s)://host[/prefix] is a base URL.
 func TestNewRefusesABadBaseURL(t *testing.T) {
 	for _, u := range []string{"", "127.0.0.1:9191", "ftp://h", "http://", "http://h/?x=1", "http://h/#f"} {
-		if _, err := client.New(u, client.Options{}); err == nil {
-			t.Errorf("New(%q) accepted", u)
+		if _, err := client.New(u, client.Options{}); err == nil || !strings.Contains(err.Error(), "want http(s)://host[:port][/prefix]") {
+			t.Errorf("New(%q): %v; want the form of a base URL", u, err)
 		}
 	}
 	if _, err := client.New("https://errand.example.com/prefix/", client.Options{}); err != nil {
