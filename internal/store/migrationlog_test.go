@@ -22,7 +22,7 @@ func TestMigrationLog(t *testing.T) {
 				l.Applied(&ms[i])
 			}
 		}
-		l.Done()
+		l.Done(ms)
 		return b.String()
 	}
 	fresh := run(1, "schema", "s1")

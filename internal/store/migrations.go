@@ -83,9 +83,9 @@ func NewerSchemaError(current, latest int) error {
 // list of every schema change the project ever made. A store upgraded
 // logs each migration it gets, at info.
 type MigrationLog struct {
-	Log         *slog.Logger
-	Attrs       []any // added to each line (PostgreSQL: its schema)
-	first, last *Migration
+	Log   *slog.Logger
+	Attrs []any // added to each line (PostgreSQL: its schema)
+	first *Migration
 }
 
 // Applied records m, just committed.
@@ -93,7 +93,6 @@ func (l *MigrationLog) Applied(m *Migration) {
 	if l.first == nil {
 		l.first = m
 	}
-	l.last = m
 	level := slog.LevelInfo
 	if l.first.Version == 1 {
 		level = slog.LevelDebug
@@ -101,9 +100,12 @@ func (l *MigrationLog) Applied(m *Migration) {
 	l.Log.Log(context.Background(), level, "store migrated", append([]any{"version", m.Version, "migration", m.Name}, l.Attrs...)...)
 }
 
-// Done ends the migrations: a store made from nothing says so.
-func (l *MigrationLog) Done() {
+// Done ends the migrations, every one of ms applied: a store made from
+// nothing says so, with its schema's version. (Nodes starting together on
+// one empty PostgreSQL database take turns at the migrations: the one that
+// applied the first says the store was created.)
+func (l *MigrationLog) Done(ms []Migration) {
 	if l.first != nil && l.first.Version == 1 {
-		l.Log.Info("store created", append([]any{"version", l.last.Version}, l.Attrs...)...)
+		l.Log.Info("store created", append([]any{"version", ms[len(ms)-1].Version}, l.Attrs...)...)
 	}
 }

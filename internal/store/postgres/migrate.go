@@ -54,7 +54,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, log *slog.L
 			return err
 		}
 		if m == nil {
-			ml.Done()
+			ml.Done(ms)
 			return nil
 		}
 		ml.Applied(m)

@@ -41,7 +41,7 @@ func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
 			return err
 		}
 		if m == nil {
-			ml.Done()
+			ml.Done(ms)
 			return nil
 		}
 		ml.Applied(m)
@@ -50,8 +50,8 @@ func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
 
 // migrateNext applies the first migration the database lacks, in its own
 // write transaction (BEGIN IMMEDIATE, so two processes opening the same
-// file at once apply each migration once). It reports whether it applied
-// one (nil when there was none to apply).
+// file at once apply each migration once). It returns the one it applied
+// (nil for none).
 func migrateNext(ctx context.Context, db *sql.DB, ms []store.Migration) (*store.Migration, error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
