@@ -186,6 +186,8 @@ type wsTransport struct {
 	heard   atomic.Int64 // ticks when the last frame was read
 	writing atomic.Int64 // 1 + ticks when the write under way began; 0 for none
 	closed  atomic.Value // why this node closed the connection (a string), once it has
+
+	onHeard func() // a test's signal: part of a large frame was read
 }
 
 var _ deliver.WorkerTransport = (*wsTransport)(nil)
@@ -258,7 +260,9 @@ func (t *wsTransport) read() (*errandapi.WorkerFrame, error) {
 		return nil, task.Errorf(task.CodeInvalidArgument, "frames are JSON text, not binary")
 	}
 	if len(b) > errandapi.MaxWorkerFrame {
-		big, err := skimFrame(io.MultiReader(bytes.NewReader(b), r))
+		// Each part read counts as hearing from the worker: a large frame on
+		// a slow link is not cut as silence while it arrives.
+		big, err := skimFrame(io.MultiReader(bytes.NewReader(b), hearing{t, r}))
 		t.heard.Store(t.ticks.Load())
 		if err != nil {
 			return nil, err
@@ -278,6 +282,22 @@ func (t *wsTransport) read() (*errandapi.WorkerFrame, error) {
 		return nil, task.Errorf(task.CodeInvalidArgument, "a frame is a JSON object with a type")
 	}
 	return &f, nil
+}
+
+// hearing reads a frame's bytes from r, each read counting as hearing
+// from the worker (for watch).
+type hearing struct {
+	t *wsTransport
+	r io.Reader
+}
+
+func (h hearing) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	h.t.heard.Store(h.t.ticks.Load())
+	if h.t.onHeard != nil {
+		h.t.onHeard()
+	}
+	return n, err
 }
 
 // Send implements deliver.WorkerTransport; watch cuts a write that

@@ -195,3 +195,62 @@ func stalled(t *testing.T, err error) {
 		t.Fatalf("the stalled write ended with %v; want it to say the worker stopped reading", err)
 	}
 }
+
+// TestWatchHearsALargeFrameArrive: a frame past MaxWorkerFrame that
+// arrives slowly, part by part, is not cut as silence while its parts
+// come, although more ticks than the limit pass before its end; it is
+// then read through as too large, its lease named.
+func TestWatchHearsALargeFrameArrive(t *testing.T) {
+	t.Parallel()
+	heard := make(chan struct{}, 1)
+	r := newWatchRig(t, func(r *watchRig, tr *wsTransport) error {
+		tr.conn.SetReadLimit(frameReadLimit)
+		tr.onHeard = func() {
+			select {
+			case heard <- struct{}{}:
+			default:
+			}
+		}
+		_, err := tr.read()
+		return err
+	})
+	w, err := r.client.Writer(context.Background(), websocket.MessageText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The writer sends a part's last bytes only with the next part (its
+	// buffer) and the node reads a part whole: a part is heard once the
+	// next one is written.
+	part := func(s string) {
+		t.Helper()
+		select { // a signal of an earlier part is not this one's
+		case <-heard:
+		default:
+		}
+		if _, err := w.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	part(`{"type":"done","leaseId":"L","result":"` + strings.Repeat("x", 400<<10))
+	for range 3 { // 6 ticks in all, past the limit of 3
+		if !r.ticks(2) {
+			t.Fatal("a worker whose frame was arriving was cut")
+		}
+		part(strings.Repeat("y", 128<<10))
+		select {
+		case <-heard:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the node never read the part")
+		}
+	}
+	if _, err := w.Write([]byte(`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var big *frameTooLarge
+	if err := r.ended(); !errors.As(err, &big) || big.leaseID != "L" || big.typ != "done" {
+		t.Fatalf("the large frame's read ended with %v", err)
+	}
+}
