@@ -48,17 +48,24 @@ type TriggerHookSpec struct {
 }
 
 // HookSignature is a hook's own signature scheme, for a sender errand does
-// not read by name: Header holds the HMAC of the raw body keyed with the
-// hook's whole secret string, after Prefix (matched in any case), in
-// Encoding. With one, a call is checked by it alone. IDHeader, when set,
-// names the task (as a sender's delivery id does), so a redelivery adds
-// nothing twice.
+// not read by name: Header holds the HMAC of the raw body (or of Signed)
+// keyed with the hook's whole secret string, after Prefix (matched in any
+// case), in Encoding. With one, a call is checked by it alone. IDHeader,
+// when set, names the task (as a sender's delivery id does), so a
+// redelivery adds nothing twice. TimestampHeader, when set, holds the
+// call's time (Unix seconds or milliseconds), which must be within 5
+// minutes of the node's; Signed is then what is signed, "{timestamp}.{body}"
+// unless set.
 type HookSignature struct {
-	Header   string `json:"header"`
-	Hash     string `json:"hash,omitempty"`     // sha1, sha256 (the default), sha384 or sha512
-	Encoding string `json:"encoding,omitempty"` // hex (the default) or base64
-	Prefix   string `json:"prefix,omitempty"`   // e.g. "sha256="; none by default
-	IDHeader string `json:"idHeader,omitempty"` // none by default
+	Header          string `json:"header"`
+	Hash            string `json:"hash,omitempty"`            // sha1, sha256 (the default), sha384 or sha512
+	Encoding        string `json:"encoding,omitempty"`        // hex (the default) or base64
+	Prefix          string `json:"prefix,omitempty"`          // e.g. "sha256="; none by default
+	IDHeader        string `json:"idHeader,omitempty"`        // none by default
+	TimestampHeader string `json:"timestampHeader,omitempty"` // none by default
+	// Signed is a template of {timestamp}, {id} and {body}, ending with
+	// {body}: "v0:{timestamp}:{body}"; none (the body alone) by default.
+	Signed string `json:"signed,omitempty"`
 }
 
 // TriggerTaskSpec is a task rule's watched queue ("<instance>/<queue>")

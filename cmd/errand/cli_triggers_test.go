@@ -86,6 +86,15 @@ func TestCLITriggers(t *testing.T) {
 	if out := c.ok("triggers", "get", hid); !strings.Contains(out, `X-Acme-Signature: hex HMAC-SHA512 of the body after "v1="; X-Acme-Delivery names the task`) {
 		t.Fatalf("triggers get of a signed hook:\n%s", out)
 	}
+	// A scheme that signs the call's time.
+	upd = errandapi.TriggerResponse{}
+	c.json(&upd, "triggers", "update", hid, "--signature", "header=X-Acme-Signature,prefix=v0=,timestamp-header=X-Acme-Timestamp,signed=v0:{timestamp}:{body}")
+	if s := upd.Trigger.Hook.Signature; s == nil || s.TimestampHeader != "X-Acme-Timestamp" || s.Signed != "v0:{timestamp}:{body}" {
+		t.Fatalf("signature after --signature with a time: %+v", upd.Trigger.Hook)
+	}
+	if out := c.ok("triggers", "get", hid); !strings.Contains(out, `X-Acme-Signature: hex HMAC-SHA256 of "v0:{timestamp}:{body}" after "v0="; the time in X-Acme-Timestamp`) {
+		t.Fatalf("triggers get of a hook signed with its time:\n%s", out)
+	}
 	upd = errandapi.TriggerResponse{}
 	c.json(&upd, "triggers", "update", hid, "--signature", "none", "--secret", "none")
 	if upd.Trigger.Hook.Signature != nil || upd.Trigger.Hook.HasSecret {

@@ -163,7 +163,7 @@ Todoist's, Razorpay's, Cal.com's, Coinbase Commerce's, Vercel's, Notion's, X-Sig
 (ClickUp, Lemon Squeezy, Segment), PagerDuty's, Dropbox's, X's or X-Hub-Signature's: Jira's,
 Bitbucket's, Intercom's; Asana's (a hook without --secret takes the secret of Asana's
 handshake); or Microsoft Graph's clientState; or, with --signature, the hook's own scheme alone: a header holding the HMAC of
-the body in hex or base64, after a prefix), or
+the body (or of a template of it with the call's time and id) in hex or base64, after a prefix), or
 when a task of --on-queue ends (--on succeeded, failed or both). Its tasks take --payload
 as their payload (default: the request body, or the ended task's result), --params, and
 --priority (0–9, default 0: a queue's due tasks of a higher priority go first). The node
@@ -281,8 +281,9 @@ func addTriggerFlags(c *cobra.Command, update bool) *triggerFlags {
 	fs.StringVar(&t.secret, "secret", "", "a hook's secret (whsec_…, or 16–256 characters for GitHub or Slack): its calls must be signed"+clear)
 	fs.StringSliceVar(&t.headers, "header", nil, "a request header a hook copies into the task's params (repeat for more)"+clear)
 	fs.StringVar(&t.signature, "signature", "", "a hook's own signature scheme, for a sender errand does not read by name (needs --secret): "+
-		"header=NAME[,hash=sha1|sha256|sha384|sha512][,encoding=hex|base64][,prefix=TEXT][,id-header=NAME], "+
-		"e.g. header=X-Acme-Signature,prefix=sha256=,id-header=X-Acme-Delivery"+clear)
+		"header=NAME[,hash=sha1|sha256|sha384|sha512][,encoding=hex|base64][,prefix=TEXT][,id-header=NAME]"+
+		"[,timestamp-header=NAME][,signed=TEMPLATE of {timestamp}, {id} and {body}, default {timestamp}.{body} with a timestamp header], "+
+		"e.g. header=X-Acme-Signature,prefix=sha256=,id-header=X-Acme-Delivery or header=X-Acme-Signature,prefix=v0=,timestamp-header=X-Acme-Timestamp,signed=v0:{timestamp}:{body}"+clear)
 	fs.StringVar(&t.onQueue, "on-queue", "", "a chain rule: the queue whose tasks' ends fire it")
 	fs.StringSliceVar(&t.on, "on", nil, "a chain rule's outcomes: succeeded, failed or both (default succeeded)")
 	fs.StringVar(&t.payload, "payload", "", "the payload template of the tasks it adds, any JSON"+clear)
@@ -372,10 +373,9 @@ func (t *triggerFlags) request(c *cobra.Command, instance string) (errandapi.Tri
 	return r, nil
 }
 
-// nullableString is a flag's value, "none" being null.
 // parseHookSignature reads --signature: "none" removes the scheme, else
 // comma-separated key=value pairs (header, hash, encoding, prefix,
-// id-header); the node checks the values.
+// id-header, timestamp-header, signed); the node checks the values.
 func parseHookSignature(v string) (errandapi.Nullable[errandapi.HookSignature], error) {
 	if v == "none" {
 		return errandapi.Null[errandapi.HookSignature](), nil
@@ -384,7 +384,7 @@ func parseHookSignature(v string) (errandapi.Nullable[errandapi.HookSignature], 
 	for _, kv := range strings.Split(v, ",") {
 		k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok {
-			return errandapi.Nullable[errandapi.HookSignature]{}, usageErrorf("--signature: %q is not key=value (keys: header, hash, encoding, prefix, id-header)", short(kv, 40))
+			return errandapi.Nullable[errandapi.HookSignature]{}, usageErrorf("--signature: %q is not key=value (keys: %s)", short(kv, 40), signatureKeys)
 		}
 		switch k {
 		case "header":
@@ -397,18 +397,32 @@ func parseHookSignature(v string) (errandapi.Nullable[errandapi.HookSignature], 
 			s.Prefix = val
 		case "id-header", "idHeader":
 			s.IDHeader = val
+		case "timestamp-header", "timestampHeader":
+			s.TimestampHeader = val
+		case "signed":
+			s.Signed = val
 		default:
-			return errandapi.Nullable[errandapi.HookSignature]{}, usageErrorf("--signature: unknown key %q (keys: header, hash, encoding, prefix, id-header)", short(k, 40))
+			return errandapi.Nullable[errandapi.HookSignature]{}, usageErrorf("--signature: unknown key %q (keys: %s)", short(k, 40), signatureKeys)
 		}
 	}
 	return errandapi.Value(s), nil
 }
 
+// signatureKeys are --signature's keys.
+const signatureKeys = "header, hash, encoding, prefix, id-header, timestamp-header, signed"
+
 // hookSignatureWords is a hook's own signature scheme in words.
 func hookSignatureWords(s *errandapi.HookSignature) string {
-	w := fmt.Sprintf("%s: %s HMAC-%s of the body", s.Header, s.Encoding, strings.ToUpper(s.Hash))
+	what := "the body"
+	if s.Signed != "" {
+		what = fmt.Sprintf("%q", s.Signed)
+	}
+	w := fmt.Sprintf("%s: %s HMAC-%s of %s", s.Header, s.Encoding, strings.ToUpper(s.Hash), what)
 	if s.Prefix != "" {
 		w += fmt.Sprintf(" after %q", s.Prefix)
+	}
+	if s.TimestampHeader != "" {
+		w += "; the time in " + s.TimestampHeader
 	}
 	if s.IDHeader != "" {
 		w += "; " + s.IDHeader + " names the task"
@@ -416,6 +430,7 @@ func hookSignatureWords(s *errandapi.HookSignature) string {
 	return w
 }
 
+// nullableString is a flag's value, "none" being null.
 func nullableString(s string) errandapi.Nullable[string] {
 	if s == "none" {
 		return errandapi.Null[string]()

@@ -31,7 +31,7 @@ type rulesData struct {
 // newRuleFields are the new-rule form's fields shown again with a
 // refusal: not the hook secret, which a page never shows.
 var newRuleFields = []string{"kind", "queue", "cron", "timeZone", "watch", "on", "payload", "priority",
-	"sigHeader", "sigHash", "sigEncoding", "sigPrefix", "sigIdHeader"}
+	"sigHeader", "sigHash", "sigEncoding", "sigPrefix", "sigIdHeader", "sigTimestampHeader", "sigSigned"}
 
 // showRules renders the rules page, with the API's refusal of a change and
 // the form as sent.
@@ -99,7 +99,8 @@ func ruleRequest(inst string, f url.Values) (errandapi.TriggerRequest, *errandap
 		}
 		if h := strings.TrimSpace(f.Get("sigHeader")); h != "" {
 			req.Hook.Signature = errandapi.Value(errandapi.HookSignature{Header: h, Hash: f.Get("sigHash"), Encoding: f.Get("sigEncoding"),
-				Prefix: strings.TrimSpace(f.Get("sigPrefix")), IDHeader: strings.TrimSpace(f.Get("sigIdHeader"))})
+				Prefix: strings.TrimSpace(f.Get("sigPrefix")), IDHeader: strings.TrimSpace(f.Get("sigIdHeader")),
+				TimestampHeader: strings.TrimSpace(f.Get("sigTimestampHeader")), Signed: strings.TrimSpace(f.Get("sigSigned"))})
 		}
 	case "task":
 		watch := inst + "/" + strings.TrimSpace(f.Get("watch"))

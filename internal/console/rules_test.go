@@ -127,6 +127,12 @@ func TestRulesCreateAndDelete(t *testing.T) {
 		t.Fatalf("hook with its own signature made by the form: %+v %v", got.Hook, err)
 	}
 	u.get("/console/i/jobs/rules").want(t, http.StatusOK, "signed with its own scheme (X-Acme-Signature)")
+	timed := created(create(url.Values{"kind": {"hook"}, "queue": {"pull"}, "secret": {"a-hook-secret-of-length"},
+		"sigHeader": {"X-Acme-Signature"}, "sigTimestampHeader": {"x-acme-time"}, "sigSigned": {"{timestamp}:{body}"}}))
+	if got, err = e.api.GetTrigger(ctx, "jobs", timed); err != nil || got.Hook == nil || got.Hook.Signature == nil ||
+		got.Hook.Signature.TimestampHeader != "X-Acme-Time" || got.Hook.Signature.Signed != "{timestamp}:{body}" {
+		t.Fatalf("hook signed with its time made by the form: %+v %v", got.Hook, err)
+	}
 	// Its refusals name the field, the form kept (the secret aside).
 	create(url.Values{"kind": {"hook"}, "queue": {"pull"}, "sigHeader": {"X-Acme-Signature"}, "sigPrefix": {"v2="}}).
 		want(t, http.StatusBadRequest, "hook.signature: a hook&#39;s own signature needs its secret", `value="X-Acme-Signature"`, `value="v2="`)
@@ -153,8 +159,8 @@ func TestRulesCreateAndDelete(t *testing.T) {
 	create(url.Values{"kind": {"sometimes"}, "queue": {"pull"}}).want(t, http.StatusBadRequest, "kind: must be schedule, hook or task")
 	create(url.Values{"kind": {"hook"}, "queue": {"pull"}, "priority": {"10"}}).want(t, http.StatusBadRequest, "priority: must be 0–9", `value="10"`)
 	create(url.Values{"kind": {"hook"}, "queue": {"pull"}, "priority": {"1.5"}}).want(t, http.StatusBadRequest, "priority: must be a whole number")
-	if list, _ := e.api.ListTriggers(ctx, "jobs"); len(list) != 3 {
-		t.Fatalf("%d rules after the refusals, want 3", len(list))
+	if list, _ := e.api.ListTriggers(ctx, "jobs"); len(list) != 4 {
+		t.Fatalf("%d rules after the refusals, want 4", len(list))
 	}
 
 	// Delete: behind a confirmation page; unconfirmed is refused.

@@ -8,7 +8,9 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"hash"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/errandhq/errand/internal/deliver"
 	"github.com/errandhq/errand/internal/task"
@@ -114,10 +116,13 @@ func (s *bodySignature) verify(secret string, c HookCall) error {
 }
 
 // verifyOwnSignature checks c against a rule's own signature scheme: its
-// header, after its prefix (in any case), holds the HMAC of the body keyed
-// with the whole secret string, in hex (either case) or base64 (standard
-// or URL alphabet, padded or not), compared in constant time.
-func verifyOwnSignature(secret string, s *task.HookSignature, c HookCall) error {
+// header, after its prefix (in any case), holds the HMAC of the signed
+// content (the body, or the scheme's template of the timestamp header's
+// value as sent, the id header's and the body) keyed with the whole secret
+// string, in hex (either case) or base64 (standard or URL alphabet, padded
+// or not), compared in constant time; a timestamp must be within
+// HookReplayWindow of now.
+func verifyOwnSignature(secret string, s *task.HookSignature, c HookCall, now time.Time) error {
 	h := hmacHashes[s.Hash]
 	if h == nil {
 		return task.Errorf(task.CodeInternal, "hook signature: unknown hash %q", s.Hash)
@@ -137,10 +142,61 @@ func verifyOwnSignature(secret string, s *task.HookSignature, c HookCall) error 
 	} else {
 		got, err = hex.DecodeString(v)
 	}
-	if err != nil || !hmac.Equal(got, deliver.SignBody(secret, c.Body, h)) {
+	var want []byte
+	if s.Signed == "" {
+		want = deliver.SignBody(secret, c.Body, h)
+	} else {
+		var ts, id string
+		if s.TimestampHeader != "" {
+			var terr error
+			if ts, terr = ownTimestamp(c.Header(s.TimestampHeader), s.TimestampHeader, now); terr != nil {
+				return terr
+			}
+		}
+		if s.IDHeader != "" {
+			id = c.Header(s.IDHeader)
+		}
+		want = signTemplate(secret, h, s.Signed, ts, id, c.Body)
+	}
+	if err != nil || !hmac.Equal(got, want) {
 		return task.Errorf(task.CodeUnauthenticated, "%s does not match this hook's secret (it expects %s)", s.Header, s)
 	}
 	return nil
+}
+
+// ownTimestamp reads a rule's own timestamp header, v: Unix seconds or
+// milliseconds (a value of 10^11 or more is milliseconds: 10^11 seconds is
+// some 3,000 years off), within HookReplayWindow of now either way. It
+// returns v as sent, which is what is signed.
+func ownTimestamp(v, header string, now time.Time) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "", task.Errorf(task.CodeUnauthenticated, "this hook's signature covers the time in %s: send it", header)
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return "", task.Errorf(task.CodeUnauthenticated, "%s must be Unix seconds or milliseconds", header)
+	}
+	at := time.Unix(n, 0)
+	if n >= 1e11 {
+		at = time.UnixMilli(n)
+	}
+	if d := now.Sub(at); d > HookReplayWindow || d < -HookReplayWindow {
+		return "", task.Errorf(task.CodeUnauthenticated, "%s is more than 5 minutes from now: refused as a replay", header)
+	}
+	return v, nil
+}
+
+// signTemplate is the HMAC, keyed with the whole secret string, of a
+// scheme's signed template with {timestamp}, {id} and {body} (its end)
+// replaced by ts, id and body; the body is not copied.
+func signTemplate(secret string, h func() hash.Hash, tmpl, ts, id string, body []byte) []byte {
+	m := hmac.New(h, []byte(secret))
+	head := strings.TrimSuffix(tmpl, "{body}")
+	head = strings.NewReplacer("{timestamp}", ts, "{id}", id).Replace(head)
+	m.Write([]byte(head))
+	m.Write(body)
+	return m.Sum(nil)
 }
 
 // decodeAnyBase64 decodes standard or URL-alphabet base64, padded or not.

@@ -138,7 +138,7 @@ func (e *Engine) HookFire(ctx context.Context, h *Hook, c HookCall) (*HookAdded,
 	var answer *HookAdded // how a sender's own call is answered once added
 	if own := tr.HookSignature; tr.HookSecret != "" && own != nil {
 		// The rule's own scheme alone: no sender's header is read.
-		if err := verifyOwnSignature(tr.HookSecret, own, c); err != nil {
+		if err := verifyOwnSignature(tr.HookSecret, own, c, e.clock.Now()); err != nil {
 			return nil, err
 		}
 		if own.IDHeader != "" {

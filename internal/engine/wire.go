@@ -129,7 +129,8 @@ func hookSignaturePatch(n errandapi.Nullable[errandapi.HookSignature]) **task.Ho
 	var p *task.HookSignature
 	if !n.Null {
 		v := n.Value
-		p = &task.HookSignature{Header: v.Header, Hash: v.Hash, Encoding: v.Encoding, Prefix: v.Prefix, IDHeader: v.IDHeader}
+		p = &task.HookSignature{Header: v.Header, Hash: v.Hash, Encoding: v.Encoding, Prefix: v.Prefix, IDHeader: v.IDHeader,
+			TimestampHeader: v.TimestampHeader, Signed: v.Signed}
 	}
 	return &p
 }
@@ -140,7 +141,8 @@ func HookSignatureJSON(s *task.HookSignature) *errandapi.HookSignature {
 	if s == nil {
 		return nil
 	}
-	return &errandapi.HookSignature{Header: s.Header, Hash: s.Hash, Encoding: s.Encoding, Prefix: s.Prefix, IDHeader: s.IDHeader}
+	return &errandapi.HookSignature{Header: s.Header, Hash: s.Hash, Encoding: s.Encoding, Prefix: s.Prefix, IDHeader: s.IDHeader,
+		TimestampHeader: s.TimestampHeader, Signed: s.Signed}
 }
 
 // TriggerJSON renders a rule of the instance named instance as the v1 API

@@ -1281,3 +1281,95 @@ func TestHookOwnSignature(t *testing.T) {
 		want(t, 201, "").obj("trigger")["id"].(string)
 	b.do("PATCH", "/v1/tasks/jobs/triggers/"+waiting, `{"enabled":true}`).want(t, 400, "INVALID_ARGUMENT").names(t, "enabled")
 }
+
+// TestHookOwnSignatureTimed: a hook's own scheme that signs the call's
+// time: a timestamp header (seconds or milliseconds, within 5 minutes of
+// the node's clock) and the signed content's template ("v0:{timestamp}:
+// {body}", the default "{timestamp}.{body}", "{id}.{timestamp}.{body}");
+// a stale or missing time, or a signature of the body alone, is 401; each
+// bad template is refused naming hook.signature.signed.
+func TestHookOwnSignatureTimed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.do("POST", "/v1/tasks/jobs/queues", `{"name":"out","mode":"pull"}`).want(t, 201, "")
+	secret := "acme-shared-secret-123"
+	tr := b.do("POST", "/v1/tasks/jobs/triggers", `{"queue":"jobs/out","hook":{"secret":"`+secret+`",
+		"signature":{"header":"X-Acme-Signature","prefix":"v0=","timestampHeader":"x-acme-request-timestamp","signed":"v0:{timestamp}:{body}"}}}`).
+		want(t, 201, "").obj("trigger")
+	hook := tr["hook"].(map[string]any)
+	if got, _ := json.Marshal(hook["signature"]); string(got) != `{"encoding":"hex","hash":"sha256","header":"X-Acme-Signature","prefix":"v0=","signed":"v0:{timestamp}:{body}","timestampHeader":"X-Acme-Request-Timestamp"}` {
+		t.Fatalf("signature shown as %s", got)
+	}
+	path := hook["path"].(string)
+	body := []byte(`{"order":42}`)
+	mac := func(content string) string {
+		m := hmac.New(sha256.New, []byte(secret))
+		m.Write([]byte(content))
+		return hex.EncodeToString(m.Sum(nil))
+	}
+	now := b.clock.Now()
+	ts := strconv.FormatInt(now.Unix(), 10)
+	b.hookCall(path, body, map[string]string{"X-Acme-Signature": "v0=" + mac("v0:"+ts+":"+string(body)), "X-Acme-Request-Timestamp": ts}).want(t, 202, "")
+	ms := strconv.FormatInt(now.Add(-4*time.Minute).UnixMilli(), 10) // milliseconds, 4 minutes old
+	b.hookCall(path, body, map[string]string{"X-Acme-Signature": "v0=" + mac("v0:"+ms+":"+string(body)), "X-Acme-Request-Timestamp": ms}).want(t, 202, "")
+	stale := strconv.FormatInt(now.Add(-6*time.Minute).Unix(), 10)
+	ahead := strconv.FormatInt(now.Add(6*time.Minute).Unix(), 10)
+	for name, c := range map[string]struct {
+		h    map[string]string
+		want string
+	}{
+		"stale":            {map[string]string{"X-Acme-Signature": "v0=" + mac("v0:"+stale+":"+string(body)), "X-Acme-Request-Timestamp": stale}, "X-Acme-Request-Timestamp is more than 5 minutes from now"},
+		"ahead":            {map[string]string{"X-Acme-Signature": "v0=" + mac("v0:"+ahead+":"+string(body)), "X-Acme-Request-Timestamp": ahead}, "more than 5 minutes from now"},
+		"no time":          {map[string]string{"X-Acme-Signature": "v0=" + mac("v0::"+string(body))}, "covers the time in X-Acme-Request-Timestamp: send it"},
+		"not a number":     {map[string]string{"X-Acme-Signature": "v0=" + mac("v0:x:"+string(body)), "X-Acme-Request-Timestamp": "x"}, "must be Unix seconds or milliseconds"},
+		"the body alone":   {map[string]string{"X-Acme-Signature": "v0=" + mac(string(body)), "X-Acme-Request-Timestamp": ts}, "does not match"},
+		"another time":     {map[string]string{"X-Acme-Signature": "v0=" + mac("v0:"+ts+":"+string(body)), "X-Acme-Request-Timestamp": strconv.FormatInt(now.Unix()-1, 10)}, "does not match"},
+		"another template": {map[string]string{"X-Acme-Signature": "v0=" + mac(ts+"."+string(body)), "X-Acme-Request-Timestamp": ts}, "does not match"},
+	} {
+		r := b.hookCall(path, body, c.h).want(t, 401, "UNAUTHENTICATED")
+		if !strings.Contains(r.message(), c.want) {
+			t.Errorf("%s: %s; want %q", name, r.message(), c.want)
+		}
+	}
+	// The default template with a timestamp header; an id in the signed
+	// content, which also names the task.
+	rule := "/v1/tasks/jobs/triggers/" + tr["id"].(string)
+	got := b.do("PATCH", rule, `{"hook":{"signature":{"header":"X-Acme-Signature","timestampHeader":"X-Acme-Time"}}}`).want(t, 200, "").obj("trigger")["hook"].(map[string]any)
+	if s := got["signature"].(map[string]any); s["signed"] != "{timestamp}.{body}" {
+		t.Fatalf("the default template shown as %v", s)
+	}
+	b.hookCall(path, body, map[string]string{"X-Acme-Signature": mac(ts + "." + string(body)), "X-Acme-Time": ts}).want(t, 202, "")
+	b.do("PATCH", rule, `{"hook":{"signature":{"header":"X-Acme-Signature","timestampHeader":"X-Acme-Time","idHeader":"X-Acme-Id","signed":"{id}.{timestamp}.{body}"}}}`).want(t, 200, "")
+	h := map[string]string{"X-Acme-Signature": mac("m-1." + ts + "." + string(body)), "X-Acme-Time": ts, "X-Acme-Id": "m-1"}
+	first := b.hookCall(path, body, h).want(t, 202, "")
+	if again := b.hookCall(path, body, h).want(t, 202, ""); again.body["duplicate"] != true || again.body["id"] != first.body["id"] {
+		t.Fatalf("a redelivery: %s", again.raw)
+	}
+	h["X-Acme-Id"] = "m-2" // another id, the signature of the first
+	b.hookCall(path, body, h).want(t, 401, "UNAUTHENTICATED")
+	// Without a timestamp header a template may sign the id and the body;
+	// "{body}" alone is the default, left out of answers.
+	got = b.do("PATCH", rule, `{"hook":{"signature":{"header":"X-Acme-Signature","signed":"{body}"}}}`).want(t, 200, "").obj("trigger")["hook"].(map[string]any)
+	if s := got["signature"].(map[string]any); s["signed"] != nil || s["timestampHeader"] != nil {
+		t.Fatalf("a template of the body alone shown as %v", s)
+	}
+	for _, c := range []struct{ sig, msg string }{
+		{`{"header":"X-A","signed":"{timestamp}.{body}"}`, "set hook.signature.timestampHeader"},
+		{`{"header":"X-A","signed":"{id}.{body}"}`, "set hook.signature.idHeader"},
+		{`{"header":"X-A","timestampHeader":"X-T","signed":"{body}.{timestamp}"}`, "must end with {body}"},
+		{`{"header":"X-A","signed":"{body}{body}"}`, "must end with {body}, once"},
+		{`{"header":"X-A","timestampHeader":"X-T","signed":"{timestamp}{timestamp}{body}"}`, "holds {timestamp} more than once"},
+		{`{"header":"X-A","timestampHeader":"X-T","signed":"{timestamp},{body}"}`, "without spaces, commas or braces"},
+		{`{"header":"X-A","timestampHeader":"X-T","signed":"{timestamp} {body}"}`, "without spaces, commas or braces"},
+		{`{"header":"X-A","timestampHeader":"X-T","signed":"{time}.{body}"}`, "without spaces, commas or braces"},
+		{`{"header":"X-A","signed":"` + strings.Repeat("a", 33) + `{body}"}`, "at most 32 characters"},
+	} {
+		b.do("PATCH", rule, `{"hook":{"signature":`+c.sig+`}}`).want(t, 400, "INVALID_ARGUMENT").names(t, "hook.signature.signed")
+		if r := b.do("PATCH", rule, `{"hook":{"signature":`+c.sig+`}}`); !strings.Contains(r.message(), c.msg) {
+			t.Errorf("%s: %s; want %q", c.sig, r.message(), c.msg)
+		}
+	}
+	for _, sig := range []string{`{"header":"X-A","timestampHeader":"x-a"}`, `{"header":"X-A","idHeader":"X-I","timestampHeader":"X-I"}`, `{"header":"X-A","timestampHeader":"Authorization"}`, `{"header":"X-A","timestampHeader":"bad header"}`} {
+		b.do("PATCH", rule, `{"hook":{"signature":`+sig+`}}`).want(t, 400, "INVALID_ARGUMENT").names(t, "hook.signature.timestampHeader")
+	}
+}

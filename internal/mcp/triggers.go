@@ -44,6 +44,9 @@ type hookSignatureDoc struct {
 	Encoding string `json:"encoding,omitempty" jsonschema:"The digest's encoding: hex (default, either case) or base64 (standard or URL alphabet, padded or not)."`
 	Prefix   string `json:"prefix,omitempty" jsonschema:"What comes before the digest, e.g. \"sha256=\" (matched in any case); none by default."`
 	IDHeader string `json:"idHeader,omitempty" jsonschema:"The header whose value (the sender's delivery id) names the task, so a redelivery adds nothing twice; none by default."`
+	// TimestampHeader and Signed: a scheme that signs the call's time.
+	TimestampHeader string `json:"timestampHeader,omitempty" jsonschema:"The header holding the call's time, Unix seconds or milliseconds; a call more than 5 minutes off is refused. With it the signed content is \"{timestamp}.{body}\" unless signed says otherwise. None by default."`
+	Signed          string `json:"signed,omitempty" jsonschema:"What is signed: a template of {timestamp} (needs timestampHeader), {id} (needs idHeader) and {body}, ending with {body}, e.g. \"v0:{timestamp}:{body}\"; the body alone by default."`
 }
 
 type onTaskIn struct {

@@ -8,18 +8,31 @@ import (
 )
 
 // HookSignature is a hook rule's own signature scheme, for a sender
-// errand does not read by name: the HMAC of the raw body, keyed with the
-// hook's whole secret string, in Header, after Prefix, in Encoding. With
-// one, a call is checked by it alone (no sender's header is read), and
-// IDHeader, when set, names the task, so that the sender's redelivery adds
-// nothing twice.
+// errand does not read by name: the HMAC of the signed content (the raw
+// body, or Signed's template of it), keyed with the hook's whole secret
+// string, in Header, after Prefix, in Encoding. With one, a call is
+// checked by it alone (no sender's header is read), and IDHeader, when
+// set, names the task, so that the sender's redelivery adds nothing twice.
+// TimestampHeader, when set, holds the call's time (Unix seconds, or
+// milliseconds), which must be within 5 minutes of the node's (the
+// engine's HookReplayWindow, as for the senders errand reads by name).
 type HookSignature struct {
 	Header   string `json:"header"`   // the signature's header (canonical form)
 	Hash     string `json:"hash"`     // HookSignatureHashes: "sha256" by default
 	Encoding string `json:"encoding"` // "hex" (either case; the default) or "base64" (standard or URL alphabet, padded or not)
 	Prefix   string `json:"prefix"`   // before the digest ("sha256="), matched without regard to case; "" for none
 	IDHeader string `json:"idHeader"` // the header whose value names the task; "" for none
+	// TimestampHeader is the header holding the call's time; "" for none.
+	TimestampHeader string `json:"timestampHeader,omitempty"`
+	// Signed is what is signed, a template of {timestamp}, {id} and {body}
+	// ("v0:{timestamp}:{body}"); "" for the body alone. With a
+	// TimestampHeader it is "{timestamp}.{body}" unless set.
+	Signed string `json:"signed,omitempty"`
 }
+
+// MaxHookSignatureSigned bounds Signed's characters besides its
+// placeholders.
+const MaxHookSignatureSigned = 32
 
 // HookSignatureHashes are the hashes a HookSignature may name.
 var HookSignatureHashes = []string{"sha1", "sha256", "sha384", "sha512"}
@@ -78,13 +91,78 @@ func (p *HookSignature) build() (*HookSignature, error) {
 			return nil, FieldErrorf(CodeInvalidArgument, "hook.signature.prefix", "must be printable ASCII without spaces")
 		}
 	}
+	if p.TimestampHeader != "" {
+		if s.TimestampHeader, err = header(p.TimestampHeader, "hook.signature.timestampHeader"); err != nil {
+			return nil, err
+		}
+		if s.TimestampHeader == s.Header || s.TimestampHeader == s.IDHeader {
+			return nil, FieldErrorf(CodeInvalidArgument, "hook.signature.timestampHeader", "must differ from the signature's header and the id header")
+		}
+		s.Signed = "{timestamp}.{body}"
+	}
+	if p.Signed != "" {
+		if err := checkSigned(p.Signed, s.TimestampHeader != "", s.IDHeader != ""); err != nil {
+			return nil, err
+		}
+		s.Signed = p.Signed
+	}
+	if s.Signed == "{body}" {
+		s.Signed = "" // the body alone, as without a template
+	}
 	return s, nil
 }
 
+// checkSigned checks a scheme's signed template: {body} once, at its end;
+// {timestamp} at most once and only with a timestamp header, {id} at most
+// once and only with an id header; no other braces; besides them at most
+// MaxHookSignatureSigned printable ASCII characters, no space or comma.
+func checkSigned(v string, timestamp, id bool) error {
+	fail := func(format string, a ...any) error {
+		return FieldErrorf(CodeInvalidArgument, "hook.signature.signed", format, a...)
+	}
+	if !strings.HasSuffix(v, "{body}") || strings.Count(v, "{body}") != 1 {
+		return fail("must end with {body}, once: the raw body is signed last")
+	}
+	for _, ph := range []struct {
+		name string
+		has  bool
+		need string
+	}{{"{timestamp}", timestamp, "timestampHeader"}, {"{id}", id, "idHeader"}} {
+		switch n := strings.Count(v, ph.name); {
+		case n > 1:
+			return fail("holds %s more than once", ph.name)
+		case n == 1 && !ph.has:
+			return fail("holds %s: set hook.signature.%s, the header it is read from", ph.name, ph.need)
+		}
+	}
+	rest := v
+	for _, ph := range []string{"{body}", "{timestamp}", "{id}"} {
+		rest = strings.ReplaceAll(rest, ph, "")
+	}
+	if len(rest) > MaxHookSignatureSigned {
+		return fail("at most %d characters besides {timestamp}, {id} and {body}", MaxHookSignatureSigned)
+	}
+	for _, c := range []byte(rest) {
+		if c <= ' ' || c > '~' || c == ',' || c == '{' || c == '}' {
+			return fail("besides {timestamp}, {id} and {body}, only printable ASCII without spaces, commas or braces")
+		}
+	}
+	return nil
+}
+
 // String is the scheme in words, for a refusal: "X-Acme-Signature: sha256=
-// and the hex HMAC-SHA256 of the body".
+// and the hex HMAC-SHA256 of the body" (of "v0:{timestamp}:{body}", with
+// the time in X-Acme-Timestamp).
 func (s *HookSignature) String() string {
-	return fmt.Sprintf("%s: %sthe %s HMAC-%s of the body", s.Header, quotedPrefix(s.Prefix), s.Encoding, strings.ToUpper(s.Hash))
+	what := "the body"
+	if s.Signed != "" {
+		what = Quote(s.Signed)
+	}
+	out := fmt.Sprintf("%s: %sthe %s HMAC-%s of %s", s.Header, quotedPrefix(s.Prefix), s.Encoding, strings.ToUpper(s.Hash), what)
+	if s.TimestampHeader != "" {
+		out += ", with the time in " + s.TimestampHeader
+	}
+	return out
 }
 
 func quotedPrefix(p string) string {

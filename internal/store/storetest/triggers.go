@@ -84,7 +84,8 @@ func testTriggerCRUD(t *testing.T, e *env) {
 	}
 	// A hook's own signature scheme is kept, and removed.
 	sig := &task.HookSignature{Header: "X-Acme-Signature", Hash: "sha512", Encoding: "base64", Prefix: "v1=", IDHeader: "X-Acme-Delivery"}
-	for _, want := range []*task.HookSignature{sig, nil} {
+	timed := &task.HookSignature{Header: "X-Acme-Signature", Hash: "sha256", Encoding: "hex", TimestampHeader: "X-Acme-Time", Signed: "{id}.{timestamp}.{body}", IDHeader: "X-Acme-Id"}
+	for _, want := range []*task.HookSignature{sig, timed, nil} {
 		if _, err := e.s.TriggerUpdate(e.ctx, store.TriggerRef{InstanceID: inst.ID, ID: hook.ID}, func(tr *task.Trigger) error {
 			tr.HookSignature = want
 			return nil
