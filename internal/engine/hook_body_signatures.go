@@ -156,6 +156,9 @@ func verifyOwnSignature(secret string, s *task.HookSignature, c HookCall, now ti
 		if s.IDHeader != "" {
 			id = c.Header(s.IDHeader)
 		}
+		if sep, ok := s.IDSeparator(); ok && strings.IndexByte(id, sep) >= 0 {
+			return task.Errorf(task.CodeUnauthenticated, "%s holds %q, which follows the id in this hook's signed content: refused", s.IDHeader, string(sep))
+		}
 		want = signTemplate(secret, h, s.Signed, ts, id, c.Body)
 	}
 	if err != nil || !hmac.Equal(got, want) {

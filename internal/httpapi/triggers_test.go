@@ -1347,6 +1347,17 @@ func TestHookOwnSignatureTimed(t *testing.T) {
 	}
 	h["X-Acme-Id"] = "m-2" // another id, the signature of the first
 	b.hookCall(path, body, h).want(t, 401, "UNAUTHENTICATED")
+	// An id holding the separator after {id} is refused: else the form
+	// a=1.5&b=2 with id "m-1" would sign as the form 5&b=2 with id
+	// "m-1.a=1", its first characters moved from the body into the id.
+	b.do("PATCH", rule, `{"hook":{"signature":{"header":"X-Acme-Signature","idHeader":"X-Acme-Id","signed":"{id}.{body}"}}}`).want(t, 200, "")
+	form := "application/x-www-form-urlencoded"
+	signedByTheSender := mac("m-1.a=1.5&b=2")
+	b.hookCall(path, []byte("a=1.5&b=2"), map[string]string{"X-Acme-Signature": signedByTheSender, "X-Acme-Id": "m-1", "Content-Type": form}).want(t, 202, "")
+	r := b.hookCall(path, []byte("5&b=2"), map[string]string{"X-Acme-Signature": signedByTheSender, "X-Acme-Id": "m-1.a=1", "Content-Type": form}).want(t, 401, "UNAUTHENTICATED")
+	if !strings.Contains(r.message(), `X-Acme-Id holds ".", which follows the id in this hook's signed content`) {
+		t.Fatalf("an id holding the separator: %s", r.message())
+	}
 	// Without a timestamp header a template may sign the id and the body;
 	// "{body}" alone is the default, left out of answers.
 	got = b.do("PATCH", rule, `{"hook":{"signature":{"header":"X-Acme-Signature","signed":"{body}"}}}`).want(t, 200, "").obj("trigger")["hook"].(map[string]any)
@@ -1363,6 +1374,10 @@ func TestHookOwnSignatureTimed(t *testing.T) {
 		{`{"header":"X-A","timestampHeader":"X-T","signed":"{timestamp} {body}"}`, "without spaces, commas or braces"},
 		{`{"header":"X-A","timestampHeader":"X-T","signed":"{time}.{body}"}`, "without spaces, commas or braces"},
 		{`{"header":"X-A","signed":"` + strings.Repeat("a", 33) + `{body}"}`, "at most 32 characters"},
+		{`{"header":"X-A","idHeader":"X-I","signed":"{id}{body}"}`, "must have a separator character after {id}"},
+		{`{"header":"X-A","timestampHeader":"X-T","signed":"{timestamp}{body}"}`, "must have a separator character after {timestamp}"},
+		{`{"header":"X-A","timestampHeader":"X-T","signed":"{timestamp}0{body}"}`, "not a digit, a sign"},
+		{`{"header":"X-A","idHeader":"X-I","timestampHeader":"X-T","signed":"{id}{timestamp}.{body}"}`, "must have a separator character after {id}"},
 	} {
 		b.do("PATCH", rule, `{"hook":{"signature":`+c.sig+`}}`).want(t, 400, "INVALID_ARGUMENT").names(t, "hook.signature.signed")
 		if r := b.do("PATCH", rule, `{"hook":{"signature":`+c.sig+`}}`); !strings.Contains(r.message(), c.msg) {

@@ -46,7 +46,7 @@ type hookSignatureDoc struct {
 	IDHeader string `json:"idHeader,omitempty" jsonschema:"The header whose value (the sender's delivery id) names the task, so a redelivery adds nothing twice; none by default."`
 	// TimestampHeader and Signed: a scheme that signs the call's time.
 	TimestampHeader string `json:"timestampHeader,omitempty" jsonschema:"The header holding the call's time, Unix seconds or milliseconds; a call more than 5 minutes off is refused. With it the signed content is \"{timestamp}.{body}\" unless signed says otherwise. None by default."`
-	Signed          string `json:"signed,omitempty" jsonschema:"What is signed: a template of {timestamp} (needs timestampHeader), {id} (needs idHeader) and {body}, ending with {body}, e.g. \"v0:{timestamp}:{body}\"; the body alone by default."`
+	Signed          string `json:"signed,omitempty" jsonschema:"What is signed: a template of {timestamp} (needs timestampHeader), {id} (needs idHeader) and {body}, ending with {body}, each placeholder but {body} followed by a separator character (one the id may not hold), e.g. \"v0:{timestamp}:{body}\"; the body alone by default."`
 }
 
 type onTaskIn struct {

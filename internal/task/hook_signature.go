@@ -135,6 +135,20 @@ func checkSigned(v string, timestamp, id bool) error {
 			return fail("holds %s: set hook.signature.%s, the header it is read from", ph.name, ph.need)
 		}
 	}
+	// An id is the sender's string: what follows it must be a separator
+	// it cannot hold (IDSeparator), or a caller could move the body's first
+	// characters into the id and keep the signature. A time's digits end
+	// at a character that is not one: else "1712345678" and a body "123…"
+	// would sign as the milliseconds "1712345678123" (the same instant)
+	// and a body "…".
+	if i := strings.Index(v, "{id}"); i >= 0 && v[i+len("{id}")] == '{' {
+		return fail("must have a separator character after {id} (which the id may not hold), not another placeholder")
+	}
+	if i := strings.Index(v, "{timestamp}"); i >= 0 {
+		if c := v[i+len("{timestamp}")]; c == '{' || c == '+' || c == '-' || c >= '0' && c <= '9' {
+			return fail("must have a separator character after {timestamp}, not a digit, a sign or another placeholder")
+		}
+	}
 	rest := v
 	for _, ph := range []string{"{body}", "{timestamp}", "{id}"} {
 		rest = strings.ReplaceAll(rest, ph, "")
@@ -148,6 +162,16 @@ func checkSigned(v string, timestamp, id bool) error {
 		}
 	}
 	return nil
+}
+
+// IDSeparator is the character that follows {id} in s's signed template
+// (a call whose id holds it is refused), and false without {id}.
+func (s *HookSignature) IDSeparator() (byte, bool) {
+	i := strings.Index(s.Signed, "{id}")
+	if i < 0 {
+		return 0, false
+	}
+	return s.Signed[i+len("{id}")], true
 }
 
 // String is the scheme in words, for a refusal: "X-Acme-Signature: sha256=
