@@ -1372,11 +1372,12 @@ func TestHookOwnSignatureTimed(t *testing.T) {
 		{`{"header":"X-A","timestampHeader":"X-T","signed":"{timestamp}{timestamp}{body}"}`, "holds {timestamp} more than once"},
 		{`{"header":"X-A","timestampHeader":"X-T","signed":"{timestamp},{body}"}`, "without spaces, commas or braces"},
 		{`{"header":"X-A","timestampHeader":"X-T","signed":"{timestamp} {body}"}`, "without spaces, commas or braces"},
-		{`{"header":"X-A","timestampHeader":"X-T","signed":"{time}.{body}"}`, "without spaces, commas or braces"},
+		{`{"header":"X-A","timestampHeader":"X-T","signed":"{timestamp}.{time}.{body}"}`, "without spaces, commas or braces"},
 		{`{"header":"X-A","signed":"` + strings.Repeat("a", 33) + `{body}"}`, "at most 32 characters"},
 		{`{"header":"X-A","idHeader":"X-I","signed":"{id}{body}"}`, "must have a separator character after {id}"},
 		{`{"header":"X-A","timestampHeader":"X-T","signed":"{timestamp}{body}"}`, "must have a separator character after {timestamp}"},
 		{`{"header":"X-A","timestampHeader":"X-T","signed":"{timestamp}0{body}"}`, "not a digit, a sign"},
+		{`{"header":"X-A","timestampHeader":"X-T","signed":"{body}"}`, "must hold {timestamp} with a timestampHeader"},
 		{`{"header":"X-A","idHeader":"X-I","timestampHeader":"X-T","signed":"{id}{timestamp}.{body}"}`, "must have a separator character after {id}"},
 	} {
 		b.do("PATCH", rule, `{"hook":{"signature":`+c.sig+`}}`).want(t, 400, "INVALID_ARGUMENT").names(t, "hook.signature.signed")

@@ -113,7 +113,7 @@ func (p *HookSignature) build() (*HookSignature, error) {
 }
 
 // checkSigned checks a scheme's signed template: {body} once, at its end;
-// {timestamp} at most once and only with a timestamp header, {id} at most
+// {timestamp} once with a timestamp header and not without, {id} at most
 // once and only with an id header; no other braces; besides them at most
 // MaxHookSignatureSigned printable ASCII characters, no space or comma.
 func checkSigned(v string, timestamp, id bool) error {
@@ -133,6 +133,9 @@ func checkSigned(v string, timestamp, id bool) error {
 			return fail("holds %s more than once", ph.name)
 		case n == 1 && !ph.has:
 			return fail("holds %s: set hook.signature.%s, the header it is read from", ph.name, ph.need)
+		case n == 0 && ph.has && ph.name == "{timestamp}":
+			// A time not signed could be anything: checking it stops nothing.
+			return fail("must hold {timestamp} with a timestampHeader: a time is checked only where it is signed")
 		}
 	}
 	// An id is the sender's string: what follows it must be a separator
