@@ -43,8 +43,8 @@ const MaxWorkerSlots = 1000
 
 // MaxWorkerFrame bounds one frame a worker sends: a result is at most
 // MaxPayloadBytes of JSON, and a frame carries it with a little more. An
-// answer past it (up to 8 MiB) is refused with PAYLOAD_TOO_LARGE and fails
-// its own attempt; any other frame past it, or any frame past 8 MiB, ends
+// answer past it (up to 4 MiB) is refused with PAYLOAD_TOO_LARGE and fails
+// its own attempt; any other frame past it, or any frame past 4 MiB, ends
 // the connection (and every attempt it holds).
 const MaxWorkerFrame = 256 << 10
 

@@ -304,7 +304,7 @@ func TestWorkerBadInput(t *testing.T) {
 // PAYLOAD_TOO_LARGE and fails only its own attempt: the connection and
 // the other attempt it holds go on, and the retry comes on the same
 // connection. A hello that large closes the connection naming the
-// reason, and a frame past 8 MiB closes it with 1009.
+// reason, and a frame past 4 MiB closes it with 1009.
 func TestWorkerOversizedAnswer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -380,7 +380,7 @@ func TestWorkerOversizedAnswer(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Code != websocket.StatusMessageTooBig || !strings.Contains(ce.Reason, `"code":"PAYLOAD_TOO_LARGE"`) {
 		t.Fatalf("a 300 KiB hello: %v, want a close with 1009 and PAYLOAD_TOO_LARGE", err)
 	}
-	// Past 8 MiB: closed with 1009, the attempt held failed saying why.
+	// Past 4 MiB: closed with 1009, the attempt held failed saying why.
 	res, err := c.AddTask(ctx, "jobs", "work", errandapi.NewTask{Payload: json.RawMessage(`{}`)})
 	if err != nil {
 		t.Fatal(err)
@@ -390,12 +390,12 @@ func TestWorkerOversizedAnswer(t *testing.T) {
 	w.send(hello("work"))
 	w.want(errandapi.FrameWelcome)
 	a = w.want(errandapi.FrameAttempt)
-	// The node stops reading at 8 MiB, sends its close (1009) and closes
+	// The node stops reading at 4 MiB, sends its close (1009) and closes
 	// the connection with the frame's rest unread: the write is reset, and
 	// the close frame may be lost with it.
-	_ = w.conn.Write(ctx, websocket.MessageText, []byte(`{"type":"done","leaseId":"`+a.LeaseID+`","result":"`+strings.Repeat("a", 9<<20)+`"}`))
+	_ = w.conn.Write(ctx, websocket.MessageText, []byte(`{"type":"done","leaseId":"`+a.LeaseID+`","result":"`+strings.Repeat("a", 5<<20)+`"}`))
 	if _, err := w.read(); err == nil || (websocket.CloseStatus(err) != websocket.StatusMessageTooBig && websocket.CloseStatus(err) != -1) {
-		t.Fatalf("a 9 MiB frame: %v, want the connection closed (1009)", err)
+		t.Fatalf("a 5 MiB frame: %v, want the connection closed (1009)", err)
 	}
 	w = dialWorker(t, url)
 	w.send(hello("work"))
@@ -404,7 +404,7 @@ func TestWorkerOversizedAnswer(t *testing.T) {
 	w.send(errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: retry.LeaseID})
 	w.want(errandapi.FrameRecorded)
 	tk := waitTasks(t, o, c, ids, 30*time.Second)[res.ID]
-	if len(tk.Attempts) != 2 || !strings.Contains(derefStr(tk.Attempts[0].Error), "the worker sent a frame past 8 MiB: the node closed the connection (1009)") {
-		t.Fatalf("the attempt of the 9 MiB frame: %+v", tk.Attempts)
+	if len(tk.Attempts) != 2 || !strings.Contains(derefStr(tk.Attempts[0].Error), "the worker sent a frame past 4 MiB: the node closed the connection (1009)") {
+		t.Fatalf("the attempt of the 5 MiB frame: %+v", tk.Attempts)
 	}
 }

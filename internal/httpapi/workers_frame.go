@@ -17,8 +17,10 @@ import (
 // connection and its other attempts go on — a worker that returns a
 // result far past the 64 KiB a result may be (a non-SDK worker: the SDK
 // fails such a result itself) no longer takes its other attempts down
-// with it on every retry.
-const frameReadLimit = 8 << 20
+// with it on every retry. Reading one holds at most a few times this much
+// at once (the JSON decoder's buffer and the token it returns), so the
+// bound is what a connection may make the node hold, not only a size.
+const frameReadLimit = 4 << 20
 
 // frameTooLarge is read's answer to a frame past errandapi.MaxWorkerFrame:
 // its type and leaseId (each "" when not a top-level string) and the
