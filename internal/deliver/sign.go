@@ -66,7 +66,15 @@ func Sign(key string, ts int64, body []byte) string {
 // Shopify and other senders put, in hex or base64, in a header of their
 // own.
 func SignBody(key string, body []byte, h func() hash.Hash) []byte {
+	return SignBodyAfter(key, "", body, h)
+}
+
+// SignBodyAfter is SignBody of head followed by body, the body not copied
+// to join them: the signature of senders that sign a time or an id before
+// the body (Webflow's, Twitch's, a hook's own template).
+func SignBodyAfter(key, head string, body []byte, h func() hash.Hash) []byte {
 	m := hmac.New(h, []byte(key))
+	m.Write([]byte(head))
 	m.Write(body)
 	return m.Sum(nil)
 }

@@ -159,7 +159,10 @@ func verifyOwnSignature(secret string, s *task.HookSignature, c HookCall, now ti
 		if sep, ok := s.IDSeparator(); ok && strings.IndexByte(id, sep) >= 0 {
 			return task.Errorf(task.CodeUnauthenticated, "%s holds %q, which follows the id in this hook's signed content: refused", s.IDHeader, string(sep))
 		}
-		want = signTemplate(secret, h, s.Signed, ts, id, c.Body)
+		// {body} ends the template: what comes before it, filled in, is
+		// signed ahead of the body.
+		head := strings.NewReplacer("{timestamp}", ts, "{id}", id).Replace(strings.TrimSuffix(s.Signed, "{body}"))
+		want = deliver.SignBodyAfter(secret, head, c.Body, h)
 	}
 	if err != nil || !hmac.Equal(got, want) {
 		return task.Errorf(task.CodeUnauthenticated, "%s does not match this hook's secret (it expects %s)", s.Header, s)
@@ -184,22 +187,10 @@ func ownTimestamp(v, header string, now time.Time) (string, error) {
 	if n >= 1e11 {
 		at = time.UnixMilli(n)
 	}
-	if d := now.Sub(at); d > HookReplayWindow || d < -HookReplayWindow {
-		return "", task.Errorf(task.CodeUnauthenticated, "%s is more than 5 minutes from now: refused as a replay", header)
+	if err := inReplayWindow(at, header, now); err != nil {
+		return "", err
 	}
 	return v, nil
-}
-
-// signTemplate is the HMAC, keyed with the whole secret string, of a
-// scheme's signed template with {timestamp}, {id} and {body} (its end)
-// replaced by ts, id and body; the body is not copied.
-func signTemplate(secret string, h func() hash.Hash, tmpl, ts, id string, body []byte) []byte {
-	m := hmac.New(h, []byte(secret))
-	head := strings.TrimSuffix(tmpl, "{body}")
-	head = strings.NewReplacer("{timestamp}", ts, "{id}", id).Replace(head)
-	m.Write([]byte(head))
-	m.Write(body)
-	return m.Sum(nil)
 }
 
 // decodeAnyBase64 decodes standard or URL-alphabet base64, padded or not.

@@ -37,7 +37,7 @@ func verifyTwitch(secret string, c HookCall, now time.Time) error {
 		return task.Errorf(task.CodeUnauthenticated, "%s is more than 10 minutes from now: refused as a replay", twitchTimestamp)
 	}
 	id := c.Header(twitchID)
-	want := "sha256=" + hex.EncodeToString(deliver.SignBody(secret, []byte(id+ts+string(c.Body)), sha256.New))
+	want := "sha256=" + hex.EncodeToString(deliver.SignBodyAfter(secret, id+ts, c.Body, sha256.New))
 	if !hexEqual(c.Header(twitchSignature), want) {
 		return task.Errorf(task.CodeUnauthenticated, "%s does not match this hook's secret (the subscription's secret)", twitchSignature)
 	}

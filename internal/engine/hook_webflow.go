@@ -24,7 +24,7 @@ func verifyWebflow(secret string, c HookCall, now time.Time) error {
 	if _, err := hookTimeMillis(ts, webflowTimestamp, now); err != nil {
 		return err
 	}
-	want := hex.EncodeToString(deliver.SignBody(secret, []byte(ts+":"+string(c.Body)), sha256.New))
+	want := hex.EncodeToString(deliver.SignBodyAfter(secret, ts+":", c.Body, sha256.New))
 	if !hexEqual(c.Header(webflowSignature), want) {
 		return task.Errorf(task.CodeUnauthenticated, "%s does not match this hook's secret", webflowSignature)
 	}

@@ -493,10 +493,19 @@ func hookTime(v, name string, now time.Time) (int64, error) {
 	if err != nil {
 		return 0, task.Errorf(task.CodeUnauthenticated, "%s must be seconds since the epoch", name)
 	}
-	if d := now.Sub(time.Unix(sec, 0)); d > HookReplayWindow || d < -HookReplayWindow {
-		return 0, task.Errorf(task.CodeUnauthenticated, "%s is more than 5 minutes from now: refused as a replay", name)
+	if err := inReplayWindow(time.Unix(sec, 0), name, now); err != nil {
+		return 0, err
 	}
 	return sec, nil
+}
+
+// inReplayWindow refuses a signed call whose time at, read from header
+// name, is more than HookReplayWindow from now either way.
+func inReplayWindow(at time.Time, name string, now time.Time) error {
+	if d := now.Sub(at); d > HookReplayWindow || d < -HookReplayWindow {
+		return task.Errorf(task.CodeUnauthenticated, "%s is more than 5 minutes from now: refused as a replay", name)
+	}
+	return nil
 }
 
 // hookTimeMillis is hookTime for a header of milliseconds since the epoch
@@ -506,8 +515,8 @@ func hookTimeMillis(v, name string, now time.Time) (int64, error) {
 	if err != nil {
 		return 0, task.Errorf(task.CodeUnauthenticated, "%s must be milliseconds since the epoch", name)
 	}
-	if d := now.Sub(time.UnixMilli(ms)); d > HookReplayWindow || d < -HookReplayWindow {
-		return 0, task.Errorf(task.CodeUnauthenticated, "%s is more than 5 minutes from now: refused as a replay", name)
+	if err := inReplayWindow(time.UnixMilli(ms), name, now); err != nil {
+		return 0, err
 	}
 	return ms, nil
 }
