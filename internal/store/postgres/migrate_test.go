@@ -77,8 +77,9 @@ func TestNewerSchemaRefused(t *testing.T) {
 	}
 }
 
-// TestSessionSettings: every connection runs with the safety timeouts and
-// without JIT compilation, unless the URL sets its own.
+// TestSessionSettings: every connection runs with the safety timeouts,
+// without JIT compilation and without parallel maintenance workers, unless
+// the URL sets its own.
 func TestSessionSettings(t *testing.T) {
 	s := OpenTest(t)
 	defer s.Close()
@@ -95,13 +96,14 @@ func TestSessionSettings(t *testing.T) {
 		"idle_in_transaction_session_timeout": "1min",
 		"application_name":                    "errand",
 		"jit":                                 "off",
+		"max_parallel_maintenance_workers":    "0",
 	} {
 		if got := show(s, name); got != want {
 			t.Fatalf("%s = %q, want %q", name, got, want)
 		}
 	}
 	schema := FreshSchema(t)
-	o, err := Open(t.Context(), WithParam(WithParam(DatabaseURL(t), "statement_timeout", "5000"), "jit", "on"), Options{Logger: Quiet, Schema: schema})
+	o, err := Open(t.Context(), WithParam(WithParam(WithParam(DatabaseURL(t), "statement_timeout", "5000"), "jit", "on"), "max_parallel_maintenance_workers", "2"), Options{Logger: Quiet, Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +113,9 @@ func TestSessionSettings(t *testing.T) {
 	}
 	if got := show(o, "jit"); got != "on" {
 		t.Fatalf("jit from the URL = %q, want on", got)
+	}
+	if got := show(o, "max_parallel_maintenance_workers"); got != "2" {
+		t.Fatalf("max_parallel_maintenance_workers from the URL = %q, want 2", got)
 	}
 }
 

@@ -113,6 +113,13 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	// before queues is analyzed: ~130 ms of compiling for ~1 ms of work,
 	// every second (docs/postgres.md, "JIT").
 	setDefault(params, "jit", "off")
+	// No parallel workers for maintenance: errand's own VACUUM of tasks
+	// (VacuumTasks, every few seconds under churn) otherwise starts two to
+	// read the table's eight indexes, and starting them cost more of the
+	// server's CPU than they saved: the vacuum's share of PostgreSQL's CPU
+	// a task fell from 9.4–11.0 µs to 5.1–6.1 with none
+	// (BenchmarkHotCold; docs/postgres.md, "Vacuum").
+	setDefault(params, "max_parallel_maintenance_workers", "0")
 	if opts.Schema != "" {
 		if !schemaName.MatchString(opts.Schema) {
 			return nil, fmt.Errorf("postgres: schema %q: must be a plain identifier (letters, digits, '_')", opts.Schema)
