@@ -16,10 +16,26 @@ import (
 
 // SQLSTATE codes the backend tells apart.
 const (
-	sqlUniqueViolation     = "23505"
-	sqlNotNullViolation    = "23502"
-	sqlForeignKeyViolation = "23503"
+	sqlUniqueViolation            = "23505"
+	sqlNotNullViolation           = "23502"
+	sqlForeignKeyViolation        = "23503"
+	sqlProtocolViolation          = "08P01"
+	sqlInvalidStatementName       = "26000"
+	sqlDuplicatePreparedStatement = "42P05"
 )
+
+// poolerRefusal is the error's words when the server refused a setting
+// errand's connections start with: a connection pooler (PgBouncer) in
+// front that does not pass it on.
+func poolerRefusal() string {
+	names := make([]string, len(sessionDefaults))
+	for i, d := range sessionDefaults {
+		names[i] = d.name
+	}
+	return "a connection pooler in front of PostgreSQL refused a setting errand's connections start with; " +
+		"run it in session mode, with " + strings.Join(names, ", ") + " (and any setting the store URL adds) " +
+		"in its ignore_startup_parameters and set on errand's role instead (docs/postgres.md, \"Connection poolers\")"
+}
 
 // interpretError is the one place where PostgreSQL's and pgx's errors become
 // domain errors:
@@ -32,6 +48,10 @@ const (
 //     shutting down or out of connections, a serialization failure or
 //     deadlock, and a statement or idle-transaction timeout are UNAVAILABLE
 //     (the API answers 503; the call may be tried again);
+//   - a pooler in front that refuses errand's session settings, or that
+//     hands a connection's statements to a server connection that never
+//     prepared them (transaction pooling), is UNAVAILABLE too, its words
+//     saying how to set the pooler up;
 //
 // Domain errors and context errors pass through unchanged; anything else is
 // INTERNAL with the backend's message.
@@ -86,6 +106,18 @@ func interpretPgError(pe *pgconn.PgError) error {
 		// A grant of API calls asked for an instance deleted meanwhile
 		// (migration 0013): the row it would have added is refused.
 		return task.Errorf(task.CodeNotFound, "the instance does not exist")
+	case pe.Code == sqlProtocolViolation && strings.HasPrefix(pe.Message, "unsupported startup parameter"):
+		// PgBouncer and poolers like it refuse a connection that carries
+		// a setting they do not track: trying again cannot help.
+		return task.Unavailable(poolerRefusal(), pe)
+	case (pe.Code == sqlInvalidStatementName || pe.Code == sqlDuplicatePreparedStatement) && strings.HasPrefix(pe.Message, "prepared statement"):
+		// pgx prepares each statement once per connection, under a name
+		// of its text: a server connection that does not know it, or
+		// knows it already, is one a pooler in transaction or statement
+		// mode handed over from another client.
+		return task.Unavailable("the server's prepared statements are not this connection's: a connection pooler "+
+			"in front runs in transaction or statement mode, which errand cannot work through; connect to PostgreSQL "+
+			"directly or through the pooler's session mode (docs/postgres.md, \"Connection poolers\")", pe)
 	case retryable(pe.Code):
 		return task.Unavailable("the store is unavailable; try again", pe)
 	}

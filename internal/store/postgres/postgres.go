@@ -48,6 +48,30 @@ const (
 	defaultIdleInTxTimeout  = "60s"
 )
 
+// sessionDefaults are the settings every connection starts with (sent
+// when it connects) unless the URL sets them; a pooler in front that does
+// not pass them on must be told to ignore them, and the role given them
+// instead (docs/postgres.md, "Connection poolers"):
+//   - the safety timeouts above;
+//   - no JIT compilation: errand's statements are short, and the server
+//     compiles any whose estimated cost passes jit_above_cost. The
+//     rescuer's read of the next due time and lease expiry (sqlNextDue)
+//     does, its estimate multiplied by the queues the planner guesses
+//     before queues is analyzed: ~130 ms of compiling for ~1 ms of work,
+//     every second (docs/postgres.md, "JIT");
+//   - no parallel workers for maintenance: errand's own VACUUM of tasks
+//     (VacuumTasks, every few seconds under churn) otherwise starts two to
+//     read the table's eight indexes, and starting them cost more of the
+//     server's CPU than they saved: the vacuum's share of PostgreSQL's CPU
+//     a task fell from 9.4–11.0 µs to 5.1–6.1 with none
+//     (BenchmarkHotCold; docs/postgres.md, "Vacuum").
+var sessionDefaults = []struct{ name, value string }{
+	{"statement_timeout", defaultStatementTimeout},
+	{"idle_in_transaction_session_timeout", defaultIdleInTxTimeout},
+	{"jit", "off"},
+	{"max_parallel_maintenance_workers", "0"},
+}
+
 // bulkStatementTimeout bounds the statements that delete a queue's or an
 // instance's tasks, which may be many more than statement_timeout allows.
 const bulkStatementTimeout = "10min"
@@ -103,23 +127,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		cfg.MaxConns = 16
 	}
 	params := cfg.ConnConfig.RuntimeParams
-	setDefault(params, "statement_timeout", defaultStatementTimeout)
-	setDefault(params, "idle_in_transaction_session_timeout", defaultIdleInTxTimeout)
+	for _, d := range sessionDefaults {
+		setDefault(params, d.name, d.value)
+	}
 	setDefault(params, "application_name", "errand")
-	// No JIT compilation: errand's statements are short, and the server
-	// compiles any whose estimated cost passes jit_above_cost. The
-	// rescuer's read of the next due time and lease expiry (sqlNextDue)
-	// does, its estimate multiplied by the queues the planner guesses
-	// before queues is analyzed: ~130 ms of compiling for ~1 ms of work,
-	// every second (docs/postgres.md, "JIT").
-	setDefault(params, "jit", "off")
-	// No parallel workers for maintenance: errand's own VACUUM of tasks
-	// (VacuumTasks, every few seconds under churn) otherwise starts two to
-	// read the table's eight indexes, and starting them cost more of the
-	// server's CPU than they saved: the vacuum's share of PostgreSQL's CPU
-	// a task fell from 9.4–11.0 µs to 5.1–6.1 with none
-	// (BenchmarkHotCold; docs/postgres.md, "Vacuum").
-	setDefault(params, "max_parallel_maintenance_workers", "0")
 	if opts.Schema != "" {
 		if !schemaName.MatchString(opts.Schema) {
 			return nil, fmt.Errorf("postgres: schema %q: must be a plain identifier (letters, digits, '_')", opts.Schema)
