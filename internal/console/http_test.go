@@ -808,7 +808,10 @@ func TestQueueSettingsKeepTargetHeaders(t *testing.T) {
 	e := newEnv(t, envOptions{dev: true})
 	e.fixture()
 	ctx := context.Background()
-	headers := map[string]string{"Authorization": "Bearer s3cret", "X-Api-Key": "k1"}
+	// The values are long enough that no random token of the page (its
+	// CSRF token: 43 characters of base64url) holds one by chance: "k1"
+	// alone turned up inside one about once in a hundred runs.
+	headers := map[string]string{"Authorization": "Bearer s3cret", "X-Api-Key": "k1-s3cret"}
 	if _, err := e.api.CreateQueue(ctx, "jobs", "gated", errandapi.QueueRequest{Target: errandapi.Value(errandapi.Target{
 		Webhook: "http://127.0.0.1:9/in", Headers: headers})}); err != nil {
 		t.Fatal(err)
@@ -827,7 +830,7 @@ func TestQueueSettingsKeepTargetHeaders(t *testing.T) {
 	u := e.user()
 	u.login(e.full)
 	u.get("/console/i/jobs/q/gated/").want(t, http.StatusOK, "sends the headers Authorization,X-Api-Key", `name="targetHeaders" value="Authorization,X-Api-Key"`).
-		lacks(t, "s3cret", "k1")
+		lacks(t, "s3cret", "k1-s3cret")
 	tok := u.csrf("/console/i/jobs/q/gated/")
 	save := func(target string) page {
 		return u.post("/console/i/jobs/q/gated/settings", url.Values{"csrf": {tok}, "targetKind": {"webhook"}, "target": {target},
@@ -852,7 +855,7 @@ func TestQueueSettingsKeepTargetHeaders(t *testing.T) {
 	if p := u.post("/console/i/jobs/q/gated/settings", setForm); p.status != http.StatusSeeOther {
 		t.Fatalf("set headers: %d %s", p.status, p.body)
 	}
-	if tg := stored(); !reflect.DeepEqual(tg.Headers, map[string]string{"Authorization": "Bearer n3w", "X-Api-Key": "k1"}) {
+	if tg := stored(); !reflect.DeepEqual(tg.Headers, map[string]string{"Authorization": "Bearer n3w", "X-Api-Key": "k1-s3cret"}) {
 		t.Fatalf("after setting headers: %+v", tg)
 	}
 	setForm.Set("target", "")
