@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -19,7 +20,7 @@ func TestCLIPriority(t *testing.T) {
 		t.Fatalf("add --file: exit %d, stderr %s", r.code, r.errout)
 	}
 	leased := leaseNamed(t, c, "inbox", "urgent,filed,plain")
-	if out := c.ok("get", leased.Tasks[0].ID); !strings.Contains(out, "priority") || !strings.Contains(out, "7") {
+	if out := c.ok("get", leased.Tasks[0].ID); !regexp.MustCompile(`(?m)^priority +7$`).MatchString(out) {
 		t.Fatalf("get of a prioritized task:\n%s", out)
 	}
 	if out := c.ok("list", "-q", "inbox"); !strings.Contains(out, "leased p7") || !strings.Contains(out, "leased p3") {

@@ -19,11 +19,11 @@ import (
 // and nothing changes.
 func TestBundleTargetHeaders(t *testing.T) {
 	b := setup(t)
-	target := map[string]any{"webhook": "http://127.0.0.1:9/a", "headers": map[string]string{"Authorization": "Bearer s3cret", "X-Api-Key": "k1"}}
+	target := map[string]any{"webhook": "http://127.0.0.1:9/a", "headers": map[string]string{"Authorization": "Bearer s3cret", "X-Api-Key": "k1-s3cret"}}
 	b.do("POST", "/v1/tasks/jobs/queues", map[string]any{"name": "api", "target": target}).want(t, 201, "")
 	b.start()
 	_, raw := b.exportJob(t)
-	if strings.Contains(string(raw), "s3cret") || strings.Contains(string(raw), "k1") {
+	if strings.Contains(string(raw), "s3cret") || strings.Contains(string(raw), "k1-s3cret") {
 		t.Fatalf("the bundle holds a header's value: %s", raw)
 	}
 	var bun engine.Bundle
@@ -51,7 +51,7 @@ func TestBundleTargetHeaders(t *testing.T) {
 		t.Fatalf("import over the set values: %+v %v", rep, err)
 	}
 	v, err := other.eng.QueueGet(ctx, engine.QueueRef{Org: "dev", Instance: "jobs", Queue: "api"})
-	if err != nil || !reflect.DeepEqual(v.Queue.Target.Headers, map[string]string{"Authorization": "Bearer s3cret", "X-Api-Key": "k1"}) {
+	if err != nil || !reflect.DeepEqual(v.Queue.Target.Headers, map[string]string{"Authorization": "Bearer s3cret", "X-Api-Key": "k1-s3cret"}) {
 		t.Fatalf("kept: %+v %v", v, err)
 	}
 	if h := bun.Instances[len(bun.Instances)-1].Queues; !slices.ContainsFunc(h, func(q engine.BundleQueue) bool {

@@ -41,16 +41,16 @@ func TestTargetHeaders(t *testing.T) {
 	b.start()
 
 	q := b.do("POST", "/v1/tasks/jobs/queues", map[string]any{"name": "out", "mode": "push",
-		"target": map[string]any{"webhook": rcv.URL + "/in", "headers": map[string]string{"authorization": "Bearer s3cret", "X-Api-Key": "k1"}}}).want(t, 201, "")
+		"target": map[string]any{"webhook": rcv.URL + "/in", "headers": map[string]string{"authorization": "Bearer s3cret", "X-Api-Key": "k1-s3cret"}}}).want(t, 201, "")
 	hidden := map[string]any{"Authorization": errandapi.HiddenHeaderValue, "X-Api-Key": errandapi.HiddenHeaderValue}
 	if h := q.obj("queue")["target"].(map[string]any)["headers"]; !reflect.DeepEqual(h, hidden) || strings.Contains(string(q.raw), "s3cret") {
 		t.Fatalf("create answered %s", q.raw)
 	}
-	if g := b.do("GET", "/v1/tasks/jobs/queues/out", nil).want(t, 200, ""); strings.Contains(string(g.raw), "s3cret") || strings.Contains(string(g.raw), "k1") {
+	if g := b.do("GET", "/v1/tasks/jobs/queues/out", nil).want(t, 200, ""); strings.Contains(string(g.raw), "s3cret") || strings.Contains(string(g.raw), "k1-s3cret") {
 		t.Fatalf("GET shows a value: %s", g.raw)
 	}
 	b.do("POST", "/v1/tasks/jobs/queues/out/tasks", map[string]any{"payload": 1}).want(t, 201, "")
-	if r := next(); r.Header.Get("Authorization") != "Bearer s3cret" || r.Header.Get("X-Api-Key") != "k1" || r.URL.Path != "/in" {
+	if r := next(); r.Header.Get("Authorization") != "Bearer s3cret" || r.Header.Get("X-Api-Key") != "k1-s3cret" || r.URL.Path != "/in" {
 		t.Fatalf("delivered %s with %v", r.URL.Path, r.Header)
 	}
 
