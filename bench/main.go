@@ -196,6 +196,7 @@ func main() {
 		idleBudget = flag.Duration("idle-budget", 0, "override the idle time budget per variant and round")
 		idleDef    = flag.Bool("idle-defaults", false, "quick mode: also run idle with default settings (full mode always does)")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of this process to `FILE`")
+		memProfile = flag.String("memprofile", "", "write this process's allocations (the allocs profile) to `FILE` when the run ends")
 		pushN      = flag.Int("push-n", 0, "override the push workload's size")
 		insBatch   = flag.Int("insert-batch", 0, "override the insert workload's tasks per call (default 100; 1: one task a call, as a web handler adds its work)")
 		stBatch    = flag.Int("steady-batch", 100, "the steady and backlog windows' tasks per add call (1: one task a call, as web handlers add their work)")
@@ -321,6 +322,18 @@ func main() {
 			fatalf("%v", err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		defer func() {
+			f, err := os.Create(*memProfile)
+			if err != nil {
+				fatalf("%v", err)
+			}
+			defer f.Close()
+			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+				fatalf("%v", err)
+			}
+		}()
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
