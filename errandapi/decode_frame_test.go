@@ -22,6 +22,8 @@ var frameSeeds = []string{
 	`{"type":"defer","leaseId":"l1","seconds":1.5}`,
 	`{"type":"hello","group":"app","functions":["a","b"],"slots":8,"sdk":"go/1"}`,
 	`{"type":"welcome","worker":"w1","heartbeatSeconds":10,"drains":true}`,
+	`{"type":"hello","group":"app","functions":["a"],"slots":8,"sdk":"go/1","batches":true}`,
+	`{"type":"welcome","worker":"w1","heartbeatSeconds":10,"drains":true,"batches":true}`,
 	`{"type":"done","LeaseID":"l1"}`,
 	`{"type":"done","leaseId":"l\u0031"}`,
 	`{"type":"attempt","deadlineAt":1.5}`,

@@ -74,6 +74,13 @@ type WorkerFrame struct {
 	// closed the connection on one, failing the attempts it held).
 	Drains bool `json:"drains,omitempty"`
 
+	// hello, welcome: Batches says the side that sends it reads a batch
+	// (several frames in one message: AppendBatch, SplitBatch), so the
+	// other side may send it batches. Each side says it for itself: a
+	// worker or a node from before batches sends and reads one frame a
+	// message.
+	Batches bool `json:"batches,omitempty"`
+
 	// attempt, done, failed, defer, recorded, refused
 	LeaseID string `json:"leaseId,omitempty"`
 
@@ -105,6 +112,7 @@ type wireFrame struct {
 	Worker           string          `json:"worker,omitempty"`
 	HeartbeatSeconds int             `json:"heartbeatSeconds,omitempty"`
 	Drains           bool            `json:"drains,omitempty"`
+	Batches          bool            `json:"batches,omitempty"`
 	LeaseID          string          `json:"leaseId,omitempty"`
 	Function         string          `json:"function,omitempty"`
 	DeadlineAt       int64           `json:"deadlineAt,omitempty"`
@@ -126,7 +134,7 @@ func (f WorkerFrame) MarshalJSON() ([]byte, error) {
 		return b, nil
 	}
 	w := wireFrame{Type: f.Type, Group: f.Group, Functions: f.Functions, Slots: f.Slots, SDK: f.SDK,
-		Worker: f.Worker, HeartbeatSeconds: f.HeartbeatSeconds, Drains: f.Drains, LeaseID: f.LeaseID, Function: f.Function,
+		Worker: f.Worker, HeartbeatSeconds: f.HeartbeatSeconds, Drains: f.Drains, Batches: f.Batches, LeaseID: f.LeaseID, Function: f.Function,
 		DeadlineAt: f.DeadlineAt, Priority: f.Priority, Token: f.Token, Body: f.Body, Result: f.Result, Seconds: f.Seconds}
 	var err error
 	switch {
@@ -148,7 +156,7 @@ func (f WorkerFrame) MarshalJSON() ([]byte, error) {
 // is appended.
 func (f *WorkerFrame) appendBare(b []byte) (_ []byte, ok bool) {
 	if f.Group != "" || len(f.Functions) > 0 || f.Slots != 0 || f.SDK != "" || f.Worker != "" || f.HeartbeatSeconds != 0 ||
-		f.Drains || f.Function != "" || f.DeadlineAt != 0 || f.Priority != 0 || f.Token != "" || len(f.Body) > 0 ||
+		f.Drains || f.Batches || f.Function != "" || f.DeadlineAt != 0 || f.Priority != 0 || f.Token != "" || len(f.Body) > 0 ||
 		len(f.Result) > 0 || f.Error != "" || f.Refusal != nil || f.Seconds != 0 || !plainJSON(f.Type) || !plainJSON(f.LeaseID) {
 		return b, false
 	}
@@ -202,7 +210,7 @@ func (f *WorkerFrame) UnmarshalJSON(b []byte) error {
 // frameFields are wireFrame's JSON names: a key equal to one of them but
 // for case, and not read by scanFrame, is left to encoding/json.
 var frameFields = []string{"type", "group", "functions", "slots", "sdk", "worker", "heartbeatSeconds", "drains",
-	"leaseId", "function", "deadlineAt", "priority", "token", "body", "result", "error", "seconds"}
+	"batches", "leaseId", "function", "deadlineAt", "priority", "token", "body", "result", "error", "seconds"}
 
 // scanFrame reads a frame of an attempt's or an answer's fields into v;
 // false: it holds another (or is not such a frame), and v may hold part
@@ -242,7 +250,7 @@ func (f *WorkerFrame) decode(b []byte) error {
 		return err
 	}
 	*f = WorkerFrame{Type: w.Type, Group: w.Group, Functions: w.Functions, Slots: w.Slots, SDK: w.SDK,
-		Worker: w.Worker, HeartbeatSeconds: w.HeartbeatSeconds, Drains: w.Drains, LeaseID: w.LeaseID, Function: w.Function,
+		Worker: w.Worker, HeartbeatSeconds: w.HeartbeatSeconds, Drains: w.Drains, Batches: w.Batches, LeaseID: w.LeaseID, Function: w.Function,
 		DeadlineAt: w.DeadlineAt, Priority: w.Priority, Token: w.Token, Body: w.Body, Result: w.Result, Seconds: w.Seconds}
 	if len(w.Error) > 0 && string(w.Error) != "null" {
 		if w.Error[0] == '{' {

@@ -15,6 +15,8 @@ func TestWorkerFrameMarshalJSONIsCompact(t *testing.T) {
 	for _, f := range []*WorkerFrame{
 		{Type: "hello", Group: "g<1>", Functions: []string{"a&b", "c"}, Slots: 4, SDK: "go/1"},
 		{Type: "welcome", Worker: "w1", HeartbeatSeconds: 15},
+		{Type: "hello", Group: "g", Functions: []string{"f"}, Slots: 1, Batches: true},
+		{Type: "welcome", Worker: "w1", HeartbeatSeconds: 15, Drains: true, Batches: true},
 		{Type: "attempt", LeaseID: "l1", Function: "f", DeadlineAt: 1764600000000, Token: "v1.t",
 			Body: json.RawMessage("{ \"task\" : {\"id\":\"t1\"},\n \"payload\": {\"html\":\"<b>&amp;</b>\", \"n\": [1, 2 ,3]} }")},
 		{Type: "done", LeaseID: "l1", Result: json.RawMessage(`{"ok": true, "s": "a<b"}`)},

@@ -53,7 +53,7 @@ func (w *Worker) session(ctx context.Context) (connected bool, err error) {
 	sort.Strings(names)
 	s := &session{w: w, conn: conn, idle: make(chan attempt)}
 	welcome, err := s.hello(ctx, &errandapi.WorkerFrame{Type: errandapi.FrameHello, Group: w.group, Functions: names,
-		Slots: w.o.Slots, SDK: sdkName})
+		Slots: w.o.Slots, SDK: sdkName, Batches: true})
 	if err != nil {
 		return false, err
 	}
@@ -62,6 +62,12 @@ func (w *Worker) session(ctx context.Context) (connected bool, err error) {
 	}
 	hb := time.Duration(max(welcome.HeartbeatSeconds, 1)) * time.Second
 	s.drains = welcome.Drains
+	if welcome.Batches {
+		s.out = &errandapi.Outbox{Write: s.write}
+		if outboxMade != nil {
+			outboxMade(s.out)
+		}
+	}
 	w.log.Info("worker connected", "worker", welcome.Worker, "functions", strings.Join(names, ","), "slots", w.o.Slots)
 
 	// Handlers run under lost: it ends when the connection does, so that
@@ -89,7 +95,7 @@ func (w *Worker) session(ctx context.Context) (connected bool, err error) {
 		}
 	}()
 	for {
-		a, err := s.read()
+		as, err := s.read()
 		if err != nil {
 			lose()
 			s.wg.Wait()
@@ -98,19 +104,25 @@ func (w *Worker) session(ctx context.Context) (connected bool, err error) {
 			}
 			return true, err
 		}
-		switch f := a.f; f.Type {
-		case errandapi.FrameAttempt:
-			s.start(lost, a)
-		case errandapi.FrameRefused:
-			msg := ""
-			if f.Refusal != nil {
-				msg = string(f.Refusal.Code) + ": " + f.Refusal.Message
+		for _, a := range as {
+			switch f := a.f; f.Type {
+			case errandapi.FrameAttempt:
+				s.start(lost, a)
+			case errandapi.FrameRefused:
+				msg := ""
+				if f.Refusal != nil {
+					msg = string(f.Refusal.Code) + ": " + f.Refusal.Message
+				}
+				w.log.Warn("the node refused an answer", "lease", f.LeaseID, "error", msg)
+			case errandapi.FrameRecorded, errandapi.FramePing:
 			}
-			w.log.Warn("the node refused an answer", "lease", f.LeaseID, "error", msg)
-		case errandapi.FrameRecorded, errandapi.FramePing:
 		}
 	}
 }
+
+// outboxMade, when set (tests), is given each session's outbox before
+// its first frame.
+var outboxMade func(*errandapi.Outbox)
 
 // session is the state of one connection.
 type session struct {
@@ -120,6 +132,10 @@ type session struct {
 	wg     sync.WaitGroup
 
 	drains bool // the node takes draining (welcome's drains); set before the first attempt
+	// out sends the frames of concurrent senders together when the node
+	// reads batches (welcome's batches); nil when it does not. Set before
+	// the first attempt.
+	out *errandapi.Outbox
 
 	mu sync.Mutex
 	// stopping: ctx ended. With a node that drains, the worker said
@@ -186,27 +202,54 @@ func (s *session) watch(ctx context.Context, tick <-chan time.Time, limit int64)
 	}
 }
 
-// send sends f after welcome; watch cuts a write that stalls.
+// send sends f after welcome: with the frames of other senders when the
+// node reads batches (s.out), alone when it does not.
 func (s *session) send(f *errandapi.WorkerFrame) error {
 	b, err := f.MarshalJSON() // already compact: json.Marshal(f) would only scan it again
 	if err != nil {
 		return err
 	}
+	if s.out != nil {
+		return s.out.Send(b)
+	}
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
-	s.writing.Store(1 + s.ticks.Load())
-	defer s.writing.Store(0)
-	return s.conn.Write(context.Background(), websocket.MessageText, b)
+	return s.write(b)
 }
 
-// read reads one frame after welcome, for as long as watch lets it.
-func (s *session) read() (attempt, error) {
+// write writes one message after welcome (its callers never overlap);
+// watch cuts a write that stalls.
+func (s *session) write(msg []byte) error {
+	s.writing.Store(1 + s.ticks.Load())
+	defer s.writing.Store(0)
+	return s.conn.Write(context.Background(), websocket.MessageText, msg)
+}
+
+// read reads one message after welcome, for as long as watch lets it: a
+// frame, or a batch of them.
+func (s *session) read() ([]attempt, error) {
 	_, b, err := s.conn.Read(context.Background())
 	if err != nil {
-		return attempt{}, closeError(err)
+		return nil, closeError(err)
 	}
 	s.heard.Store(s.ticks.Load())
-	return decodeFrame(b)
+	return decodeMessage(b)
+}
+
+// decodeMessage decodes the frames of a message from the node: one, or a
+// batch (errandapi.SplitBatch), each by decodeFrame.
+func decodeMessage(b []byte) ([]attempt, error) {
+	raw, err := errandapi.SplitBatch(b)
+	if err != nil {
+		return nil, fmt.Errorf("worker: a message from the node is not a frame or a batch of them: %w", err)
+	}
+	as := make([]attempt, len(raw))
+	for i, r := range raw {
+		if as[i], err = decodeFrame(r); err != nil {
+			return nil, err
+		}
+	}
+	return as, nil
 }
 
 // decodeFrame decodes a frame from the node with the frame's own decoder,

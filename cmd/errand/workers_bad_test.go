@@ -92,6 +92,28 @@ func (w *rawWorker) closed() errandapi.ErrorDetail {
 	return d
 }
 
+// workerDev starts errand dev with the function queue "work" of jobs,
+// whose outcomes o watches; it returns the node's URL and a client.
+func workerDev(t *testing.T) (string, *client.Client, *outcomes) {
+	t.Helper()
+	_, url, _ := startMode(t, buildErrand(t), "dev", "--data", t.TempDir())
+	c, err := client.New(url, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	functionQueue(t, c, "work", 0)
+	return url, c, watchOutcomes(t, c, "work")
+}
+
+// welcomed dials a worker connection, says h and returns the connection
+// with the node's welcome.
+func welcomed(t *testing.T, url string, h errandapi.WorkerFrame) (*rawWorker, *errandapi.WorkerFrame) {
+	t.Helper()
+	w := dialWorker(t, url)
+	w.send(h)
+	return w, w.want(errandapi.FrameWelcome)
+}
+
 func hello(fns ...string) errandapi.WorkerFrame {
 	return errandapi.WorkerFrame{Type: errandapi.FrameHello, Group: "app", Functions: fns, Slots: 1}
 }
@@ -310,13 +332,7 @@ func TestWorkerOversizedAnswer(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	ctx := context.Background()
-	_, url, _ := startMode(t, buildErrand(t), "dev", "--data", t.TempDir())
-	c, err := client.New(url, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	functionQueue(t, c, "work", 0)
-	o := watchOutcomes(t, c, "work")
+	url, c, o := workerDev(t)
 	var ids []string
 	for range 2 {
 		res, err := c.AddTask(ctx, "jobs", "work", errandapi.NewTask{Payload: json.RawMessage(`{}`)})
@@ -375,7 +391,7 @@ func TestWorkerOversizedAnswer(t *testing.T) {
 	// A hello that large closes the connection, naming the reason.
 	w = dialWorker(t, url)
 	w.send([]byte(`{"type":"hello","group":"app","functions":["work"],"slots":1,"sdk":"` + strings.Repeat("s", 300<<10) + `"}`))
-	_, err = w.read()
+	_, err := w.read()
 	var ce websocket.CloseError
 	if !errors.As(err, &ce) || ce.Code != websocket.StatusMessageTooBig || !strings.Contains(ce.Reason, `"code":"PAYLOAD_TOO_LARGE"`) {
 		t.Fatalf("a 300 KiB hello: %v, want a close with 1009 and PAYLOAD_TOO_LARGE", err)

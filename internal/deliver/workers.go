@@ -24,13 +24,14 @@ type Router interface {
 }
 
 // WorkerTransport is how a connected worker is reached: the HTTP layer's
-// WebSocket. Send writes one frame (calls are serialized by the caller);
-// Close ends the connection with a reason.
+// WebSocket. Send writes one message (calls are serialized by the
+// caller); Close ends the connection with a reason.
 type WorkerTransport interface {
-	// Send sends one frame, encoded: a JSON text message. It returns
-	// once the frame is written or its write failed; the transport cuts a
+	// Send sends one message, encoded: a JSON text message holding a
+	// frame or a batch of them (errandapi.AppendBatch). It returns once
+	// the message is written or its write failed; the transport cuts a
 	// write that stalls.
-	Send(frame []byte) error
+	Send(msg []byte) error
 	Close(reason string)
 }
 
@@ -51,6 +52,10 @@ type Workers struct {
 	OnChange func()
 	// Now is the node's clock in epoch ms (default: the system clock).
 	Now func() int64
+	// OnQueued, if set, is told how many frames wait to be sent to a
+	// worker that reads batches, each time a sender's frames join them
+	// (tests).
+	OnQueued func(waiting int)
 
 	mu    sync.Mutex
 	conns map[string]*WorkerConn // by worker id
@@ -73,6 +78,9 @@ type WorkerConn struct {
 	tr         WorkerTransport
 	sendMu     sync.Mutex
 	draining   atomic.Bool // the worker said draining: no attempt is sent any more
+	// out sends the frames of concurrent senders together, as batches,
+	// when the worker reads them (hello's batches); nil when it does not.
+	out *errandapi.Outbox
 
 	// guarded by w.mu
 	held   map[string]*held // attempts sent and not answered, by lease id
@@ -118,6 +126,9 @@ func (w *Workers) Register(instanceID string, hello *errandapi.WorkerFrame, tr W
 	w.seq++
 	c := &WorkerConn{w: w, id: "w" + strconv.Itoa(w.seq) + "-" + strconv.FormatInt(w.now(), 36), instanceID: instanceID,
 		group: hello.Group, functions: fns, slots: hello.Slots, tr: tr, held: map[string]*held{}, done: make(chan struct{})}
+	if hello.Batches {
+		c.out = &errandapi.Outbox{Write: tr.Send, Queued: w.OnQueued}
+	}
 	w.conns[c.id] = c
 	w.mu.Unlock()
 	return c, nil
@@ -352,11 +363,41 @@ func (c *WorkerConn) Send(f *errandapi.WorkerFrame) error {
 	return c.send(b)
 }
 
+// SendAll writes frames to the worker in order: in as few messages as
+// fit when it reads batches (errandapi.PackBatches), one a frame when it
+// does not. It returns the first error.
+func (c *WorkerConn) SendAll(fs []*errandapi.WorkerFrame) error {
+	frames := make([][]byte, len(fs))
+	for i, f := range fs {
+		b, err := f.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		frames[i] = b
+	}
+	return c.sendFrames(frames)
+}
+
 // send sends an encoded frame.
 func (c *WorkerConn) send(frame []byte) error {
+	return c.sendFrames([][]byte{frame})
+}
+
+// sendFrames sends encoded frames, in order: to a worker that reads
+// batches with whatever other senders' frames wait (c.out), otherwise each
+// frame as a message of its own.
+func (c *WorkerConn) sendFrames(frames [][]byte) error {
+	if c.out != nil {
+		return c.out.Send(frames...)
+	}
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
-	return c.tr.Send(frame)
+	for _, f := range frames {
+		if err := c.tr.Send(f); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // drop forgets an attempt that was never sent.

@@ -68,7 +68,7 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 		tr.watch(ctx, tk.C, 30)
 	}()
 	defer func() { cancel(); <-watched }()
-	hello, err := tr.read()
+	hello, err := tr.readHello()
 	if err != nil {
 		tr.closeWith(websocket.StatusPolicyViolation, err)
 		return
@@ -86,7 +86,7 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 		log.Info("worker disconnected", "reason", reason)
 	}()
 	if err := wc.Send(&errandapi.WorkerFrame{Type: errandapi.FrameWelcome, Worker: wc.ID(),
-		HeartbeatSeconds: int(workerHeartbeat / time.Second), Drains: true}); err != nil {
+		HeartbeatSeconds: int(workerHeartbeat / time.Second), Drains: true, Batches: true}); err != nil {
 		reason = "sending welcome failed"
 		conn.CloseNow()
 		return
@@ -119,8 +119,9 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 			}
 		}
 	}()
+	var answers []*errandapi.WorkerFrame
 	for {
-		f, err := tr.read()
+		fs, err := tr.read()
 		if big := tooLargeAnswer(err); big != nil {
 			// An answer too large to take fails its own attempt; the
 			// connection and the other attempts it holds go on.
@@ -147,24 +148,40 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 			}
 			return
 		}
-		switch f.Type {
-		case errandapi.FramePing:
-		case errandapi.FrameDraining:
-			wc.Drain() // closed below once it holds nothing
-		case errandapi.FrameDone, errandapi.FrameFailed, errandapi.FrameDefer:
-			if f.LeaseID == "" {
-				reason = "malformed frame: no leaseId"
-				tr.closeWith(websocket.StatusPolicyViolation, task.FieldErrorf(task.CodeInvalidArgument, "leaseId", "is required on %s", f.Type))
-				return
+		// The answers to a batch's frames go back together, after it.
+		answers = answers[:0]
+		var bad error
+		for _, f := range fs {
+			switch f.Type {
+			case errandapi.FramePing:
+			case errandapi.FrameDraining:
+				wc.Drain() // closed below once it holds nothing
+			case errandapi.FrameDone, errandapi.FrameFailed, errandapi.FrameDefer:
+				if f.LeaseID == "" {
+					reason = "malformed frame: no leaseId"
+					bad = task.FieldErrorf(task.CodeInvalidArgument, "leaseId", "is required on %s", f.Type)
+					break
+				}
+				answers = append(answers, wc.Answer(f))
+			default:
+				reason = "malformed frame: unexpected type " + f.Type
+				bad = task.FieldErrorf(task.CodeInvalidArgument, "type", "a worker sends done, failed, defer, draining or ping here, not %s", task.Quote(f.Type))
 			}
-			if err := wc.Send(wc.Answer(f)); err != nil {
+			if bad != nil {
+				break
+			}
+		}
+		if len(answers) > 0 {
+			// Those before a malformed frame were taken: the worker hears
+			// so before the close.
+			if err := wc.SendAll(answers); err != nil && bad == nil {
 				reason = "sending an answer failed: " + err.Error()
 				conn.CloseNow()
 				return
 			}
-		default:
-			reason = "malformed frame: unexpected type " + f.Type
-			tr.closeWith(websocket.StatusPolicyViolation, task.FieldErrorf(task.CodeInvalidArgument, "type", "a worker sends done, failed, defer, draining or ping here, not %s", task.Quote(f.Type)))
+		}
+		if bad != nil {
+			tr.closeWith(websocket.StatusPolicyViolation, bad)
 			return
 		}
 		if wc.Drained() { // one atomic load while the worker is not draining
@@ -186,6 +203,7 @@ type wsTransport struct {
 	heard   atomic.Int64 // ticks when the last frame was read
 	writing atomic.Int64 // 1 + ticks when the write under way began; 0 for none
 	closed  atomic.Value // why this node closed the connection (a string), once it has
+	batch   bool         // the last message read was a batch (read's goroutine only)
 
 	onHeard func() // a test's signal: part of a large frame was read
 }
@@ -239,15 +257,30 @@ func (t *wsTransport) ended(err error) string {
 	return "the connection broke without a close frame (the worker's process ended, or the network failed)"
 }
 
-// read reads one JSON text frame. A frame that is not a JSON object with
-// a type is an INVALID_ARGUMENT *task.Error; a broken connection, or one
-// watch cut, is another error.
+// readHello reads the worker's first message, which is one frame: a
+// batch is an INVALID_ARGUMENT *task.Error, as read's errors are.
+func (t *wsTransport) readHello() (*errandapi.WorkerFrame, error) {
+	fs, err := t.read()
+	if err != nil {
+		return nil, err
+	}
+	if t.batch {
+		return nil, task.FieldErrorf(task.CodeInvalidArgument, "type", "the first frame must be hello, alone, not a batch")
+	}
+	return fs[0], nil
+}
+
+// read reads one JSON text message: a frame, or a batch of them
+// (errandapi.SplitBatch). A frame that is not a JSON object with a type,
+// or a batch that is not an array of them, is an INVALID_ARGUMENT
+// *task.Error; a broken connection, or one watch cut, is another error.
 //
 // A frame past errandapi.MaxWorkerFrame (up to frameReadLimit) is read
 // through to its end, a JSON token at a time, and answered by a
 // *frameTooLarge error (a PAYLOAD_TOO_LARGE *task.Error) that carries its
-// type and leaseId.
-func (t *wsTransport) read() (*errandapi.WorkerFrame, error) {
+// type and leaseId. A batch past it is a PAYLOAD_TOO_LARGE *task.Error:
+// a worker packs no more than that into one.
+func (t *wsTransport) read() ([]*errandapi.WorkerFrame, error) {
 	typ, r, err := t.conn.Reader(context.Background())
 	if err != nil {
 		return nil, err
@@ -259,7 +292,12 @@ func (t *wsTransport) read() (*errandapi.WorkerFrame, error) {
 	if typ != websocket.MessageText {
 		return nil, task.Errorf(task.CodeInvalidArgument, "frames are JSON text, not binary")
 	}
+	lead := bytes.TrimLeft(b, " \t\r\n")
+	t.batch = len(lead) > 0 && lead[0] == '['
 	if len(b) > errandapi.MaxWorkerFrame {
+		if t.batch {
+			return nil, task.Errorf(task.CodePayloadTooLarge, "a batch of frames is at most %d bytes: a frame longer than that is sent alone", errandapi.MaxWorkerFrame)
+		}
 		// Each part read counts as hearing from the worker: a large frame on
 		// a slow link is not cut as silence while it arrives.
 		big, err := skimFrame(io.MultiReader(bytes.NewReader(b), hearing{t, r}))
@@ -270,6 +308,23 @@ func (t *wsTransport) read() (*errandapi.WorkerFrame, error) {
 		return nil, big
 	}
 	t.heard.Store(t.ticks.Load())
+	raw, err := errandapi.SplitBatch(b)
+	if err != nil {
+		return nil, task.Errorf(task.CodeInvalidArgument, "%s", err.Error())
+	}
+	fs := make([]*errandapi.WorkerFrame, len(raw))
+	for i, b := range raw {
+		if fs[i], err = decodeFrame(b); err != nil {
+			return nil, err
+		}
+	}
+	return fs, nil
+}
+
+// decodeFrame decodes one frame a worker sent. One that is not a JSON
+// object with a type is an INVALID_ARGUMENT *task.Error, naming a field
+// of the wrong JSON type.
+func decodeFrame(b []byte) (*errandapi.WorkerFrame, error) {
 	var f errandapi.WorkerFrame
 	// The frame's own decoder (which reads an answer's fields in one pass):
 	// json.Unmarshal(b, &f) would make a pass of its own over the bytes

@@ -55,11 +55,13 @@ func newWatchRig(t *testing.T, serve func(r *watchRig, tr *wsTransport) error) *
 // readAll reads frames on the node side, reporting each, until one fails.
 func (r *watchRig) readAll(tr *wsTransport) error {
 	for {
-		f, err := tr.read()
+		fs, err := tr.read()
 		if err != nil {
 			return err
 		}
-		r.frames <- f.Type
+		for _, f := range fs {
+			r.frames <- f.Type
+		}
 	}
 }
 
