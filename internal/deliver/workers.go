@@ -52,10 +52,6 @@ type Workers struct {
 	OnChange func()
 	// Now is the node's clock in epoch ms (default: the system clock).
 	Now func() int64
-	// OnQueued, if set, is told how many frames wait to be sent to a
-	// worker that reads batches, each time a sender's frames join them
-	// (tests).
-	OnQueued func(waiting int)
 
 	mu    sync.Mutex
 	conns map[string]*WorkerConn // by worker id
@@ -127,7 +123,7 @@ func (w *Workers) Register(instanceID string, hello *errandapi.WorkerFrame, tr W
 	c := &WorkerConn{w: w, id: "w" + strconv.Itoa(w.seq) + "-" + strconv.FormatInt(w.now(), 36), instanceID: instanceID,
 		group: hello.Group, functions: fns, slots: hello.Slots, tr: tr, held: map[string]*held{}, done: make(chan struct{})}
 	if hello.Batches {
-		c.out = &errandapi.Outbox{Write: tr.Send, Queued: w.OnQueued}
+		c.out = &errandapi.Outbox{Write: tr.Send}
 	}
 	w.conns[c.id] = c
 	w.mu.Unlock()
