@@ -7,6 +7,10 @@
 // (github.com/errandhq/errand/client) and the embedded engine
 // (github.com/errandhq/errand/embedded), so the three cannot drift. It does
 // no I/O and imports nothing of errand's internals; a test enforces both.
+// For the connected workers' WebSocket it also holds the framing both ends
+// share: WorkerFrame, batches of frames (AppendBatch, PackBatches,
+// SplitBatch) and Outbox, which gathers concurrent senders' frames into
+// batches through a write function its user gives it.
 //
 // Times are epoch milliseconds and absent values are null, as on the wire.
 // Request fields that the server must tell "absent" from "zero" are
