@@ -45,7 +45,9 @@ const MaxWorkerSlots = 1000
 // MaxPayloadBytes of JSON, and a frame carries it with a little more. An
 // answer past it (up to 4 MiB) is refused with PAYLOAD_TOO_LARGE and fails
 // its own attempt; any other frame past it, or any frame past 4 MiB, ends
-// the connection (and every attempt it holds).
+// the connection (and every attempt it holds). It also bounds a batch of
+// frames either side sends (PackBatches): a batch from a worker past it
+// ends the connection too.
 const MaxWorkerFrame = 256 << 10
 
 // MaxPayloadBytes bounds a task's payload, its params and its result:
