@@ -349,14 +349,7 @@ func (w *Workers) pick(instanceID, fn, leaseID string, deadline int64) (*WorkerC
 
 // Send writes one frame to the worker.
 func (c *WorkerConn) Send(f *errandapi.WorkerFrame) error {
-	// The frame's own encoder, not json.Marshal(f), which would call it and
-	// then scan its output once more to compact it: its output is already
-	// compact (TestWorkerFrameMarshalJSONIsCompact).
-	b, err := f.MarshalJSON()
-	if err != nil {
-		return err
-	}
-	return c.send(b)
+	return c.SendAll([]*errandapi.WorkerFrame{f})
 }
 
 // SendAll writes frames to the worker in order: in as few messages as
@@ -365,6 +358,9 @@ func (c *WorkerConn) Send(f *errandapi.WorkerFrame) error {
 func (c *WorkerConn) SendAll(fs []*errandapi.WorkerFrame) error {
 	frames := make([][]byte, len(fs))
 	for i, f := range fs {
+		// The frame's own encoder, not json.Marshal(f), which would call
+		// it and then scan its output once more to compact it: its output
+		// is already compact (TestWorkerFrameMarshalJSONIsCompact).
 		b, err := f.MarshalJSON()
 		if err != nil {
 			return err

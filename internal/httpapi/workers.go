@@ -121,7 +121,7 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 	}()
 	var answers []*errandapi.WorkerFrame
 	for {
-		fs, err := tr.read()
+		fs, _, err := tr.read()
 		if big := tooLargeAnswer(err); big != nil {
 			// An answer too large to take fails its own attempt; the
 			// connection and the other attempts it holds go on.
@@ -203,7 +203,6 @@ type wsTransport struct {
 	heard   atomic.Int64 // ticks when the last frame was read
 	writing atomic.Int64 // 1 + ticks when the write under way began; 0 for none
 	closed  atomic.Value // why this node closed the connection (a string), once it has
-	batch   bool         // the last message read was a batch (read's goroutine only)
 
 	onHeard func() // a test's signal: part of a large frame was read
 }
@@ -260,18 +259,18 @@ func (t *wsTransport) ended(err error) string {
 // readHello reads the worker's first message, which is one frame: a
 // batch is an INVALID_ARGUMENT *task.Error, as read's errors are.
 func (t *wsTransport) readHello() (*errandapi.WorkerFrame, error) {
-	fs, err := t.read()
+	fs, batch, err := t.read()
 	if err != nil {
 		return nil, err
 	}
-	if t.batch {
+	if batch {
 		return nil, task.FieldErrorf(task.CodeInvalidArgument, "type", "the first frame must be hello, alone, not a batch")
 	}
 	return fs[0], nil
 }
 
 // read reads one JSON text message: a frame, or a batch of them
-// (errandapi.SplitBatch). A frame that is not a JSON object with a type,
+// (errandapi.SplitBatch; batch says which). A frame that is not a JSON object with a type,
 // or a batch that is not an array of them, is an INVALID_ARGUMENT
 // *task.Error; a broken connection, or one watch cut, is another error.
 //
@@ -280,45 +279,45 @@ func (t *wsTransport) readHello() (*errandapi.WorkerFrame, error) {
 // *frameTooLarge error (a PAYLOAD_TOO_LARGE *task.Error) that carries its
 // type and leaseId. A batch past it is a PAYLOAD_TOO_LARGE *task.Error:
 // a worker packs no more than that into one.
-func (t *wsTransport) read() ([]*errandapi.WorkerFrame, error) {
+func (t *wsTransport) read() (_ []*errandapi.WorkerFrame, batch bool, err error) {
 	typ, r, err := t.conn.Reader(context.Background())
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	b, err := io.ReadAll(io.LimitReader(r, errandapi.MaxWorkerFrame+1))
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if typ != websocket.MessageText {
-		return nil, task.Errorf(task.CodeInvalidArgument, "frames are JSON text, not binary")
+		return nil, false, task.Errorf(task.CodeInvalidArgument, "frames are JSON text, not binary")
 	}
 	lead := bytes.TrimLeft(b, " \t\r\n")
-	t.batch = len(lead) > 0 && lead[0] == '['
+	batch = len(lead) > 0 && lead[0] == '['
 	if len(b) > errandapi.MaxWorkerFrame {
-		if t.batch {
-			return nil, task.Errorf(task.CodePayloadTooLarge, "a batch of frames is at most %d bytes: a frame longer than that is sent alone", errandapi.MaxWorkerFrame)
+		if batch {
+			return nil, true, task.Errorf(task.CodePayloadTooLarge, "a batch of frames is at most %d bytes: a frame longer than that is sent alone", errandapi.MaxWorkerFrame)
 		}
 		// Each part read counts as hearing from the worker: a large frame on
 		// a slow link is not cut as silence while it arrives.
 		big, err := skimFrame(io.MultiReader(bytes.NewReader(b), hearing{t, r}))
 		t.heard.Store(t.ticks.Load())
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return nil, big
+		return nil, false, big
 	}
 	t.heard.Store(t.ticks.Load())
 	raw, err := errandapi.SplitBatch(b)
 	if err != nil {
-		return nil, task.Errorf(task.CodeInvalidArgument, "%s", err.Error())
+		return nil, batch, task.Errorf(task.CodeInvalidArgument, "%s", err.Error())
 	}
 	fs := make([]*errandapi.WorkerFrame, len(raw))
 	for i, b := range raw {
 		if fs[i], err = decodeFrame(b); err != nil {
-			return nil, err
+			return nil, batch, err
 		}
 	}
-	return fs, nil
+	return fs, batch, nil
 }
 
 // decodeFrame decodes one frame a worker sent. One that is not a JSON

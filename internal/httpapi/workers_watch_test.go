@@ -55,7 +55,7 @@ func newWatchRig(t *testing.T, serve func(r *watchRig, tr *wsTransport) error) *
 // readAll reads frames on the node side, reporting each, until one fails.
 func (r *watchRig) readAll(tr *wsTransport) error {
 	for {
-		fs, err := tr.read()
+		fs, _, err := tr.read()
 		if err != nil {
 			return err
 		}
@@ -213,7 +213,7 @@ func TestWatchHearsALargeFrameArrive(t *testing.T) {
 			default:
 			}
 		}
-		_, err := tr.read()
+		_, _, err := tr.read()
 		return err
 	})
 	w, err := r.client.Writer(context.Background(), websocket.MessageText)
