@@ -424,3 +424,51 @@ func TestWorkerOversizedAnswer(t *testing.T) {
 		t.Fatalf("the attempt of the 5 MiB frame: %+v", tk.Attempts)
 	}
 }
+
+// TestWorkerLeavesBeforeClose: a connection the node closes for a
+// malformed frame leaves the node's workers before the close handshake,
+// not after it: the attempt it held fails at once and goes to another
+// worker while the closed one has not yet answered the node's close (the
+// handshake then ends cleanly when it does). Had the connection stayed
+// registered through its handshake, the attempt would have waited for the
+// handshake to time out (5 s), and the node's log would say so.
+func TestWorkerLeavesBeforeClose(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	ctx := context.Background()
+	_, url, logs := startMode(t, buildErrand(t), "dev", "--data", t.TempDir(), "--log-level", "debug")
+	c, err := client.New(url, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	functionQueue(t, c, "work", 0)
+	o := watchOutcomes(t, c, "work")
+	res, err := c.AddTask(ctx, "jobs", "work", errandapi.NewTask{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := welcomed(t, url, hello("work"))
+	a.want(errandapi.FrameAttempt)
+	a.send([]byte(`{"type":"bogus"}`)) // and reads nothing more for now
+
+	b, _ := welcomed(t, url, hello("work"))
+	at := b.want(errandapi.FrameAttempt)
+	b.send(errandapi.WorkerFrame{Type: errandapi.FrameDone, LeaseID: at.LeaseID})
+	b.want(errandapi.FrameRecorded)
+	tk := waitTasks(t, o, c, []string{res.ID}, 30*time.Second)[res.ID]
+	if tk.State != errandapi.StateSucceeded || len(tk.Attempts) != 2 || tk.Attempts[0].Error == nil ||
+		!strings.Contains(*tk.Attempts[0].Error, "malformed frame") {
+		t.Fatalf("the task after its first worker's malformed frame: %+v", tk)
+	}
+
+	// Only now does the first worker read the node's close, and answer it.
+	if d := a.closed(); d.Code != errandapi.CodeInvalidArgument || !strings.HasPrefix(d.Message, "type: ") {
+		t.Fatalf("a frame of an unknown type closed with %+v", d)
+	}
+	out := logs.waitFor(t, `msg="worker connection closed by the node"`, 20*time.Second)
+	line := out[strings.Index(out, `msg="worker connection closed by the node"`):]
+	if line = line[:strings.IndexByte(line, '\n')+1]; !strings.Contains(line, "handshake=ok") {
+		t.Fatalf("the close handshake did not end cleanly: %s", line)
+	}
+}

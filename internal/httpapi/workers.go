@@ -81,10 +81,25 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 	log := s.log.With("instance", c.instance, "worker", wc.ID(), "group", hello.Group)
 	log.Info("worker connected", "functions", strings.Join(wc.Functions(), ","), "slots", hello.Slots, "sdk", hello.SDK)
 	reason := "the worker closed the connection"
-	defer func() {
-		wc.Close(reason)
-		log.Info("worker disconnected", "reason", reason)
-	}()
+	left := false
+	// leave ends the connection's registration, once: its attempts in
+	// flight fail and no attempt is handed to it from then on. A close
+	// the node begins comes after it, so that no attempt goes to a
+	// connection waiting out its close handshake (up to 5 s for a peer
+	// that does not answer), whose answers would go unread.
+	leave := func() {
+		if !left {
+			left = true
+			wc.Close(reason)
+			log.Info("worker disconnected", "reason", reason)
+		}
+	}
+	defer leave()
+	// refuse leaves, then closes the connection with err.
+	refuse := func(err error) {
+		leave()
+		log.Debug("worker connection closed by the node", "handshake", handshake(tr.closeWith(websocket.StatusPolicyViolation, err)))
+	}
 	if err := wc.Send(&errandapi.WorkerFrame{Type: errandapi.FrameWelcome, Worker: wc.ID(),
 		HeartbeatSeconds: int(workerHeartbeat / time.Second), Drains: true, Batches: true}); err != nil {
 		reason = "sending welcome failed"
@@ -109,7 +124,9 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 				// A revoked key (or one deleted) sends no more attempts:
 				// the worker's Run ends with UNAUTHENTICATED.
 				if s.stillAdmitted(ctx, c.p) != nil {
-					tr.closeWith(websocket.StatusPolicyViolation, task.Errorf(task.CodeUnauthenticated, "the API key of this connection was revoked"))
+					const revoked = "the API key of this connection was revoked"
+					wc.Close(revoked) // before the close, as leave does
+					tr.closeWith(websocket.StatusPolicyViolation, task.Errorf(task.CodeUnauthenticated, revoked))
 					return
 				}
 			case <-t.C:
@@ -132,6 +149,7 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 			}
 			if wc.Drained() {
 				reason = "the worker drained"
+				leave()
 				_ = conn.Close(websocket.StatusNormalClosure, "drained")
 				return
 			}
@@ -141,7 +159,7 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 			var te *task.Error
 			if errors.As(err, &te) {
 				reason = "malformed frame: " + te.Message
-				tr.closeWith(websocket.StatusPolicyViolation, err)
+				refuse(err)
 			} else {
 				reason = tr.ended(err)
 				conn.CloseNow()
@@ -181,11 +199,12 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 			}
 		}
 		if bad != nil {
-			tr.closeWith(websocket.StatusPolicyViolation, bad)
+			refuse(bad)
 			return
 		}
 		if wc.Drained() { // one atomic load while the worker is not draining
 			reason = "the worker drained"
+			leave()
 			_ = conn.Close(websocket.StatusNormalClosure, "drained")
 			return
 		}
@@ -374,18 +393,26 @@ func (t *wsTransport) closing(reason string) {
 	t.closed.Store("the node closed the connection: " + reason)
 }
 
-// closeWith closes the connection with err as a v1 error object.
-func (t *wsTransport) closeWith(code websocket.StatusCode, err error) {
+// closeWith closes the connection with err as a v1 error object and
+// returns how its close handshake ended (nil: the peer answered).
+func (t *wsTransport) closeWith(code websocket.StatusCode, err error) error {
 	t.closing(err.Error())
 	var te *task.Error
 	if !errors.As(err, &te) {
-		_ = t.conn.Close(websocket.StatusProtocolError, closeReason(errandapi.CodeInvalidArgument, err.Error()))
-		return
+		return t.conn.Close(websocket.StatusProtocolError, closeReason(errandapi.CodeInvalidArgument, err.Error()))
 	}
 	if te.Code == task.CodePayloadTooLarge {
 		code = websocket.StatusMessageTooBig
 	}
-	_ = t.conn.Close(code, closeReason(te.Code, te.Message))
+	return t.conn.Close(code, closeReason(te.Code, te.Message))
+}
+
+// handshake says how a close handshake ended, for the log.
+func handshake(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return err.Error()
 }
 
 // closeReason is a v1 error object that fits a close frame (123 bytes).
