@@ -24,17 +24,14 @@ const (
 	sqlDuplicatePreparedStatement = "42P05"
 )
 
-// poolerRefusal is the error's words when the server refused a setting
-// errand's connections start with: a connection pooler (PgBouncer) in
-// front that does not pass it on.
+// poolerRefusal is the error's words when the server refused a startup
+// parameter: a connection pooler (PgBouncer) in front that does not pass it
+// on. errand's own settings are SET after connecting (sessionSets), so the
+// parameter is one the store URL adds.
 func poolerRefusal() string {
-	names := make([]string, len(sessionDefaults))
-	for i, d := range sessionDefaults {
-		names[i] = d.name
-	}
-	return "a connection pooler in front of PostgreSQL refused a setting errand's connections start with; " +
-		"run it in session mode, with " + strings.Join(names, ", ") + " (and any setting the store URL adds) " +
-		"in its ignore_startup_parameters and set on errand's role instead (docs/postgres.md, \"Connection poolers\")"
+	return "a connection pooler in front of PostgreSQL refused a setting the store URL adds (a session setting " +
+		"sent as the connection starts); leave it out of the URL, or list it in the pooler's " +
+		"ignore_startup_parameters and set it on errand's role instead (docs/postgres.md, \"Connection poolers\")"
 }
 
 // interpretError is the one place where PostgreSQL's and pgx's errors become

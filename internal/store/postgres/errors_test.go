@@ -10,28 +10,21 @@ import (
 	"github.com/errandhq/errand/internal/task"
 )
 
-// TestPoolerRefusal: PgBouncer's refusal of a setting errand's connections
-// start with (as PgBouncer 1.18 in session mode, not told to ignore them,
-// answered `errand serve`: FATAL, 08P01) is UNAVAILABLE with words that
-// say how to set the pooler up, naming every setting errand sends, and
-// keeps the server's own words as its cause; another protocol violation
-// is not taken for it. A statement the server connection never prepared,
+// TestPoolerRefusal: PgBouncer's refusal of a startup parameter (FATAL,
+// 08P01: one the store URL adds, since errand SETs its own once connected)
+// is UNAVAILABLE with words that say what to do, and keeps the server's
+// own words as its cause; another protocol violation is not taken for it. A statement the server connection never prepared,
 // or prepared already (a pooler in transaction mode), says so too.
 func TestPoolerRefusal(t *testing.T) {
-	pe := &pgconn.PgError{Severity: "FATAL", Code: "08P01", Message: "unsupported startup parameter: jit"}
+	pe := &pgconn.PgError{Severity: "FATAL", Code: "08P01", Message: "unsupported startup parameter: lock_timeout"}
 	err := interpretError(pe)
 	var te *task.Error
 	if !errors.As(err, &te) || te.Code != task.CodeUnavailable {
 		t.Fatalf("the refusal: %v, want UNAVAILABLE", err)
 	}
-	for _, want := range []string{"session mode", "ignore_startup_parameters", "role", "Connection poolers"} {
+	for _, want := range []string{"store URL", "ignore_startup_parameters", "role", "Connection poolers"} {
 		if !strings.Contains(te.Message, want) {
 			t.Errorf("the refusal's words %q lack %q", te.Message, want)
-		}
-	}
-	for _, d := range sessionDefaults {
-		if !strings.Contains(te.Message, d.name) {
-			t.Errorf("the refusal's words %q do not name %s", te.Message, d.name)
 		}
 	}
 	if !strings.Contains(err.Error(), pe.Message) {
@@ -54,5 +47,31 @@ func TestPoolerRefusal(t *testing.T) {
 	other := interpretError(&pgconn.PgError{Severity: "FATAL", Code: "08P01", Message: "invalid frontend message type 0"})
 	if other.(*task.Error).Message != "the store is unavailable; try again" {
 		t.Errorf("another protocol violation: %v", other)
+	}
+}
+
+// TestSessionSets: a connection SETs each of errand's defaults the URL does
+// not set, and the schema as a quoted identifier; with nothing to set it
+// runs nothing.
+func TestSessionSets(t *testing.T) {
+	all := sessionSets(map[string]string{}, "Errand_1")
+	for _, d := range sessionDefaults {
+		if !strings.Contains(all, "SET "+d.name+" = '"+d.value+"'") {
+			t.Errorf("%q does not set %s", all, d.name)
+		}
+	}
+	if !strings.HasSuffix(all, `; SET search_path = "Errand_1"`) {
+		t.Errorf("%q does not end by setting the schema", all)
+	}
+	some := sessionSets(map[string]string{"jit": "on", "statement_timeout": "5000"}, "")
+	if strings.Contains(some, "jit") || strings.Contains(some, "statement_timeout") || strings.Contains(some, "search_path") {
+		t.Errorf("%q sets what the URL set, or a schema", some)
+	}
+	everything := map[string]string{}
+	for _, d := range sessionDefaults {
+		everything[d.name] = "x"
+	}
+	if got := sessionSets(everything, ""); got != "" {
+		t.Errorf("with every setting in the URL and no schema: %q", got)
 	}
 }

@@ -48,10 +48,11 @@ const (
 	defaultIdleInTxTimeout  = "60s"
 )
 
-// sessionDefaults are the settings every connection starts with (sent
-// when it connects) unless the URL sets them; a pooler in front that does
-// not pass them on must be told to ignore them, and the role given them
-// instead (docs/postgres.md, "Connection poolers"):
+// sessionDefaults are the settings every connection starts with unless
+// the URL sets them. They are SET once the connection is made (sessionSets),
+// not sent as startup parameters, which a pooler in front (PgBouncer)
+// refuses unless told to drop them (docs/postgres.md, "Connection
+// poolers"):
 //   - the safety timeouts above;
 //   - no JIT compilation: errand's statements are short, and the server
 //     compiles any whose estimated cost passes jit_above_cost. The
@@ -127,15 +128,16 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		cfg.MaxConns = 16
 	}
 	params := cfg.ConnConfig.RuntimeParams
-	for _, d := range sessionDefaults {
-		setDefault(params, d.name, d.value)
-	}
+	// application_name is a startup parameter poolers pass on.
 	setDefault(params, "application_name", "errand")
-	if opts.Schema != "" {
-		if !schemaName.MatchString(opts.Schema) {
-			return nil, fmt.Errorf("postgres: schema %q: must be a plain identifier (letters, digits, '_')", opts.Schema)
+	if opts.Schema != "" && !schemaName.MatchString(opts.Schema) {
+		return nil, fmt.Errorf("postgres: schema %q: must be a plain identifier (letters, digits, '_')", opts.Schema)
+	}
+	if sets := sessionSets(params, opts.Schema); sets != "" {
+		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+			_, err := c.Exec(ctx, sets)
+			return err
 		}
-		params["search_path"] = pgx.Identifier{opts.Schema}.Sanitize()
 	}
 
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -148,6 +150,23 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// sessionSets is what each connection runs once it is made (one round trip,
+// the simple protocol): a SET of each of sessionDefaults the URL's startup
+// parameters, params, do not set, and of the search_path to schema when it
+// is not "".
+func sessionSets(params map[string]string, schema string) string {
+	var sets []string
+	for _, d := range sessionDefaults {
+		if _, ok := params[d.name]; !ok {
+			sets = append(sets, "SET "+d.name+" = '"+d.value+"'")
+		}
+	}
+	if schema != "" {
+		sets = append(sets, "SET search_path = "+pgx.Identifier{schema}.Sanitize())
+	}
+	return strings.Join(sets, "; ")
 }
 
 // setDefault sets params[key] unless the URL already did.

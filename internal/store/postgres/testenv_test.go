@@ -112,3 +112,6 @@ func OpenTestSchema(tb testing.TB, schema string) *Store {
 // ClaimLockKey is the advisory lock of an instance's claims (queue "") or
 // of one queue's.
 func ClaimLockKey(instanceID, queue string) int64 { return claimLockKey(instanceID, queue) }
+
+// InterpretError is interpretError, for the package's external tests.
+func InterpretError(err error) error { return interpretError(err) }
