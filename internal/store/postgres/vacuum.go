@@ -81,16 +81,26 @@ func (s *Store) VacuumTasks(ctx context.Context) (ran, cleared bool, err error) 
 		}
 	}()
 	// VACUUM runs outside a transaction: the session's statement timeout
-	// (30 s) is lifted for it alone. SKIP_LOCKED: an autovacuum (or a
-	// migration) at work on the table is left to it. TRUNCATE false: giving
-	// empty pages at the table's end back to the file system takes a lock
-	// that would stop every claim meanwhile.
-	if _, err := conn.Exec(ctx, `SET statement_timeout = '`+bulkStatementTimeout+`'`); err != nil {
+	// (30 s) is lifted for it alone, and then set back to what it was (not
+	// RESET: that would go back to the server's default, as the session's
+	// timeout is SET after connecting, not a startup parameter:
+	// sessionSets). SKIP_LOCKED: an autovacuum (or a migration) at work on
+	// the table is left to it. TRUNCATE false: giving empty pages at the
+	// table's end back to the file system takes a lock that would stop
+	// every claim meanwhile.
+	var timeout string
+	if err := conn.QueryRow(ctx, `SELECT current_setting('statement_timeout'),
+		set_config('statement_timeout', '`+bulkStatementTimeout+`', false)`).Scan(&timeout, new(string)); err != nil {
 		return false, false, interpretError(err)
 	}
 	_, verr := conn.Exec(ctx, `VACUUM (SKIP_LOCKED, TRUNCATE false) tasks`)
-	if _, err := conn.Exec(ctx, `RESET statement_timeout`); err != nil && verr == nil {
-		verr = err
+	if _, err := conn.Exec(ctx, `SELECT set_config('statement_timeout', $1, false)`, timeout); err != nil {
+		// A connection that cannot be set back is dropped, not handed
+		// out again with the vacuum's timeout.
+		conn.Conn().Close(context.WithoutCancel(ctx))
+		if verr == nil {
+			verr = err
+		}
 	}
 	if verr != nil {
 		return false, false, interpretError(verr)

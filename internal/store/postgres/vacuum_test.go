@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // TestVacuumTasks: the store vacuums tasks once its dead row versions pass
@@ -87,6 +88,7 @@ func TestVacuumTasks(t *testing.T) {
 	}
 
 	vacuum(true, true, "12,000 dead versions")
+	timeouts(t, s, "after a vacuum")
 	if dead, vacuums := counts(); dead >= vacuumMinDead || vacuums != 1 {
 		t.Fatalf("after the vacuum: n_dead_tup = %d, vacuum_count = %d; want fewer than %d, 1", dead, vacuums, vacuumMinDead)
 	}
@@ -133,5 +135,34 @@ func TestVacuumTasks(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// timeouts fails t unless every connection of s's pool has the session's
+// statement_timeout of 30 s (the vacuum lifts it for itself alone).
+func timeouts(t *testing.T, s *Store, when string) {
+	t.Helper()
+	ctx := t.Context()
+	var held []*pgxpool.Conn
+	defer func() {
+		for _, c := range held {
+			c.Release()
+		}
+	}()
+	for range s.pool.Stat().TotalConns() {
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	for i, c := range held {
+		var v string
+		if err := c.QueryRow(ctx, `SELECT current_setting('statement_timeout')`).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		if v != "30s" {
+			t.Fatalf("%s: connection %d of %d has statement_timeout %s, want 30s", when, i+1, len(held), v)
+		}
 	}
 }
