@@ -63,8 +63,8 @@ func TestSessionSets(t *testing.T) {
 	if !strings.HasSuffix(all, `; SET search_path = "Errand_1"`) {
 		t.Errorf("%q does not end by setting the schema", all)
 	}
-	some := sessionSets(map[string]string{"jit": "on", "statement_timeout": "5000"}, "")
-	if strings.Contains(some, "jit") || strings.Contains(some, "statement_timeout") || strings.Contains(some, "search_path") {
+	some := sessionSets(map[string]string{"jit": "on", "statement_timeout": "5000", "options": "-c max_parallel_maintenance_workers=2"}, "")
+	if some != "SET idle_in_transaction_session_timeout = '60s'" {
 		t.Errorf("%q sets what the URL set, or a schema", some)
 	}
 	everything := map[string]string{}

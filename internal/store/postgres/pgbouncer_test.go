@@ -52,8 +52,8 @@ func startPgBouncer(t *testing.T, mode, ignore string, size int) string {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	// PgBouncer refuses to run as root; as root it is told to become the
-	// server's own user, which must read its files.
+	// PgBouncer refuses to run as root; as root it is told to become
+	// nobody, who must read its files.
 	dir, err := os.MkdirTemp("", "pgbouncer")
 	if err != nil {
 		t.Fatal(err)
@@ -64,8 +64,12 @@ func startPgBouncer(t *testing.T, mode, ignore string, size int) string {
 	}
 	ini := filepath.Join(dir, "pgbouncer.ini")
 	users := filepath.Join(dir, "users.txt")
+	server := fmt.Sprintf("host=%s port=%d", cfg.Host, cfg.Port)
+	if cfg.Password != "" {
+		server += " password=" + cfg.Password
+	}
 	conf := fmt.Sprintf(`[databases]
-* = host=%s port=%d
+* = %s
 
 [pgbouncer]
 listen_addr = 127.0.0.1
@@ -77,7 +81,7 @@ pool_mode = %s
 default_pool_size = %d
 max_client_conn = 200
 ignore_startup_parameters = %s
-`, cfg.Host, cfg.Port, port, users, mode, size, ignore)
+`, server, port, users, mode, size, ignore)
 	for name, body := range map[string]string{ini: conf, users: fmt.Sprintf("%q \"\"\n", cfg.User)} {
 		if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -85,7 +89,7 @@ ignore_startup_parameters = %s
 	}
 	args := []string{ini}
 	if os.Geteuid() == 0 {
-		args = []string{"-u", "postgres", ini}
+		args = []string{"-u", "nobody", ini}
 	}
 	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()

@@ -154,12 +154,12 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 
 // sessionSets is what each connection runs once it is made (one round trip,
 // the simple protocol): a SET of each of sessionDefaults the URL's startup
-// parameters, params, do not set, and of the search_path to schema when it
-// is not "".
+// parameters, params, do not set (by name, or in libpq's options, "-c
+// name=…"), and of the search_path to schema when it is not "".
 func sessionSets(params map[string]string, schema string) string {
 	var sets []string
 	for _, d := range sessionDefaults {
-		if _, ok := params[d.name]; !ok {
+		if _, ok := params[d.name]; !ok && !strings.Contains(params["options"], d.name) {
 			sets = append(sets, "SET "+d.name+" = '"+d.value+"'")
 		}
 	}
