@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/errandhq/errand/internal/store"
@@ -125,9 +126,35 @@ func Open(ctx context.Context, rawURL string, o Options) (store.Store, error) {
 	case "sqlite":
 		return openSQLite(ctx, rest, o)
 	case "postgres", "postgresql":
-		return postgres.Open(ctx, rawURL, postgres.Options{Logger: o.Log})
+		u, schema := urlSchema(rawURL)
+		return postgres.Open(ctx, u, postgres.Options{Logger: o.Log, Schema: schema})
 	}
 	return nil, &URLError{URL: rawURL, Why: fmt.Sprintf("unknown scheme %q (want sqlite://PATH or postgres://…)", scheme)}
+}
+
+// plainSchema is a search_path of one unquoted identifier.
+var plainSchema = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// urlSchema takes a search_path of one plain schema name out of a
+// postgres:// URL and returns the URL without it and the schema, folded
+// to lower case as PostgreSQL folds an unquoted name, for
+// postgres.Options.Schema: the schema is then created if missing, and set
+// by each connection once it is made, not sent as a startup parameter,
+// which a connection pooler such as PgBouncer refuses. Any other URL, or
+// search_path (a list, a quoted name, $user), is returned as it is.
+func urlSchema(rawURL string) (string, string) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL, ""
+	}
+	q := u.Query()
+	sp := q.Get("search_path")
+	if len(q["search_path"]) != 1 || !plainSchema.MatchString(sp) {
+		return rawURL, ""
+	}
+	q.Del("search_path")
+	u.RawQuery = q.Encode()
+	return u.String(), strings.ToLower(sp)
 }
 
 // openSQLite opens the SQLite file at path, creating it (and its

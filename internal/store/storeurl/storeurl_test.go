@@ -136,17 +136,9 @@ func TestShared(t *testing.T) {
 // its own named by the URL's search_path.
 func TestPostgres(t *testing.T) {
 	t.Parallel()
-	base := os.Getenv("ERRAND_TEST_POSTGRES")
-	if base == "" {
-		t.Skip("ERRAND_TEST_POSTGRES is not set: PostgreSQL tests skipped")
-	}
 	ctx := context.Background()
+	base, conn := postgresBase(t)
 	schema := "errand_url_" + id.Secret(6)
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
 		t.Fatal(err)
 	}
@@ -178,4 +170,68 @@ func TestPostgres(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM "+schema+".instances").Scan(&n); err != nil || n != 1 {
 		t.Fatalf("instances in the URL's schema: %d %v", n, err)
 	}
+}
+
+// TestURLSchema: a search_path of one plain name leaves the URL for
+// postgres.Options.Schema, folded to lower case as PostgreSQL folds an
+// unquoted name; any other is left in the URL as it is.
+func TestURLSchema(t *testing.T) {
+	for _, c := range []struct{ in, url, schema string }{
+		{"postgres://u@h:5432/db?search_path=Errand_1&sslmode=disable", "postgres://u@h:5432/db?sslmode=disable", "errand_1"},
+		{"postgresql://u:p%40ss@h/db?search_path=jobs", "postgresql://u:p%40ss@h/db", "jobs"},
+		{"postgres://u@h/db?search_path=a,b", "postgres://u@h/db?search_path=a,b", ""},
+		{"postgres://u@h/db?search_path=%22Mixed%22", "postgres://u@h/db?search_path=%22Mixed%22", ""},
+		{"postgres://u@h/db?search_path=$user", "postgres://u@h/db?search_path=$user", ""},
+		{"postgres://u@h/db?search_path=a&search_path=b", "postgres://u@h/db?search_path=a&search_path=b", ""},
+		{"postgres://u@h/db?sslmode=disable", "postgres://u@h/db?sslmode=disable", ""},
+	} {
+		u, schema := urlSchema(c.in)
+		if u != c.url || schema != c.schema {
+			t.Errorf("urlSchema(%q) = %q, %q; want %q, %q", c.in, u, schema, c.url, c.schema)
+		}
+	}
+}
+
+// TestPostgresNewSchema: a URL's search_path naming a schema that does not
+// exist yet makes it (in lower case, as PostgreSQL reads the unquoted
+// name) and keeps errand's tables there.
+func TestPostgresNewSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	base, conn := postgresBase(t)
+	schema := "errand_new_" + strings.ToLower(id.Secret(6))
+	defer conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE") //nolint:errcheck // best effort
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", strings.ToUpper(schema))
+	u.RawQuery = q.Encode()
+	st, err := Open(ctx, u.String(), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	use(t, st)
+	st.Close()
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM "+schema+".instances").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("instances in the URL's new schema: %d %v", n, err)
+	}
+}
+
+// postgresBase returns ERRAND_TEST_POSTGRES and a connection to it, closed
+// when t ends, or skips t.
+func postgresBase(t *testing.T) (string, *pgx.Conn) {
+	t.Helper()
+	base := os.Getenv("ERRAND_TEST_POSTGRES")
+	if base == "" {
+		t.Skip("ERRAND_TEST_POSTGRES is not set: PostgreSQL tests skipped")
+	}
+	conn, err := pgx.Connect(context.Background(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return base, conn
 }
