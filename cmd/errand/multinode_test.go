@@ -355,3 +355,59 @@ func localPorts(t *testing.T, pid int) map[int]bool {
 	}
 	return ports
 }
+
+// TestServeThroughPgBouncer: `errand keys` and two `errand serve` nodes
+// reach PostgreSQL through a real PgBouncer in session mode with nothing
+// set for errand, their store URL naming, in its search_path, a schema
+// that does not exist yet: the first command creates and migrates it
+// through the pooler, a pull task added through one node is leased and
+// acked through the other, and the first reads it succeeded.
+func TestServeThroughPgBouncer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two server processes")
+	}
+	u, schema := pgFresh(t, "errand_pgb_", "SELECT '%s'", "DROP SCHEMA IF EXISTS %s CASCADE")
+	bouncer := testkit.PgBouncer(t, u.String(), "session", "", 40)
+	storeURL := bouncer + "&search_path=" + strings.ToUpper(schema)
+	bin := buildErrand(t)
+	key, nodes := startNodes(t, bin, storeURL, 2)
+	a, b := nodes[0].url, nodes[1].url
+	if st, body := call(t, key, "POST", a+"/v1/tasks/jobs/queues", `{"name":"q","mode":"pull"}`); st != 201 {
+		t.Fatalf("queue: %d %s", st, body)
+	}
+	st, body := call(t, key, "POST", a+"/v1/tasks/jobs/queues/q/tasks", `[{"payload":{"n":1}}]`)
+	if st != 201 {
+		t.Fatalf("add: %d %s", st, body)
+	}
+	var added struct {
+		Tasks []struct{ ID string } `json:"tasks"`
+	}
+	if err := json.Unmarshal([]byte(body), &added); err != nil || len(added.Tasks) != 1 {
+		t.Fatalf("add answered %s (%v)", body, err)
+	}
+	id := added.Tasks[0].ID
+	st, body = call(t, key, "POST", b+"/v1/tasks/jobs/queues/q/lease", `{"count":1,"leaseSeconds":60,"waitSeconds":10}`)
+	var leased struct {
+		Tasks []struct{ ID, LeaseID string } `json:"tasks"`
+	}
+	if err := json.Unmarshal([]byte(body), &leased); st != 200 || err != nil || len(leased.Tasks) != 1 || leased.Tasks[0].ID != id {
+		t.Fatalf("lease through the other node: %d %s", st, body)
+	}
+	if st, body := call(t, key, "POST", b+"/v1/tasks/jobs/tasks/"+id+"/ack", `{"leaseId":"`+leased.Tasks[0].LeaseID+`"}`); st != 200 {
+		t.Fatalf("ack: %d %s", st, body)
+	}
+	st, body = call(t, key, "GET", a+"/v1/tasks/jobs/tasks/"+id, "")
+	if st != 200 || !strings.Contains(body, `"state":"succeeded"`) {
+		t.Fatalf("the task through the first node: %d %s", st, body)
+	}
+	var tables int
+	conn, err := pgx.Connect(context.Background(), os.Getenv("ERRAND_TEST_POSTGRES"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_tables WHERE schemaname = $1`,
+		strings.ToLower(schema)).Scan(&tables); err != nil || tables == 0 {
+		t.Fatalf("tables in schema %s: %d, %v", strings.ToLower(schema), tables, err)
+	}
+}
