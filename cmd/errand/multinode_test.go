@@ -366,6 +366,8 @@ func TestServeThroughPgBouncer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two server processes")
 	}
+	// A name only (the create is a no-op): the schema is the first
+	// command's to make; it is dropped at cleanup.
 	u, schema := pgFresh(t, "errand_pgb_", "SELECT '%s'", "DROP SCHEMA IF EXISTS %s CASCADE")
 	bouncer := testkit.PgBouncer(t, u.String(), "session", "", 40)
 	storeURL := bouncer + "&search_path=" + strings.ToUpper(schema)
