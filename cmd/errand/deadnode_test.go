@@ -186,18 +186,7 @@ func TestTerminatedNodeHandsBack(t *testing.T) {
 	if st, body := call(t, key, "POST", n0+"/v1/tasks/jobs/queues", `{"name":"p","mode":"pull"}`); st != 201 {
 		t.Fatalf("pull queue: %d %s", st, body)
 	}
-	st, body := call(t, key, "POST", n0+"/v1/tasks/jobs/queues/q/tasks", `[{"payload":{"n":1}}]`)
-	if st != 201 {
-		t.Fatalf("add: %d %s", st, body)
-	}
-	var added struct {
-		Tasks []struct {
-			ID string `json:"id"`
-		} `json:"tasks"`
-	}
-	if err := json.Unmarshal([]byte(body), &added); err != nil || len(added.Tasks) != 1 {
-		t.Fatalf("add answered %s", body)
-	}
+	id := addOne(t, key, n0, "q")
 	var first arrival
 	select {
 	case first = <-arrivals:
@@ -247,7 +236,7 @@ func TestTerminatedNodeHandsBack(t *testing.T) {
 	if strings.Contains(other.logs.String(), "declared dead") {
 		t.Fatalf("the other node had to declare the terminated node dead:\n%s", tail(other.logs.String(), 3000))
 	}
-	st, body = call(t, key, "GET", other.url+"/v1/tasks/jobs/tasks/"+added.Tasks[0].ID, "")
+	st, body := call(t, key, "GET", other.url+"/v1/tasks/jobs/tasks/"+id, "")
 	var v struct {
 		Task struct {
 			Attempt  int `json:"attempt"`

@@ -377,18 +377,8 @@ func TestServeThroughPgBouncer(t *testing.T) {
 	if st, body := call(t, key, "POST", a+"/v1/tasks/jobs/queues", `{"name":"q","mode":"pull"}`); st != 201 {
 		t.Fatalf("queue: %d %s", st, body)
 	}
-	st, body := call(t, key, "POST", a+"/v1/tasks/jobs/queues/q/tasks", `[{"payload":{"n":1}}]`)
-	if st != 201 {
-		t.Fatalf("add: %d %s", st, body)
-	}
-	var added struct {
-		Tasks []struct{ ID string } `json:"tasks"`
-	}
-	if err := json.Unmarshal([]byte(body), &added); err != nil || len(added.Tasks) != 1 {
-		t.Fatalf("add answered %s (%v)", body, err)
-	}
-	id := added.Tasks[0].ID
-	st, body = call(t, key, "POST", b+"/v1/tasks/jobs/queues/q/lease", `{"count":1,"leaseSeconds":60,"waitSeconds":10}`)
+	id := addOne(t, key, a, "q")
+	st, body := call(t, key, "POST", b+"/v1/tasks/jobs/queues/q/lease", `{"count":1,"leaseSeconds":60,"waitSeconds":10}`)
 	var leased struct {
 		Tasks []struct{ ID, LeaseID string } `json:"tasks"`
 	}
@@ -403,7 +393,7 @@ func TestServeThroughPgBouncer(t *testing.T) {
 		t.Fatalf("the task through the first node: %d %s", st, body)
 	}
 	var tables int
-	conn, err := pgx.Connect(context.Background(), os.Getenv("ERRAND_TEST_POSTGRES"))
+	conn, err := pgx.Connect(context.Background(), u.String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,4 +402,23 @@ func TestServeThroughPgBouncer(t *testing.T) {
 		strings.ToLower(schema)).Scan(&tables); err != nil || tables == 0 {
 		t.Fatalf("tables in schema %s: %d, %v", strings.ToLower(schema), tables, err)
 	}
+}
+
+// addOne adds one task ({"n":1}) to queue through the node at base and
+// returns its id.
+func addOne(t *testing.T, key, base, queue string) string {
+	t.Helper()
+	st, body := call(t, key, "POST", base+"/v1/tasks/jobs/queues/"+queue+"/tasks", `[{"payload":{"n":1}}]`)
+	if st != 201 {
+		t.Fatalf("add: %d %s", st, body)
+	}
+	var added struct {
+		Tasks []struct {
+			ID string `json:"id"`
+		} `json:"tasks"`
+	}
+	if err := json.Unmarshal([]byte(body), &added); err != nil || len(added.Tasks) != 1 {
+		t.Fatalf("add answered %s (%v)", body, err)
+	}
+	return added.Tasks[0].ID
 }

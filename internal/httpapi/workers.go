@@ -95,6 +95,13 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 		}
 	}
 	defer leave()
+	// drained leaves, then closes the connection normally: the worker
+	// drained and holds nothing.
+	drained := func() {
+		reason = "the worker drained"
+		leave()
+		_ = conn.Close(websocket.StatusNormalClosure, "drained")
+	}
 	// refuse leaves, then closes the connection with err.
 	refuse := func(err error) {
 		leave()
@@ -148,9 +155,7 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 				return
 			}
 			if wc.Drained() {
-				reason = "the worker drained"
-				leave()
-				_ = conn.Close(websocket.StatusNormalClosure, "drained")
+				drained()
 				return
 			}
 			continue
@@ -203,9 +208,7 @@ func (s *Server) workerConnect(w http.ResponseWriter, r *http.Request, c *call) 
 			return
 		}
 		if wc.Drained() { // one atomic load while the worker is not draining
-			reason = "the worker drained"
-			leave()
-			_ = conn.Close(websocket.StatusNormalClosure, "drained")
+			drained()
 			return
 		}
 	}

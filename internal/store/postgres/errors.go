@@ -28,11 +28,9 @@ const (
 // parameter: a connection pooler (PgBouncer) in front that does not pass it
 // on. errand's own settings are SET after connecting (sessionSets), so the
 // parameter is one the store URL adds.
-func poolerRefusal() string {
-	return "a connection pooler in front of PostgreSQL refused a setting the store URL adds (a session setting " +
-		"sent as the connection starts); leave it out of the URL, or list it in the pooler's " +
-		"ignore_startup_parameters and set it on errand's role instead (docs/postgres.md, \"Connection poolers\")"
-}
+const poolerRefusal = "a connection pooler in front of PostgreSQL refused a setting the store URL adds (a session setting " +
+	"sent as the connection starts); leave it out of the URL, or list it in the pooler's " +
+	"ignore_startup_parameters and set it on errand's role instead (docs/postgres.md, \"Connection poolers\")"
 
 // interpretError is the one place where PostgreSQL's and pgx's errors become
 // domain errors:
@@ -106,7 +104,7 @@ func interpretPgError(pe *pgconn.PgError) error {
 	case pe.Code == sqlProtocolViolation && strings.HasPrefix(pe.Message, "unsupported startup parameter"):
 		// PgBouncer and poolers like it refuse a connection that carries
 		// a setting they do not track: trying again cannot help.
-		return task.Unavailable(poolerRefusal(), pe)
+		return task.Unavailable(poolerRefusal, pe)
 	case (pe.Code == sqlInvalidStatementName || pe.Code == sqlDuplicatePreparedStatement) && strings.HasPrefix(pe.Message, "prepared statement"):
 		// pgx prepares each statement once per connection, under a name
 		// of its text: a server connection that does not know it, or

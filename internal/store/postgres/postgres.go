@@ -109,6 +109,10 @@ var (
 // schemaName is what Options.Schema may hold: a plain identifier.
 var schemaName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 
+// PlainSchema reports whether name is a schema Options.Schema may hold: a
+// plain identifier (letters, digits, '_', not starting with a digit).
+func PlainSchema(name string) bool { return schemaName.MatchString(name) }
+
 // Open connects to the database at url (a postgres:// URL or a key=value
 // connection string), applies the migrations it lacks and returns the
 // store. A database migrated by a newer errand is refused. When the server
@@ -130,7 +134,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	params := cfg.ConnConfig.RuntimeParams
 	// application_name is a startup parameter poolers pass on.
 	setDefault(params, "application_name", "errand")
-	if opts.Schema != "" && !schemaName.MatchString(opts.Schema) {
+	if opts.Schema != "" && !PlainSchema(opts.Schema) {
 		return nil, fmt.Errorf("postgres: schema %q: must be a plain identifier (letters, digits, '_')", opts.Schema)
 	}
 	if sets := sessionSets(params, opts.Schema); sets != "" {

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/errandhq/errand/internal/store"
@@ -132,9 +131,6 @@ func Open(ctx context.Context, rawURL string, o Options) (store.Store, error) {
 	return nil, &URLError{URL: rawURL, Why: fmt.Sprintf("unknown scheme %q (want sqlite://PATH or postgres://…)", scheme)}
 }
 
-// plainSchema is a search_path of one unquoted identifier.
-var plainSchema = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
-
 // urlSchema takes a search_path of one plain schema name out of a
 // postgres:// URL and returns the URL without it and the schema, folded
 // to lower case as PostgreSQL folds an unquoted name, for
@@ -149,7 +145,7 @@ func urlSchema(rawURL string) (string, string) {
 	}
 	q := u.Query()
 	sp := q.Get("search_path")
-	if len(q["search_path"]) != 1 || !plainSchema.MatchString(sp) {
+	if len(q["search_path"]) != 1 || !postgres.PlainSchema(sp) {
 		return rawURL, ""
 	}
 	q.Del("search_path")
